@@ -1,0 +1,3 @@
+from examflow.cli import main
+
+raise SystemExit(main())

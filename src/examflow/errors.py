@@ -1,0 +1,50 @@
+"""Input errors that point at the file, line and field a person has to fix."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class InputError(Exception):
+    """A problem in a user's input file; `str()` reads `path:line: field 'x': message`."""
+
+    path: str | Path
+    message: str
+    line: int | None = None
+    field: str | None = None
+
+    def __str__(self) -> str:
+        where = str(self.path) if self.line is None else f"{self.path}:{self.line}"
+        what = self.message if self.field is None else f"field '{self.field}': {self.message}"
+        return f"{where}: {what}"
+
+
+class Problems:
+    """Recoverable input problems of one kind (say, pooled passages missing from the corpus).
+
+    In `error` policy the first problem is raised; in `warn` policy each is counted, the
+    caller drops the offending record, and `summarise()` logs the counts with a first example.
+    """
+
+    def __init__(self, policy: str):
+        if policy not in ("error", "warn"):
+            raise ValueError(f"problem policy must be 'error' or 'warn', not {policy!r}")
+        self.policy = policy
+        self.counts: Counter[str] = Counter()
+        self.examples: dict[str, InputError] = {}
+
+    def report(self, kind: str, error: InputError) -> None:
+        if self.policy == "error":
+            raise error
+        self.counts[kind] += 1
+        self.examples.setdefault(kind, error)
+
+    def summarise(self) -> None:
+        for kind, count in sorted(self.counts.items()):
+            log.warning("%d × %s, dropped (first: %s)", count, kind, self.examples[kind])

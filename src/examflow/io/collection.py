@@ -1,0 +1,98 @@
+"""Passage collections (TSV `doc_id<TAB>text`, JSONL, Parquet), read in one streaming pass.
+
+Only the passages asked for are kept in memory, so pooling over an 8.8 M-passage
+MS MARCO collection needs memory for the pool, not for the collection.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from examflow.errors import InputError, Problems
+from examflow.io.lines import base_suffix, decode, raw_lines
+
+ID_FIELDS = ("doc_id", "docid", "id", "_id", "pid")
+TEXT_FIELDS = ("text", "contents", "body")
+
+
+def read_passages(path: str | Path, wanted: set[str], problems: Problems) -> dict[str, str]:
+    """Texts of the `wanted` passage ids; missing or empty ones go to `problems`."""
+    reader = {".tsv": _tsv, ".jsonl": _jsonl, ".parquet": _parquet}.get(base_suffix(path))
+    if reader is None:
+        raise InputError(path, "unknown collection format: use .tsv, .jsonl (optionally .gz) or .parquet")
+    found: dict[str, str] = {}
+    for number, doc_id, text in reader(path, wanted):
+        if not text.strip():
+            problems.report("pooled passages with empty text", InputError(path, f"empty text for passage {doc_id!r}", number, "text"))
+        elif doc_id in found and found[doc_id] != text:
+            raise InputError(path, f"passage {doc_id!r} appears twice with different texts", number, "doc_id")
+        else:
+            found[doc_id] = text
+    for doc_id in sorted(wanted - found.keys()):
+        problems.report("pooled passages missing from the collection", InputError(path, f"pooled passage {doc_id!r} is not in the collection"))
+    return found
+
+
+def _tsv(path, wanted: set[str]) -> Iterator[tuple[int, str, str]]:
+    wanted_bytes = {doc_id.encode() for doc_id in wanted}
+    for number, raw in raw_lines(path):
+        doc_id, tab, text = raw.partition(b"\t")
+        if not tab or b"\t" in text:
+            found = raw.count(b"\t") + 1
+            raise InputError(path, f"expected 2 tab-separated columns (doc_id, text), found {found}", number)
+        if doc_id in wanted_bytes:
+            yield number, decode(path, number, doc_id), decode(path, number, text)
+
+
+def _jsonl(path, wanted: set[str]) -> Iterator[tuple[int, str, str]]:
+    id_field = text_field = None
+    for number, raw in raw_lines(path):
+        try:
+            record = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            decode(path, number, raw)  # names invalid UTF-8 precisely, if that is the cause
+            raise InputError(path, "not a valid JSON object", number) from None
+        if id_field is None:
+            id_field = _pick(path, number, record, ID_FIELDS, "id")
+            text_field = _pick(path, number, record, TEXT_FIELDS, "text")
+        doc_id = record.get(id_field)
+        if not isinstance(doc_id, (str, int)):
+            raise InputError(path, "missing or not a string", number, id_field)
+        if str(doc_id) in wanted:
+            text = record.get(text_field)
+            if not isinstance(text, str):
+                raise InputError(path, "missing or not a string", number, text_field)
+            yield number, str(doc_id), text
+
+
+def _pick(path, number: int, record, candidates: tuple[str, ...], what: str) -> str:
+    if not isinstance(record, dict):
+        raise InputError(path, "expected a JSON object", number)
+    for name in candidates:
+        if name in record:
+            return name
+    raise InputError(path, f"no {what} field (one of {', '.join(candidates)})", number)
+
+
+def _parquet(path, wanted: set[str]) -> Iterator[tuple[int | None, str, str]]:
+    try:
+        table = pq.ParquetFile(path)
+    except (OSError, ValueError) as error:
+        raise InputError(path, f"not a readable Parquet file ({error})") from None
+    names = table.schema_arrow.names
+    id_field = next((n for n in ID_FIELDS if n in names), None)
+    text_field = next((n for n in TEXT_FIELDS if n in names), None)
+    if id_field is None or text_field is None:
+        raise InputError(path, f"needs an id column ({', '.join(ID_FIELDS)}) and a text column ({', '.join(TEXT_FIELDS)})")
+    wanted_array = pa.array(sorted(wanted), pa.string())
+    for batch in table.iter_batches(batch_size=65_536, columns=[id_field, text_field]):
+        ids = pc.cast(batch.column(0), "string")
+        keep = batch.filter(pc.is_in(ids, value_set=wanted_array))
+        for doc_id, text in zip(pc.cast(keep.column(0), "string").to_pylist(), keep.column(1).to_pylist()):
+            yield None, doc_id, text or ""

@@ -1,0 +1,50 @@
+"""TREC qrels: `query_id iteration doc_id relevance`.
+
+For queries with subtopics the query id may be `query_id/facet_id` (TREC CAR): the
+judgment then belongs to that facet.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from examflow.errors import InputError, Problems
+from examflow.io.lines import split_columns, text_lines
+
+QRELS_FIELDS = ("query_id", "iteration", "doc_id", "relevance")
+JUDGMENT_COLUMNS = ["query_id", "facet_id", "passage_id", "relevance"]
+
+
+def read_qrels(path: str | Path, queries: pd.DataFrame, unknown_queries: Problems) -> pd.DataFrame:
+    facets = set(zip(queries["query_id"], queries["facet_id"].fillna("")))
+    query_ids = set(queries["query_id"])
+    rows, first_line = [], {}
+    for number, line in text_lines(path):
+        qrels_id, _, doc_id, relevance = split_columns(path, number, line, QRELS_FIELDS, None)
+        query_id, facet_id = _resolve(qrels_id, query_ids, facets)
+        if query_id is None:
+            unknown_queries.report(
+                "qrels rows with an unknown query id", InputError(path, f"unknown query id {qrels_id!r}", number, "query_id")
+            )
+            continue
+        key = (qrels_id, doc_id)
+        if key in first_line:
+            raise InputError(path, f"document {doc_id!r} judged twice for {qrels_id!r} (first on line {first_line[key]})", number, "doc_id")
+        first_line[key] = number
+        try:
+            grade = int(relevance)
+        except ValueError:
+            raise InputError(path, f"not an integer: {relevance!r}", number, "relevance") from None
+        rows.append((query_id, facet_id, doc_id, grade))
+    return pd.DataFrame(rows, columns=JUDGMENT_COLUMNS).astype({"relevance": "int64"})
+
+
+def _resolve(qrels_id: str, query_ids: set[str], facets: set[tuple[str, str]]) -> tuple[str | None, str | None]:
+    if qrels_id in query_ids:
+        return qrels_id, None
+    query_id, _, facet_id = qrels_id.partition("/")
+    if facet_id and (query_id, facet_id) in facets:
+        return query_id, facet_id
+    return None, None

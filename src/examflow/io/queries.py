@@ -1,0 +1,83 @@
+"""Queries: TSV `query_id<TAB>text`, a JSON object `{query_id: text}`, or JSONL with subtopics.
+
+JSONL lines read `{"query_id": "q1", "text": "...", "subtopics": [{"facet_id": "f1", "text": "..."}]}`
+(`subtopics` optional; `query_text` is accepted for `text`). A query with subtopics is
+graded and judged per subtopic (facet), TREC CAR style.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from examflow.errors import InputError
+from examflow.io.lines import base_suffix, decode, json_lines, open_bytes, required_text, split_columns, text_lines
+
+QUERY_COLUMNS = ["query_id", "facet_id", "query_text", "facet_text"]
+
+
+def read_queries(path: str | Path) -> pd.DataFrame:
+    """One row per query, or per (query, facet) for queries with subtopics."""
+    reader = {".tsv": _tsv_rows, ".txt": _tsv_rows, ".json": _json_rows, ".jsonl": _jsonl_rows}.get(base_suffix(path))
+    if reader is None:
+        raise InputError(path, "unknown queries format: use .tsv, .json or .jsonl (optionally .gz)")
+    rows, seen = [], {}
+    for number, row in reader(path):
+        key = (row[0], row[1])
+        if key in seen:
+            raise InputError(path, f"duplicate query id {row[0]!r} (first on line {seen[key]})", number, "query_id")
+        seen[key] = number
+        rows.append(row)
+    return pd.DataFrame(rows, columns=QUERY_COLUMNS)
+
+
+def _tsv_rows(path):
+    for number, line in text_lines(path):
+        query_id, text = split_columns(path, number, line, ("query_id", "text"), "\t")
+        _check_id(path, number, query_id, "query_id")
+        if not text.strip():
+            raise InputError(path, "empty text", number, "text")
+        yield number, (query_id, None, text.strip(), None)
+
+
+def _json_rows(path):
+    with open_bytes(path) as handle:
+        text = decode(path, 1, handle.read())
+    try:
+        mapping = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InputError(path, f"not valid JSON ({error.msg})", error.lineno) from None
+    if not isinstance(mapping, dict) or not mapping:
+        raise InputError(path, "expected a non-empty JSON object {query_id: text}")
+    for query_id, query_text in mapping.items():
+        if not isinstance(query_text, str) or not query_text.strip():
+            raise InputError(path, "expected non-empty text", None, f"{query_id}")
+        yield None, (query_id, None, query_text.strip(), None)
+
+
+def _jsonl_rows(path):
+    for number, record in json_lines(path):
+        query_id = required_text(path, number, record, "query_id")
+        _check_id(path, number, query_id, "query_id")
+        text_field = "text" if "text" in record else "query_text"
+        text = required_text(path, number, record, text_field).strip()
+        subtopics = record.get("subtopics") or []
+        if not isinstance(subtopics, list):
+            raise InputError(path, "expected a list of {facet_id, text} objects", number, "subtopics")
+        if not subtopics:
+            yield number, (query_id, None, text, None)
+        for index, subtopic in enumerate(subtopics):
+            field = f"subtopics[{index}]"
+            if not isinstance(subtopic, dict):
+                raise InputError(path, "expected an object {facet_id, text}", number, field)
+            facet_id = required_text(path, number, subtopic, "facet_id")
+            _check_id(path, number, facet_id, f"{field}.facet_id")
+            yield number, (query_id, facet_id, text, required_text(path, number, subtopic, "text").strip())
+
+
+def _check_id(path, number, value: str, field: str) -> None:
+    # Ids end up as whitespace-separated TREC columns and as `query/facet` qrels ids.
+    if not value or any(ch.isspace() for ch in value) or (field == "query_id" and "/" in value):
+        raise InputError(path, f"invalid id {value!r} (no whitespace{', no /' if field == 'query_id' else ''})", number, field)

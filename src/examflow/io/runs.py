@@ -1,0 +1,71 @@
+"""TREC run files: `query_id Q0 doc_id rank score run_tag`, one run per file."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+
+from examflow.errors import InputError, Problems
+from examflow.io.lines import split_columns, text_lines
+
+RUN_FIELDS = ("query_id", "Q0", "doc_id", "rank", "score", "run_tag")
+RUN_COLUMNS = ["run_id", "query_id", "passage_id", "rank", "score"]
+
+
+def read_runs(paths: Iterable[str | Path], query_ids: set[str], unknown_queries: Problems) -> pd.DataFrame:
+    """All runs as one table; a run's id is its run tag, unique across files."""
+    tables, origin = [], {}
+    for path in paths:
+        table = read_run(path, query_ids, unknown_queries)
+        run_id = table["run_id"].iat[0] if len(table) else None
+        if run_id in origin:
+            raise InputError(path, f"run tag {run_id!r} is also the tag of {origin[run_id]}", None, "run_tag")
+        origin[run_id] = path
+        tables.append(table)
+    if not tables:
+        raise InputError("config: inputs.runs", "no run files given")
+    return pd.concat(tables, ignore_index=True)
+
+
+def read_run(path: str | Path, query_ids: set[str], unknown_queries: Problems) -> pd.DataFrame:
+    rows, first_line, tag = [], {}, None
+    for number, line in text_lines(path):
+        query_id, _, doc_id, rank, score, run_tag = split_columns(path, number, line, RUN_FIELDS, None)
+        if tag is None:
+            tag = run_tag
+        elif run_tag != tag:
+            raise InputError(path, f"second run tag {run_tag!r} after {tag!r}: one run per file", number, "run_tag")
+        key = (query_id, doc_id)
+        if key in first_line:
+            raise InputError(
+                path, f"document {doc_id!r} ranked twice for query {query_id!r} (first on line {first_line[key]})",
+                number, "doc_id",
+            )
+        first_line[key] = number
+        if query_id not in query_ids:
+            unknown_queries.report("run rows with an unknown query id", InputError(path, f"unknown query id {query_id!r}", number, "query_id"))
+            continue
+        rows.append((tag, query_id, doc_id, _integer(path, number, rank), _finite(path, number, score)))
+    if not rows:
+        raise InputError(path, "no rows for any known query")
+    return pd.DataFrame(rows, columns=RUN_COLUMNS).astype({"rank": "int64", "score": "float64"})
+
+
+def _integer(path, number: int, text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise InputError(path, f"not an integer: {text!r}", number, "rank") from None
+
+
+def _finite(path, number: int, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(path, f"not a number: {text!r}", number, "score") from None
+    if not math.isfinite(value):
+        raise InputError(path, f"not a finite number: {text!r}", number, "score")
+    return value

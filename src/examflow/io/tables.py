@@ -1,0 +1,40 @@
+"""Parquet tables written atomically: all of a step's tables appear together or not at all."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from examflow.errors import InputError
+
+
+def write_tables(tables: dict[str | Path, pd.DataFrame]) -> None:
+    """Write each table to a temporary sibling, then rename them all into place."""
+    staged = []
+    try:
+        for target, frame in tables.items():
+            target = Path(target)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+            os.close(handle)
+            staged.append((temporary, target))
+            if target.suffix == ".parquet":
+                frame.to_parquet(temporary, index=False)
+            else:
+                frame.to_csv(temporary, sep="\t", index=False)
+        for temporary, target in staged:
+            os.replace(temporary, target)
+    finally:
+        for temporary, _ in staged:
+            if os.path.exists(temporary):
+                os.unlink(temporary)
+
+
+def read_table(path: str | Path) -> pd.DataFrame:
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, "table not found (was the step that writes it run?)")
+    return pd.read_parquet(path)

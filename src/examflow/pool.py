@@ -1,0 +1,103 @@
+"""Pooling (SPEC §1): Pool(q) = judged passages of q ∪ the top-k passages of every run for q."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pandas as pd
+
+from examflow.errors import InputError, Problems
+from examflow.io.collection import read_passages
+from examflow.io.runs import RUN_COLUMNS
+
+log = logging.getLogger(__name__)
+
+PASSAGE_COLUMNS = ["query_id", "passage_id", "text", "origin"]
+ORIGINS = ("judged", "retrieved", "generated")
+
+
+def normalise_ranks(rankings: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """Keep ranks as written unless a list's ranks repeat or disagree with its scores.
+
+    Such a list is re-ranked by score, ties broken by descending passage id as trec_eval
+    does, starting from the list's own first rank (0-based runs stay 0-based).
+    Returns the table sorted by (run, query, rank) and the number of lists re-ranked.
+    """
+    keys = ["run_id", "query_id"]
+    table = rankings.sort_values(keys + ["rank", "score"], ascending=[True, True, True, False], kind="stable")
+    repeated = table.duplicated(keys + ["rank"])
+    score_rises = table.groupby(keys, sort=False)["score"].diff() > 0
+    broken = table.loc[repeated | score_rises, keys].drop_duplicates()
+    if broken.empty:
+        return table.reset_index(drop=True), 0
+    is_broken = table.set_index(keys).index.isin(broken.set_index(keys).index)
+    fixed = table[is_broken].sort_values(keys + ["score", "passage_id"], ascending=[True, True, False, False])
+    first_rank = fixed.groupby(keys)["rank"].transform("min")
+    fixed = fixed.assign(rank=first_rank + fixed.groupby(keys).cumcount())
+    table = pd.concat([table[~is_broken], fixed]).sort_values(keys + ["rank"], kind="stable")
+    return table.reset_index(drop=True), len(broken)
+
+
+def pooled_ids(rankings: pd.DataFrame, judgments: pd.DataFrame, generated_runs: set[str], depth: int) -> pd.DataFrame:
+    """(query_id, passage_id, origin) with origin = the sorted, comma-joined sources."""
+    top = rankings[rankings["rank"] <= depth]
+    sources = [
+        judgments[["query_id", "passage_id"]].assign(source="judged"),
+        top[["query_id", "passage_id"]].assign(source=top["run_id"].isin(generated_runs).map({True: "generated", False: "retrieved"})),
+    ]
+    stacked = pd.concat(sources).drop_duplicates()
+    order = {name: position for position, name in enumerate(ORIGINS)}
+    stacked = stacked.sort_values("source", key=lambda s: s.map(order), kind="stable")
+    origin = stacked.groupby(["query_id", "passage_id"])["source"].agg(",".join)
+    return origin.rename("origin").reset_index()
+
+
+def build_pool(
+    queries: pd.DataFrame,
+    runs: pd.DataFrame,
+    segments: pd.DataFrame | None,
+    judgments: pd.DataFrame,
+    corpus: str | Path | None,
+    depth: int,
+    missing_passages: Problems,
+) -> dict[str, pd.DataFrame]:
+    """The pool tables by name: passages, rankings, queries, judgments, summary."""
+    segments = segments if segments is not None else pd.DataFrame(columns=RUN_COLUMNS + ["text"])
+    clash = set(runs["run_id"]) & set(segments["run_id"])
+    if clash:
+        raise InputError("config: inputs.responses", f"run ids used both by run files and responses: {sorted(clash)}")
+    rankings, reranked = normalise_ranks(pd.concat([runs, segments[RUN_COLUMNS]], ignore_index=True))
+    if reranked:
+        log.warning("%d ranked lists had repeated ranks or ranks against their scores: re-ranked by score", reranked)
+    pool = pooled_ids(rankings, judgments, set(segments["run_id"]), depth)
+    texts = dict(zip(segments["passage_id"], segments["text"]))
+    texts.update(_corpus_texts(corpus, set(pool["passage_id"]) - texts.keys(), missing_passages))
+    pool = pool[pool["passage_id"].isin(texts.keys())]
+    passages = pool.assign(text=pool["passage_id"].map(texts))[PASSAGE_COLUMNS]
+    return {
+        "passages": passages.sort_values(["query_id", "passage_id"]).reset_index(drop=True),
+        "rankings": rankings,
+        "queries": queries.sort_values(["query_id", "facet_id"], na_position="first").reset_index(drop=True),
+        "judgments": judgments.sort_values(["query_id", "facet_id", "passage_id"], na_position="first").reset_index(drop=True),
+        "summary": pool_summary(queries, passages, rankings),
+    }
+
+
+def _corpus_texts(corpus, wanted: set[str], missing_passages: Problems) -> dict[str, str]:
+    if not wanted:
+        return {}
+    if corpus is None:
+        raise InputError("config: inputs.corpus", f"{len(wanted)} pooled passages need a corpus, and none is configured")
+    return read_passages(corpus, wanted, missing_passages)
+
+
+def pool_summary(queries: pd.DataFrame, passages: pd.DataFrame, rankings: pd.DataFrame) -> pd.DataFrame:
+    """Per query: pool size, passages by origin, number of ranked lists."""
+    counts = pd.DataFrame({"query_id": sorted(set(queries["query_id"]))})
+    for origin in ORIGINS:
+        has = passages[passages["origin"].str.contains(origin)]
+        counts[origin] = counts["query_id"].map(has.groupby("query_id").size()).fillna(0).astype(int)
+    counts["pool"] = counts["query_id"].map(passages.groupby("query_id").size()).fillna(0).astype(int)
+    counts["runs"] = counts["query_id"].map(rankings.groupby("query_id")["run_id"].nunique()).fillna(0).astype(int)
+    return counts
