@@ -1,0 +1,28 @@
+rule pool:
+    input:
+        unpack(pool_inputs),
+    output:
+        passages=f"{POOL}/passages.parquet",
+        rankings=f"{POOL}/rankings.parquet",
+        queries=f"{POOL}/queries.parquet",
+        judgments=f"{POOL}/judgments.parquet",
+        summary=f"{POOL}/summary.tsv",
+    log:
+        "results/logs/pool.log",
+    conda:
+        ENV
+    params:
+        sources=lambda wildcards, input: cli_options(
+            runs=list(input.runs),
+            qrels=input.get("qrels"),
+            corpus=input.get("corpus"),
+            segments=input.get("segments"),
+        ),
+        depth=config["pool"]["depth"],
+        on_missing_passage=config["validation"]["missing_passages"],
+        on_unknown_query=config["validation"]["unknown_queries"],
+        out=lambda wildcards, output: Path(output.passages).parent,
+    shell:
+        "python -m examflow pool --queries {input.queries} {params.sources} --depth {params.depth}"
+        " --on-missing-passage {params.on_missing_passage}"
+        " --on-unknown-query {params.on_unknown_query} --out {params.out} 2> {log}"
