@@ -43,7 +43,8 @@ def decode(path: str | Path, number: int, raw: bytes) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise InputError(path, f"invalid UTF-8 at byte {error.start} of the line", number) from None
+        bad = raw[error.start]
+        raise InputError(path, f"invalid UTF-8: byte 0x{bad:02x} at offset {error.start} of the line", number) from None
 
 
 def text_lines(path: str | Path) -> Iterator[tuple[int, str]]:

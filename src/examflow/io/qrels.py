@@ -38,7 +38,7 @@ def read_qrels(path: str | Path, queries: pd.DataFrame, unknown_queries: Problem
         except ValueError:
             raise InputError(path, f"not an integer: {relevance!r}", number, "relevance") from None
         rows.append((query_id, facet_id, doc_id, grade))
-    return pd.DataFrame(rows, columns=JUDGMENT_COLUMNS).astype({"relevance": "int64"})
+    return pd.DataFrame(rows, columns=JUDGMENT_COLUMNS, dtype=object).astype({"relevance": "int64"})
 
 
 def _resolve(qrels_id: str, query_ids: set[str], facets: set[tuple[str, str]]) -> tuple[str | None, str | None]:

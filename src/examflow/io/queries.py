@@ -30,7 +30,7 @@ def read_queries(path: str | Path) -> pd.DataFrame:
             raise InputError(path, f"duplicate query id {row[0]!r} (first on line {seen[key]})", number, "query_id")
         seen[key] = number
         rows.append(row)
-    return pd.DataFrame(rows, columns=QUERY_COLUMNS)
+    return pd.DataFrame(rows, columns=QUERY_COLUMNS, dtype=object)  # object keeps None for no facet
 
 
 def _tsv_rows(path):

@@ -1,0 +1,191 @@
+"""Malformed inputs: each error names the file, the line and (where there is one) the field."""
+
+from __future__ import annotations
+
+import gzip
+import re
+
+import pandas as pd
+import pytest
+
+from conftest import write
+from examflow.errors import InputError, Problems
+from examflow.io import read_passages, read_qrels, read_queries, read_responses, read_runs
+
+QUERY_IDS = {"q1", "q2"}
+
+
+def strict() -> Problems:
+    return Problems("error")
+
+
+def raises_at(path, line: int | None, field: str | None, pattern: str):
+    """Context manager asserting an InputError located at path:line naming field."""
+    where = re.escape(f"{path}:{line}: " if line else f"{path}: ")
+    what = re.escape(f"field '{field}': ") if field else ""
+    return pytest.raises(InputError, match=where + what + pattern)
+
+
+def test_run_with_wrong_column_count(tmp_path):
+    run = write(tmp_path / "a.run", "q1 Q0 d1 1 2.5 runA\nq1 Q0 d2 2 runA\n")
+    with raises_at(run, 2, None, "expected 6 columns .* found 5"):
+        read_runs([run], QUERY_IDS, strict())
+
+
+def test_run_with_non_numeric_rank(tmp_path):
+    run = write(tmp_path / "a.run", "q1 Q0 d1 1 2.5 runA\nq1 Q0 d2 two 2.0 runA\n")
+    with raises_at(run, 2, "rank", "not an integer: 'two'"):
+        read_runs([run], QUERY_IDS, strict())
+
+
+def test_run_with_non_numeric_score(tmp_path):
+    run = write(tmp_path / "a.run", "q1 Q0 d1 1 high runA\n")
+    with raises_at(run, 1, "score", "not a number: 'high'"):
+        read_runs([run], QUERY_IDS, strict())
+
+
+def test_run_with_nan_score(tmp_path):
+    run = write(tmp_path / "a.run", "q1 Q0 d1 1 nan runA\n")
+    with raises_at(run, 1, "score", "not a finite number"):
+        read_runs([run], QUERY_IDS, strict())
+
+
+def test_run_with_duplicate_document(tmp_path):
+    run = write(tmp_path / "a.run", "q1 Q0 d1 1 3 runA\nq2 Q0 d1 1 3 runA\nq1 Q0 d1 2 2 runA\n")
+    with raises_at(run, 3, "doc_id", r"document 'd1' ranked twice for query 'q1' \(first on line 1\)"):
+        read_runs([run], QUERY_IDS, strict())
+
+
+def test_run_with_two_tags(tmp_path):
+    run = write(tmp_path / "a.run", "q1 Q0 d1 1 3 runA\nq1 Q0 d2 2 2 runB\n")
+    with raises_at(run, 2, "run_tag", "second run tag 'runB'"):
+        read_runs([run], QUERY_IDS, strict())
+
+
+def test_two_files_with_the_same_tag(tmp_path):
+    first = write(tmp_path / "a.run", "q1 Q0 d1 1 3 runA\n")
+    second = write(tmp_path / "b.run", "q1 Q0 d1 1 3 runA\n")
+    with raises_at(second, None, "run_tag", f"run tag 'runA' is also the tag of {re.escape(str(first))}"):
+        read_runs([first, second], QUERY_IDS, strict())
+
+
+def test_run_with_unknown_query_fails_or_is_counted(tmp_path):
+    run = write(tmp_path / "a.run", "q1 Q0 d1 1 3 runA\nq9 Q0 d1 1 3 runA\nq9 Q0 d2 2 2 runA\n")
+    with raises_at(run, 2, "query_id", "unknown query id 'q9'"):
+        read_runs([run], QUERY_IDS, strict())
+    lenient = Problems("warn")
+    table = read_runs([run], QUERY_IDS, lenient)
+    assert table["query_id"].tolist() == ["q1"]
+    assert lenient.counts == {"run rows with an unknown query id": 2}
+
+
+def test_invalid_utf8(tmp_path):
+    run = write(tmp_path / "a.run", b"q1 Q0 d1 1 3 runA\nq1 Q0 d\xff2 2 2 runA\n")
+    with raises_at(run, 2, None, "invalid UTF-8: byte 0xff at offset 7 of the line"):
+        read_runs([run], QUERY_IDS, strict())
+
+
+@pytest.mark.parametrize("content", ["", "\n\n  \n"])
+def test_empty_file(tmp_path, content):
+    run = write(tmp_path / "a.run", content)
+    with raises_at(run, None, None, "file is empty"):
+        read_runs([run], QUERY_IDS, strict())
+
+
+def test_missing_file(tmp_path):
+    with raises_at(tmp_path / "nope.tsv", None, None, "file not found"):
+        read_queries(tmp_path / "nope.tsv")
+
+
+def test_qrels_with_non_integer_relevance(tmp_path):
+    queries = pd.DataFrame({"query_id": ["q1"], "facet_id": [None], "query_text": ["x"], "facet_text": [None]})
+    qrels = write(tmp_path / "q.qrels", "q1 0 d1 1\nq1 0 d2 relevant\n")
+    with raises_at(qrels, 2, "relevance", "not an integer: 'relevant'"):
+        read_qrels(qrels, queries, strict())
+
+
+def test_qrels_facet_ids_and_unknown_queries(tmp_path):
+    queries = read_queries(write(tmp_path / "q.jsonl", '{"query_id": "page", "text": "P", "subtopics": [{"facet_id": "s1", "text": "S"}]}\n'))
+    qrels = write(tmp_path / "q.qrels", "page/s1 0 d1 2\npage/s2 0 d2 1\n")
+    with raises_at(qrels, 2, "query_id", "unknown query id 'page/s2'"):
+        read_qrels(qrels, queries, strict())
+    table = read_qrels(qrels, queries, Problems("warn"))
+    assert table.to_dict("records") == [{"query_id": "page", "facet_id": "s1", "passage_id": "d1", "relevance": 2}]
+
+
+def test_queries_tsv_with_empty_text(tmp_path):
+    queries = write(tmp_path / "q.tsv", "q1\tfirst query\nq2\t  \n")
+    with raises_at(queries, 2, "text", "empty text"):
+        read_queries(queries)
+
+
+def test_queries_with_duplicate_id(tmp_path):
+    queries = write(tmp_path / "q.tsv", "q1\tfirst\nq2\tsecond\nq1\tagain\n")
+    with raises_at(queries, 3, "query_id", r"duplicate query id 'q1' \(first on line 1\)"):
+        read_queries(queries)
+
+
+def test_queries_jsonl_with_bad_subtopic(tmp_path):
+    queries = write(tmp_path / "q.jsonl", '{"query_id": "p", "text": "P"}\n{"query_id": "r", "text": "R", "subtopics": [{"text": "S"}]}\n')
+    with raises_at(queries, 2, "facet_id", "missing"):
+        read_queries(queries)
+
+
+def test_jsonl_that_is_not_json(tmp_path):
+    responses = write(tmp_path / "r.jsonl", '{"run_id": "a", "query_id": "q1", "text": "ok"}\n{"run_id": "a",\n')
+    with raises_at(responses, 2, None, "not valid JSON"):
+        read_responses(responses, QUERY_IDS, strict())
+
+
+def test_response_with_empty_or_wrongly_typed_text(tmp_path):
+    empty = write(tmp_path / "r.jsonl", '{"run_id": "a", "query_id": "q1", "text": ["  ", ""]}\n')
+    with raises_at(empty, 1, "text", "empty text"):
+        read_responses(empty, QUERY_IDS, strict())
+    typed = write(tmp_path / "s.jsonl", '{"run_id": "a", "query_id": "q1", "text": 42}\n')
+    with raises_at(typed, 1, "text", "expected a string or a list of strings"):
+        read_responses(typed, QUERY_IDS, strict())
+
+
+def test_collection_missing_pooled_passage(tmp_path):
+    corpus = write(tmp_path / "c.tsv", "d1\tone\nd2\ttwo\n")
+    with raises_at(corpus, None, None, "pooled passage 'd3' is not in the collection"):
+        read_passages(corpus, {"d1", "d3"}, strict())
+    lenient = Problems("warn")
+    assert read_passages(corpus, {"d1", "d3"}, lenient) == {"d1": "one"}
+    assert lenient.counts == {"pooled passages missing from the collection": 1}
+
+
+def test_collection_with_empty_text(tmp_path):
+    corpus = write(tmp_path / "c.tsv", "d1\tone\nd2\t \n")
+    with raises_at(corpus, 2, "text", "empty text for passage 'd2'"):
+        read_passages(corpus, {"d1", "d2"}, strict())
+
+
+def test_collection_with_wrong_column_count(tmp_path):
+    corpus = write(tmp_path / "c.tsv", "d1\tone\nd2 two\n")
+    with raises_at(corpus, 2, None, "expected 2 tab-separated columns .* found 1"):
+        read_passages(corpus, {"d1"}, strict())
+
+
+def test_collection_jsonl_without_id_field(tmp_path):
+    corpus = write(tmp_path / "c.jsonl", '{"title": "x", "text": "y"}\n')
+    with raises_at(corpus, 1, None, "no id field"):
+        read_passages(corpus, {"d1"}, strict())
+
+
+def test_collection_formats_agree(tmp_path):
+    rows = {"d1": "first passage", "d2": "second passage", "d3": "third"}
+    tsv = write(tmp_path / "c.tsv.gz", gzip.compress("".join(f"{k}\t{v}\n" for k, v in rows.items()).encode()))
+    jsonl = write(tmp_path / "c.jsonl", "".join(f'{{"docid": "{k}", "contents": "{v}"}}\n' for k, v in rows.items()))
+    parquet = tmp_path / "c.parquet"
+    pd.DataFrame({"doc_id": list(rows), "text": list(rows.values())}).to_parquet(parquet)
+    for path in (tsv, jsonl, parquet):
+        assert read_passages(path, {"d1", "d3"}, strict()) == {"d1": "first passage", "d3": "third"}
+
+
+def test_queries_formats(tmp_path):
+    json_file = write(tmp_path / "q.json", '{"q1": "first", "q2": "second"}')
+    assert read_queries(json_file)["query_text"].tolist() == ["first", "second"]
+    jsonl = write(tmp_path / "q.jsonl", '{"query_id": "p", "text": "Page", "subtopics": [{"facet_id": "a", "text": "A"}, {"facet_id": "b", "text": "B"}]}\n{"query_id": "q", "query_text": "Q"}\n')
+    table = read_queries(jsonl)
+    assert table.values.tolist() == [["p", "a", "Page", "A"], ["p", "b", "Page", "B"], ["q", None, "Q", None]]

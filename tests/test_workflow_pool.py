@@ -1,0 +1,104 @@
+"""The real snakemake on the demo: pool tables, failure handling, config validation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from snakemake.utils import validate
+
+from conftest import ROOT, snakemake, write
+
+pytestmark = pytest.mark.workflow
+
+
+def hand_computed_pool(demo: Path, depth: int) -> dict[str, set[str]]:
+    """judged ∪ rank <= depth of every run file, per page, read without examflow."""
+    pool: dict[str, set[str]] = {}
+    for line in (demo / "qrels.txt").read_text().splitlines():
+        qid, _, doc, _ = line.split()
+        pool.setdefault(qid.split("/")[0], set()).add(doc)
+    for run in (demo / "runs").glob("*.run"):
+        for line in run.read_text().splitlines():
+            qid, _, doc, rank, _, _ = line.split()
+            if int(rank) <= depth:
+                pool[qid].add(doc)
+    return pool
+
+
+def test_demo_pool_matches_hand_computed_pool(project):
+    snakemake(project)
+    passages = pd.read_parquet(project / "results/pool/passages.parquet")
+    segments = pd.read_parquet(project / "results/segment/responses.parquet")
+    expected = hand_computed_pool(project / "resources/demo", depth=20)
+    for query_id, docs in expected.items():
+        generated = set(segments.loc[(segments["query_id"] == query_id) & (segments["rank"] <= 20), "passage_id"])
+        assert set(passages.loc[passages["query_id"] == query_id, "passage_id"]) == docs | generated
+    assert passages.groupby("query_id").size().to_dict() == {
+        "composting": 63, "honeybee": 62, "sourdough": 64, "tides": 65, "vitamin-d": 67, "volcano": 67,
+    }
+    # The 0-based run contributes 21 passages per query.
+    rankings = pd.read_parquet(project / "results/pool/rankings.parquet")
+    zero_based = rankings[(rankings["run_id"] == "overlap-0based") & (rankings["rank"] <= 20)]
+    assert zero_based.groupby("query_id").size().eq(21).all()
+    assert set(rankings["run_id"]) >= {"oracle", "random", "rag-thorough", "rag-brief", "rag-offtopic"}
+    judgments = pd.read_parquet(project / "results/pool/judgments.parquet")
+    assert judgments.groupby("query_id")["facet_id"].nunique().to_dict()["volcano"] == 3
+    assert "Nothing to be done" in snakemake(project, "-n").stdout
+
+
+def test_bad_run_file_fails_cleanly_with_nothing_written(project):
+    run = project / "resources/demo/runs/bm25.run"
+    lines = run.read_text().splitlines()
+    lines[6] = lines[6].replace(" 7 ", " seven ")
+    run.write_text("\n".join(lines) + "\n")
+    result = snakemake(project, check=False)
+    assert result.returncode != 0
+    log = (project / "results/logs/pool.log").read_text()
+    assert f"examflow: error: resources/demo/runs/bm25.run:7: field 'rank': not an integer: 'seven'" in log
+    assert "Traceback" not in log
+    assert not (project / "results/pool").exists() or not any((project / "results/pool").iterdir())
+
+
+def test_warn_policy_pools_around_missing_passages(project):
+    corpus = project / "resources/demo/corpus.tsv"
+    corpus.write_text("".join(line for line in corpus.read_text().splitlines(True) if not line.startswith("p001\t")))
+    failed = snakemake(project, check=False)
+    assert failed.returncode != 0
+    assert "pooled passage 'p001' is not in the collection" in (project / "results/logs/pool.log").read_text()
+    snakemake(project, "--config", "validation={'missing_passages': 'warn', 'unknown_queries': 'error'}")
+    assert "1 × pooled passages missing from the collection, dropped" in (project / "results/logs/pool.log").read_text()
+    passages = pd.read_parquet(project / "results/pool/passages.parquet")
+    assert "p001" not in set(passages["passage_id"])
+
+
+def test_config_is_validated_at_parse_time(project):
+    config = yaml.safe_load((project / "config/config.yaml").read_text())
+    config["pool"]["depht"] = 10
+    write(project / "config/bad.yaml", yaml.safe_dump(config))
+    result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert "depht" in output and "Additional properties are not allowed" in output
+    config["pool"] = {}
+    config["inputs"]["runs"] = ["resources/demo/runs/*.trec"]
+    write(project / "config/bad.yaml", yaml.safe_dump(config))
+    result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
+    assert "config inputs.runs: no file matches 'resources/demo/runs/*.trec'" in result.stdout + result.stderr
+    assert not (project / "results").exists()
+
+
+def test_schema_fills_defaults_of_a_minimal_config():
+    config = {"inputs": {"queries": "q.tsv"}}
+    validate(config, str(ROOT / "workflow/schemas/config.schema.yaml"), set_default=True)
+    assert config == {
+        "inputs": {
+            "queries": "q.tsv", "runs": [], "corpus": None, "qrels": None, "responses": None,
+            "official_leaderboard": None, "gold_articles": None, "bank": None,
+        },
+        "pool": {"depth": 20},
+        "segment": {"max_tokens": 400},
+        "validation": {"missing_passages": "error", "unknown_queries": "error"},
+    }
