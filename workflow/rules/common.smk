@@ -38,26 +38,45 @@ def expand_runs(patterns):
     return files
 
 
+def is_irds(spec):
+    return isinstance(spec, str) and spec.startswith("irds:")
+
+
+def input_file(key):
+    """The file configured for an input; [] when unset or an ir_datasets id."""
+    spec = INPUTS[key]
+    return [] if spec is None or is_irds(spec) else spec
+
+
 RUN_FILES = expand_runs(INPUTS["runs"])
-for key, path in INPUTS.items():
-    if key != "runs" and path is not None:
-        existing_file(key, path)
+for key, spec in INPUTS.items():
+    if key != "runs" and input_file(key):
+        existing_file(key, spec)
 
 
 def cli_options(**options):
     """`--name value` pairs for the examflow CLI; None leaves an option out."""
     words = []
     for name, value in options.items():
-        if value is None or value == []:
+        values = list(value) if isinstance(value, (list, tuple)) else [value]
+        if value is None or not values:
             continue
-        values = value if isinstance(value, list) else [value]
-        words += [f"--{name.replace('_', '-')}"] + [str(v) for v in values]
+        words += [f"--{name.replace('_', '-')}"] + [shlex.quote(str(v)) for v in values]
     return " ".join(words)
 
 
 def pool_inputs(wildcards):
-    inputs = {"queries": INPUTS["queries"], "runs": RUN_FILES}
-    inputs |= {key: INPUTS[key] for key in ("qrels", "corpus") if INPUTS[key]}
-    if INPUTS["responses"]:
-        inputs["segments"] = rules.segment.output[0]
+    inputs = {key: input_file(key) for key in ("queries", "qrels", "corpus")}
+    inputs["runs"] = RUN_FILES
+    inputs["segments"] = rules.segment.output[0] if INPUTS["responses"] else []
     return inputs
+
+
+def source(input, key):
+    """A rule's input file for `key`, else the config's ir_datasets id (or None)."""
+    return input.get(key) or INPUTS.get(key)
+
+
+def pool_sources(wildcards, input):
+    keys = ("queries", "runs", "qrels", "corpus", "segments")
+    return cli_options(**{key: source(input, key) for key in keys})

@@ -12,17 +12,12 @@ rule pool:
     conda:
         ENV
     params:
-        sources=lambda wildcards, input: cli_options(
-            runs=list(input.runs),
-            qrels=input.get("qrels"),
-            corpus=input.get("corpus"),
-            segments=input.get("segments"),
-        ),
+        sources=pool_sources,
         depth=config["pool"]["depth"],
         on_missing_passage=config["validation"]["missing_passages"],
         on_unknown_query=config["validation"]["unknown_queries"],
         out=lambda wildcards, output: Path(output.passages).parent,
     shell:
-        "python -m examflow pool --queries {input.queries} {params.sources} --depth {params.depth}"
+        "python -m examflow pool {params.sources} --depth {params.depth}"
         " --on-missing-passage {params.on_missing_passage}"
         " --on-unknown-query {params.on_unknown_query} --out {params.out} 2> {log}"

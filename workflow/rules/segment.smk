@@ -1,7 +1,7 @@
 rule segment:
     input:
         responses=INPUTS["responses"] or [],
-        queries=INPUTS["queries"],
+        queries=input_file("queries"),
     output:
         "results/segment/responses.parquet",
     log:
@@ -9,9 +9,10 @@ rule segment:
     conda:
         ENV
     params:
+        queries=lambda wildcards, input: source(input, "queries"),
         max_tokens=config["segment"]["max_tokens"],
         on_unknown_query=config["validation"]["unknown_queries"],
     shell:
-        "python -m examflow segment --responses {input.responses} --queries {input.queries}"
+        "python -m examflow segment --responses {input.responses} --queries {params.queries}"
         " --max-tokens {params.max_tokens} --on-unknown-query {params.on_unknown_query}"
         " --out {output} 2> {log}"

@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from examflow.errors import InputError, Problems
+from examflow.io.irds import irds_passages, is_irds
 from examflow.io.lines import base_suffix, decode, raw_lines
 
 ID_FIELDS = ("doc_id", "docid", "id", "_id", "pid")
@@ -23,7 +24,8 @@ TEXT_FIELDS = ("text", "contents", "body")
 
 def read_passages(path: str | Path, wanted: set[str], problems: Problems) -> dict[str, str]:
     """Texts of the `wanted` passage ids; missing or empty ones go to `problems`."""
-    reader = {".tsv": _tsv, ".jsonl": _jsonl, ".parquet": _parquet}.get(base_suffix(path))
+    readers = {".tsv": _tsv, ".jsonl": _jsonl, ".parquet": _parquet}
+    reader = _irds if is_irds(path) else readers.get(base_suffix(path))
     if reader is None:
         raise InputError(path, "unknown collection format: use .tsv, .jsonl (optionally .gz) or .parquet")
     found: dict[str, str] = {}
@@ -37,6 +39,11 @@ def read_passages(path: str | Path, wanted: set[str], problems: Problems) -> dic
     for doc_id in sorted(wanted - found.keys()):
         problems.report("pooled passages missing from the collection", InputError(path, f"pooled passage {doc_id!r} is not in the collection"))
     return found
+
+
+def _irds(spec: str, wanted: set[str]) -> Iterator[tuple[None, str, str]]:
+    for doc_id, text in irds_passages(spec, wanted).items():
+        yield None, doc_id, text
 
 
 def _tsv(path, wanted: set[str]) -> Iterator[tuple[int, str, str]]:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from examflow.errors import InputError, Problems
+from examflow.io.irds import irds_qrels, is_irds
 from examflow.io.lines import split_columns, text_lines
 
 QRELS_FIELDS = ("query_id", "iteration", "doc_id", "relevance")
@@ -18,6 +19,9 @@ JUDGMENT_COLUMNS = ["query_id", "facet_id", "passage_id", "relevance"]
 
 
 def read_qrels(path: str | Path, queries: pd.DataFrame, unknown_queries: Problems) -> pd.DataFrame:
+    if is_irds(path):
+        rows = irds_qrels(path, set(queries["query_id"]), unknown_queries)
+        return _table([(query_id, None, doc_id, grade) for query_id, doc_id, grade in rows])
     facets = set(zip(queries["query_id"], queries["facet_id"].fillna("")))
     query_ids = set(queries["query_id"])
     rows, first_line = [], {}
@@ -38,6 +42,10 @@ def read_qrels(path: str | Path, queries: pd.DataFrame, unknown_queries: Problem
         except ValueError:
             raise InputError(path, f"not an integer: {relevance!r}", number, "relevance") from None
         rows.append((query_id, facet_id, doc_id, grade))
+    return _table(rows)
+
+
+def _table(rows) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=JUDGMENT_COLUMNS, dtype=object).astype({"relevance": "int64"})
 
 

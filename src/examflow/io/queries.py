@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from examflow.errors import InputError
+from examflow.io.irds import irds_queries, is_irds
 from examflow.io.lines import base_suffix, decode, json_lines, open_bytes, required_text, split_columns, text_lines
 
 QUERY_COLUMNS = ["query_id", "facet_id", "query_text", "facet_text"]
@@ -20,6 +21,8 @@ QUERY_COLUMNS = ["query_id", "facet_id", "query_text", "facet_text"]
 
 def read_queries(path: str | Path) -> pd.DataFrame:
     """One row per query, or per (query, facet) for queries with subtopics."""
+    if is_irds(path):
+        return irds_queries(path)
     reader = {".tsv": _tsv_rows, ".txt": _tsv_rows, ".json": _json_rows, ".jsonl": _jsonl_rows}.get(base_suffix(path))
     if reader is None:
         raise InputError(path, "unknown queries format: use .tsv, .json or .jsonl (optionally .gz)")
