@@ -102,3 +102,8 @@ def test_schema_fills_defaults_of_a_minimal_config():
         "segment": {"max_tokens": 400},
         "validation": {"missing_passages": "error", "unknown_queries": "error"},
     }
+
+
+@pytest.mark.parametrize("example", sorted((ROOT / "config/examples").glob("*.yaml")), ids=lambda p: p.name)
+def test_example_configs_follow_the_schema(example):
+    validate(yaml.safe_load(example.read_text()), str(ROOT / "workflow/schemas/config.schema.yaml"), set_default=True)
