@@ -55,7 +55,20 @@ def main() -> None:
             directory = Path(name)
             runs = build(directory, passages, args.format)
             corpus = directory / f"corpus.{args.format}"
-            command = [sys.executable, "-c", MEASURE, "pool", "--queries", "queries.tsv", "--runs", *runs, "--corpus", corpus.name, "--out", "pool"]
+            command = [
+                sys.executable,
+                "-c",
+                MEASURE,
+                "pool",
+                "--queries",
+                "queries.tsv",
+                "--runs",
+                *runs,
+                "--corpus",
+                corpus.name,
+                "--out",
+                "pool",
+            ]
             start = time.perf_counter()
             result = subprocess.run(command, cwd=directory, capture_output=True, text=True, check=True)
             seconds = time.perf_counter() - start

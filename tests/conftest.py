@@ -29,7 +29,10 @@ def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.Compl
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     result = subprocess.run(
         [sys.executable, "-m", "snakemake", "--cores", "2", *args],
-        cwd=workdir, env=env, capture_output=True, text=True,
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     if check and result.returncode != 0:
         raise AssertionError(f"snakemake failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")

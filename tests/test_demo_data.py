@@ -7,9 +7,9 @@ import json
 from collections import defaultdict
 
 import pytrec_eval
+from conftest import DEMO
 from scipy.stats import rankdata
 
-from conftest import DEMO
 from examflow.errors import Problems
 from examflow.io import read_passages, read_qrels, read_queries, read_responses, read_runs
 

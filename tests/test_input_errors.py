@@ -7,8 +7,8 @@ import re
 
 import pandas as pd
 import pytest
-
 from conftest import write
+
 from examflow.errors import InputError, Problems
 from examflow.io import read_passages, read_qrels, read_queries, read_responses, read_runs
 
@@ -105,7 +105,11 @@ def test_qrels_with_non_integer_relevance(tmp_path):
 
 
 def test_qrels_facet_ids_and_unknown_queries(tmp_path):
-    queries = read_queries(write(tmp_path / "q.jsonl", '{"query_id": "page", "text": "P", "subtopics": [{"facet_id": "s1", "text": "S"}]}\n'))
+    queries = read_queries(
+        write(
+            tmp_path / "q.jsonl", '{"query_id": "page", "text": "P", "subtopics": [{"facet_id": "s1", "text": "S"}]}\n'
+        )
+    )
     qrels = write(tmp_path / "q.qrels", "page/s1 0 d1 2\npage/s2 0 d2 1\n")
     with raises_at(qrels, 2, "query_id", "unknown query id 'page/s2'"):
         read_qrels(qrels, queries, strict())
@@ -126,7 +130,10 @@ def test_queries_with_duplicate_id(tmp_path):
 
 
 def test_queries_jsonl_with_bad_subtopic(tmp_path):
-    queries = write(tmp_path / "q.jsonl", '{"query_id": "p", "text": "P"}\n{"query_id": "r", "text": "R", "subtopics": [{"text": "S"}]}\n')
+    queries = write(
+        tmp_path / "q.jsonl",
+        '{"query_id": "p", "text": "P"}\n{"query_id": "r", "text": "R", "subtopics": [{"text": "S"}]}\n',
+    )
     with raises_at(queries, 2, "facet_id", "missing"):
         read_queries(queries)
 
@@ -186,6 +193,9 @@ def test_collection_formats_agree(tmp_path):
 def test_queries_formats(tmp_path):
     json_file = write(tmp_path / "q.json", '{"q1": "first", "q2": "second"}')
     assert read_queries(json_file)["query_text"].tolist() == ["first", "second"]
-    jsonl = write(tmp_path / "q.jsonl", '{"query_id": "p", "text": "Page", "subtopics": [{"facet_id": "a", "text": "A"}, {"facet_id": "b", "text": "B"}]}\n{"query_id": "q", "query_text": "Q"}\n')
+    jsonl = write(
+        tmp_path / "q.jsonl",
+        '{"query_id": "p", "text": "Page", "subtopics": [{"facet_id": "a", "text": "A"}, {"facet_id": "b", "text": "B"}]}\n{"query_id": "q", "query_text": "Q"}\n',
+    )
     table = read_queries(jsonl)
     assert table.values.tolist() == [["p", "a", "Page", "A"], ["p", "b", "Page", "B"], ["q", None, "Q", None]]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import write
+
 from examflow.errors import InputError, Problems
 from examflow.io import read_passages, read_qrels, read_queries
 
@@ -23,9 +23,14 @@ def local_dataset(tmp_path_factory):
     qrels = write(directory / "qrels.txt", "q1 0 d1 2\nq2 0 d3 0\nq9 0 d2 1\n")
     name = "examflow-test/local"
     if name not in ir_datasets.registry:
-        ir_datasets.registry.register(name, Dataset(
-            TsvDocs(LocalDownload(docs)), TsvQueries(LocalDownload(queries)), TrecQrels(LocalDownload(qrels), {0: "no", 1: "yes", 2: "very"}),
-        ))
+        ir_datasets.registry.register(
+            name,
+            Dataset(
+                TsvDocs(LocalDownload(docs)),
+                TsvQueries(LocalDownload(queries)),
+                TrecQrels(LocalDownload(qrels), {0: "no", 1: "yes", 2: "very"}),
+            ),
+        )
     return f"irds:{name}"
 
 
@@ -36,7 +41,10 @@ def test_queries_qrels_and_passages_from_an_ir_datasets_id(local_dataset):
         read_qrels(local_dataset, queries, Problems("error"))
     judgments = read_qrels(local_dataset, queries, Problems("warn"))
     assert judgments[["query_id", "passage_id", "relevance"]].values.tolist() == [["q1", "d1", 2], ["q2", "d3", 0]]
-    assert read_passages(local_dataset, {"d1", "d3"}, Problems("error")) == {"d1": "first passage", "d3": "third passage"}
+    assert read_passages(local_dataset, {"d1", "d3"}, Problems("error")) == {
+        "d1": "first passage",
+        "d3": "third passage",
+    }
     with pytest.raises(InputError, match="pooled passage 'd7' is not in the collection"):
         read_passages(local_dataset, {"d7"}, Problems("error"))
 

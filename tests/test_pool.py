@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-
 from conftest import write
+
 from examflow.errors import InputError, Problems
 from examflow.pool import build_pool, normalise_ranks, pooled_ids
 
@@ -17,18 +17,30 @@ def rankings(rows) -> pd.DataFrame:
 
 
 def test_consistent_ranks_are_kept_as_written_zero_based_too():
-    table, reranked = normalise_ranks(rankings([("r", "q", "b", 1, 5.0), ("r", "q", "a", 0, 9.0), ("r", "q", "c", 2, 5.0)]))
+    table, reranked = normalise_ranks(
+        rankings([("r", "q", "b", 1, 5.0), ("r", "q", "a", 0, 9.0), ("r", "q", "c", 2, 5.0)])
+    )
     assert reranked == 0
     assert table[["passage_id", "rank"]].values.tolist() == [["a", 0], ["b", 1], ["c", 2]]
 
 
 def test_ranks_against_scores_are_replaced_by_score_order_with_trec_eval_ties():
-    rows = [("r", "q", "a", 1, 1.0), ("r", "q", "b", 2, 3.0), ("r", "q", "c", 3, 3.0), ("s", "q", "x", 1, 2.0), ("s", "q", "y", 1, 1.0)]
+    rows = [
+        ("r", "q", "a", 1, 1.0),
+        ("r", "q", "b", 2, 3.0),
+        ("r", "q", "c", 3, 3.0),
+        ("s", "q", "x", 1, 2.0),
+        ("s", "q", "y", 1, 1.0),
+    ]
     table, reranked = normalise_ranks(rankings(rows))
     assert reranked == 2
     # Ties by descending passage id, as trec_eval orders them.
     assert table[["run_id", "passage_id", "rank"]].values.tolist() == [
-        ["r", "c", 1], ["r", "b", 2], ["r", "a", 3], ["s", "x", 1], ["s", "y", 2],
+        ["r", "c", 1],
+        ["r", "b", 2],
+        ["r", "a", 3],
+        ["s", "x", 1],
+        ["s", "y", 2],
     ]
 
 
@@ -38,8 +50,12 @@ def test_pool_is_judged_union_top_k_with_origins():
     pool = pooled_ids(runs, judged, {"g"}, depth=2)
     # A 0-based run contributes ranks 0, 1 and 2: depth + 1 passages, as the reference does.
     assert pool.values.tolist() == [
-        ["q", "d0", "retrieved"], ["q", "d1", "retrieved"], ["q", "d2", "retrieved"],
-        ["q", "d3", "judged"], ["q", "gen-1", "generated"], ["q", "j1", "judged"],
+        ["q", "d0", "retrieved"],
+        ["q", "d1", "retrieved"],
+        ["q", "d2", "retrieved"],
+        ["q", "d3", "judged"],
+        ["q", "gen-1", "generated"],
+        ["q", "j1", "judged"],
     ]
     both = pooled_ids(runs, judged.assign(passage_id=["d0", "j1"]), {"g"}, depth=2)
     assert both.set_index("passage_id").at["d0", "origin"] == "judged,retrieved"
@@ -52,9 +68,13 @@ def test_build_pool_reads_only_pooled_passages(tmp_path):
     judgments = pd.DataFrame({"query_id": ["q"], "facet_id": [None], "passage_id": ["j"], "relevance": [2]})
     tables = build_pool(queries, runs, None, judgments, corpus, 2, Problems("error"))
     assert tables["passages"][["passage_id", "text", "origin"]].values.tolist() == [
-        ["d1", "one", "retrieved"], ["d2", "two", "retrieved"], ["j", "judged", "judged"],
+        ["d1", "one", "retrieved"],
+        ["d2", "two", "retrieved"],
+        ["j", "judged", "judged"],
     ]
-    assert tables["summary"].to_dict("records") == [{"query_id": "q", "judged": 1, "retrieved": 2, "generated": 0, "pool": 3, "runs": 1}]
+    assert tables["summary"].to_dict("records") == [
+        {"query_id": "q", "judged": 1, "retrieved": 2, "generated": 0, "pool": 3, "runs": 1}
+    ]
     assert len(tables["rankings"]) == 3  # whole runs are kept for trec_eval measures
 
 
@@ -63,4 +83,12 @@ def test_run_ids_must_not_clash_with_response_systems():
     segments = rankings([("sys", "q", "gen-x", 1, 1.0)]).assign(text="generated")
     queries = pd.DataFrame({"query_id": ["q"], "facet_id": [None], "query_text": ["Q"], "facet_text": [None]})
     with pytest.raises(InputError, match="run ids used both by run files and responses: \\['sys'\\]"):
-        build_pool(queries, runs, segments, pd.DataFrame(columns=["query_id", "facet_id", "passage_id", "relevance"]), None, 20, Problems("error"))
+        build_pool(
+            queries,
+            runs,
+            segments,
+            pd.DataFrame(columns=["query_id", "facet_id", "passage_id", "relevance"]),
+            None,
+            20,
+            Problems("error"),
+        )

@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import write
 
 MEASURE = """
@@ -27,7 +26,10 @@ def make_collection(directory, passages: int) -> None:
             out.write(f"d{i}\t{' '.join(rng.choices(vocabulary, k=60))}\n")
     write(directory / "queries.tsv", "".join(f"q{i}\tquery {i}\n" for i in range(20)))
     picks = rng.sample(range(passages), 20 * 100)
-    write(directory / "sys.run", "".join(f"q{n // 100} Q0 d{doc} {n % 100 + 1} {100 - n % 100} sys\n" for n, doc in enumerate(picks)))
+    write(
+        directory / "sys.run",
+        "".join(f"q{n // 100} Q0 d{doc} {n % 100 + 1} {100 - n % 100} sys\n" for n, doc in enumerate(picks)),
+    )
 
 
 def peak_megabytes(directory) -> int:

@@ -54,6 +54,11 @@ def test_passage_ids_are_stable_and_shared():
         Response("sys-c", "q1", ("Again and again.", "Again and again.")),
     ]
     table = segment_responses(responses, 3)
-    assert table[["run_id", "rank", "score"]].values.tolist() == [["sys-a", 1, 1.0], ["sys-a", 2, 0.5], ["sys-b", 1, 1.0], ["sys-c", 1, 1.0]]
+    assert table[["run_id", "rank", "score"]].values.tolist() == [
+        ["sys-a", 1, 1.0],
+        ["sys-a", 2, 0.5],
+        ["sys-b", 1, 1.0],
+        ["sys-c", 1, 1.0],
+    ]
     assert table["passage_id"].iat[0] == table["passage_id"].iat[2] == passage_id("Shared paragraph.")
     assert table.equals(segment_responses(responses, 3))

@@ -7,9 +7,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from snakemake.utils import validate
-
 from conftest import ROOT, snakemake, write
+from snakemake.utils import validate
 
 pytestmark = pytest.mark.workflow
 
@@ -37,7 +36,12 @@ def test_demo_pool_matches_hand_computed_pool(project):
         generated = set(segments.loc[(segments["query_id"] == query_id) & (segments["rank"] <= 20), "passage_id"])
         assert set(passages.loc[passages["query_id"] == query_id, "passage_id"]) == docs | generated
     assert passages.groupby("query_id").size().to_dict() == {
-        "composting": 63, "honeybee": 62, "sourdough": 64, "tides": 65, "vitamin-d": 67, "volcano": 67,
+        "composting": 63,
+        "honeybee": 62,
+        "sourdough": 64,
+        "tides": 65,
+        "vitamin-d": 67,
+        "volcano": 67,
     }
     # The 0-based run contributes 21 passages per query.
     rankings = pd.read_parquet(project / "results/pool/rankings.parquet")
@@ -57,7 +61,7 @@ def test_bad_run_file_fails_cleanly_with_nothing_written(project):
     result = snakemake(project, check=False)
     assert result.returncode != 0
     log = (project / "results/logs/pool.log").read_text()
-    assert f"examflow: error: resources/demo/runs/bm25.run:7: field 'rank': not an integer: 'seven'" in log
+    assert "examflow: error: resources/demo/runs/bm25.run:7: field 'rank': not an integer: 'seven'" in log
     assert "Traceback" not in log
     assert not (project / "results/pool").exists() or not any((project / "results/pool").iterdir())
 
@@ -95,8 +99,14 @@ def test_schema_fills_defaults_of_a_minimal_config():
     validate(config, str(ROOT / "workflow/schemas/config.schema.yaml"), set_default=True)
     assert config == {
         "inputs": {
-            "queries": "q.tsv", "runs": [], "corpus": None, "qrels": None, "responses": None,
-            "official_leaderboard": None, "gold_articles": None, "bank": None,
+            "queries": "q.tsv",
+            "runs": [],
+            "corpus": None,
+            "qrels": None,
+            "responses": None,
+            "official_leaderboard": None,
+            "gold_articles": None,
+            "bank": None,
         },
         "pool": {"depth": 20},
         "segment": {"max_tokens": 400},

@@ -30,8 +30,11 @@ def bm25(query, docs, k1=1.2, b=0.75):
         counts = Counter(words(t))
         scores[d] = sum(
             math.log(1 + (len(docs) - frequency[w] + 0.5) / (frequency[w] + 0.5))
-            * counts[w] * (k1 + 1) / (counts[w] + k1 * (1 - b + b * lengths[d] / average))
-            for w in words(query) if w in counts
+            * counts[w]
+            * (k1 + 1)
+            / (counts[w] + k1 * (1 - b + b * lengths[d] / average))
+            for w in words(query)
+            if w in counts
         )
     return scores
 
@@ -62,7 +65,9 @@ def main():
         runs["bm25"][qid] = ranked(keyword)
         runs["overlap-0based"][qid] = ranked(overlap, first_rank=0)
         runs["noisy"][qid] = ranked({d: rel.get(d, -1) + 2.5 * noise[d] for d in docs})
-        runs["adversarial"][qid] = ranked({d: (3 if rel.get(d) == 0 else 0) + keyword[d] / 10 - 2 * (rel.get(d, 0) > 0) for d in docs})
+        runs["adversarial"][qid] = ranked(
+            {d: (3 if rel.get(d) == 0 else 0) + keyword[d] / 10 - 2 * (rel.get(d, 0) > 0) for d in docs}
+        )
         runs["random"][qid] = ranked({d: rng.random() for d in docs})
     for name, per_query in runs.items():
         with open(f"runs/{name}.run", "w") as out:

@@ -13,6 +13,7 @@ from examflow import __version__
 from examflow.errors import InputError, Problems
 from examflow.io import read_qrels, read_queries, read_responses, read_runs, read_table, write_tables
 from examflow.io.qrels import JUDGMENT_COLUMNS
+from examflow.io.runs import RUN_COLUMNS
 from examflow.pool import build_pool
 from examflow.segment import segment_responses
 
@@ -24,7 +25,7 @@ def pool_command(args: argparse.Namespace) -> None:
     queries = read_queries(args.queries)
     unknown = Problems(args.on_unknown_query)
     query_ids = set(queries["query_id"])
-    runs = read_runs(args.runs, query_ids, unknown) if args.runs else pd.DataFrame(columns=["run_id", "query_id", "passage_id", "rank", "score"])
+    runs = read_runs(args.runs, query_ids, unknown) if args.runs else pd.DataFrame(columns=RUN_COLUMNS)
     judgments = read_qrels(args.qrels, queries, unknown) if args.qrels else pd.DataFrame(columns=JUDGMENT_COLUMNS)
     segments = read_table(args.segments) if args.segments else None
     if runs.empty and segments is None:
@@ -34,8 +35,13 @@ def pool_command(args: argparse.Namespace) -> None:
     unknown.summarise()
     missing.summarise()
     out = Path(args.out)
-    write_tables({out / f"{name}.parquet": table for name, table in tables.items() if name != "summary"} | {out / "summary.tsv": tables["summary"]})
-    log.info("pooled %d passages for %d queries from %d ranked lists", len(tables["passages"]), tables["summary"].shape[0], tables["rankings"].groupby(["run_id", "query_id"]).ngroups)
+    write_tables(
+        {out / (f"{name}.tsv" if name == "summary" else f"{name}.parquet"): table for name, table in tables.items()}
+    )
+    lists = tables["rankings"].groupby(["run_id", "query_id"]).ngroups
+    log.info(
+        "pooled %d passages for %d queries from %d ranked lists", len(tables["passages"]), len(tables["summary"]), lists
+    )
 
 
 def segment_command(args: argparse.Namespace) -> None:

@@ -44,7 +44,9 @@ def pooled_ids(rankings: pd.DataFrame, judgments: pd.DataFrame, generated_runs: 
     top = rankings[rankings["rank"] <= depth]
     sources = [
         judgments[["query_id", "passage_id"]].assign(source="judged"),
-        top[["query_id", "passage_id"]].assign(source=top["run_id"].isin(generated_runs).map({True: "generated", False: "retrieved"})),
+        top[["query_id", "passage_id"]].assign(
+            source=top["run_id"].isin(generated_runs).map({True: "generated", False: "retrieved"})
+        ),
     ]
     stacked = pd.concat(sources).drop_duplicates()
     order = {name: position for position, name in enumerate(ORIGINS)}
@@ -79,7 +81,9 @@ def build_pool(
         "passages": passages.sort_values(["query_id", "passage_id"]).reset_index(drop=True),
         "rankings": rankings,
         "queries": queries.sort_values(["query_id", "facet_id"], na_position="first").reset_index(drop=True),
-        "judgments": judgments.sort_values(["query_id", "facet_id", "passage_id"], na_position="first").reset_index(drop=True),
+        "judgments": judgments.sort_values(["query_id", "facet_id", "passage_id"], na_position="first").reset_index(
+            drop=True
+        ),
         "summary": pool_summary(queries, passages, rankings),
     }
 
@@ -88,7 +92,9 @@ def _corpus_texts(corpus, wanted: set[str], missing_passages: Problems) -> dict[
     if not wanted:
         return {}
     if corpus is None:
-        raise InputError("config: inputs.corpus", f"{len(wanted)} pooled passages need a corpus, and none is configured")
+        raise InputError(
+            "config: inputs.corpus", f"{len(wanted)} pooled passages need a corpus, and none is configured"
+        )
     return read_passages(corpus, wanted, missing_passages)
 
 

@@ -21,7 +21,29 @@ SEGMENT_COLUMNS = ["run_id", "query_id", "passage_id", "rank", "score", "text"]
 # A sentence ends at . ! or ? (closing quotes/brackets may follow) before whitespace and
 # a capital letter, digit or opening quote; abbreviations and initials do not end one.
 _END = re.compile(r"[.!?]+[\"')\]\u201d\u2019]*\s+(?=[\"'(\[\u201c\u2018]?[A-Z0-9])")
-_ABBREVIATIONS = {"mr", "mrs", "ms", "dr", "prof", "st", "vs", "etc", "e.g", "i.e", "no", "fig", "approx", "jr", "sr", "inc", "ltd", "co", "u.s", "cf", "al"}
+_ABBREVIATIONS = {
+    "mr",
+    "mrs",
+    "ms",
+    "dr",
+    "prof",
+    "st",
+    "vs",
+    "etc",
+    "e.g",
+    "i.e",
+    "no",
+    "fig",
+    "approx",
+    "jr",
+    "sr",
+    "inc",
+    "ltd",
+    "co",
+    "u.s",
+    "cf",
+    "al",
+}
 
 
 def passage_id(text: str) -> str:
@@ -71,20 +93,16 @@ def _pieces(paragraph: str, max_tokens: int) -> list[str]:
     """The paragraph whole if it fits, else sentence packs that do, else word windows."""
     if len(paragraph.split()) <= max_tokens:
         return [paragraph]
-    packs: list[str] = []
-    pack: list[str] = []
+    packs: list[list[str]] = [[]]
     for sentence in split_sentences(paragraph):
         words = sentence.split()
         if len(words) > max_tokens:
-            packs += [" ".join(pack)] if pack else []
-            pack = []
-            packs += [" ".join(words[i : i + max_tokens]) for i in range(0, len(words), max_tokens)]
-        elif len(" ".join(pack + [sentence]).split()) > max_tokens:
-            packs.append(" ".join(pack))
-            pack = [sentence]
+            packs += [words[i : i + max_tokens] for i in range(0, len(words), max_tokens)] + [[]]
+        elif len(packs[-1]) + len(words) > max_tokens:
+            packs.append(words)
         else:
-            pack.append(sentence)
-    return packs + ([" ".join(pack)] if pack else [])
+            packs[-1] += words
+    return [" ".join(pack) for pack in packs if pack]
 
 
 def segment_responses(responses: Iterable[Response], max_tokens: int) -> pd.DataFrame:

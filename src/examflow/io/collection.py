@@ -31,13 +31,19 @@ def read_passages(path: str | Path, wanted: set[str], problems: Problems) -> dic
     found: dict[str, str] = {}
     for number, doc_id, text in reader(path, wanted):
         if not text.strip():
-            problems.report("pooled passages with empty text", InputError(path, f"empty text for passage {doc_id!r}", number, "text"))
+            problems.report(
+                "pooled passages with empty text",
+                InputError(path, f"empty text for passage {doc_id!r}", number, "text"),
+            )
         elif doc_id in found and found[doc_id] != text:
             raise InputError(path, f"passage {doc_id!r} appears twice with different texts", number, "doc_id")
         else:
             found[doc_id] = text
     for doc_id in sorted(wanted - found.keys()):
-        problems.report("pooled passages missing from the collection", InputError(path, f"pooled passage {doc_id!r} is not in the collection"))
+        problems.report(
+            "pooled passages missing from the collection",
+            InputError(path, f"pooled passage {doc_id!r} is not in the collection"),
+        )
     return found
 
 
@@ -96,7 +102,9 @@ def _parquet(path, wanted: set[str]) -> Iterator[tuple[int | None, str, str]]:
     id_field = next((n for n in ID_FIELDS if n in names), None)
     text_field = next((n for n in TEXT_FIELDS if n in names), None)
     if id_field is None or text_field is None:
-        raise InputError(path, f"needs an id column ({', '.join(ID_FIELDS)}) and a text column ({', '.join(TEXT_FIELDS)})")
+        raise InputError(
+            path, f"needs an id column ({', '.join(ID_FIELDS)}) and a text column ({', '.join(TEXT_FIELDS)})"
+        )
     wanted_array = pa.array(sorted(wanted), pa.string())
     for batch in table.iter_batches(batch_size=65_536, columns=[id_field, text_field]):
         ids = pc.cast(batch.column(0), "string")

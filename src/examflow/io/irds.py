@@ -49,7 +49,10 @@ def irds_qrels(spec: str, query_ids: set[str], unknown_queries: Problems) -> lis
     rows = []
     for qrel in _provided(spec, "qrels", _dataset(spec, "qrels").qrels_iter()):
         if qrel.query_id not in query_ids:
-            unknown_queries.report("qrels rows with an unknown query id", InputError(spec, f"unknown query id {qrel.query_id!r}", None, "query_id"))
+            unknown_queries.report(
+                "qrels rows with an unknown query id",
+                InputError(spec, f"unknown query id {qrel.query_id!r}", None, "query_id"),
+            )
             continue
         rows.append((qrel.query_id, qrel.doc_id, int(qrel.relevance)))
     return rows

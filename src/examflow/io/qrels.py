@@ -30,12 +30,18 @@ def read_qrels(path: str | Path, queries: pd.DataFrame, unknown_queries: Problem
         query_id, facet_id = _resolve(qrels_id, query_ids, facets)
         if query_id is None:
             unknown_queries.report(
-                "qrels rows with an unknown query id", InputError(path, f"unknown query id {qrels_id!r}", number, "query_id")
+                "qrels rows with an unknown query id",
+                InputError(path, f"unknown query id {qrels_id!r}", number, "query_id"),
             )
             continue
         key = (qrels_id, doc_id)
         if key in first_line:
-            raise InputError(path, f"document {doc_id!r} judged twice for {qrels_id!r} (first on line {first_line[key]})", number, "doc_id")
+            raise InputError(
+                path,
+                f"document {doc_id!r} judged twice for {qrels_id!r} (first on line {first_line[key]})",
+                number,
+                "doc_id",
+            )
         first_line[key] = number
         try:
             grade = int(relevance)

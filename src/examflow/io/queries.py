@@ -83,4 +83,6 @@ def _jsonl_rows(path):
 def _check_id(path, number, value: str, field: str) -> None:
     # Ids end up as whitespace-separated TREC columns and as `query/facet` qrels ids.
     if not value or any(ch.isspace() for ch in value) or (field == "query_id" and "/" in value):
-        raise InputError(path, f"invalid id {value!r} (no whitespace{', no /' if field == 'query_id' else ''})", number, field)
+        raise InputError(
+            path, f"invalid id {value!r} (no whitespace{', no /' if field == 'query_id' else ''})", number, field
+        )

@@ -26,13 +26,16 @@ def read_responses(path: str | Path, query_ids: set[str], unknown_queries: Probl
         query_id = required_text(path, number, record, "query_id")
         if query_id not in query_ids:
             unknown_queries.report(
-                "responses with an unknown query id", InputError(path, f"unknown query id {query_id!r}", number, "query_id")
+                "responses with an unknown query id",
+                InputError(path, f"unknown query id {query_id!r}", number, "query_id"),
             )
             continue
         if (run_id, query_id) in first_line:
             raise InputError(
-                path, f"second response of {run_id!r} to query {query_id!r} (first on line {first_line[run_id, query_id]})",
-                number, "query_id",
+                path,
+                f"second response of {run_id!r} to query {query_id!r} (first on line {first_line[run_id, query_id]})",
+                number,
+                "query_id",
             )
         first_line[run_id, query_id] = number
         responses.append(Response(run_id, query_id, _paragraphs(path, number, record.get("text"))))

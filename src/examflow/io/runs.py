@@ -41,12 +41,17 @@ def read_run(path: str | Path, query_ids: set[str], unknown_queries: Problems) -
         key = (query_id, doc_id)
         if key in first_line:
             raise InputError(
-                path, f"document {doc_id!r} ranked twice for query {query_id!r} (first on line {first_line[key]})",
-                number, "doc_id",
+                path,
+                f"document {doc_id!r} ranked twice for query {query_id!r} (first on line {first_line[key]})",
+                number,
+                "doc_id",
             )
         first_line[key] = number
         if query_id not in query_ids:
-            unknown_queries.report("run rows with an unknown query id", InputError(path, f"unknown query id {query_id!r}", number, "query_id"))
+            unknown_queries.report(
+                "run rows with an unknown query id",
+                InputError(path, f"unknown query id {query_id!r}", number, "query_id"),
+            )
             continue
         rows.append((tag, query_id, doc_id, _integer(path, number, rank), _finite(path, number, score)))
     if not rows:
