@@ -33,6 +33,8 @@ test: install
 lint: install
 	$(BIN)/snakemake --lint
 	$(BIN)/snakefmt --check Snakefile workflow/rules
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
 
 clean:
 	rm -rf results .snakemake
