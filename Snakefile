@@ -7,8 +7,15 @@ configfile: "config/config.yaml"
 include: "workflow/rules/common.smk"
 include: "workflow/rules/segment.smk"
 include: "workflow/rules/pool.smk"
+include: "workflow/rules/questions.smk"
+
+
+wildcard_constraints:
+    shard=r"[A-Za-z0-9_-]+",
 
 
 rule all:
     input:
         rules.pool.output,
+        expand(rules.bank_shard.output, shard=SHARDS),
+        BANK if GENERATE_BANK else [],

@@ -14,7 +14,12 @@ from examflow.errors import InputError, Problems
 from examflow.io import read_qrels, read_queries, read_responses, read_runs, read_table, write_tables
 from examflow.io.qrels import JUDGMENT_COLUMNS
 from examflow.io.runs import RUN_COLUMNS
+from examflow.llm import LLMClient, LLMError, LLMSettings
 from examflow.pool import build_pool
+from examflow.questions.bank import read_bank, write_bank
+from examflow.questions.diff import diff_banks, format_diff
+from examflow.questions.generate import FORMATS, GenerationError, generate_bank
+from examflow.questions.shards import shard_table
 from examflow.segment import segment_responses
 
 log = logging.getLogger("examflow")
@@ -54,6 +59,33 @@ def segment_command(args: argparse.Namespace) -> None:
     log.info("cut %d responses into %d passages of at most %d tokens", len(responses), len(segments), args.max_tokens)
 
 
+def questions_command(args: argparse.Namespace) -> None:
+    out = Path(args.out)
+    if out.exists():
+        # The bank is the user's to edit from the moment it is written.
+        raise InputError(out, "exists: the bank is generated once and never overwritten (delete it to generate anew)")
+    settings = LLMSettings(**{name: getattr(args, name) for name in LLMSettings.__dataclass_fields__})
+    llm = LLMClient(settings, args.cache_dir)
+    bank = generate_bank(read_queries(args.queries), llm, args.format, args.attempts)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_bank(bank, out)
+    log.info(
+        "wrote %d questions for %d queries to %s (%d API calls)",
+        sum(len(e.items) for e in bank),
+        len(bank),
+        out,
+        llm.calls,
+    )
+
+
+def bank_shard_command(args: argparse.Namespace) -> None:
+    write_tables({args.out: shard_table(read_bank(args.bank), args.shard)})
+
+
+def bank_diff_command(args: argparse.Namespace) -> None:
+    sys.stdout.write(format_diff(diff_banks(read_bank(args.old), read_bank(args.new))))
+
+
 def parser() -> argparse.ArgumentParser:
     main = argparse.ArgumentParser(prog="examflow", description=__doc__)
     main.add_argument("--version", action="version", version=f"examflow {__version__}")
@@ -78,7 +110,41 @@ def parser() -> argparse.ArgumentParser:
     segment.add_argument("--on-unknown-query", choices=POLICIES, default="error")
     segment.add_argument("--out", required=True, help="output Parquet table")
     segment.set_defaults(handler=segment_command)
+
+    questions = commands.add_parser("questions", help="generate a question bank with an LLM (SPEC §2)")
+    questions.add_argument("--queries", required=True)
+    questions.add_argument("--out", required=True, help="bank file to write (JSONL); never overwritten")
+    questions.add_argument("--format", choices=FORMATS, default="json", help="output-format instruction")
+    questions.add_argument("--attempts", type=int, default=3, help="tries per query on unparsable answers")
+    questions.add_argument("--cache-dir", required=True, help="directory of cached raw LLM responses")
+    add_llm_options(questions)
+    questions.set_defaults(handler=questions_command)
+
+    shard = commands.add_parser("bank-shard", help="one query's questions as a table for grading")
+    shard.add_argument("--bank", required=True)
+    shard.add_argument("--shard", required=True, help="shard name (see examflow.questions.shards)")
+    shard.add_argument("--out", required=True)
+    shard.set_defaults(handler=bank_shard_command)
+
+    diff = commands.add_parser("bank-diff", help="questions added, removed and reworded between two banks")
+    diff.add_argument("old")
+    diff.add_argument("new")
+    diff.set_defaults(handler=bank_diff_command)
     return main
+
+
+def add_llm_options(command: argparse.ArgumentParser) -> None:
+    defaults = LLMSettings(model="")
+    command.add_argument("--model", required=True)
+    command.add_argument("--base-url", help="OpenAI-compatible endpoint (vLLM, Ollama, LiteLLM); default OpenAI")
+    command.add_argument("--api-key-env", default=defaults.api_key_env, help="name of the variable holding the key")
+    command.add_argument("--api", choices=["chat", "completions"], default=defaults.api)
+    command.add_argument("--temperature", type=float, default=defaults.temperature)
+    command.add_argument("--max-tokens", type=int, default=defaults.max_tokens)
+    command.add_argument("--timeout", type=float, default=defaults.timeout, help="seconds per request")
+    command.add_argument("--max-attempts", type=int, default=defaults.max_attempts, help="HTTP tries per request")
+    command.add_argument("--concurrency", type=int, default=defaults.concurrency, help="requests at once")
+    command.add_argument("--backoff", type=float, default=defaults.backoff, help="first retry delay, doubling")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         args.handler(args)
-    except InputError as error:
+    except (InputError, LLMError, GenerationError) as error:
         print(f"examflow: error: {error}", file=sys.stderr)
         return 2
     return 0

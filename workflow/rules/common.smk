@@ -1,9 +1,18 @@
+import functools
 import glob
+import os
 import shlex
+import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
+from snakemake.settings.enums import RerunTrigger
 from snakemake.utils import validate
+
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+from examflow.questions.bank import read_bank
+from examflow.questions.shards import shard_digests, shard_name
+from examflow.io import read_queries
 
 validate(config, "../schemas/config.schema.yaml", set_default=True)
 
@@ -50,7 +59,8 @@ def input_file(key):
 
 RUN_FILES = expand_runs(INPUTS["runs"])
 for key, spec in INPUTS.items():
-    if key != "runs" and input_file(key):
+    to_generate = key == "bank" and config["questions"]["generate"]
+    if key != "runs" and input_file(key) and not to_generate:
         existing_file(key, spec)
 
 
@@ -63,6 +73,49 @@ def cli_options(**options):
             continue
         words += [f"--{name.replace('_', '-')}"] + [shlex.quote(str(v)) for v in values]
     return " ".join(words)
+
+
+BANK = INPUTS["bank"]
+# The bank is generated only while its file does not exist: from then on it is the user's.
+GENERATE_BANK = (
+    bool(BANK) and config["questions"]["generate"] and not Path(BANK).exists()
+)
+if config["questions"]["generate"] and not BANK:
+    raise WorkflowError(
+        "config questions.generate: set inputs.bank, the file the generated bank is written to"
+    )
+SHARDS = (
+    sorted({shard_name(q) for q in read_queries(INPUTS["queries"])["query_id"]})
+    if BANK
+    else []
+)
+
+
+def bank_path():
+    return checkpoints.questions.get().output[0] if GENERATE_BANK else BANK
+
+
+def bank_input(wildcards):
+    """The bank file; ancient, since edits act through each shard's content digest."""
+    if RerunTrigger.PARAMS not in workflow.dag_settings.rerun_triggers:
+        raise WorkflowError(
+            "--rerun-triggers must include 'params': bank edits reach grading through content digests"
+        )
+    return ancient(bank_path())
+
+
+@functools.cache
+def bank_digests(path, modified):
+    return shard_digests(read_bank(path))
+
+
+def shard_digest(wildcards):
+    # Reads the bank itself (no `input` argument): Snakemake ignores changes of params
+    # derived from input, and this digest is how an edit reaches exactly its shard.
+    path = bank_path()
+    return bank_digests(path, os.path.getmtime(path)).get(
+        wildcards.shard, "no questions"
+    )
 
 
 def pool_inputs(wildcards):

@@ -1,0 +1,157 @@
+"""OpenAI-compatible LLM calls (OpenAI, vLLM, Ollama, LiteLLM) with a disk cache and retries.
+
+Every raw response is stored on disk, keyed by the model, the decoding settings and the
+prompt, so a rerun costs no API call. HTTP 429 waits as long as `Retry-After` says; 5xx,
+timeouts and dropped connections back off exponentially; other HTTP errors fail at once.
+A call that still fails is returned as an `LLMError`, never as an empty answer.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import openai
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    model: str
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    api: str = "chat"  # or "completions"
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    timeout: float = 60.0
+    max_attempts: int = 5
+    concurrency: int = 4
+    backoff: float = 1.0  # seconds before the first retry; doubles each time
+
+
+class LLMError(Exception):
+    """A call that failed for good: `kind` is timeout, http-NNN, connection or config."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+
+
+class ResponseCache:
+    """One JSON file per (settings, prompt) key, written atomically: safe for parallel jobs."""
+
+    def __init__(self, directory: str | Path):
+        self.directory = Path(directory)
+
+    def path(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> str | None:
+        try:
+            return json.loads(self.path(key).read_text(encoding="utf-8"))["response"]
+        except FileNotFoundError:
+            return None
+
+    def put(self, key: str, record: dict) -> None:
+        target = self.path(key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump(record, out, ensure_ascii=False)
+        os.replace(temporary, target)
+
+
+class LLMClient:
+    def __init__(self, settings: LLMSettings, cache_dir: str | Path):
+        self.settings = settings
+        self.cache = ResponseCache(cache_dir)
+        self.calls = 0  # HTTP requests sent, retries included
+        key = os.environ.get(settings.api_key_env)
+        if not key and settings.base_url is None:
+            raise LLMError("config", f"environment variable {settings.api_key_env} holds no API key")
+        # Local servers (vLLM, Ollama) take any key; the client insists on one.
+        self.client = openai.OpenAI(
+            api_key=key or "none", base_url=settings.base_url, timeout=settings.timeout, max_retries=0
+        )
+
+    def cache_key(self, prompt: str, attempt: int = 0) -> str:
+        decoding = {
+            k: v for k, v in asdict(self.settings).items() if k in ("model", "api", "temperature", "max_tokens")
+        }
+        payload = json.dumps({**decoding, "prompt": prompt, "attempt": attempt}, sort_keys=True)
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+    def complete(self, prompt: str, attempt: int = 0) -> str:
+        """The model's answer to `prompt`; `attempt` > 0 asks again past a cached answer."""
+        key = self.cache_key(prompt, attempt)
+        cached = self.cache.get(key)
+        if cached is not None:
+            return cached
+        response = self._call_with_retries(prompt)
+        self.cache.put(key, {"model": self.settings.model, "prompt": prompt, "attempt": attempt, "response": response})
+        return response
+
+    def complete_many(self, prompts: Sequence[str], attempt: int = 0) -> list[str | LLMError]:
+        def one(prompt: str) -> str | LLMError:
+            try:
+                return self.complete(prompt, attempt)
+            except LLMError as error:
+                return error
+
+        with ThreadPoolExecutor(max_workers=self.settings.concurrency) as pool:
+            return list(pool.map(one, prompts))
+
+    def _call_with_retries(self, prompt: str) -> str:
+        delay = self.settings.backoff
+        for attempt in range(1, self.settings.max_attempts + 1):
+            try:
+                return self._call(prompt)
+            except openai.APIStatusError as error:
+                status = error.status_code
+                failure = LLMError(f"http-{status}", str(error.message))
+                if status != 429 and status < 500:
+                    raise failure from None
+                wait = _retry_after(error.response) if status == 429 else None
+            except openai.APITimeoutError:
+                failure, wait = LLMError("timeout", f"no answer within {self.settings.timeout} s"), None
+            except openai.APIConnectionError as error:
+                failure, wait = LLMError("connection", str(error)), None
+            if attempt == self.settings.max_attempts:
+                raise failure
+            wait = delay if wait is None else wait
+            log.warning("LLM call failed (%s); retry %d in %.1f s", failure, attempt, wait)
+            time.sleep(wait)
+            delay *= 2
+        raise AssertionError("unreachable")
+
+    def _call(self, prompt: str) -> str:
+        self.calls += 1
+        settings = self.settings
+        options = {"model": settings.model, "temperature": settings.temperature, "max_tokens": settings.max_tokens}
+        if settings.api == "chat":
+            reply = self.client.chat.completions.create(messages=[{"role": "user", "content": prompt}], **options)
+            return reply.choices[0].message.content or ""
+        reply = self.client.completions.create(prompt=prompt, **options)
+        return reply.choices[0].text
+
+
+def _retry_after(response) -> float | None:
+    """Seconds from a Retry-After header: a number, or an HTTP date."""
+    value = response.headers.get("retry-after") if response is not None else None
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        moment = email.utils.parsedate_to_datetime(value)
+        return max(0.0, moment.timestamp() - time.time()) if moment else None

@@ -1,0 +1,1 @@
+"""Question banks (SPEC §2): formats, generation, sharding and diffs."""

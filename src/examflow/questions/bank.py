@@ -1,0 +1,240 @@
+"""Question banks: the reference implementation's JSONL formats and a simple TSV.
+
+A bank holds, per query and facet, an ordered list of items: exam questions (optionally
+with answer keys and multiple-choice options) or nuggets. Three JSONL variants are read:
+- current: one object per query × facet with `items` (what examflow writes);
+- older: the same with `questions` instead of `items`;
+- oldest: one flat line per question `{query_id, query_text, qid, question, choices, correctKey, correct, facet_id}`.
+Fields examflow does not use are kept, so read → write → read is lossless.
+
+Ids follow SPEC §2: `{query_id}[/{facet_id}]/{md5(text.strip())}`. In the current format an
+id that no longer matches its text (the text was edited) is re-derived, so an edited
+question gets a new id; items marked `"keep_id": true` (imported from older banks, whose
+ids were made differently and are joined with published grades) keep theirs.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from examflow.errors import InputError
+from examflow.io.lines import base_suffix, json_lines, required_text, split_columns, text_lines
+
+log = logging.getLogger(__name__)
+
+KINDS = {"question": ("question_id", "question_text"), "nugget": ("nugget_id", "nugget_text")}
+
+
+@dataclass
+class Item:
+    query_id: str
+    facet_id: str | None
+    item_id: str
+    text: str
+    kind: str = "question"
+    gold_answers: list[str] | None = None
+    choices: dict[str, str] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Entry:
+    """The items of one query (and facet), in bank order."""
+
+    query_id: str
+    facet_id: str | None
+    query_text: str | None
+    items: list[Item]
+    test_collection: str | None = None
+    info: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def item_id(query_id: str, facet_id: str | None, text: str) -> str:
+    digest = hashlib.md5(text.strip().encode("utf-8")).hexdigest()
+    return f"{query_id}/{facet_id}/{digest}" if facet_id else f"{query_id}/{digest}"
+
+
+def read_bank(path: str | Path) -> list[Entry]:
+    if base_suffix(path) == ".tsv":
+        return _read_tsv(path)
+    if base_suffix(path) != ".jsonl":
+        raise InputError(path, "unknown bank format: use .jsonl (optionally .gz) or .tsv")
+    entries: dict[tuple[str, str | None], Entry] = {}
+    edited = 0
+    for number, record in json_lines(path):
+        flat = "qid" in record and "question" in record
+        entry, changed = _flat_question(path, number, record) if flat else _entry(path, number, record)
+        edited += changed
+        key = (entry.query_id, entry.facet_id)
+        if key not in entries:
+            entries[key] = entry
+        elif flat:
+            entries[key].items += entry.items
+        else:
+            raise InputError(path, f"second entry for query {key[0]!r}, facet {key[1]!r}", number, "query_id")
+    if edited:
+        log.info("%s: %d edited items got new ids derived from their text", path, edited)
+    blank = sum(not item.text.strip() for entry in entries.values() for item in entry.items)
+    if blank:  # published banks hold a few parsing leftovers; they count in |Q_q| there, so they stay
+        log.warning("%s: %d items with blank text", path, blank)
+    _drop_repeated_ids(path, entries.values())
+    return list(entries.values())
+
+
+def _entry(path, number: int, record: dict) -> tuple[Entry, int]:
+    query_id = required_text(path, number, record, "query_id")
+    facet_id = record.get("facet_id")
+    list_field = "items" if "items" in record else "questions"
+    raw_items = record.get(list_field)
+    if not isinstance(raw_items, list):
+        raise InputError(path, "expected a list of items", number, list_field)
+    known = {"query_id", "facet_id", "query_text", "test_collection", "info", list_field}
+    extra = {k: v for k, v in record.items() if k not in known}
+    entry = Entry(
+        query_id, facet_id, record.get("query_text"), [], record.get("test_collection"), record.get("info"), extra
+    )
+    edited = 0
+    for index, raw in enumerate(raw_items):
+        item = _item(path, number, f"{list_field}[{index}]", raw, query_id, facet_id)
+        derived = item_id(query_id, facet_id, item.text)
+        # Only the current format is edited by hand; older ones keep the ids they were graded with.
+        if list_field == "items" and item.item_id != derived and not raw.get("keep_id"):
+            item.item_id, edited = derived, edited + 1
+        entry.items.append(item)
+    return entry, edited
+
+
+def _item(path, number: int, where: str, raw, query_id: str, facet_id: str | None) -> Item:
+    if not isinstance(raw, dict):
+        raise InputError(path, "expected an object", number, where)
+    kind = "nugget" if "nugget_text" in raw else "question"
+    id_field, text_field = KINDS[kind]
+    text = raw.get(text_field)
+    if not isinstance(text, str):
+        raise InputError(path, "missing or not a string", number, f"{where}.{text_field}")
+    answers = raw.get("gold_answers")
+    if answers is not None and not (isinstance(answers, list) and all(isinstance(a, str) for a in answers)):
+        raise InputError(path, "expected a list of strings", number, f"{where}.gold_answers")
+    choices = raw.get("choices")
+    if choices is not None and not isinstance(choices, dict):
+        raise InputError(path, "expected an object {key: option}", number, f"{where}.choices")
+    known = {"query_id", "facet_id", id_field, text_field, "gold_answers", "choices", "keep_id"}
+    extra = {k: v for k, v in raw.items() if k not in known}
+    return Item(
+        query_id, facet_id, raw.get(id_field) or item_id(query_id, facet_id, text), text, kind, answers, choices, extra
+    )
+
+
+def _flat_question(path, number: int, record: dict) -> tuple[Entry, int]:
+    """Oldest format: one question per line, grouped by (query, facet) in file order."""
+    query_id = required_text(path, number, record, "query_id")
+    facet_id = record.get("facet_id")
+    text = record["question"]
+    if not isinstance(text, str):
+        raise InputError(path, "not a string", number, "question")
+    correct = record.get("correct")
+    extra = {
+        k: v
+        for k, v in record.items()
+        if k not in {"query_id", "query_text", "qid", "question", "choices", "correct", "facet_id"}
+    }
+    extra |= {"correct": correct} if correct is not None and not isinstance(correct, str) else {}
+    answers = [correct] if isinstance(correct, str) else None
+    item = Item(query_id, facet_id, record["qid"], text, "question", answers, record.get("choices"), extra)
+    return Entry(query_id, facet_id, record.get("query_text"), [item]), 0
+
+
+def _read_tsv(path) -> list[Entry]:
+    """Hand-written banks: header `query_id<TAB>question` and optional `facet_id`, `answers`, `choices`.
+
+    `answers` and `choices` separate their values with ` | `; choices get keys A, B, C, ...
+    """
+    lines = text_lines(path)
+    _, header = next(lines)
+    names = tuple(header.split("\t"))
+    if not {"query_id", "question"} <= set(names) or not set(names) <= {
+        "query_id",
+        "facet_id",
+        "question",
+        "answers",
+        "choices",
+    }:
+        raise InputError(path, "header must name query_id and question, and may name facet_id, answers, choices", 1)
+    entries: dict[tuple[str, str | None], Entry] = {}
+    for number, line in lines:
+        row = dict(zip(names, (c.strip() for c in split_columns(path, number, line, names, "\t"))))
+        if not row["query_id"] or not row["question"]:
+            raise InputError(path, "empty", number, "query_id" if not row["query_id"] else "question")
+        facet_id = row.get("facet_id") or None
+        answers = [a.strip() for a in row.get("answers", "").split("|") if a.strip()] or None
+        options = [c.strip() for c in row.get("choices", "").split("|") if c.strip()]
+        choices = {chr(ord("A") + i): option for i, option in enumerate(options)} or None
+        entry = entries.setdefault((row["query_id"], facet_id), Entry(row["query_id"], facet_id, None, []))
+        entry.items.append(
+            Item(
+                row["query_id"],
+                facet_id,
+                item_id(row["query_id"], facet_id, row["question"]),
+                row["question"],
+                "question",
+                answers,
+                choices,
+            )
+        )
+    _drop_repeated_ids(path, entries.values())
+    return list(entries.values())
+
+
+def _drop_repeated_ids(path, entries) -> None:
+    """An item id seen before (the same text twice for one query) is dropped, with a count."""
+    seen: set[str] = set()
+    dropped = 0
+    for entry in entries:
+        kept = [item for item in entry.items if not (item.item_id in seen or seen.add(item.item_id))]
+        dropped += len(entry.items) - len(kept)
+        entry.items = kept
+    if dropped:
+        log.warning("%s: %d repeated items dropped (same id as an earlier one)", path, dropped)
+
+
+def entry_record(entry: Entry) -> dict[str, Any]:
+    """An entry as a line of the current format."""
+    record = {
+        "query_id": entry.query_id,
+        "facet_id": entry.facet_id,
+        "query_text": entry.query_text,
+        "test_collection": entry.test_collection,
+        "info": entry.info,
+    }
+    record |= entry.extra
+    record["items"] = [_item_record(item) for item in entry.items]
+    return record
+
+
+def _item_record(item: Item) -> dict[str, Any]:
+    id_field, text_field = KINDS[item.kind]
+    record = {"query_id": item.query_id, "facet_id": item.facet_id, id_field: item.item_id, text_field: item.text}
+    record |= {"gold_answers": item.gold_answers} if item.gold_answers is not None else {}
+    record |= {"choices": item.choices} if item.choices is not None else {}
+    record |= item.extra
+    if item.item_id != item_id(item.query_id, item.facet_id, item.text):
+        record["keep_id"] = True  # imported id: keep it when reading this file back
+    return record
+
+
+def write_bank(entries: list[Entry], path: str | Path) -> None:
+    """Write in the current format (gzipped for `.gz`), atomically."""
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.tmp")
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(temporary, "wt", encoding="utf-8") as out:
+        for entry in entries:
+            out.write(json.dumps(entry_record(entry), ensure_ascii=False) + "\n")
+    temporary.replace(path)

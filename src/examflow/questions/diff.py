@@ -1,0 +1,67 @@
+"""`examflow bank-diff OLD NEW`: what an edit changed, per query and facet.
+
+Items with the same id are unchanged. Of the rest, a removed and an added item are a
+rewording when their texts are similar (ratio ≥ 0.6), or else when they sit at the same
+position in their lists; what remains is added or removed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+
+from examflow.questions.bank import Entry, Item
+
+SIMILAR = 0.6
+
+
+@dataclass
+class Change:
+    added: list[Item] = field(default_factory=list)
+    removed: list[Item] = field(default_factory=list)
+    reworded: list[tuple[Item, Item]] = field(default_factory=list)
+
+
+def diff_banks(old: list[Entry], new: list[Entry]) -> dict[tuple[str, str | None], Change]:
+    """Changes by (query_id, facet_id), in bank order; unchanged entries are left out."""
+    before = {(e.query_id, e.facet_id): e.items for e in old}
+    after = {(e.query_id, e.facet_id): e.items for e in new}
+    changes = {}
+    for key in list(before) + [k for k in after if k not in before]:
+        change = _diff_items(before.get(key, []), after.get(key, []))
+        if change.added or change.removed or change.reworded:
+            changes[key] = change
+    return changes
+
+
+def _diff_items(old: list[Item], new: list[Item]) -> Change:
+    kept = {i.item_id for i in old} & {i.item_id for i in new}
+    removed = {p: i for p, i in enumerate(old) if i.item_id not in kept}
+    added = {p: i for p, i in enumerate(new) if i.item_id not in kept}
+    change = Change()
+    pairs = sorted(
+        ((SequenceMatcher(None, a.text, b.text).ratio(), p, q) for p, a in removed.items() for q, b in added.items()),
+        reverse=True,
+    )
+    for ratio, p, q in pairs:
+        if ratio >= SIMILAR and p in removed and q in added:
+            change.reworded.append((removed.pop(p), added.pop(q)))
+    for p in [p for p in removed if p in added]:
+        change.reworded.append((removed.pop(p), added.pop(p)))
+    change.removed, change.added = list(removed.values()), list(added.values())
+    return change
+
+
+def format_diff(changes: dict[tuple[str, str | None], Change]) -> str:
+    if not changes:
+        return "no changes\n"
+    lines = []
+    for (query_id, facet_id), change in changes.items():
+        name = f"{query_id} / {facet_id}" if facet_id else query_id
+        counts = f"{len(change.added)} added, {len(change.removed)} removed, {len(change.reworded)} reworded"
+        lines.append(f"{name}: {counts}")
+        lines += [f"  + {item.text}" for item in change.added]
+        lines += [f"  - {item.text}" for item in change.removed]
+        for before, after in change.reworded:
+            lines += [f"  ~ {before.text}", f"    → {after.text}"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,117 @@
+"""Question generation with an OpenAI-compatible LLM (SPEC §2, phase 1 of EXAM++).
+
+One prompt per query (TREC DL style) or per query subtopic (TREC CAR style). An answer
+that cannot be parsed is asked again, up to `attempts` times in all; the cache keeps every
+attempt, so a rerun replays them without an API call.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import logging
+import re
+from datetime import UTC, datetime
+
+import pandas as pd
+
+from examflow.llm import LLMClient, LLMError
+from examflow.prompts import template
+from examflow.questions.bank import Entry, Item, item_id
+
+log = logging.getLogger(__name__)
+
+FORMATS = ("json", "python-list")
+_FENCE = re.compile(r"```[a-zA-Z]*\s*(.*?)```", re.DOTALL)
+_ENUMERATION = re.compile(r"^\s*(?:\d+[.)]|[-*\u2022])\s*")
+
+
+class GenerationError(Exception):
+    pass
+
+
+def prompt_for(query_text: str, facet_text: str | None, output_format: str) -> tuple[str, str]:
+    """(prompt, template name): CAR style for a subtopic, DL style for a whole query."""
+    name = "qgen-car" if facet_text else "qgen-dl"
+    base = template(name).format(query_title=query_text, query_subtopic=facet_text)
+    return f"{base} {template(f'qgen-format-{output_format}')}", name
+
+
+def parse_questions(text: str) -> list[str] | None:
+    """Questions from a JSON object `{"questions": [...]}`, a JSON or Python list, or
+    enumerated lines; None when the answer is none of these."""
+    fenced = _FENCE.search(text)
+    body = (fenced.group(1) if fenced else text).strip()
+    questions = _structured(body)
+    if questions is None:
+        lines = [line for line in body.splitlines() if line.strip()]
+        if lines and all(_ENUMERATION.match(line) for line in lines):
+            questions = lines
+    if not questions or not all(isinstance(q, str) for q in questions):
+        return None
+    cleaned = [_ENUMERATION.sub("", q).strip() for q in questions]
+    unique = list(dict.fromkeys(q for q in cleaned if q))
+    return unique or None
+
+
+def _structured(body: str) -> list | None:
+    for opening, closing in (("{", "}"), ("[", "]")):
+        start, end = body.find(opening), body.rfind(closing)
+        if start < 0 or end <= start:
+            continue
+        snippet = body[start : end + 1]
+        for load in (json.loads, ast.literal_eval):
+            try:
+                value = load(snippet)
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                continue
+            if isinstance(value, dict):
+                value = value.get("questions")
+            if isinstance(value, list):
+                return value
+    return None
+
+
+def generate_bank(queries: pd.DataFrame, llm: LLMClient, output_format: str = "json", attempts: int = 3) -> list[Entry]:
+    """A bank entry per query (or subtopic); fails, naming every query that got no questions."""
+    targets = list(queries.itertuples(index=False))
+    prompts = [prompt_for(t.query_text, t.facet_text, output_format) for t in targets]
+    questions: dict[int, list[str]] = {}
+    last: dict[int, str | LLMError] = {}
+    for attempt in range(attempts):
+        # Unparsable answers are asked again; LLM failures were already retried by the client.
+        pending = [i for i in range(len(targets)) if i not in questions and not isinstance(last.get(i), LLMError)]
+        for i, answer in zip(pending, llm.complete_many([prompts[i][0] for i in pending], attempt)):
+            last[i] = answer
+            parsed = None if isinstance(answer, LLMError) else parse_questions(answer)
+            if parsed:
+                questions[i] = parsed
+    failed = [i for i in range(len(targets)) if i not in questions]
+    if failed:
+        lines = [f"  {_name(targets[i])}: {_reason(last[i], attempts)}" for i in failed]
+        raise GenerationError(f"no questions for {len(failed)} of {len(targets)} queries:\n" + "\n".join(lines))
+    made = datetime.now(UTC).isoformat(timespec="seconds")
+    return [_entry(targets[i], questions[i], prompts[i][1], output_format, llm, made) for i in range(len(targets))]
+
+
+def _reason(answer: str | LLMError, attempts: int) -> str:
+    if isinstance(answer, LLMError):
+        return f"LLM call failed ({answer})"
+    return f"{attempts} unparsable answers, the last: {answer[:120]!r}"
+
+
+def _name(target) -> str:
+    return f"{target.query_id}/{target.facet_id}" if target.facet_id else target.query_id
+
+
+def _entry(target, texts: list[str], template_name: str, output_format: str, llm: LLMClient, made: str) -> Entry:
+    info = {
+        "generator": "examflow",
+        "model": llm.settings.model,
+        "prompt_template": template_name,
+        "format_instruction": output_format,
+        "generated_at": made,
+    }
+    items = [Item(target.query_id, target.facet_id, item_id(target.query_id, target.facet_id, t), t) for t in texts]
+    query_text = f"{target.query_text} / {target.facet_text}" if target.facet_text else target.query_text
+    return Entry(target.query_id, target.facet_id, query_text, items, info=info)

@@ -1,0 +1,46 @@
+"""Per-query bank shards: the unit that grading jobs consume.
+
+A shard is named after its query, so editing one query's questions changes that shard's
+content digest only, and Snakemake reruns only that query's downstream jobs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+
+import pandas as pd
+
+from examflow.questions.bank import Entry
+
+QUESTION_COLUMNS = ["query_id", "facet_id", "question_id", "question_text", "kind", "gold_answers", "choices"]
+
+
+def shard_name(query_id: str) -> str:
+    """A file-name-safe, collision-free name for the query's shard."""
+    safe = re.sub(r"[^A-Za-z0-9_-]", "_", query_id)
+    if safe == query_id:
+        return safe
+    return f"{safe}-{hashlib.md5(query_id.encode('utf-8')).hexdigest()[:8]}"
+
+
+def shard_rows(entries: list[Entry], shard: str) -> list[tuple]:
+    rows = []
+    for entry in entries:
+        if shard_name(entry.query_id) != shard:
+            continue
+        for item in entry.items:
+            choices = json.dumps(item.choices, ensure_ascii=False, sort_keys=True) if item.choices is not None else None
+            rows.append((item.query_id, item.facet_id, item.item_id, item.text, item.kind, item.gold_answers, choices))
+    return rows
+
+
+def shard_table(entries: list[Entry], shard: str) -> pd.DataFrame:
+    return pd.DataFrame(shard_rows(entries, shard), columns=QUESTION_COLUMNS, dtype=object)
+
+
+def shard_digests(entries: list[Entry]) -> dict[str, str]:
+    """Content digest of every shard in the bank: what a grading job's params carry."""
+    names = sorted({shard_name(entry.query_id) for entry in entries})
+    return {name: hashlib.md5(json.dumps(shard_rows(entries, name)).encode()).hexdigest() for name in names}

@@ -1,0 +1,147 @@
+"""Bank formats, ids, shards and diffs (SPEC §2)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import DEMO, REFERENCE, write
+
+from examflow.errors import InputError
+from examflow.questions.bank import item_id, read_bank, write_bank
+from examflow.questions.diff import diff_banks, format_diff
+from examflow.questions.shards import shard_digests, shard_name, shard_table
+
+REFERENCE_BANKS = sorted(
+    p
+    for p in REFERENCE.glob("**/*.jsonl.gz")
+    if "graded" not in p.name and ("question" in p.name or "genq" in p.name or "nugget" in p.name)
+)
+
+
+@pytest.mark.skipif(not REFERENCE_BANKS, reason="../shared/reference is absent")
+@pytest.mark.parametrize("path", REFERENCE_BANKS, ids=lambda p: str(p.relative_to(REFERENCE)))
+def test_reference_banks_import_and_round_trip(path, tmp_path):
+    bank = read_bank(path)
+    assert bank and all(entry.items for entry in bank)
+    copy = tmp_path / "copy.jsonl.gz"
+    write_bank(bank, copy)
+    assert read_bank(copy) == bank
+
+
+@pytest.mark.skipif(not REFERENCE.exists(), reason="../shared/reference is absent")
+def test_reference_bank_sizes_and_legacy_ids():
+    dl19 = read_bank(REFERENCE / "flan-t5-exam-appendix/dl19-questions/dl19-genq.jsonl.gz")
+    assert (len(dl19), sum(len(e.items) for e in dl19)) == (43, 430)
+    # Older banks hashed the unstripped text; those ids are kept (they key the published grades).
+    sigmet = next(i for e in dl19 for i in e.items if i.item_id == "131843/e212c4ce2e518bde9b8b521f4e96065c")
+    assert sigmet.text.endswith(" ") and sigmet.item_id != item_id("131843", None, sigmet.text)
+    car = read_bank(REFERENCE / "exam_plusplus/phase1-data/car-questions.jsonl.gz")
+    assert (len(car), sum(len(e.items) for e in car)) == (726, 8551)
+    assert all(i.item_id == item_id(i.query_id, i.facet_id, i.text) for e in car for i in e.items)
+    flat = read_bank(REFERENCE / "flan-t5-exam-appendix/car-y3-questions/car-y3-genq.jsonl.gz")
+    assert flat[0].facet_id == "T_0016" and flat[0].items[0].extra["correctKey"] is None
+    nuggets = read_bank(REFERENCE / "rubric-evaluation/phase1-data/dl20-nuggets.jsonl.gz")
+    assert {i.kind for e in nuggets for i in e.items} == {"nugget"}
+
+
+def test_edited_text_gets_a_new_id_imported_ids_are_kept(tmp_path):
+    bank = read_bank(DEMO / "bank.jsonl")
+    old = bank[0].items[0]
+    path = write(tmp_path / "bank.jsonl", (DEMO / "bank.jsonl").read_text().replace(old.text, "Where is nectar kept?"))
+    edited = read_bank(path)[0].items[0]
+    assert edited.item_id == item_id("honeybee", None, "Where is nectar kept?") != old.item_id
+    record = json.loads((DEMO / "bank.jsonl").read_text().splitlines()[0])
+    record["items"][0] |= {"question_text": "Reworded, yet graded under its old id", "keep_id": True}
+    kept = read_bank(write(tmp_path / "kept.jsonl", json.dumps(record) + "\n"))[0].items[0]
+    assert kept.item_id == old.item_id
+
+
+def test_tsv_bank_for_hand_written_questions(tmp_path):
+    path = write(
+        tmp_path / "bank.tsv",
+        "query_id\tfacet_id\tquestion\tanswers\tchoices\n"
+        "q1\t\tWhat is nectar?\tsugary liquid | sugar water\t\n"
+        "q1\t\tWhich planet is largest?\tJupiter\tMars | Jupiter | Venus\n"
+        "p\ts1\tHow do volcanoes form?\t\t\n",
+    )
+    bank = read_bank(path)
+    assert [(e.query_id, e.facet_id, len(e.items)) for e in bank] == [("q1", None, 2), ("p", "s1", 1)]
+    assert bank[0].items[0].gold_answers == ["sugary liquid", "sugar water"]
+    assert bank[0].items[1].choices == {"A": "Mars", "B": "Jupiter", "C": "Venus"}
+    assert bank[1].items[0].item_id == item_id("p", "s1", "How do volcanoes form?")
+    copy = tmp_path / "copy.jsonl"
+    write_bank(bank, copy)
+    assert read_bank(copy) == bank
+
+
+def test_malformed_banks_name_file_line_and_field(tmp_path):
+    bad_header = write(tmp_path / "a.tsv", "qid\tquestion\nq1\tWhat?\n")
+    with pytest.raises(InputError, match=r"a.tsv:1: header must name query_id and question"):
+        read_bank(bad_header)
+    missing = write(tmp_path / "b.tsv", "query_id\tquestion\nq1\tWhat?\nq2\n")
+    with pytest.raises(InputError, match=r"b.tsv:3: expected 2 columns"):
+        read_bank(missing)
+    answers = write(
+        tmp_path / "c.jsonl", '{"query_id": "q", "items": [{"question_text": "Why?", "gold_answers": "yes"}]}\n'
+    )
+    with pytest.raises(InputError, match=r"c.jsonl:1: field 'items\[0\].gold_answers': expected a list of strings"):
+        read_bank(answers)
+    twice = write(tmp_path / "d.jsonl", '{"query_id": "q", "items": []}\n{"query_id": "q", "items": []}\n')
+    with pytest.raises(InputError, match=r"d.jsonl:2: field 'query_id': second entry for query 'q'"):
+        read_bank(twice)
+
+
+def test_shards_are_per_query_with_safe_names():
+    assert shard_name("tides") == "tides"
+    assert shard_name("tqa2:L_0002") == "tqa2_L_0002-" + __import__("hashlib").md5(b"tqa2:L_0002").hexdigest()[:8]
+    assert shard_name("a/b") != shard_name("a_b")
+    bank = read_bank(DEMO / "bank.jsonl")
+    table = shard_table(bank, "volcano")
+    assert len(table) == 15 and set(table["facet_id"]) == {"formation", "eruptions", "monitoring"}
+    digests = shard_digests(bank)
+    bank[0].items[0].text = "Changed"
+    changed = shard_digests(bank)
+    assert {name for name in digests if digests[name] != changed[name]} == {"honeybee"}
+
+
+def test_bank_diff_reports_added_removed_and_reworded(tmp_path):
+    old = read_bank(DEMO / "bank.jsonl")
+    text = (DEMO / "bank.jsonl").read_text()
+    text = text.replace("Why does honey not spoil?", "Why does honey never spoil?")  # similar: reworded
+    text = text.replace("What is osteomalacia?", "Which vitamin D level counts as deficient?")  # same place: reworded
+    new_path = write(tmp_path / "new.jsonl", text)
+    new = read_bank(new_path)
+    del new[1].items[0]  # tides: removed
+    new[2].items.append(
+        type(new[2].items[0])("sourdough", None, item_id("sourdough", None, "Is rye better?"), "Is rye better?")
+    )
+    changes = diff_banks(old, new)
+    assert {key[0]: (len(c.added), len(c.removed), len(c.reworded)) for key, c in changes.items()} == {
+        "honeybee": (0, 0, 1),
+        "tides": (0, 1, 0),
+        "sourdough": (1, 0, 0),
+        "vitamin-d": (0, 0, 1),
+    }
+    report = format_diff(changes)
+    assert "  ~ Why does honey not spoil?\n    → Why does honey never spoil?" in report
+    assert "  + Is rye better?" in report and "  - Which body has the greatest influence" in report
+
+
+def test_bank_diff_command(tmp_path):
+    new = write(
+        tmp_path / "new.jsonl",
+        (DEMO / "bank.jsonl").read_text().replace("What is a hotspot volcano?", "What is a mantle plume?"),
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "examflow", "bank-diff", str(DEMO / "bank.jsonl"), str(new)],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0
+    assert (
+        result.stdout
+        == "volcano / formation: 0 added, 0 removed, 1 reworded\n  ~ What is a hotspot volcano?\n    → What is a mantle plume?\n"
+    )

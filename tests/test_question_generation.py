@@ -1,0 +1,142 @@
+"""Question generation against a real OpenAI-compatible server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+import pytest
+from llm_server import LLMServer, Slow, Status
+
+from examflow.llm import LLMClient, LLMError, LLMSettings
+from examflow.questions.bank import item_id
+from examflow.questions.generate import GenerationError, generate_bank, parse_questions
+
+QUERIES = pd.DataFrame(
+    [("q1", None, "how do bees make honey", None), ("page", "sec", "Volcanoes", "Formation")],
+    columns=["query_id", "facet_id", "query_text", "facet_text"],
+    dtype=object,
+)
+
+
+@pytest.fixture
+def server():
+    with LLMServer() as running:
+        yield running
+
+
+def client(server, tmp_path, **options) -> LLMClient:
+    settings = {"model": "test-model", "base_url": server.base_url, "timeout": 2.0, "backoff": 0.05, "max_attempts": 3}
+    return LLMClient(LLMSettings(**(settings | options)), tmp_path / "cache")
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        '{"questions": ["What is nectar?", "Why fan?"]}',
+        'Here you go:\n```json\n{"questions":["What is nectar?","Why fan?"]}\n```',
+        "question_set = ['What is nectar?', 'Why fan?']",
+        "1. What is nectar?\n2. Why fan?\n",
+        '["1. What is nectar?", "2) Why fan?", "What is nectar?", ""]',
+    ],
+    ids=["json", "fenced-json", "python-list", "enumerated-lines", "list-with-enumeration-and-repeats"],
+)
+def test_answer_formats_give_the_same_questions(answer):
+    assert parse_questions(answer) == ["What is nectar?", "Why fan?"]
+
+
+@pytest.mark.parametrize("api", ["chat", "completions"])
+def test_generation_builds_a_bank_and_a_rerun_makes_no_call(server, tmp_path, api):
+    server.script("'how do bees make honey'", '{"questions": ["What is nectar?", "Why do bees fan?"]}')
+    server.script("subtopic 'Formation'", "```python\n['How do volcanoes form?']\n```")
+    bank = generate_bank(QUERIES, client(server, tmp_path, api=api))
+    assert [[i.text for i in e.items] for e in bank] == [
+        ["What is nectar?", "Why do bees fan?"],
+        ["How do volcanoes form?"],
+    ]
+    assert bank[1].items[0].item_id == item_id("page", "sec", "How do volcanoes form?")
+    assert bank[0].info["model"] == "test-model" and bank[0].info["prompt_template"] == "qgen-dl"
+    assert bank[1].info["prompt_template"] == "qgen-car" and bank[1].query_text == "Volcanoes / Formation"
+    assert server.calls == 2
+    assert all(r["path"].endswith("/chat/completions" if api == "chat" else "/completions") for r in server.requests)
+    again = generate_bank(QUERIES, client(server, tmp_path, api=api))
+    assert [e.items for e in again] == [e.items for e in bank]
+    assert server.calls == 2  # every answer came from the cache
+
+
+def test_unparsable_answers_are_asked_again_up_to_three_times(server, tmp_path):
+    server.script("bees", "I am not sure what you mean.", "Let me think.", '{"questions": ["What is nectar?"]}')
+    server.script("Formation", '["How do volcanoes form?"]')
+    bank = generate_bank(QUERIES, client(server, tmp_path))
+    assert bank[0].items[0].text == "What is nectar?"
+    assert server.calls == 4
+    generate_bank(QUERIES, client(server, tmp_path))
+    assert server.calls == 4  # all three attempts replay from the cache
+
+
+def test_garbage_ends_in_a_clear_error_naming_the_query(server, tmp_path):
+    server.script("bees", "garbage")
+    server.script("Formation", '["How do volcanoes form?"]')
+    with pytest.raises(
+        GenerationError, match=r"no questions for 1 of 2 queries:\n  q1: 3 unparsable answers, the last: 'garbage'"
+    ):
+        generate_bank(QUERIES, client(server, tmp_path))
+
+
+def test_http_429_waits_as_retry_after_says(server, tmp_path):
+    server.script("bees", Status(429, {"Retry-After": "1"}), '["What is nectar?"]')
+    llm = client(server, tmp_path)
+    start = time.monotonic()
+    assert llm.complete("how do bees make honey") == '["What is nectar?"]'
+    assert time.monotonic() - start >= 1.0
+    assert server.calls == 2
+
+
+def test_http_500_is_retried_then_reported(server, tmp_path):
+    server.script("bees", Status(500), Status(500), '["What is nectar?"]')
+    assert client(server, tmp_path).complete("bees") == '["What is nectar?"]'
+    server.script("honey", Status(503))
+    with pytest.raises(LLMError, match="http-503"):
+        client(server, tmp_path).complete("honey")
+    assert server.calls == 3 + 3
+
+
+def test_client_errors_are_not_retried(server, tmp_path):
+    server.script("bees", Status(400))
+    with pytest.raises(LLMError, match="http-400"):
+        client(server, tmp_path).complete("bees")
+    assert server.calls == 1
+
+
+def test_a_slow_answer_past_the_timeout_is_an_error_not_an_empty_bank(server, tmp_path):
+    server.script("bees", Slow(3.0, '["too late"]'))
+    server.script("Formation", '["How do volcanoes form?"]')
+    llm = client(server, tmp_path, timeout=0.5, max_attempts=2)
+    with pytest.raises(GenerationError, match=r"q1: LLM call failed \(timeout: no answer within 0.5 s\)"):
+        generate_bank(QUERIES, llm)
+
+
+def test_api_key_comes_from_the_named_environment_variable(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("MY_LLM_KEY", "sk-test-123")
+    server.script("bees", '["What is nectar?"]')
+    client(server, tmp_path, api_key_env="MY_LLM_KEY").complete("bees")
+    assert server.requests[0]["auth"] == "Bearer sk-test-123"
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(LLMError, match="environment variable OPENAI_API_KEY holds no API key"):
+        LLMClient(LLMSettings(model="m"), tmp_path)
+
+
+def test_questions_command_writes_once_and_never_overwrites(server, tmp_path, capsys):
+    from examflow.cli import main
+
+    server.script("bees", '{"questions": ["What is nectar?"]}')
+    queries = tmp_path / "queries.tsv"
+    queries.write_text("q1\thow do bees make honey\n")
+    bank = tmp_path / "bank.jsonl"
+    args = ["questions", "--queries", str(queries), "--out", str(bank), "--model", "m", "--base-url", server.base_url]
+    assert main([*args, "--cache-dir", str(tmp_path / "cache")]) == 0
+    written = bank.read_text()
+    assert '"question_text": "What is nectar?"' in written
+    assert main([*args, "--cache-dir", str(tmp_path / "cache")]) == 2
+    assert "exists: the bank is generated once and never overwritten" in capsys.readouterr().err
+    assert bank.read_text() == written and server.calls == 1

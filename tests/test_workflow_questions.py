@@ -1,0 +1,67 @@
+"""Generated banks in the real workflow: generated once, edited by hand, regraded by shard."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+
+import pytest
+import yaml
+from conftest import snakemake, write
+from llm_server import LLMServer
+
+pytestmark = pytest.mark.workflow
+
+
+def questions_about(prompt: str) -> str:
+    """A deterministic generator: three questions naming the query (and subtopic)."""
+    topic = " / ".join(dict.fromkeys(re.findall(r"'([^']+)'", prompt)))
+    return json.dumps({"questions": [f"What is {topic}?", f"Why does {topic} matter?", f"How does {topic} work?"]})
+
+
+def shard_hashes(project) -> dict[str, str]:
+    return {
+        p.name: hashlib.md5(p.read_bytes()).hexdigest() for p in sorted((project / "results/bank").glob("*.parquet"))
+    }
+
+
+def test_generate_edit_rerun_changes_only_the_edited_query(project):
+    with LLMServer(default=questions_about) as server:
+        config = yaml.safe_load((project / "config/config.yaml").read_text())
+        config["inputs"]["bank"] = "bank/generated.jsonl"
+        config["questions"] = {"generate": True, "llm": {"model": "test-llm", "base_url": server.base_url}}
+        write(project / "config/generate.yaml", yaml.safe_dump(config))
+        run = ("--configfile", "config/generate.yaml")
+
+        snakemake(project, *run)
+        bank_file = project / "bank/generated.jsonl"
+        entries = [json.loads(line) for line in bank_file.read_text().splitlines()]
+        assert len(entries) == 9 and server.calls == 9  # 4 queries + 5 subtopics, one call each
+        assert entries[0]["info"]["model"] == "test-llm"
+        before = shard_hashes(project)
+        assert sorted(before) == [
+            f"{q}.parquet" for q in ["composting", "honeybee", "sourdough", "tides", "vitamin-d", "volcano"]
+        ]
+        assert "Nothing to be done" in snakemake(project, *run, "-n").stdout
+
+        # A person rewords one question of one query.
+        text = bank_file.read_text()
+        edited = text.replace("Why does what causes ocean tides matter?", "Why do tides matter to ships?")
+        assert edited != text
+        bank_file.write_text(edited)
+        dry = snakemake(project, *run, "-n").stdout
+        assert re.findall(r"shard=([\w-]+)", dry) == ["tides"]
+        snakemake(project, *run)
+        after = shard_hashes(project)
+        assert {name for name in before if before[name] != after[name]} == {"tides.parquet"}
+        assert bank_file.read_text() == edited  # never regenerated, never overwritten
+        assert server.calls == 9
+
+        # Deleting the bank generates it anew, from cached answers alone; no shard changes.
+        bank_file.unlink()
+        snakemake(project, *run)
+        assert server.calls == 9
+        regenerated = [json.loads(line) for line in bank_file.read_text().splitlines()]
+        assert [e["items"] for e in regenerated] == [e["items"] for e in entries]
+        assert shard_hashes(project) == before

@@ -1,0 +1,37 @@
+if GENERATE_BANK:
+
+    checkpoint questions:
+        input:
+            queries=input_file("queries"),
+        output:
+            BANK,
+        log:
+            "results/logs/questions.log",
+        conda:
+            ENV
+        params:
+            queries=lambda wildcards, input: source(input, "queries"),
+            llm=cli_options(**config["questions"]["llm"]),
+            format=config["questions"]["format"],
+            attempts=config["questions"]["attempts"],
+            cache=f"{config['cache_dir']}/llm",
+        shell:
+            "python -m examflow questions --queries {params.queries} {params.llm}"
+            " --format {params.format} --attempts {params.attempts}"
+            " --cache-dir {params.cache} --out {output} 2> {log}"
+
+
+rule bank_shard:
+    input:
+        bank=bank_input,
+    output:
+        "results/bank/{shard}.parquet",
+    log:
+        "results/logs/bank/{shard}.log",
+    conda:
+        ENV
+    params:
+        digest=shard_digest,
+    shell:
+        "python -m examflow bank-shard --bank {input.bank} --shard {wildcards.shard}"
+        " --out {output} 2> {log}"
