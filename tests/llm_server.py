@@ -1,6 +1,7 @@
 """A real OpenAI-compatible HTTP server on 127.0.0.1 for tests: chat and completions APIs.
 
-Replies are scripted per prompt substring and consumed in order (the last one repeats):
+Replies are scripted per prompt substring (the latest matching script wins) and consumed
+in order (the last one repeats):
 a string is the answer text; `Status(code, headers)` answers with an HTTP error; `Slow(seconds,
 text)` answers late. Every request is counted.
 """
@@ -49,7 +50,7 @@ class LLMServer:
 
     def reply_for(self, prompt: str):
         with self.lock:
-            for match, replies in self.scripts:
+            for match, replies in reversed(self.scripts):  # the latest script wins
                 if match in prompt:
                     return replies.pop(0) if len(replies) > 1 else replies[0]
         return self.default(prompt)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import time
 
 import pandas as pd
@@ -35,17 +36,18 @@ def make_pairs(kind: str, passages: pd.DataFrame, questions: pd.DataFrame, queri
     """Every pooled passage of a query with each of the query's questions, nuggets or facets."""
     if kind in DIRECT_KINDS:
         targets = [
-            (q.query_id, q.facet_id, f"{q.query_id}/{q.facet_id}" if q.facet_id else q.query_id,
-             f"{q.query_text} / {q.facet_text}" if q.facet_text else q.query_text, None, None)
+            (q.query_id, facet, f"{q.query_id}/{facet}" if facet else q.query_id,
+             f"{q.query_text} / {q.facet_text}" if facet else q.query_text, None, None)
             for q in queries.itertuples(index=False)
+            for facet in [_optional(q.facet_id)]
         ]  # fmt: skip
     else:
         wanted = "nugget" if kind in NUGGET_KINDS else "question"
         chosen = questions[questions["kind"] == wanted]
         targets = [
-            (q.query_id, q.facet_id, q.question_id, q.question_text,
-             tuple(q.gold_answers) if q.gold_answers is not None else None,
-             tuple(sorted(json.loads(q.choices).items())) if q.choices else None)
+            (q.query_id, _optional(q.facet_id), q.question_id, q.question_text,
+             tuple(q.gold_answers) if _optional(q.gold_answers) is not None else None,
+             tuple(sorted(json.loads(q.choices).items())) if _optional(q.choices) else None)
             for q in chosen.itertuples(index=False)
         ]  # fmt: skip
     by_query: dict[str, list] = {}
@@ -56,6 +58,12 @@ def make_pairs(kind: str, passages: pd.DataFrame, questions: pd.DataFrame, queri
         for p in passages.itertuples(index=False)
         for query_id, facet_id, target_id, text, gold, choices in by_query.get(p.query_id, [])
     ]
+
+
+def _optional(value):
+    """None for a missing table value, whichever way pandas spells it (None, NaN, NA)."""
+    missing = value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+    return None if missing else value
 
 
 class ShardGrader:

@@ -1,0 +1,150 @@
+"""Back ends and methods on real parts: tiny T5 checkpoints built here, a real HTTP server,
+the packaged sentence-embedding model."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from examflow.grading.backends import EmbeddingBackend, Request, Seq2SeqBackend
+from examflow.grading.methods import Pair
+from examflow.grading.run import ShardGrader, make_pairs
+from llm_server import LLMServer, Status
+from tiny_models import build_tiny_t5
+
+QUESTION = "how do bees make honey"
+
+
+def values(series: pd.Series) -> list:
+    return [None if pd.isna(v) else v for v in series]
+
+
+@pytest.fixture(scope="module")
+def tiny_t5(tmp_path_factory):
+    return str(build_tiny_t5(tmp_path_factory.mktemp("tiny-t5"), seed=3, digit_boost=4.0))
+
+
+def pairs(n: int = 4) -> list[Pair]:
+    texts = ["bees make honey from nectar", "the moon raises tides", "lava and magma", "compost feeds soil"]
+    return [Pair("q1", None, f"p{i}", "q1/x", QUESTION, texts[i % 4] + f" {i}") for i in range(n)]
+
+
+def test_truncation_keeps_instruction_and_question_whole(tiny_t5):
+    backend = Seq2SeqBackend(tiny_t5, decoding="greedy", max_new_tokens=2)
+    passage = " ".join(["nectar"] * 10_000)
+    prompt = backend.prompt(Request("grade-self-rating", {"question": QUESTION, "context": passage}))
+    assert prompt.startswith("Can the question be answered based on the available context? choose one:")
+    assert f"Question: {QUESTION}\nContext: nectar" in prompt
+    tokens = len(backend.tokenizer(prompt).input_ids)
+    assert 500 <= tokens <= 512
+    short = backend.prompt(Request("grade-self-rating", {"question": QUESTION, "context": "bees"}))
+    assert short.endswith("Context: bees")
+
+
+def test_fast_ratings_agree_with_greedy_whenever_greedy_answers_a_digit(tiny_t5):
+    requests = [Request("grade-self-rating", {"question": QUESTION, "context": f"{w} nectar water {w}"}) for w in ["bees", "moon", "lava", "soil", "the", "honey", "yes", "no"]]
+    greedy = Seq2SeqBackend(tiny_t5, decoding="greedy", max_new_tokens=1).answer(requests)
+    fast = Seq2SeqBackend(tiny_t5, decoding="fast").answer(requests)
+    digits = [(g.text, f.text) for g, f in zip(greedy, fast) if g.text in list("012345")]
+    assert digits and all(g == f for g, f in digits)
+    assert all(0.0 <= f.expected <= 5.0 for f in fast)
+    assert len({round(f.expected, 6) for f in fast}) > 1  # the expected grade follows the input
+
+
+def test_beam_mode_loads_by_path_and_answers_every_prompt(tiny_t5):
+    backend = Seq2SeqBackend(tiny_t5, decoding="beam", max_new_tokens=3, batch_size=3)
+    answers = backend.answer([Request("grade-qa", {"question": QUESTION, "context": p.passage_text}) for p in pairs(5)])
+    assert len(answers) == 5 and all(isinstance(a.text, str) and a.error is None for a in answers)
+    assert backend.signature["num_beams"] == 5 and backend.signature["dtype"] == "float32"
+    with pytest.raises(ValueError, match="float16 overflows in T5"):
+        Seq2SeqBackend(tiny_t5, dtype="float16")
+
+
+def test_self_rating_shard_grading_caches_every_answer(tiny_t5, tmp_path):
+    method = {"name": "t5", "kind": "self_rating", "backend": {"kind": "hf_seq2seq", "model": tiny_t5, "decoding": "greedy", "max_new_tokens": 2}}
+    first = ShardGrader(method, str(tmp_path), "q1", flush_every=3)
+    table = first.grade(pairs(7))
+    assert first.sent == 7 and len(table) == 7
+    assert table["rating"].between(0, 5).all() and table["error"].isna().all()
+    again = ShardGrader(method, str(tmp_path), "q1")
+    assert again.grade(pairs(7)).equals(table) and again.sent == 0
+    eighth = ShardGrader(method, str(tmp_path), "q1")
+    eighth.grade(pairs(8))
+    assert eighth.sent == 1
+
+
+@pytest.fixture
+def server():
+    with LLMServer() as running:
+        yield running
+
+
+def openai_method(server, kind: str, **extra) -> dict:
+    backend = {"kind": "openai", "model": "m", "base_url": server.base_url, "max_attempts": 2, "backoff": 0.01, "timeout": 5}
+    return {"name": kind, "kind": kind, "backend": backend, **extra}
+
+
+def test_openai_self_rating_records_failures_as_errors(server, tmp_path):
+    server.script("bees make honey from nectar 0", "5")
+    server.script("the moon raises tides 1", "unanswerable")
+    server.script("lava and magma 2", Status(500))
+    server.script("compost feeds soil 3", "The passage talks about soil.")
+    grader = ShardGrader(openai_method(server, "self_rating"), str(tmp_path), "q1")
+    table = grader.grade(pairs(4))
+    assert values(table["rating"]) == [5, 1, None, 0]
+    assert table["error"].tolist()[2] == "http-500: Error code: 500 - scripted 500"
+    server.script("lava and magma 2", "3")
+    retry = ShardGrader(openai_method(server, "self_rating"), str(tmp_path), "q1")
+    assert retry.grade(pairs(4))["rating"].tolist() == [5, 1, 3, 0]
+    assert retry.sent == 1  # only the failed pair is asked again
+
+
+def test_openai_qa_with_llm_verification(server, tmp_path):
+    server.script("provide a complete and concise answer", "from nectar")
+    server.script('correct answer is "nectar". Is "from nectar"', "Yes")
+    pair = Pair("q1", None, "p0", "q1/a", "What do bees make honey from?", "bees make honey from nectar", ("nectar",))
+    no_key = Pair("q1", None, "p0", "q1/b", "Why?", "bees make honey from nectar")
+    table = ShardGrader(openai_method(server, "qa_llm_verify"), str(tmp_path), "q1").grade([pair, no_key])
+    assert values(table["correct"]) == [True, None]
+    assert table["answer"].tolist() == ["from nectar", "from nectar"]
+    assert server.calls == 3  # two answers (identical prompts differ by question), one verification
+    verify = ShardGrader(openai_method(server, "qa_verify"), str(tmp_path), "q1").grade([pair])
+    assert verify["correct"].tolist() == [True] and verify["rating"].tolist() == [1]
+
+
+def test_direct_grading_baselines(server, tmp_path):
+    server.script("Given a passage and a query", "Yes")
+    server.script("search quality rater", "2")
+    server.script("rater evaluating the relevance of passages. Given a query and a passages, you must provide a score on an integer scale of 0 to 2 with the following meanings:\n2 = highly relevant, very helpful for this query\n1 = relevant, may be partly helpful but might contain other irrelevant content\n0 = not relevant, should never be shown for this query\n\nQuery: how bees make honey\nPassage: tides", "maybe")
+    queries = pd.DataFrame([("q1", None, "how bees make honey", None)], columns=["query_id", "facet_id", "query_text", "facet_text"], dtype=object)
+    passages = pd.DataFrame({"query_id": ["q1", "q1"], "passage_id": ["p0", "p1"], "text": ["bees make honey", "tides"]})
+    direct = make_pairs("sun", passages, pd.DataFrame(), queries)
+    assert [p.question_id for p in direct] == ["q1", "q1"]
+    assert ShardGrader(openai_method(server, "sun"), str(tmp_path), "q1").grade(direct)["rating"].tolist() == [1, 1]
+    thomas = ShardGrader(openai_method(server, "thomas"), str(tmp_path), "q1").grade(direct)
+    assert values(thomas["rating"]) == [2, None]
+    assert thomas["error"].tolist()[1] == "unparsable: not a grade 0-2: 'maybe'"
+
+
+def test_pairs_join_questions_to_their_query_passages():
+    passages = pd.DataFrame({"query_id": ["q1", "q2"], "passage_id": ["a", "b"], "text": ["A", "B"]})
+    questions = pd.DataFrame(
+        [("q1", None, "q1/x", "X?", "question", ["x"], json.dumps({"A": "x", "B": "y"})), ("q2", "f", "q2/f/n", "N", "nugget", None, None)],
+        columns=["query_id", "facet_id", "question_id", "question_text", "kind", "gold_answers", "choices"],
+    )
+    made = make_pairs("self_rating", passages, questions, None)
+    assert made == [Pair("q1", None, "a", "q1/x", "X?", "A", ("x",), (("A", "x"), ("B", "y")))]
+    assert [p.question_id for p in make_pairs("nugget_rating", passages, questions, None)] == ["q2/f/n"]
+
+
+def test_embedding_backend_on_the_packaged_model():
+    backend = EmbeddingBackend()
+    near = Request("grade-self-rating", {"question": "How do bees turn nectar into honey?", "context": "Bees evaporate water from nectar in the hive until it becomes honey."})
+    far = Request("grade-self-rating", {"question": "How do bees turn nectar into honey?", "context": "The Moon's gravity raises two tidal bulges in the ocean."})
+    close, distant = backend.answer([near, far])
+    assert close.score > 0.5 > distant.score
+    by_sentence = EmbeddingBackend(unit="sentence").answer([Request("x", {"question": "What raises tides?", "context": "Bees make honey. The Moon raises tides."})])
+    whole = backend.answer([Request("x", {"question": "What raises tides?", "context": "Bees make honey. The Moon raises tides."})])
+    assert by_sentence[0].score > whole[0].score
