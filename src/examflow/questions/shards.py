@@ -44,3 +44,16 @@ def shard_digests(entries: list[Entry]) -> dict[str, str]:
     """Content digest of every shard in the bank: what a grading job's params carry."""
     names = sorted({shard_name(entry.query_id) for entry in entries})
     return {name: hashlib.md5(json.dumps(shard_rows(entries, name)).encode()).hexdigest() for name in names}
+
+
+def queries_of(shard: str, query_ids) -> list[str]:
+    return sorted(q for q in set(query_ids) if shard_name(q) == shard)
+
+
+def pool_shard(passages: pd.DataFrame, queries: pd.DataFrame, shard: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The shard's pooled passages and query (or facet) rows."""
+    mine = set(queries_of(shard, queries["query_id"]))
+    return (
+        passages[passages["query_id"].isin(mine)].reset_index(drop=True),
+        queries[queries["query_id"].isin(mine)].reset_index(drop=True),
+    )

@@ -1,0 +1,48 @@
+"""Merging shard grades into one table per method; embedding similarities become grades here.
+
+Embedding grades are relative to the whole pool's similarity distribution, so they can
+only be assigned once every shard is in: grade g = how many of the method's quantile
+thresholds (default the 50th, 60th, 70th, 80th and 90th percentiles) the similarity reaches.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+DEFAULT_QUANTILES = (0.5, 0.6, 0.7, 0.8, 0.9)
+
+
+def merge_grades(tables: list[pd.DataFrame], method: dict) -> tuple[pd.DataFrame, dict]:
+    """The method's grades table and the metadata recorded with it."""
+    grades = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
+    grades = grades.sort_values(["query_id", "passage_id", "question_id"], kind="stable").reset_index(drop=True)
+    metadata = {
+        "method": method,
+        "pairs": len(grades),
+        "errors": int(grades["error"].notna().sum()) if len(grades) else 0,
+    }
+    if method["backend"]["kind"] == "embedding" and len(grades):
+        quantiles = list(method.get("quantiles", DEFAULT_QUANTILES))
+        scores = grades["score"].astype(float)
+        thresholds = np.quantile(scores[scores.notna()], quantiles).tolist()
+        grades["rating"] = pd.array([sum(s >= t for t in thresholds) for s in scores], dtype="Int64")
+        metadata["embedding_grades"] = {"quantiles": quantiles, "thresholds": thresholds}
+    return grades, metadata
+
+
+def write_grades(grades: pd.DataFrame, metadata: dict, path: str) -> None:
+    """Parquet with the metadata under the schema key `examflow`, written atomically."""
+    from examflow.io.tables import write_tables
+
+    table = pa.Table.from_pandas(grades, preserve_index=False)
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), b"examflow": json.dumps(metadata).encode()})
+    write_tables({path: table})
+
+
+def read_grades_metadata(path: str) -> dict:
+    return json.loads(pq.read_schema(path).metadata[b"examflow"])

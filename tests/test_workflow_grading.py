@@ -1,0 +1,64 @@
+"""Incremental grading in the real workflow, counted in model calls on a local OpenAI server."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import snakemake, write
+from llm_server import LLMServer
+
+pytestmark = pytest.mark.workflow
+
+
+def graded_shards(result) -> list[str]:
+    """The shards of the grade jobs that a snakemake call ran (or would run)."""
+    return sorted(re.findall(r"examflow grade .*?--shard ([\w-]+)", result.stdout + result.stderr))
+
+
+def test_a_bank_edit_or_a_new_run_regrades_only_what_it_touched(project):
+    with LLMServer(default=lambda prompt: "3") as server:
+        config = yaml.safe_load((project / "config/config.yaml").read_text())
+        config["grading"] = {
+            "methods": [
+                {
+                    "name": "llm",
+                    "kind": "self_rating",
+                    "backend": {"kind": "openai", "model": "grader", "base_url": server.base_url},
+                }
+            ]
+        }
+        write(project / "config/llm.yaml", yaml.safe_dump(config))
+        run = ("--configfile", "config/llm.yaml")
+
+        snakemake(project, *run)
+        grades = pd.read_parquet(project / "results/grades/llm.parquet")
+        pool = pd.read_parquet(project / "results/pool/passages.parquet")
+        assert server.calls == len(grades) == 3245
+        assert grades["rating"].eq(3).all()
+
+        # Reword one question of one topic: only that topic is regraded, one call per pooled passage.
+        bank = project / "resources/demo/bank.jsonl"
+        bank.write_text(
+            bank.read_text().replace("What are neap tides?", "What are neap tides, and when do they occur?")
+        )
+        assert graded_shards(snakemake(project, *run, "-n")) == ["tides"]
+        before = server.calls
+        assert graded_shards(snakemake(project, *run)) == ["tides"]
+        assert server.calls - before == (pool["query_id"] == "tides").sum() == 65
+
+        # A new run: only its passages that were not pooled before are graded.
+        new_docs = ["p051", "p052", "p001", "p026"]  # two new to the honeybee pool, two already there
+        write(
+            project / "resources/demo/runs/extra.run",
+            "".join(f"honeybee Q0 {d} {r} {10 - r} extra\n" for r, d in enumerate(new_docs, 1)),
+        )
+        unpooled = set(new_docs) - set(pool.loc[pool["query_id"] == "honeybee", "passage_id"])
+        before = server.calls
+        # Every shard's grading job reruns on the new pool; the cache answers all but the new pairs.
+        assert len(graded_shards(snakemake(project, *run))) == 6
+        questions = pd.read_parquet(project / "results/bank/honeybee.parquet")
+        assert len(unpooled) == 2
+        assert server.calls - before == len(unpooled) * len(questions) == 14

@@ -1,0 +1,39 @@
+# A bank edit rewrites only the edited queries' bank shards, so only their grading reruns.
+# A new pool (runs added) rewrites every pool shard and reruns every grading job, but the
+# grade cache answers all pairs graded before: only new passages reach the model.
+rule grade:
+    input:
+        passages=rules.pool_shard.output.passages,
+        queries=rules.pool_shard.output.queries,
+        questions=rules.bank_shard.output[0],
+    output:
+        "results/grades/{method}/{shard}.parquet",
+    log:
+        "results/logs/grade/{method}/{shard}.log",
+    conda:
+        ENV
+    resources:
+        gpu=method_gpus,
+    params:
+        method=method_json,
+        cache=config["cache_dir"],
+        flush_every=config["grading"]["flush_every"],
+    shell:
+        "python -m examflow grade --method {params.method} --passages {input.passages}"
+        " --queries {input.queries} --questions {input.questions} --shard {wildcards.shard}"
+        " --cache-dir {params.cache} --flush-every {params.flush_every} --out {output} 2> {log}"
+
+
+rule merge_grades:
+    input:
+        expand("results/grades/{{method}}/{shard}.parquet", shard=SHARDS),
+    output:
+        "results/grades/{method}.parquet",
+    log:
+        "results/logs/grade/{method}.log",
+    conda:
+        ENV
+    params:
+        method=method_json,
+    shell:
+        "python -m examflow merge-grades --method {params.method} --out {output} {input} 2> {log}"
