@@ -190,3 +190,23 @@ def test_embedding_backend_on_the_packaged_model():
         [Request("x", {"question": "What raises tides?", "context": "Bees make honey. The Moon raises tides."})]
     )
     assert by_sentence[0].score > whole[0].score
+
+
+def test_extractive_qa_spans_come_from_the_passage_and_are_verified(tmp_path):
+    from examflow.grading import verify_answer
+    from examflow.grading.backends import ExtractiveQABackend
+
+    model = str(build_tiny_t5(tmp_path / "qa", seed=1, question_answering=True))
+    backend = ExtractiveQABackend(model, max_input_tokens=64)
+    passages = ["bees make honey from nectar", "the moon raises tides in the ocean", " ".join(["lava"] * 5000)]
+    answers = backend.answer([Request("grade-qa", {"question": QUESTION, "context": p}) for p in passages])
+    assert all(a.text == "" or a.text in p for a, p in zip(answers, passages))
+    method = {"name": "squad", "kind": "extractive_qa", "backend": {"kind": "hf_extractive_qa", "model": model}}
+    keyed = [
+        Pair("q1", None, f"p{i}", "q1/a", QUESTION, p, (answers[i].text or "nothing",))
+        for i, p in enumerate(passages[:2])
+    ]
+    table = ShardGrader(method, str(tmp_path), "q1").grade(keyed)
+    expected = [verify_answer(a.text, [a.text or "nothing"]) for a in answers[:2]]
+    assert values(table["answer"]) == [a.text for a in answers[:2]]
+    assert values(table["correct"]) == expected

@@ -11,7 +11,6 @@ import time
 
 import pandas as pd
 import pytest
-
 from tiny_models import build_tiny_t5
 
 WORDS = "bees honey nectar water moon tides ocean sun volcano magma lava compost soil".split()
@@ -19,7 +18,10 @@ WORDS = "bees honey nectar water moon tides ocean sun volcano magma lava compost
 
 def shard_inputs(directory):
     passages = pd.DataFrame(
-        [("q1", f"p{i}", " ".join(WORDS[(i + k) % len(WORDS)] for k in range(12 + i % 7)), "retrieved") for i in range(40)],
+        [
+            ("q1", f"p{i}", " ".join(WORDS[(i + k) % len(WORDS)] for k in range(12 + i % 7)), "retrieved")
+            for i in range(40)
+        ],
         columns=["query_id", "passage_id", "text", "origin"],
     )
     questions = pd.DataFrame(
@@ -32,7 +34,11 @@ def shard_inputs(directory):
 
 
 def grade_command(directory, model, cache, out):
-    method = {"name": "t5", "kind": "self_rating", "backend": {"kind": "hf_seq2seq", "model": model, "decoding": "beam", "max_new_tokens": 12, "batch_size": 4}}
+    method = {
+        "name": "t5",
+        "kind": "self_rating",
+        "backend": {"kind": "hf_seq2seq", "model": model, "decoding": "beam", "max_new_tokens": 12, "batch_size": 4},
+    }
     return [
         sys.executable, "-m", "examflow", "grade", "--method", json.dumps(method), "--shard", "q1",
         "--passages", str(directory / "passages.parquet"), "--queries", str(directory / "queries.parquet"),
@@ -59,12 +65,20 @@ def test_sigkill_mid_shard_then_resume_equals_an_uninterrupted_run(tmp_path):
     assert 0 < graded_before_kill < 200, "the kill must land mid-shard"
     assert not (tmp_path / "killed.parquet").exists()
 
-    resumed = subprocess.run(grade_command(tmp_path, model, cache, tmp_path / "resumed.parquet"), capture_output=True, text=True)
+    resumed = subprocess.run(
+        grade_command(tmp_path, model, cache, tmp_path / "resumed.parquet"), capture_output=True, text=True
+    )
     assert resumed.returncode == 0, resumed.stderr
     cached, total, todo = map(int, re.search(r"(\d+) of (\d+) prompts cached; (\d+) to grade", resumed.stderr).groups())
     assert (cached, total, todo) == (graded_before_kill, 200, 200 - graded_before_kill)
     assert f"sent {200 - graded_before_kill} prompts to the model" in resumed.stderr
 
-    fresh = subprocess.run(grade_command(tmp_path, model, tmp_path / "fresh-cache", tmp_path / "fresh.parquet"), capture_output=True, text=True)
+    fresh = subprocess.run(
+        grade_command(tmp_path, model, tmp_path / "fresh-cache", tmp_path / "fresh.parquet"),
+        capture_output=True,
+        text=True,
+    )
     assert fresh.returncode == 0, fresh.stderr
-    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "resumed.parquet"), pd.read_parquet(tmp_path / "fresh.parquet"))
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(tmp_path / "resumed.parquet"), pd.read_parquet(tmp_path / "fresh.parquet")
+    )

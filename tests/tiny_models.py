@@ -32,23 +32,26 @@ def vocabulary() -> list[str]:
     return ["<pad>", "</s>", "<unk>"] + sorted(words)
 
 
-def build_tiny_t5(path: Path, seed: int = 0, digit_boost: float = 0.0) -> Path:
-    """Save a tiny T5 and its tokenizer to `path`; `digit_boost` scales the digit rows of the LM head."""
+def build_tiny_t5(path: Path, seed: int = 0, digit_boost: float = 0.0, question_answering: bool = False) -> Path:
+    """Save a tiny T5 and its tokenizer to `path`; `digit_boost` scales the digit rows of the LM head.
+    With `question_answering`, a T5ForQuestionAnswering (span extraction, as flan-t5-large-squad2)."""
     import torch
     from tokenizers import Tokenizer, models, pre_tokenizers, processors
-    from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
+    from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration, T5ForQuestionAnswering
 
     vocab = {token: i for i, token in enumerate(vocabulary())}
     core = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     core.pre_tokenizer = pre_tokenizers.Whitespace()
-    core.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 1)])
+    core.post_processor = processors.TemplateProcessing(
+        single="$A </s>", pair="$A </s> $B:1 </s>:1", special_tokens=[("</s>", 1)]
+    )
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
     config = T5Config(
         vocab_size=len(vocab), d_model=32, d_ff=64, d_kv=16, num_layers=2, num_decoder_layers=2, num_heads=2,
         pad_token_id=0, eos_token_id=1, decoder_start_token_id=0,
     )  # fmt: skip
     torch.manual_seed(seed)
-    model = T5ForConditionalGeneration(config)
+    model = (T5ForQuestionAnswering if question_answering else T5ForConditionalGeneration)(config)
     if digit_boost:
         with torch.no_grad():
             for digit in "012345":

