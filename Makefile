@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 demo: install
 	$(BIN)/snakemake --cores all
 	@echo
-	@echo "examflow demo finished. Pool summary: results/pool/summary.tsv"
+	@echo "examflow demo finished. Pool summary: results/pool/summary.tsv; grades: results/grades/"
 	@echo "All outputs are under $(CURDIR)/results/"
 
 test: install

@@ -125,6 +125,7 @@ def test_schema_fills_defaults_of_a_minimal_config():
                 "backoff": 1.0,
             },
         },
+        "grading": {"methods": [], "flush_every": 64},
         "cache_dir": "results/cache",
         "pool": {"depth": 20},
         "segment": {"max_tokens": 400},

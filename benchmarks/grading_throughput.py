@@ -1,0 +1,153 @@
+"""Grading throughput: the reference calling pattern against examflow's beam and fast modes.
+
+    python benchmarks/grading_throughput.py [--prompts 2000] [--max-new-tokens 8] [--threads N]
+
+One randomly initialised model with the google/flan-t5-base configuration (no download),
+a BPE tokenizer trained here on the benchmark's own text, and the same self-rating prompts
+(passages of ~80 words, 10 questions each) for every side; new tokens are capped equally,
+since random weights rarely emit EOS.
+
+(a) reference: HF pipeline("text2text-generation") where the installed transformers has it
+    (removed in transformers 5, where its calling pattern is replayed: tokenizer with padding,
+    generate, decode), batch size 10 = one passage's questions, num_beams=5, early stopping, fp32;
+(b) examflow `beam` mode: the same decoding; its answers must equal (a)'s, and every
+    difference is checked for a floating-point near-tie between the two best beams;
+(c) examflow `fast` mode: one decoder step over the digit tokens.
+Prints pairs/s for each and the ratios (b)/(a) and (c)/(a).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from examflow.grading.backends import Request, Seq2SeqBackend  # noqa: E402
+from examflow.prompts import template  # noqa: E402
+
+FLAN_T5_BASE = dict(
+    vocab_size=32128, d_model=768, d_kv=64, d_ff=2048, num_layers=12, num_decoder_layers=12, num_heads=12,
+    feed_forward_proj="gated-gelu", tie_word_embeddings=False, relative_attention_num_buckets=32,
+    pad_token_id=0, eos_token_id=1, decoder_start_token_id=0,
+)  # fmt: skip
+
+
+def benchmark_texts(prompts: int, seed: int = 13) -> list[Request]:
+    rng = random.Random(seed)
+    words = [
+        f"{rng.choice('bcdfghklmnprstvz')}{rng.choice('aeiou')}{rng.choice('nrstl')}{rng.choice('aeiouy')}"
+        for _ in range(3000)
+    ]
+    requests = []
+    for _ in range(prompts // 10):
+        passage = " ".join(rng.choices(words, k=rng.randint(60, 100))) + "."
+        for _ in range(10):
+            question = "What " + " ".join(rng.choices(words, k=rng.randint(6, 14))) + "?"
+            requests.append(Request("grade-self-rating", {"question": question, "context": passage}))
+    return requests
+
+
+def build_model(directory: Path, requests: list[Request]) -> str:
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
+
+    core = Tokenizer(models.BPE(unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Metaspace()
+    texts = [template("grade-self-rating")] + [r.fields["question"] + " " + r.fields["context"] for r in requests]
+    core.train_from_iterator(
+        texts, trainers.BpeTrainer(vocab_size=8000, special_tokens=["<pad>", "</s>", "<unk>"] + list("012345"))
+    )
+    core.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 1)])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
+    torch.manual_seed(0)
+    T5ForConditionalGeneration(T5Config(**FLAN_T5_BASE)).save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return str(directory)
+
+
+def reference(model_path: str, prompts: list[str], max_new_tokens: int) -> tuple[list[str], str]:
+    """(a): one call per passage (its 10 questions), in input order."""
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, pipeline
+
+    settings = {"num_beams": 5, "early_stopping": True, "max_new_tokens": max_new_tokens, "do_sample": False}
+    try:
+        pipe = pipeline("text2text-generation", model=model_path, device="cpu", dtype=torch.float32)
+        answers = []
+        for start in range(0, len(prompts), 10):
+            answers += [
+                o["generated_text"]
+                for o in pipe(prompts[start : start + 10], batch_size=10, truncation=True, **settings)
+            ]
+        return answers, "pipeline('text2text-generation')"
+    except (KeyError, ValueError):
+        tokenizer = AutoTokenizer.from_pretrained(model_path)
+        model = AutoModelForSeq2SeqLM.from_pretrained(model_path, dtype=torch.float32).eval()
+        answers = []
+        for start in range(0, len(prompts), 10):
+            encoded = tokenizer(
+                prompts[start : start + 10], return_tensors="pt", padding=True, truncation=True, max_length=512
+            )
+            with torch.no_grad():
+                output = model.generate(**encoded, **settings)
+            answers += tokenizer.batch_decode(output, skip_special_tokens=True)
+        return answers, "the text2text-generation pipeline's calling pattern (pipeline absent in this transformers)"
+
+
+def near_ties(backend: Seq2SeqBackend, prompts: list[str], max_new_tokens: int) -> int:
+    """How many prompts have their two best beams within 1e-4 in score."""
+    encoded = backend._encode(prompts)
+    with torch.no_grad():
+        output = backend.model.generate(
+            **encoded, num_beams=5, num_return_sequences=2, early_stopping=True, max_new_tokens=max_new_tokens,
+            output_scores=True, return_dict_in_generate=True,
+        )  # fmt: skip
+    scores = output.sequences_scores.view(len(prompts), 2)
+    return int(((scores[:, 0] - scores[:, 1]).abs() < 1e-4).sum())
+
+
+def timed(function):
+    start = time.perf_counter()
+    result = function()
+    return result, time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--prompts", type=int, default=2000)
+    parser.add_argument("--max-new-tokens", type=int, default=8)
+    parser.add_argument("--batch-size", type=int, default=32, help="examflow's batch size")
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    requests = benchmark_texts(args.prompts)
+    with tempfile.TemporaryDirectory() as directory:
+        model = build_model(Path(directory), requests)
+        beam = Seq2SeqBackend(model, decoding="beam", batch_size=args.batch_size, max_new_tokens=args.max_new_tokens)
+        fast = Seq2SeqBackend(model, decoding="fast", batch_size=args.batch_size)
+        prompts = [beam.prompt(r) for r in requests]
+        tokens = sum(len(beam.tokenizer(p).input_ids) for p in prompts) / len(prompts)
+        print(
+            f"{len(prompts)} prompts, {tokens:.0f} tokens each on average, {args.threads} threads, {args.max_new_tokens} new tokens"
+        )
+        (ref_answers, how), ref_time = timed(lambda: reference(model, prompts, args.max_new_tokens))
+        beam_answers, beam_time = timed(lambda: beam.answer(requests))
+        _, fast_time = timed(lambda: fast.answer(requests))
+    differ = [i for i, (a, b) in enumerate(zip(ref_answers, beam_answers)) if a != b.text]
+    rate = {name: len(prompts) / seconds for name, seconds in (("a", ref_time), ("b", beam_time), ("c", fast_time))}
+    print(f"(a) reference, {how}: {rate['a']:.2f} pairs/s ({ref_time:.0f} s)")
+    print(f"(b) examflow beam: {rate['b']:.2f} pairs/s ({beam_time:.0f} s); answers differing from (a): {len(differ)}")
+    if differ:
+        ties = near_ties(beam, [prompts[i] for i in differ], args.max_new_tokens)
+        print(f"    of those, {ties} have their two best beams within 1e-4 in score (floating-point near-ties)")
+    print(f"(c) examflow fast: {rate['c']:.2f} pairs/s ({fast_time:.0f} s)")
+    print(f"(b)/(a) = {rate['b'] / rate['a']:.2f}   (c)/(a) = {rate['c'] / rate['a']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
