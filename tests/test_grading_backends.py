@@ -210,3 +210,32 @@ def test_extractive_qa_spans_come_from_the_passage_and_are_verified(tmp_path):
     expected = [verify_answer(a.text, [a.text or "nothing"]) for a in answers[:2]]
     assert values(table["answer"]) == [a.text for a in answers[:2]]
     assert values(table["correct"]) == expected
+
+
+@pytest.mark.parametrize(
+    ("kind", "prompt_start"),
+    [
+        ("faggioli", "Instruction: Indicate if the passage is relevant for the question."),
+        ("faggioli_few", "Instruction: Indicate if the passage is relevant for the question."),
+        ("helm", "Instruction: Does the passage answer the query?"),
+        ("sun", "Instruction: Given a passage and a query, predict whether"),
+        ("sun_few", "Instruction: Given a passage and a query, predict whether"),
+    ],
+)
+def test_every_binary_direct_method_reads_yes_as_relevant(server, tmp_path, kind, prompt_start):
+    server.script("Passage: bees make honey\n", "Yes")
+    server.script("Passage: tides\n", "No")
+    queries = pd.DataFrame(
+        [("q1", None, "how bees make honey", None)],
+        columns=["query_id", "facet_id", "query_text", "facet_text"],
+        dtype=object,
+    )
+    passages = pd.DataFrame(
+        {"query_id": ["q1", "q1"], "passage_id": ["p0", "p1"], "text": ["bees make honey", "tides"]}
+    )
+    table = ShardGrader(openai_method(server, kind), str(tmp_path), "q1").grade(
+        make_pairs(kind, passages, pd.DataFrame(), queries)
+    )
+    assert values(table["rating"]) == [1, 0]
+    prompts = [r["body"]["messages"][0]["content"] for r in server.requests]
+    assert all(p.startswith(prompt_start) and "how bees make honey" in p for p in prompts)

@@ -31,6 +31,7 @@ def test_generate_edit_rerun_changes_only_the_edited_query(project):
         config = yaml.safe_load((project / "config/config.yaml").read_text())
         config["inputs"]["bank"] = "bank/generated.jsonl"
         config["questions"] = {"generate": True, "llm": {"model": "test-llm", "base_url": server.base_url}}
+        config["grading"] = {"methods": []}  # this test is about the bank
         write(project / "config/generate.yaml", yaml.safe_dump(config))
         run = ("--configfile", "config/generate.yaml")
 
@@ -51,7 +52,7 @@ def test_generate_edit_rerun_changes_only_the_edited_query(project):
         assert edited != text
         bank_file.write_text(edited)
         dry = snakemake(project, *run, "-n").stdout
-        assert re.findall(r"shard=([\w-]+)", dry) == ["tides"]
+        assert set(re.findall(r"shard=([\w-]+)", dry)) == {"tides"}
         snakemake(project, *run)
         after = shard_hashes(project)
         assert {name for name in before if before[name] != after[name]} == {"tides.parquet"}
