@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from examflow.questions.bank import read_bank
 from examflow.questions.shards import shard_digests, shard_name
 from examflow.io import read_queries
+from examflow.io.irds import is_irds
 
 validate(config, "../schemas/config.schema.yaml", set_default=True)
 
@@ -46,10 +47,6 @@ def expand_runs(patterns):
             existing_file("runs", match) for match in matches if match not in files
         ]
     return files
-
-
-def is_irds(spec):
-    return isinstance(spec, str) and spec.startswith("irds:")
 
 
 def input_file(key):
@@ -134,7 +131,9 @@ def method_json(wildcards):
 
 def method_gpus(wildcards):
     method = METHODS[wildcards.method]
-    default = 1 if method["backend"]["kind"] in ("hf_seq2seq", "hf_extractive_qa") else 0
+    default = (
+        1 if method["backend"]["kind"] in ("hf_seq2seq", "hf_extractive_qa") else 0
+    )
     return method.get("gpu", default)
 
 
