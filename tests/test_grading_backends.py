@@ -128,13 +128,8 @@ def test_openai_qa_with_llm_verification(server, tmp_path):
     assert verify["correct"].tolist() == [True] and verify["rating"].tolist() == [1]
 
 
-def test_direct_grading_baselines(server, tmp_path):
-    server.script("Given a passage and a query", "Yes")
-    server.script("search quality rater", "2")
-    server.script(
-        "rater evaluating the relevance of passages. Given a query and a passages, you must provide a score on an integer scale of 0 to 2 with the following meanings:\n2 = highly relevant, very helpful for this query\n1 = relevant, may be partly helpful but might contain other irrelevant content\n0 = not relevant, should never be shown for this query\n\nQuery: how bees make honey\nPassage: tides",
-        "maybe",
-    )
+def direct_inputs() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One query and two of its passages, for the direct-grading baselines."""
     queries = pd.DataFrame(
         [("q1", None, "how bees make honey", None)],
         columns=["query_id", "facet_id", "query_text", "facet_text"],
@@ -143,6 +138,14 @@ def test_direct_grading_baselines(server, tmp_path):
     passages = pd.DataFrame(
         {"query_id": ["q1", "q1"], "passage_id": ["p0", "p1"], "text": ["bees make honey", "tides"]}
     )
+    return queries, passages
+
+
+def test_direct_grading_baselines(server, tmp_path):
+    server.script("Given a passage and a query", "Yes")
+    server.script("search quality rater", "2")
+    server.script("Query: how bees make honey\nPassage: tides\nAnswer:", "maybe")  # thomas, second passage
+    queries, passages = direct_inputs()
     direct = make_pairs("sun", passages, pd.DataFrame(), queries)
     assert [p.question_id for p in direct] == ["q1", "q1"]
     assert ShardGrader(openai_method(server, "sun"), str(tmp_path), "q1").grade(direct)["rating"].tolist() == [1, 1]
@@ -225,14 +228,7 @@ def test_extractive_qa_spans_come_from_the_passage_and_are_verified(tmp_path):
 def test_every_binary_direct_method_reads_yes_as_relevant(server, tmp_path, kind, prompt_start):
     server.script("Passage: bees make honey\n", "Yes")
     server.script("Passage: tides\n", "No")
-    queries = pd.DataFrame(
-        [("q1", None, "how bees make honey", None)],
-        columns=["query_id", "facet_id", "query_text", "facet_text"],
-        dtype=object,
-    )
-    passages = pd.DataFrame(
-        {"query_id": ["q1", "q1"], "passage_id": ["p0", "p1"], "text": ["bees make honey", "tides"]}
-    )
+    queries, passages = direct_inputs()
     table = ShardGrader(openai_method(server, kind), str(tmp_path), "q1").grade(
         make_pairs(kind, passages, pd.DataFrame(), queries)
     )

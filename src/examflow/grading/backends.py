@@ -61,7 +61,7 @@ class Seq2SeqBackend:
         if decoding not in self.DECODINGS:
             raise ValueError(f"decoding must be one of {self.DECODINGS}, not {decoding!r}")
         self.torch = torch
-        self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+        self.device = _device(torch, device)
         if dtype == "float16":
             raise ValueError("float16 overflows in T5 models: use bfloat16 (GPU) or float32")
         if dtype == "auto":
@@ -138,6 +138,10 @@ class Seq2SeqBackend:
         return [Answer(str(int(d)), expected=float(e)) for d, e in zip(digits.argmax(-1).tolist(), expected.tolist())]
 
 
+def _device(torch, device: str) -> str:
+    return ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+
+
 def _weights_version(model: str, loaded) -> str:
     """The hub commit, or for a local directory a digest of its config and weight files' sizes and times."""
     commit = getattr(loaded.config, "_commit_hash", None)
@@ -165,7 +169,7 @@ class ExtractiveQABackend:
         from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
         self.torch = torch
-        self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+        self.device = _device(torch, device)
         self.tokenizer = AutoTokenizer.from_pretrained(model, revision=revision)
         self.model = AutoModelForQuestionAnswering.from_pretrained(model, revision=revision).to(self.device).eval()
         self.batch_size, self.max_input_tokens, self.max_answer_tokens = batch_size, max_input_tokens, max_answer_tokens
