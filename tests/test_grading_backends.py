@@ -144,7 +144,7 @@ def direct_inputs() -> tuple[pd.DataFrame, pd.DataFrame]:
 def test_direct_grading_baselines(server, tmp_path):
     server.script("Given a passage and a query", "Yes")
     server.script("search quality rater", "2")
-    server.script("Query: how bees make honey\nPassage: tides\nAnswer:", "maybe")  # thomas, second passage
+    server.script("for this query\n\nQuery: how bees make honey\nPassage: tides", "maybe")  # thomas, 2nd passage
     queries, passages = direct_inputs()
     direct = make_pairs("sun", passages, pd.DataFrame(), queries)
     assert [p.question_id for p in direct] == ["q1", "q1"]
