@@ -1,0 +1,84 @@
+"""Leaderboard correlation (SPEC §5): published numbers and hand-computed cases."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import REFERENCE, write
+from examflow.errors import InputError
+from examflow.evaluation.correlation import (
+    leaderboard_correlation,
+    random_tie_correlation,
+    read_leaderboard,
+    tau_ap,
+)
+
+APPENDIX = REFERENCE / "flan-t5-exam-appendix"
+
+
+def published_scores(path, column: str) -> dict[str, float]:
+    """Per-system scores from the appendix's leaderboard TSVs: a title line may come first and
+    notes (a qrels file name, a correlation line) may follow the table."""
+    rows = [line.split("\t") for line in path.read_text().splitlines()]
+    start = next(i for i, row in enumerate(rows) if row[0].lower() == "method")
+    index = rows[start].index(column)
+    scores = {}
+    for row in rows[start + 1 :]:
+        try:
+            scores[row[0]] = float(row[index])
+        except (IndexError, ValueError):
+            continue
+    return scores
+
+
+@pytest.mark.skipif(not REFERENCE.exists(), reason="../shared/reference is absent")
+@pytest.mark.parametrize(
+    ("table", "column", "leaderboard", "spearman", "kendall"),
+    [
+        ("car-results/leaderboard-car-genq-self-rating-4.tsv", "exam", "cary3", 0.869, 0.687),
+        ("car-results/leaderboard-car-tqa-cc-verified.tsv", "exam", "cary3", 0.937, 0.841),
+        ("car-results/leaderboard-car-tqa-cc-verified.tsv", "n-exam", "cary3", 0.853, 0.721),
+        ("dl20-results/exam-qrels-leaderboard-dl20-qrels-genq-self-rating-4.tsv", "exam", "dl20", 0.955, 0.836),
+    ],
+)
+def test_published_correlations_reproduce_to_the_printed_decimals(table, column, leaderboard, spearman, kendall):
+    official = read_leaderboard(REFERENCE / f"derived/official_{leaderboard}_leaderboard.json")
+    result = leaderboard_correlation(published_scores(APPENDIX / table, column), official)
+    assert (round(result.spearman, 3), round(result.kendall, 3)) == (spearman, kendall)
+
+
+def test_only_runs_on_the_official_leaderboard_count_and_ties_are_averaged():
+    official = {"a": 1, "b": 2.5, "c": 2.5, "d": 4}
+    scores = {"a": 0.9, "b": 0.5, "c": 0.5, "d": 0.1, "not-official": 1.0}
+    perfect = leaderboard_correlation(scores, official)
+    assert (perfect.spearman, perfect.kendall, perfect.n_runs) == (1.0, 1.0, 4)
+    reversed_scores = {run: -score for run, score in scores.items()}
+    assert leaderboard_correlation(reversed_scores, official).kendall == -1.0
+
+
+def test_random_tie_breaking_averages_over_orders():
+    official = {"a": 1, "b": 2, "c": 3}
+    tied = {"a": 0.5, "b": 0.5, "c": 0.1}
+    # With ties averaged, a and b share rank 1.5: tau-b = 0.8165; broken at random, a-b is
+    # right half the time: tau is 1 or 1/3, the mean of 10 fixed-seed draws lies between.
+    assert round(leaderboard_correlation(tied, official).kendall, 4) == 0.8165
+    broken = random_tie_correlation(tied, official, repetitions=10, seed=0)
+    assert 1 / 3 <= broken.kendall <= 1 and broken.n_runs == 3
+    assert broken == random_tie_correlation(tied, official, repetitions=10, seed=0)
+
+
+def test_tau_ap_hand_computed():
+    official = {"a": 1, "b": 2, "c": 3, "d": 4}
+    assert tau_ap({"a": 4, "b": 3, "c": 2, "d": 1}, official) == 1.0
+    assert tau_ap({"a": 1, "b": 2, "c": 3, "d": 4}, official) == -1.0
+    # Predicted b, a, c, d: i=1 (a): 0/1; i=2 (c): 2/2; i=3 (d): 3/3 -> 2/3 * 2 - 1 = 1/3
+    assert tau_ap({"b": 4, "a": 3, "c": 2, "d": 1}, official) == pytest.approx(1 / 3)
+    # Swapping the bottom pair costs less than swapping the top pair.
+    assert tau_ap({"a": 4, "b": 3, "d": 2, "c": 1}, official) > tau_ap({"b": 4, "a": 3, "c": 2, "d": 1}, official)
+
+
+def test_bad_leaderboards_name_the_problem(tmp_path):
+    with pytest.raises(InputError, match="lb.json: field 'run2': rank 'first' is not a number"):
+        read_leaderboard(write(tmp_path / "lb.json", '{"run1": 1, "run2": "first"}'))
+    with pytest.raises(InputError, match="bad.json:1: not valid JSON"):
+        read_leaderboard(write(tmp_path / "bad.json", '{"run1": 1,'))
