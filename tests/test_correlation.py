@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import REFERENCE, write
+
 from examflow.errors import InputError
 from examflow.evaluation.correlation import (
     leaderboard_correlation,
