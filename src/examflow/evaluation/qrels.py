@@ -1,0 +1,61 @@
+"""EXAM-Qrels (SPEC §4): grades turned into relevance labels, scored with trec_eval measures.
+
+EXAM-Label(p) = the best grade any question gets from passage p (self-ratings), or the number
+of questions p answers correctly (QA grading). Queries with subtopics get one qrels query per
+facet, `query/facet`, labelled over that facet's questions only. Measures come from
+pytrec_eval, at relevance level τ; nDCG uses the label as gain; unpooled passages are
+non-relevant. Queries a run lacks are left out of its mean (trec_eval's default) or count
+as 0 with `complete=True` (trec_eval -c).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytrec_eval
+
+DEFAULT_MEASURES = ("map", "ndcg_cut_10", "ndcg_cut_20", "Rprec", "P_20", "recip_rank")
+
+
+def exam_labels(grades: pd.DataFrame, per_facet: bool = False) -> pd.DataFrame:
+    """(qrels_id, passage_id, label) for every graded passage."""
+    graded = grades[grades["error"].isna()].copy()
+    qa = graded["correct"].notna()
+    graded["value"] = graded["rating"].astype("Float64")
+    graded.loc[qa, "value"] = graded.loc[qa, "correct"].astype(bool).astype(float)
+    facet = graded["facet_id"].where(graded["facet_id"].notna(), None) if per_facet else None
+    graded["qrels_id"] = graded["query_id"] if facet is None else [
+        f"{q}/{f}" if f is not None else q for q, f in zip(graded["query_id"], facet)
+    ]  # fmt: skip
+    how = "sum" if qa.all() and len(graded) else "max"
+    labels = graded.groupby(["qrels_id", "passage_id"])["value"].agg(how).fillna(0).astype(int)
+    return labels.rename("label").reset_index()
+
+
+def write_qrels(labels: pd.DataFrame, path: str | Path) -> None:
+    lines = [
+        f"{q} 0 {p} {label}\n" for q, p, label in labels[["qrels_id", "passage_id", "label"]].itertuples(index=False)
+    ]
+    Path(path).write_text("".join(lines), encoding="utf-8")
+
+
+def trec_scores(
+    labels: pd.DataFrame, rankings: pd.DataFrame, level: int, measures=DEFAULT_MEASURES, complete: bool = False
+) -> pd.DataFrame:
+    """Per (run, query, measure) values; `query_id` is the qrels id."""
+    qrels: dict[str, dict[str, int]] = {}
+    for q, p, label in labels[["qrels_id", "passage_id", "label"]].itertuples(index=False):
+        qrels.setdefault(q, {})[p] = int(label)
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, set(measures), relevance_level=int(level))
+    rows = []
+    for run_id, group in rankings.groupby("run_id", sort=True):
+        run: dict[str, dict[str, float]] = {}
+        for q, p, score in group[["query_id", "passage_id", "score"]].itertuples(index=False):
+            run.setdefault(q, {})[p] = float(score)
+        results = evaluator.evaluate(run)
+        queries = sorted(qrels) if complete else sorted(results)
+        for q in queries:
+            for measure in measures:
+                rows.append((run_id, q, measure, results.get(q, {}).get(measure, 0.0)))
+    return pd.DataFrame(rows, columns=["run_id", "query_id", "measure", "value"])
