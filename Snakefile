@@ -9,6 +9,7 @@ include: "workflow/rules/segment.smk"
 include: "workflow/rules/pool.smk"
 include: "workflow/rules/questions.smk"
 include: "workflow/rules/grade.smk"
+include: "workflow/rules/evaluate.smk"
 
 
 wildcard_constraints:
@@ -22,3 +23,4 @@ rule all:
         expand(rules.bank_shard.output, shard=SHARDS),
         BANK if GENERATE_BANK else [],
         expand(rules.merge_grades.output, method=METHODS),
+        expand(rules.evaluate.output, method=METHODS),

@@ -126,6 +126,12 @@ def test_schema_fills_defaults_of_a_minimal_config():
             },
         },
         "grading": {"methods": [], "flush_every": 64},
+        "evaluation": {
+            "tau": [1, 3, 4, 5],
+            "k": 20,
+            "query_mode": "present",
+            "measures": ["map", "ndcg_cut_10", "ndcg_cut_20", "Rprec", "P_20", "recip_rank"],
+        },
         "cache_dir": "results/cache",
         "pool": {"depth": 20},
         "segment": {"max_tokens": 400},

@@ -114,6 +114,39 @@ def merge_grades_command(args: argparse.Namespace) -> None:
     log.info("merged %d grades (%d errors) into %s", metadata["pairs"], metadata["errors"], args.out)
 
 
+def evaluate_command(args: argparse.Namespace) -> None:
+    from examflow.evaluation.correlation import read_leaderboard
+    from examflow.evaluation.leaderboard import correlations, leaderboards
+
+    out = Path(args.out)
+    pool = Path(args.pool)
+    questions = pd.concat([read_table(path) for path in args.questions]) if args.questions else None
+    grades = read_table(args.grades)
+    if questions is None:  # without a bank table, the graded questions are the exam
+        questions = grades[["query_id", "question_id"]].drop_duplicates()
+    table = leaderboards(
+        grades,
+        read_table(pool / "rankings.parquet"),
+        questions,
+        args.tau,
+        args.k,
+        args.measures,
+        args.query_mode,
+        out / "qrels",
+    )
+    tables = {out / "leaderboard.tsv": table}
+    if args.official:
+        tables[out / "correlation.tsv"] = correlations(table, read_leaderboard(args.official))
+    write_tables(tables)
+    log.info(
+        "leaderboards for %d runs, %d measures, tau %s -> %s",
+        table["run_id"].nunique(),
+        table["measure"].nunique(),
+        args.tau,
+        out,
+    )
+
+
 def parser() -> argparse.ArgumentParser:
     main = argparse.ArgumentParser(prog="examflow", description=__doc__)
     main.add_argument("--version", action="version", version=f"examflow {__version__}")
@@ -178,6 +211,22 @@ def parser() -> argparse.ArgumentParser:
     pool_shard.add_argument("--out-passages", required=True)
     pool_shard.add_argument("--out-queries", required=True)
     pool_shard.set_defaults(handler=pool_shard_command)
+
+    evaluate = commands.add_parser("evaluate", help="EXAM-Cover, EXAM-Qrels measures and leaderboard correlation")
+    evaluate.add_argument("--grades", required=True, help="a method's grades table")
+    evaluate.add_argument("--pool", required=True, help="directory of the pool tables (rankings.parquet)")
+    evaluate.add_argument(
+        "--questions", nargs="*", default=[], help="bank shard tables (default: the graded questions)"
+    )
+    evaluate.add_argument("--official", help="official leaderboard JSON {run_id: rank}")
+    evaluate.add_argument("--tau", type=int, nargs="+", default=[1, 3, 4, 5], help="grade thresholds")
+    evaluate.add_argument("--k", type=int, default=20, help="passage budget for EXAM-Cover")
+    evaluate.add_argument(
+        "--measures", nargs="*", default=["map", "ndcg_cut_10", "ndcg_cut_20", "Rprec", "P_20", "recip_rank"]
+    )
+    evaluate.add_argument("--query-mode", choices=["present", "all"], default="present")
+    evaluate.add_argument("--out", required=True)
+    evaluate.set_defaults(handler=evaluate_command)
 
     diff = commands.add_parser("bank-diff", help="questions added, removed and reworded between two banks")
     diff.add_argument("old")

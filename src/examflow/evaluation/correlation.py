@@ -47,7 +47,7 @@ def _shared(scores: dict[str, float], official: dict[str, float]) -> list[str]:
 
 def leaderboard_correlation(scores: dict[str, float], official: dict[str, float]) -> Correlation:
     runs = _shared(scores, official)
-    if len(runs) < 2:
+    if len(runs) < 2 or len({scores[run] for run in runs}) == 1:  # undefined: no order to compare
         return Correlation(float("nan"), float("nan"), len(runs))
     predicted = rankdata([-scores[run] for run in runs], method="average")
     truth = [official[run] for run in runs]

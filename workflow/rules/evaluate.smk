@@ -1,0 +1,22 @@
+rule evaluate:
+    input:
+        grades="results/grades/{method}.parquet",
+        rankings=rules.pool.output.rankings,
+        questions=expand(rules.bank_shard.output, shard=SHARDS),
+        official=INPUTS["official_leaderboard"] or [],
+    output:
+        leaderboard="results/eval/{method}/leaderboard.tsv",
+        qrels="results/eval/{method}/qrels/{method}.qrels",
+    log:
+        "results/logs/evaluate/{method}.log",
+    conda:
+        ENV
+    params:
+        official=lambda wildcards, input: cli_options(official=input.official or None),
+        settings=cli_options(**config["evaluation"]),
+        pool=lambda wildcards, input: Path(input.rankings).parent,
+        out=lambda wildcards, output: Path(output.leaderboard).parent,
+    shell:
+        "python -m examflow evaluate --grades {input.grades} --pool {params.pool}"
+        " --questions {input.questions} {params.official} {params.settings}"
+        " --out {params.out} 2> {log}"
