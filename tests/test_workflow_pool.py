@@ -51,6 +51,13 @@ def test_demo_pool_matches_hand_computed_pool(project):
     judgments = pd.read_parquet(project / "results/pool/judgments.parquet")
     assert judgments.groupby("query_id")["facet_id"].nunique().to_dict()["volcano"] == 3
     assert "Nothing to be done" in snakemake(project, "-n").stdout
+    # The whole demo ran: grades by the offline grader, leaderboards and their correlation.
+    correlation = pd.read_csv(project / "results/eval/cosine/correlation.tsv", sep="\t")
+    row = correlation[(correlation["measure"] == "exam_cover") & (correlation["tau"] == 4)]
+    assert row["n_runs"].tolist() == [7] and row["spearman"].iat[0] > 0.9
+
+
+POOL_TARGET = "results/pool/summary.tsv"
 
 
 def test_bad_run_file_fails_cleanly_with_nothing_written(project):
@@ -58,7 +65,7 @@ def test_bad_run_file_fails_cleanly_with_nothing_written(project):
     lines = run.read_text().splitlines()
     lines[6] = lines[6].replace(" 7 ", " seven ")
     run.write_text("\n".join(lines) + "\n")
-    result = snakemake(project, check=False)
+    result = snakemake(project, POOL_TARGET, check=False)
     assert result.returncode != 0
     log = (project / "results/logs/pool.log").read_text()
     assert "examflow: error: resources/demo/runs/bm25.run:7: field 'rank': not an integer: 'seven'" in log
@@ -69,10 +76,10 @@ def test_bad_run_file_fails_cleanly_with_nothing_written(project):
 def test_warn_policy_pools_around_missing_passages(project):
     corpus = project / "resources/demo/corpus.tsv"
     corpus.write_text("".join(line for line in corpus.read_text().splitlines(True) if not line.startswith("p001\t")))
-    failed = snakemake(project, check=False)
+    failed = snakemake(project, POOL_TARGET, check=False)
     assert failed.returncode != 0
     assert "pooled passage 'p001' is not in the collection" in (project / "results/logs/pool.log").read_text()
-    snakemake(project, "--config", "validation={'missing_passages': 'warn', 'unknown_queries': 'error'}")
+    snakemake(project, POOL_TARGET, "--config", "validation={'missing_passages': 'warn', 'unknown_queries': 'error'}")
     assert "1 × pooled passages missing from the collection, dropped" in (project / "results/logs/pool.log").read_text()
     passages = pd.read_parquet(project / "results/pool/passages.parquet")
     assert "p001" not in set(passages["passage_id"])
