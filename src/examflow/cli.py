@@ -12,6 +12,7 @@ import pandas as pd
 
 from examflow import __version__
 from examflow.errors import InputError, Problems
+from examflow.evaluation.qrels import DEFAULT_MEASURES
 from examflow.io import read_qrels, read_queries, read_responses, read_runs, read_table, write_tables
 from examflow.io.qrels import JUDGMENT_COLUMNS
 from examflow.io.runs import RUN_COLUMNS
@@ -221,9 +222,7 @@ def parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--official", help="official leaderboard JSON {run_id: rank}")
     evaluate.add_argument("--tau", type=int, nargs="+", default=[1, 3, 4, 5], help="grade thresholds")
     evaluate.add_argument("--k", type=int, default=20, help="passage budget for EXAM-Cover")
-    evaluate.add_argument(
-        "--measures", nargs="*", default=["map", "ndcg_cut_10", "ndcg_cut_20", "Rprec", "P_20", "recip_rank"]
-    )
+    evaluate.add_argument("--measures", nargs="*", default=list(DEFAULT_MEASURES), help="trec_eval measure names")
     evaluate.add_argument("--query-mode", choices=["present", "all"], default="present")
     evaluate.add_argument("--out", required=True)
     evaluate.set_defaults(handler=evaluate_command)
