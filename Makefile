@@ -24,7 +24,8 @@ $(STAMP): pyproject.toml | $(BIN)/python
 demo: install
 	$(BIN)/snakemake --cores all
 	@echo
-	@echo "examflow demo finished. Pool summary: results/pool/summary.tsv; grades: results/grades/"
+	@echo "examflow demo finished. Leaderboards and their correlation with the official one:"
+	@echo "  results/eval/cosine/leaderboard.tsv, results/eval/cosine/correlation.tsv"
 	@echo "All outputs are under $(CURDIR)/results/"
 
 test: install

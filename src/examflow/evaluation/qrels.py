@@ -24,9 +24,8 @@ def exam_labels(grades: pd.DataFrame, per_facet: bool = False) -> pd.DataFrame:
     qa = graded["correct"].notna()
     graded["value"] = graded["rating"].astype("Float64")
     graded.loc[qa, "value"] = graded.loc[qa, "correct"].astype(bool).astype(float)
-    facet = graded["facet_id"].where(graded["facet_id"].notna(), None) if per_facet else None
-    graded["qrels_id"] = graded["query_id"] if facet is None else [
-        f"{q}/{f}" if f is not None else q for q, f in zip(graded["query_id"], facet)
+    graded["qrels_id"] = graded["query_id"] if not per_facet else [
+        q if pd.isna(f) else f"{q}/{f}" for q, f in zip(graded["query_id"], graded["facet_id"])
     ]  # fmt: skip
     how = "sum" if qa.all() and len(graded) else "max"
     labels = graded.groupby(["qrels_id", "passage_id"])["value"].agg(how).fillna(0).astype(int)

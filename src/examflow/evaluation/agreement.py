@@ -1,0 +1,45 @@
+"""Agreement of EXAM labels with official judgments (SPEC §5): contingency tables and Cohen's κ.
+
+Per passage that has both a judgment and a label: the graded table (labels × judgments),
+LENIENT (label ≥ 1 against relevant) and STRICT (label ≥ 4 against relevant), where
+"relevant" means a judgment ≥ the threshold (1 for CAR, 2 for TREC DL).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+AGREEMENT_COLUMNS = ["table", "label", "judgment", "count"]
+
+
+def paired(labels: pd.DataFrame, judgments: pd.DataFrame) -> pd.DataFrame:
+    """Labels joined to judgments on (qrels id, passage); a judgment of a facet uses `query/facet`."""
+    ids = [q if pd.isna(f) else f"{q}/{f}" for q, f in zip(judgments["query_id"], judgments["facet_id"])]
+    judged = pd.DataFrame({"qrels_id": ids, "passage_id": judgments["passage_id"], "judgment": judgments["relevance"]})
+    return labels.merge(judged, on=["qrels_id", "passage_id"])
+
+
+def cohen_kappa(table: pd.DataFrame) -> float:
+    """κ = (p_o − p_e) / (1 − p_e) for a square contingency table (rows: labels, columns: judgments)."""
+    total = table.to_numpy().sum()
+    if total == 0:
+        return float("nan")
+    observed = sum(table.at[c, c] for c in table.index if c in table.columns) / total
+    expected = sum(table.loc[c].sum() * table[c].sum() for c in table.index if c in table.columns) / total**2
+    return float("nan") if expected == 1 else float((observed - expected) / (1 - expected))
+
+
+def agreement_tables(pairs: pd.DataFrame, relevant_judgment: int) -> dict[str, pd.DataFrame]:
+    relevant = pairs["judgment"] >= relevant_judgment
+    graded = pd.crosstab(pairs["label"], pairs["judgment"]).reindex(index=range(6), columns=range(4), fill_value=0)
+    tables = {"graded": graded}
+    for name, cut in (("lenient", 1), ("strict", 4)):
+        binary = pd.crosstab(pairs["label"] >= cut, relevant).reindex(
+            index=[False, True], columns=[False, True], fill_value=0
+        )
+        tables[name] = binary
+    return tables
+
+
+def kappas(tables: dict[str, pd.DataFrame]) -> dict[str, float]:
+    return {name: cohen_kappa(table) for name, table in tables.items() if name != "graded"}
