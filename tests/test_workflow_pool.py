@@ -55,6 +55,8 @@ def test_demo_pool_matches_hand_computed_pool(project):
     correlation = pd.read_csv(project / "results/eval/cosine/correlation.tsv", sep="\t")
     row = correlation[(correlation["measure"] == "exam_cover") & (correlation["tau"] == 4)]
     assert row["n_runs"].tolist() == [7] and row["spearman"].iat[0] > 0.9
+    kappa = pd.read_csv(project / "results/eval/cosine/kappa.tsv", sep="\t")
+    assert kappa["table"].tolist() == ["lenient", "strict"] and kappa["n_pairs"].eq(101).all()
 
 
 POOL_TARGET = "results/pool/summary.tsv"
@@ -137,6 +139,7 @@ def test_schema_fills_defaults_of_a_minimal_config():
             "tau": [1, 3, 4, 5],
             "k": 20,
             "query_mode": "present",
+            "min_relevant_judgment": 1,
             "measures": ["map", "ndcg_cut_10", "ndcg_cut_20", "Rprec", "P_20", "recip_rank"],
         },
         "cache_dir": "results/cache",

@@ -117,7 +117,7 @@ def merge_grades_command(args: argparse.Namespace) -> None:
 
 def evaluate_command(args: argparse.Namespace) -> None:
     from examflow.evaluation.correlation import read_leaderboard
-    from examflow.evaluation.leaderboard import correlations, leaderboards
+    from examflow.evaluation.leaderboard import agreement, correlations, leaderboards
 
     out = Path(args.out)
     pool = Path(args.pool)
@@ -138,6 +138,9 @@ def evaluate_command(args: argparse.Namespace) -> None:
     tables = {out / "leaderboard.tsv": table}
     if args.official:
         tables[out / "correlation.tsv"] = correlations(table, read_leaderboard(args.official))
+    judgments = read_table(pool / "judgments.parquet")
+    if len(judgments):
+        tables[out / "kappa.tsv"], tables[out / "agreement.tsv"] = agreement(grades, judgments, args.relevant_judgment)
     write_tables(tables)
     log.info(
         "leaderboards for %d runs, %d measures, tau %s -> %s",
@@ -224,6 +227,13 @@ def parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--k", type=int, default=20, help="passage budget for EXAM-Cover")
     evaluate.add_argument("--measures", nargs="*", default=list(DEFAULT_MEASURES), help="trec_eval measure names")
     evaluate.add_argument("--query-mode", choices=["present", "all"], default="present")
+    evaluate.add_argument(
+        "--min-relevant-judgment",
+        dest="relevant_judgment",
+        type=int,
+        default=1,
+        help="official judgment that counts as relevant for kappa (1 for CAR, 2 for TREC DL)",
+    )
     evaluate.add_argument("--out", required=True)
     evaluate.set_defaults(handler=evaluate_command)
 

@@ -52,3 +52,26 @@ def correlations(table: pd.DataFrame, official: dict[str, float]) -> pd.DataFram
         result = leaderboard_correlation(scores, official)
         rows.append((method, measure, tau, result.spearman, result.kendall, tau_ap(scores, official), result.n_runs))
     return pd.DataFrame(rows, columns=CORRELATION_COLUMNS)
+
+
+def agreement(
+    grades: pd.DataFrame, judgments: pd.DataFrame, relevant_judgment: int
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """kappa.tsv (method, table, kappa, n_pairs) and the contingency counts in long form."""
+    from examflow.evaluation.agreement import agreement_tables, kappas, paired
+
+    method = str(grades["method"].iat[0]) if len(grades) else ""
+    facets = judgments["facet_id"].notna().any()
+    pairs = paired(exam_labels(grades, per_facet=bool(facets)), judgments)
+    tables = agreement_tables(pairs, relevant_judgment)
+    summary = pd.DataFrame(
+        [(method, name, value, len(pairs)) for name, value in kappas(tables).items()],
+        columns=["method", "table", "kappa", "n_pairs"],
+    )
+    counts = pd.concat(
+        [
+            t.stack().rename("count").reset_index().set_axis(["label", "judgment", "count"], axis=1).assign(table=name)
+            for name, t in tables.items()
+        ]
+    )
+    return summary, counts.assign(method=method)[["method", "table", "label", "judgment", "count"]]
