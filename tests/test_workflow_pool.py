@@ -10,6 +10,8 @@ import yaml
 from conftest import ROOT, snakemake, write
 from snakemake.utils import validate
 
+from examflow.grading.merge import read_grades_metadata
+
 pytestmark = pytest.mark.workflow
 
 
@@ -55,6 +57,9 @@ def test_demo_pool_matches_hand_computed_pool(project):
     correlation = pd.read_csv(project / "results/eval/cosine/correlation.tsv", sep="\t")
     row = correlation[(correlation["measure"] == "exam_cover") & (correlation["tau"] == 4)]
     assert row["n_runs"].tolist() == [7] and row["spearman"].iat[0] > 0.9
+    metadata = read_grades_metadata(project / "results/grades/cosine.parquet")
+    assert metadata["pairs"] == 3245 and metadata["errors"] == 0
+    assert metadata["embedding_grades"]["quantiles"] == [0.5, 0.6, 0.7, 0.8, 0.9]
     kappa = pd.read_csv(project / "results/eval/cosine/kappa.tsv", sep="\t")
     assert kappa["table"].tolist() == ["lenient", "strict"] and kappa["n_pairs"].eq(101).all()
 
