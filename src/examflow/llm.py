@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -76,6 +77,7 @@ class LLMClient:
         self.settings = settings
         self.cache = ResponseCache(cache_dir)
         self.calls = 0  # HTTP requests sent, retries included
+        self._calls_lock = threading.Lock()  # complete_many counts from several threads
         key = os.environ.get(settings.api_key_env)
         if not key and settings.base_url is None:
             raise LLMError("config", f"environment variable {settings.api_key_env} holds no API key")
@@ -135,7 +137,8 @@ class LLMClient:
         raise AssertionError("unreachable")
 
     def _call(self, prompt: str) -> str:
-        self.calls += 1
+        with self._calls_lock:
+            self.calls += 1
         settings = self.settings
         options = {"model": settings.model, "temperature": settings.temperature, "max_tokens": settings.max_tokens}
         if settings.api == "chat":

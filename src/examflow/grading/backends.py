@@ -16,6 +16,7 @@ import hashlib
 import json
 import logging
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from examflow.llm import LLMClient, LLMError, LLMSettings
@@ -71,16 +72,11 @@ class Seq2SeqBackend:
         self.model.to(self.device).eval()
         self.decoding, self.batch_size, self.num_beams = decoding, batch_size, num_beams
         self.max_input_tokens, self.max_new_tokens = max_input_tokens, max_new_tokens
-        self.signature = {
-            "backend": "hf_seq2seq",
-            "model": model,
-            "revision": revision or _weights_version(model, self.model),
-            "dtype": dtype,
-            "decoding": decoding,
-            "num_beams": num_beams if decoding == "beam" else 1,
-            "max_new_tokens": max_new_tokens,
-            "max_input_tokens": max_input_tokens,
-        }
+        self.signature = _hf_signature(
+            "hf_seq2seq", model, revision, self.model, dtype=dtype, decoding=decoding,
+            num_beams=num_beams if decoding == "beam" else 1,
+            max_new_tokens=max_new_tokens, max_input_tokens=max_input_tokens,
+        )  # fmt: skip
 
     def prompt(self, request: Request) -> str:
         """The filled template, its context cut so that instruction and question stay whole."""
@@ -120,7 +116,9 @@ class Seq2SeqBackend:
             )
         return [Answer(text) for text in self.tokenizer.batch_decode(output, skip_special_tokens=True)]
 
+    @cached_property
     def digit_ids(self) -> list[int]:
+        """Token ids of "0".."5" (T5 may write a digit as "▁" + digit: the digit's own id counts)."""
         ids = [self.tokenizer(str(d), add_special_tokens=False).input_ids for d in range(6)]
         ids = [i[-1] if len(i) == 2 and self.tokenizer.convert_ids_to_tokens(i[0]) == "▁" else i[0] for i in ids]
         return ids
@@ -132,7 +130,7 @@ class Seq2SeqBackend:
         start = torch.full((len(prompts), 1), self.model.config.decoder_start_token_id, device=self.device)
         with torch.inference_mode():
             logits = self.model(**encoded, decoder_input_ids=start).logits[:, 0, :]
-        digits = logits[:, self.digit_ids()].float()
+        digits = logits[:, self.digit_ids].float()
         probabilities = torch.softmax(digits, dim=-1)
         expected = (probabilities * torch.arange(6, device=digits.device)).sum(-1)
         return [Answer(str(int(d)), expected=float(e)) for d, e in zip(digits.argmax(-1).tolist(), expected.tolist())]
@@ -140,6 +138,11 @@ class Seq2SeqBackend:
 
 def _device(torch, device: str) -> str:
     return ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+
+
+def _hf_signature(backend: str, model: str, revision: str | None, loaded, **settings) -> dict:
+    """What identifies a Hugging Face back end's answers, for the grade cache."""
+    return {"backend": backend, "model": model, "revision": revision or _weights_version(model, loaded), **settings}
 
 
 def _weights_version(model: str, loaded) -> str:
@@ -173,13 +176,10 @@ class ExtractiveQABackend:
         self.tokenizer = AutoTokenizer.from_pretrained(model, revision=revision)
         self.model = AutoModelForQuestionAnswering.from_pretrained(model, revision=revision).to(self.device).eval()
         self.batch_size, self.max_input_tokens, self.max_answer_tokens = batch_size, max_input_tokens, max_answer_tokens
-        self.signature = {
-            "backend": "hf_extractive_qa",
-            "model": model,
-            "revision": revision or _weights_version(model, self.model),
-            "max_input_tokens": max_input_tokens,
-            "max_answer_tokens": max_answer_tokens,
-        }
+        self.signature = _hf_signature(
+            "hf_extractive_qa", model, revision, self.model,
+            max_input_tokens=max_input_tokens, max_answer_tokens=max_answer_tokens,
+        )  # fmt: skip
 
     def answer(self, requests: list[Request]) -> list[Answer]:
         answers = []

@@ -75,11 +75,14 @@ class ShardGrader:
         self.cache = GradeCache(cache_dir, self.backend.signature, shard)
         self.flush_every = flush_every
         self.sent = 0  # requests that reached the model
+        self.known: dict[str, Answer] | None = None  # the cache, read once per job
 
     def answers(self, requests: list) -> list[Answer]:
         """Cached answers where there are any; the rest from the model, flushed batch by batch."""
         keys = [self.cache.key(r) for r in requests]
-        known = self.cache.load()
+        if self.known is None:
+            self.known = self.cache.load()
+        known = self.known
         todo = [i for i, key in enumerate(keys) if key not in known]
         log.info("%d of %d prompts cached; %d to grade", len(requests) - len(todo), len(requests), len(todo))
         start = time.monotonic()
