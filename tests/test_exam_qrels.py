@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from examflow.evaluation.qrels import exam_labels, trec_scores, write_qrels
+from examflow.evaluation.qrels import exam_labels, format_qrels, trec_scores
 
 
 def grades(rows, qa: bool = False) -> pd.DataFrame:
@@ -16,14 +16,13 @@ def grades(rows, qa: bool = False) -> pd.DataFrame:
     return table.astype({"rating": "Int64", "correct": "boolean"})
 
 
-def test_labels_are_max_grade_or_number_correct_and_per_facet(tmp_path):
+def test_labels_are_max_grade_or_number_correct_and_per_facet():
     rated = grades([("q", "f1", "a", 2), ("q", "f1", "a", 5), ("q", "f2", "a", 1), ("q", "f2", "b", 0)])
     assert exam_labels(rated).values.tolist() == [["q", "a", 5], ["q", "b", 0]]
     assert exam_labels(rated, per_facet=True).values.tolist() == [["q/f1", "a", 5], ["q/f2", "a", 1], ["q/f2", "b", 0]]
     qa = grades([("q", None, "a", True), ("q", None, "a", True), ("q", None, "b", False)], qa=True)
     assert exam_labels(qa).values.tolist() == [["q", "a", 2], ["q", "b", 0]]
-    write_qrels(exam_labels(rated), tmp_path / "x.qrels")
-    assert (tmp_path / "x.qrels").read_text() == "q 0 a 5\nq 0 b 0\n"
+    assert format_qrels(exam_labels(rated)) == "q 0 a 5\nq 0 b 0\n"
 
 
 def test_trec_measures_at_relevance_level_tau_and_missing_queries():

@@ -15,6 +15,7 @@ from examflow.errors import InputError, Problems
 from examflow.evaluation.qrels import DEFAULT_MEASURES
 from examflow.io import read_qrels, read_queries, read_responses, read_runs, read_table, write_tables
 from examflow.io.qrels import JUDGMENT_COLUMNS
+from examflow.io.responses import gold_responses, read_gold_articles
 from examflow.io.runs import RUN_COLUMNS
 from examflow.llm import LLMClient, LLMError, LLMSettings
 from examflow.pool import build_pool
@@ -54,7 +55,10 @@ def pool_command(args: argparse.Namespace) -> None:
 def segment_command(args: argparse.Namespace) -> None:
     queries = read_queries(args.queries)
     unknown = Problems(args.on_unknown_query)
-    responses = read_responses(args.responses, set(queries["query_id"]), unknown)
+    query_ids = set(queries["query_id"])
+    responses = read_responses(args.responses, query_ids, unknown) if args.responses else []
+    if args.gold_articles:
+        responses += gold_responses(read_gold_articles(args.gold_articles), query_ids, unknown)
     unknown.summarise()
     segments = segment_responses(responses, args.max_tokens)
     write_tables({args.out: segments})
@@ -117,37 +121,49 @@ def merge_grades_command(args: argparse.Namespace) -> None:
 
 def evaluate_command(args: argparse.Namespace) -> None:
     from examflow.evaluation.correlation import read_leaderboard
-    from examflow.evaluation.leaderboard import agreement, correlations, leaderboards
+    from examflow.evaluation.leaderboard import Settings, evaluate
 
-    out = Path(args.out)
+    inputs = _evaluation_inputs(args)
+    settings = Settings(
+        args.tau, args.k, args.measures, args.query_mode, args.n_exam, args.relevant_judgment, args.bootstrap, args.seed
+    )
+    official = read_leaderboard(args.official) if args.official else None
+    outputs = evaluate(inputs, settings, official)
+    write_tables({Path(args.out) / name: table for name, table in outputs.items()})
+    leaderboard = outputs["leaderboard.tsv"]
+    log.info(
+        "%d methods, %d runs, %d measures, tau %s -> %s",
+        leaderboard["method"].nunique(),
+        leaderboard["run_id"].nunique(),
+        leaderboard["measure"].nunique(),
+        args.tau,
+        args.out,
+    )
+
+
+def _evaluation_inputs(args: argparse.Namespace):
+    from examflow.evaluation.leaderboard import Inputs
+    from examflow.io.workbench import read_workbench_graded
+
+    gold = read_gold_articles(args.gold_articles) if args.gold_articles else None
+    if args.workbench_graded:
+        tables = read_workbench_graded(args.workbench_graded)
+        return Inputs(
+            tables["grades"], tables["rankings"], tables["questions"], tables["passages"], tables["judgments"], gold
+        )
+    if not (args.grades and args.pool):
+        raise InputError("examflow evaluate", "give --grades and --pool, or --workbench-graded")
     pool = Path(args.pool)
-    questions = pd.concat([read_table(path) for path in args.questions]) if args.questions else None
-    grades = read_table(args.grades)
-    if questions is None:  # without a bank table, the graded questions are the exam
-        questions = grades[["query_id", "question_id"]].drop_duplicates()
-    table = leaderboards(
+    grades = pd.concat([read_table(path) for path in args.grades], ignore_index=True)
+    # Without bank tables, the graded questions are the exam.
+    questions = pd.concat([read_table(path) for path in args.questions]) if args.questions else grades
+    return Inputs(
         grades,
         read_table(pool / "rankings.parquet"),
-        questions,
-        args.tau,
-        args.k,
-        args.measures,
-        args.query_mode,
-        out / "qrels",
-    )
-    tables = {out / "leaderboard.tsv": table}
-    if args.official:
-        tables[out / "correlation.tsv"] = correlations(table, read_leaderboard(args.official))
-    judgments = read_table(pool / "judgments.parquet")
-    if len(judgments):
-        tables[out / "kappa.tsv"], tables[out / "agreement.tsv"] = agreement(grades, judgments, args.relevant_judgment)
-    write_tables(tables)
-    log.info(
-        "leaderboards for %d runs, %d measures, tau %s -> %s",
-        table["run_id"].nunique(),
-        table["measure"].nunique(),
-        args.tau,
-        out,
+        questions[["query_id", "question_id"]].drop_duplicates(),
+        read_table(pool / "passages.parquet"),
+        read_table(pool / "judgments.parquet"),
+        gold,
     )
 
 
@@ -169,7 +185,8 @@ def parser() -> argparse.ArgumentParser:
     pool.set_defaults(handler=pool_command)
 
     segment = commands.add_parser("segment", help="cut generated responses into passages (SPEC §1)")
-    segment.add_argument("--responses", required=True, help="responses JSONL (run_id, query_id, text)")
+    segment.add_argument("--responses", help="responses JSONL (run_id, query_id, text)")
+    segment.add_argument("--gold-articles", help="gold articles JSONL (query_id, text), segmented as run _gold_")
     segment.add_argument("--queries", required=True)
     segment.add_argument("--max-tokens", type=int, default=400)
     segment.add_argument("--on-unknown-query", choices=POLICIES, default="error")
@@ -217,16 +234,24 @@ def parser() -> argparse.ArgumentParser:
     pool_shard.set_defaults(handler=pool_shard_command)
 
     evaluate = commands.add_parser("evaluate", help="EXAM-Cover, EXAM-Qrels measures and leaderboard correlation")
-    evaluate.add_argument("--grades", required=True, help="a method's grades table")
-    evaluate.add_argument("--pool", required=True, help="directory of the pool tables (rankings.parquet)")
+    evaluate.add_argument("--grades", nargs="+", help="grades tables (one or more methods)")
+    evaluate.add_argument("--pool", help="directory of the pool tables")
+    evaluate.add_argument("--workbench-graded", help="the reference implementation's graded *.jsonl.gz instead")
     evaluate.add_argument(
         "--questions", nargs="*", default=[], help="bank shard tables (default: the graded questions)"
     )
+    evaluate.add_argument("--gold-articles", help="gold articles JSONL (query_id, text) for ROUGE-1")
     evaluate.add_argument("--official", help="official leaderboard JSON {run_id: rank}")
     evaluate.add_argument("--tau", type=int, nargs="+", default=[1, 3, 4, 5], help="grade thresholds")
-    evaluate.add_argument("--k", type=int, default=20, help="passage budget for EXAM-Cover")
+    evaluate.add_argument("--k", type=int, default=20, help="passage budget (rank <= k, as written)")
     evaluate.add_argument("--measures", nargs="*", default=list(DEFAULT_MEASURES), help="trec_eval measure names")
-    evaluate.add_argument("--query-mode", choices=["present", "all"], default="present")
+    evaluate.add_argument(
+        "--query-mode",
+        choices=["present", "all"],
+        default="present",
+        help="mean over the queries a run has (default) or all, missing ones as 0 (trec_eval -c)",
+    )
+    evaluate.add_argument("--n-exam", choices=["pool", "gold"], default="pool", help="n-EXAM normaliser")
     evaluate.add_argument(
         "--min-relevant-judgment",
         dest="relevant_judgment",
@@ -234,6 +259,8 @@ def parser() -> argparse.ArgumentParser:
         default=1,
         help="official judgment that counts as relevant for kappa (1 for CAR, 2 for TREC DL)",
     )
+    evaluate.add_argument("--bootstrap", type=int, default=1000, help="bootstrap replicates over queries (0: none)")
+    evaluate.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
     evaluate.add_argument("--out", required=True)
     evaluate.set_defaults(handler=evaluate_command)
 

@@ -9,12 +9,12 @@ import pandas as pd
 
 from examflow.errors import InputError, Problems
 from examflow.io.collection import read_passages
-from examflow.io.runs import RUN_COLUMNS
+from examflow.io.runs import GOLD_RUN, RUN_COLUMNS
 
 log = logging.getLogger(__name__)
 
 PASSAGE_COLUMNS = ["query_id", "passage_id", "text", "origin"]
-ORIGINS = ("judged", "retrieved", "generated")
+ORIGINS = ("judged", "retrieved", "generated", "gold")
 
 
 def normalise_ranks(rankings: pd.DataFrame) -> tuple[pd.DataFrame, int]:
@@ -41,12 +41,14 @@ def normalise_ranks(rankings: pd.DataFrame) -> tuple[pd.DataFrame, int]:
 
 def pooled_ids(rankings: pd.DataFrame, judgments: pd.DataFrame, generated_runs: set[str], depth: int) -> pd.DataFrame:
     """(query_id, passage_id, origin) with origin = the sorted, comma-joined sources."""
-    top = rankings[rankings["rank"] <= depth]
+    gold = rankings["run_id"] == GOLD_RUN
+    top = rankings[(rankings["rank"] <= depth) & ~gold]
     sources = [
         judgments[["query_id", "passage_id"]].assign(source="judged"),
         top[["query_id", "passage_id"]].assign(
             source=top["run_id"].isin(generated_runs).map({True: "generated", False: "retrieved"})
         ),
+        rankings.loc[gold, ["query_id", "passage_id"]].assign(source="gold"),  # whole articles
     ]
     stacked = pd.concat(sources).drop_duplicates()
     order = {name: position for position, name in enumerate(ORIGINS)}

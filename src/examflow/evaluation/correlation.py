@@ -4,15 +4,19 @@ Only runs on the official leaderboard count; official ranks are used as given (t
 averaged ranks); predicted ranks are `rankdata(-score, "average")`; Spearman's ρ and
 Kendall's τ-b come from scipy. The original EXAM's variant breaks predicted ties at random
 (10 repetitions, mean); τ_AP (Yilmaz et al., 2008) weighs disagreements near the top more.
+Bootstrap intervals resample the queries (fixed seed) and recompute every run's score.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import random
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 from scipy.stats import kendalltau, rankdata, spearmanr
 
 from examflow.errors import InputError
@@ -80,3 +84,54 @@ def tau_ap(scores: dict[str, float], official: dict[str, float]) -> float:
         return float("nan")
     total = sum(sum(official[above] < official[run] for above in runs[:i]) / i for i, run in enumerate(runs) if i > 0)
     return 2 * total / (len(runs) - 1) - 1
+
+
+@dataclass(frozen=True)
+class Interval:
+    spearman_low: float
+    spearman_high: float
+    kendall_low: float
+    kendall_high: float
+
+
+def bootstrap_intervals(
+    per_query: pd.DataFrame, official: dict[str, float], replicates: int = 1000, seed: int = 0, level: float = 0.95
+) -> Interval:
+    """Percentile intervals of ρ and τ-b when the queries are resampled with replacement.
+
+    `per_query` holds (run_id, query_id, value, weight); a replicate's run score is
+    Σ count·value / Σ count·weight, so means and ratio measures resample alike.
+    """
+    runs = _shared(dict.fromkeys(per_query["run_id"], 0.0), official)
+    per_query = per_query[per_query["run_id"].isin(runs)]
+    if len(runs) < 2 or per_query.empty or replicates < 1:
+        return Interval(*[math.nan] * 4)
+    values = per_query.pivot_table("value", "run_id", "query_id", aggfunc="sum", fill_value=0.0).loc[runs]
+    weights = per_query.pivot_table("weight", "run_id", "query_id", aggfunc="sum", fill_value=0.0).loc[runs]
+    n_queries = values.shape[1]
+    counts = np.random.default_rng(seed).multinomial(n_queries, np.full(n_queries, 1 / n_queries), size=replicates)
+    numerator, denominator = counts @ values.to_numpy().T, counts @ weights.to_numpy().T
+    scores = np.divide(numerator, denominator, out=np.zeros_like(numerator), where=denominator > 0)
+    spearman, kendall = rank_correlations(scores, np.array([official[run] for run in runs]))
+    tail = (1 - level) / 2 * 100
+    bounds = [
+        np.nanpercentile(x, [tail, 100 - tail]) if np.isfinite(x).any() else [math.nan] * 2 for x in (spearman, kendall)
+    ]
+    return Interval(*(float(b) for pair in bounds for b in pair))
+
+
+def rank_correlations(scores: np.ndarray, official: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Spearman ρ and Kendall τ-b of each row of `scores` (higher is better) with official ranks,
+    computed as scipy does, for many rows at once; NaN where a row has no order."""
+    predicted = rankdata(-scores, axis=1, method="average")
+    truth = rankdata(official, method="average")
+    centred, truth_centred = predicted - predicted.mean(axis=1, keepdims=True), truth - truth.mean()
+    spread = np.sqrt((centred**2).sum(axis=1) * (truth_centred**2).sum())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        spearman = np.where(spread > 0, centred @ truth_centred / spread, np.nan)
+        first, second = np.triu_indices(len(official), k=1)
+        truth_sign = np.sign(official[first] - official[second])
+        predicted_sign = np.sign(predicted[:, first] - predicted[:, second])
+        ties = np.sqrt(np.abs(truth_sign).sum() * np.abs(predicted_sign).sum(axis=1))
+        kendall = np.where(ties > 0, predicted_sign @ truth_sign / ties, np.nan)
+    return spearman, kendall

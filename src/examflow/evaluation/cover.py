@@ -1,58 +1,148 @@
-"""EXAM-Cover and n-EXAM (SPEC §4).
+"""EXAM-Cover, n-EXAM and the original EXAM (SPEC §4).
 
-EXAM-Cover_τ(run, q) = share of q's questions that some passage in the run's top-k for q
-answers with a grade ≥ τ; no credit for answering a question twice. n-EXAM (`pool` mode)
-divides instead by the questions that any pooled passage answers. A run's score is the mean
-over queries: `present` (the reference) skips queries the run has no passage for, `all`
-(the original EXAM) counts them as 0. Standard error = sample stdev / √n.
+EXAM-Cover_τ(run, q) = share of q's questions that some passage ranked ≤ k (rank as written,
+like pooling and the reference) answers with a grade ≥ τ; no credit for answering a question
+twice. n-EXAM `pool` divides instead by the questions some pooled passage answers; n-EXAM `gold`
+(original EXAM) is Σ_q EXAM(run, q) / Σ_q EXAM(gold article, q). The original EXAM score counts
+the questions answered correctly against their answer keys. QA grades (`correct` true) answer
+a question at every τ.
+
+Per-query values come as (value, weight) rows: a run's score is Σ value / Σ weight, which is the
+plain mean when every weight is 1 and the ratio of sums for n-EXAM `gold`.
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 
-COVER_COLUMNS = ["run_id", "query_id", "covered", "questions", "answerable", "exam_cover", "n_exam_cover"]
+from examflow.io.runs import GOLD_RUN, OVERALL_RUN
+
+PER_QUERY_COLUMNS = ["run_id", "query_id", "measure", "tau", "value", "weight"]
+KEYS = ["query_id", "passage_id"]
 
 
-def answered(grades: pd.DataFrame, tau: float) -> pd.DataFrame:
-    """(query_id, passage_id, question_id) of every pair graded ≥ τ (or answered correctly)."""
+def best_levels(grades: pd.DataFrame) -> pd.DataFrame:
+    """(query, passage, question, level, correct): level = the rating, or +∞ for a correct answer."""
     graded = grades[grades["error"].isna()]
-    correct = graded["correct"].fillna(False).astype(bool) if "correct" in graded else False
-    hit = (graded["rating"].fillna(-1).astype(float) >= tau) | correct
-    return graded.loc[hit, ["query_id", "passage_id", "question_id"]].drop_duplicates()
+    correct = graded["correct"].astype("boolean").fillna(False).to_numpy(dtype=bool)
+    rating = graded["rating"].astype("Float64").fillna(-math.inf).to_numpy(dtype=float)
+    return pd.DataFrame(
+        {
+            "query_id": graded["query_id"].to_numpy(),
+            "passage_id": graded["passage_id"].to_numpy(),
+            "question_id": graded["question_id"].to_numpy(),
+            "level": np.where(correct, math.inf, rating),
+            "correct": correct,
+        }
+    )
 
 
-def cover_per_query(
-    grades: pd.DataFrame, rankings: pd.DataFrame, questions: pd.DataFrame, tau: float, k: int = 20
+def cover_counts(
+    levels: pd.DataFrame,
+    rankings: pd.DataFrame,
+    questions: pd.DataFrame,
+    taus: list[int],
+    k: int = 20,
+    excluded: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """One row per (run, query) that the run ranks passages for."""
-    hits = answered(grades, tau)
-    top = rankings.sort_values(["run_id", "query_id", "rank"], kind="stable").groupby(["run_id", "query_id"]).head(k)
-    covered = top.merge(hits, on=["query_id", "passage_id"]).groupby(["run_id", "query_id"])["question_id"].nunique()
+    """Per (run, query, τ): covered and correct questions, |Q_q|, and what the pool answers.
+
+    `excluded` (query, passage) rows — the gold articles' passages — do not count as pooled.
+    The gold run keeps all its passages; every other run its passages ranked ≤ k.
+    """
     counts = questions.groupby("query_id")["question_id"].nunique()
-    answerable = hits.groupby("query_id")["question_id"].nunique()
-    table = top[["run_id", "query_id"]].drop_duplicates().reset_index(drop=True)
-    table = table[table["query_id"].isin(counts.index)]
-    table["covered"] = [int(covered.get((r, q), 0)) for r, q in zip(table["run_id"], table["query_id"])]
-    table["questions"] = table["query_id"].map(counts).astype(int)
-    table["answerable"] = table["query_id"].map(answerable).fillna(0).astype(int)
-    table["exam_cover"] = table["covered"] / table["questions"]
-    table["n_exam_cover"] = [c / a if a else 0.0 for c, a in zip(table["covered"], table["answerable"])]
-    return table[COVER_COLUMNS]
+    ranked = rankings[(rankings["rank"] <= k) | (rankings["run_id"] == GOLD_RUN)]
+    ranked = ranked[ranked["query_id"].isin(counts.index)][["run_id", *KEYS]].drop_duplicates()
+    best = ranked.merge(levels, on=KEYS).groupby(["run_id", "query_id", "question_id"])[["level", "correct"]].max()
+    pooled = levels if excluded is None else _without(levels, excluded)
+    pool_best = pooled.groupby(["query_id", "question_id"])[["level", "correct"]].max()
+    overall = pool_best.assign(run_id=OVERALL_RUN).set_index("run_id", append=True).reorder_levels([2, 0, 1])
+    best = pd.concat([best, overall])
+    lists = pd.concat(
+        [
+            ranked[["run_id", "query_id"]].drop_duplicates(),
+            pd.DataFrame({"run_id": OVERALL_RUN, "query_id": counts.index}),
+        ]
+    )
+    parts = []
+    for tau in taus:
+        hit = (best["level"] >= tau).groupby(level=["run_id", "query_id"]).sum()
+        part = lists.set_index(["run_id", "query_id"]).assign(tau=tau, covered=hit).fillna({"covered": 0})
+        parts.append(part.reset_index())
+    table = pd.concat(parts, ignore_index=True)
+    correct = best["correct"].groupby(level=["run_id", "query_id"]).sum()
+    table["correct"] = _lookup(correct, table, ["run_id", "query_id"]).fillna(0)
+    table["questions"] = table["query_id"].map(counts)
+    answerable = table[table["run_id"] == OVERALL_RUN].set_index(["query_id", "tau"])["covered"]
+    table["answerable"] = _lookup(answerable, table, ["query_id", "tau"]).fillna(0)
+    gold = table[table["run_id"] == GOLD_RUN].set_index(["query_id", "tau"])["covered"]
+    table["gold"] = _lookup(gold, table, ["query_id", "tau"])  # NaN: the query has no gold article
+    return table.astype({"covered": int, "correct": int, "questions": int, "answerable": int})
 
 
-def system_scores(per_query: pd.DataFrame, measure: str, query_ids: list[str], mode: str = "present") -> pd.DataFrame:
-    """Mean, standard error and number of queries per run."""
-    if mode not in ("present", "all"):
-        raise ValueError(f"query averaging mode must be 'present' or 'all', not {mode!r}")
+def complete(table: pd.DataFrame, query_ids: list[str]) -> pd.DataFrame:
+    """Query mode `all`: every run gets a row (nothing covered) for each query it lacks."""
+    runs = table.loc[~table["run_id"].isin([OVERALL_RUN, GOLD_RUN]), "run_id"].unique()
+    reference = table[table["run_id"] == OVERALL_RUN].drop(columns="run_id")
+    full = pd.MultiIndex.from_product([runs, query_ids, reference["tau"].unique()], names=["run_id", "query_id", "tau"])
+    present = pd.MultiIndex.from_frame(table[["run_id", "query_id", "tau"]])
+    missing = full.difference(present).to_frame(index=False)
+    if missing.empty:
+        return table
+    filler = missing.merge(reference[["query_id", "tau", "questions", "answerable", "gold"]], on=["query_id", "tau"])
+    filler = filler.assign(covered=0, correct=0)
+    return pd.concat([table, filler[table.columns]], ignore_index=True)
+
+
+def cover_measures(table: pd.DataFrame, n_exam: str = "pool", exam: bool = False) -> pd.DataFrame:
+    """Per-query (value, weight) rows of exam_cover, n_exam_cover and, with `exam`, the original EXAM."""
+    if n_exam not in ("pool", "gold"):
+        raise ValueError(f"n-EXAM mode must be 'pool' or 'gold', not {n_exam!r}")
+    ids = table[["run_id", "query_id", "tau"]]
+    cover = table["covered"] / table["questions"]
+    rows = [ids.assign(measure="exam_cover", value=cover, weight=1.0)]
+    if n_exam == "pool":
+        answerable = table["answerable"].where(table["answerable"] > 0)
+        rows.append(ids.assign(measure="n_exam_cover", value=(table["covered"] / answerable).fillna(0.0), weight=1.0))
+    else:  # only queries with a gold article take part
+        has_gold = table["gold"].notna()
+        rows.append(
+            ids[has_gold].assign(
+                measure="n_exam_cover", value=cover[has_gold], weight=table.loc[has_gold, "gold"] / table["questions"]
+            )
+        )
+    if exam:
+        first = table.drop_duplicates(["run_id", "query_id"])
+        rows.append(
+            first[["run_id", "query_id"]].assign(
+                measure="exam", tau=pd.NA, value=first["correct"] / first["questions"], weight=1.0
+            )
+        )
+    return pd.concat(rows, ignore_index=True)[PER_QUERY_COLUMNS]
+
+
+def system_scores(per_query: pd.DataFrame) -> pd.DataFrame:
+    """Score = Σ value / Σ weight (0 when Σ weight is 0); standard error = sample stdev / √n for means."""
+    keys = ["measure", "tau", "run_id"]
     rows = []
-    for run_id, group in per_query.groupby("run_id", sort=True):
-        values = dict(zip(group["query_id"], group[measure]))
-        series = [values.get(q, 0.0) for q in query_ids] if mode == "all" else list(values.values())
-        n = len(series)
-        mean = sum(series) / n if n else 0.0
-        stderr = math.sqrt(sum((v - mean) ** 2 for v in series) / (n - 1)) / math.sqrt(n) if n > 1 else 0.0
-        rows.append((run_id, mean, stderr, n))
-    return pd.DataFrame(rows, columns=["run_id", "score", "stderr", "n_queries"])
+    for (measure, tau, run_id), group in per_query.groupby(keys, sort=True, dropna=False):
+        values, weights = group["value"].to_numpy(float), group["weight"].to_numpy(float)
+        n = len(values)
+        total = weights.sum()
+        score = values.sum() / total if total > 0 else 0.0
+        plain_mean = bool((weights == 1).all())
+        stderr = float(values.std(ddof=1) / math.sqrt(n)) if n > 1 and plain_mean else (0.0 if plain_mean else math.nan)
+        rows.append((measure, tau, run_id, float(score), stderr, n))
+    return pd.DataFrame(rows, columns=[*keys, "score", "stderr", "n_queries"])
+
+
+def _without(levels: pd.DataFrame, excluded: pd.DataFrame) -> pd.DataFrame:
+    drop = pd.MultiIndex.from_frame(excluded[KEYS])
+    return levels[~pd.MultiIndex.from_frame(levels[KEYS]).isin(drop)]
+
+
+def _lookup(series: pd.Series, table: pd.DataFrame, keys: list[str]) -> pd.Series:
+    return pd.Series(series.reindex(pd.MultiIndex.from_frame(table[keys])).to_numpy(float), index=table.index)

@@ -1,77 +1,147 @@
-"""`examflow evaluate`: leaderboards for every τ and measure, and their correlation with an
-official leaderboard."""
+"""`examflow evaluate`: per-query values of every measure, leaderboards, correlation with an
+official leaderboard, agreement with official judgments, and the EXAM-Qrels files."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from dataclasses import dataclass, field
 
 import pandas as pd
 
-from examflow.evaluation.correlation import leaderboard_correlation, tau_ap
-from examflow.evaluation.cover import cover_per_query, system_scores
-from examflow.evaluation.qrels import exam_labels, trec_scores, write_qrels
+from examflow.errors import InputError
+from examflow.evaluation.agreement import agreement_tables, kappas, paired
+from examflow.evaluation.correlation import bootstrap_intervals, leaderboard_correlation, random_tie_correlation, tau_ap
+from examflow.evaluation.cover import (
+    PER_QUERY_COLUMNS,
+    best_levels,
+    complete,
+    cover_counts,
+    cover_measures,
+    system_scores,
+)
+from examflow.evaluation.qrels import DEFAULT_MEASURES, exam_labels, format_qrels, trec_scores
+from examflow.evaluation.rouge import rouge_per_query
+from examflow.io.runs import RESERVED_RUNS
 
 LEADERBOARD_COLUMNS = ["method", "measure", "tau", "run_id", "score", "stderr", "n_queries"]
-CORRELATION_COLUMNS = ["method", "measure", "tau", "spearman", "kendall", "tau_ap", "n_runs"]
+CORRELATION_COLUMNS = [
+    "method", "measure", "tau", "spearman", "kendall", "n_runs", "spearman_low", "spearman_high",
+    "kendall_low", "kendall_high", "spearman_random_ties", "kendall_random_ties", "tau_ap",
+]  # fmt: skip
 
 
-def leaderboards(
-    grades: pd.DataFrame,
-    rankings: pd.DataFrame,
-    questions: pd.DataFrame,
-    taus: list[int],
-    k: int,
-    measures: list[str],
-    query_mode: str = "present",
-    qrels_dir: Path | None = None,
+@dataclass
+class Settings:
+    taus: list[int] = field(default_factory=lambda: [1, 3, 4, 5])
+    k: int = 20
+    measures: list[str] = field(default_factory=lambda: list(DEFAULT_MEASURES))
+    query_mode: str = "present"  # or "all": queries a run lacks count 0 (trec_eval -c for the measures)
+    n_exam: str = "pool"  # or "gold"
+    relevant_judgment: int = 1
+    bootstrap: int = 1000
+    seed: int = 0
+
+
+@dataclass
+class Inputs:
+    grades: pd.DataFrame  # one or more methods
+    rankings: pd.DataFrame
+    questions: pd.DataFrame
+    passages: pd.DataFrame  # query_id, passage_id, origin (and text for ROUGE)
+    judgments: pd.DataFrame
+    gold: dict[str, str] | None = None
+
+
+def per_query_values(grades: pd.DataFrame, inputs: Inputs, settings: Settings) -> pd.DataFrame:
+    """One method's (run, query, measure, τ, value, weight) rows."""
+    gold_only = inputs.passages[inputs.passages["origin"] == "gold"]
+    if settings.n_exam == "gold" and gold_only.empty:
+        raise InputError("config: inputs.gold_articles", "n-EXAM 'gold' needs graded gold articles, and there are none")
+    query_ids = sorted(set(inputs.questions["query_id"]))
+    counts = cover_counts(best_levels(grades), inputs.rankings, inputs.questions, settings.taus, settings.k, gold_only)
+    if settings.query_mode == "all":
+        counts = complete(counts, query_ids)
+    has_answer_keys = bool(grades["correct"].notna().any())
+    parts = [cover_measures(counts, settings.n_exam, exam=has_answer_keys)]
+    runs = inputs.rankings[~inputs.rankings["run_id"].isin(RESERVED_RUNS)]
+    if settings.measures:
+        labels = exam_labels(_without_gold(grades, gold_only))
+        for tau in settings.taus:
+            values = trec_scores(labels, runs, tau, settings.measures, complete=settings.query_mode == "all")
+            parts.append(values.assign(tau=tau, weight=1.0))
+    if inputs.gold:
+        rouge = rouge_per_query(runs, inputs.passages, inputs.gold, settings.k)
+        with_gold = sorted(set(query_ids) & set(inputs.gold))
+        parts.append(_fill_missing(rouge, with_gold) if settings.query_mode == "all" else rouge)
+    table = pd.concat([part[PER_QUERY_COLUMNS] for part in parts], ignore_index=True)
+    return table.astype({"tau": "Int64"})
+
+
+def evaluate(inputs: Inputs, settings: Settings, official: dict[str, float] | None) -> dict[str, pd.DataFrame | str]:
+    """Output tables by file name: leaderboard.tsv, per_query.tsv, correlation.tsv, kappa.tsv,
+    agreement.tsv and qrels/{method}.qrels."""
+    leaderboards, per_queries, outputs = [], [], {}
+    for method, grades in inputs.grades.groupby("method", sort=True):
+        per_query = per_query_values(grades, inputs, settings).assign(method=method)
+        per_queries.append(per_query)
+        leaderboards.append(system_scores(per_query).assign(method=method))
+        gold_only = inputs.passages[inputs.passages["origin"] == "gold"]
+        facets = bool(grades["facet_id"].notna().any())
+        outputs[f"qrels/{method}.qrels"] = format_qrels(exam_labels(_without_gold(grades, gold_only), per_facet=facets))
+    leaderboard = pd.concat(leaderboards, ignore_index=True)[LEADERBOARD_COLUMNS]
+    per_query = pd.concat(per_queries, ignore_index=True)
+    outputs["leaderboard.tsv"] = leaderboard
+    outputs["per_query.tsv"] = per_query[["method", *PER_QUERY_COLUMNS]]
+    if official:
+        outputs["correlation.tsv"] = correlations(per_query, leaderboard, official, settings)
+    if len(inputs.judgments):
+        outputs["kappa.tsv"], outputs["agreement.tsv"] = agreement(inputs.grades, inputs.judgments, settings)
+    return outputs
+
+
+def correlations(
+    per_query: pd.DataFrame, leaderboard: pd.DataFrame, official: dict[str, float], settings: Settings
 ) -> pd.DataFrame:
-    method = str(grades["method"].iat[0]) if len(grades) else ""
-    query_ids = sorted(set(questions["query_id"]))
-    parts = []
-    labels = exam_labels(grades)
-    if qrels_dir is not None:
-        qrels_dir.mkdir(parents=True, exist_ok=True)
-        write_qrels(labels, qrels_dir / f"{method}.qrels")
-    for tau in taus:
-        per_query = cover_per_query(grades, rankings, questions, tau, k)
-        for measure in ("exam_cover", "n_exam_cover"):
-            parts.append(system_scores(per_query, measure, query_ids, query_mode).assign(measure=measure, tau=tau))
-        if measures:
-            values = trec_scores(labels, rankings, tau, measures)
-            for measure, group in values.groupby("measure", sort=True):
-                per = group.rename(columns={"value": measure})
-                parts.append(system_scores(per, measure, query_ids, "present").assign(measure=measure, tau=tau))
-    table = pd.concat(parts, ignore_index=True).assign(method=method)
-    return table[LEADERBOARD_COLUMNS]
-
-
-def correlations(table: pd.DataFrame, official: dict[str, float]) -> pd.DataFrame:
     rows = []
-    for (method, measure, tau), group in table.groupby(["method", "measure", "tau"], sort=True):
+    keys = ["method", "measure", "tau"]
+    values = {key: group for key, group in per_query.groupby(keys, sort=False, dropna=False)}
+    for key, group in leaderboard.groupby(keys, sort=True, dropna=False):
         scores = dict(zip(group["run_id"], group["score"]))
-        result = leaderboard_correlation(scores, official)
-        rows.append((method, measure, tau, result.spearman, result.kendall, tau_ap(scores, official), result.n_runs))
-    return pd.DataFrame(rows, columns=CORRELATION_COLUMNS)
+        plain, random_ties = leaderboard_correlation(scores, official), random_tie_correlation(scores, official)
+        interval = bootstrap_intervals(values[key], official, settings.bootstrap, settings.seed)
+        rows.append(
+            (*key, plain.spearman, plain.kendall, plain.n_runs, interval.spearman_low, interval.spearman_high,
+             interval.kendall_low, interval.kendall_high, random_ties.spearman, random_ties.kendall,
+             tau_ap(scores, official))
+        )  # fmt: skip
+    return pd.DataFrame(rows, columns=CORRELATION_COLUMNS).astype({"tau": "Int64"})
 
 
-def agreement(
-    grades: pd.DataFrame, judgments: pd.DataFrame, relevant_judgment: int
-) -> tuple[pd.DataFrame, pd.DataFrame]:
+def agreement(grades: pd.DataFrame, judgments: pd.DataFrame, settings: Settings) -> tuple[pd.DataFrame, pd.DataFrame]:
     """kappa.tsv (method, table, kappa, n_pairs) and the contingency counts in long form."""
-    from examflow.evaluation.agreement import agreement_tables, kappas, paired
+    facets = bool(judgments["facet_id"].notna().any())
+    summaries, counts = [], []
+    for method, group in grades.groupby("method", sort=True):
+        pairs = paired(exam_labels(group, per_facet=facets), judgments)
+        tables = agreement_tables(pairs, settings.relevant_judgment)
+        summaries += [(method, name, value, len(pairs)) for name, value in kappas(tables).items()]
+        for name, table in tables.items():
+            long = table.stack().rename("count").reset_index().set_axis(["label", "judgment", "count"], axis=1)
+            counts.append(long.assign(method=method, table=name))
+    summary = pd.DataFrame(summaries, columns=["method", "table", "kappa", "n_pairs"])
+    return summary, pd.concat(counts)[["method", "table", "label", "judgment", "count"]]
 
-    method = str(grades["method"].iat[0]) if len(grades) else ""
-    facets = judgments["facet_id"].notna().any()
-    pairs = paired(exam_labels(grades, per_facet=bool(facets)), judgments)
-    tables = agreement_tables(pairs, relevant_judgment)
-    summary = pd.DataFrame(
-        [(method, name, value, len(pairs)) for name, value in kappas(tables).items()],
-        columns=["method", "table", "kappa", "n_pairs"],
-    )
-    counts = pd.concat(
-        [
-            t.stack().rename("count").reset_index().set_axis(["label", "judgment", "count"], axis=1).assign(table=name)
-            for name, t in tables.items()
-        ]
-    )
-    return summary, counts.assign(method=method)[["method", "table", "label", "judgment", "count"]]
+
+def _without_gold(grades: pd.DataFrame, gold_only: pd.DataFrame) -> pd.DataFrame:
+    """Gold articles are graded for n-EXAM, but are no pooled passages: no qrels, no labels."""
+    if gold_only.empty:
+        return grades
+    drop = pd.MultiIndex.from_frame(gold_only[["query_id", "passage_id"]])
+    return grades[~pd.MultiIndex.from_frame(grades[["query_id", "passage_id"]]).isin(drop)]
+
+
+def _fill_missing(per_query: pd.DataFrame, query_ids: list[str]) -> pd.DataFrame:
+    """Query mode `all` for a per-query measure: a run's missing queries count 0."""
+    runs, measure = per_query["run_id"].unique(), per_query["measure"].iat[0] if len(per_query) else None
+    full = pd.MultiIndex.from_product([runs, query_ids], names=["run_id", "query_id"]).to_frame(index=False)
+    merged = full.merge(per_query, on=["run_id", "query_id"], how="left")
+    return merged.fillna({"measure": measure, "value": 0.0, "weight": 1.0})

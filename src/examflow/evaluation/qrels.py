@@ -10,8 +10,6 @@ as 0 with `complete=True` (trec_eval -c).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 import pytrec_eval
 
@@ -32,11 +30,10 @@ def exam_labels(grades: pd.DataFrame, per_facet: bool = False) -> pd.DataFrame:
     return labels.rename("label").reset_index()
 
 
-def write_qrels(labels: pd.DataFrame, path: str | Path) -> None:
-    lines = [
-        f"{q} 0 {p} {label}\n" for q, p, label in labels[["qrels_id", "passage_id", "label"]].itertuples(index=False)
-    ]
-    Path(path).write_text("".join(lines), encoding="utf-8")
+def format_qrels(labels: pd.DataFrame) -> str:
+    """TREC qrels lines `qid 0 docid label`."""
+    rows = labels[["qrels_id", "passage_id", "label"]].itertuples(index=False)
+    return "".join(f"{q} 0 {p} {label}\n" for q, p, label in rows)
 
 
 def trec_scores(

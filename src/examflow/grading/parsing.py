@@ -70,6 +70,7 @@ def parse_self_rating(text: str, mode: str = "reference") -> int:
 
 
 @cache
+@cache
 def stopwords() -> frozenset[str]:
     return frozenset((files("examflow") / "data" / "stopwords-en.txt").read_text(encoding="utf-8").split())
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from examflow.errors import InputError, Problems
 from examflow.io.lines import json_lines, required_text
+from examflow.io.runs import GOLD_RUN, RESERVED_RUNS
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,8 @@ def read_responses(path: str | Path, query_ids: set[str], unknown_queries: Probl
     responses, first_line = [], {}
     for number, record in json_lines(path):
         run_id = required_text(path, number, record, "run_id")
+        if run_id in RESERVED_RUNS:
+            raise InputError(path, f"run id {run_id!r} is reserved for examflow's own rows", number, "run_id")
         query_id = required_text(path, number, record, "query_id")
         if query_id not in query_ids:
             unknown_queries.report(
@@ -55,3 +58,27 @@ def _paragraphs(path, number: int, text) -> tuple[str, ...]:
     if not parts:
         raise InputError(path, "empty text", number, "text")
     return tuple(parts)
+
+
+def read_gold_articles(path: str | Path) -> dict[str, str]:
+    """JSONL `{"query_id", "text"}`, one article per query."""
+    articles: dict[str, str] = {}
+    for number, record in json_lines(path):
+        query_id = required_text(path, number, record, "query_id")
+        if query_id in articles:
+            raise InputError(path, f"second gold article for query {query_id!r}", number, "query_id")
+        articles[query_id] = required_text(path, number, record, "text")
+    return articles
+
+
+def gold_responses(articles: dict[str, str], query_ids: set[str], unknown_queries: Problems) -> list[Response]:
+    """The gold articles as responses of the run `_gold_`, paragraphs split at blank lines."""
+    responses = []
+    for query_id, text in articles.items():
+        if query_id not in query_ids:
+            unknown_queries.report(
+                "gold articles with an unknown query id", InputError("gold articles", f"unknown query id {query_id!r}")
+            )
+            continue
+        responses.append(Response(GOLD_RUN, query_id, tuple(p.strip() for p in text.split("\n\n") if p.strip())))
+    return responses

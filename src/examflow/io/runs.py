@@ -13,6 +13,9 @@ from examflow.io.lines import split_columns, text_lines
 
 RUN_FIELDS = ("query_id", "Q0", "doc_id", "rank", "score", "run_tag")
 RUN_COLUMNS = ["run_id", "query_id", "passage_id", "rank", "score"]
+GOLD_RUN = "_gold_"  # gold articles, segmented and graded like a system's responses
+OVERALL_RUN = "_overall_"  # every pooled passage: the most a run could cover
+RESERVED_RUNS = (GOLD_RUN, OVERALL_RUN)
 
 
 def read_runs(paths: Iterable[str | Path], query_ids: set[str], unknown_queries: Problems) -> pd.DataFrame:
@@ -36,6 +39,8 @@ def read_run(path: str | Path, query_ids: set[str], unknown_queries: Problems) -
         query_id, _, doc_id, rank, score, run_tag = split_columns(path, number, line, RUN_FIELDS, None)
         if tag is None:
             tag = run_tag
+            if tag in RESERVED_RUNS:
+                raise InputError(path, f"run tag {tag!r} is reserved for examflow's own rows", number, "run_tag")
         elif run_tag != tag:
             raise InputError(path, f"second run tag {run_tag!r} after {tag!r}: one run per file", number, "run_tag")
         key = (query_id, doc_id)

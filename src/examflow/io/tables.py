@@ -13,10 +13,11 @@ import pyarrow.parquet as pq
 from examflow.errors import InputError
 
 
-def write_tables(tables: dict[str | Path, pd.DataFrame | pa.Table]) -> None:
+def write_tables(tables: dict[str | Path, pd.DataFrame | pa.Table | str]) -> None:
     """Write each table to a temporary sibling, then rename them all into place.
 
-    `.parquet` targets take a DataFrame or an Arrow table (to keep schema metadata); others are TSV.
+    `.parquet` targets take a DataFrame or an Arrow table (to keep schema metadata); other
+    DataFrames are written as TSV, and text as it is.
     """
     staged = []
     try:
@@ -26,7 +27,9 @@ def write_tables(tables: dict[str | Path, pd.DataFrame | pa.Table]) -> None:
             handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
             os.close(handle)
             staged.append((temporary, target))
-            if isinstance(frame, pa.Table):
+            if isinstance(frame, str):
+                Path(temporary).write_text(frame, encoding="utf-8")
+            elif isinstance(frame, pa.Table):
                 pq.write_table(frame, temporary)
             elif target.suffix == ".parquet":
                 frame.to_parquet(temporary, index=False)

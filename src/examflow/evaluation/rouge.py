@@ -1,0 +1,58 @@
+"""ROUGE-1 F1 against gold articles (SPEC §4), the original EXAM paper's baseline.
+
+Both texts are lower-cased, split into words (punctuation dropped), stripped of the NLTK English
+stopwords and lemmatised (simplemma, which ships its dictionaries: no download). A run's text
+for a query is its passages ranked ≤ k, the same budget as EXAM-Cover.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from functools import cache
+
+import pandas as pd
+import simplemma
+
+from examflow.evaluation.cover import PER_QUERY_COLUMNS
+from examflow.grading.parsing import stopwords
+from examflow.io.runs import GOLD_RUN
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+
+
+@cache
+def _lemma(word: str) -> str:
+    return simplemma.lemmatize(word, lang="en")
+
+
+def unigrams(text: str) -> Counter[str]:
+    words = _WORD.findall(text.lower())
+    return Counter(_lemma(word) for word in words if word not in stopwords())
+
+
+def rouge_1_f1(candidate: Counter[str], reference: Counter[str]) -> float:
+    overlap = sum((candidate & reference).values())
+    if overlap == 0:
+        return 0.0
+    precision, recall = overlap / sum(candidate.values()), overlap / sum(reference.values())
+    return 2 * precision * recall / (precision + recall)
+
+
+def rouge_per_query(rankings: pd.DataFrame, texts: pd.DataFrame, gold: dict[str, str], k: int) -> pd.DataFrame:
+    """Per-query rows of `rouge_1_f1` for every run that ranks passages for a query with a gold article."""
+    ranked = rankings[(rankings["rank"] <= k) & (rankings["run_id"] != GOLD_RUN) & rankings["query_id"].isin(gold)]
+    ranked = ranked.merge(texts[["query_id", "passage_id", "text"]], on=["query_id", "passage_id"])
+    references = {query: unigrams(text) for query, text in gold.items()}
+    rows = [
+        (
+            run_id,
+            query_id,
+            "rouge_1_f1",
+            pd.NA,
+            rouge_1_f1(unigrams(" ".join(group["text"])), references[query_id]),
+            1.0,
+        )
+        for (run_id, query_id), group in ranked.groupby(["run_id", "query_id"], sort=True)
+    ]
+    return pd.DataFrame(rows, columns=PER_QUERY_COLUMNS)
