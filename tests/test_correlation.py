@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+import pandas as pd
 import pytest
 from conftest import REFERENCE, write
 
 from examflow.errors import InputError
 from examflow.evaluation.correlation import (
+    Interval,
+    bootstrap_intervals,
     leaderboard_correlation,
     random_tie_correlation,
+    rank_correlations,
     read_leaderboard,
     tau_ap,
 )
@@ -82,3 +89,33 @@ def test_bad_leaderboards_name_the_problem(tmp_path):
         read_leaderboard(write(tmp_path / "lb.json", '{"run1": 1, "run2": "first"}'))
     with pytest.raises(InputError, match="bad.json:1: not valid JSON"):
         read_leaderboard(write(tmp_path / "bad.json", '{"run1": 1,'))
+
+
+def test_vectorised_rank_correlations_equal_scipy_with_ties():
+    rng = np.random.default_rng(7)
+    official = np.array([1, 2, 2, 4, 5, 6, 7, 7.5, 9, 10])
+    scores = rng.integers(0, 4, size=(50, 10)).astype(float)  # many ties in the predicted scores
+    spearman, kendall = rank_correlations(scores, official)
+    for row, rho, tau in zip(scores, spearman, kendall):
+        runs = {f"r{i}": s for i, s in enumerate(row)}
+        expected = leaderboard_correlation(runs, {f"r{i}": o for i, o in enumerate(official)})
+        if np.isnan(expected.spearman):
+            assert np.isnan(rho) and np.isnan(tau)
+        else:
+            assert rho == pytest.approx(expected.spearman) and tau == pytest.approx(expected.kendall)
+
+
+def test_bootstrap_intervals_resample_queries_with_a_fixed_seed():
+    official = {"a": 1, "b": 2, "c": 3}
+    # a beats b beats c on every query: every resample agrees with the official order
+    agree = pd.DataFrame(
+        [(run, f"q{q}", score, 1.0) for q in range(5) for run, score in (("a", 0.9), ("b", 0.5), ("c", 0.1))],
+        columns=["run_id", "query_id", "value", "weight"],
+    )
+    assert bootstrap_intervals(agree, official, replicates=200) == Interval(1.0, 1.0, 1.0, 1.0)
+    # one query where c wins by far: resamples that draw it often reverse the order
+    mixed = pd.concat([agree, pd.DataFrame([("a", "q5", 0.0, 1.0), ("c", "q5", 9.0, 1.0)], columns=agree.columns)])
+    first = bootstrap_intervals(mixed, official, replicates=200, seed=3)
+    assert first == bootstrap_intervals(mixed, official, replicates=200, seed=3)  # fixed seed, same interval
+    assert first.spearman_low == -1.0 and first.spearman_high == 1.0
+    assert math.isnan(bootstrap_intervals(agree[agree["run_id"] == "a"], official).kendall_low)  # one run: none

@@ -36,7 +36,7 @@ def test_a_bank_edit_or_a_new_run_regrades_only_what_it_touched(project):
         snakemake(project, *run)
         grades = pd.read_parquet(project / "results/grades/llm.parquet")
         pool = pd.read_parquet(project / "results/pool/passages.parquet")
-        assert server.calls == len(grades) == 3245
+        assert server.calls == len(grades) == 3345
         assert grades["rating"].eq(3).all()
 
         # Reword one question of one topic: only that topic is regraded, one call per pooled passage.
@@ -47,7 +47,7 @@ def test_a_bank_edit_or_a_new_run_regrades_only_what_it_touched(project):
         assert graded_shards(snakemake(project, *run, "-n")) == ["tides"]
         before = server.calls
         assert graded_shards(snakemake(project, *run)) == ["tides"]
-        assert server.calls - before == (pool["query_id"] == "tides").sum() == 65
+        assert server.calls - before == (pool["query_id"] == "tides").sum() == 67
 
         # A new run: only its passages that were not pooled before are graded.
         new_docs = ["p051", "p052", "p001", "p026"]  # two new to the honeybee pool, two already there

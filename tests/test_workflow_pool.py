@@ -38,13 +38,16 @@ def test_demo_pool_matches_hand_computed_pool(project):
         generated = set(segments.loc[(segments["query_id"] == query_id) & (segments["rank"] <= 20), "passage_id"])
         assert set(passages.loc[passages["query_id"] == query_id, "passage_id"]) == docs | generated
     assert passages.groupby("query_id").size().to_dict() == {
-        "composting": 63,
-        "honeybee": 62,
-        "sourdough": 64,
-        "tides": 65,
-        "vitamin-d": 67,
-        "volcano": 67,
+        "composting": 65,
+        "honeybee": 64,
+        "sourdough": 66,
+        "tides": 67,
+        "vitamin-d": 69,
+        "volcano": 69,
     }
+    # Each gold article is cut into two passages, pooled (and graded) whole but apart from the runs.
+    gold = passages[passages["origin"] == "gold"]
+    assert gold.groupby("query_id").size().eq(2).all() and len(gold) == 12
     # The 0-based run contributes 21 passages per query.
     rankings = pd.read_parquet(project / "results/pool/rankings.parquet")
     zero_based = rankings[(rankings["run_id"] == "overlap-0based") & (rankings["rank"] <= 20)]
@@ -57,8 +60,13 @@ def test_demo_pool_matches_hand_computed_pool(project):
     correlation = pd.read_csv(project / "results/eval/cosine/correlation.tsv", sep="\t")
     row = correlation[(correlation["measure"] == "exam_cover") & (correlation["tau"] == 4)]
     assert row["n_runs"].tolist() == [7] and row["spearman"].iat[0] > 0.9
+    assert -1 <= row["spearman_low"].iat[0] < row["spearman_high"].iat[0] <= 1
+    board = pd.read_csv(project / "results/eval/cosine/leaderboard.tsv", sep="\t")
+    assert {"_gold_", "_overall_"} <= set(board["run_id"]) and "rouge_1_f1" in set(board["measure"])
+    qrels = (project / "results/eval/cosine/qrels/cosine.qrels").read_text().splitlines()
+    assert len(qrels) == len(passages) - len(gold)  # every pooled passage, no gold article
     metadata = read_grades_metadata(project / "results/grades/cosine.parquet")
-    assert metadata["pairs"] == 3245 and metadata["errors"] == 0
+    assert metadata["pairs"] == 3345 and metadata["errors"] == 0
     assert metadata["embedding_grades"]["quantiles"] == [0.5, 0.6, 0.7, 0.8, 0.9]
     kappa = pd.read_csv(project / "results/eval/cosine/kappa.tsv", sep="\t")
     assert kappa["table"].tolist() == ["lenient", "strict"] and kappa["n_pairs"].eq(101).all()
@@ -144,6 +152,9 @@ def test_schema_fills_defaults_of_a_minimal_config():
             "tau": [1, 3, 4, 5],
             "k": 20,
             "query_mode": "present",
+            "n_exam": "pool",
+            "bootstrap": 1000,
+            "seed": 0,
             "min_relevant_judgment": 1,
             "measures": ["map", "ndcg_cut_10", "ndcg_cut_20", "Rprec", "P_20", "recip_rank"],
         },

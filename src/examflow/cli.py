@@ -148,19 +148,16 @@ def _evaluation_inputs(args: argparse.Namespace):
     gold = read_gold_articles(args.gold_articles) if args.gold_articles else None
     if args.workbench_graded:
         tables = read_workbench_graded(args.workbench_graded)
-        return Inputs(
-            tables["grades"], tables["rankings"], tables["questions"], tables["passages"], tables["judgments"], gold
-        )
+        return Inputs(tables["grades"], tables["rankings"], None, tables["passages"], tables["judgments"], gold)
     if not (args.grades and args.pool):
         raise InputError("examflow evaluate", "give --grades and --pool, or --workbench-graded")
     pool = Path(args.pool)
     grades = pd.concat([read_table(path) for path in args.grades], ignore_index=True)
-    # Without bank tables, the graded questions are the exam.
-    questions = pd.concat([read_table(path) for path in args.questions]) if args.questions else grades
+    questions = pd.concat([read_table(path) for path in args.questions]) if args.questions else None
     return Inputs(
         grades,
         read_table(pool / "rankings.parquet"),
-        questions[["query_id", "question_id"]].drop_duplicates(),
+        questions,
         read_table(pool / "passages.parquet"),
         read_table(pool / "judgments.parquet"),
         gold,

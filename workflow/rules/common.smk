@@ -140,7 +140,8 @@ def method_gpus(wildcards):
 def pool_inputs(wildcards):
     inputs = {key: input_file(key) for key in ("queries", "qrels", "corpus")}
     inputs["runs"] = RUN_FILES
-    inputs["segments"] = rules.segment.output[0] if INPUTS["responses"] else []
+    generated = INPUTS["responses"] or INPUTS["gold_articles"]
+    inputs["segments"] = rules.segment.output[0] if generated else []
     return inputs
 
 

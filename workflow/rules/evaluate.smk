@@ -2,21 +2,27 @@ rule evaluate:
     input:
         grades="results/grades/{method}.parquet",
         rankings=rules.pool.output.rankings,
+        passages=rules.pool.output.passages,
+        judgments=rules.pool.output.judgments,
         questions=expand(rules.bank_shard.output, shard=SHARDS),
         official=INPUTS["official_leaderboard"] or [],
+        gold_articles=INPUTS["gold_articles"] or [],
     output:
         leaderboard="results/eval/{method}/leaderboard.tsv",
+        per_query="results/eval/{method}/per_query.tsv",
         qrels="results/eval/{method}/qrels/{method}.qrels",
     log:
         "results/logs/evaluate/{method}.log",
     conda:
         ENV
     params:
-        official=lambda wildcards, input: cli_options(official=input.official or None),
+        references=lambda wildcards, input: cli_options(
+            official=input.official or None, gold_articles=input.gold_articles or None
+        ),
         settings=cli_options(**config["evaluation"]),
         pool=lambda wildcards, input: Path(input.rankings).parent,
         out=lambda wildcards, output: Path(output.leaderboard).parent,
     shell:
         "python -m examflow evaluate --grades {input.grades} --pool {params.pool}"
-        " --questions {input.questions} {params.official} {params.settings}"
+        " --questions {input.questions} {params.references} {params.settings}"
         " --out {params.out} 2> {log}"

@@ -1,6 +1,7 @@
 rule segment:
     input:
         responses=INPUTS["responses"] or [],
+        gold_articles=INPUTS["gold_articles"] or [],
         queries=input_file("queries"),
     output:
         "results/segment/responses.parquet",
@@ -9,10 +10,13 @@ rule segment:
     conda:
         ENV
     params:
+        texts=lambda wildcards, input: cli_options(
+            responses=input.responses or None, gold_articles=input.gold_articles or None
+        ),
         queries=lambda wildcards, input: source(input, "queries"),
         max_tokens=config["segment"]["max_tokens"],
         on_unknown_query=config["validation"]["unknown_queries"],
     shell:
-        "python -m examflow segment --responses {input.responses} --queries {params.queries}"
+        "python -m examflow segment {params.texts} --queries {params.queries}"
         " --max-tokens {params.max_tokens} --on-unknown-query {params.on_unknown_query}"
         " --out {output} 2> {log}"

@@ -45,7 +45,7 @@ class Settings:
 class Inputs:
     grades: pd.DataFrame  # one or more methods
     rankings: pd.DataFrame
-    questions: pd.DataFrame
+    questions: pd.DataFrame | None  # the bank; None: each method's graded questions are its exam
     passages: pd.DataFrame  # query_id, passage_id, origin (and text for ROUGE)
     judgments: pd.DataFrame
     gold: dict[str, str] | None = None
@@ -56,8 +56,9 @@ def per_query_values(grades: pd.DataFrame, inputs: Inputs, settings: Settings) -
     gold_only = inputs.passages[inputs.passages["origin"] == "gold"]
     if settings.n_exam == "gold" and gold_only.empty:
         raise InputError("config: inputs.gold_articles", "n-EXAM 'gold' needs graded gold articles, and there are none")
-    query_ids = sorted(set(inputs.questions["query_id"]))
-    counts = cover_counts(best_levels(grades), inputs.rankings, inputs.questions, settings.taus, settings.k, gold_only)
+    questions = exam_questions(grades, inputs.questions)
+    query_ids = sorted(set(questions["query_id"]))
+    counts = cover_counts(best_levels(grades), inputs.rankings, questions, settings.taus, settings.k, gold_only)
     if settings.query_mode == "all":
         counts = complete(counts, query_ids)
     has_answer_keys = bool(grades["correct"].notna().any())
@@ -76,38 +77,48 @@ def per_query_values(grades: pd.DataFrame, inputs: Inputs, settings: Settings) -
     return table.astype({"tau": "Int64"})
 
 
+def exam_questions(grades: pd.DataFrame, bank: pd.DataFrame | None) -> pd.DataFrame:
+    """(query_id, question_id) of a method's exam: the bank's items of the kind it grades
+    (questions or nuggets), or, without a bank or for direct grading, what it graded."""
+    graded = grades[["query_id", "question_id"]].drop_duplicates()
+    known = bank[bank["question_id"].isin(graded["question_id"])] if bank is not None else graded.iloc[:0]
+    if known.empty:
+        return graded
+    if "kind" in bank:
+        bank = bank[bank["kind"].isin(set(known["kind"]))]
+    return bank[["query_id", "question_id"]].drop_duplicates()
+
+
 def evaluate(inputs: Inputs, settings: Settings, official: dict[str, float] | None) -> dict[str, pd.DataFrame | str]:
     """Output tables by file name: leaderboard.tsv, per_query.tsv, correlation.tsv, kappa.tsv,
-    agreement.tsv and qrels/{method}.qrels."""
+    agreement.tsv, qrels/{method}.qrels and, with subtopics, qrels/{method}.facets.qrels."""
     leaderboards, per_queries, outputs = [], [], {}
     for method, grades in inputs.grades.groupby("method", sort=True):
         per_query = per_query_values(grades, inputs, settings).assign(method=method)
         per_queries.append(per_query)
         leaderboards.append(system_scores(per_query).assign(method=method))
-        gold_only = inputs.passages[inputs.passages["origin"] == "gold"]
-        facets = bool(grades["facet_id"].notna().any())
-        outputs[f"qrels/{method}.qrels"] = format_qrels(exam_labels(_without_gold(grades, gold_only), per_facet=facets))
+        pooled = _without_gold(grades, inputs.passages[inputs.passages["origin"] == "gold"])
+        outputs[f"qrels/{method}.qrels"] = format_qrels(exam_labels(pooled))
+        if grades["facet_id"].notna().any():  # CAR-style subtopics: one qrels query per facet too
+            outputs[f"qrels/{method}.facets.qrels"] = format_qrels(exam_labels(pooled, per_facet=True))
     leaderboard = pd.concat(leaderboards, ignore_index=True)[LEADERBOARD_COLUMNS]
     per_query = pd.concat(per_queries, ignore_index=True)
     outputs["leaderboard.tsv"] = leaderboard
     outputs["per_query.tsv"] = per_query[["method", *PER_QUERY_COLUMNS]]
     if official:
-        outputs["correlation.tsv"] = correlations(per_query, leaderboard, official, settings)
+        outputs["correlation.tsv"] = correlations(per_query, official, settings)
     if len(inputs.judgments):
         outputs["kappa.tsv"], outputs["agreement.tsv"] = agreement(inputs.grades, inputs.judgments, settings)
     return outputs
 
 
-def correlations(
-    per_query: pd.DataFrame, leaderboard: pd.DataFrame, official: dict[str, float], settings: Settings
-) -> pd.DataFrame:
+def correlations(per_query: pd.DataFrame, official: dict[str, float], settings: Settings) -> pd.DataFrame:
     rows = []
-    keys = ["method", "measure", "tau"]
-    values = {key: group for key, group in per_query.groupby(keys, sort=False, dropna=False)}
-    for key, group in leaderboard.groupby(keys, sort=True, dropna=False):
-        scores = dict(zip(group["run_id"], group["score"]))
+    for key, values in per_query.groupby(["method", "measure", "tau"], sort=True, dropna=False):
+        board = system_scores(values)
+        scores = dict(zip(board["run_id"], board["score"]))
         plain, random_ties = leaderboard_correlation(scores, official), random_tie_correlation(scores, official)
-        interval = bootstrap_intervals(values[key], official, settings.bootstrap, settings.seed)
+        interval = bootstrap_intervals(values, official, settings.bootstrap, settings.seed)
         rows.append(
             (*key, plain.spearman, plain.kendall, plain.n_runs, interval.spearman_low, interval.spearman_high,
              interval.kendall_low, interval.kendall_high, random_ties.spearman, random_ties.kendall,

@@ -26,7 +26,7 @@ DEFAULT_PROMPT_CLASS = "QuestionPromptWithChoices"  # what the reference assumes
 
 
 def read_workbench_graded(path: str | Path) -> dict[str, pd.DataFrame]:
-    """Tables `grades`, `rankings`, `judgments`, `passages` and `questions` (the graded questions)."""
+    """Tables `grades`, `rankings`, `judgments` and `passages`."""
     grades, rankings, judgments, passages = [], [], [], []
     for number, query_id, paragraph in _paragraphs(path):
         where = f"paragraphs[{paragraph['_index']}]"
@@ -41,10 +41,14 @@ def read_workbench_graded(path: str | Path) -> dict[str, pd.DataFrame]:
             _ranking(path, number, query_id, passage_id, r, f"{where}.paragraph_data") for r in _list(data, "rankings")
         ]
         passages.append((query_id, passage_id, paragraph.get("text") or "", "judged" if judged else "retrieved"))
-        for grade in _list(paragraph, "exam_grades"):
-            grades += _exam_grade_rows(query_id, passage_id, grade)
-        for grade in _list(paragraph, "grades"):
-            grades.append(_direct_grade_row(query_id, passage_id, grade))
+        for field, rows in (("exam_grades", _exam_grade_rows), ("grades", _direct_grade_rows)):
+            for index, grade in enumerate(_list(paragraph, field)):
+                try:
+                    grades += rows(query_id, passage_id, grade)
+                except (KeyError, TypeError, AttributeError, ValueError) as error:
+                    raise InputError(
+                        path, f"malformed grade ({error!r})", number, f"{where}.{field}[{index}]"
+                    ) from None
     if not grades:
         raise InputError(path, "no grades: the file holds no exam_grades or grades")
     table = pd.DataFrame(grades, columns=["key", *GRADE_COLUMNS[1:]], dtype=object)
@@ -59,7 +63,6 @@ def read_workbench_graded(path: str | Path) -> dict[str, pd.DataFrame]:
         "passages": pd.DataFrame(passages, columns=["query_id", "passage_id", "text", "origin"]).drop_duplicates(
             ["query_id", "passage_id"]
         ),
-        "questions": table[["query_id", "question_id"]].drop_duplicates().reset_index(drop=True),
     }
 
 
@@ -131,22 +134,13 @@ def _exam_grade_rows(query_id: str, passage_id: str, grade: dict) -> list[tuple]
     return rows
 
 
-def _direct_grade_row(query_id: str, passage_id: str, grade: dict) -> tuple:
+def _direct_grade_rows(query_id: str, passage_id: str, grade: dict) -> list[tuple]:
     rating = grade.get("self_ratings")
     if rating is None:
         rating = int(bool(grade.get("correctAnswered")))
     error = grade.get("llm_response_error")
-    return (
-        _key(grade),
-        query_id,
-        None,
-        passage_id,
-        query_id,
-        None if error else rating,
-        None,
-        grade.get("answer"),
-        error,
-    )
+    rating = None if error else rating
+    return [(_key(grade), query_id, None, passage_id, query_id, rating, None, grade.get("answer"), error)]
 
 
 def _method_names(keys: pd.Series) -> pd.Series:

@@ -1,0 +1,131 @@
+"""`examflow evaluate --workbench-graded`: the reference implementation's graded file as input."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+from conftest import REFERENCE, write
+
+from examflow.errors import InputError
+from examflow.io.workbench import read_workbench_graded
+
+SAMPLE = REFERENCE / "format-samples" / "workbench-graded-sample.jsonl.gz"
+
+
+def evaluate(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "examflow", "evaluate", *args], capture_output=True, text=True)
+
+
+@pytest.mark.skipif(not SAMPLE.exists(), reason="../shared/reference is absent")
+def test_the_published_sample_evaluates_end_to_end(tmp_path):
+    official = REFERENCE / "derived" / "official_dl19_leaderboard.json"
+    result = evaluate("--workbench-graded", str(SAMPLE), "--official", str(official), "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    # Expected cover, straight from the file: questions rated >= tau by a paragraph a run ranks <= 20.
+    [[query_id, paragraphs]] = [json.loads(line) for line in gzip.open(SAMPLE, "rt")]
+    ratings = {
+        p["paragraph_id"]: {r["question_id"]: r["self_rating"] for r in p["exam_grades"][0]["self_ratings"]}
+        for p in paragraphs
+    }
+    questions = set().union(*ratings.values())
+    board = pd.read_csv(tmp_path / "leaderboard.tsv", sep="\t", dtype={"run_id": str})
+    cover = board[board["measure"] == "exam_cover"].set_index(["run_id", "tau"])["score"]
+    for tau in (1, 3, 4, 5):
+        ranked = {r["method"] for p in paragraphs for r in p["paragraph_data"]["rankings"] if r["rank"] <= 20}
+        for run in ranked:
+            top = [p["paragraph_id"] for p in paragraphs for r in p["paragraph_data"]["rankings"]
+                   if r["method"] == run and r["rank"] <= 20]  # fmt: skip
+            covered = {q for p in top for q, rating in ratings[p].items() if rating >= tau}
+            assert cover[(run, tau)] == pytest.approx(len(covered) / len(questions))
+        everything = {q for p in ratings.values() for q, rating in p.items() if rating >= tau}
+        assert cover[("_overall_", tau)] == pytest.approx(len(everything) / len(questions))
+    qrels = (tmp_path / "qrels" / "QuestionSelfRatedUnanswerablePromptWithChoices.qrels").read_text().splitlines()
+    assert len(qrels) == len(paragraphs) and qrels[0] == f"{query_id} 0 1033903 4"
+    correlation = pd.read_csv(tmp_path / "correlation.tsv", sep="\t")
+    assert set(correlation["n_runs"]) == {16}  # every ranked run is on the DL19 leaderboard
+    kappa = pd.read_csv(tmp_path / "kappa.tsv", sep="\t")
+    assert set(kappa["n_pairs"]) == {12}
+
+
+def paragraph(pid, rankings=(), judgments=(), exam_grades=None, grades=None):
+    return {
+        "paragraph_id": pid,
+        "text": f"text of {pid}",
+        "paragraph": {},
+        "paragraph_data": {
+            "judgments": [{"paragraphId": pid, "query": q, "relevance": r, "titleQuery": "t"} for q, r in judgments],
+            "rankings": [
+                {"method": m, "paragraphId": pid, "queryId": q, "rank": k, "score": 1.0} for m, q, k in rankings
+            ],
+        },
+        "exam_grades": exam_grades,
+        "grades": grades,
+    }
+
+
+def qa_grade(correct, wrong, llm="flan-t5-large"):
+    answers = [[q, "an answer"] for q in correct + wrong]
+    info = {"prompt_class": "QuestionCompleteConcisePromptWithAnswerKey2", "is_self_rated": False}
+    return {"correctAnswered": correct, "wrongAnswered": wrong, "answers": answers, "llm": llm,
+            "llm_options": {}, "exam_ratio": 0.5, "prompt_info": info, "self_ratings": None}  # fmt: skip
+
+
+def test_qa_grades_direct_grades_models_and_facets(tmp_path):
+    lines = [
+        ["page", [
+            paragraph("a", [("r1", "page/f1", 1), ("r1", "page/f2", 3), ("r2", "page/f1", 30)], [("page/f1", 1)],
+                      [qa_grade(["page/x"], ["page/y"]), qa_grade([], ["page/x", "page/y"], llm="other")],
+                      [{"correctAnswered": True, "answer": "yes", "llm": "m", "llm_options": {},
+                        "prompt_info": {"prompt_class": "FagB"}, "self_ratings": None}]),
+            paragraph("b", [("r2", "page/f2", 2)], [], [qa_grade(["page/y"], ["page/x"])]),
+        ]],
+    ]  # fmt: skip
+    path = tmp_path / "graded.jsonl.gz"
+    with gzip.open(path, "wt") as handle:
+        handle.writelines(json.dumps(line) + "\n" for line in lines)
+    tables = read_workbench_graded(path)
+    grades = tables["grades"]
+    # the QA prompt class was run by two models: each is a method of its own
+    assert sorted(set(grades["method"])) == [
+        "FagB",
+        "QuestionCompleteConcisePromptWithAnswerKey2:flan-t5-large",
+        "QuestionCompleteConcisePromptWithAnswerKey2:other",
+    ]
+    fag = grades[grades["method"] == "FagB"]
+    assert fag[["passage_id", "question_id", "rating"]].values.tolist() == [["a", "page", 1]]
+    # a passage ranked under two facets keeps its best rank; a facet judgment keeps its facet
+    assert tables["rankings"][["run_id", "passage_id", "rank"]].values.tolist() == [
+        ["r1", "a", 1], ["r2", "b", 2], ["r2", "a", 30]
+    ]  # fmt: skip
+    assert tables["judgments"][["query_id", "facet_id", "relevance"]].values.tolist() == [["page", "f1", 1]]
+    result = evaluate("--workbench-graded", str(path), "--tau", "1", "--k", "20", "--out", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    board = pd.read_csv(tmp_path / "out" / "leaderboard.tsv", sep="\t")
+    exam = board[board["measure"] == "exam"].set_index(["method", "run_id"])["score"]
+    assert exam[("QuestionCompleteConcisePromptWithAnswerKey2:flan-t5-large", "r1")] == 0.5  # a answers x
+    assert exam[("QuestionCompleteConcisePromptWithAnswerKey2:flan-t5-large", "r2")] == 0.5  # only b: y
+    assert exam[("QuestionCompleteConcisePromptWithAnswerKey2:other", "r1")] == 0.0
+
+
+def test_malformed_files_name_line_and_field(tmp_path):
+    bad_rank = [["q", [paragraph("a", [("r", "q", "first")], [], [qa_grade(["q/x"], [])])]]]
+    path = write(tmp_path / "bad.jsonl", json.dumps(bad_rank[0]) + "\n")
+    with pytest.raises(InputError, match=r"bad.jsonl:1: field 'paragraphs\[0\].paragraph_data.rankings.rank'"):
+        read_workbench_graded(path)
+    write(path, '{"query": "q"}\n')
+    result = evaluate("--workbench-graded", str(path), "--out", str(tmp_path / "out"))
+    assert result.returncode == 2 and "bad.jsonl:1: expected [query_id, [paragraph, ...]]" in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "out").exists()
+    broken = paragraph("a", [("r", "q", 1)], [], [{"self_ratings": [{"question_id": "q/x"}], "llm": "m"}])
+    write(path, json.dumps(["q", [broken]]) + "\n")
+    with pytest.raises(InputError, match=r"bad.jsonl:1: field 'paragraphs\[0\].exam_grades\[0\]': malformed grade"):
+        read_workbench_graded(path)
+    ungraded = [["q", [paragraph("a", [("r", "q", 1)])]]]
+    write(path, json.dumps(ungraded[0]) + "\n")
+    with pytest.raises(InputError, match="no grades"):
+        read_workbench_graded(path)
