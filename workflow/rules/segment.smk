@@ -11,7 +11,8 @@ rule segment:
         ENV
     params:
         texts=lambda wildcards, input: cli_options(
-            responses=input.responses or None, gold_articles=input.gold_articles or None
+            responses=input.responses or None,
+            gold_articles=input.gold_articles or None,
         ),
         queries=lambda wildcards, input: source(input, "queries"),
         max_tokens=config["segment"]["max_tokens"],
