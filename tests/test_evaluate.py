@@ -1,0 +1,99 @@
+"""`examflow.evaluation.leaderboard`: every measure from one small, hand-computed pool."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from examflow.errors import InputError
+from examflow.evaluation.leaderboard import Inputs, Settings, evaluate, exam_questions, per_query_values
+
+
+def inputs(gold: bool = False) -> Inputs:
+    grades = pd.DataFrame(
+        [
+            ("m", "q1", None, "a", "x", 5), ("m", "q1", None, "b", "y", 4), ("m", "q1", None, "c", "x", 1),
+            ("m", "q2", None, "d", "z", 4), ("m", "q1", None, "g", "y", 5),
+        ],
+        columns=["method", "query_id", "facet_id", "passage_id", "question_id", "rating"],
+    ).assign(correct=pd.NA, error=None).astype({"rating": "Int64", "correct": "boolean"})  # fmt: skip
+    rankings = pd.DataFrame(
+        [("r1", "q1", "a", 1, 3.0), ("r1", "q1", "c", 2, 2.0), ("r2", "q1", "b", 1, 1.0), ("r2", "q2", "d", 1, 1.0)]
+        + ([("_gold_", "q1", "g", 1, 0.0)] if gold else []),
+        columns=["run_id", "query_id", "passage_id", "rank", "score"],
+    )
+    passages = pd.DataFrame(
+        [("q1", "a", "Lava rock."), ("q1", "b", "Ash."), ("q1", "c", "Snow."), ("q2", "d", "Tide.")]
+        + ([("q1", "g", "Lava and ash.")] if gold else []),
+        columns=["query_id", "passage_id", "text"],
+    ).assign(origin=lambda t: ["gold" if p == "g" else "retrieved" for p in t["passage_id"]])
+    questions = pd.DataFrame({"query_id": ["q1", "q1", "q2"], "question_id": ["x", "y", "z"], "kind": "question"})
+    judgments = pd.DataFrame(columns=["query_id", "facet_id", "passage_id", "relevance"])
+    return Inputs(
+        grades if gold else grades[grades["passage_id"] != "g"],
+        rankings,
+        questions,
+        passages,
+        judgments,
+        {"q1": "Lava and ash."} if gold else None,
+    )
+
+
+def scores(table: pd.DataFrame) -> dict:
+    return {
+        (m, None if pd.isna(t) else int(t), r): s for m, t, r, s in table[["measure", "tau", "run_id", "score"]].values
+    }
+
+
+def test_present_and_all_query_modes_for_cover_trec_measures_and_rouge():
+    settings = Settings(taus=[4], k=20, measures=["P_5"], bootstrap=0)
+    present = evaluate(inputs(gold=True), settings, None)
+    board = scores(present["leaderboard.tsv"])
+    assert board[("exam_cover", 4, "r1")] == 0.5  # r1 has only q1: x of {x, y}
+    assert board[("exam_cover", 4, "r2")] == 0.75  # (y of 2 + z of 1) / 2
+    assert board[("exam_cover", 4, "_gold_")] == 0.5  # the gold passage answers y
+    # P@5 at level 4 on EXAM-Qrels without the gold passage: r1 has a (5) relevant; c is 1
+    assert board[("P_5", 4, "r1")] == pytest.approx(0.2)
+    # ROUGE-1: r1 = {lava, rock, snow} against {lava, ash}: P 1/3, R 1/2 -> F1 0.4; q2 has no gold article
+    assert board[("rouge_1_f1", None, "r1")] == pytest.approx(0.4)
+    assert present["qrels/m.qrels"] == "q1 0 a 5\nq1 0 b 4\nq1 0 c 1\nq2 0 d 4\n"
+    everything = scores(
+        evaluate(inputs(gold=True), Settings(taus=[4], measures=["P_5"], query_mode="all", bootstrap=0), None)[
+            "leaderboard.tsv"
+        ]
+    )
+    assert everything[("exam_cover", 4, "r1")] == 0.25  # q2 missing from r1: counted as 0
+    assert everything[("P_5", 4, "r1")] == pytest.approx(0.1)  # trec_eval -c
+    assert everything[("rouge_1_f1", None, "r1")] == pytest.approx(0.4)  # only queries with a gold article
+
+
+def test_n_exam_gold_needs_gold_articles():
+    gold = scores(
+        evaluate(inputs(gold=True), Settings(taus=[4], measures=[], n_exam="gold", bootstrap=0), None)[
+            "leaderboard.tsv"
+        ]
+    )
+    assert gold[("n_exam_cover", 4, "r1")] == 1.0  # r1 covers 1/2 of q1, as does the gold article
+    assert gold[("n_exam_cover", 4, "r2")] == 1.0  # q2 has no gold article and takes no part
+    with pytest.raises(InputError, match="n-EXAM 'gold' needs graded gold articles"):
+        per_query_values(inputs().grades, inputs(), Settings(n_exam="gold"))
+
+
+def test_a_methods_exam_is_the_bank_items_of_the_kind_it_grades():
+    bank = pd.DataFrame(
+        {"query_id": ["q", "q", "q"], "question_id": ["x", "y", "n"], "kind": ["question", "question", "nugget"]}
+    )
+    graded = pd.DataFrame({"query_id": ["q"], "question_id": ["x"]})
+    assert exam_questions(graded, bank)["question_id"].tolist() == ["x", "y"]  # y was never graded: still counts
+    direct = pd.DataFrame({"query_id": ["q"], "question_id": ["q"]})
+    assert exam_questions(direct, bank)["question_id"].tolist() == ["q"]
+    assert exam_questions(graded, None)["question_id"].tolist() == ["x"]
+
+
+def test_correlation_table_has_intervals_random_ties_and_tau_ap():
+    official = {"r1": 2, "r2": 1}
+    table = evaluate(inputs(), Settings(taus=[4], measures=[], bootstrap=50), official)["correlation.tsv"]
+    row = table[(table["measure"] == "exam_cover")].iloc[0]
+    assert row["spearman"] == pytest.approx(1.0) and row["kendall"] == pytest.approx(1.0) and row["n_runs"] == 2
+    assert row["spearman_random_ties"] == 1.0 and row["tau_ap"] == 1.0
+    assert -1 <= row["spearman_low"] <= row["spearman_high"] <= 1
