@@ -73,7 +73,7 @@ def test_build_pool_reads_only_pooled_passages(tmp_path):
         ["j", "judged", "judged"],
     ]
     assert tables["summary"].to_dict("records") == [
-        {"query_id": "q", "judged": 1, "retrieved": 2, "generated": 0, "pool": 3, "runs": 1}
+        {"query_id": "q", "judged": 1, "retrieved": 2, "generated": 0, "gold": 0, "pool": 3, "runs": 1}
     ]
     assert len(tables["rankings"]) == 3  # whole runs are kept for trec_eval measures
 
