@@ -235,3 +235,24 @@ def test_every_binary_direct_method_reads_yes_as_relevant(server, tmp_path, kind
     assert values(table["rating"]) == [1, 0]
     prompts = [r["body"]["messages"][0]["content"] for r in server.requests]
     assert all(p.startswith(prompt_start) and "how bees make honey" in p for p in prompts)
+
+
+def test_beam_mode_answers_exactly_as_plain_generate(tmp_path):
+    import torch
+
+    model = str(build_tiny_t5(tmp_path / "plain", seed=8))  # a seed whose answers vary with the input
+    backend = Seq2SeqBackend(model, decoding="beam", max_new_tokens=4, batch_size=4)
+    requests = [Request("grade-qa", {"question": QUESTION, "context": p.passage_text}) for p in pairs(8)]
+    prompts = [backend.prompt(r) for r in requests]
+    plain = []
+    for start in range(0, 8, 4):  # the same batches as the back end: prompts of similar length
+        batch = sorted(prompts, key=len)[start : start + 4]
+        with torch.inference_mode():
+            output = backend.model.generate(
+                **backend._encode(batch), num_beams=5, early_stopping=True, max_new_tokens=4, do_sample=False
+            )
+        plain += backend.tokenizer.batch_decode(output, skip_special_tokens=True)
+    by_prompt = dict(zip(sorted(prompts, key=len), plain))
+    assert [a.text for a in backend.answer(requests)] == [by_prompt[p] for p in prompts]
+    assert len(set(plain)) > 1  # the answers depend on the passage
+    assert backend._beam_inputs(backend._encode(prompts[:2]))["past_key_values"] is not None  # the shared path ran

@@ -109,12 +109,21 @@ class Seq2SeqBackend:
         return encoded.to(self.device)
 
     def _generate(self, prompts: list[str]) -> list[Answer]:
-        beams = {"num_beams": self.num_beams, "early_stopping": True} if self.decoding == "beam" else {"num_beams": 1}
+        encoded = self._encode(prompts)
+        options = {"max_new_tokens": self.max_new_tokens, "do_sample": False, "num_beams": 1}
         with self.torch.inference_mode():
-            output = self.model.generate(
-                **self._encode(prompts), max_new_tokens=self.max_new_tokens, do_sample=False, **beams
-            )
+            if self.decoding == "beam":
+                options |= {"num_beams": self.num_beams, "early_stopping": True} | self._beam_inputs(encoded)
+            output = self.model.generate(**encoded, **options)
         return [Answer(text) for text in self.tokenizer.batch_decode(output, skip_special_tokens=True)]
+
+    def _beam_inputs(self, encoded) -> dict:
+        """The encoder run once, and cross-attention keys and values projected once per prompt."""
+        from examflow.grading.beam_cache import shared_cross_attention_cache
+
+        encoder_outputs = self.model.get_encoder()(**encoded)
+        cache = shared_cross_attention_cache(self.model, encoder_outputs.last_hidden_state, self.num_beams)
+        return {"encoder_outputs": encoder_outputs, "past_key_values": cache} if cache is not None else {}
 
     @cached_property
     def digit_ids(self) -> list[int]:
