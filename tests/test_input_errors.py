@@ -199,3 +199,26 @@ def test_queries_formats(tmp_path):
     )
     table = read_queries(jsonl)
     assert table.values.tolist() == [["p", "a", "Page", "A"], ["p", "b", "Page", "B"], ["q", None, "Q", None]]
+
+
+def test_gold_articles_are_checked_like_responses(tmp_path):
+    from examflow.io.responses import gold_responses, read_gold_articles
+
+    path = write(
+        tmp_path / "gold.jsonl", '{"query_id": "q1", "text": "One.\\n\\nTwo."}\n{"query_id": "zz", "text": "x"}\n'
+    )
+    with pytest.raises(InputError, match=r"gold.jsonl:2: field 'query_id': unknown query id 'zz'"):
+        read_gold_articles(path, {"q1"}, Problems("error"))
+    articles = read_gold_articles(path, {"q1"}, Problems("warn"))
+    assert [(r.run_id, r.paragraphs) for r in gold_responses(articles)] == [("_gold_", ("One.", "Two."))]
+    write(path, '{"query_id": "q1", "text": "  "}\n')
+    with pytest.raises(InputError, match=r"gold.jsonl:1: field 'text': empty text"):
+        read_gold_articles(path)
+
+
+def test_reserved_run_names_are_refused(tmp_path):
+    from examflow.io.runs import read_run
+
+    run = write(tmp_path / "x.run", "q1 Q0 d1 1 2.0 _gold_\n")
+    with pytest.raises(InputError, match=r"x.run:1: field 'run_tag': run tag '_gold_' is reserved"):
+        read_run(run, {"q1"}, Problems("error"))

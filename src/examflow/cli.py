@@ -58,7 +58,7 @@ def segment_command(args: argparse.Namespace) -> None:
     query_ids = set(queries["query_id"])
     responses = read_responses(args.responses, query_ids, unknown) if args.responses else []
     if args.gold_articles:
-        responses += gold_responses(read_gold_articles(args.gold_articles), query_ids, unknown)
+        responses += gold_responses(read_gold_articles(args.gold_articles, query_ids, unknown))
     unknown.summarise()
     segments = segment_responses(responses, args.max_tokens)
     write_tables({args.out: segments})

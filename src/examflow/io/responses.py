@@ -60,25 +60,25 @@ def _paragraphs(path, number: int, text) -> tuple[str, ...]:
     return tuple(parts)
 
 
-def read_gold_articles(path: str | Path) -> dict[str, str]:
-    """JSONL `{"query_id", "text"}`, one article per query."""
+def read_gold_articles(
+    path: str | Path, query_ids: set[str] | None = None, unknown_queries: Problems | None = None
+) -> dict[str, str]:
+    """JSONL `{"query_id", "text"}`, one article per query; `text` as in responses."""
     articles: dict[str, str] = {}
     for number, record in json_lines(path):
         query_id = required_text(path, number, record, "query_id")
+        if query_ids is not None and query_id not in query_ids:
+            unknown_queries.report(
+                "gold articles with an unknown query id",
+                InputError(path, f"unknown query id {query_id!r}", number, "query_id"),
+            )
+            continue
         if query_id in articles:
             raise InputError(path, f"second gold article for query {query_id!r}", number, "query_id")
-        articles[query_id] = required_text(path, number, record, "text")
+        articles[query_id] = "\n\n".join(_paragraphs(path, number, record.get("text")))
     return articles
 
 
-def gold_responses(articles: dict[str, str], query_ids: set[str], unknown_queries: Problems) -> list[Response]:
-    """The gold articles as responses of the run `_gold_`, paragraphs split at blank lines."""
-    responses = []
-    for query_id, text in articles.items():
-        if query_id not in query_ids:
-            unknown_queries.report(
-                "gold articles with an unknown query id", InputError("gold articles", f"unknown query id {query_id!r}")
-            )
-            continue
-        responses.append(Response(GOLD_RUN, query_id, tuple(p.strip() for p in text.split("\n\n") if p.strip())))
-    return responses
+def gold_responses(articles: dict[str, str]) -> list[Response]:
+    """The gold articles as the responses of the run `_gold_`."""
+    return [Response(GOLD_RUN, query_id, tuple(text.split("\n\n"))) for query_id, text in articles.items()]
