@@ -57,7 +57,7 @@ def cover_counts(
     ranked = rankings[(rankings["rank"] <= k) | (rankings["run_id"] == GOLD_RUN)]
     ranked = ranked[ranked["query_id"].isin(counts.index)][["run_id", *KEYS]].drop_duplicates()
     best = ranked.merge(levels, on=KEYS).groupby(["run_id", "query_id", "question_id"])[["level", "correct"]].max()
-    pooled = levels if excluded is None else _without(levels, excluded)
+    pooled = levels if excluded is None else without_passages(levels, excluded)
     pool_best = pooled.groupby(["query_id", "question_id"])[["level", "correct"]].max()
     overall = pool_best.assign(run_id=OVERALL_RUN).set_index("run_id", append=True).reorder_levels([2, 0, 1])
     best = pd.concat([best, overall])
@@ -139,9 +139,12 @@ def system_scores(per_query: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=[*keys, "score", "stderr", "n_queries"])
 
 
-def _without(levels: pd.DataFrame, excluded: pd.DataFrame) -> pd.DataFrame:
+def without_passages(table: pd.DataFrame, excluded: pd.DataFrame) -> pd.DataFrame:
+    """`table` without the rows of the (query_id, passage_id) pairs in `excluded`."""
+    if excluded.empty:
+        return table
     drop = pd.MultiIndex.from_frame(excluded[KEYS])
-    return levels[~pd.MultiIndex.from_frame(levels[KEYS]).isin(drop)]
+    return table[~pd.MultiIndex.from_frame(table[KEYS]).isin(drop)]
 
 
 def _lookup(series: pd.Series, table: pd.DataFrame, keys: list[str]) -> pd.Series:

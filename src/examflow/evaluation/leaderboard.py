@@ -4,6 +4,7 @@ official leaderboard, agreement with official judgments, and the EXAM-Qrels file
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import pandas as pd
 
@@ -17,6 +18,7 @@ from examflow.evaluation.cover import (
     cover_counts,
     cover_measures,
     system_scores,
+    without_passages,
 )
 from examflow.evaluation.qrels import DEFAULT_MEASURES, exam_labels, format_qrels, trec_scores
 from examflow.evaluation.rouge import rouge_per_query
@@ -50,10 +52,17 @@ class Inputs:
     judgments: pd.DataFrame
     gold: dict[str, str] | None = None
 
+    @cached_property
+    def gold_passages(self) -> pd.DataFrame:
+        """Gold articles are graded for n-EXAM, but are no pooled passages: no qrels, no labels."""
+        return self.passages[self.passages["origin"] == "gold"]
 
-def per_query_values(grades: pd.DataFrame, inputs: Inputs, settings: Settings) -> pd.DataFrame:
-    """One method's (run, query, measure, τ, value, weight) rows."""
-    gold_only = inputs.passages[inputs.passages["origin"] == "gold"]
+
+def per_query_values(
+    grades: pd.DataFrame, inputs: Inputs, settings: Settings, labels: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """One method's (run, query, measure, τ, value, weight) rows; `labels`: its EXAM-Labels, if at hand."""
+    gold_only = inputs.gold_passages
     if settings.n_exam == "gold" and gold_only.empty:
         raise InputError("config: inputs.gold_articles", "n-EXAM 'gold' needs graded gold articles, and there are none")
     questions = exam_questions(grades, inputs.questions)
@@ -65,7 +74,8 @@ def per_query_values(grades: pd.DataFrame, inputs: Inputs, settings: Settings) -
     parts = [cover_measures(counts, settings.n_exam, exam=has_answer_keys)]
     runs = inputs.rankings[~inputs.rankings["run_id"].isin(RESERVED_RUNS)]
     if settings.measures:
-        labels = exam_labels(_without_gold(grades, gold_only))
+        if labels is None:
+            labels = exam_labels(without_passages(grades, gold_only))
         for tau in settings.taus:
             values = trec_scores(labels, runs, tau, settings.measures, complete=settings.query_mode == "all")
             parts.append(values.assign(tau=tau, weight=1.0))
@@ -94,11 +104,12 @@ def evaluate(inputs: Inputs, settings: Settings, official: dict[str, float] | No
     agreement.tsv, qrels/{method}.qrels and, with subtopics, qrels/{method}.facets.qrels."""
     leaderboards, per_queries, outputs = [], [], {}
     for method, grades in inputs.grades.groupby("method", sort=True):
-        per_query = per_query_values(grades, inputs, settings).assign(method=method)
+        pooled = without_passages(grades, inputs.gold_passages)
+        labels = exam_labels(pooled)
+        per_query = per_query_values(grades, inputs, settings, labels).assign(method=method)
         per_queries.append(per_query)
         leaderboards.append(system_scores(per_query).assign(method=method))
-        pooled = _without_gold(grades, inputs.passages[inputs.passages["origin"] == "gold"])
-        outputs[f"qrels/{method}.qrels"] = format_qrels(exam_labels(pooled))
+        outputs[f"qrels/{method}.qrels"] = format_qrels(labels)
         if grades["facet_id"].notna().any():  # CAR-style subtopics: one qrels query per facet too
             outputs[f"qrels/{method}.facets.qrels"] = format_qrels(exam_labels(pooled, per_facet=True))
     leaderboard = pd.concat(leaderboards, ignore_index=True)[LEADERBOARD_COLUMNS]
@@ -140,14 +151,6 @@ def agreement(grades: pd.DataFrame, judgments: pd.DataFrame, settings: Settings)
             counts.append(long.assign(method=method, table=name))
     summary = pd.DataFrame(summaries, columns=["method", "table", "kappa", "n_pairs"])
     return summary, pd.concat(counts)[["method", "table", "label", "judgment", "count"]]
-
-
-def _without_gold(grades: pd.DataFrame, gold_only: pd.DataFrame) -> pd.DataFrame:
-    """Gold articles are graded for n-EXAM, but are no pooled passages: no qrels, no labels."""
-    if gold_only.empty:
-        return grades
-    drop = pd.MultiIndex.from_frame(gold_only[["query_id", "passage_id"]])
-    return grades[~pd.MultiIndex.from_frame(grades[["query_id", "passage_id"]]).isin(drop)]
 
 
 def _fill_missing(per_query: pd.DataFrame, query_ids: list[str]) -> pd.DataFrame:
