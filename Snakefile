@@ -1,7 +1,13 @@
 # examflow: EXAM / EXAM++ answerability evaluation. Usage: README.md; config keys: config/README.md.
 
+# The bundled demo, read only when no --configfile is given: a user's config is the whole
+# truth, and every key it leaves out takes the schema's default (never the demo's value).
+CONFIG_FILE = "config/config.yaml"
 
-configfile: "config/config.yaml"
+
+if not workflow.overwrite_configfiles:
+
+    configfile: CONFIG_FILE
 
 
 include: "workflow/rules/common.smk"

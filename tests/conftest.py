@@ -48,3 +48,32 @@ def project(tmp_path: Path) -> Path:
     shutil.copy(ROOT / "Snakefile", tmp_path / "Snakefile")
     (tmp_path / "src").symlink_to(ROOT / "src")
     return tmp_path
+
+
+def own_collection(root: Path) -> dict[str, Path]:
+    """A tiny collection of a user's own, written the way the README describes: three queries (the
+    third without questions), six passages, two runs, qrels, a TSV bank and an official leaderboard."""
+    texts = {
+        "g1": "Glaciers move because ice deforms under its own weight and slides on meltwater.",
+        "g2": "Glacier speed depends on slope, ice thickness and the water at the bed.",
+        "g3": "Bread rises because yeast makes carbon dioxide.",
+        "s1": "The sky is blue because air scatters short blue wavelengths more than red ones.",
+        "s2": "Rayleigh scattering grows with the inverse fourth power of the wavelength.",
+        "s3": "Sunsets are red because light crosses more air near the horizon.",
+    }
+    files = {
+        "queries": write(root / "queries.tsv", "q1\thow do glaciers move\nq2\twhy is the sky blue\nq3\tunasked query\n"),
+        "corpus": write(root / "corpus.tsv", "".join(f"{d}\t{t}\n" for d, t in texts.items())),
+        "qrels": write(root / "qrels.txt", "q1 0 g1 3\nq1 0 g3 0\nq2 0 s1 2\nq2 0 s3 1\n"),
+        "bank": write(
+            root / "bank.tsv",
+            "query_id\tquestion\nq1\tWhy do glaciers move?\nq1\tWhat sets a glacier's speed?\n"
+            "q2\tWhy is the sky blue?\nq2\tWhat is Rayleigh scattering?\n",
+        ),
+        "leaderboard": write(root / "official.json", '{"good": 1, "poor": 2}'),
+    }
+    ranked = {"good": {"q1": ["g1", "g2", "g3"], "q2": ["s1", "s2", "s3"]}, "poor": {"q1": ["g3", "g2"], "q2": ["s3"]}}
+    for run, lists in ranked.items():
+        lines = [f"{q} Q0 {d} {r} {10 - r} {run}\n" for q, docs in lists.items() for r, d in enumerate(docs, 1)]
+        files[f"run_{run}"] = write(root / "runs" / f"{run}.run", "".join(lines))
+    return files

@@ -28,6 +28,19 @@ class Slow:
     text: str
 
 
+@dataclass
+class Raw:
+    """A reply body sent as it is, with status 200 unless told: null content, HTML, truncated JSON."""
+
+    body: str
+    content_type: str = "application/json"
+    code: int = 200
+
+
+def reply_json(body: dict) -> Raw:
+    return Raw(json.dumps(body))
+
+
 class LLMServer:
     def __init__(self, default: Callable[[str], str] = lambda prompt: "no script for this prompt"):
         self.default = default
@@ -79,6 +92,8 @@ class LLMServer:
                 reply = server.reply_for(prompt)
                 if isinstance(reply, Status):
                     return self._send(reply.code, {"error": {"message": f"scripted {reply.code}"}}, reply.headers)
+                if isinstance(reply, Raw):
+                    return self._send_bytes(reply.code, reply.body.encode(), {"Content-Type": reply.content_type})
                 if isinstance(reply, Slow):
                     time.sleep(reply.seconds)
                     reply = reply.text
@@ -88,10 +103,12 @@ class LLMServer:
                 self._send(200, {"id": "x", "object": kind, "created": 0, "model": body["model"], "choices": [choice]})
 
             def _send(self, code: int, payload: dict, headers: dict | None = None):
-                data = json.dumps(payload).encode()
+                self._send_bytes(code, json.dumps(payload).encode(), {"Content-Type": "application/json", **(headers or {})})
+
+            def _send_bytes(self, code: int, data: bytes, headers: dict):
                 try:
                     self.send_response(code)
-                    for name, value in {"Content-Type": "application/json", **(headers or {})}.items():
+                    for name, value in headers.items():
                         self.send_header(name, value)
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()

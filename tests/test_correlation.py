@@ -16,9 +16,9 @@ from examflow.evaluation.correlation import (
     leaderboard_correlation,
     random_tie_correlation,
     rank_correlations,
-    read_leaderboard,
     tau_ap,
 )
+from examflow.io.leaderboard import read_leaderboard
 
 APPENDIX = REFERENCE / "flan-t5-exam-appendix"
 
@@ -85,7 +85,7 @@ def test_tau_ap_hand_computed():
 
 
 def test_bad_leaderboards_name_the_problem(tmp_path):
-    with pytest.raises(InputError, match="lb.json: field 'run2': rank 'first' is not a number"):
+    with pytest.raises(InputError, match="lb.json:1: field 'run2': rank 'first' is not a number"):
         read_leaderboard(write(tmp_path / "lb.json", '{"run1": 1, "run2": "first"}'))
     with pytest.raises(InputError, match="bad.json:1: not valid JSON"):
         read_leaderboard(write(tmp_path / "bad.json", '{"run1": 1,'))

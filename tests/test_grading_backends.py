@@ -105,14 +105,29 @@ def test_openai_self_rating_records_failures_as_errors(server, tmp_path):
     server.script("the moon raises tides 1", "unanswerable")
     server.script("lava and magma 2", Status(500))
     server.script("compost feeds soil 3", "The passage talks about soil.")
-    grader = ShardGrader(openai_method(server, "self_rating"), str(tmp_path), "q1")
+    grader = ShardGrader(openai_method(server, "self_rating", mode="reference"), str(tmp_path), "q1")
     table = grader.grade(pairs(4))
     assert values(table["rating"]) == [5, 1, None, 0]
+    assert table["unparsable"].tolist() == [False, True, False, True]  # read as SPEC §3 says, and flagged
     assert table["error"].tolist()[2] == "http-500: Error code: 500 - scripted 500"
     server.script("lava and magma 2", "3")
-    retry = ShardGrader(openai_method(server, "self_rating"), str(tmp_path), "q1")
+    retry = ShardGrader(openai_method(server, "self_rating", mode="reference"), str(tmp_path), "q1")
     assert retry.grade(pairs(4))["rating"].tolist() == [5, 1, 3, 0]
     assert retry.sent == 1  # only the failed pair is asked again
+
+
+def test_strict_parsing_makes_answers_that_are_not_grades_errors(server, tmp_path):
+    server.script("bees make honey from nectar 0", "5")
+    server.script("the moon raises tides 1", "Rating: 4")
+    server.script("lava and magma 2", "unanswerable")
+    method = openai_method(server, "self_rating")  # strict is the openai back end's default
+    table = ShardGrader(method, str(tmp_path), "q1").grade(pairs(3))
+    assert values(table["rating"]) == [5, None, None]
+    assert table["error"].tolist() == [None, "unparsable: not a grade 0-5: 'Rating: 4'", "unparsable: not a grade 0-5: 'unanswerable'"]
+    assert table["unparsable"].tolist() == [False, True, True]
+    # Not cached as a grade either: the same answers are read again in reference mode, from the LLM cache.
+    reference = ShardGrader(dict(method, mode="reference"), str(tmp_path), "q1").grade(pairs(3))
+    assert values(reference["rating"]) == [5, 0, 1]
 
 
 def test_openai_qa_with_llm_verification(server, tmp_path):

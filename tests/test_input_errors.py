@@ -134,7 +134,7 @@ def test_queries_jsonl_with_bad_subtopic(tmp_path):
         tmp_path / "q.jsonl",
         '{"query_id": "p", "text": "P"}\n{"query_id": "r", "text": "R", "subtopics": [{"text": "S"}]}\n',
     )
-    with raises_at(queries, 2, "facet_id", "missing"):
+    with raises_at(queries, 2, "subtopics[0].facet_id", "missing"):
         read_queries(queries)
 
 

@@ -34,8 +34,8 @@ def test_a_bank_edit_or_a_new_run_regrades_only_what_it_touched(project):
         run = ("--configfile", "config/llm.yaml")
 
         snakemake(project, *run)
-        grades = pd.read_parquet(project / "results/grades/llm.parquet")
-        pool = pd.read_parquet(project / "results/pool/passages.parquet")
+        grades = pd.read_parquet(project / "results/demo/grades/llm.parquet")
+        pool = pd.read_parquet(project / "results/demo/pool/passages.parquet")
         assert server.calls == len(grades) == 3345
         assert grades["rating"].eq(3).all()
 
@@ -59,6 +59,6 @@ def test_a_bank_edit_or_a_new_run_regrades_only_what_it_touched(project):
         before = server.calls
         # Every shard's grading job reruns on the new pool; the cache answers all but the new pairs.
         assert len(graded_shards(snakemake(project, *run))) == 6
-        questions = pd.read_parquet(project / "results/bank/honeybee.parquet")
+        questions = pd.read_parquet(project / "results/demo/bank/honeybee.parquet")
         assert len(unpooled) == 2
         assert server.calls - before == len(unpooled) * len(questions) == 14

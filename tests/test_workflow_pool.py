@@ -7,8 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import ROOT, snakemake, write
-from snakemake.utils import validate
+from conftest import snakemake
 
 from examflow.grading.merge import read_grades_metadata
 
@@ -31,8 +30,8 @@ def hand_computed_pool(demo: Path, depth: int) -> dict[str, set[str]]:
 
 def test_demo_pool_matches_hand_computed_pool(project):
     snakemake(project)
-    passages = pd.read_parquet(project / "results/pool/passages.parquet")
-    segments = pd.read_parquet(project / "results/segment/responses.parquet")
+    passages = pd.read_parquet(project / "results/demo/pool/passages.parquet")
+    segments = pd.read_parquet(project / "results/demo/segment/responses.parquet")
     expected = hand_computed_pool(project / "resources/demo", depth=20)
     for query_id, docs in expected.items():
         generated = set(segments.loc[(segments["query_id"] == query_id) & (segments["rank"] <= 20), "passage_id"])
@@ -49,30 +48,30 @@ def test_demo_pool_matches_hand_computed_pool(project):
     gold = passages[passages["origin"] == "gold"]
     assert gold.groupby("query_id").size().eq(2).all() and len(gold) == 12
     # The 0-based run contributes 21 passages per query.
-    rankings = pd.read_parquet(project / "results/pool/rankings.parquet")
+    rankings = pd.read_parquet(project / "results/demo/pool/rankings.parquet")
     zero_based = rankings[(rankings["run_id"] == "overlap-0based") & (rankings["rank"] <= 20)]
     assert zero_based.groupby("query_id").size().eq(21).all()
     assert set(rankings["run_id"]) >= {"oracle", "random", "rag-thorough", "rag-brief", "rag-offtopic"}
-    judgments = pd.read_parquet(project / "results/pool/judgments.parquet")
+    judgments = pd.read_parquet(project / "results/demo/pool/judgments.parquet")
     assert judgments.groupby("query_id")["facet_id"].nunique().to_dict()["volcano"] == 3
     assert "Nothing to be done" in snakemake(project, "-n").stdout
     # The whole demo ran: grades by the offline grader, leaderboards and their correlation.
-    correlation = pd.read_csv(project / "results/eval/cosine/correlation.tsv", sep="\t")
+    correlation = pd.read_csv(project / "results/demo/eval/cosine/correlation.tsv", sep="\t")
     row = correlation[(correlation["measure"] == "exam_cover") & (correlation["tau"] == 4)]
     assert row["n_runs"].tolist() == [7] and row["spearman"].iat[0] > 0.9
     assert -1 <= row["spearman_low"].iat[0] < row["spearman_high"].iat[0] <= 1
-    board = pd.read_csv(project / "results/eval/cosine/leaderboard.tsv", sep="\t")
+    board = pd.read_csv(project / "results/demo/eval/cosine/leaderboard.tsv", sep="\t")
     assert {"_gold_", "_overall_"} <= set(board["run_id"]) and "rouge_1_f1" in set(board["measure"])
-    qrels = (project / "results/eval/cosine/qrels/cosine.qrels").read_text().splitlines()
+    qrels = (project / "results/demo/eval/cosine/qrels/cosine.qrels").read_text().splitlines()
     assert len(qrels) == len(passages) - len(gold)  # every pooled passage, no gold article
-    metadata = read_grades_metadata(project / "results/grades/cosine.parquet")
+    metadata = read_grades_metadata(project / "results/demo/grades/cosine.parquet")
     assert metadata["pairs"] == 3345 and metadata["errors"] == 0
     assert metadata["embedding_grades"]["quantiles"] == [0.5, 0.6, 0.7, 0.8, 0.9]
-    kappa = pd.read_csv(project / "results/eval/cosine/kappa.tsv", sep="\t")
+    kappa = pd.read_csv(project / "results/demo/eval/cosine/kappa.tsv", sep="\t")
     assert kappa["table"].tolist() == ["lenient", "strict"] and kappa["n_pairs"].eq(101).all()
 
 
-POOL_TARGET = "results/pool/summary.tsv"
+POOL_TARGET = "results/demo/pool/summary.tsv"
 
 
 def test_bad_run_file_fails_cleanly_with_nothing_written(project):
@@ -82,10 +81,10 @@ def test_bad_run_file_fails_cleanly_with_nothing_written(project):
     run.write_text("\n".join(lines) + "\n")
     result = snakemake(project, POOL_TARGET, check=False)
     assert result.returncode != 0
-    log = (project / "results/logs/pool.log").read_text()
+    log = (project / "results/demo/logs/pool.log").read_text()
     assert "examflow: error: resources/demo/runs/bm25.run:7: field 'rank': not an integer: 'seven'" in log
     assert "Traceback" not in log
-    assert not (project / "results/pool").exists() or not any((project / "results/pool").iterdir())
+    assert not (project / "results/demo/pool").exists() or not any((project / "results/demo/pool").iterdir())
 
 
 def test_warn_policy_pools_around_missing_passages(project):
@@ -93,78 +92,8 @@ def test_warn_policy_pools_around_missing_passages(project):
     corpus.write_text("".join(line for line in corpus.read_text().splitlines(True) if not line.startswith("p001\t")))
     failed = snakemake(project, POOL_TARGET, check=False)
     assert failed.returncode != 0
-    assert "pooled passage 'p001' is not in the collection" in (project / "results/logs/pool.log").read_text()
+    assert "pooled passage 'p001' is not in the collection" in (project / "results/demo/logs/pool.log").read_text()
     snakemake(project, POOL_TARGET, "--config", "validation={'missing_passages': 'warn', 'unknown_queries': 'error'}")
-    assert "1 × pooled passages missing from the collection, dropped" in (project / "results/logs/pool.log").read_text()
-    passages = pd.read_parquet(project / "results/pool/passages.parquet")
+    assert "1 × pooled passages missing from the collection, dropped" in (project / "results/demo/logs/pool.log").read_text()
+    passages = pd.read_parquet(project / "results/demo/pool/passages.parquet")
     assert "p001" not in set(passages["passage_id"])
-
-
-def test_config_is_validated_at_parse_time(project):
-    config = yaml.safe_load((project / "config/config.yaml").read_text())
-    config["pool"]["depht"] = 10
-    write(project / "config/bad.yaml", yaml.safe_dump(config))
-    result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
-    assert result.returncode != 0
-    output = result.stdout + result.stderr
-    assert "depht" in output and "Additional properties are not allowed" in output
-    config["pool"] = {}
-    config["inputs"]["runs"] = ["resources/demo/runs/*.trec"]
-    write(project / "config/bad.yaml", yaml.safe_dump(config))
-    result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
-    assert "config inputs.runs: no file matches 'resources/demo/runs/*.trec'" in result.stdout + result.stderr
-    assert not (project / "results").exists()
-
-
-def test_schema_fills_defaults_of_a_minimal_config():
-    config = {"inputs": {"queries": "q.tsv"}}
-    validate(config, str(ROOT / "workflow/schemas/config.schema.yaml"), set_default=True)
-    assert config == {
-        "inputs": {
-            "queries": "q.tsv",
-            "runs": [],
-            "corpus": None,
-            "qrels": None,
-            "responses": None,
-            "official_leaderboard": None,
-            "gold_articles": None,
-            "bank": None,
-        },
-        "questions": {
-            "generate": False,
-            "format": "json",
-            "attempts": 3,
-            "llm": {
-                "model": "gpt-3.5-turbo",
-                "base_url": None,
-                "api_key_env": "OPENAI_API_KEY",
-                "api": "chat",
-                "temperature": 0.0,
-                "max_tokens": 1024,
-                "timeout": 60,
-                "max_attempts": 5,
-                "concurrency": 4,
-                "backoff": 1.0,
-            },
-        },
-        "grading": {"methods": [], "flush_every": 64},
-        "evaluation": {
-            "tau": [1, 3, 4, 5],
-            "k": 20,
-            "query_mode": "present",
-            "n_exam": "pool",
-            "bootstrap": 1000,
-            "seed": 0,
-            "min_relevant_judgment": 1,
-            "measures": ["map", "ndcg_cut_10", "ndcg_cut_20", "Rprec", "P_20", "recip_rank"],
-        },
-        "cache_dir": "results/cache",
-        "pool": {"depth": 20},
-        "segment": {"max_tokens": 400},
-        "validation": {"missing_passages": "error", "unknown_queries": "error"},
-    }
-
-
-@pytest.mark.parametrize("example", sorted((ROOT / "config/examples").glob("*.yaml")), ids=lambda p: p.name)
-def test_example_configs_follow_the_schema(example):
-    validate(yaml.safe_load(example.read_text()), str(ROOT / "workflow/schemas/config.schema.yaml"), set_default=True)

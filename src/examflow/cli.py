@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import logging
 import sys
@@ -11,18 +12,19 @@ from pathlib import Path
 import pandas as pd
 
 from examflow import __version__
-from examflow.errors import InputError, Problems
+from examflow.errors import Failure, InputError, Problems
 from examflow.evaluation.qrels import DEFAULT_MEASURES
 from examflow.io import read_qrels, read_queries, read_responses, read_runs, read_table, write_tables
 from examflow.io.qrels import JUDGMENT_COLUMNS
 from examflow.io.responses import gold_responses, read_gold_articles
 from examflow.io.runs import RUN_COLUMNS
-from examflow.llm import LLMClient, LLMError, LLMSettings
+from examflow.llm import LLMClient, LLMSettings
 from examflow.pool import build_pool
 from examflow.questions.bank import read_bank, write_bank
 from examflow.questions.diff import diff_banks, format_diff
-from examflow.questions.generate import FORMATS, GenerationError, generate_bank
+from examflow.questions.generate import FORMATS, generate_bank
 from examflow.questions.shards import pool_shard, shard_table
+from examflow.registry import QUESTION_LLM_OPTIONS, REQUIRED, check_method, check_options
 from examflow.segment import segment_responses
 
 log = logging.getLogger("examflow")
@@ -70,7 +72,9 @@ def questions_command(args: argparse.Namespace) -> None:
     if out.exists():
         # The bank is the user's to edit from the moment it is written.
         raise InputError(out, "exists: the bank is generated once and never overwritten (delete it to generate anew)")
-    settings = LLMSettings(**{name: getattr(args, name) for name in LLMSettings.__dataclass_fields__})
+    settings = LLMSettings(
+        **check_options("--llm", {n: getattr(args, n) for n in QUESTION_LLM_OPTIONS}, QUESTION_LLM_OPTIONS)
+    )
     llm = LLMClient(settings, args.cache_dir)
     bank = generate_bank(read_queries(args.queries), llm, args.format, args.attempts)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -98,17 +102,32 @@ def bank_diff_command(args: argparse.Namespace) -> None:
 
 
 def grade_command(args: argparse.Namespace) -> None:
+    from examflow.grading.grades import empty_grades, failure_counts
     from examflow.grading.run import ShardGrader, make_pairs
 
-    method = json.loads(args.method)
+    method = check_method("--method", json_argument(args.method, "--method"))
     queries, passages = read_table(args.queries), read_table(args.passages)
     questions = read_table(args.questions)
     pairs = make_pairs(method["kind"], passages, questions, queries)
     log.info("method %s, shard %s: %d passages, %d pairs", method["name"], args.shard, len(passages), len(pairs))
+    if not pairs:  # no model is loaded for nothing
+        log.warning("shard %s: nothing to grade (no pooled passages or no questions)", args.shard)
+        write_tables({args.out: empty_grades()})
+        return
     grader = ShardGrader(method, args.cache_dir, args.shard, args.flush_every)
     grades = grader.grade(pairs)
+    failed, unparsable = failure_counts(grades), int(grades["unparsable"].sum())
+    n_failed = sum(failed.values())
+    kinds = ", ".join(f"{count} {kind}" for kind, count in failed.items())
+    log.info("sent %d prompts to the model; %d failed pairs%s; %d unparsable answers (mode %s)",
+             grader.sent, n_failed, f" ({kinds})" if kinds else "", unparsable, method["mode"])  # fmt: skip
+    if n_failed > args.max_error_rate * len(pairs):
+        raise Failure(
+            f"method {method['name']}, shard {args.shard}: {n_failed} of {len(pairs)} pairs failed ({kinds}), more "
+            f"than grading.max_error_rate = {args.max_error_rate:g} allows; the answers that came are cached, and "
+            "a rerun asks only for the failed pairs"
+        )
     write_tables({args.out: grades})
-    log.info("sent %d prompts to the model; %d grading errors", grader.sent, int(grades["error"].notna().sum()))
 
 
 def merge_grades_command(args: argparse.Namespace) -> None:
@@ -120,8 +139,8 @@ def merge_grades_command(args: argparse.Namespace) -> None:
 
 
 def evaluate_command(args: argparse.Namespace) -> None:
-    from examflow.evaluation.correlation import read_leaderboard
     from examflow.evaluation.leaderboard import Settings, evaluate
+    from examflow.io.leaderboard import read_leaderboard
 
     inputs = _evaluation_inputs(args)
     settings = Settings(
@@ -213,6 +232,12 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("--shard", required=True)
     grade.add_argument("--cache-dir", required=True)
     grade.add_argument("--flush-every", type=int, default=64, help="pairs per cache flush")
+    grade.add_argument(
+        "--max-error-rate",
+        type=float,
+        default=0.0,
+        help="share of pairs that may fail (0-1, default 0) before the job fails, writing no table",
+    )
     grade.add_argument("--out", required=True)
     grade.set_defaults(handler=grade_command)
 
@@ -269,17 +294,24 @@ def parser() -> argparse.ArgumentParser:
 
 
 def add_llm_options(command: argparse.ArgumentParser) -> None:
-    defaults = LLMSettings(model="")
-    command.add_argument("--model", required=True)
-    command.add_argument("--base-url", help="OpenAI-compatible endpoint (vLLM, Ollama, LiteLLM); default OpenAI")
-    command.add_argument("--api-key-env", default=defaults.api_key_env, help="name of the variable holding the key")
-    command.add_argument("--api", choices=["chat", "completions"], default=defaults.api)
-    command.add_argument("--temperature", type=float, default=defaults.temperature)
-    command.add_argument("--max-tokens", type=int, default=defaults.max_tokens)
-    command.add_argument("--timeout", type=float, default=defaults.timeout, help="seconds per request")
-    command.add_argument("--max-attempts", type=int, default=defaults.max_attempts, help="HTTP tries per request")
-    command.add_argument("--concurrency", type=int, default=defaults.concurrency, help="requests at once")
-    command.add_argument("--backoff", type=float, default=defaults.backoff, help="first retry delay, doubling")
+    """One option per `examflow.registry.LLM_OPTIONS` entry, with its default and help."""
+    kinds = {"string": str, "integer": int, "number": float}
+    for name, option in QUESTION_LLM_OPTIONS.items():
+        default = None if option.default is REQUIRED else option.default
+        command.add_argument(
+            f"--{name.replace('_', '-')}",
+            type=kinds[option.type],
+            default=default,
+            choices=option.choices or None,
+            help=f"{option.help} (default: {default})",
+        )
+
+
+def json_argument(text: str, name: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise Failure(f"{name}: not valid JSON ({error.msg}, column {error.colno})") from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -289,7 +321,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         args.handler(args)
-    except (InputError, LLMError, GenerationError) as error:
+    except Failure as error:
         print(f"examflow: error: {error}", file=sys.stderr)
         return 2
+    except OSError as error:
+        if error.errno not in _DISK_ERRORS:
+            raise
+        print(f"examflow: error: {error.filename or 'output'}: cannot write: {error.strerror}", file=sys.stderr)
+        return 2
     return 0
+
+
+# Writing failed for a reason outside examflow: a full disk, a read-only or forbidden folder.
+_DISK_ERRORS = {errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EDQUOT, errno.EPERM}

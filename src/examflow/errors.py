@@ -1,4 +1,6 @@
-"""Input errors that point at the file, line and field a person has to fix."""
+"""Expected failures: input errors that point at the file, line and field a person has to fix,
+configuration errors that name the key, and runs that failed for a reason a person can act on.
+The CLI prints each as one line and exits 2; anything else is a bug and keeps its traceback."""
 
 from __future__ import annotations
 
@@ -10,8 +12,12 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 
+class Failure(Exception):
+    """An expected failure: its message is the whole story for the person running examflow."""
+
+
 @dataclass
-class InputError(Exception):
+class InputError(Failure):
     """A problem in a user's input file; `str()` reads `path:line: field 'x': message`."""
 
     path: str | Path
@@ -23,6 +29,13 @@ class InputError(Exception):
         where = str(self.path) if self.line is None else f"{self.path}:{self.line}"
         what = self.message if self.field is None else f"field '{self.field}': {self.message}"
         return f"{where}: {what}"
+
+
+class ConfigError(InputError):
+    """A problem in the configuration: `str()` reads `config key.path: message`; never echoes a secret."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(f"config {key}", message)
 
 
 class Problems:

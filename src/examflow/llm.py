@@ -1,9 +1,11 @@
 """OpenAI-compatible LLM calls (OpenAI, vLLM, Ollama, LiteLLM) with a disk cache and retries.
 
-Every raw response is stored on disk, keyed by the model, the decoding settings and the
-prompt, so a rerun costs no API call. HTTP 429 waits as long as `Retry-After` says; 5xx,
-timeouts and dropped connections back off exponentially; other HTTP errors fail at once.
-A call that still fails is returned as an `LLMError`, never as an empty answer.
+Every raw response is stored on disk, keyed by the endpoint, the model, the decoding
+settings and the prompt, so a rerun costs no API call. HTTP 429 waits as long as
+`Retry-After` says, up to `max_retry_after`; 5xx, timeouts, dropped connections and
+malformed replies (no choices, null content, a body that is not the API's JSON) back off
+exponentially; other HTTP errors fail at once. A call that still fails is an `LLMError`
+whose `kind` names the failure, never an empty answer, and it is never cached.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from pathlib import Path
 
 import openai
 
+from examflow.errors import Failure
+
 log = logging.getLogger(__name__)
 
 
@@ -38,10 +42,11 @@ class LLMSettings:
     max_attempts: int = 5
     concurrency: int = 4
     backoff: float = 1.0  # seconds before the first retry; doubles each time
+    max_retry_after: float = 120.0  # the longest a 429's Retry-After is waited for
 
 
-class LLMError(Exception):
-    """A call that failed for good: `kind` is timeout, http-NNN, connection or config."""
+class LLMError(Failure):
+    """A call that failed for good: `kind` is timeout, http-NNN, connection, malformed or config."""
 
     def __init__(self, kind: str, message: str):
         super().__init__(f"{kind}: {message}")
@@ -87,10 +92,7 @@ class LLMClient:
         )
 
     def cache_key(self, prompt: str, attempt: int = 0) -> str:
-        decoding = {
-            k: v for k, v in asdict(self.settings).items() if k in ("model", "api", "temperature", "max_tokens")
-        }
-        payload = json.dumps({**decoding, "prompt": prompt, "attempt": attempt}, sort_keys=True)
+        payload = json.dumps({**answer_settings(self.settings), "prompt": prompt, "attempt": attempt}, sort_keys=True)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
     def complete(self, prompt: str, attempt: int = 0) -> str:
@@ -128,8 +130,17 @@ class LLMClient:
                 failure, wait = LLMError("timeout", f"no answer within {self.settings.timeout} s"), None
             except openai.APIConnectionError as error:
                 failure, wait = LLMError("connection", str(error)), None
+            except (Malformed, json.JSONDecodeError, openai.APIResponseValidationError) as error:
+                failure, wait = LLMError("malformed", str(error)), None
             if attempt == self.settings.max_attempts:
                 raise failure
+            if wait is not None and wait > self.settings.max_retry_after:
+                log.warning(
+                    "Retry-After asks for %.0f s; waiting llm.max_retry_after = %.0f s",
+                    wait,
+                    self.settings.max_retry_after,
+                )
+                wait = self.settings.max_retry_after
             wait = delay if wait is None else wait
             log.warning("LLM call failed (%s); retry %d in %.1f s", failure, attempt, wait)
             time.sleep(wait)
@@ -143,9 +154,27 @@ class LLMClient:
         options = {"model": settings.model, "temperature": settings.temperature, "max_tokens": settings.max_tokens}
         if settings.api == "chat":
             reply = self.client.chat.completions.create(messages=[{"role": "user", "content": prompt}], **options)
-            return reply.choices[0].message.content or ""
-        reply = self.client.completions.create(prompt=prompt, **options)
-        return reply.choices[0].text
+        else:
+            reply = self.client.completions.create(prompt=prompt, **options)
+        if isinstance(reply, str):  # the client hands back bodies that are not JSON (an HTML page) as text
+            raise Malformed(f"the reply is not the API's JSON: {reply[:80]!r}")
+        if not reply.choices:
+            raise Malformed("the reply has no choices")
+        choice = reply.choices[0]
+        text = choice.message.content if settings.api == "chat" else choice.text
+        if not isinstance(text, str):
+            raise Malformed("the reply's answer is null")
+        return text
+
+
+class Malformed(Exception):
+    """A reply with status 200 that holds no answer."""
+
+
+def answer_settings(settings: LLMSettings) -> dict:
+    """What decides an answer: the endpoint (the same model name on two servers is two models),
+    the model and the decoding settings. Keys of both the LLM cache and the grade cache."""
+    return {k: v for k, v in asdict(settings).items() if k in ("base_url", "model", "api", "temperature", "max_tokens")}
 
 
 def _retry_after(response) -> float | None:

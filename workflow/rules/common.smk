@@ -1,6 +1,6 @@
-import functools
 import glob
 import json
+import logging
 import os
 import shlex
 import sys
@@ -8,18 +8,33 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 from snakemake.settings.enums import RerunTrigger
-from snakemake.utils import validate
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
-from examflow.questions.bank import read_bank
-from examflow.questions.shards import shard_digests, shard_name
-from examflow.io import read_queries
+from examflow.config import check_config
+from examflow.errors import Failure
 from examflow.io.irds import is_irds
+from examflow.workflow import bank_queries, check_leaderboard, graded_shards
 
-validate(config, "../schemas/config.schema.yaml", set_default=True)
+# examflow's parse-time warnings (queries without questions, runs off the leaderboard, ...).
+_warnings = logging.StreamHandler()
+_warnings.setFormatter(logging.Formatter("examflow: %(levelname)s: %(message)s"))
+logging.getLogger("examflow").addHandler(_warnings)
+logging.getLogger("examflow").propagate = False
+
+
+def checked(step, *args):
+    """`step(*args)`, its expected failures shown as one line naming the config file."""
+    try:
+        return step(*args)
+    except Failure as error:
+        files = ", ".join(map(str, workflow.overwrite_configfiles)) or CONFIG_FILE
+        raise WorkflowError(f"{error}\n(configuration: {files})") from None
+
+
+config.update(checked(check_config, config, workflow.source_path("../schemas/config.schema.yaml")))
 
 INPUTS = config["inputs"]
-POOL = "results/pool"
+RESULTS = config["results_dir"].rstrip("/")
 ENV = "../../envs/examflow.yaml"
 
 # Rules run `python -m examflow` from this workflow's own src/, in the venv and in a
@@ -28,6 +43,15 @@ SRC = shlex.quote(str(Path(workflow.basedir) / "src"))
 shell.prefix(
     "set -euo pipefail; export PYTHONPATH=%s${{PYTHONPATH:+:$PYTHONPATH}}; " % SRC
 )
+
+
+def results(path):
+    """A path under this configuration's results folder."""
+    return f"{RESULTS}/{path}"
+
+
+def logs(path):
+    return results(f"logs/{path}")
 
 
 def existing_file(key, path):
@@ -78,15 +102,15 @@ BANK = INPUTS["bank"]
 GENERATE_BANK = (
     bool(BANK) and config["questions"]["generate"] and not Path(BANK).exists()
 )
-if config["questions"]["generate"] and not BANK:
-    raise WorkflowError(
-        "config questions.generate: set inputs.bank, the file the generated bank is written to"
-    )
+VALIDATION = config["validation"]
+# One shard per query with questions: a query without any gets no jobs at all.
 SHARDS = (
-    sorted({shard_name(q) for q in read_queries(INPUTS["queries"])["query_id"]})
+    checked(graded_shards, INPUTS["queries"], BANK, GENERATE_BANK, VALIDATION)
     if BANK
     else []
 )
+if INPUTS["official_leaderboard"]:
+    checked(check_leaderboard, INPUTS, RUN_FILES, VALIDATION)
 
 
 def bank_path():
@@ -102,27 +126,16 @@ def bank_input(wildcards):
     return ancient(bank_path())
 
 
-@functools.cache
-def bank_digests(path, modified):
-    return shard_digests(read_bank(path))
-
-
 def shard_digest(wildcards):
     # Reads the bank itself (no `input` argument): Snakemake ignores changes of params
     # derived from input, and this digest is how an edit reaches exactly its shard.
     path = bank_path()
-    return bank_digests(path, os.path.getmtime(path)).get(
+    return bank_queries(path, os.path.getmtime(path)).digests.get(
         wildcards.shard, "no questions"
     )
 
 
 METHODS = {method["name"]: method for method in config["grading"]["methods"]}
-if len(METHODS) < len(config["grading"]["methods"]):
-    raise WorkflowError("config grading.methods: two methods have the same name")
-if METHODS and not BANK:
-    raise WorkflowError(
-        "config grading.methods: grading needs a question bank (inputs.bank)"
-    )
 
 
 def method_json(wildcards):
@@ -130,11 +143,7 @@ def method_json(wildcards):
 
 
 def method_gpus(wildcards):
-    method = METHODS[wildcards.method]
-    default = (
-        1 if method["backend"]["kind"] in ("hf_seq2seq", "hf_extractive_qa") else 0
-    )
-    return method.get("gpu", default)
+    return METHODS[wildcards.method]["gpu"]
 
 
 def pool_inputs(wildcards):

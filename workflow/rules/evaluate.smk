@@ -1,6 +1,6 @@
 rule evaluate:
     input:
-        grades="results/grades/{method}.parquet",
+        grades=results("grades/{method}.parquet"),
         rankings=rules.pool.output.rankings,
         passages=rules.pool.output.passages,
         judgments=rules.pool.output.judgments,
@@ -8,11 +8,11 @@ rule evaluate:
         official=INPUTS["official_leaderboard"] or [],
         gold_articles=INPUTS["gold_articles"] or [],
     output:
-        leaderboard="results/eval/{method}/leaderboard.tsv",
-        per_query="results/eval/{method}/per_query.tsv",
-        qrels="results/eval/{method}/qrels/{method}.qrels",
+        leaderboard=results("eval/{method}/leaderboard.tsv"),
+        per_query=results("eval/{method}/per_query.tsv"),
+        qrels=results("eval/{method}/qrels/{method}.qrels"),
     log:
-        "results/logs/evaluate/{method}.log",
+        logs("evaluate/{method}.log"),
     conda:
         ENV
     params:

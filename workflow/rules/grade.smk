@@ -7,9 +7,9 @@ rule grade:
         queries=rules.pool_shard.output.queries,
         questions=rules.bank_shard.output[0],
     output:
-        "results/grades/{method}/{shard}.parquet",
+        results("grades/{method}/{shard}.parquet"),
     log:
-        "results/logs/grade/{method}/{shard}.log",
+        logs("grade/{method}/{shard}.log"),
     conda:
         ENV
     resources:
@@ -18,19 +18,21 @@ rule grade:
         method=method_json,
         cache=config["cache_dir"],
         flush_every=config["grading"]["flush_every"],
+        max_error_rate=config["grading"]["max_error_rate"],
     shell:
         "python -m examflow grade --method {params.method} --passages {input.passages}"
         " --queries {input.queries} --questions {input.questions} --shard {wildcards.shard}"
-        " --cache-dir {params.cache} --flush-every {params.flush_every} --out {output} 2> {log}"
+        " --cache-dir {params.cache} --flush-every {params.flush_every}"
+        " --max-error-rate {params.max_error_rate} --out {output} 2> {log}"
 
 
 rule merge_grades:
     input:
-        expand("results/grades/{{method}}/{shard}.parquet", shard=SHARDS),
+        expand(results("grades/{{method}}/{shard}.parquet"), shard=SHARDS),
     output:
-        "results/grades/{method}.parquet",
+        results("grades/{method}.parquet"),
     log:
-        "results/logs/grade/{method}.log",
+        logs("grade/{method}.log"),
     conda:
         ENV
     params:

@@ -2,13 +2,13 @@ rule pool:
     input:
         unpack(pool_inputs),
     output:
-        passages=f"{POOL}/passages.parquet",
-        rankings=f"{POOL}/rankings.parquet",
-        queries=f"{POOL}/queries.parquet",
-        judgments=f"{POOL}/judgments.parquet",
-        summary=f"{POOL}/summary.tsv",
+        passages=results("pool/passages.parquet"),
+        rankings=results("pool/rankings.parquet"),
+        queries=results("pool/queries.parquet"),
+        judgments=results("pool/judgments.parquet"),
+        summary=results("pool/summary.tsv"),
     log:
-        "results/logs/pool.log",
+        logs("pool.log"),
     conda:
         ENV
     params:
@@ -28,10 +28,10 @@ rule pool_shard:
         passages=rules.pool.output.passages,
         queries=rules.pool.output.queries,
     output:
-        passages="results/pool/shards/{shard}.passages.parquet",
-        queries="results/pool/shards/{shard}.queries.parquet",
+        passages=results("pool/shards/{shard}.passages.parquet"),
+        queries=results("pool/shards/{shard}.queries.parquet"),
     log:
-        "results/logs/pool/{shard}.log",
+        logs("pool/{shard}.log"),
     conda:
         ENV
     shell:

@@ -6,7 +6,7 @@ if GENERATE_BANK:
         output:
             BANK,
         log:
-            "results/logs/questions.log",
+            logs("questions.log"),
         conda:
             ENV
         params:
@@ -25,9 +25,9 @@ rule bank_shard:
     input:
         bank=bank_input,
     output:
-        "results/bank/{shard}.parquet",
+        results("bank/{shard}.parquet"),
     log:
-        "results/logs/bank/{shard}.log",
+        logs("bank/{shard}.log"),
     conda:
         ENV
     params:

@@ -4,9 +4,9 @@ rule segment:
         gold_articles=INPUTS["gold_articles"] or [],
         queries=input_file("queries"),
     output:
-        "results/segment/responses.parquet",
+        results("segment/responses.parquet"),
     log:
-        "results/logs/segment.log",
+        logs("segment.log"),
     conda:
         ENV
     params:

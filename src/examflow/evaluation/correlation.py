@@ -9,17 +9,13 @@ Bootstrap intervals resample the queries (fixed seed) and recompute every run's 
 
 from __future__ import annotations
 
-import json
 import math
 import random
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy.stats import kendalltau, rankdata, spearmanr
-
-from examflow.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -27,22 +23,6 @@ class Correlation:
     spearman: float
     kendall: float
     n_runs: int
-
-
-def read_leaderboard(path: str | Path) -> dict[str, float]:
-    """An official leaderboard: a JSON object {run_id: rank}, ranks numbers (ties averaged)."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(path, "file not found") from None
-    except json.JSONDecodeError as error:
-        raise InputError(path, f"not valid JSON ({error.msg})", error.lineno) from None
-    if not isinstance(data, dict) or not data:
-        raise InputError(path, "expected a non-empty JSON object {run_id: official rank}")
-    for run, rank in data.items():
-        if isinstance(rank, bool) or not isinstance(rank, int | float):
-            raise InputError(path, f"rank {rank!r} is not a number", None, run)
-    return {run: float(rank) for run, rank in data.items()}
 
 
 def _shared(scores: dict[str, float], official: dict[str, float]) -> list[str]:

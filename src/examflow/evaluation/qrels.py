@@ -14,6 +14,31 @@ import pandas as pd
 import pytrec_eval
 
 DEFAULT_MEASURES = ("map", "ndcg_cut_10", "ndcg_cut_20", "Rprec", "P_20", "recip_rank")
+# Not per-query numbers that an arithmetic mean over queries summarises.
+_NOT_MEANS = {"relstring": "a string", "runid": "a string", "num_q": "a count of queries",
+              "gm_map": "a geometric mean", "gm_bpref": "a geometric mean"}  # fmt: skip
+
+
+def unknown_measures(names) -> dict[str, str]:
+    """The names pytrec_eval does not compute under exactly that name, each with the reason.
+
+    pytrec_eval reads `P_2O` as `P_2` and `P` as nine cut-offs, and a score looked up
+    under the configured name would then be missing: every such name is refused.
+    """
+    problems = {}
+    for name in names:
+        if name in _NOT_MEANS:
+            problems[name] = f"trec_eval reports {_NOT_MEANS[name]}, not a per-query score"
+            continue
+        try:
+            evaluator = pytrec_eval.RelevanceEvaluator({"q": {"d": 1}}, {name})
+        except ValueError:
+            problems[name] = "not a trec_eval measure (pytrec_eval names: map, P_20, ndcg_cut_10, recip_rank, ...)"
+            continue
+        computed = sorted(evaluator.evaluate({"q": {"d": 1.0}})["q"])
+        if computed != [name]:
+            problems[name] = f"trec_eval computes it as {', '.join(computed)}: name each measure exactly"
+    return problems
 
 
 def exam_labels(grades: pd.DataFrame, per_facet: bool = False) -> pd.DataFrame:
@@ -53,5 +78,6 @@ def trec_scores(
         queries = sorted(qrels) if complete else sorted(results)
         for q in queries:
             for measure in measures:
-                rows.append((run_id, q, measure, results.get(q, {}).get(measure, 0.0)))
+                # A query the run lacks scores 0 (trec_eval -c); a measure is always computed for the rest.
+                rows.append((run_id, q, measure, results[q][measure] if q in results else 0.0))
     return pd.DataFrame(rows, columns=["run_id", "query_id", "measure", "value"])

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from examflow.llm import LLMClient, LLMError, LLMSettings
+from examflow.llm import LLMClient, LLMError, LLMSettings, answer_settings
 from examflow.prompts import template
 
 log = logging.getLogger(__name__)
@@ -235,8 +235,7 @@ class OpenAIBackend:
 
     def __init__(self, cache_dir: str | Path, **settings):
         self.client = LLMClient(LLMSettings(**settings), Path(cache_dir) / "llm")
-        decoding = {k: v for k, v in settings.items() if k in ("model", "api", "temperature", "max_tokens")}
-        self.signature = {"backend": "openai", **decoding}
+        self.signature = {"backend": "openai", **answer_settings(self.client.settings)}
 
     def answer(self, requests: list[Request]) -> list[Answer]:
         prompts = [template(r.template).format(**r.fields) for r in requests]
@@ -291,19 +290,17 @@ class EmbeddingBackend:
 
 
 def make_backend(spec: dict, cache_dir: str | Path):
-    """A back end from a method's `backend` settings: `{"kind": ..., **options}`."""
+    """A back end from a method's checked `backend` settings: `{"kind": ..., **options}`."""
+    from importlib import import_module
+
+    from examflow.registry import BACKENDS
+
     _quiet_progress_bars()
+    module, name = BACKENDS[spec["kind"]].factory.split(":")
     options = {k: v for k, v in spec.items() if k != "kind"}
-    kind = spec["kind"]
-    if kind == "hf_seq2seq":
-        return Seq2SeqBackend(**options)
-    if kind == "openai":
-        return OpenAIBackend(cache_dir, **options)
-    if kind == "embedding":
-        return EmbeddingBackend(**options)
-    if kind == "hf_extractive_qa":
-        return ExtractiveQABackend(**options)
-    raise ValueError(f"unknown back end {kind!r}")
+    if spec["kind"] == "openai":  # answers are cached by the LLM client too
+        options["cache_dir"] = cache_dir
+    return getattr(import_module(module), name)(**options)
 
 
 def _quiet_progress_bars() -> None:

@@ -14,6 +14,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from examflow.grading.grades import failure_counts
+
 DEFAULT_QUANTILES = (0.5, 0.6, 0.7, 0.8, 0.9)
 
 
@@ -21,10 +23,13 @@ def merge_grades(tables: list[pd.DataFrame], method: dict) -> tuple[pd.DataFrame
     """The method's grades table and the metadata recorded with it."""
     grades = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
     grades = grades.sort_values(["query_id", "passage_id", "question_id"], kind="stable").reset_index(drop=True)
+    failed = failure_counts(grades) if len(grades) else {}
     metadata = {
         "method": method,
         "pairs": len(grades),
-        "errors": int(grades["error"].notna().sum()) if len(grades) else 0,
+        "errors": sum(failed.values()),
+        "errors_by_kind": failed,
+        "unparsable": int(grades["unparsable"].sum()) if len(grades) else 0,
     }
     if method["backend"]["kind"] == "embedding" and len(grades):
         quantiles = list(method.get("quantiles", DEFAULT_QUANTILES))

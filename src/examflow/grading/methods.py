@@ -3,9 +3,12 @@
 Question methods pair every pooled passage with every exam question of its query:
 `self_rating` (EXAM++), `qa_verify` (answer, then check it against the answer key),
 `qa_llm_verify` (answer, then ask the LLM whether it matches the key), `extractive_qa`
-(a SQuAD2 span, checked against the key). `nugget_rating`
-pairs passages with nuggets. The direct-grading baselines pair passages with the query
-itself (for a subtopic: "query / subtopic").
+(a SQuAD2 span, checked against the key). `nugget_rating` pairs passages with nuggets.
+The direct-grading baselines pair passages with the query itself (for a subtopic:
+"query / subtopic"). The kinds themselves are listed in `examflow.registry.KINDS`.
+
+An answer that is not a grade is *unparsable*: in the `reference` and `paper` parse modes it
+is read as SPEC §3 says and flagged, in `strict` mode it is an error. A failure is never a grade.
 """
 
 from __future__ import annotations
@@ -14,28 +17,11 @@ import re
 from dataclasses import dataclass
 
 from examflow.grading.backends import Answer, Request
-from examflow.grading.parsing import parse_self_rating, verify_answer
+from examflow.grading.parsing import FALSE_WORDS, TRUE_WORDS, is_bare_rating, parse_self_rating, verify_answer
+from examflow.registry import KINDS
 
-# extractive_qa sends no prompt: the span extractor reads question and passage as a pair.
-QUESTION_KINDS = {
-    "self_rating": "grade-self-rating",
-    "qa_verify": "grade-qa",
-    "qa_llm_verify": "grade-qa",
-    "extractive_qa": "grade-qa",
-}
-NUGGET_KINDS = {"nugget_rating": "grade-nugget-rating"}
-DIRECT_KINDS = {
-    "faggioli": "direct-faggioli",
-    "faggioli_few": "direct-faggioli-few",
-    "helm": "direct-helm",
-    "sun": "direct-sun",
-    "sun_few": "direct-sun-few",
-    "thomas": "direct-thomas",
-}
-KINDS = QUESTION_KINDS | NUGGET_KINDS | DIRECT_KINDS
-RATING_KINDS = {"self_rating", "nugget_rating"}
-RELEVANT_WORDS = {"yes", "correct", "true"}
 _THOMAS = re.compile(r"[^\w]*([0-2])[^\w]*")
+_EXPECTED = {"rating": "a grade 0-5", "thomas": "a grade 0-2", "binary": "yes or no", "verified": "yes or no"}
 
 
 @dataclass(frozen=True)
@@ -51,11 +37,8 @@ class Pair:
 
 
 def request(kind: str, pair: Pair) -> Request:
-    if kind in QUESTION_KINDS:
-        return Request(QUESTION_KINDS[kind], {"question": pair.question_text, "context": pair.passage_text})
-    if kind in NUGGET_KINDS:
-        return Request(NUGGET_KINDS[kind], {"nugget": pair.question_text, "context": pair.passage_text})
-    return Request(DIRECT_KINDS[kind], {"query": pair.question_text, "context": pair.passage_text})
+    spec = KINDS[kind]
+    return Request(spec.template, {spec.target: pair.question_text, "context": pair.passage_text})
 
 
 def correct_answer(pair: Pair) -> str | None:
@@ -84,7 +67,8 @@ class Grade:
     correct: bool | None = None
     expected: float | None = None
     score: float | None = None
-    error: str | None = None
+    unparsable: bool = False  # the answer was not a grade; read as SPEC §3 says
+    error: str | None = None  # `kind: message`; a failed pair has no grade
 
 
 def interpret(kind: str, answer: Answer, pair: Pair, mode: str = "reference", verdict: Answer | None = None) -> Grade:
@@ -95,27 +79,32 @@ def interpret(kind: str, answer: Answer, pair: Pair, mode: str = "reference", ve
     grade = Grade(text, answer=text.strip(), expected=answer.expected, score=answer.score)
     if answer.score is not None:  # embedding similarity: graded from pool quantiles at merge
         return grade
-    if kind in RATING_KINDS:
-        grade.rating = parse_self_rating(text, mode)
-    elif kind in ("qa_verify", "extractive_qa"):
+    how = KINDS[kind].grade
+    if how == "rating":
+        grade.unparsable = not is_bare_rating(text)
+        grade.rating = None if grade.unparsable and mode == "strict" else parse_self_rating(text, mode)
+    elif how == "correct":
         grade.correct = verify_answer(text, list(pair.gold_answers)) if pair.gold_answers else None
-    elif kind == "qa_llm_verify":
-        grade.correct = _verdict(verdict)
+    elif how == "verified":
         if verdict is not None and verdict.error is not None:
-            grade.error = f"verification: {verdict.error}"
-    elif kind == "thomas":
+            return Grade(text, answer=text.strip(), error=verdict.error)
+        word = (verdict.text or "").strip().lower().rstrip(".") if verdict is not None else None
+        grade.correct = {"yes": True, "no": False}.get(word)
+        grade.unparsable = verdict is not None and grade.correct is None
+    elif how == "thomas":
         match = _THOMAS.fullmatch(text)
         grade.rating = int(match.group(1)) if match else None
-        grade.error = None if match else f"unparsable: not a grade 0-2: {text[:80]!r}"
-    else:
-        grade.rating = int(text.strip().lower() in RELEVANT_WORDS)
+        grade.unparsable = match is None
+    else:  # binary direct grading: relevant iff the answer is yes, correct or true
+        word = text.strip().lower()
+        grade.rating = int(word in TRUE_WORDS)
+        grade.unparsable = word not in TRUE_WORDS | FALSE_WORDS
+    if grade.unparsable and (mode == "strict" or how == "thomas"):
+        # Thomas's 0-2 scale has no published reading of other answers: always an error.
+        unread = verdict.text if how == "verified" else text
+        return Grade(
+            text, answer=text.strip(), unparsable=True, error=f"unparsable: not {_EXPECTED[how]}: {unread[:80]!r}"
+        )
     if grade.correct is not None:
         grade.rating = int(grade.correct)
     return grade
-
-
-def _verdict(verdict: Answer | None) -> bool | None:
-    if verdict is None or verdict.error is not None:
-        return None
-    word = (verdict.text or "").strip().lower().rstrip(".")
-    return True if word == "yes" else False if word == "no" else None

@@ -54,6 +54,11 @@ def is_unanswerable(text: str) -> bool:
     return any(fuzz_ratio(stemmed, expression) > 80 for expression in _stemmed_expressions())
 
 
+def is_bare_rating(text: str) -> bool:
+    """Whether the answer is a digit 0–5 alone (punctuation around it allowed)."""
+    return _RATING.fullmatch(text) is not None
+
+
 def parse_self_rating(text: str, mode: str = "reference") -> int:
     """The rating 0–5 in a self-rating answer.
 
@@ -69,7 +74,6 @@ def parse_self_rating(text: str, mode: str = "reference") -> int:
     return int(is_unanswerable(text) == (mode == "reference"))
 
 
-@cache
 @cache
 def stopwords() -> frozenset[str]:
     return frozenset((files("examflow") / "data" / "stopwords-en.txt").read_text(encoding="utf-8").split())

@@ -12,29 +12,18 @@ import pandas as pd
 
 from examflow.grading.backends import Answer, make_backend
 from examflow.grading.cache import GradeCache
-from examflow.grading.methods import (
-    DIRECT_KINDS,
-    KINDS,
-    NUGGET_KINDS,
-    Grade,
-    Pair,
-    interpret,
-    request,
-    verification_request,
-)
+from examflow.grading.grades import GRADE_COLUMNS, GRADE_DTYPES
+from examflow.grading.methods import Grade, Pair, interpret, request, verification_request
 from examflow.prompts import template
+from examflow.registry import KINDS, check_method
 
 log = logging.getLogger(__name__)
-
-GRADE_COLUMNS = [
-    "query_id", "facet_id", "passage_id", "question_id", "method", "kind", "model", "prompt", "prompt_hash",
-    "raw", "answer", "rating", "correct", "expected", "score", "error",
-]  # fmt: skip
 
 
 def make_pairs(kind: str, passages: pd.DataFrame, questions: pd.DataFrame, queries: pd.DataFrame) -> list[Pair]:
     """Every pooled passage of a query with each of the query's questions, nuggets or facets."""
-    if kind in DIRECT_KINDS:
+    target = KINDS[kind].target
+    if target == "query":
         targets = [
             (q.query_id, facet, f"{q.query_id}/{facet}" if facet else q.query_id,
              f"{q.query_text} / {q.facet_text}" if facet else q.query_text, None, None)
@@ -42,8 +31,7 @@ def make_pairs(kind: str, passages: pd.DataFrame, questions: pd.DataFrame, queri
             for facet in [_optional(q.facet_id)]
         ]  # fmt: skip
     else:
-        wanted = "nugget" if kind in NUGGET_KINDS else "question"
-        chosen = questions[questions["kind"] == wanted]
+        chosen = questions[questions["kind"] == target]
         targets = [
             (q.query_id, _optional(q.facet_id), q.question_id, q.question_text,
              tuple(q.gold_answers) if _optional(q.gold_answers) is not None else None,
@@ -67,11 +55,12 @@ def _optional(value):
 
 
 class ShardGrader:
+    """Grades one shard with one method ({name, kind, backend: {kind, ...}, mode?})."""
+
     def __init__(self, method: dict, cache_dir: str, shard: str, flush_every: int = 64):
-        if method["kind"] not in KINDS:
-            raise ValueError(f"unknown grading method kind {method['kind']!r}; known: {', '.join(sorted(KINDS))}")
-        self.method, self.kind = method, method["kind"]
-        self.backend = make_backend(method["backend"], cache_dir)
+        self.method = check_method("method", method)
+        self.kind = self.method["kind"]
+        self.backend = make_backend(self.method["backend"], cache_dir)
         self.cache = GradeCache(cache_dir, self.backend.signature, shard)
         self.flush_every = flush_every
         self.sent = 0  # requests that reached the model
@@ -104,7 +93,7 @@ class ShardGrader:
                 needed, self.answers([verification_request(pairs[i], answers[i].text) for i in needed])
             ):
                 verdicts[i] = verdict
-        mode = self.method.get("mode", "reference")
+        mode = self.method["mode"]
         grades = [interpret(self.kind, a, p, mode, v) for p, a, v in zip(pairs, answers, verdicts)]
         self.cache.close()
         return self.table(pairs, grades)
@@ -115,11 +104,11 @@ class ShardGrader:
         model = self.backend.signature.get("model")
         rows = [
             (p.query_id, p.facet_id, p.passage_id, p.question_id, self.method["name"], self.kind, model, name, prompt_hash,
-             g.raw, g.answer, g.rating, g.correct, g.expected, g.score, g.error)
+             g.raw, g.answer, g.rating, g.correct, g.expected, g.score, g.unparsable, g.error)
             for p, g in zip(pairs, grades)
         ]  # fmt: skip
         table = pd.DataFrame(rows, columns=GRADE_COLUMNS, dtype=object)
-        return table.astype({"rating": "Int64", "correct": "boolean", "expected": "Float64", "score": "Float64"})
+        return table.astype(GRADE_DTYPES)
 
 
 def _progress(done: int, total: int, seconds: float) -> None:

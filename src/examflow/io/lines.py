@@ -1,14 +1,23 @@
-"""Line-numbered reading of plain or gzipped text files, strict about UTF-8."""
+"""Line-numbered reading of plain or gzipped text files, strict about UTF-8.
+
+A UTF-8 byte-order mark at the start of a file is dropped (with a warning): left in, it would
+become part of the first id. A `.gz` file that is not gzip, or is cut short, is an input error.
+"""
 
 from __future__ import annotations
 
 import gzip
 import json
+import logging
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
 from examflow.errors import InputError
+
+log = logging.getLogger(__name__)
+BOM = b"\xef\xbb\xbf"
 
 
 def open_bytes(path: str | Path) -> IO[bytes]:
@@ -30,13 +39,39 @@ def raw_lines(path: str | Path) -> Iterator[tuple[int, bytes]]:
     """(line number, bytes without line end) for each non-blank line; an empty file is an error."""
     seen = False
     with open_bytes(path) as handle:
-        for number, raw in enumerate(handle, 1):
+        for number, raw in _numbered(path, handle):
             raw = raw.rstrip(b"\r\n")
+            if number == 1:
+                raw = without_bom(path, raw)
             if raw.strip():
                 seen = True
                 yield number, raw
     if not seen:
         raise InputError(path, "file is empty")
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """A whole file, gunzipped for `.gz`, without a byte-order mark."""
+    with open_bytes(path) as handle:
+        return without_bom(path, b"".join(raw for _, raw in _numbered(path, handle)))
+
+
+def without_bom(path, raw: bytes) -> bytes:
+    if raw.startswith(BOM):
+        log.warning("%s: starts with a UTF-8 byte-order mark; ignored", path)
+        return raw[len(BOM) :]
+    return raw
+
+
+def _numbered(path, handle) -> Iterator[tuple[int, bytes]]:
+    """Lines with their numbers; a damaged gzip stream is an input error at the line it broke."""
+    number = 0
+    try:
+        for number, raw in enumerate(handle, 1):
+            yield number, raw
+    except (gzip.BadGzipFile, EOFError, zlib.error) as error:
+        what = "cut short" if isinstance(error, EOFError) else f"not a valid gzip file ({error})"
+        raise InputError(path, f"{what}; read up to line {number}") from None
 
 
 def decode(path: str | Path, number: int, raw: bytes) -> str:
@@ -71,6 +106,62 @@ def split_columns(path: str | Path, number: int, line: str, names: tuple[str, ..
         expected = " ".join(names)
         raise InputError(path, f"expected {len(names)} columns ({expected}), found {len(columns)}", number)
     return columns
+
+
+def required_id(path: str | Path, number: int | None, record: dict[str, Any], field: str, where: str = "") -> str:
+    """An id: a string, or a whole number written without quotes (read as its digits)."""
+    value = record.get(field)
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    name = f"{where}{field}"
+    if value is None:
+        raise InputError(path, "missing", number, name)
+    if not isinstance(value, str):
+        raise InputError(path, f"expected a string, found {type(value).__name__}", number, name)
+    check_id(path, number, value, name)
+    return value
+
+
+def check_id(path: str | Path, number: int | None, value: str, field: str) -> None:
+    # Ids end up as whitespace-separated TREC columns, and `query/facet` names a subtopic in qrels.
+    slash = field.endswith("query_id") and "/" in value
+    if not value or any(ch.isspace() for ch in value) or slash:
+        rule = "no whitespace, no /" if field.endswith("query_id") else "no whitespace"
+        raise InputError(path, f"invalid id {value!r} ({rule})", number, field)
+
+
+def line_of(text: str, key: str) -> int | None:
+    """The line of a JSON object's key in its text (for error messages)."""
+    at = text.find(json.dumps(key))
+    return text.count("\n", 0, at) + 1 if at >= 0 else None
+
+
+def json_object(path: str | Path) -> tuple[dict[str, Any], str]:
+    """A file holding one JSON object, and its text; repeated keys are an error at their line."""
+    raw = read_bytes(path)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line_start = raw.rfind(b"\n", 0, error.start) + 1
+        decode(path, raw.count(b"\n", 0, error.start) + 1, raw[line_start : raw.find(b"\n", error.start)])
+        raise
+
+    def unique(pairs):
+        seen: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in seen:
+                at = text.find(json.dumps(key), text.find(json.dumps(key)) + 1)
+                raise InputError(path, f"key {key!r} appears twice", text.count("\n", 0, at) + 1 if at >= 0 else None)
+            seen[key] = value
+        return seen
+
+    try:
+        data = json.loads(text, object_pairs_hook=unique)
+    except json.JSONDecodeError as error:
+        raise InputError(path, f"not valid JSON ({error.msg}, column {error.colno})", error.lineno) from None
+    if not isinstance(data, dict):
+        raise InputError(path, f"expected a JSON object, found {type(data).__name__}")
+    return data, text
 
 
 def required_text(path: str | Path, number: int, record: dict[str, Any], field: str) -> str:

@@ -7,14 +7,23 @@ graded and judged per subtopic (facet), TREC CAR style.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
 
 from examflow.errors import InputError
 from examflow.io.irds import irds_queries, is_irds
-from examflow.io.lines import base_suffix, decode, json_lines, open_bytes, required_text, split_columns, text_lines
+from examflow.io.lines import (
+    base_suffix,
+    check_id,
+    json_lines,
+    json_object,
+    line_of,
+    required_id,
+    required_text,
+    split_columns,
+    text_lines,
+)
 
 QUERY_COLUMNS = ["query_id", "facet_id", "query_text", "facet_text"]
 
@@ -39,31 +48,27 @@ def read_queries(path: str | Path) -> pd.DataFrame:
 def _tsv_rows(path):
     for number, line in text_lines(path):
         query_id, text = split_columns(path, number, line, ("query_id", "text"), "\t")
-        _check_id(path, number, query_id, "query_id")
+        check_id(path, number, query_id, "query_id")
         if not text.strip():
             raise InputError(path, "empty text", number, "text")
         yield number, (query_id, None, text.strip(), None)
 
 
 def _json_rows(path):
-    with open_bytes(path) as handle:
-        text = decode(path, 1, handle.read())
-    try:
-        mapping = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise InputError(path, f"not valid JSON ({error.msg})", error.lineno) from None
-    if not isinstance(mapping, dict) or not mapping:
+    mapping, text = json_object(path)
+    if not mapping:
         raise InputError(path, "expected a non-empty JSON object {query_id: text}")
     for query_id, query_text in mapping.items():
+        number = line_of(text, query_id)
+        check_id(path, number, query_id, "query_id")
         if not isinstance(query_text, str) or not query_text.strip():
-            raise InputError(path, "expected non-empty text", None, f"{query_id}")
-        yield None, (query_id, None, query_text.strip(), None)
+            raise InputError(path, "expected non-empty text", number, query_id)
+        yield number, (query_id, None, query_text.strip(), None)
 
 
 def _jsonl_rows(path):
     for number, record in json_lines(path):
-        query_id = required_text(path, number, record, "query_id")
-        _check_id(path, number, query_id, "query_id")
+        query_id = required_id(path, number, record, "query_id")
         text_field = "text" if "text" in record else "query_text"
         text = required_text(path, number, record, text_field).strip()
         subtopics = record.get("subtopics") or []
@@ -72,17 +77,8 @@ def _jsonl_rows(path):
         if not subtopics:
             yield number, (query_id, None, text, None)
         for index, subtopic in enumerate(subtopics):
-            field = f"subtopics[{index}]"
+            where = f"subtopics[{index}]"
             if not isinstance(subtopic, dict):
-                raise InputError(path, "expected an object {facet_id, text}", number, field)
-            facet_id = required_text(path, number, subtopic, "facet_id")
-            _check_id(path, number, facet_id, f"{field}.facet_id")
+                raise InputError(path, "expected an object {facet_id, text}", number, where)
+            facet_id = required_id(path, number, subtopic, "facet_id", f"{where}.")
             yield number, (query_id, facet_id, text, required_text(path, number, subtopic, "text").strip())
-
-
-def _check_id(path, number, value: str, field: str) -> None:
-    # Ids end up as whitespace-separated TREC columns and as `query/facet` qrels ids.
-    if not value or any(ch.isspace() for ch in value) or (field == "query_id" and "/" in value):
-        raise InputError(
-            path, f"invalid id {value!r} (no whitespace{', no /' if field == 'query_id' else ''})", number, field
-        )

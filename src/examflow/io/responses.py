@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from examflow.errors import InputError, Problems
-from examflow.io.lines import json_lines, required_text
+from examflow.io.lines import json_lines, required_id
 from examflow.io.runs import GOLD_RUN, RESERVED_RUNS
 
 
@@ -23,10 +23,10 @@ class Response:
 def read_responses(path: str | Path, query_ids: set[str], unknown_queries: Problems) -> list[Response]:
     responses, first_line = [], {}
     for number, record in json_lines(path):
-        run_id = required_text(path, number, record, "run_id")
+        run_id = required_id(path, number, record, "run_id")
         if run_id in RESERVED_RUNS:
             raise InputError(path, f"run id {run_id!r} is reserved for examflow's own rows", number, "run_id")
-        query_id = required_text(path, number, record, "query_id")
+        query_id = required_id(path, number, record, "query_id")
         if query_id not in query_ids:
             unknown_queries.report(
                 "responses with an unknown query id",
@@ -43,6 +43,11 @@ def read_responses(path: str | Path, query_ids: set[str], unknown_queries: Probl
         first_line[run_id, query_id] = number
         responses.append(Response(run_id, query_id, _paragraphs(path, number, record.get("text"))))
     return responses
+
+
+def response_run_ids(path: str | Path) -> set[str]:
+    """The systems a responses file holds."""
+    return {required_id(path, number, record, "run_id") for number, record in json_lines(path)}
 
 
 def _paragraphs(path, number: int, text) -> tuple[str, ...]:
@@ -66,7 +71,7 @@ def read_gold_articles(
     """JSONL `{"query_id", "text"}`, one article per query; `text` as in responses."""
     articles: dict[str, str] = {}
     for number, record in json_lines(path):
-        query_id = required_text(path, number, record, "query_id")
+        query_id = required_id(path, number, record, "query_id")
         if query_ids is not None and query_id not in query_ids:
             unknown_queries.report(
                 "gold articles with an unknown query id",

@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from examflow.errors import InputError
+from examflow.errors import Failure, InputError
 
 
 def write_tables(tables: dict[str | Path, pd.DataFrame | pa.Table | str]) -> None:
@@ -21,26 +21,33 @@ def write_tables(tables: dict[str | Path, pd.DataFrame | pa.Table | str]) -> Non
     """
     staged = []
     try:
-        for target, frame in tables.items():
-            target = Path(target)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-            os.close(handle)
-            staged.append((temporary, target))
-            if isinstance(frame, str):
-                Path(temporary).write_text(frame, encoding="utf-8")
-            elif isinstance(frame, pa.Table):
-                pq.write_table(frame, temporary)
-            elif target.suffix == ".parquet":
-                frame.to_parquet(temporary, index=False)
-            else:
-                frame.to_csv(temporary, sep="\t", index=False)
+        _stage_all(tables, staged)
         for temporary, target in staged:
             os.replace(temporary, target)
+    except OSError as error:  # a full disk, a read-only folder: the earlier outputs stay as they were
+        where = staged[-1][1] if staged else error.filename
+        raise Failure(f"{where}: cannot write: {error.strerror or error}") from None
     finally:
         for temporary, _ in staged:
             if os.path.exists(temporary):
                 os.unlink(temporary)
+
+
+def _stage_all(tables: dict, staged: list) -> None:
+    for target, frame in tables.items():
+        target = Path(target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        os.close(handle)
+        staged.append((temporary, target))
+        if isinstance(frame, str):
+            Path(temporary).write_text(frame, encoding="utf-8")
+        elif isinstance(frame, pa.Table):
+            pq.write_table(frame, temporary)
+        elif target.suffix == ".parquet":
+            frame.to_parquet(temporary, index=False)
+        else:
+            frame.to_csv(temporary, sep="\t", index=False)
 
 
 def read_table(path: str | Path) -> pd.DataFrame:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from examflow.errors import InputError
-from examflow.io.lines import base_suffix, json_lines, required_text, split_columns, text_lines
+from examflow.io.lines import base_suffix, check_id, json_lines, required_id, split_columns, text_lines
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +54,7 @@ class Entry:
     test_collection: str | None = None
     info: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    line: int | None = field(default=None, compare=False)  # where it starts in the bank file
 
 
 def item_id(query_id: str, facet_id: str | None, text: str) -> str:
@@ -73,6 +74,7 @@ def read_bank(path: str | Path) -> list[Entry]:
         entry, changed = _flat_question(path, number, record) if flat else _entry(path, number, record)
         edited += changed
         key = (entry.query_id, entry.facet_id)
+        entry.line = number
         if key not in entries:
             entries[key] = entry
         elif flat:
@@ -85,12 +87,18 @@ def read_bank(path: str | Path) -> list[Entry]:
     if blank:  # published banks hold a few parsing leftovers; they count in |Q_q| there, so they stay
         log.warning("%s: %d items with blank text", path, blank)
     _drop_repeated_ids(path, entries.values())
-    return list(entries.values())
+    return _not_empty(path, list(entries.values()))
+
+
+def _not_empty(path, entries: list[Entry]) -> list[Entry]:
+    if not any(entry.items for entry in entries):
+        raise InputError(path, "the bank holds no questions or nuggets")
+    return entries
 
 
 def _entry(path, number: int, record: dict) -> tuple[Entry, int]:
-    query_id = required_text(path, number, record, "query_id")
-    facet_id = record.get("facet_id")
+    query_id = required_id(path, number, record, "query_id")
+    facet_id = _facet(path, number, record)
     list_field = "items" if "items" in record else "questions"
     raw_items = record.get(list_field)
     if not isinstance(raw_items, list):
@@ -111,6 +119,10 @@ def _entry(path, number: int, record: dict) -> tuple[Entry, int]:
     return entry, edited
 
 
+def _facet(path, number: int, record: dict) -> str | None:
+    return None if record.get("facet_id") is None else required_id(path, number, record, "facet_id")
+
+
 def _item(path, number: int, where: str, raw, query_id: str, facet_id: str | None) -> Item:
     if not isinstance(raw, dict):
         raise InputError(path, "expected an object", number, where)
@@ -122,20 +134,24 @@ def _item(path, number: int, where: str, raw, query_id: str, facet_id: str | Non
     answers = raw.get("gold_answers")
     if answers is not None and not (isinstance(answers, list) and all(isinstance(a, str) for a in answers)):
         raise InputError(path, "expected a list of strings", number, f"{where}.gold_answers")
-    choices = raw.get("choices")
-    if choices is not None and not isinstance(choices, dict):
-        raise InputError(path, "expected an object {key: option}", number, f"{where}.choices")
+    choices = _choices(path, number, raw, f"{where}.choices")
     known = {"query_id", "facet_id", id_field, text_field, "gold_answers", "choices", "keep_id"}
     extra = {k: v for k, v in raw.items() if k not in known}
-    return Item(
-        query_id, facet_id, raw.get(id_field) or item_id(query_id, facet_id, text), text, kind, answers, choices, extra
-    )
+    given = required_id(path, number, raw, id_field, f"{where}.") if raw.get(id_field) is not None else None
+    return Item(query_id, facet_id, given or item_id(query_id, facet_id, text), text, kind, answers, choices, extra)
+
+
+def _choices(path, number: int, record: dict, field: str) -> dict[str, str] | None:
+    choices = record.get("choices")
+    if choices is not None and not (isinstance(choices, dict) and all(isinstance(v, str) for v in choices.values())):
+        raise InputError(path, "expected an object {key: option text}", number, field)
+    return choices
 
 
 def _flat_question(path, number: int, record: dict) -> tuple[Entry, int]:
     """Oldest format: one question per line, grouped by (query, facet) in file order."""
-    query_id = required_text(path, number, record, "query_id")
-    facet_id = record.get("facet_id")
+    query_id = required_id(path, number, record, "query_id")
+    facet_id = _facet(path, number, record)
     text = record["question"]
     if not isinstance(text, str):
         raise InputError(path, "not a string", number, "question")
@@ -147,7 +163,10 @@ def _flat_question(path, number: int, record: dict) -> tuple[Entry, int]:
     }
     extra |= {"correct": correct} if correct is not None and not isinstance(correct, str) else {}
     answers = [correct] if isinstance(correct, str) else None
-    item = Item(query_id, facet_id, record["qid"], text, "question", answers, record.get("choices"), extra)
+    question_id = required_id(path, number, record, "qid")
+    item = Item(
+        query_id, facet_id, question_id, text, "question", answers, _choices(path, number, record, "choices"), extra
+    )
     return Entry(query_id, facet_id, record.get("query_text"), [item]), 0
 
 
@@ -170,13 +189,16 @@ def _read_tsv(path) -> list[Entry]:
     entries: dict[tuple[str, str | None], Entry] = {}
     for number, line in lines:
         row = dict(zip(names, (c.strip() for c in split_columns(path, number, line, names, "\t"))))
-        if not row["query_id"] or not row["question"]:
-            raise InputError(path, "empty", number, "query_id" if not row["query_id"] else "question")
+        if not row["question"]:
+            raise InputError(path, "empty", number, "question")
+        check_id(path, number, row["query_id"], "query_id")
         facet_id = row.get("facet_id") or None
+        if facet_id:
+            check_id(path, number, facet_id, "facet_id")
         answers = [a.strip() for a in row.get("answers", "").split("|") if a.strip()] or None
         options = [c.strip() for c in row.get("choices", "").split("|") if c.strip()]
         choices = {chr(ord("A") + i): option for i, option in enumerate(options)} or None
-        entry = entries.setdefault((row["query_id"], facet_id), Entry(row["query_id"], facet_id, None, []))
+        entry = entries.setdefault((row["query_id"], facet_id), Entry(row["query_id"], facet_id, None, [], line=number))
         entry.items.append(
             Item(
                 row["query_id"],
@@ -189,7 +211,7 @@ def _read_tsv(path) -> list[Entry]:
             )
         )
     _drop_repeated_ids(path, entries.values())
-    return list(entries.values())
+    return _not_empty(path, list(entries.values()))
 
 
 def _drop_repeated_ids(path, entries) -> None:

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
+from examflow.errors import Failure
 from examflow.llm import LLMClient, LLMError
 from examflow.prompts import template
 from examflow.questions.bank import Entry, Item, item_id
@@ -26,8 +27,8 @@ _FENCE = re.compile(r"```[a-zA-Z]*\s*(.*?)```", re.DOTALL)
 _ENUMERATION = re.compile(r"^\s*(?:\d+[.)]|[-*\u2022])\s*")
 
 
-class GenerationError(Exception):
-    pass
+class GenerationError(Failure):
+    """Queries left without questions after every attempt."""
 
 
 def prompt_for(query_text: str, facet_text: str | None, output_format: str) -> tuple[str, str]:

@@ -25,25 +25,26 @@ def shard_name(query_id: str) -> str:
     return f"{safe}-{hashlib.md5(query_id.encode('utf-8')).hexdigest()[:8]}"
 
 
-def shard_rows(entries: list[Entry], shard: str) -> list[tuple]:
-    rows = []
+def shard_rows(entries: list[Entry]) -> dict[str, list[tuple]]:
+    """Every shard's question rows, in bank order, from one pass over the bank."""
+    rows: dict[str, list[tuple]] = {}
     for entry in entries:
-        if shard_name(entry.query_id) != shard:
-            continue
+        mine = rows.setdefault(shard_name(entry.query_id), [])
         for item in entry.items:
             choices = json.dumps(item.choices, ensure_ascii=False, sort_keys=True) if item.choices is not None else None
-            rows.append((item.query_id, item.facet_id, item.item_id, item.text, item.kind, item.gold_answers, choices))
+            mine.append((item.query_id, item.facet_id, item.item_id, item.text, item.kind, item.gold_answers, choices))
     return rows
 
 
 def shard_table(entries: list[Entry], shard: str) -> pd.DataFrame:
-    return pd.DataFrame(shard_rows(entries, shard), columns=QUESTION_COLUMNS, dtype=object)
+    return pd.DataFrame(shard_rows(entries).get(shard, []), columns=QUESTION_COLUMNS, dtype=object)
 
 
 def shard_digests(entries: list[Entry]) -> dict[str, str]:
     """Content digest of every shard in the bank: what a grading job's params carry."""
-    names = sorted({shard_name(entry.query_id) for entry in entries})
-    return {name: hashlib.md5(json.dumps(shard_rows(entries, name)).encode()).hexdigest() for name in names}
+    return {
+        name: hashlib.md5(json.dumps(rows).encode()).hexdigest() for name, rows in sorted(shard_rows(entries).items())
+    }
 
 
 def queries_of(shard: str, query_ids) -> list[str]:

@@ -1,0 +1,140 @@
+"""Checking a workflow configuration before anything runs.
+
+`check_config` fills in every default, refuses unknown keys (with a suggestion for a typo),
+wrong types, back-end options the back end does not have, unknown trec_eval measures and
+secrets, each error naming the key. The JSON schema (`workflow/schemas/config.schema.yaml`)
+holds the structure; the method kinds, back ends and their options come from
+`examflow.registry`, which this module writes into the schema.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+import yaml
+
+from examflow.errors import ConfigError
+from examflow.registry import (
+    BACKENDS,
+    KINDS,
+    QUESTION_LLM_OPTIONS,
+    a,
+    check_method,
+    check_options,
+    find_secrets,
+    suggestion,
+)
+
+SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+
+
+def schema(path: str | Path = SCHEMA) -> dict:
+    """The config schema with the registry's method kinds, back ends and LLM options written in."""
+    loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    method = loaded["$defs"]["method"]["properties"]
+    method["kind"]["enum"] = list(KINDS)
+    method["backend"]["properties"]["kind"]["enum"] = list(BACKENDS)
+    loaded["$defs"]["llm"]["properties"] = {name: o.json_schema() for name, o in QUESTION_LLM_OPTIONS.items()}
+    return loaded
+
+
+def check_config(config: dict, path: str | Path = SCHEMA) -> dict:
+    """The configuration with defaults filled in; a ConfigError names the first bad key."""
+    secrets = find_secrets(config)
+    if secrets:
+        # The value is never repeated: config values end up in job command lines and logs.
+        raise ConfigError(
+            secrets[0],
+            "a secret does not belong in a config file (config values reach command lines, logs and "
+            ".snakemake/); put it in an environment variable and name that variable with `api_key_env`",
+        )
+    checked = copy.deepcopy(config)
+    _validate(checked, schema(path))
+    grading = checked["grading"]
+    grading["methods"] = [check_method(f"grading.methods[{i}]", m) for i, m in enumerate(grading["methods"])]
+    names = [method["name"] for method in grading["methods"]]
+    for name in {n for n in names if names.count(n) > 1}:
+        raise ConfigError("grading.methods", f"two methods are named {name!r}")
+    checked["questions"]["llm"] = check_options("questions.llm", checked["questions"]["llm"], QUESTION_LLM_OPTIONS)
+    _check_measures(checked["evaluation"]["measures"])
+    low, high = checked["validation"]["relevance_range"]
+    if low > high:
+        raise ConfigError("validation.relevance_range", f"the lowest level {low} is above the highest {high}")
+    if checked["questions"]["generate"] and not checked["inputs"]["bank"]:
+        raise ConfigError("questions.generate", "set inputs.bank, the file the generated bank is written to")
+    if grading["methods"] and not checked["inputs"]["bank"]:
+        raise ConfigError("grading.methods", "grading needs a question bank (inputs.bank)")
+    return checked
+
+
+def config_digest(config: dict) -> str:
+    """A digest of the checked configuration, for the provenance record."""
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _validate(config: dict, loaded: dict) -> None:
+    import jsonschema
+
+    validator = _filling_defaults(jsonschema.Draft202012Validator)(loaded)
+    errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.absolute_path), list(map(str, e.path))))
+    if errors:
+        raise _readable(errors[0])
+
+
+def _filling_defaults(validator_class):
+    """A validator that writes each property's default into the instance before checking it."""
+    import jsonschema
+
+    check_properties = validator_class.VALIDATORS["properties"]
+
+    def properties(validator, declared, instance, schema):
+        if isinstance(instance, dict):
+            for name, subschema in declared.items():
+                if "default" in subschema:
+                    instance.setdefault(name, copy.deepcopy(subschema["default"]))
+        yield from check_properties(validator, declared, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": properties})
+
+
+def _readable(error) -> ConfigError:
+    key = _key(error.absolute_path)
+    if error.validator == "additionalProperties":
+        known = error.schema.get("properties", {})
+        unknown = sorted(set(error.instance) - set(known))
+        where = f"{key}.{unknown[0]}" if key else unknown[0]
+        return ConfigError(where, f"unknown key{suggestion(unknown[0], known)}; known: {', '.join(known)}")
+    if error.validator == "required":
+        missing = error.message.split("'")[1]
+        return ConfigError(f"{key}.{missing}" if key else missing, "required, and missing")
+    if error.validator == "enum":
+        choices = ", ".join(map(str, error.validator_value))
+        return ConfigError(
+            key, f"must be one of {choices}, not {error.instance!r}{suggestion(error.instance, error.validator_value)}"
+        )
+    if error.validator == "type":
+        return ConfigError(key, f"expected {_types(error.validator_value)}, found {error.instance!r}")
+    return ConfigError(key or "(top level)", error.message)
+
+
+def _check_measures(measures: Iterable[str]) -> None:
+    from examflow.evaluation.qrels import unknown_measures
+
+    for name, message in unknown_measures(measures).items():
+        raise ConfigError("evaluation.measures", f"{name!r}: {message}")
+
+
+def _key(path) -> str:
+    key = ""
+    for part in path:
+        key += f"[{part}]" if isinstance(part, int) else (f".{part}" if key else str(part))
+    return key
+
+
+def _types(value) -> str:
+    names = [value] if isinstance(value, str) else value
+    return " or ".join("a list" if n == "array" else "a mapping" if n == "object" else a(n) for n in names)

