@@ -62,7 +62,9 @@ def own_collection(root: Path) -> dict[str, Path]:
         "s3": "Sunsets are red because light crosses more air near the horizon.",
     }
     files = {
-        "queries": write(root / "queries.tsv", "q1\thow do glaciers move\nq2\twhy is the sky blue\nq3\tunasked query\n"),
+        "queries": write(
+            root / "queries.tsv", "q1\thow do glaciers move\nq2\twhy is the sky blue\nq3\tunasked query\n"
+        ),
         "corpus": write(root / "corpus.tsv", "".join(f"{d}\t{t}\n" for d, t in texts.items())),
         "qrels": write(root / "qrels.txt", "q1 0 g1 3\nq1 0 g3 0\nq2 0 s1 2\nq2 0 s3 1\n"),
         "bank": write(

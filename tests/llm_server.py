@@ -103,7 +103,9 @@ class LLMServer:
                 self._send(200, {"id": "x", "object": kind, "created": 0, "model": body["model"], "choices": [choice]})
 
             def _send(self, code: int, payload: dict, headers: dict | None = None):
-                self._send_bytes(code, json.dumps(payload).encode(), {"Content-Type": "application/json", **(headers or {})})
+                self._send_bytes(
+                    code, json.dumps(payload).encode(), {"Content-Type": "application/json", **(headers or {})}
+                )
 
             def _send_bytes(self, code: int, data: bytes, headers: dict):
                 try:

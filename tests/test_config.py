@@ -63,13 +63,22 @@ def test_back_end_options_are_checked_by_kind_with_the_key_named():
         f"{key}.batch_sise: unknown option (did you mean 'batch_size'?)"
     )
     assert rejected(method(kind="hf_seq2seq")) == f"{key}.model: required, and missing"
-    assert rejected(method(kind="hf_seq2seq", model="t5", batch_size="8")) == f"{key}.batch_size: expected an integer, found '8'"
-    assert rejected(method(kind="hf_seq2seq", model="t5", batch_size=True)) == f"{key}.batch_size: expected an integer, found True"
+    assert (
+        rejected(method(kind="hf_seq2seq", model="t5", batch_size="8"))
+        == f"{key}.batch_size: expected an integer, found '8'"
+    )
+    assert (
+        rejected(method(kind="hf_seq2seq", model="t5", batch_size=True))
+        == f"{key}.batch_size: expected an integer, found True"
+    )
     assert "not 'beams'" in rejected(method(kind="hf_seq2seq", model="t5", decoding="beams"))
     assert rejected(method(kind="openai")).endswith("model: required, and missing")
     assert "did you mean 'openai'" in rejected(method(kind="opanai", model="x"))
     assert "'extractive_qa' cannot be graded by the embedding back end" in rejected(
-        {"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [{"name": "m", "kind": "extractive_qa", "backend": {"kind": "embedding"}}]}}  # fmt: skip
+        {
+            "inputs": {"queries": "q", "bank": "b"},
+            "grading": {"methods": [{"name": "m", "kind": "extractive_qa", "backend": {"kind": "embedding"}}]},
+        }  # fmt: skip
     )
     filled = checked(method(kind="openai", model="gpt"))["grading"]["methods"][0]
     assert filled["mode"] == "strict" and filled["gpu"] == 0 and filled["backend"]["max_retry_after"] == 120
@@ -81,7 +90,10 @@ def test_typos_wrong_types_and_bad_measures_name_the_key():
     assert rejected({"inputs": {"queries": "q"}, "pool": {"depht": 3}}).startswith(
         "config pool.depht: unknown key (did you mean 'depth'?)"
     )
-    assert rejected({"inputs": {"queries": "q"}, "evaluation": {"tau": "4"}}) == "config evaluation.tau: expected a list, found '4'"
+    assert (
+        rejected({"inputs": {"queries": "q"}, "evaluation": {"tau": "4"}})
+        == "config evaluation.tau: expected a list, found '4'"
+    )
     assert rejected({"inputs": {}}) == "config inputs.queries: required, and missing"
     # pytrec_eval reads P_2O as P_2; a score looked up as P_2O was 0.0 for every run.
     assert rejected({"inputs": {"queries": "q"}, "evaluation": {"measures": ["map", "P_2O"]}}) == (
@@ -90,12 +102,18 @@ def test_typos_wrong_types_and_bad_measures_name_the_key():
     assert "not a trec_eval measure" in rejected({"inputs": {"queries": "q"}, "evaluation": {"measures": ["nDCG@10"]}})
     assert "geometric mean" in rejected({"inputs": {"queries": "q"}, "evaluation": {"measures": ["gm_map"]}})
     assert "two methods are named 'm'" in rejected(
-        {"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [{"name": "m", "kind": "helm", "backend": {"kind": "embedding"}}] * 2}}  # fmt: skip
+        {
+            "inputs": {"queries": "q", "bank": "b"},
+            "grading": {"methods": [{"name": "m", "kind": "helm", "backend": {"kind": "embedding"}}] * 2},
+        }  # fmt: skip
     )
 
 
 def test_a_secret_in_the_config_is_refused_without_repeating_it():
-    for where in ({"questions": {"llm": {"api_key": "sk-SENTINEL"}}}, {"grading": {"methods": [{"backend": {"token": "sk-SENTINEL"}}]}}):
+    for where in (
+        {"questions": {"llm": {"api_key": "sk-SENTINEL"}}},
+        {"grading": {"methods": [{"backend": {"token": "sk-SENTINEL"}}]}},
+    ):
         message = rejected({"inputs": {"queries": "q"}, **where})
         assert "secret does not belong in a config file" in message and "SENTINEL" not in message
     assert checked({"inputs": {"queries": "q"}, "questions": {"llm": {"api_key_env": "MY_KEY", "max_tokens": 9}}})

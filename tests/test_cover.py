@@ -7,7 +7,8 @@ import math
 import pandas as pd
 import pytest
 
-from examflow.evaluation.cover import best_levels, complete, cover_counts, cover_measures, system_scores
+from examflow.evaluation.cover import best_levels, complete, cover_counts, cover_measures
+from examflow.evaluation.scores import system_scores
 
 
 def grade_rows(rows):

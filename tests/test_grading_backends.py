@@ -123,7 +123,11 @@ def test_strict_parsing_makes_answers_that_are_not_grades_errors(server, tmp_pat
     method = openai_method(server, "self_rating")  # strict is the openai back end's default
     table = ShardGrader(method, str(tmp_path), "q1").grade(pairs(3))
     assert values(table["rating"]) == [5, None, None]
-    assert table["error"].tolist() == [None, "unparsable: not a grade 0-5: 'Rating: 4'", "unparsable: not a grade 0-5: 'unanswerable'"]
+    assert table["error"].tolist() == [
+        None,
+        "unparsable: not a grade 0-5: 'Rating: 4'",
+        "unparsable: not a grade 0-5: 'unanswerable'",
+    ]
     assert table["unparsable"].tolist() == [False, True, True]
     # Not cached as a grade either: the same answers are read again in reference mode, from the LLM cache.
     reference = ShardGrader(dict(method, mode="reference"), str(tmp_path), "q1").grade(pairs(3))

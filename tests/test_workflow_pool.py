@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 from conftest import snakemake
 
 from examflow.grading.merge import read_grades_metadata
@@ -94,6 +93,9 @@ def test_warn_policy_pools_around_missing_passages(project):
     assert failed.returncode != 0
     assert "pooled passage 'p001' is not in the collection" in (project / "results/demo/logs/pool.log").read_text()
     snakemake(project, POOL_TARGET, "--config", "validation={'missing_passages': 'warn', 'unknown_queries': 'error'}")
-    assert "1 × pooled passages missing from the collection, dropped" in (project / "results/demo/logs/pool.log").read_text()
+    assert (
+        "1 × pooled passages missing from the collection, dropped"
+        in (project / "results/demo/logs/pool.log").read_text()
+    )
     passages = pd.read_parquet(project / "results/demo/pool/passages.parquet")
     assert "p001" not in set(passages["passage_id"])

@@ -22,7 +22,8 @@ def questions_about(prompt: str) -> str:
 
 def shard_hashes(project) -> dict[str, str]:
     return {
-        p.name: hashlib.md5(p.read_bytes()).hexdigest() for p in sorted((project / "results/demo/bank").glob("*.parquet"))
+        p.name: hashlib.md5(p.read_bytes()).hexdigest()
+        for p in sorted((project / "results/demo/bank").glob("*.parquet"))
     }
 
 

@@ -3,8 +3,10 @@
 Only runs on the official leaderboard count; official ranks are used as given (ties as
 averaged ranks); predicted ranks are `rankdata(-score, "average")`; Spearman's ρ and
 Kendall's τ-b come from scipy. The original EXAM's variant breaks predicted ties at random
-(10 repetitions, mean); τ_AP (Yilmaz et al., 2008) weighs disagreements near the top more.
-Bootstrap intervals resample the queries (fixed seed) and recompute every run's score.
+(10 repetitions, mean); τ_AP (Yilmaz et al., 2008) weighs disagreements near the top more,
+and averages predicted ties over their orderings. Bootstrap intervals resample the queries
+(fixed seed) and recompute every run's score. Every rank is taken on `tie_keys` of the scores,
+so scores that differ only by floating-point summation order are tied (`examflow.evaluation.scores`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy.stats import kendalltau, rankdata, spearmanr
+
+from examflow.evaluation.scores import tie_keys
 
 
 @dataclass(frozen=True)
@@ -31,9 +35,10 @@ def _shared(scores: dict[str, float], official: dict[str, float]) -> list[str]:
 
 def leaderboard_correlation(scores: dict[str, float], official: dict[str, float]) -> Correlation:
     runs = _shared(scores, official)
-    if len(runs) < 2 or len({scores[run] for run in runs}) == 1:  # undefined: no order to compare
+    keys = tie_keys([scores[run] for run in runs])
+    if len(runs) < 2 or len(set(keys.tolist())) == 1:  # undefined: no order to compare
         return Correlation(float("nan"), float("nan"), len(runs))
-    predicted = rankdata([-scores[run] for run in runs], method="average")
+    predicted = rankdata(-keys, method="average")
     truth = [official[run] for run in runs]
     return Correlation(
         float(spearmanr(truth, predicted).statistic), float(kendalltau(truth, predicted).statistic), len(runs)
@@ -45,11 +50,12 @@ def random_tie_correlation(
 ) -> Correlation:
     """Mean correlation when tied predicted scores are ordered at random (original EXAM)."""
     runs = _shared(scores, official)
+    keys = dict(zip(runs, tie_keys([scores[run] for run in runs]).tolist()))
     rng = random.Random(seed)
     results = []
     for _ in range(repetitions):
         jitter = {run: rng.random() for run in runs}
-        order = sorted(runs, key=lambda run: (-scores[run], jitter[run]))
+        order = sorted(runs, key=lambda run: (-keys[run], jitter[run]))
         results.append(leaderboard_correlation({run: -float(i) for i, run in enumerate(order)}, official))
     return Correlation(
         sum(r.spearman for r in results) / repetitions, sum(r.kendall for r in results) / repetitions, len(runs)
@@ -58,11 +64,30 @@ def random_tie_correlation(
 
 def tau_ap(scores: dict[str, float], official: dict[str, float]) -> float:
     """AP rank correlation: for each run below the top of the predicted order, the share of the
-    runs predicted above it that the official leaderboard also ranks above it (strictly)."""
-    runs = sorted(_shared(scores, official), key=lambda run: (-scores[run], run))
+    runs predicted above it that the official leaderboard also ranks above it (strictly).
+
+    Runs with tied predicted scores take every order among themselves with equal chance; the
+    result is the expectation over those orders, so it depends on no run name.
+    """
+    runs = _shared(scores, official)
     if len(runs) < 2:
         return float("nan")
-    total = sum(sum(official[above] < official[run] for above in runs[:i]) / i for i, run in enumerate(runs) if i > 0)
+    keys = dict(zip(runs, tie_keys([scores[run] for run in runs]).tolist()))
+    groups: dict[float, list[str]] = {}
+    for run in sorted(runs, key=lambda run: -keys[run]):
+        groups.setdefault(keys[run], []).append(run)
+    total, above = 0.0, []
+    for group in groups.values():
+        first = len(above)  # positions first .. first + |G| - 1, counted from 0
+        for run in group:
+            earlier = sum(official[other] < official[run] for other in above)
+            within = sum(official[other] < official[run] for other in group if other != run)
+            # At position p the run has p runs above it: all earlier groups and, on average,
+            # (p - first) / (|G| - 1) of its own group's other runs.
+            for p in range(max(first, 1), first + len(group)):
+                share = (p - first) / (len(group) - 1) if len(group) > 1 else 0.0
+                total += (earlier + share * within) / p / len(group)
+        above += group
     return 2 * total / (len(runs) - 1) - 1
 
 
@@ -103,7 +128,7 @@ def bootstrap_intervals(
 def rank_correlations(scores: np.ndarray, official: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Spearman ρ and Kendall τ-b of each row of `scores` (higher is better) with official ranks,
     computed as scipy does, for many rows at once; NaN where a row has no order."""
-    predicted = rankdata(-scores, axis=1, method="average")
+    predicted = rankdata(-tie_keys(scores), axis=1, method="average")
     truth = rankdata(official, method="average")
     centred, truth_centred = predicted - predicted.mean(axis=1, keepdims=True), truth - truth.mean()
     spread = np.sqrt((centred**2).sum(axis=1) * (truth_centred**2).sum())

@@ -124,21 +124,6 @@ def cover_measures(table: pd.DataFrame, n_exam: str = "pool", exam: bool = False
     return pd.concat(rows, ignore_index=True)[PER_QUERY_COLUMNS]
 
 
-def system_scores(per_query: pd.DataFrame) -> pd.DataFrame:
-    """Score = Σ value / Σ weight (0 when Σ weight is 0); standard error = sample stdev / √n for means."""
-    keys = ["measure", "tau", "run_id"]
-    rows = []
-    for (measure, tau, run_id), group in per_query.groupby(keys, sort=True, dropna=False):
-        values, weights = group["value"].to_numpy(float), group["weight"].to_numpy(float)
-        n = len(values)
-        total = weights.sum()
-        score = values.sum() / total if total > 0 else 0.0
-        plain_mean = bool((weights == 1).all())
-        stderr = float(values.std(ddof=1) / math.sqrt(n)) if n > 1 and plain_mean else (0.0 if plain_mean else math.nan)
-        rows.append((measure, tau, run_id, float(score), stderr, n))
-    return pd.DataFrame(rows, columns=[*keys, "score", "stderr", "n_queries"])
-
-
 def without_passages(table: pd.DataFrame, excluded: pd.DataFrame) -> pd.DataFrame:
     """`table` without the rows of the (query_id, passage_id) pairs in `excluded`."""
     if excluded.empty:

@@ -17,11 +17,11 @@ from examflow.evaluation.cover import (
     complete,
     cover_counts,
     cover_measures,
-    system_scores,
     without_passages,
 )
 from examflow.evaluation.qrels import DEFAULT_MEASURES, exam_labels, format_qrels, trec_scores
 from examflow.evaluation.rouge import rouge_per_query
+from examflow.evaluation.scores import system_scores
 from examflow.io.runs import RESERVED_RUNS
 
 LEADERBOARD_COLUMNS = ["method", "measure", "tau", "run_id", "score", "stderr", "n_queries"]

@@ -1,0 +1,129 @@
+"""Equal scores tie: a rank never breaks a tie that only floating-point summation order made."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from examflow.evaluation.correlation import (
+    bootstrap_intervals,
+    leaderboard_correlation,
+    random_tie_correlation,
+    rank_correlations,
+    tau_ap,
+)
+from examflow.evaluation.leaderboard import Settings, correlations
+from examflow.evaluation.scores import system_scores, tie_keys
+
+# Summed in these orders, the same values give different floats: 1.4500000000000002 vs 1.45.
+P20 = [0.45, 0.4, 0.3, 0.05, 0.25]
+# EXAM-Cover 10/10, 1/5, 7/7, 2/5 and its reverse: mean 0.65 vs 0.6499999999999999 when summed in order.
+COVER = [10 / 10, 1 / 5, 7 / 7, 2 / 5]
+
+
+def per_query(measure: str, values_by_run: dict[str, list[float]]) -> pd.DataFrame:
+    rows = [
+        (run, f"q{i}", measure, 20, value, 1.0)
+        for run, values in values_by_run.items()
+        for i, value in enumerate(values)
+    ]
+    return pd.DataFrame(rows, columns=["run_id", "query_id", "measure", "tau", "value", "weight"])
+
+
+def scores(table: pd.DataFrame) -> dict[str, float]:
+    board = system_scores(table)
+    return dict(zip(board["run_id"], board["score"]))
+
+
+def test_the_cases_below_do_break_naive_summation():
+    for values in (P20, COVER):
+        assert np.sum(values) != np.sum(values[::-1])
+
+
+@pytest.mark.parametrize("measure, values", [("P_20", P20), ("exam_cover", COVER), ("ndcg_cut_10", P20)])
+def test_runs_whose_per_query_values_are_permutations_tie(measure, values):
+    assert (
+        len(set(scores(per_query(measure, {"a": values, "b": values[::-1], "c": values[2:] + values[:2]})).values()))
+        == 1
+    )
+
+
+def test_count_ratios_with_equal_sums_tie_whatever_the_values():
+    # 1/3 + 2/3 + 1/7 + 6/7 and 1/2 + 1/2 + 3/4 + 1/4: both means are exactly 1/2.
+    board = scores(per_query("exam_cover", {"a": [1 / 3, 2 / 3, 1 / 7, 6 / 7], "b": [1 / 2, 1 / 2, 3 / 4, 1 / 4]}))
+    assert board["a"] == board["b"] == 0.5
+
+
+def hand_made_leaderboard() -> tuple[pd.DataFrame, dict[str, float]]:
+    """a and b tie (permuted P@20 values, mean 0.29); c scores 0.2, d 0.1; officially a, b, c, d."""
+    table = per_query("P_20", {"a": P20, "b": P20[::-1], "c": [0.2] * 5, "d": [0.1] * 5})
+    return table, {"a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0}
+
+
+def test_a_hand_made_leaderboard_with_ties_gives_the_hand_computed_correlations():
+    table, official = hand_made_leaderboard()
+    # Predicted ranks 1.5, 1.5, 3, 4 against 1, 2, 3, 4:
+    # ρ = 4.5 / √(5 · 4.5) = 3/√10; τ-b = (5 concordant − 0 discordant) / √(6 · (6 − 1 tie)) = 5/√30.
+    plain = leaderboard_correlation(scores(table), official)
+    assert plain.spearman == pytest.approx(3 / math.sqrt(10), abs=1e-12)
+    assert plain.kendall == pytest.approx(5 / math.sqrt(30), abs=1e-12)
+    # Through the evaluation's own correlation table, with bootstrap replicates.
+    row = correlations(table.assign(method="m"), official, Settings(bootstrap=200)).iloc[0]
+    assert row["spearman"] == pytest.approx(3 / math.sqrt(10), abs=1e-12)
+    assert row["kendall"] == pytest.approx(5 / math.sqrt(30), abs=1e-12)
+    # Random tie breaking puts a above b half of the time: ρ is 1 or 0.8, τ 1 or 2/3 — never anything else.
+    broken = random_tie_correlation(scores(table), official, repetitions=1000, seed=3)
+    assert 0.8 < broken.spearman < 1 and 2 / 3 < broken.kendall < 1
+    ups = (broken.spearman - 0.8) / 0.2
+    assert broken.kendall == pytest.approx(2 / 3 + ups / 3, abs=1e-12) and 0.4 < ups < 0.6
+
+
+def tau_ap_by_enumeration(scores: dict[str, float], official: dict[str, float]) -> float:
+    """τ_AP averaged over every order of the tied runs, each order scored by the plain definition."""
+    groups = [list(g) for _, g in itertools.groupby(sorted(scores, key=lambda r: -scores[r]), key=lambda r: scores[r])]
+    values = []
+    for orders in itertools.product(*(itertools.permutations(group) for group in groups)):
+        runs = [run for order in orders for run in order]
+        total = sum(sum(official[x] < official[run] for x in runs[:i]) / i for i, run in enumerate(runs) if i > 0)
+        values.append(2 * total / (len(runs) - 1) - 1)
+    return sum(values) / len(values)
+
+
+def test_tau_ap_averages_ties_over_their_orders_and_ignores_run_names():
+    official = {"a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0, "e": 5.0}
+    predicted = {"a": 0.5, "b": 0.7, "c": 0.7, "d": 0.7, "e": 0.1}
+    assert tau_ap(predicted, official) == pytest.approx(tau_ap_by_enumeration(predicted, official), abs=1e-12)
+    renamed = {"z": 0.5, "y": 0.7, "x": 0.7, "w": 0.7, "v": 0.1}
+    assert tau_ap(renamed, dict(zip("zyxwv", official.values()))) == pytest.approx(tau_ap(predicted, official))
+    table, official4 = hand_made_leaderboard()
+    noisy = scores(table)
+    noisy["b"] = float(np.nextafter(noisy["a"], 0))  # the last bit off, as another summation order gives
+    assert tau_ap(noisy, official4) == pytest.approx(tau_ap_by_enumeration(scores(table), official4), abs=1e-12)
+
+
+def test_every_bootstrap_replicate_ranks_on_tie_keys():
+    # A replicate's scores are sums in a fixed order: 0.1 + 0.2 + 0.3 against 0.3 + 0.2 + 0.1.
+    noisy = np.array([[0.1 + 0.2 + 0.3, 0.3 + 0.2 + 0.1, 0.2]])
+    assert noisy[0, 0] != noisy[0, 1] and tie_keys(noisy)[0, 0] == tie_keys(noisy)[0, 1]
+    spearman, kendall = rank_correlations(noisy, np.array([1.0, 2.0, 3.0]))
+    # Predicted 1.5, 1.5, 3 against 1, 2, 3: ρ = 1.5 / √(2 · 1.5) = √3/2, τ-b = 2 / √(3 · 2).
+    assert spearman[0] == pytest.approx(math.sqrt(3) / 2, abs=1e-12)
+    assert kendall[0] == pytest.approx(2 / math.sqrt(6), abs=1e-12)
+    # Three queries, each run's values a rotation of the others'; official order a, b, c.
+    table = per_query("P_20", {"a": [0.1, 0.2, 0.3], "b": [0.3, 0.1, 0.2], "c": [0.2, 0.3, 0.1]})
+    interval = bootstrap_intervals(table, {"a": 1.0, "b": 2.0, "c": 3.0}, replicates=400, seed=1)
+    # A replicate that draws each query once ties all three runs: no order, no correlation (NaN,
+    # left out); every other replicate gives one of the values three runs can give.
+    possible = {-1.0, -0.5, 0.5, 1.0, 0.0, -math.sqrt(3) / 2, math.sqrt(3) / 2}
+    for bound in (interval.spearman_low, interval.spearman_high):
+        assert any(bound == pytest.approx(p, abs=1e-9) for p in possible)
+
+
+def test_tie_keys_round_to_twelve_significant_digits():
+    keys = tie_keys([1.45, 1.4500000000000002, 1.45000000001, 1234.5678901234, 0.0, -0.25, math.nan])
+    assert keys[0] == keys[1] != keys[2]
+    assert keys[3] == 1234.56789012 and keys[4] == 0.0 and keys[5] == -0.25 and math.isnan(keys[6])
