@@ -8,7 +8,7 @@ STAMP := $(VENV)/.examflow-installed
 TORCH ?= torch==2.13.0
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install demo test lint clean
+.PHONY: install demo test lint clean clean-cache
 
 install: $(STAMP)
 
@@ -21,12 +21,14 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@
 
+# With no --configfile the workflow reads config/config.yaml: the demo, into results/demo/.
 demo: install
 	$(BIN)/snakemake --cores all
 	@echo
-	@echo "examflow demo finished. Leaderboards and their correlation with the official one:"
-	@echo "  results/eval/cosine/leaderboard.tsv, results/eval/cosine/correlation.tsv"
-	@echo "All outputs are under $(CURDIR)/results/"
+	@echo "examflow demo finished. What happened, in words: results/demo/summary.md"
+	@echo "Leaderboards and their correlation with the official one:"
+	@echo "  results/demo/eval/cosine/leaderboard.tsv, results/demo/eval/cosine/correlation.tsv"
+	@echo "All outputs are under $(CURDIR)/results/demo/"
 
 test: install
 	$(BIN)/python -m pytest
@@ -37,5 +39,10 @@ lint: install
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 
+# Everything under results/ but the grade and LLM cache, which costs model calls to rebuild.
 clean:
-	rm -rf results .snakemake
+	find results -mindepth 1 -maxdepth 1 ! -name cache -exec rm -rf {} + 2>/dev/null || true
+	rm -rf .snakemake
+
+clean-cache:
+	rm -rf results/cache

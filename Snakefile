@@ -16,6 +16,7 @@ include: "workflow/rules/pool.smk"
 include: "workflow/rules/questions.smk"
 include: "workflow/rules/grade.smk"
 include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/summary.smk"
 
 
 wildcard_constraints:
@@ -30,3 +31,8 @@ rule all:
         BANK if GENERATE_BANK else [],
         expand(rules.merge_grades.output, method=METHODS),
         expand(rules.evaluate.output, method=METHODS),
+        rules.summary.output,
+
+
+onsuccess:
+    print(f"examflow: done. Summary: {rules.summary.output.summary}; all outputs under {RESULTS}/")

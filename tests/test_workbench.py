@@ -24,8 +24,14 @@ def evaluate(*args: str) -> subprocess.CompletedProcess:
 @pytest.mark.skipif(not SAMPLE.exists(), reason="../shared/reference is absent")
 def test_the_published_sample_evaluates_end_to_end(tmp_path):
     official = REFERENCE / "derived" / "official_dl19_leaderboard.json"
-    result = evaluate("--workbench-graded", str(SAMPLE), "--official", str(official), "--out", str(tmp_path))
+    args = ("--workbench-graded", str(SAMPLE), "--official", str(official), "--out", str(tmp_path))
+    # The sample is 12 passages of one query: most official runs rank none of them.
+    refused = evaluate(*args)
+    assert refused.returncode == 2 and "official run 'ICT-BERT2' is not among the evaluated runs" in refused.stderr
+    assert not list(tmp_path.iterdir())
+    result = evaluate(*args, "--on-unknown-run", "warn")
     assert result.returncode == 0, result.stderr
+    assert "official runs that are not evaluated, dropped" in result.stderr
     # Expected cover, straight from the file: questions rated >= tau by a paragraph a run ranks <= 20.
     [[query_id, paragraphs]] = [json.loads(line) for line in gzip.open(SAMPLE, "rt")]
     ratings = {

@@ -17,7 +17,7 @@ from examflow.evaluation.qrels import DEFAULT_MEASURES
 from examflow.io import read_qrels, read_queries, read_responses, read_runs, read_table, write_tables
 from examflow.io.qrels import JUDGMENT_COLUMNS
 from examflow.io.responses import gold_responses, read_gold_articles
-from examflow.io.runs import RUN_COLUMNS
+from examflow.io.runs import RESERVED_RUNS, RUN_COLUMNS
 from examflow.llm import LLMClient, LLMSettings
 from examflow.pool import build_pool
 from examflow.questions.bank import read_bank, write_bank
@@ -29,6 +29,7 @@ from examflow.segment import segment_responses
 
 log = logging.getLogger("examflow")
 POLICIES = ("error", "warn")
+TSV_TABLES = ("summary", "flagged")  # written for people to read
 
 
 def pool_command(args: argparse.Namespace) -> None:
@@ -36,7 +37,11 @@ def pool_command(args: argparse.Namespace) -> None:
     unknown = Problems(args.on_unknown_query)
     query_ids = set(queries["query_id"])
     runs = read_runs(args.runs, query_ids, unknown) if args.runs else pd.DataFrame(columns=RUN_COLUMNS)
-    judgments = read_qrels(args.qrels, queries, unknown) if args.qrels else pd.DataFrame(columns=JUDGMENT_COLUMNS)
+    judgments = (
+        read_qrels(args.qrels, queries, unknown, tuple(args.relevance_range))
+        if args.qrels
+        else pd.DataFrame(columns=JUDGMENT_COLUMNS)
+    )
     segments = read_table(args.segments) if args.segments else None
     if runs.empty and segments is None:
         raise InputError("config: inputs", "nothing to evaluate: give run files, generated responses, or both")
@@ -46,8 +51,15 @@ def pool_command(args: argparse.Namespace) -> None:
     missing.summarise()
     out = Path(args.out)
     write_tables(
-        {out / (f"{name}.tsv" if name == "summary" else f"{name}.parquet"): table for name, table in tables.items()}
+        {out / (f"{name}.tsv" if name in TSV_TABLES else f"{name}.parquet"): table for name, table in tables.items()}
     )
+    flagged = tables["flagged"]
+    if len(flagged):
+        first = flagged.iloc[0]
+        log.warning(
+            "%d pooled passages look like prompt injection, listed in %s (first: %s in %s: %r); they are graded as usual",
+            len(flagged), out / "flagged.tsv", first["passage_id"], first["query_id"], first["phrase"],
+        )  # fmt: skip
     lists = tables["rankings"].groupby(["run_id", "query_id"]).ngroups
     log.info(
         "pooled %d passages for %d queries from %d ranked lists", len(tables["passages"]), len(tables["summary"]), lists
@@ -103,6 +115,7 @@ def bank_diff_command(args: argparse.Namespace) -> None:
 
 def grade_command(args: argparse.Namespace) -> None:
     from examflow.grading.grades import empty_grades, failure_counts
+    from examflow.grading.merge import write_grades
     from examflow.grading.run import ShardGrader, make_pairs
 
     method = check_method("--method", json_argument(args.method, "--method"))
@@ -127,26 +140,42 @@ def grade_command(args: argparse.Namespace) -> None:
             f"than grading.max_error_rate = {args.max_error_rate:g} allows; the answers that came are cached, and "
             "a rerun asks only for the failed pairs"
         )
-    write_tables({args.out: grades})
+    write_grades(grades, {"model": grader.backend.signature}, args.out)
 
 
 def merge_grades_command(args: argparse.Namespace) -> None:
     from examflow.grading.merge import merge_grades, write_grades
 
+    from examflow.grading.merge import read_grades_metadata
+
     grades, metadata = merge_grades([read_table(path) for path in args.shards], json.loads(args.method))
+    # The back ends' signatures (model, revision or weights digest, decoding), once each.
+    models = {json.dumps(m, sort_keys=True) for path in args.shards if (m := read_grades_metadata(path).get("model"))}
+    metadata["models"] = [json.loads(m) for m in sorted(models)]
     write_grades(grades, metadata, args.out)
     log.info("merged %d grades (%d errors) into %s", metadata["pairs"], metadata["errors"], args.out)
 
 
 def evaluate_command(args: argparse.Namespace) -> None:
     from examflow.evaluation.leaderboard import Settings, evaluate
-    from examflow.io.leaderboard import read_leaderboard
+    from examflow.evaluation.qrels import unknown_measures as check_measures
+    from examflow.io.leaderboard import match_runs, read_leaderboard
 
     inputs = _evaluation_inputs(args)
     settings = Settings(
         args.tau, args.k, args.measures, args.query_mode, args.n_exam, args.relevant_judgment, args.bootstrap, args.seed
     )
+    unknown = check_measures(args.measures)
+    if unknown:
+        name, why = next(iter(unknown.items()))
+        raise Failure(f"--measures: {name!r}: {why}")
     official = read_leaderboard(args.official) if args.official else None
+    if official:
+        unknown_runs = Problems(args.on_unknown_run)
+        evaluated = set(inputs.rankings["run_id"]) - set(RESERVED_RUNS)
+        for note in match_runs(args.official, official, evaluated, unknown_runs):
+            log.warning("%s", note)
+        unknown_runs.summarise()
     outputs = evaluate(inputs, settings, official)
     write_tables({Path(args.out) / name: table for name, table in outputs.items()})
     leaderboard = outputs["leaderboard.tsv"]
@@ -158,6 +187,17 @@ def evaluate_command(args: argparse.Namespace) -> None:
         args.tau,
         args.out,
     )
+
+
+def summary_command(args: argparse.Namespace) -> None:
+    from examflow.grading.merge import read_grades_metadata
+    from examflow.summary import provenance, run_summary
+
+    graded = {meta["method"]["name"]: meta for meta in map(read_grades_metadata, args.grades)}
+    flagged = pd.read_csv(args.flagged, sep="\t", dtype=str, keep_default_na=False) if args.flagged else None
+    text = run_summary(graded, flagged if flagged is not None else pd.DataFrame(), args.results)
+    record = json.dumps(provenance(graded, args.config_digest), indent=2, sort_keys=True) + "\n"
+    write_tables({args.out_summary: text, args.out_provenance: record})
 
 
 def _evaluation_inputs(args: argparse.Namespace):
@@ -183,114 +223,159 @@ def _evaluation_inputs(args: argparse.Namespace):
     )
 
 
+QUERIES_HELP = "queries: TSV query_id<TAB>text, JSON {query_id: text}, JSONL with subtopics, or irds:ID"
+TABLE = "a Parquet table written by examflow"
+
+
 def parser() -> argparse.ArgumentParser:
     main = argparse.ArgumentParser(prog="examflow", description=__doc__)
     main.add_argument("--version", action="version", version=f"examflow {__version__}")
     commands = main.add_subparsers(dest="command", required=True)
+    _pool_parser(commands)
+    _segment_parser(commands)
+    _questions_parser(commands)
+    _grading_parsers(commands)
+    _evaluate_parser(commands)
+    summary = commands.add_parser("summary", help="the run's summary (summary.md) and provenance record (JSON)")
+    summary.add_argument("--grades", nargs="*", default=[], help=f"every method's grades, {TABLE}")
+    summary.add_argument("--flagged", help="the pool's flagged.tsv (passages that look like prompt injection)")
+    summary.add_argument("--config-digest", required=True, help="sha256 of the checked configuration")
+    summary.add_argument("--results", required=True, help="the results folder, named in the summary")
+    summary.add_argument("--out-summary", required=True, help="Markdown file to write")
+    summary.add_argument("--out-provenance", required=True, help="JSON file to write")
+    summary.set_defaults(handler=summary_command)
+    diff = commands.add_parser("bank-diff", help="questions added, removed and reworded between two banks")
+    diff.add_argument("old", help="the bank before the edit (JSONL, optionally .gz, or TSV)")
+    diff.add_argument("new", help="the bank after the edit (same formats)")
+    diff.set_defaults(handler=bank_diff_command)
+    return main
 
+
+def _policy(command, name: str, what: str) -> None:
+    command.add_argument(
+        name, choices=POLICIES, default="error", help=f"{what}: error (default) stops, warn drops and counts them"
+    )
+
+
+def _pool_parser(commands) -> None:
     pool = commands.add_parser("pool", help="pool judged and top-k passages of every run (SPEC §1)")
-    pool.add_argument("--queries", required=True, help="queries file (.tsv, .json, .jsonl)")
-    pool.add_argument("--runs", nargs="*", default=[], help="TREC run files")
-    pool.add_argument("--segments", help="segmented responses table from `examflow segment`")
-    pool.add_argument("--qrels", help="TREC qrels file")
-    pool.add_argument("--corpus", help="passage collection (.tsv, .jsonl, .parquet)")
-    pool.add_argument("--depth", type=int, default=20, help="top-k of every run to pool (default 20)")
-    pool.add_argument("--on-missing-passage", choices=POLICIES, default="error")
-    pool.add_argument("--on-unknown-query", choices=POLICIES, default="error")
-    pool.add_argument("--out", required=True, help="directory for the pool tables")
+    pool.add_argument("--queries", required=True, help=QUERIES_HELP)
+    pool.add_argument("--runs", nargs="*", default=[], help="TREC run files: query_id Q0 doc_id rank score run_tag")
+    pool.add_argument("--segments", help="segmented responses, the Parquet table of `examflow segment`")
+    pool.add_argument("--qrels", help="TREC qrels: query_id 0 doc_id relevance (query_id/facet_id for a subtopic)")
+    pool.add_argument("--corpus", help="passages: TSV doc_id<TAB>text, JSONL (optionally .gz), Parquet, or irds:ID")
+    pool.add_argument("--depth", type=int, default=20, help="top-k of every run to pool, rank as written (default 20)")
+    pool.add_argument(
+        "--relevance-range", type=int, nargs=2, default=[-2, 4], metavar=("LOW", "HIGH"),
+        help="lowest and highest relevance a qrels line may hold (default -2 4)",
+    )  # fmt: skip
+    _policy(pool, "--on-missing-passage", "pooled passages missing from the corpus or empty")
+    _policy(pool, "--on-unknown-query", "run and qrels rows whose query is not in --queries")
+    pool.add_argument("--out", required=True, help="directory for the pool tables (Parquet, and TSV summaries)")
     pool.set_defaults(handler=pool_command)
 
+    shard = commands.add_parser("pool-shard", help="one query's pooled passages, for grading")
+    shard.add_argument("--passages", required=True, help=f"pool passages, {TABLE}")
+    shard.add_argument("--queries", required=True, help=f"pool queries, {TABLE}")
+    shard.add_argument("--shard", required=True, help="shard name: the query id, made file-name safe")
+    shard.add_argument("--out-passages", required=True, help="Parquet table to write")
+    shard.add_argument("--out-queries", required=True, help="Parquet table to write")
+    shard.set_defaults(handler=pool_shard_command)
+
+
+def _segment_parser(commands) -> None:
     segment = commands.add_parser("segment", help="cut generated responses into passages (SPEC §1)")
-    segment.add_argument("--responses", help="responses JSONL (run_id, query_id, text)")
-    segment.add_argument("--gold-articles", help="gold articles JSONL (query_id, text), segmented as run _gold_")
-    segment.add_argument("--queries", required=True)
-    segment.add_argument("--max-tokens", type=int, default=400)
-    segment.add_argument("--on-unknown-query", choices=POLICIES, default="error")
-    segment.add_argument("--out", required=True, help="output Parquet table")
+    segment.add_argument(
+        "--responses", help='responses JSONL {"run_id", "query_id", "text"} (text or list of paragraphs)'
+    )
+    segment.add_argument(
+        "--gold-articles", help='gold articles JSONL {"query_id", "text"}, segmented as the run _gold_'
+    )
+    segment.add_argument("--queries", required=True, help=QUERIES_HELP)
+    segment.add_argument("--max-tokens", type=int, default=400, help="most words in a passage (default 400)")
+    _policy(segment, "--on-unknown-query", "responses whose query is not in --queries")
+    segment.add_argument("--out", required=True, help="Parquet table to write")
     segment.set_defaults(handler=segment_command)
 
+
+def _questions_parser(commands) -> None:
     questions = commands.add_parser("questions", help="generate a question bank with an LLM (SPEC §2)")
-    questions.add_argument("--queries", required=True)
-    questions.add_argument("--out", required=True, help="bank file to write (JSONL); never overwritten")
-    questions.add_argument("--format", choices=FORMATS, default="json", help="output-format instruction")
-    questions.add_argument("--attempts", type=int, default=3, help="tries per query on unparsable answers")
-    questions.add_argument("--cache-dir", required=True, help="directory of cached raw LLM responses")
+    questions.add_argument("--queries", required=True, help=QUERIES_HELP)
+    questions.add_argument("--out", required=True, help="bank file to write (JSONL, .gz for gzip); never overwritten")
+    questions.add_argument("--format", choices=FORMATS, default="json", help="output-format instruction (default json)")
+    questions.add_argument("--attempts", type=int, default=3, help="tries per query on unparsable answers (default 3)")
+    questions.add_argument("--cache-dir", required=True, help="directory of cached raw LLM answers")
     add_llm_options(questions)
     questions.set_defaults(handler=questions_command)
 
     shard = commands.add_parser("bank-shard", help="one query's questions as a table for grading")
-    shard.add_argument("--bank", required=True)
-    shard.add_argument("--shard", required=True, help="shard name (see examflow.questions.shards)")
-    shard.add_argument("--out", required=True)
+    shard.add_argument("--bank", required=True, help="question bank: JSONL (optionally .gz) or TSV")
+    shard.add_argument("--shard", required=True, help="shard name: the query id, made file-name safe")
+    shard.add_argument("--out", required=True, help="Parquet table to write")
     shard.set_defaults(handler=bank_shard_command)
 
+
+def _grading_parsers(commands) -> None:
     grade = commands.add_parser("grade", help="grade one shard's (passage, question) pairs with one method (SPEC §3)")
-    grade.add_argument("--method", required=True, help="the method as JSON: {name, kind, backend: {kind, ...}, ...}")
-    grade.add_argument("--passages", required=True, help="the shard's pool passages table")
-    grade.add_argument("--queries", required=True, help="the shard's pool queries table")
-    grade.add_argument("--questions", required=True, help="the shard's bank table")
-    grade.add_argument("--shard", required=True)
-    grade.add_argument("--cache-dir", required=True)
-    grade.add_argument("--flush-every", type=int, default=64, help="pairs per cache flush")
     grade.add_argument(
-        "--max-error-rate",
-        type=float,
-        default=0.0,
-        help="share of pairs that may fail (0-1, default 0) before the job fails, writing no table",
+        "--method", required=True, help='the method as JSON: {"name", "kind", "backend": {"kind", ...options}, "mode"?}'
     )
-    grade.add_argument("--out", required=True)
+    grade.add_argument("--passages", required=True, help=f"the shard's pooled passages, {TABLE}")
+    grade.add_argument("--queries", required=True, help=f"the shard's query rows, {TABLE}")
+    grade.add_argument("--questions", required=True, help=f"the shard's questions, {TABLE}")
+    grade.add_argument("--shard", required=True, help="shard name: the query id, made file-name safe")
+    grade.add_argument("--cache-dir", required=True, help="directory of the grade and LLM caches")
+    grade.add_argument("--flush-every", type=int, default=64, help="pairs per cache flush (default 64)")
+    grade.add_argument(
+        "--max-error-rate", type=float, default=0.0,
+        help="share of pairs (0-1) that may fail before the job fails, writing no table (default 0)",
+    )  # fmt: skip
+    grade.add_argument("--out", required=True, help="Parquet table to write")
     grade.set_defaults(handler=grade_command)
 
     merge = commands.add_parser("merge-grades", help="one grades table per method from its shards")
-    merge.add_argument("--method", required=True, help="the method as JSON")
-    merge.add_argument("--out", required=True)
-    merge.add_argument("shards", nargs="*")
+    merge.add_argument("--method", required=True, help="the method as JSON, as for `examflow grade`")
+    merge.add_argument("--out", required=True, help="Parquet table to write")
+    merge.add_argument("shards", nargs="*", help="the shards' grades tables (Parquet)")
     merge.set_defaults(handler=merge_grades_command)
 
-    pool_shard = commands.add_parser("pool-shard", help="one query's pooled passages, for grading")
-    pool_shard.add_argument("--passages", required=True, help="pool passages table")
-    pool_shard.add_argument("--queries", required=True, help="pool queries table")
-    pool_shard.add_argument("--shard", required=True)
-    pool_shard.add_argument("--out-passages", required=True)
-    pool_shard.add_argument("--out-queries", required=True)
-    pool_shard.set_defaults(handler=pool_shard_command)
 
+def _evaluate_parser(commands) -> None:
     evaluate = commands.add_parser("evaluate", help="EXAM-Cover, EXAM-Qrels measures and leaderboard correlation")
-    evaluate.add_argument("--grades", nargs="+", help="grades tables (one or more methods)")
-    evaluate.add_argument("--pool", help="directory of the pool tables")
-    evaluate.add_argument("--workbench-graded", help="the reference implementation's graded *.jsonl.gz instead")
+    evaluate.add_argument("--grades", nargs="+", help=f"grades tables of one or more methods, {TABLE}")
+    evaluate.add_argument("--pool", help="directory of the pool tables (`examflow pool --out`)")
+    evaluate.add_argument("--workbench-graded", help="instead: the reference implementation's graded *.jsonl.gz")
     evaluate.add_argument(
-        "--questions", nargs="*", default=[], help="bank shard tables (default: the graded questions)"
+        "--questions", nargs="*", default=[], help=f"bank shards, {TABLE} each (default: the graded questions)"
     )
-    evaluate.add_argument("--gold-articles", help="gold articles JSONL (query_id, text) for ROUGE-1")
-    evaluate.add_argument("--official", help="official leaderboard JSON {run_id: rank}")
-    evaluate.add_argument("--tau", type=int, nargs="+", default=[1, 3, 4, 5], help="grade thresholds")
-    evaluate.add_argument("--k", type=int, default=20, help="passage budget (rank <= k, as written)")
-    evaluate.add_argument("--measures", nargs="*", default=list(DEFAULT_MEASURES), help="trec_eval measure names")
+    evaluate.add_argument("--gold-articles", help='gold articles JSONL {"query_id", "text"}, for ROUGE-1')
+    evaluate.add_argument("--official", help="official leaderboard: JSON object {run_id: rank}, ties averaged")
+    _policy(evaluate, "--on-unknown-run", "official runs that are not evaluated")
+    evaluate.add_argument("--tau", type=int, nargs="+", default=[1, 3, 4, 5], help="grade thresholds (default 1 3 4 5)")
+    evaluate.add_argument("--k", type=int, default=20, help="passage budget: rank <= k, as written (default 20)")
     evaluate.add_argument(
-        "--query-mode",
-        choices=["present", "all"],
-        default="present",
-        help="mean over the queries a run has (default) or all, missing ones as 0 (trec_eval -c)",
+        "--measures",
+        nargs="*",
+        default=list(DEFAULT_MEASURES),
+        help="trec_eval measures, pytrec_eval names (P_20, map)",
     )
-    evaluate.add_argument("--n-exam", choices=["pool", "gold"], default="pool", help="n-EXAM normaliser")
     evaluate.add_argument(
-        "--min-relevant-judgment",
-        dest="relevant_judgment",
-        type=int,
-        default=1,
-        help="official judgment that counts as relevant for kappa (1 for CAR, 2 for TREC DL)",
+        "--query-mode", choices=["present", "all"], default="present",
+        help="mean over the queries a run has (present, default) or all, missing ones as 0 (trec_eval -c)",
+    )  # fmt: skip
+    evaluate.add_argument(
+        "--n-exam", choices=["pool", "gold"], default="pool", help="n-EXAM normaliser: pool (default) or gold articles"
     )
-    evaluate.add_argument("--bootstrap", type=int, default=1000, help="bootstrap replicates over queries (0: none)")
-    evaluate.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
-    evaluate.add_argument("--out", required=True)
+    evaluate.add_argument(
+        "--min-relevant-judgment", dest="relevant_judgment", type=int, default=1,
+        help="official judgment that counts as relevant for kappa (default 1, as for CAR; 2 for TREC DL)",
+    )  # fmt: skip
+    evaluate.add_argument(
+        "--bootstrap", type=int, default=1000, help="bootstrap replicates over queries (default 1000; 0: none)"
+    )
+    evaluate.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    evaluate.add_argument("--out", required=True, help="directory for the evaluation tables (TSV) and qrels")
     evaluate.set_defaults(handler=evaluate_command)
-
-    diff = commands.add_parser("bank-diff", help="questions added, removed and reworded between two banks")
-    diff.add_argument("old")
-    diff.add_argument("new")
-    diff.set_defaults(handler=bank_diff_command)
-    return main
 
 
 def add_llm_options(command: argparse.ArgumentParser) -> None:

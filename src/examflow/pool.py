@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from examflow.errors import InputError, Problems
+from examflow.injection import flag_passages
 from examflow.io.collection import read_passages
 from examflow.io.runs import GOLD_RUN, RUN_COLUMNS
 
@@ -66,7 +67,8 @@ def build_pool(
     depth: int,
     missing_passages: Problems,
 ) -> dict[str, pd.DataFrame]:
-    """The pool tables by name: passages, rankings, queries, judgments, summary."""
+    """The pool tables by name: passages, rankings, queries, judgments, summary, and the passages
+    that look like prompt injection (flagged)."""
     segments = segments if segments is not None else pd.DataFrame(columns=RUN_COLUMNS + ["text"])
     clash = set(runs["run_id"]) & set(segments["run_id"])
     if clash:
@@ -87,6 +89,7 @@ def build_pool(
             drop=True
         ),
         "summary": pool_summary(queries, passages, rankings),
+        "flagged": flag_passages(passages.sort_values(["query_id", "passage_id"])),
     }
 
 

