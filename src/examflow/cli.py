@@ -135,18 +135,19 @@ def grade_command(args: argparse.Namespace) -> None:
     log.info("sent %d prompts to the model; %d failed pairs%s; %d unparsable answers (mode %s)",
              grader.sent, n_failed, f" ({kinds})" if kinds else "", unparsable, method["mode"])  # fmt: skip
     if n_failed > args.max_error_rate * len(pairs):
+        hint = (
+            "; an unparsable answer is an answer and stays: see the method's `mode`" if "unparsable" in failed else ""
+        )
         raise Failure(
             f"method {method['name']}, shard {args.shard}: {n_failed} of {len(pairs)} pairs failed ({kinds}), more "
-            f"than grading.max_error_rate = {args.max_error_rate:g} allows; the answers that came are cached, and "
-            "a rerun asks only for the failed pairs"
+            f"than grading.max_error_rate = {args.max_error_rate:g} allows. The answers received are cached: a rerun "
+            f"asks the model again only for the pairs that got none{hint}"
         )
     write_grades(grades, {"model": grader.backend.signature}, args.out)
 
 
 def merge_grades_command(args: argparse.Namespace) -> None:
-    from examflow.grading.merge import merge_grades, write_grades
-
-    from examflow.grading.merge import read_grades_metadata
+    from examflow.grading.merge import merge_grades, read_grades_metadata, write_grades
 
     grades, metadata = merge_grades([read_table(path) for path in args.shards], json.loads(args.method))
     # The back ends' signatures (model, revision or weights digest, decoding), once each.

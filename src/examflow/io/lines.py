@@ -142,9 +142,11 @@ def json_object(path: str | Path) -> tuple[dict[str, Any], str]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
-        line_start = raw.rfind(b"\n", 0, error.start) + 1
-        decode(path, raw.count(b"\n", 0, error.start) + 1, raw[line_start : raw.find(b"\n", error.start)])
-        raise
+        start = raw.rfind(b"\n", 0, error.start) + 1
+        raise InputError(
+            path, f"invalid UTF-8: byte 0x{raw[error.start]:02x} at offset {error.start - start} of the line",
+            raw.count(b"\n", 0, error.start) + 1,
+        ) from None  # fmt: skip
 
     def unique(pairs):
         seen: dict[str, Any] = {}
