@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -26,11 +27,17 @@ def write_tables(tables: dict[str | Path, pd.DataFrame | pa.Table | str]) -> Non
             os.replace(temporary, target)
     except OSError as error:  # a full disk, a read-only folder: the earlier outputs stay as they were
         where = staged[-1][1] if staged else error.filename
-        raise Failure(f"{where}: cannot write: {error.strerror or error}") from None
+        raise Failure(f"{where}: cannot write: {_reason(error)}") from None
     finally:
         for temporary, _ in staged:
             if os.path.exists(temporary):
                 os.unlink(temporary)
+
+
+def _reason(error: OSError) -> str:
+    """The system's words for the error; pyarrow hides the errno in its message."""
+    number = error.errno or next(map(int, re.findall(r"\[errno (\d+)\]", str(error))), None)
+    return os.strerror(number) if number else str(error)
 
 
 def _stage_all(tables: dict, staged: list) -> None:

@@ -1,0 +1,71 @@
+"""A full disk or a read-only results folder: one line naming the file, exit 2, earlier outputs kept.
+
+The results folder is a small tmpfs mounted by the test (root only; skipped elsewhere)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import own_collection
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    folder = tmp_path / "disk"
+    folder.mkdir()
+    mounted = (
+        os.geteuid() == 0
+        and subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(folder)], capture_output=True
+        ).returncode
+        == 0
+    )
+    if not mounted:
+        pytest.skip("needs root to mount a small tmpfs")
+    yield folder
+    subprocess.run(["umount", str(folder)], check=True)
+
+
+def pool(files, out) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "examflow", "pool", "--queries", str(files["queries"]), "--corpus",
+               str(files["corpus"]), "--qrels", str(files["qrels"]), "--runs", str(files["run_good"]),
+               str(files["run_poor"]), "--out", str(out)]  # fmt: skip
+    return subprocess.run(command, capture_output=True, text=True)
+
+
+def snapshot(folder):
+    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
+
+
+def test_a_full_disk_and_a_read_only_folder_fail_in_one_line_keeping_earlier_outputs(tmp_path, small_disk):
+    files = own_collection(tmp_path / "mine")
+    out = small_disk / "pool"
+    assert pool(files, out).returncode == 0
+    before = snapshot(out)
+    assert "passages.parquet" in before
+
+    filler = small_disk / "filler"
+    handle = os.open(filler, os.O_WRONLY | os.O_CREAT)
+    try:  # fill the disk to the last block
+        while os.write(handle, b"\0" * 4096):
+            pass
+    except OSError:
+        pass
+    finally:
+        os.close(handle)
+    full = pool(files, out)
+    assert full.returncode == 2
+    errors = [line for line in full.stderr.splitlines() if line.startswith("examflow: error:")]
+    assert len(errors) == 1 and "cannot write: No space left on device" in errors[0] and str(out) in errors[0]
+    assert "Traceback" not in full.stderr
+    assert snapshot(out) == before  # no temporary file left, nothing half-written
+
+    filler.unlink()
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    read_only = pool(files, out)
+    assert read_only.returncode == 2 and "Traceback" not in read_only.stderr
+    assert "cannot write: Read-only file system" in read_only.stderr
+    assert snapshot(out) == before
