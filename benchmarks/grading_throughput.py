@@ -1,8 +1,9 @@
 """Grading throughput: the reference calling pattern against examflow's beam and fast modes.
 
     python benchmarks/grading_throughput.py [--prompts 2000] [--max-new-tokens 8] [--threads N]
+        [--model base|large] [--device cpu|cuda] [--dtype float32|bfloat16] [--batch-size N]
 
-One randomly initialised model with the google/flan-t5-base configuration (no download),
+One randomly initialised model with the google/flan-t5-base (or -large) configuration (no download),
 a BPE tokenizer trained here on the benchmark's own text, and the same self-rating prompts
 (passages of ~80 words, 10 questions each) for every side; new tokens are capped equally,
 since random weights rarely emit EOS.
@@ -19,6 +20,7 @@ Prints pairs/s for each and the ratios (b)/(a) and (c)/(a).
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import sys
 import tempfile
@@ -36,6 +38,10 @@ FLAN_T5_BASE = dict(
     feed_forward_proj="gated-gelu", tie_word_embeddings=False, relative_attention_num_buckets=32,
     pad_token_id=0, eos_token_id=1, decoder_start_token_id=0,
 )  # fmt: skip
+FLAN_T5 = {
+    "base": FLAN_T5_BASE,
+    "large": FLAN_T5_BASE | dict(d_model=1024, d_ff=2816, num_layers=24, num_decoder_layers=24, num_heads=16),
+}
 
 
 def benchmark_texts(prompts: int, seed: int = 13) -> list[Request]:
@@ -53,7 +59,7 @@ def benchmark_texts(prompts: int, seed: int = 13) -> list[Request]:
     return requests
 
 
-def build_model(directory: Path, requests: list[Request]) -> str:
+def build_model(directory: Path, requests: list[Request], size: str = "base") -> str:
     from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
 
@@ -66,18 +72,18 @@ def build_model(directory: Path, requests: list[Request]) -> str:
     core.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 1)])
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
     torch.manual_seed(0)
-    T5ForConditionalGeneration(T5Config(**FLAN_T5_BASE)).save_pretrained(directory)
+    T5ForConditionalGeneration(T5Config(**FLAN_T5[size])).save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return str(directory)
 
 
-def reference(model_path: str, prompts: list[str], max_new_tokens: int) -> tuple[list[str], str]:
-    """(a): one call per passage (its 10 questions), in input order."""
+def reference(model_path: str, prompts: list[str], max_new_tokens: int, device: str = "cpu") -> tuple[list[str], str]:
+    """(a): one call per passage (its 10 questions), in input order, in float32 as the reference runs."""
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, pipeline
 
     settings = {"num_beams": 5, "early_stopping": True, "max_new_tokens": max_new_tokens, "do_sample": False}
     try:
-        pipe = pipeline("text2text-generation", model=model_path, device="cpu", dtype=torch.float32)
+        pipe = pipeline("text2text-generation", model=model_path, device=device, dtype=torch.float32)
         answers = []
         for start in range(0, len(prompts), 10):
             answers += [
@@ -87,12 +93,12 @@ def reference(model_path: str, prompts: list[str], max_new_tokens: int) -> tuple
         return answers, "pipeline('text2text-generation')"
     except (KeyError, ValueError):
         tokenizer = AutoTokenizer.from_pretrained(model_path)
-        model = AutoModelForSeq2SeqLM.from_pretrained(model_path, dtype=torch.float32).eval()
+        model = AutoModelForSeq2SeqLM.from_pretrained(model_path, dtype=torch.float32).to(device).eval()
         answers = []
         for start in range(0, len(prompts), 10):
             encoded = tokenizer(
                 prompts[start : start + 10], return_tensors="pt", padding=True, truncation=True, max_length=512
-            )
+            ).to(device)
             with torch.no_grad():
                 output = model.generate(**encoded, **settings)
             answers += tokenizer.batch_decode(output, skip_special_tokens=True)
@@ -123,26 +129,43 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=8)
     parser.add_argument("--batch-size", type=int, default=10, help="examflow batch size (10 is fastest on 2 CPU cores)")
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument(
+        "--model", choices=sorted(FLAN_T5), default="base", help="FLAN-T5 configuration (random weights)"
+    )
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"], help="examflow's dtype")
+    parser.add_argument("--fast-batch-size", type=int, help="batch size of `fast` mode (default: --batch-size)")
+    parser.add_argument("--skip-reference", action="store_true", help="time examflow's modes only")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     requests = benchmark_texts(args.prompts)
     with tempfile.TemporaryDirectory() as directory:
-        model = build_model(Path(directory), requests)
-        beam = Seq2SeqBackend(model, decoding="beam", batch_size=args.batch_size, max_new_tokens=args.max_new_tokens)
-        fast = Seq2SeqBackend(model, decoding="fast", batch_size=args.batch_size)
+        model = build_model(Path(directory), requests, args.model)
+        options = {"batch_size": args.batch_size, "device": args.device, "dtype": args.dtype}
+        beam = Seq2SeqBackend(model, decoding="beam", max_new_tokens=args.max_new_tokens, **options)
+        fast = Seq2SeqBackend(
+            model, decoding="fast", **(options | {"batch_size": args.fast_batch_size or args.batch_size})
+        )
         prompts = [beam.prompt(r) for r in requests]
         tokens = sum(len(beam.tokenizer(p).input_ids) for p in prompts) / len(prompts)
+        where = torch.cuda.get_device_name() if args.device.startswith("cuda") else f"{args.threads} CPU threads"
         print(
-            f"{len(prompts)} prompts, {tokens:.0f} tokens each on average, {args.threads} threads, {args.max_new_tokens} new tokens"
+            f"flan-t5-{args.model} configuration, {len(prompts)} prompts, {tokens:.0f} tokens each on average, "
+            f"{where}, {args.max_new_tokens} new tokens, examflow in {args.dtype}, batch {args.batch_size} "
+            f"(fast: {fast.batch_size})"
         )
-        (ref_answers, how), ref_time = timed(lambda: reference(model, prompts, args.max_new_tokens))
+        fast.answer(requests[: args.batch_size])  # warm-up: kernels, allocator
+        if args.skip_reference:
+            ref_answers, how, ref_time = None, "skipped", math.nan
+        else:
+            (ref_answers, how), ref_time = timed(lambda: reference(model, prompts, args.max_new_tokens, args.device))
         beam_answers, beam_time = timed(lambda: beam.answer(requests))
         _, fast_time = timed(lambda: fast.answer(requests))
-    differ = [i for i, (a, b) in enumerate(zip(ref_answers, beam_answers)) if a != b.text]
+    differ = [i for i, (a, b) in enumerate(zip(ref_answers or [], beam_answers)) if a != b.text]
     rate = {name: len(prompts) / seconds for name, seconds in (("a", ref_time), ("b", beam_time), ("c", fast_time))}
-    print(f"(a) reference, {how}: {rate['a']:.2f} pairs/s ({ref_time:.0f} s)")
+    print(f"(a) reference, float32, {how}: {rate['a']:.2f} pairs/s ({ref_time:.0f} s)")
     print(f"(b) examflow beam: {rate['b']:.2f} pairs/s ({beam_time:.0f} s); answers differing from (a): {len(differ)}")
-    if differ:
+    if differ and args.dtype == "float32":
         ties = near_ties(beam, [prompts[i] for i in differ], args.max_new_tokens)
         print(f"    of those, {ties} have their two best beams within 1e-4 in score (floating-point near-ties)")
     print(f"(c) examflow fast: {rate['c']:.2f} pairs/s ({fast_time:.0f} s)")

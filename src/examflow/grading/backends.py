@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from examflow.llm import LLMClient, LLMError, LLMSettings, answer_settings
 from examflow.prompts import template
 
 log = logging.getLogger(__name__)
@@ -234,13 +233,15 @@ class OpenAIBackend:
     """Any OpenAI-compatible endpoint; answers cached by `examflow.llm` as well as by the grade cache."""
 
     def __init__(self, cache_dir: str | Path, **settings):
+        from examflow.llm import LLMClient, LLMSettings, answer_settings  # the OpenAI client: only when used
+
         self.client = LLMClient(LLMSettings(**settings), Path(cache_dir) / "llm")
         self.signature = {"backend": "openai", **answer_settings(self.client.settings)}
 
     def answer(self, requests: list[Request]) -> list[Answer]:
         prompts = [template(r.template).format(**r.fields) for r in requests]
         replies = self.client.complete_many(prompts)
-        return [Answer(None, error=str(r)) if isinstance(r, LLMError) else Answer(r) for r in replies]
+        return [Answer(r) if isinstance(r, str) else Answer(None, error=str(r)) for r in replies]
 
 
 class EmbeddingBackend:
