@@ -35,4 +35,6 @@ rule all:
 
 
 onsuccess:
-    print(f"examflow: done. Summary: {rules.summary.output.summary}; all outputs under {RESULTS}/")
+    print(
+        f"examflow: done. Summary: {rules.summary.output.summary}; all outputs under {RESULTS}/"
+    )

@@ -18,7 +18,6 @@ from examflow.io import read_qrels, read_queries, read_responses, read_runs, rea
 from examflow.io.qrels import JUDGMENT_COLUMNS
 from examflow.io.responses import gold_responses, read_gold_articles
 from examflow.io.runs import RESERVED_RUNS, RUN_COLUMNS
-from examflow.llm import LLMClient, LLMSettings
 from examflow.pool import build_pool
 from examflow.questions.bank import read_bank, write_bank
 from examflow.questions.diff import diff_banks, format_diff
@@ -57,7 +56,7 @@ def pool_command(args: argparse.Namespace) -> None:
     if len(flagged):
         first = flagged.iloc[0]
         log.warning(
-            "%d pooled passages look like prompt injection, listed in %s (first: %s in %s: %r); they are graded as usual",
+            "%d pooled passage(s) look like prompt injection, listed in %s (first: %s in %s: %r); graded as usual",
             len(flagged), out / "flagged.tsv", first["passage_id"], first["query_id"], first["phrase"],
         )  # fmt: skip
     lists = tables["rankings"].groupby(["run_id", "query_id"]).ngroups
@@ -84,6 +83,8 @@ def questions_command(args: argparse.Namespace) -> None:
     if out.exists():
         # The bank is the user's to edit from the moment it is written.
         raise InputError(out, "exists: the bank is generated once and never overwritten (delete it to generate anew)")
+    from examflow.llm import LLMClient, LLMSettings
+
     settings = LLMSettings(
         **check_options("--llm", {n: getattr(args, n) for n in QUESTION_LLM_OPTIONS}, QUESTION_LLM_OPTIONS)
     )
@@ -114,7 +115,7 @@ def bank_diff_command(args: argparse.Namespace) -> None:
 
 
 def grade_command(args: argparse.Namespace) -> None:
-    from examflow.grading.grades import empty_grades, failure_counts
+    from examflow.grading.grades import check_failures, empty_grades
     from examflow.grading.merge import write_grades
     from examflow.grading.run import ShardGrader, make_pairs
 
@@ -129,20 +130,8 @@ def grade_command(args: argparse.Namespace) -> None:
         return
     grader = ShardGrader(method, args.cache_dir, args.shard, args.flush_every)
     grades = grader.grade(pairs)
-    failed, unparsable = failure_counts(grades), int(grades["unparsable"].sum())
-    n_failed = sum(failed.values())
-    kinds = ", ".join(f"{count} {kind}" for kind, count in failed.items())
-    log.info("sent %d prompts to the model; %d failed pairs%s; %d unparsable answers (mode %s)",
-             grader.sent, n_failed, f" ({kinds})" if kinds else "", unparsable, method["mode"])  # fmt: skip
-    if n_failed > args.max_error_rate * len(pairs):
-        hint = (
-            "; an unparsable answer is an answer and stays: see the method's `mode`" if "unparsable" in failed else ""
-        )
-        raise Failure(
-            f"method {method['name']}, shard {args.shard}: {n_failed} of {len(pairs)} pairs failed ({kinds}), more "
-            f"than grading.max_error_rate = {args.max_error_rate:g} allows. The answers received are cached: a rerun "
-            f"asks the model again only for the pairs that got none{hint}"
-        )
+    log.info("sent %d prompts to the model", grader.sent)
+    check_failures(grades, method, args.shard, args.max_error_rate)
     write_grades(grades, {"model": grader.backend.signature}, args.out)
 
 

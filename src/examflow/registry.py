@@ -81,8 +81,7 @@ class Backend:
     factory: str  # "module:Class", imported only when a grading job needs it
     gpus: int  # GPUs a grading job holds by default (resources: gpu)
     parse_mode: str | None  # how answers that are not a grade are read by default (None: no parsing)
-    kinds: frozenset[str] | None = None  # the method kinds it can serve; None: every prompt-based kind
-    help: str = ""
+    kinds: frozenset[str]  # the method kinds it can serve
 
 
 @dataclass(frozen=True)
@@ -121,7 +120,6 @@ BACKENDS = {
             "dtype": Option("string", "auto", "`auto` (bfloat16 on GPU, float32 on CPU), `float32` or `bfloat16`", ("auto", "float32", "bfloat16")),
         },
         "examflow.grading.backends:Seq2SeqBackend", gpus=1, parse_mode="reference", kinds=GENERATIVE,
-        help="FLAN-T5 or any Hugging Face encoder-decoder",
     ),
     "hf_extractive_qa": Backend(
         {
@@ -133,11 +131,9 @@ BACKENDS = {
             "device": _DEVICE,
         },
         "examflow.grading.backends:ExtractiveQABackend", gpus=1, parse_mode=None, kinds=frozenset({"extractive_qa"}),
-        help="a SQuAD2 span extractor",
     ),
     "openai": Backend(
         LLM_OPTIONS, "examflow.grading.backends:OpenAIBackend", gpus=0, parse_mode="strict", kinds=GENERATIVE,
-        help="any OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, LiteLLM)",
     ),
     "embedding": Backend(
         {
@@ -148,7 +144,6 @@ BACKENDS = {
         },
         "examflow.grading.backends:EmbeddingBackend", gpus=0, parse_mode=None,
         kinds=frozenset(k for k, v in KINDS.items() if v.grade in ("rating", "binary")),
-        help="cosine similarity with a sentence-embedding model, graded by pool quantiles (not the papers' LLM grading)",
     ),
 }  # fmt: skip
 
@@ -184,6 +179,10 @@ def check_method(key: str, method: dict) -> dict:
     if not isinstance(method, dict) or not isinstance(method.get("backend"), dict):
         raise ConfigError(key, "expected a mapping with name, kind and backend: {kind, ...}")
     kind, backend = method.get("kind"), method["backend"]
+    if not isinstance(method.get("name"), str) or not re.fullmatch(r"[A-Za-z0-9_-]+", method["name"]):
+        raise ConfigError(f"{key}.name", "required: letters, digits, _ and - (it names the method's outputs)")
+    if method.get("mode", "reference") not in PARSE_MODES:
+        raise ConfigError(f"{key}.mode", f"must be one of {', '.join(PARSE_MODES)}, not {method['mode']!r}")
     if kind not in KINDS:
         raise ConfigError(
             f"{key}.kind", f"unknown method kind {kind!r}{suggestion(kind, KINDS)}; known: {', '.join(KINDS)}"
@@ -194,7 +193,7 @@ def check_method(key: str, method: dict) -> dict:
             f"unknown back end {backend.get('kind')!r}{suggestion(backend.get('kind'), BACKENDS)}; known: {', '.join(BACKENDS)}",
         )
     spec = BACKENDS[backend["kind"]]
-    if spec.kinds is not None and kind not in spec.kinds:
+    if kind not in spec.kinds:
         raise ConfigError(
             f"{key}.kind",
             f"{kind!r} cannot be graded by the {backend['kind']} back end; it grades {', '.join(sorted(spec.kinds))}",

@@ -65,7 +65,8 @@ def run_summary(graded: dict[str, dict], flagged: pd.DataFrame, results: str) ->
     if flagged.empty:
         lines.append("None of the pooled passages reads like an instruction to the grader.")
     else:
-        lines += [f"{len(flagged)} pooled passages read like instructions to the grader (all in `pool/flagged.tsv`);",
+        many = "passages read" if len(flagged) > 1 else "passage reads"
+        lines += [f"{len(flagged)} pooled {many} like instructions to the grader (all in `pool/flagged.tsv`);",
                   "they were graded as usual. Look at them:", "", "| query | passage | origin | phrase |",
                   "| --- | --- | --- | --- |"]  # fmt: skip
         for row in flagged.head(50).itertuples(index=False):

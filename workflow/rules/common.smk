@@ -8,6 +8,7 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 from snakemake.settings.enums import RerunTrigger
+from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from examflow.config import check_config, config_digest
@@ -31,17 +32,25 @@ def checked(step, *args):
         raise WorkflowError(f"{error}\n(configuration: {files})") from None
 
 
-config.update(checked(check_config, config, workflow.source_path("../schemas/config.schema.yaml")))
+config.update(
+    checked(check_config, config, workflow.source_path("../schemas/config.schema.yaml"))
+)
 
 INPUTS = config["inputs"]
 RESULTS = config["results_dir"].rstrip("/")
 ENV = "../../envs/examflow.yaml"
 
-# Rules run `python -m examflow` from this workflow's own src/, in the venv and in a
-# rule's conda environment alike.
+# Rules run `python -m examflow` from this workflow's own src/, in a rule's conda environment
+# or else with the Python that runs Snakemake (`.venv/bin/snakemake` works without activating).
 SRC = shlex.quote(str(Path(workflow.basedir) / "src"))
+PYTHON = (
+    ""
+    if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+    else "export PATH=%s:$PATH; " % shlex.quote(str(Path(sys.executable).parent))
+)
 shell.prefix(
-    "set -euo pipefail; export PYTHONPATH=%s${{PYTHONPATH:+:$PYTHONPATH}}; " % SRC
+    "set -euo pipefail; %sexport PYTHONPATH=%s${{PYTHONPATH:+:$PYTHONPATH}}; "
+    % (PYTHON, SRC)
 )
 
 

@@ -17,7 +17,9 @@ rule pool:
         depth=config["pool"]["depth"],
         on_missing_passage=config["validation"]["missing_passages"],
         on_unknown_query=config["validation"]["unknown_queries"],
-        relevance_range=cli_options(relevance_range=config["validation"]["relevance_range"]),
+        relevance_range=cli_options(
+            relevance_range=config["validation"]["relevance_range"]
+        ),
         out=lambda wildcards, output: Path(output.passages).parent,
     shell:
         "python -m examflow pool {params.sources} --depth {params.depth}"

@@ -13,7 +13,7 @@ rule summary:
     params:
         grades=lambda wildcards, input: cli_options(grades=input.grades),
         config_digest=config_digest(config),
-        results=RESULTS,
+        results=lambda wildcards, output: Path(output.summary).parent,
     shell:
         "python -m examflow summary {params.grades} --flagged {input.flagged}"
         " --config-digest {params.config_digest} --results {params.results}"

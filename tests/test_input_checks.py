@@ -1,0 +1,146 @@
+"""Inputs that used to give silently wrong numbers, each now a `file:line: field` error or a counted warning."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+
+import pandas as pd
+import pytest
+from conftest import own_collection, write
+from test_input_errors import raises_at, strict
+
+from examflow.cli import main
+from examflow.errors import InputError, Problems
+from examflow.evaluation.agreement import agreement_tables, paired
+from examflow.io import read_passages, read_qrels, read_queries, read_responses, read_runs
+from examflow.io.leaderboard import match_runs, read_leaderboard
+from examflow.questions.bank import read_bank
+from examflow.workflow import check_leaderboard, graded_shards
+
+VALIDATION = {"unknown_queries": "error", "leaderboard_runs": "error"}
+
+
+def test_bank_queries_that_match_no_query_are_an_error_or_a_counted_warning(tmp_path, caplog):
+    files = own_collection(tmp_path)
+    bank = write(tmp_path / "bank.tsv", files["bank"].read_text() + "Q2\tWhy is the sky blue, capitalised?\n")
+    with raises_at(bank, 6, "query_id", "unknown query id 'Q2'"):
+        graded_shards(str(files["queries"]), str(bank), False, VALIDATION)
+    with caplog.at_level(logging.WARNING):
+        shards = graded_shards(str(files["queries"]), str(bank), False, VALIDATION | {"unknown_queries": "warn"})
+    assert shards == ["q1", "q2"]  # q3 has no questions, Q2 is no query: neither gets jobs
+    assert "1 × bank entries with an unknown query id, dropped" in caplog.text
+    assert "1 of 3 queries have no questions" in caplog.text
+
+
+def test_official_leaderboards_are_checked(tmp_path):
+    with raises_at(tmp_path / "nan.json", 1, "b", "rank nan is not a finite number"):
+        read_leaderboard(write(tmp_path / "nan.json", '{"a": 1, "b": NaN}'))
+    with raises_at(tmp_path / "inf.json", 1, "a", "rank inf is not a finite number"):
+        read_leaderboard(write(tmp_path / "inf.json", '{"a": Infinity}'))
+    with raises_at(tmp_path / "twice.json", 3, None, "key 'a' appears twice"):
+        read_leaderboard(write(tmp_path / "twice.json", '{\n"a": 1,\n"a": 2\n}'))
+    with raises_at(tmp_path / "space.json", 1, "run_id", "invalid id 'my run'"):
+        read_leaderboard(write(tmp_path / "space.json", '{"my run": 1}'))
+    assert read_leaderboard(write(tmp_path / "bom.json", b'\xef\xbb\xbf{"a": 1, "b": 2.5}')) == {"a": 1.0, "b": 2.5}
+
+    official = write(tmp_path / "official.json", '{\n"good": 1,\n"typo": 2\n}')
+    with raises_at(official, 3, "run_id", "official run 'typo' is not among the evaluated runs"):
+        match_runs(official, read_leaderboard(official), {"good", "rag"}, Problems("error"))
+    notes = match_runs(official, read_leaderboard(official), {"good", "rag"}, Problems("warn"))
+    assert notes == ["1 evaluated runs are not on the official leaderboard and take no part in correlations: rag"]
+
+
+def test_the_leaderboard_is_checked_at_parse_time_against_run_tags_and_responses(tmp_path):
+    files = own_collection(tmp_path)
+    responses = write(tmp_path / "responses.jsonl", '{"run_id": "rag", "query_id": "q1", "text": "An answer."}\n')
+    inputs = {"official_leaderboard": str(write(tmp_path / "lb.json", '{"good": 1, "poor": 2, "rag": 3}')),
+              "responses": str(responses)}  # fmt: skip
+    runs = [str(files["run_good"]), str(files["run_poor"])]
+    check_leaderboard(inputs, runs, VALIDATION)
+    with pytest.raises(InputError, match="official run 'rag' is not among the evaluated runs"):
+        check_leaderboard(inputs | {"responses": None}, runs, VALIDATION)
+
+
+def test_qrels_relevance_outside_the_range_is_an_error_and_car_minus_two_counts_as_non_relevant(tmp_path):
+    queries = read_queries(write(tmp_path / "q.tsv", "q1\tquery\n"))
+    with raises_at(tmp_path / "bad.qrels", 2, "relevance", r"7 is outside -2..4"):
+        read_qrels(write(tmp_path / "bad.qrels", "q1 0 d1 1\nq1 0 d2 7\n"), queries, strict())
+    judgments = read_qrels(write(tmp_path / "car.qrels", "q1 0 d1 -2\nq1 0 d2 1\nq1 0 d3 0\n"), queries, strict())
+    labels = pd.DataFrame({"qrels_id": ["q1"] * 3, "passage_id": ["d1", "d2", "d3"], "label": [4, 4, 0]})
+    tables = agreement_tables(paired(labels, judgments), relevant_judgment=1)
+    assert tables["graded"].loc[4, -2] == 1 and tables["graded"].to_numpy().sum() == 3  # not dropped
+    assert tables["lenient"].to_numpy().tolist() == [[1, 0], [1, 1]]  # -2 is non-relevant
+
+
+def test_ids_from_json_follow_the_rules_of_tsv(tmp_path):
+    with raises_at(tmp_path / "q.json", 1, "query_id", "invalid id 'q 1'"):
+        read_queries(write(tmp_path / "q.json", '{"q 1": "a query"}'))
+    with raises_at(tmp_path / "q2.json", 2, "query_id", "invalid id 'a/b'"):
+        read_queries(write(tmp_path / "q2.json", '{"ok": "x",\n"a/b": "a query"}'))
+    with raises_at(tmp_path / "r.jsonl", 1, "run_id", "invalid id 'my run'"):
+        read_responses(
+            write(tmp_path / "r.jsonl", '{"run_id": "my run", "query_id": "q1", "text": "t"}\n'), {"q1"}, strict()
+        )
+
+
+def test_numeric_ids_read_as_digits_and_numbers_where_text_belongs_are_errors(tmp_path):
+    queries = read_queries(write(tmp_path / "q.jsonl", '{"query_id": 1037798, "text": "who is robert gray"}\n'))
+    assert queries["query_id"].tolist() == ["1037798"]
+    with raises_at(tmp_path / "f.jsonl", 1, "query_id", "expected a string, found float"):
+        read_queries(write(tmp_path / "f.jsonl", '{"query_id": 1.5, "text": "x"}\n'))
+    with raises_at(tmp_path / "t.jsonl", 1, "text", "expected a string, found int"):
+        read_queries(write(tmp_path / "t.jsonl", '{"query_id": "q", "text": 42}\n'))
+    bank = read_bank(
+        write(tmp_path / "b.jsonl", json.dumps({"query_id": 19335, "items": [{"question_text": "Why?"}]}) + "\n")
+    )
+    assert bank[0].query_id == "19335" and bank[0].items[0].item_id.startswith("19335/")
+    with raises_at(tmp_path / "b2.jsonl", 1, "items[0].question_text", "missing or not a string"):
+        read_bank(write(tmp_path / "b2.jsonl", json.dumps({"query_id": "q", "items": [{"question_text": 3}]}) + "\n"))
+
+
+def test_a_byte_order_mark_is_ignored_everywhere(tmp_path, caplog):
+    bom = b"\xef\xbb\xbf"
+    with caplog.at_level(logging.WARNING):
+        assert read_queries(write(tmp_path / "q.tsv", bom + b"q1\tquery\n"))["query_id"].tolist() == ["q1"]
+        runs = read_runs([write(tmp_path / "a.run", bom + b"q1 Q0 d1 1 2 A\n")], {"q1"}, strict())
+        assert runs["query_id"].tolist() == ["q1"]
+        gzipped = write(tmp_path / "c.tsv.gz", gzip.compress(bom + b"d1\ttext\n"))
+        assert read_passages(gzipped, {"d1"}, strict()) == {"d1": "text"}
+    assert "starts with a UTF-8 byte-order mark; ignored" in caplog.text
+
+
+def test_damaged_gzip_files_name_the_file(tmp_path):
+    with raises_at(tmp_path / "plain.tsv.gz", None, None, "not a valid gzip file"):
+        read_queries(write(tmp_path / "plain.tsv.gz", "q1\tquery\n"))
+    whole = gzip.compress(b"".join(b"q%d\tquery number %d\n" % (i, i) for i in range(5000)))
+    with raises_at(tmp_path / "cut.tsv.gz", None, None, "cut short; read up to line"):
+        read_queries(write(tmp_path / "cut.tsv.gz", whole[: len(whole) // 2]))
+
+
+def test_an_empty_bank_is_an_error(tmp_path):
+    with raises_at(tmp_path / "empty.jsonl", None, None, "the bank holds no questions or nuggets"):
+        read_bank(write(tmp_path / "empty.jsonl", json.dumps({"query_id": "q", "items": []}) + "\n"))
+    with raises_at(tmp_path / "header.tsv", None, None, "file is empty|holds no questions"):
+        read_bank(write(tmp_path / "header.tsv", "query_id\tquestion\n"))
+
+
+def test_a_shard_with_nothing_to_grade_loads_no_model(tmp_path, capsys):
+    empty = pd.DataFrame({"query_id": pd.Series(dtype=object), "passage_id": pd.Series(dtype=object),
+                          "text": pd.Series(dtype=object), "origin": pd.Series(dtype=object)})  # fmt: skip
+    empty.to_parquet(tmp_path / "passages.parquet")
+    pd.DataFrame({"query_id": ["q1"], "facet_id": [None], "query_text": ["q"], "facet_text": [None]}).to_parquet(
+        tmp_path / "queries.parquet"
+    )
+    pd.DataFrame({"query_id": ["q1"], "facet_id": [None], "question_id": ["q1/x"], "question_text": ["Why?"],
+                  "kind": ["question"], "gold_answers": [None], "choices": [None]}).to_parquet(tmp_path / "questions.parquet")  # fmt: skip
+    method = {"name": "t5", "kind": "self_rating", "backend": {"kind": "hf_seq2seq", "model": str(tmp_path / "absent")}}
+    args = ["grade", "--method", json.dumps(method), "--passages", str(tmp_path / "passages.parquet"), "--queries",
+            str(tmp_path / "queries.parquet"), "--questions", str(tmp_path / "questions.parquet"), "--shard", "q1",
+            "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "grades.parquet")]  # fmt: skip
+    assert main(args) == 0  # the model directory does not exist: loading it would have failed
+    assert pd.read_parquet(tmp_path / "grades.parquet").empty
+    method["backend"]["batch_sise"] = 8
+    assert main(args[:2] + [json.dumps(method)] + args[3:]) == 2
+    assert "config --method.backend.batch_sise: unknown option (did you mean 'batch_size'?)" in capsys.readouterr().err
