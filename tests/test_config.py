@@ -168,3 +168,59 @@ def test_config_mistakes_stop_the_workflow_at_parse_time(project):
     result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
     assert "config inputs.runs: no file matches 'resources/demo/runs/*.trec'" in result.stdout + result.stderr
     assert not (project / "results").exists()
+
+
+def example_data(root, config: dict) -> None:
+    """Tiny files at the paths an example names, consistent with one another."""
+    import gzip
+    import json
+
+    inputs = config["inputs"]
+    faceted = inputs["queries"].endswith(".jsonl")
+    queries = '{"query_id": "p1", "text": "a page", "subtopics": [{"facet_id": "s1", "text": "a section"}]}\n'
+    write(root / inputs["queries"], queries if faceted else "p1\ta query\n")
+    qid = "p1/s1" if faceted else "p1"
+    write(root / inputs["qrels"], f"{qid} 0 d1 1\n")
+    runs = root / inputs["runs"][0].replace("*", "system")
+    write(runs, "p1 Q0 d1 1 2.0 system\n")
+    corpus = root / inputs["corpus"]
+    if corpus.suffix == ".parquet":
+        import pandas as pd
+
+        corpus.parent.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame({"doc_id": ["d1"], "text": ["a passage"]}).to_parquet(corpus)
+    else:
+        line = '{"doc_id": "d1", "text": "a passage"}\n' if ".jsonl" in corpus.name else "d1\ta passage\n"
+        write(corpus, gzip.compress(line.encode()) if corpus.suffix == ".gz" else line)
+    bank = root / inputs["bank"]
+    if ".jsonl" in bank.name:
+        entry = json.dumps(
+            {"query_id": "p1", "facet_id": "s1" if faceted else None, "items": [{"question_text": "Why?"}]}
+        )
+        write(bank, gzip.compress(entry.encode() + b"\n") if bank.suffix == ".gz" else entry + "\n")
+    else:
+        write(bank, "query_id\tquestion\np1\tWhy?\n")
+    if inputs.get("responses"):
+        write(root / inputs["responses"], '{"run_id": "rag", "query_id": "p1", "text": "An answer."}\n')
+    if inputs.get("official_leaderboard"):
+        write(root / inputs["official_leaderboard"], '{"system": 1}')
+
+
+@pytest.mark.workflow
+@pytest.mark.parametrize("example", sorted((ROOT / "config/examples").glob("*.yaml")), ids=lambda p: p.name)
+def test_shipped_examples_run_as_given_once_their_data_exists(project, example):
+    example_data(project, yaml.safe_load(example.read_text()))
+    result = snakemake(project, "-n", "--configfile", f"config/examples/{example.name}")
+    output = result.stdout + result.stderr
+    assert "rule grade:" in output and "rule evaluate:" in output and "rule summary:" in output
+    assert "resources/demo" not in output
+
+
+def test_every_command_line_option_says_what_it_takes():
+    from examflow.cli import parser
+
+    commands = next(action for action in parser()._actions if action.choices and isinstance(action.choices, dict))
+    for name, command in commands.choices.items():
+        for action in command._actions:
+            if action.dest != "help":
+                assert action.help, f"examflow {name} {action.option_strings or action.dest}: no help text"

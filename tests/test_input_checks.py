@@ -143,4 +143,7 @@ def test_a_shard_with_nothing_to_grade_loads_no_model(tmp_path, capsys):
     assert pd.read_parquet(tmp_path / "grades.parquet").empty
     method["backend"]["batch_sise"] = 8
     assert main(args[:2] + [json.dumps(method)] + args[3:]) == 2
-    assert "config --method.backend.batch_sise: unknown option (did you mean 'batch_size'?)" in capsys.readouterr().err
+    assert (
+        "examflow: error: --method.backend.batch_sise: unknown option (did you mean 'batch_size'?)"
+        in capsys.readouterr().err
+    )
