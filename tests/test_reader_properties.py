@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -133,28 +134,11 @@ def loads_or_names_the_file(name: str, data: bytes, gzipped: bool) -> None:
 CHECKS = dict(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def _property(name: str):
-    @settings(**CHECKS)
-    @given(data=contents(name), gzipped=st.booleans())
-    def check(data, gzipped):
-        loads_or_names_the_file(name, data, gzipped)
-
-    return check
-
-
-test_runs = _property("run.run")
-test_qrels = _property("qrels.txt")
-test_queries_tsv = _property("queries.tsv")
-test_queries_json = _property("queries.json")
-test_queries_jsonl = _property("queries.jsonl")
-test_corpus_tsv = _property("corpus.tsv")
-test_corpus_jsonl = _property("corpus.jsonl")
-test_responses = _property("responses.jsonl")
-test_gold_articles = _property("gold.jsonl")
-test_bank_jsonl = _property("bank.jsonl")
-test_bank_tsv = _property("bank.tsv")
-test_leaderboard = _property("leaderboard.json")
-test_workbench_graded = _property("graded.jsonl")
+@pytest.mark.parametrize("name", sorted(VALID))
+@settings(**CHECKS)
+@given(data=st.data(), gzipped=st.booleans())
+def test_any_input_loads_or_names_the_file(name, data, gzipped):
+    loads_or_names_the_file(name, data.draw(contents(name)), gzipped)
 
 
 def test_every_valid_sample_loads():

@@ -6,22 +6,19 @@ import math
 from pathlib import Path
 
 from examflow.errors import InputError, Problems
-from examflow.io.lines import check_id, json_object, line_of
+from examflow.io.lines import json_entries, line_of
 
 
 def read_leaderboard(path: str | Path) -> dict[str, float]:
     """Ranks by run; a repeated run, a rank that is not a finite number or a bad run id is an error."""
-    data, text = json_object(path)
-    if not data:
-        raise InputError(path, "expected a non-empty JSON object {run_id: official rank}")
-    for run, rank in data.items():
-        number = line_of(text, run)
-        check_id(path, number, run, "run_id")
+    ranks = {}
+    for number, run, rank in json_entries(path, "{run_id: official rank}", "run_id"):
         if isinstance(rank, bool) or not isinstance(rank, int | float):
             raise InputError(path, f"rank {rank!r} is not a number", number, run)
         if not math.isfinite(rank):
             raise InputError(path, f"rank {rank!r} is not a finite number", number, run)
-    return {run: float(rank) for run, rank in data.items()}
+        ranks[run] = float(rank)
+    return ranks
 
 
 def match_runs(path: str | Path, official: dict[str, float], evaluated: set[str], problems: Problems) -> list[str]:

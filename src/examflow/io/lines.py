@@ -136,6 +136,17 @@ def line_of(text: str, key: str) -> int | None:
     return text.count("\n", 0, at) + 1 if at >= 0 else None
 
 
+def json_entries(path: str | Path, what: str, key_field: str) -> Iterator[tuple[int | None, str, Any]]:
+    """(line, key, value) of a file holding one non-empty JSON object whose keys are ids."""
+    mapping, text = json_object(path)
+    if not mapping:
+        raise InputError(path, f"expected a non-empty JSON object {what}")
+    for key, value in mapping.items():
+        number = line_of(text, key)
+        check_id(path, number, key, key_field)
+        yield number, key, value
+
+
 def json_object(path: str | Path) -> tuple[dict[str, Any], str]:
     """A file holding one JSON object, and its text; repeated keys are an error at their line."""
     raw = read_bytes(path)

@@ -16,9 +16,8 @@ from examflow.io.irds import irds_queries, is_irds
 from examflow.io.lines import (
     base_suffix,
     check_id,
+    json_entries,
     json_lines,
-    json_object,
-    line_of,
     required_id,
     required_text,
     split_columns,
@@ -55,12 +54,7 @@ def _tsv_rows(path):
 
 
 def _json_rows(path):
-    mapping, text = json_object(path)
-    if not mapping:
-        raise InputError(path, "expected a non-empty JSON object {query_id: text}")
-    for query_id, query_text in mapping.items():
-        number = line_of(text, query_id)
-        check_id(path, number, query_id, "query_id")
+    for number, query_id, query_text in json_entries(path, "{query_id: text}", "query_id"):
         if not isinstance(query_text, str) or not query_text.strip():
             raise InputError(path, "expected non-empty text", number, query_id)
         yield number, (query_id, None, query_text.strip(), None)
