@@ -70,7 +70,7 @@ class ShardGrader:
         """Cached answers where there are any; the rest from the model, flushed batch by batch."""
         keys = [self.cache.key(r) for r in requests]
         if self.known is None:
-            self.known = self.cache.load()
+            self.known = self.cache.answers()
         known = self.known
         todo = [i for i, key in enumerate(keys) if key not in known]
         log.info("%d of %d prompts cached; %d to grade", len(requests) - len(todo), len(requests), len(todo))
@@ -79,7 +79,7 @@ class ShardGrader:
             batch = todo[offset : offset + self.flush_every]
             fresh = self.backend.answer([requests[i] for i in batch])
             self.sent += len(batch)
-            self.cache.add([(keys[i], a) for i, a in zip(batch, fresh)])
+            self.cache.add_answers([(keys[i], a) for i, a in zip(batch, fresh)])
             known.update({keys[i]: a for i, a in zip(batch, fresh)})
             _progress(offset + len(batch), len(todo), time.monotonic() - start)
         return [known[key] for key in keys]
