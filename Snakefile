@@ -19,6 +19,11 @@ include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/summary.smk"
 
 
+if config["nrp"]:
+
+    include: "workflow/rules/nrp.smk"
+
+
 wildcard_constraints:
     shard=r"[A-Za-z0-9_-]+",
     method=r"[A-Za-z0-9_-]+",
@@ -32,6 +37,7 @@ rule all:
         expand(rules.merge_grades.output, method=METHODS),
         expand(rules.evaluate.output, method=METHODS),
         rules.summary.output,
+        rules.nrp.output if config["nrp"] else [],
 
 
 onsuccess:

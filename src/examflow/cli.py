@@ -14,7 +14,7 @@ import pandas as pd
 from examflow import __version__
 from examflow.errors import Failure, InputError, Problems
 from examflow.evaluation.qrels import DEFAULT_MEASURES
-from examflow.io import read_qrels, read_queries, read_responses, read_runs, read_table, write_tables
+from examflow.io import read_passages, read_qrels, read_queries, read_responses, read_runs, read_table, write_tables
 from examflow.io.qrels import JUDGMENT_COLUMNS
 from examflow.io.responses import gold_responses, read_gold_articles
 from examflow.io.runs import RESERVED_RUNS, RUN_COLUMNS
@@ -23,7 +23,7 @@ from examflow.questions.bank import read_bank, write_bank
 from examflow.questions.diff import diff_banks, format_diff
 from examflow.questions.generate import FORMATS, generate_bank
 from examflow.questions.shards import pool_shard, shard_table
-from examflow.registry import QUESTION_LLM_OPTIONS, REQUIRED, check_method, check_options
+from examflow.registry import QUESTION_LLM_OPTIONS, REQUIRED, check_method, check_options, check_ranker
 from examflow.segment import segment_responses
 
 log = logging.getLogger("examflow")
@@ -179,6 +179,73 @@ def evaluate_command(args: argparse.Namespace) -> None:
     )
 
 
+def nrp_command(args: argparse.Namespace) -> None:
+    from examflow.nrp.evaluate import NRPInputs, NRPSettings, nrp_tables
+    from examflow.nrp.inputs import answer_name, read_answers, read_expert, read_judgments
+
+    qrels = assignments(args.qrels, "--qrels", str)
+    rankers = [check_ranker(f"--ranker[{i}]", ranker_spec(text, args.run)) for i, text in enumerate(args.ranker)]
+    names = [r["name"] for r in rankers]
+    if len(set(names)) < len(names):
+        raise Failure(f"--ranker: two rankers are named alike ({', '.join(names)}); give them names")
+    weights = assignments(args.weight, "--weight", float) or {d: 1 / len(qrels) for d in qrels}
+    fixed = assignments(args.fix_ranker, "--fix-ranker", str)
+    for option, mapping in (("--weight", weights), ("--fix-ranker", fixed)):
+        if set(mapping) - set(qrels):
+            raise Failure(f"{option}: {sorted(set(mapping) - set(qrels))[0]!r} is no dimension of --qrels")
+    if set(fixed.values()) - set(names):
+        raise Failure(f"--fix-ranker: {sorted(set(fixed.values()) - set(names))[0]!r} is none of the --ranker names")
+    cannot_judge: dict[str, set[int]] = {}
+    for dimension, label in assignments(args.cannot_judge, "--cannot-judge", int, many=True):
+        cannot_judge.setdefault(dimension, set()).add(label)
+
+    queries = read_queries(args.queries)
+    unknown = Problems(args.on_unknown_query)
+    judgments = read_judgments(qrels, queries, unknown, cannot_judge)
+    wanted = set().union(*(set(j["passage_id"]) for j in judgments.values()))
+    documents = read_passages(args.corpus, wanted, Problems(args.on_missing_passage))
+    judgments = {d: j[j["passage_id"].isin(documents)] for d, j in judgments.items()}
+    answers = read_answers(args.answers, set(queries["query_id"]), unknown)
+    unknown.summarise()
+    known = {q: set(j) for q, j in pd.concat(judgments.values()).groupby("query_id")["passage_id"]}
+    for a in answers.itertuples(index=False):
+        known.setdefault(a.query_id, set()).add(answer_name(a.llm, a.prompt, a.sample))
+    expert = read_expert(args.expert, known) if args.expert else None
+    texts = dict(zip(queries["query_id"], queries["query_text"]))
+    inputs = NRPInputs(texts, documents, judgments, answers, expert)
+    settings = NRPSettings(rankers, weights, fixed, args.denominator, [tuple(w) for w in args.wilcoxon], args.cache_dir)
+    tables = nrp_tables(inputs, settings)
+    write_tables({Path(args.out) / name: table for name, table in tables.items()})
+    empty = tables["per_answer.tsv"].drop_duplicates(["llm", "prompt", "sample", "query_id"])["answer"].value_counts()
+    log.info("NRP of %d answers (%d empty, %d missing) to %d queries -> %s", len(answers), empty.get("empty", 0),
+             empty.get("missing", 0), len(known), args.out)  # fmt: skip
+
+
+def ranker_spec(text: str, run: str | None) -> dict:
+    """`--ranker bm25`, or a JSON object `{"kind": "monot5", "model": ...}`; the run ranker reads --run."""
+    spec = json_argument(text, "--ranker") if text.lstrip().startswith("{") else {"kind": text}
+    if spec.get("kind") == "run" and "path" not in spec:
+        if not run:
+            raise Failure("--ranker run needs --run RUNFILE")
+        spec["path"] = run
+    return spec
+
+
+def assignments(values: list[str] | None, option: str, kind, many: bool = False):
+    """`NAME=VALUE` options as a dict (or, with `many`, as a list of pairs)."""
+    pairs = []
+    for text in values or []:
+        name, equals, value = text.partition("=")
+        try:
+            converted = kind(value) if name and equals else None
+        except ValueError:
+            converted = None
+        if converted is None:
+            raise Failure(f"{option} {text!r}: expected NAME=VALUE with a {kind.__name__} value")
+        pairs.append((name, converted))
+    return pairs if many else dict(pairs)
+
+
 def summary_command(args: argparse.Namespace) -> None:
     from examflow.grading.merge import read_grades_metadata
     from examflow.summary import provenance, run_summary
@@ -226,6 +293,7 @@ def parser() -> argparse.ArgumentParser:
     _questions_parser(commands)
     _grading_parsers(commands)
     _evaluate_parser(commands)
+    _nrp_parser(commands)
     summary = commands.add_parser("summary", help="the run's summary (summary.md) and provenance record (JSON)")
     summary.add_argument("--grades", nargs="*", default=[], help=f"every method's grades, {TABLE}")
     summary.add_argument("--flagged", help="the pool's flagged.tsv (passages that look like prompt injection)")
@@ -328,6 +396,41 @@ def _grading_parsers(commands) -> None:
     merge.add_argument("--out", required=True, help="Parquet table to write")
     merge.add_argument("shards", nargs="*", help="the shards' grades tables (Parquet)")
     merge.set_defaults(handler=merge_grades_command)
+
+
+def _nrp_parser(commands) -> None:
+    nrp = commands.add_parser("nrp", help="NRP: rank generated answers among expert-judged documents (SPEC §6)")
+    nrp.add_argument("--queries", required=True, help=QUERIES_HELP)
+    nrp.add_argument("--corpus", required=True, help="judged documents: TSV doc_id<TAB>text, JSONL or Parquet")
+    nrp.add_argument(
+        "--qrels", required=True, nargs="+", metavar="DIMENSION=QRELS",
+        help="one TREC qrels file per quality dimension: relevance=rel.qrels readability=read.qrels",
+    )  # fmt: skip
+    nrp.add_argument("--answers", required=True, help='answers JSONL {"llm", "prompt", "sample", "query_id", "text"}')
+    nrp.add_argument(
+        "--ranker", required=True, action="extend", nargs="+", metavar="KIND|JSON",
+        help='monot5, embedding, bm25 or run, or a JSON object with options: {"kind": "monot5", "model": "..."}',
+    )  # fmt: skip
+    nrp.add_argument("--run", help="TREC run over the judged documents and answers (docid llm/prompt/sample)")
+    nrp.add_argument(
+        "--denominator", choices=["docs", "list"], default="docs",
+        help="NRP = 1 - r/|D_q| (docs, the paper, default) or 1 - r/(|D_q|+1) (list, the published numbers)",
+    )  # fmt: skip
+    nrp.add_argument("--weight", nargs="*", metavar="DIMENSION=W", help="weights of the combined NRP (default equal)")
+    nrp.add_argument("--fix-ranker", nargs="*", metavar="DIMENSION=RANKER", help="use this ranker, skip selection")
+    nrp.add_argument(
+        "--cannot-judge", nargs="*", metavar="DIMENSION=LABEL", help="a qrels label meaning 'cannot judge': left out"
+    )
+    nrp.add_argument("--expert", help="an expert's ranking: JSON {query_id: [item, ...]} or TSV query_id, item, rank")
+    nrp.add_argument(
+        "--wilcoxon", nargs=4, action="append", default=[], metavar=("LLM_A", "PROMPT_A", "LLM_B", "PROMPT_B"),
+        help="a Wilcoxon signed-rank test between two systems on paired per-answer NRP (repeatable)",
+    )  # fmt: skip
+    nrp.add_argument("--cache-dir", default="results/cache", help="directory of the ranker score cache")
+    _policy(nrp, "--on-unknown-query", "qrels and answers whose query is not in --queries")
+    _policy(nrp, "--on-missing-passage", "judged documents missing from --corpus")
+    nrp.add_argument("--out", required=True, help="directory for the NRP tables (TSV)")
+    nrp.set_defaults(handler=nrp_command)
 
 
 def _evaluate_parser(commands) -> None:

@@ -25,6 +25,7 @@ from examflow.registry import (
     a,
     check_method,
     check_options,
+    check_ranker,
     find_secrets,
     suggestion,
 )
@@ -68,7 +69,25 @@ def check_config(config: dict, path: str | Path = SCHEMA) -> dict:
         raise ConfigError("questions.generate", "set inputs.bank, the file the generated bank is written to")
     if grading["methods"] and not checked["inputs"]["bank"]:
         raise ConfigError("grading.methods", "grading needs a question bank (inputs.bank)")
+    if checked["nrp"]:
+        checked["nrp"] = _check_nrp(checked["nrp"])
     return checked
+
+
+def _check_nrp(nrp: dict) -> dict:
+    nrp["rankers"] = [check_ranker(f"nrp.rankers[{i}]", ranker) for i, ranker in enumerate(nrp["rankers"])]
+    names = [ranker["name"] for ranker in nrp["rankers"]]
+    for name in {n for n in names if names.count(n) > 1}:
+        raise ConfigError("nrp.rankers", f"two rankers are named {name!r}: give them names")
+    for dimension, spec in nrp["dimensions"].items():
+        if spec["ranker"] is not None and spec["ranker"] not in names:
+            raise ConfigError(
+                f"nrp.dimensions.{dimension}.ranker", f"{spec['ranker']!r} is none of the rankers: {', '.join(names)}"
+            )
+    weighted = [spec for spec in nrp["dimensions"].values() if "weight" in spec]
+    if weighted and len(weighted) < len(nrp["dimensions"]):
+        raise ConfigError("nrp.dimensions", "give every dimension a weight, or none (equal weights)")
+    return nrp
 
 
 def config_digest(config: dict) -> str:

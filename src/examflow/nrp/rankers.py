@@ -1,0 +1,155 @@
+"""NRP's rankers: each scores a query's judged documents and its answers (higher is better).
+
+- `monot5`: `Query: {q} Document: {d} Relevant:`, the text cut so that the suffix always fits,
+  score = log-softmax of the `true` and `false` logits at the first decoder step (Nogueira et
+  al. 2020), through the seq2seq back end's loading, truncation and length-sorted batching;
+- `embedding`: cosine similarity of query and text with a sentence-embedding model;
+- `bm25`: BM25 with the statistics (document frequencies, mean length) of the query's judged
+  documents, for documents and answers alike, tokenised and weighted by `bm25s`;
+- `run`: the scores of a TREC run file, so that any external ranker plugs in (answers are named
+  `{llm}/{prompt}/{sample}` there).
+
+The model rankers score each distinct (query, text) pair once, cached by content like the grades:
+the judged documents of a query once, not once per answer, and equal texts get equal scores.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from examflow.cache import ContentCache
+from examflow.errors import InputError, Problems
+from examflow.grading.backends import EmbeddingBackend, Request, Seq2SeqBackend
+from examflow.io.runs import read_run
+
+
+@dataclass
+class QueryItems:
+    """What a ranker scores for one query: its judged documents and its answers, by id."""
+
+    query_id: str
+    text: str
+    documents: dict[str, str]
+    answers: dict[str, str]
+
+    @property
+    def items(self) -> dict[str, str]:
+        return self.documents | self.answers
+
+
+Scores = dict[tuple[str, str], float]  # (query id, document id or answer name) -> score
+
+
+class PairRanker:
+    """A model that scores (query, text) pairs; each distinct pair once, cached by content."""
+
+    signature: dict
+
+    def scores(self, queries: list[QueryItems], cache_dir: str | Path) -> Scores:
+        pairs = sorted({(q.text, text) for q in queries for text in q.items.values()})
+        cache = ContentCache(cache_dir, "nrp", self.signature, "scores")
+        keys = {pair: cache.key({"query": pair[0], "text": pair[1]}) for pair in pairs}
+        known = {key: entry["score"] for key, entry in cache.load().items()}
+        todo = [pair for pair in pairs if keys[pair] not in known]
+        fresh = self.score_pairs(todo) if todo else []
+        cache.add([(keys[pair], {"score": score}) for pair, score in zip(todo, fresh)])
+        cache.close()
+        known.update({keys[pair]: score for pair, score in zip(todo, fresh)})
+        return {(q.query_id, item): known[keys[(q.text, text)]] for q in queries for item, text in q.items.items()}
+
+    def score_pairs(self, pairs: list[tuple[str, str]]) -> list[float]:
+        raise NotImplementedError
+
+
+class MonoT5(PairRanker):
+    TEMPLATE = "nrp-monot5"
+
+    def __init__(self, model: str, revision=None, batch_size=16, max_input_tokens=512, device="auto", dtype="auto"):
+        self.backend = Seq2SeqBackend(
+            model, decoding="fast", batch_size=batch_size, max_input_tokens=max_input_tokens, device=device,
+            dtype=dtype, revision=revision,
+        )  # fmt: skip
+        self.signature = {"ranker": "monot5", **self.backend.signature}
+        self.true_false = self.backend.token_ids(["true", "false"])
+
+    def prompt(self, query: str, text: str) -> str:
+        """The input, cut to `max_input_tokens` with `Relevant:` whole at its end."""
+        return self.backend.prompt(Request(self.TEMPLATE, {"query": query, "context": text}), margin=0)
+
+    def score_pairs(self, pairs: list[tuple[str, str]]) -> list[float]:
+        def step(prompts: list[str]) -> list[float]:
+            logits = self.backend.first_step_logits(prompts, self.true_false)
+            return self.backend.torch.log_softmax(logits, dim=-1)[:, 0].tolist()
+
+        return self.backend.batched([self.prompt(q, t) for q, t in pairs], step)
+
+
+class Embedding(PairRanker):
+    def __init__(self, model: str, batch_size: int = 64, device: str = "auto"):
+        self.backend = EmbeddingBackend(model, unit="passage", batch_size=batch_size, device=device)
+        self.signature = {"ranker": "embedding", **self.backend.signature}
+
+    def score_pairs(self, pairs: list[tuple[str, str]]) -> list[float]:
+        answers = self.backend.answer([Request("embedding", {"query": q, "context": t}) for q, t in pairs])
+        return [answer.score for answer in answers]
+
+
+class BM25:
+    """BM25 with the statistics of each query's judged documents, for its documents and answers alike."""
+
+    def __init__(self, k1: float = 1.5, b: float = 0.75, method: str = "lucene"):
+        self.k1, self.b, self.method = k1, b, method
+
+    def scores(self, queries: list[QueryItems], cache_dir=None) -> Scores:
+        import bm25s
+        from bm25s.scoring import _select_idf_scorer, _select_tfc_scorer  # the library's own BM25 weights
+
+        idf_of, tfc = _select_idf_scorer(self.method), _select_tfc_scorer(self.method)
+        scores = {}
+        for query in queries:
+            documents = self._tokens(bm25s, list(query.documents.values()))
+            frequencies = Counter(token for tokens in documents for token in set(tokens))
+            mean_length = sum(map(len, documents)) / len(documents) if documents else 1.0
+            terms = self._tokens(bm25s, [query.text])[0]
+            idf = {t: idf_of(frequencies[t], N=len(documents)) for t in set(terms) if frequencies[t]}
+            for item, tokens in zip(query.items, self._tokens(bm25s, list(query.items.values()))):
+                counts, length = Counter(tokens), len(tokens)
+                scores[query.query_id, item] = math.fsum(
+                    weight * tfc(counts[t], length, mean_length, self.k1, self.b, None)
+                    for t in terms if (weight := idf.get(t)) and counts[t]
+                )  # fmt: skip
+        return scores
+
+    @staticmethod
+    def _tokens(bm25s, texts: list[str]) -> list[list[str]]:
+        return bm25s.tokenize(texts, stopwords="en", return_ids=False, show_progress=False) if texts else []
+
+
+class RunScores:
+    """The scores of a TREC run over the judged documents and the answers (docid `{llm}/{prompt}/{sample}`).
+    A judged document the run lacks ranks below everything; an answer it lacks is an error."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def scores(self, queries: list[QueryItems], cache_dir=None) -> Scores:
+        table = read_run(self.path, {q.query_id for q in queries}, Problems("warn"))
+        given = {(q, d): float(s) for q, d, s in table[["query_id", "passage_id", "score"]].itertuples(index=False)}
+        scores = {}
+        for query in queries:
+            for item in query.documents:
+                scores[query.query_id, item] = given.get((query.query_id, item), -math.inf)
+            for item in query.answers:
+                if (query.query_id, item) not in given:
+                    raise InputError(self.path, f"no score for answer {item!r} of query {query.query_id!r}")
+                scores[query.query_id, item] = given[query.query_id, item]
+        return scores
+
+
+def make_ranker(spec: dict):
+    """A ranker from its checked settings (`examflow.registry.check_ranker`)."""
+    options = {k: v for k, v in spec.items() if k not in ("kind", "name")}
+    return {"monot5": MonoT5, "embedding": Embedding, "bm25": BM25, "run": RunScores}[spec["kind"]](**options)
