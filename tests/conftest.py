@@ -45,6 +45,7 @@ def project(tmp_path: Path) -> Path:
     for name in ("workflow", "config", "profiles", "envs"):
         shutil.copytree(ROOT / name, tmp_path / name)
     shutil.copytree(DEMO, tmp_path / "resources" / "demo")
+    shutil.copytree(ROOT / "resources" / "demo-nrp", tmp_path / "resources" / "demo-nrp")
     shutil.copy(ROOT / "Snakefile", tmp_path / "Snakefile")
     (tmp_path / "src").symlink_to(ROOT / "src")
     return tmp_path

@@ -44,6 +44,7 @@ def test_a_minimal_config_gets_the_schema_defaults_and_nothing_of_the_demo():
     assert config["questions"]["llm"] == {name: option.default for name, option in LLM_OPTIONS.items()} | {
         "model": "gpt-3.5-turbo"
     }
+    assert config["nrp"] is None
     assert MINIMAL == {"inputs": {"queries": "q.tsv"}}  # the caller's dict is left alone
 
 
@@ -109,6 +110,28 @@ def test_typos_wrong_types_and_bad_measures_name_the_key():
     )
 
 
+def test_nrp_settings_are_checked():
+    def nrp(**changes) -> dict:
+        spec = {"queries": "q", "corpus": "c", "answers": "a", "dimensions": {"relevance": {"qrels": "r"}}} | changes
+        return {"inputs": {"queries": "q"}, "nrp": spec}
+
+    filled = checked(nrp())["nrp"]
+    assert [r["name"] for r in filled["rankers"]] == ["embedding", "bm25"] and filled["denominator"] == "docs"
+    assert filled["rankers"][1] == {"kind": "bm25", "name": "bm25", "k1": 1.5, "b": 0.75, "method": "lucene"}
+    assert rejected(nrp(rankers=[{"kind": "bm25", "k": 1}])).startswith(
+        "config nrp.rankers[0].k: unknown option (did you mean 'k1'?)"
+    )
+    assert "unknown ranker 'mono_t5' (did you mean 'monot5'?)" in rejected(nrp(rankers=[{"kind": "mono_t5"}]))
+    assert "two rankers are named 'monot5'" in rejected(
+        nrp(rankers=[{"kind": "monot5"}, {"kind": "monot5", "model": "m"}])
+    )
+    both = {"relevance": {"qrels": "r", "ranker": "bm"}, "readability": {"qrels": "s"}}
+    assert "'bm' is none of the rankers" in rejected(nrp(dimensions=both))
+    weights = {"relevance": {"qrels": "r", "weight": 0.7}, "readability": {"qrels": "s"}}
+    assert "give every dimension a weight, or none" in rejected(nrp(dimensions=weights))
+    assert "unknown key (did you mean 'denominator'?)" in rejected(nrp(denominater="list"))
+
+
 def test_a_secret_in_the_config_is_refused_without_repeating_it():
     for where in (
         {"questions": {"llm": {"api_key": "sk-SENTINEL"}}},
@@ -139,7 +162,7 @@ def test_a_minimal_user_config_schedules_no_demo_input(project):
     result = snakemake(project, "-n", "--configfile", "mine.yaml")
     output = result.stdout + result.stderr
     assert "resources/demo" not in output and "cosine" not in output and "_gold_" not in output
-    assert "rule segment" not in output  # no responses, no gold articles: nothing to segment
+    assert "rule segment" not in output and "rule nrp" not in output  # nothing the user did not ask for
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", output, re.MULTILINE))
     # q3 has no questions: no bank shard, no pool shard, no grading job; one warning says so.
     assert jobs["grade"] == jobs["bank_shard"] == jobs["pool_shard"] == "2"

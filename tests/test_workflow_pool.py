@@ -66,6 +66,16 @@ def test_demo_pool_matches_hand_computed_pool(project):
     metadata = read_grades_metadata(project / "results/demo/grades/cosine.parquet")
     assert metadata["pairs"] == 3345 and metadata["errors"] == 0
     assert metadata["embedding_grades"]["quantiles"] == [0.5, 0.6, 0.7, 0.8, 0.9]
+    # NRP on its own demo collection, next to EXAM: the designed order of the three "LLMs".
+    nrp = pd.read_csv(project / "results/demo/nrp/per_system.tsv", sep="\t")
+    combined = nrp[nrp["dimension"] == "combined"].groupby("llm")["nrp"].mean()
+    assert combined["medlm-large"] > combined["chat-small"] > combined["echo-tiny"]
+    assert nrp.loc[nrp["llm"] == "echo-tiny", "n_empty"].max() == 1  # one empty, one missing answer
+    selection = pd.read_csv(project / "results/demo/nrp/ranker_selection.tsv", sep="\t")
+    assert len(selection) == 4 and selection.groupby("dimension")["chosen"].sum().eq(1).all()
+    assert (project / "results/demo/nrp/wilcoxon.tsv").exists()
+    agreement = pd.read_csv(project / "results/demo/nrp/expert_agreement.tsv", sep="\t")
+    assert agreement.loc[agreement["query_id"] == "_mean_", "n_items"].eq(3).all()
     kappa = pd.read_csv(project / "results/demo/eval/cosine/kappa.tsv", sep="\t")
     assert kappa["table"].tolist() == ["lenient", "strict"] and kappa["n_pairs"].eq(101).all()
 

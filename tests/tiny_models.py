@@ -25,6 +25,7 @@ def vocabulary() -> list[str]:
         "grade-answer-verification",
         "direct-sun",
         "direct-thomas",
+        "nrp-monot5",
     ]
     words = set(WORDS) | {str(d) for d in range(10)}
     for name in names:

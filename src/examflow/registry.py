@@ -275,6 +275,7 @@ def options_markdown() -> str:
     """The option tables of config/README.md (`python -m examflow.registry` prints them)."""
     tables = [("key", {"questions.llm": QUESTION_LLM_OPTIONS})]
     tables.append(("back end", {kind: backend.options for kind, backend in BACKENDS.items()}))
+    tables.append(("ranker", RANKERS))
     text = ""
     for heading, groups in tables:
         lines = [f"| {heading} | option | default | meaning |", "| --- | --- | --- | --- |"]
