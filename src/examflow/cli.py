@@ -205,8 +205,16 @@ def nrp_command(args: argparse.Namespace) -> None:
     wanted = set().union(*(set(j["passage_id"]) for j in judgments.values()))
     documents = read_passages(args.corpus, wanted, Problems(args.on_missing_passage))
     judgments = {d: j[j["passage_id"].isin(documents)] for d, j in judgments.items()}
+    for dimension, judged in judgments.items():
+        if judged.empty:
+            raise InputError(qrels[dimension], f"no judged document with a text is left for dimension {dimension!r}")
     answers = read_answers(args.answers, set(queries["query_id"]), unknown)
     unknown.summarise()
+    unjudged = sorted(set(answers["query_id"]) - set(pd.concat(judgments.values())["query_id"]))
+    if unjudged:
+        log.warning(
+            "%d queries have answers but no judged document, and no NRP: %s", len(unjudged), ", ".join(unjudged[:5])
+        )
     known = {q: set(j) for q, j in pd.concat(judgments.values()).groupby("query_id")["passage_id"]}
     for a in answers.itertuples(index=False):
         known.setdefault(a.query_id, set()).add(answer_name(a.llm, a.prompt, a.sample))
