@@ -196,6 +196,9 @@ def test_monot5_scores_true_against_false_and_keeps_the_suffix(tiny_monot5, tmp_
         and prompt.startswith("Query: how bees make honey Document: honey")
         and prompt.endswith(" Relevant:")
     )
+    full = MonoT5(tiny_monot5)  # the default budget: 512 tokens, however long the document
+    very_long = full.prompt("how bees make honey", long_text * 30)
+    assert len(tokenizer(very_long).input_ids) == 512 and very_long.endswith(" Relevant:")
     pairs = [("how bees make honey", long_text), ("why tides", "the moon raises tides"), ("why tides", "")]
     scores = ranker.score_pairs(pairs)
     for (query, text), score in zip(pairs, scores):  # the log-softmax of the two logits, computed here
