@@ -17,11 +17,16 @@ include: "workflow/rules/questions.smk"
 include: "workflow/rules/grade.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/summary.smk"
+include: "workflow/rules/report.smk"
 
 
 if config["nrp"]:
 
     include: "workflow/rules/nrp.smk"
+
+
+# The report's first page is the run's summary (`snakemake --report` after a run).
+report: str(Path(rules.summary.output.page).resolve())
 
 
 wildcard_constraints:
@@ -37,10 +42,12 @@ rule all:
         expand(rules.merge_grades.output, method=METHODS),
         expand(rules.evaluate.output, method=METHODS),
         rules.summary.output,
-        rules.nrp.output if config["nrp"] else [],
+        expand(rules.report_method.output, method=METHODS),
+        rules.report_nrp.output if config["nrp"] else [],
 
 
 onsuccess:
     print(
-        f"examflow: done. Summary: {rules.summary.output.summary}; all outputs under {RESULTS}/"
+        f"examflow: done. Summary: {rules.summary.output.summary}; the report: "
+        f"snakemake --report {RESULTS}/report.html; all outputs under {RESULTS}/"
     )

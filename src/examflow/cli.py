@@ -147,14 +147,16 @@ def merge_grades_command(args: argparse.Namespace) -> None:
 
 
 def evaluate_command(args: argparse.Namespace) -> None:
+    from examflow.evaluation.impact import BaselineStore, bank_digest
     from examflow.evaluation.leaderboard import Settings, evaluate
     from examflow.evaluation.qrels import unknown_measures as check_measures
     from examflow.io.leaderboard import match_runs, read_leaderboard
 
     inputs = _evaluation_inputs(args)
     settings = Settings(
-        args.tau, args.k, args.measures, args.query_mode, args.n_exam, args.relevant_judgment, args.bootstrap, args.seed
-    )
+        args.tau, args.k, args.measures, args.query_mode, args.n_exam, args.relevant_judgment, args.bootstrap, args.seed,
+        args.diagnostics_tau if args.diagnostics_tau is not None else (4 if 4 in args.tau else max(args.tau)),
+    )  # fmt: skip
     unknown = check_measures(args.measures)
     if unknown:
         name, why = next(iter(unknown.items()))
@@ -167,7 +169,13 @@ def evaluate_command(args: argparse.Namespace) -> None:
             log.warning("%s", note)
         unknown_runs.summarise()
     outputs = evaluate(inputs, settings, official)
+    baselines = outputs.pop("baselines")
+    stores = {method: BaselineStore(Path(args.baselines) / method) for method in baselines} if args.baselines else {}
+    if stores:
+        outputs |= edit_impact(baselines, stores)
     write_tables({Path(args.out) / name: table for name, table in outputs.items()})
+    for method, store in stores.items():  # only once the outputs are written
+        store.save(bank_digest(baselines[method].questions), baselines[method])
     leaderboard = outputs["leaderboard.tsv"]
     log.info(
         "%d methods, %d runs, %d measures, tau %s -> %s",
@@ -254,15 +262,104 @@ def assignments(values: list[str] | None, option: str, kind, many: bool = False)
     return pairs if many else dict(pairs)
 
 
+def report_command(args: argparse.Namespace) -> None:
+    """The figures and pages of one method's evaluation, or of NRP (`--nrp`)."""
+    from examflow.report import figures, pages
+
+    out = Path(args.out)
+    if args.nrp:
+        nrp = Path(args.nrp)
+        per_system, selection = (_tsv(nrp / f"{name}.tsv") for name in ("per_system", "ranker_selection"))
+        agreement = _tsv(nrp / "expert_agreement.tsv") if (nrp / "expert_agreement.tsv").exists() else None
+        write_tables(
+            {
+                out / "nrp.png": figures.nrp_figure(per_system),
+                out / "nrp.html": pages.nrp_page(per_system, selection, agreement),
+            }
+        )
+        return
+    if not (args.eval and args.grades and args.method):
+        raise Failure("examflow report: give --method, --eval and --grades, or --nrp")
+    from examflow.io.leaderboard import read_leaderboard
+
+    folder, method, tau = Path(args.eval), args.method, args.tau
+    board = _tsv(folder / "leaderboard.tsv", tau=float)
+    official = read_leaderboard(args.official) if args.official else None
+    grades = read_table(args.grades)
+    files = {
+        out / "leaderboard.png": figures.leaderboard_figure(board, official, tau),
+        out / "leaderboard.html": pages.leaderboard_page(board, official, tau, method),
+        out / "grades.png": figures.grade_distribution(grades),
+        out / "questions.html": pages.questions_page(
+            _tsv(folder / "questions.tsv"), _tsv(folder / "uncovered.tsv"), tau, method
+        ),
+        out / "impact.html": pages.impact_page(
+            *(_tsv(folder / f"impact_{n}.tsv") for n in ("questions", "passages", "systems")), method
+        ),
+    }
+    if official:
+        correlation = _tsv(folder / "correlation.tsv", tau=float)
+        files[out / "scatter.png"] = figures.scatter_figure(board, correlation, official, tau)
+        files[out / "correlation.html"] = pages.correlation_page(correlation, method)
+    if (folder / "agreement.tsv").exists():
+        files[out / "kappa.png"] = figures.kappa_heatmap(_tsv(folder / "agreement.tsv"), _tsv(folder / "kappa.tsv"))
+    if args.example_query:
+        passages = read_table(Path(args.pool) / "passages.parquet")
+        questions = pd.concat([read_table(path) for path in args.questions])
+        mine = passages[(passages["query_id"] == args.example_query) & (passages["origin"] != "gold")]
+        files[out / "example.html"] = pages.example_page(args.example_query, mine, grades, questions, method)
+    write_tables(files)
+
+
+def _tsv(path: Path, **types) -> pd.DataFrame:
+    """A table examflow wrote (ids stay strings)."""
+    if not path.is_file():
+        raise InputError(path, "table not found (was the step that writes it run?)")
+    return pd.read_csv(
+        path, sep="\t", dtype={"run_id": str, "query_id": str, "passage_id": str, "question_id": str, **types}
+    )
+
+
 def summary_command(args: argparse.Namespace) -> None:
     from examflow.grading.merge import read_grades_metadata
     from examflow.summary import provenance, run_summary
 
     graded = {meta["method"]["name"]: meta for meta in map(read_grades_metadata, args.grades)}
-    flagged = pd.read_csv(args.flagged, sep="\t", dtype=str, keep_default_na=False) if args.flagged else None
-    text = run_summary(graded, flagged if flagged is not None else pd.DataFrame(), args.results)
+    flagged = pd.read_csv(args.flagged, sep="\t", dtype=str, keep_default_na=False) if args.flagged else pd.DataFrame()
+    boards, correlations = {}, {}
+    for folder in map(Path, args.eval):
+        board = _tsv(folder / "leaderboard.tsv", tau=float)
+        for method in board["method"].unique():
+            boards[method] = board[board["method"] == method]
+        if (folder / "correlation.tsv").exists():
+            correlation = _tsv(folder / "correlation.tsv", tau=float)
+            correlations |= {method: group for method, group in correlation.groupby("method")}
+    nrp = _tsv(Path(args.nrp)) if args.nrp else None
+    document = run_summary(graded, flagged, args.results, boards, correlations, args.tau, nrp)
     record = json.dumps(provenance(graded, args.config_digest), indent=2, sort_keys=True) + "\n"
-    write_tables({args.out_summary: text, args.out_provenance: record})
+    files = {args.out_summary: document.markdown(), args.out_provenance: record}
+    if args.out_rst:
+        files[args.out_rst] = document.rst()
+    write_tables(files)
+
+
+def edit_impact(baselines: dict, stores: dict) -> dict[str, pd.DataFrame]:
+    """impact_*.tsv: each method against its latest baseline of another bank (empty on a first run)."""
+    from examflow.evaluation.impact import IMPACT_FILES, bank_digest, impact_tables
+
+    parts: dict[str, list] = {name: [] for name in IMPACT_FILES}
+    for method, baseline in baselines.items():
+        previous = stores[method].previous(bank_digest(baseline.questions))
+        if previous:
+            log.info(
+                "method %s: bank %s compared with the earlier bank %s",
+                method,
+                bank_digest(baseline.questions),
+                previous[0],
+            )
+        for name, table in impact_tables(previous[1] if previous else None, baseline).items():
+            parts[name].append(table.assign(method=method))
+    return {IMPACT_FILES[name]: pd.concat(tables, ignore_index=True) for name, tables in parts.items()}
 
 
 def _evaluation_inputs(args: argparse.Namespace):
@@ -302,12 +399,30 @@ def parser() -> argparse.ArgumentParser:
     _grading_parsers(commands)
     _evaluate_parser(commands)
     _nrp_parser(commands)
+    report = commands.add_parser("report", help="the figures and HTML pages of an evaluation, or of NRP")
+    report.add_argument("--method", help="the method's name")
+    report.add_argument("--eval", help="the method's evaluation folder (`examflow evaluate --out`)")
+    report.add_argument("--grades", help=f"the method's grades, {TABLE}")
+    report.add_argument("--tau", type=float, default=4, help="the threshold the figures show (default 4)")
+    report.add_argument("--official", help="official leaderboard: JSON object {run_id: rank}")
+    report.add_argument("--example-query", help="the topic of the worked example page (needs --pool and --questions)")
+    report.add_argument("--pool", help="directory of the pool tables")
+    report.add_argument("--questions", nargs="*", default=[], help=f"bank shards, {TABLE} each")
+    report.add_argument("--nrp", help="instead: the NRP tables' folder (`examflow nrp --out`)")
+    report.add_argument("--out", required=True, help="directory for the figures (PNG) and pages (HTML)")
+    report.set_defaults(handler=report_command)
     summary = commands.add_parser("summary", help="the run's summary (summary.md) and provenance record (JSON)")
     summary.add_argument("--grades", nargs="*", default=[], help=f"every method's grades, {TABLE}")
     summary.add_argument("--flagged", help="the pool's flagged.tsv (passages that look like prompt injection)")
     summary.add_argument("--config-digest", required=True, help="sha256 of the checked configuration")
     summary.add_argument("--results", required=True, help="the results folder, named in the summary")
+    summary.add_argument(
+        "--eval", nargs="*", default=[], help="the methods' evaluation folders (`examflow evaluate --out`)"
+    )
+    summary.add_argument("--nrp", help="NRP's per_system.tsv")
+    summary.add_argument("--tau", type=float, default=4, help="the threshold the summary reports (default 4)")
     summary.add_argument("--out-summary", required=True, help="Markdown file to write")
+    summary.add_argument("--out-rst", help="the same summary as reStructuredText (the report's first page)")
     summary.add_argument("--out-provenance", required=True, help="JSON file to write")
     summary.set_defaults(handler=summary_command)
     diff = commands.add_parser("bank-diff", help="questions added, removed and reworded between two banks")
@@ -475,6 +590,13 @@ def _evaluate_parser(commands) -> None:
         "--bootstrap", type=int, default=1000, help="bootstrap replicates over queries (default 1000; 0: none)"
     )
     evaluate.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    evaluate.add_argument(
+        "--diagnostics-tau", type=float, help="threshold of the question diagnostics (default 4, or the highest --tau)"
+    )
+    evaluate.add_argument(
+        "--baselines",
+        help="folder of the earlier evaluations' baselines: writes impact_*.tsv against the last other bank",
+    )
     evaluate.add_argument("--out", required=True, help="directory for the evaluation tables (TSV) and qrels")
     evaluate.set_defaults(handler=evaluate_command)
 

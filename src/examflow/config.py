@@ -69,6 +69,11 @@ def check_config(config: dict, path: str | Path = SCHEMA) -> dict:
         raise ConfigError("questions.generate", "set inputs.bank, the file the generated bank is written to")
     if grading["methods"] and not checked["inputs"]["bank"]:
         raise ConfigError("grading.methods", "grading needs a question bank (inputs.bank)")
+    taus, report = checked["evaluation"]["tau"], checked["report"]
+    if report["tau"] is None:
+        report["tau"] = 4 if 4 in taus else max(taus)
+    elif report["tau"] not in taus:
+        raise ConfigError("report.tau", f"{report['tau']} is none of evaluation.tau ({', '.join(map(str, taus))})")
     if checked["nrp"]:
         checked["nrp"] = _check_nrp(checked["nrp"])
     return checked

@@ -38,9 +38,19 @@ def bank_queries(path: str, modified: float) -> BankQueries:
     return BankQueries(shard_digests(entries), with_items, lines)
 
 
+@functools.cache
+def query_table(spec: str):
+    """The queries, read once per Snakefile parse."""
+    return read_queries(spec)
+
+
+def has_facets(spec: str) -> bool:
+    return bool(query_table(spec)["facet_id"].notna().any())
+
+
 def graded_shards(queries_spec: str, bank: str, generate: bool, validation: dict) -> list[str]:
     """Shards of the queries that have questions; bank queries that are not queries are problems."""
-    query_ids = set(read_queries(queries_spec)["query_id"])
+    query_ids = set(query_table(queries_spec)["query_id"])
     if generate:  # every query gets questions, or generation fails naming it
         return sorted({shard_name(q) for q in query_ids})
     found = bank_queries(bank, os.path.getmtime(bank))

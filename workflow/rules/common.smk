@@ -2,6 +2,7 @@ import glob
 import json
 import logging
 import os
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from examflow.config import check_config, config_digest
 from examflow.errors import Failure
 from examflow.io.irds import is_irds
-from examflow.workflow import bank_queries, check_leaderboard, graded_shards
+from examflow.workflow import bank_queries, check_leaderboard, graded_shards, has_facets
 
 # examflow's parse-time warnings (queries without questions, runs off the leaderboard, ...).
 _warnings = logging.StreamHandler()
@@ -38,6 +39,8 @@ config.update(
 
 INPUTS = config["inputs"]
 RESULTS = config["results_dir"].rstrip("/")
+# The evaluations' baselines for bank-edit impact: state kept with the cache, one folder per results folder.
+BASELINES = f"{config['cache_dir']}/baselines/{re.sub(r'[^A-Za-z0-9_-]', '_', RESULTS)}"
 ENV = "../../envs/examflow.yaml"
 
 # Rules run `python -m examflow` from this workflow's own src/, in a rule's conda environment
@@ -122,6 +125,14 @@ if INPUTS["official_leaderboard"]:
     checked(check_leaderboard, INPUTS, RUN_FILES, VALIDATION)
 
 
+# The topic of the worked example: the configured one, or the first query with questions.
+EXAMPLE_QUERY = config["report"]["example_query"] or (
+    sorted(bank_queries(BANK, os.path.getmtime(BANK)).with_items)[0]
+    if BANK and not GENERATE_BANK
+    else None
+)
+
+
 def bank_path():
     return checkpoints.questions.get().output[0] if GENERATE_BANK else BANK
 
@@ -153,6 +164,85 @@ def method_json(wildcards):
 
 def method_gpus(wildcards):
     return METHODS[wildcards.method]["gpu"]
+
+
+def evaluation_outputs():
+    """Every file `examflow evaluate` writes for a method, as this configuration asks for them."""
+    tables = ["leaderboard", "per_query", "questions", "uncovered"]
+    tables += ["impact_questions", "impact_passages", "impact_systems"]
+    tables += ["correlation"] if INPUTS["official_leaderboard"] else []
+    tables += ["kappa", "agreement"] if INPUTS["qrels"] else []
+    outputs = {name: results(f"eval/{{method}}/{name}.tsv") for name in tables}
+    outputs["qrels"] = results("eval/{method}/qrels/{method}.qrels")
+    if checked(has_facets, INPUTS["queries"]):
+        outputs["facets_qrels"] = results("eval/{method}/qrels/{method}.facets.qrels")
+    return outputs
+
+
+# What each report file is: (file, caption, subcategory, wanted).
+REPORT_FILES = {
+    "leaderboard_png": ("leaderboard.png", "leaderboard", "1 Leaderboard", True),
+    "leaderboard_html": (
+        "leaderboard.html",
+        "leaderboard_table",
+        "1 Leaderboard",
+        True,
+    ),
+    "scatter_png": (
+        "scatter.png",
+        "scatter",
+        "2 Agreement",
+        bool(INPUTS["official_leaderboard"]),
+    ),
+    "correlation_html": (
+        "correlation.html",
+        "correlation_table",
+        "2 Agreement",
+        bool(INPUTS["official_leaderboard"]),
+    ),
+    "grades_png": ("grades.png", "grades", "3 Grades", True),
+    "kappa_png": ("kappa.png", "kappa", "3 Grades", bool(INPUTS["qrels"])),
+    "questions_html": ("questions.html", "questions", "4 Questions", True),
+    "impact_html": ("impact.html", "impact", "5 Bank edits", True),
+    "example_html": ("example.html", "example", "6 Worked example", True),
+}
+
+
+def report_outputs():
+    return {
+        name: report(
+            results(f"report/{{method}}/{file}"),
+            caption=f"../report/{caption}.rst",
+            category="EXAM: {method}",
+            subcategory=subcategory,
+            labels={"method": "{method}", "item": file},
+        )
+        for name, (file, caption, subcategory, wanted) in REPORT_FILES.items()
+        if wanted
+    }
+
+
+def report_inputs(wildcards):
+    evaluation = {
+        name: path.format(method=wildcards.method)
+        for name, path in evaluation_outputs().items()
+    }
+    return evaluation | {
+        "grades": rules.merge_grades.output[0].format(method=wildcards.method),
+        "passages": rules.pool.output.passages,
+        "questions": expand(rules.bank_shard.output, shard=SHARDS),
+        "official": INPUTS["official_leaderboard"] or [],
+    }
+
+
+def report_options(wildcards, input):
+    return cli_options(
+        eval=Path(input.leaderboard).parent,
+        official=input.official or None,
+        example_query=EXAMPLE_QUERY,
+        pool=Path(input.passages).parent,
+        questions=input.questions,
+    )
 
 
 def pool_inputs(wildcards):

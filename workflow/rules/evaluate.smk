@@ -8,9 +8,7 @@ rule evaluate:
         official=INPUTS["official_leaderboard"] or [],
         gold_articles=INPUTS["gold_articles"] or [],
     output:
-        leaderboard=results("eval/{method}/leaderboard.tsv"),
-        per_query=results("eval/{method}/per_query.tsv"),
-        qrels=results("eval/{method}/qrels/{method}.qrels"),
+        **evaluation_outputs(),
     log:
         logs("evaluate/{method}.log"),
     conda:
@@ -19,12 +17,15 @@ rule evaluate:
         references=lambda wildcards, input: cli_options(
             official=input.official or None, gold_articles=input.gold_articles or None
         ),
-        settings=cli_options(**config["evaluation"]),
+        settings=cli_options(
+            **config["evaluation"], diagnostics_tau=config["report"]["tau"]
+        ),
+        baselines=BASELINES,
         on_unknown_run=config["validation"]["leaderboard_runs"],
         pool=lambda wildcards, input: Path(input.rankings).parent,
         out=lambda wildcards, output: Path(output.leaderboard).parent,
     shell:
         "python -m examflow evaluate --grades {input.grades} --pool {params.pool}"
         " --questions {input.questions} {params.references} {params.settings}"
-        " --on-unknown-run {params.on_unknown_run}"
+        " --on-unknown-run {params.on_unknown_run} --baselines {params.baselines}"
         " --out {params.out} 2> {log}"

@@ -30,3 +30,30 @@ rule nrp:
         " {params.options} {params.wilcoxon} --denominator {params.denominator} --cache-dir {params.cache}"
         " --on-unknown-query {params.on_unknown_query} --on-missing-passage {params.on_missing_passage}"
         " --out {params.out} 2> {log}"
+
+
+rule report_nrp:
+    input:
+        rules.nrp.output,
+    output:
+        figure=report(
+            results("report/nrp/nrp.png"),
+            caption="../report/nrp.rst",
+            category="NRP",
+            labels={"item": "figure"},
+        ),
+        page=report(
+            results("report/nrp/nrp.html"),
+            caption="../report/nrp_table.rst",
+            category="NRP",
+            labels={"item": "tables"},
+        ),
+    log:
+        logs("report/nrp.log"),
+    conda:
+        ENV
+    params:
+        tables=lambda wildcards, input: Path(input[0]).parent,
+        out=lambda wildcards, output: Path(output.figure).parent,
+    shell:
+        "python -m examflow report --nrp {params.tables} --out {params.out} 2> {log}"

@@ -20,15 +20,18 @@ from examflow.evaluation.cover import (
     cover_measures,
     without_passages,
 )
+from examflow.evaluation.impact import Baseline
 from examflow.evaluation.qrels import DEFAULT_MEASURES, exam_labels, format_qrels, trec_scores
+from examflow.evaluation.questions import QUESTION_COLUMNS, UNCOVERED_COLUMNS, question_diagnostics, uncovered_passages
 from examflow.evaluation.rouge import rouge_per_query
-from examflow.evaluation.scores import system_scores
+from examflow.evaluation.scores import system_scores, tie_keys
 from examflow.io.runs import GOLD_RUN, OVERALL_RUN, RESERVED_RUNS
 
-LEADERBOARD_COLUMNS = ["method", "measure", "tau", "run_id", "score", "stderr", "n_queries", "failed_pairs"]
+LEADERBOARD_COLUMNS = ["method", "measure", "tau", "run_id", "kind", "score", "stderr", "n_queries", "failed_pairs"]
+RUN_KINDS = {OVERALL_RUN: "pool", GOLD_RUN: "gold"}  # special rows; every other run is a `system`
 CORRELATION_COLUMNS = [
     "method", "measure", "tau", "spearman", "kendall", "n_runs", "spearman_low", "spearman_high",
-    "kendall_low", "kendall_high", "spearman_random_ties", "kendall_random_ties", "tau_ap",
+    "kendall_low", "kendall_high", "spearman_random_ties", "kendall_random_ties", "tau_ap", "note",
 ]  # fmt: skip
 
 
@@ -42,6 +45,7 @@ class Settings:
     relevant_judgment: int = 1
     bootstrap: int = 1000
     seed: int = 0
+    diagnostics_tau: float = 4  # the threshold of the question diagnostics and the baseline's comparison
 
 
 @dataclass
@@ -102,8 +106,10 @@ def exam_questions(grades: pd.DataFrame, bank: pd.DataFrame | None) -> pd.DataFr
 
 def evaluate(inputs: Inputs, settings: Settings, official: dict[str, float] | None) -> dict[str, pd.DataFrame | str]:
     """Output tables by file name: leaderboard.tsv, per_query.tsv, correlation.tsv, kappa.tsv,
-    agreement.tsv, qrels/{method}.qrels and, with subtopics, qrels/{method}.facets.qrels."""
-    leaderboards, per_queries, outputs = [], [], {}
+    agreement.tsv, questions.tsv, uncovered.tsv, qrels/{method}.qrels and, with subtopics,
+    qrels/{method}.facets.qrels. `baselines` (not a file): each method's Baseline for edit impact."""
+    leaderboards, per_queries, diagnostics, uncovered, outputs = [], [], [], [], {}
+    baselines = {}
     for method, grades in inputs.grades.groupby("method", sort=True):
         pooled = without_passages(grades, inputs.gold_passages)
         labels = exam_labels(pooled)
@@ -115,15 +121,49 @@ def evaluate(inputs: Inputs, settings: Settings, official: dict[str, float] | No
         outputs[f"qrels/{method}.qrels"] = format_qrels(labels)
         if grades["facet_id"].notna().any():  # CAR-style subtopics: one qrels query per facet too
             outputs[f"qrels/{method}.facets.qrels"] = format_qrels(exam_labels(pooled, per_facet=True))
-    leaderboard = pd.concat(leaderboards, ignore_index=True)[LEADERBOARD_COLUMNS]
+        exam = exam_texts(exam_questions(grades, inputs.questions), inputs.questions)
+        tau = settings.diagnostics_tau
+        diagnostics.append(
+            question_diagnostics(best_levels(pooled), exam, inputs.judgments, inputs.rankings, official, tau,
+                                 settings.k, settings.relevant_judgment).assign(method=method)
+        )  # fmt: skip
+        uncovered.append(
+            uncovered_passages(labels, inputs.judgments, inputs.passages, tau, settings.relevant_judgment).assign(
+                method=method
+            )
+        )
+        systems = board[~board["run_id"].isin(RESERVED_RUNS)][["measure", "tau", "run_id", "score"]]
+        baselines[method] = Baseline(exam.drop(columns=["query_text"], errors="ignore"), labels, systems)
+    leaderboard = sort_leaderboard(pd.concat(leaderboards, ignore_index=True))
     per_query = pd.concat(per_queries, ignore_index=True)
     outputs["leaderboard.tsv"] = leaderboard
     outputs["per_query.tsv"] = per_query[["method", *PER_QUERY_COLUMNS]]
+    outputs["questions.tsv"] = pd.concat(diagnostics, ignore_index=True)[["method", *QUESTION_COLUMNS]]
+    outputs["uncovered.tsv"] = pd.concat(uncovered, ignore_index=True)[["method", *UNCOVERED_COLUMNS]]
     if official:
         outputs["correlation.tsv"] = correlations(per_query, official, settings)
     if len(inputs.judgments):
         outputs["kappa.tsv"], outputs["agreement.tsv"] = agreement(inputs.grades, inputs.judgments, settings)
+    outputs["baselines"] = baselines
     return outputs
+
+
+def exam_texts(exam: pd.DataFrame, bank: pd.DataFrame | None) -> pd.DataFrame:
+    """The exam's questions with their facets and texts, from the bank where it has them."""
+    texts = (bank if bank is not None else pd.DataFrame(columns=["question_id"])).drop_duplicates("question_id")
+    texts = texts.set_index("question_id").reindex(exam["question_id"])
+    return exam.assign(
+        facet_id=texts.get("facet_id", pd.Series(None, index=texts.index)).to_numpy(),
+        question_text=texts.get("question_text", pd.Series("", index=texts.index)).fillna("").to_numpy(),
+    )[["query_id", "facet_id", "question_id", "question_text"]]
+
+
+def sort_leaderboard(board: pd.DataFrame) -> pd.DataFrame:
+    """Best first within each (method, measure, τ); the special rows (`_overall_`, `_gold_`) marked and last."""
+    board = board.assign(kind=board["run_id"].map(RUN_KINDS).fillna("system"), _key=-tie_keys(board["score"]))
+    board = board.assign(_special=board["kind"] != "system")
+    order = ["method", "measure", "tau", "_special", "_key", "run_id"]
+    return board.sort_values(order, na_position="first", kind="stable")[LEADERBOARD_COLUMNS].reset_index(drop=True)
 
 
 def failed_pairs(grades: pd.DataFrame, rankings: pd.DataFrame, k: int, gold_passages: pd.DataFrame) -> pd.Series:
@@ -144,13 +184,26 @@ def correlations(per_query: pd.DataFrame, official: dict[str, float], settings: 
         board = system_scores(values)
         scores = dict(zip(board["run_id"], board["score"]))
         plain, random_ties = leaderboard_correlation(scores, official), random_tie_correlation(scores, official)
+        note = blank_reason(scores, official, settings.bootstrap)
         interval = bootstrap_intervals(values, official, settings.bootstrap, settings.seed)
         rows.append(
             (*key, plain.spearman, plain.kendall, plain.n_runs, interval.spearman_low, interval.spearman_high,
              interval.kendall_low, interval.kendall_high, random_ties.spearman, random_ties.kendall,
-             tau_ap(scores, official))
+             tau_ap(scores, official), note)
         )  # fmt: skip
     return pd.DataFrame(rows, columns=CORRELATION_COLUMNS).astype({"tau": "Int64"})
+
+
+def blank_reason(scores: dict[str, float], official: dict[str, float], bootstrap: int) -> str:
+    """Why a correlation column is empty, in words ("" when none is)."""
+    shared = [run for run in official if run in scores]
+    if len(shared) < 2:
+        return f"{len(shared)} official run(s) evaluated: no order to compare"
+    if len(set(tie_keys([scores[run] for run in shared]).tolist())) == 1:
+        return "every run has the same score: no order to compare"
+    if len({official[run] for run in shared}) == 1:
+        return "the official leaderboard ties every run"
+    return "no bootstrap replicates (evaluation.bootstrap: 0)" if bootstrap < 1 else ""
 
 
 def agreement(grades: pd.DataFrame, judgments: pd.DataFrame, settings: Settings) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -14,11 +14,11 @@ import pyarrow.parquet as pq
 from examflow.errors import Failure, InputError
 
 
-def write_tables(tables: dict[str | Path, pd.DataFrame | pa.Table | str]) -> None:
+def write_tables(tables: dict[str | Path, pd.DataFrame | pa.Table | str | bytes]) -> None:
     """Write each table to a temporary sibling, then rename them all into place.
 
     `.parquet` targets take a DataFrame or an Arrow table (to keep schema metadata); other
-    DataFrames are written as TSV, and text as it is.
+    DataFrames are written as TSV, text and bytes (a figure) as they are.
     """
     staged = []
     try:
@@ -34,6 +34,15 @@ def write_tables(tables: dict[str | Path, pd.DataFrame | pa.Table | str]) -> Non
                 os.unlink(temporary)
 
 
+def _current_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _current_umask()
+
+
 def _reason(error: OSError) -> str:
     """The system's words for the error; pyarrow hides the errno in its message."""
     number = error.errno or next(map(int, re.findall(r"\[errno (\d+)\]", str(error))), None)
@@ -46,9 +55,12 @@ def _stage_all(tables: dict, staged: list) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
         os.close(handle)
+        os.chmod(temporary, 0o666 & ~_UMASK)  # mkstemp makes 0600; outputs are read by others too
         staged.append((temporary, target))
         if isinstance(frame, str):
             Path(temporary).write_text(frame, encoding="utf-8")
+        elif isinstance(frame, bytes):
+            Path(temporary).write_bytes(frame)
         elif isinstance(frame, pa.Table):
             pq.write_table(frame, temporary)
         elif target.suffix == ".parquet":

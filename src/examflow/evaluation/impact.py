@@ -1,0 +1,138 @@
+"""What a question-bank edit changed (SPEC §5, "Human in the loop").
+
+Every evaluation keeps a small baseline — the method's exam questions, its EXAM-Labels and its
+leaderboard — keyed by the bank's content digest, under `cache_dir/baselines/` (state, like the
+grade cache: `make clean` keeps it). The next evaluation with another bank is compared with the
+latest baseline of a different bank: which questions were added, removed or reworded, which pooled
+passages' EXAM-Labels changed, and which systems' scores or ranks changed (old, new, delta).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+from scipy.stats import rankdata
+
+from examflow.evaluation.scores import tie_keys
+from examflow.io.tables import write_tables
+from examflow.questions.bank import Entry, Item
+from examflow.questions.diff import diff_banks
+
+QUESTION_CHANGE_COLUMNS = ["query_id", "facet_id", "change", "question_id", "question_text", "old_question_id",
+                           "old_question_text"]  # fmt: skip
+PASSAGE_CHANGE_COLUMNS = ["query_id", "passage_id", "old_label", "new_label"]
+SYSTEM_CHANGE_COLUMNS = ["measure", "tau", "run_id", "old_score", "new_score", "delta", "old_rank", "new_rank"]
+IMPACT_FILES = {"questions": "impact_questions.tsv", "passages": "impact_passages.tsv", "systems": "impact_systems.tsv"}
+
+
+@dataclass
+class Baseline:
+    questions: pd.DataFrame  # query_id, facet_id, question_id, question_text
+    labels: pd.DataFrame  # qrels_id, passage_id, label
+    leaderboard: pd.DataFrame  # measure, tau, run_id, score (systems only)
+
+
+def bank_digest(questions: pd.DataFrame) -> str:
+    rows = questions[["query_id", "facet_id", "question_id", "question_text"]].astype(str).sort_values("question_id")
+    return hashlib.sha256(json.dumps(rows.to_numpy().tolist()).encode()).hexdigest()[:16]
+
+
+class BaselineStore:
+    """Baselines of one method's evaluations, and the order in which their banks were evaluated."""
+
+    def __init__(self, folder: str | Path):
+        self.folder = Path(folder)
+        self.sequence = self.folder / "sequence.txt"
+
+    def previous(self, digest: str) -> tuple[str, Baseline] | None:
+        """The latest baseline of a bank other than `digest`."""
+        seen = self.sequence.read_text().split() if self.sequence.exists() else []
+        for earlier in reversed(seen):
+            if earlier != digest and (self.folder / earlier).is_dir():
+                tables = [
+                    pd.read_parquet(self.folder / earlier / f"{name}.parquet") for name in Baseline.__dataclass_fields__
+                ]
+                return earlier, Baseline(*tables)
+        return None
+
+    def save(self, digest: str, baseline: Baseline) -> None:
+        tables = {
+            self.folder / digest / f"{name}.parquet": getattr(baseline, name) for name in Baseline.__dataclass_fields__
+        }
+        seen = self.sequence.read_text().split() if self.sequence.exists() else []
+        if seen[-1:] != [digest]:
+            tables[self.sequence] = "\n".join([*seen, digest][-50:]) + "\n"  # the last 50 banks are plenty
+        write_tables(tables)
+
+
+def impact_tables(previous: Baseline | None, current: Baseline) -> dict[str, pd.DataFrame]:
+    """Questions added, removed and reworded; passages whose label changed; systems whose score or rank changed."""
+    if previous is None:
+        return {
+            "questions": pd.DataFrame(columns=QUESTION_CHANGE_COLUMNS),
+            "passages": pd.DataFrame(columns=PASSAGE_CHANGE_COLUMNS),
+            "systems": pd.DataFrame(columns=SYSTEM_CHANGE_COLUMNS),
+        }
+    return {
+        "questions": question_changes(previous.questions, current.questions),
+        "passages": label_changes(previous.labels, current.labels),
+        "systems": score_changes(previous.leaderboard, current.leaderboard),
+    }
+
+
+def question_changes(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for (query_id, facet_id), change in diff_banks(_entries(old), _entries(new)).items():
+        rows += [(query_id, facet_id, "added", i.item_id, i.text, None, None) for i in change.added]
+        rows += [(query_id, facet_id, "removed", None, None, i.item_id, i.text) for i in change.removed]
+        rows += [(query_id, facet_id, "reworded", b.item_id, b.text, a.item_id, a.text) for a, b in change.reworded]
+    return pd.DataFrame(rows, columns=QUESTION_CHANGE_COLUMNS)
+
+
+def _entries(questions: pd.DataFrame) -> list[Entry]:
+    entries: dict[tuple, Entry] = {}
+    for row in questions.itertuples(index=False):
+        facet = None if pd.isna(row.facet_id) else row.facet_id
+        entry = entries.setdefault((row.query_id, facet), Entry(row.query_id, facet, None, []))
+        entry.items.append(Item(row.query_id, facet, row.question_id, row.question_text))
+    return list(entries.values())
+
+
+def label_changes(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
+    """Pooled passages whose EXAM-Label differs (a passage in one table only: its label in the other is 0)."""
+    keys = ["qrels_id", "passage_id"]
+    merged = old[[*keys, "label"]].merge(new[[*keys, "label"]], on=keys, how="outer", suffixes=("_old", "_new"))
+    merged = merged.fillna({"label_old": 0, "label_new": 0})
+    changed = merged[merged["label_old"] != merged["label_new"]].sort_values(keys)
+    return pd.DataFrame(
+        {"query_id": changed["qrels_id"], "passage_id": changed["passage_id"],
+         "old_label": changed["label_old"].astype(int), "new_label": changed["label_new"].astype(int)}
+    ).reset_index(drop=True)  # fmt: skip
+
+
+def score_changes(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
+    """Systems whose score (beyond the tie tolerance) or rank changed, per measure and τ."""
+    keys = ["measure", "tau", "run_id"]
+    ranked = [_with_ranks(board) for board in (old, new)]
+    merged = ranked[0].merge(ranked[1], on=keys, how="outer", suffixes=("_old", "_new"))
+    same = (tie_keys(merged["score_old"]) == tie_keys(merged["score_new"])) & (merged["rank_old"] == merged["rank_new"])
+    changed = merged[~same].sort_values(keys, na_position="first")
+    return pd.DataFrame(
+        {"measure": changed["measure"], "tau": changed["tau"], "run_id": changed["run_id"],
+         "old_score": changed["score_old"], "new_score": changed["score_new"],
+         "delta": changed["score_new"] - changed["score_old"],
+         "old_rank": changed["rank_old"], "new_rank": changed["rank_new"]}
+    ).astype({"tau": "Int64", "old_rank": "Int64", "new_rank": "Int64"}).reset_index(drop=True)  # fmt: skip
+
+
+def _with_ranks(board: pd.DataFrame) -> pd.DataFrame:
+    """Competition ranks (1 = best; ties share the best rank) per measure and τ, on tie keys."""
+    board = board[["measure", "tau", "run_id", "score"]].copy()
+    board["rank"] = 0
+    for _, group in board.groupby(["measure", "tau"], dropna=False):
+        board.loc[group.index, "rank"] = rankdata(-tie_keys(group["score"]), method="min").astype(int)
+    return board

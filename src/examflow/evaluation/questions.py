@@ -1,0 +1,124 @@
+"""Question diagnostics (SPEC §5, "Human in the loop"): which questions to look at before the next edit.
+
+Per question, at a threshold τ:
+- how many judged-relevant and judged-non-relevant passages answer it (grade ≥ τ): a question that
+  non-relevant passages answer more often than relevant ones is a *bad question*;
+- its *discrimination*: Spearman's ρ across the official runs between answering it (some passage the
+  run ranks ≤ k does) and the official leaderboard (better runs should answer it more);
+- the change of Kendall's τ between EXAM-Cover and the official leaderboard when the question is left
+  out (positive: the leaderboard agrees better without it).
+And the judged-relevant passages that answer no question (*uncovered passages*): what the bank misses.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from examflow.evaluation.correlation import rank_correlations
+from examflow.evaluation.cover import KEYS
+
+QUESTION_COLUMNS = ["query_id", "question_id", "question_text", "answered_relevant", "answered_nonrelevant",
+                    "relevant_share", "bad", "discrimination", "loo_kendall_change"]  # fmt: skip
+UNCOVERED_COLUMNS = ["query_id", "passage_id", "judgment", "label", "text"]
+
+
+def judged_relevance(judgments: pd.DataFrame, relevant_judgment: int) -> pd.DataFrame:
+    """(query_id, passage_id, judgment, relevant): a passage's best judgment for its query (any facet)."""
+    best = judgments.groupby(KEYS)["relevance"].max().rename("judgment").reset_index()
+    return best.assign(relevant=best["judgment"] >= relevant_judgment)
+
+
+def question_diagnostics(
+    levels: pd.DataFrame,
+    exam: pd.DataFrame,
+    judgments: pd.DataFrame,
+    rankings: pd.DataFrame,
+    official: dict[str, float] | None,
+    tau: float,
+    k: int,
+    relevant_judgment: int,
+) -> pd.DataFrame:
+    """`levels`: best_levels of the method's grades (gold passages left out); `exam`: its questions
+    (query_id, question_id, question_text). Worst questions first: bad ones, then by Δτ."""
+    answering = levels[levels["level"] >= tau][[*KEYS, "question_id"]].drop_duplicates()
+    judged = answering.merge(judged_relevance(judgments, relevant_judgment), on=KEYS)
+    counts = (
+        judged.groupby(["question_id", "relevant"])
+        .size()
+        .unstack(fill_value=0)
+        .reindex(columns=[True, False], fill_value=0)
+    )
+    table = exam.copy()
+    table["answered_relevant"] = table["question_id"].map(counts[True]).fillna(0).astype(int)
+    table["answered_nonrelevant"] = table["question_id"].map(counts[False]).fillna(0).astype(int)
+    answered = table["answered_relevant"] + table["answered_nonrelevant"]
+    table["relevant_share"] = table["answered_relevant"] / answered.where(answered > 0)
+    table["bad"] = table["answered_nonrelevant"] > table["answered_relevant"]
+    table["discrimination"], table["loo_kendall_change"] = np.nan, np.nan
+    if official:
+        hits = _run_hits(answering, rankings, k, official)
+        table["discrimination"] = _discrimination(hits, table["question_id"], official)
+        table["loo_kendall_change"] = _leave_one_out(hits, exam, rankings, k, official)
+    order = table.assign(_bad=~table["bad"], _change=-table["loo_kendall_change"].fillna(-np.inf))
+    order = order.sort_values(["_bad", "_change", "relevant_share", "question_id"], na_position="last", kind="stable")
+    return order[QUESTION_COLUMNS].reset_index(drop=True)
+
+
+def _run_hits(answering: pd.DataFrame, rankings: pd.DataFrame, k: int, official: dict[str, float]) -> pd.DataFrame:
+    """(run_id, query_id, question_id) for every question an official run's top-k answers."""
+    ranked = rankings[(rankings["rank"] <= k) & rankings["run_id"].isin(official)][["run_id", *KEYS]]
+    return ranked.drop_duplicates().merge(answering, on=KEYS)[["run_id", "query_id", "question_id"]].drop_duplicates()
+
+
+def _discrimination(hits: pd.DataFrame, question_ids: pd.Series, official: dict[str, float]) -> np.ndarray:
+    runs = sorted(official)
+    answered = pd.crosstab(hits["question_id"], hits["run_id"]).reindex(index=question_ids, columns=runs, fill_value=0)
+    # Answering plays the part of a score: ρ > 0 when the officially better runs answer the question.
+    spearman, _ = rank_correlations(answered.to_numpy(float), np.array([official[run] for run in runs]))
+    return spearman
+
+
+def _leave_one_out(
+    hits: pd.DataFrame, exam: pd.DataFrame, rankings: pd.DataFrame, k: int, official: dict[str, float]
+) -> np.ndarray:
+    """Kendall's τ of EXAM-Cover without each question, minus τ with all of them (query mode `present`)."""
+    sizes = exam.groupby("query_id")["question_id"].nunique()
+    ranked = rankings[
+        (rankings["rank"] <= k) & rankings["run_id"].isin(official) & rankings["query_id"].isin(sizes.index)
+    ]
+    cover = ranked[["run_id", "query_id"]].drop_duplicates()
+    covered = hits.groupby(["run_id", "query_id"]).size().rename("covered").reset_index()
+    cover = cover.merge(covered, how="left").fillna({"covered": 0})
+    cover["share"] = cover["covered"] / cover["query_id"].map(sizes)
+    runs = sorted(cover["run_id"].unique())
+    ranks = np.array([official[run] for run in runs])
+    n_queries = cover.groupby("run_id").size().reindex(runs)
+    base = cover.groupby("run_id")["share"].sum().reindex(runs) / n_queries
+    full = rank_correlations(base.to_numpy()[None, :], ranks)[1][0]
+    hit = set(zip(hits["run_id"], hits["question_id"]))
+    by_query = dict(tuple(cover.groupby("query_id")))
+    changes = []
+    for query_id, question_id in exam[["query_id", "question_id"]].itertuples(index=False):
+        size, mine = sizes[query_id], by_query.get(query_id)
+        if size < 2 or mine is None:
+            changes.append(np.nan)
+            continue
+        lost = np.array([(run, question_id) in hit for run in mine["run_id"]])
+        delta = pd.Series(((mine["covered"] - lost) / (size - 1) - mine["share"]).to_numpy(), index=mine["run_id"])
+        scores = base + delta.reindex(runs, fill_value=0.0) / n_queries
+        changes.append(rank_correlations(scores.to_numpy()[None, :], ranks)[1][0] - full)
+    return np.array(changes)
+
+
+def uncovered_passages(
+    labels: pd.DataFrame, judgments: pd.DataFrame, passages: pd.DataFrame, tau: float, relevant_judgment: int
+) -> pd.DataFrame:
+    """Judged-relevant passages whose EXAM-Label stays below τ: no question of the bank asks what they say."""
+    judged = judged_relevance(judgments, relevant_judgment)
+    best = labels.rename(columns={"qrels_id": "query_id"}).groupby(KEYS)["label"].max().reset_index()
+    table = judged[judged["relevant"]].merge(best, on=KEYS, how="left")
+    table = table[table["label"].fillna(-1) < tau]  # a judged passage nobody graded answers nothing either
+    text = passages.set_index(KEYS)["text"]
+    table = table.assign(text=[str(text.get(key, ""))[:200] for key in zip(table["query_id"], table["passage_id"])])
+    return table.sort_values(["judgment", "query_id", "passage_id"], ascending=[False, True, True])[UNCOVERED_COLUMNS]

@@ -1,0 +1,1 @@
+"""The report: figures, pages, and what the workflow shows with `snakemake --report`."""

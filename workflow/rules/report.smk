@@ -1,0 +1,17 @@
+# The figures and pages of `snakemake --report`, per method and for NRP; the summary is its first page.
+rule report_method:
+    input:
+        unpack(report_inputs),
+    output:
+        **report_outputs(),
+    log:
+        logs("report/{method}.log"),
+    conda:
+        ENV
+    params:
+        tau=config["report"]["tau"],
+        options=report_options,
+        out=lambda wildcards, output: Path(output.leaderboard_png).parent,
+    shell:
+        "python -m examflow report --method {wildcards.method} --grades {input.grades}"
+        " --tau {params.tau} {params.options} --out {params.out} 2> {log}"
