@@ -39,16 +39,28 @@ def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.Compl
     return result
 
 
+def copy_project(folder: Path) -> Path:
+    """A copy of the workflow and the demo collections to run snakemake in."""
+    for name in ("workflow", "config", "profiles", "envs"):
+        shutil.copytree(ROOT / name, folder / name)
+    shutil.copytree(DEMO, folder / "resources" / "demo")
+    shutil.copytree(ROOT / "resources" / "demo-nrp", folder / "resources" / "demo-nrp")
+    shutil.copy(ROOT / "Snakefile", folder / "Snakefile")
+    (folder / "src").symlink_to(ROOT / "src")
+    return folder
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    """A copy of the workflow and the demo collection to run snakemake in."""
-    for name in ("workflow", "config", "profiles", "envs"):
-        shutil.copytree(ROOT / name, tmp_path / name)
-    shutil.copytree(DEMO, tmp_path / "resources" / "demo")
-    shutil.copytree(ROOT / "resources" / "demo-nrp", tmp_path / "resources" / "demo-nrp")
-    shutil.copy(ROOT / "Snakefile", tmp_path / "Snakefile")
-    (tmp_path / "src").symlink_to(ROOT / "src")
-    return tmp_path
+    return copy_project(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def demo(tmp_path_factory) -> Path:
+    """The whole demo, run once per test session (tests only read its outputs)."""
+    folder = copy_project(tmp_path_factory.mktemp("demo"))
+    snakemake(folder)
+    return folder
 
 
 def own_collection(root: Path) -> dict[str, Path]:

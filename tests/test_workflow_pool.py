@@ -27,8 +27,8 @@ def hand_computed_pool(demo: Path, depth: int) -> dict[str, set[str]]:
     return pool
 
 
-def test_demo_pool_matches_hand_computed_pool(project):
-    snakemake(project)
+def test_demo_pool_matches_hand_computed_pool(demo):
+    project = demo
     passages = pd.read_parquet(project / "results/demo/pool/passages.parquet")
     segments = pd.read_parquet(project / "results/demo/segment/responses.parquet")
     expected = hand_computed_pool(project / "resources/demo", depth=20)
