@@ -1,0 +1,98 @@
+"""Question diagnostics and bank-edit impact on hand-computed cases."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+from scipy.stats import spearmanr
+
+from examflow.evaluation.impact import Baseline, BaselineStore, bank_digest, impact_tables, score_changes
+from examflow.evaluation.questions import question_diagnostics, uncovered_passages
+
+# One query, questions x y z; passages a (judged 2), b (judged 0), c (judged 1), d (unjudged).
+GRADES = {("a", "x"): 4, ("a", "y"): 1, ("a", "z"): 2, ("b", "x"): 5, ("b", "y"): 3, ("b", "z"): 0,
+          ("c", "x"): 0, ("c", "y"): 0, ("c", "z"): 2, ("d", "x"): 0, ("d", "y"): 0, ("d", "z"): 0}  # fmt: skip
+OFFICIAL = {"r1": 1.0, "r2": 2.0, "r3": 3.0}
+
+
+def inputs():
+    levels = pd.DataFrame(
+        [("q", p, question, float(grade), False) for (p, question), grade in GRADES.items()],
+        columns=["query_id", "passage_id", "question_id", "level", "correct"],
+    )
+    exam = pd.DataFrame({"query_id": "q", "question_id": ["x", "y", "z"], "question_text": ["X?", "Y?", "Z?"]})
+    judgments = pd.DataFrame({"query_id": "q", "facet_id": None, "passage_id": ["a", "b", "c"], "relevance": [2, 0, 1]})
+    rankings = pd.DataFrame(
+        [("r1", "q", "a", 1), ("r1", "q", "c", 2), ("r2", "q", "b", 1), ("r3", "q", "d", 1), ("r3", "q", "a", 3)],
+        columns=["run_id", "query_id", "passage_id", "rank"],
+    )
+    return levels, exam, judgments, rankings
+
+
+def test_question_diagnostics_by_hand():
+    table = question_diagnostics(*inputs(), OFFICIAL, tau=3, k=2, relevant_judgment=1).set_index("question_id")
+    # At τ = 3: x is answered by a (relevant) and b (not), y by b only, z by nobody.
+    assert table.loc["x", ["answered_relevant", "answered_nonrelevant"]].tolist() == [1, 1]
+    assert table.loc["y", ["answered_relevant", "answered_nonrelevant"]].tolist() == [0, 1] and table.loc["y", "bad"]
+    assert not table.loc["x", "bad"] and math.isnan(table.loc["z", "relevant_share"])
+    # Runs' top 2: r1 a, c -> answers x; r2 b -> x, y; r3 d -> nothing (a is ranked 3).
+    assert table.loc["x", "discrimination"] == pytest.approx(spearmanr([1, 1, 0], [-1, -2, -3]).statistic)
+    assert table.loc["y", "discrimination"] == pytest.approx(spearmanr([0, 1, 0], [-1, -2, -3]).statistic)
+    assert math.isnan(table.loc["z", "discrimination"])  # nobody answers it: no correlation
+    # EXAM-Cover 1/3, 2/3, 0 against official r1 > r2 > r3: τ-b = 1/3. Without x: 0, 1/2, 0 -> τ-b 0;
+    # without y: 1/2, 1/2, 0 -> τ-b 2/√6; without z: 1/2, 1, 0 -> 1/3 again.
+    assert table.loc["x", "loo_kendall_change"] == pytest.approx(0 - 1 / 3)
+    assert table.loc["y", "loo_kendall_change"] == pytest.approx(2 / math.sqrt(6) - 1 / 3)
+    assert table.loc["z", "loo_kendall_change"] == pytest.approx(0)
+    assert table.index.tolist() == ["y", "z", "x"]  # the bad question first, then the one whose removal helps most
+
+
+def test_uncovered_passages_are_judged_relevant_and_answer_nothing():
+    labels = pd.DataFrame({"qrels_id": "q", "passage_id": ["a", "b", "c", "d"], "label": [4, 5, 2, 0]})
+    _, _, judgments, _ = inputs()
+    passages = pd.DataFrame({"query_id": "q", "passage_id": ["a", "b", "c", "d"], "text": ["A", "B", "C text", "D"]})
+    table = uncovered_passages(labels, judgments, passages, tau=3, relevant_judgment=1)
+    assert table[["passage_id", "judgment", "label", "text"]].values.tolist() == [["c", 1, 2, "C text"]]
+
+
+def board(scores: dict[str, float]) -> pd.DataFrame:
+    return pd.DataFrame({"measure": "exam_cover", "tau": 4, "run_id": list(scores), "score": list(scores.values())})
+
+
+def test_score_changes_list_score_and_rank_moves_only():
+    old = board({"a": 0.5, "b": 0.4, "c": 0.3})
+    new = board({"a": 0.5, "b": 0.6, "c": 0.1 + 0.2})  # 0.30000000000000004: the same score, not a change
+    changed = score_changes(old, new)
+    assert changed[["run_id", "old_rank", "new_rank"]].values.tolist() == [["a", 1, 2], ["b", 2, 1]]
+    assert changed["delta"].tolist() == pytest.approx([0.0, 0.2])
+
+
+def test_baselines_are_compared_with_the_last_other_bank(tmp_path):
+    def baseline(questions: list[tuple[str, str]], label: int, score: float) -> Baseline:
+        table = pd.DataFrame([("q", None, qid, text) for qid, text in questions],
+                             columns=["query_id", "facet_id", "question_id", "question_text"])  # fmt: skip
+        labels = pd.DataFrame({"qrels_id": ["q"], "passage_id": ["p"], "label": [label]})
+        return Baseline(table, labels, board({"a": score}))
+
+    store = BaselineStore(tmp_path)
+    first = baseline([("q/1", "What is ice?"), ("q/2", "Why do glaciers move?")], 3, 0.5)
+    second = baseline([("q/1", "What is ice?"), ("q/3", "Why do glaciers move downhill?")], 4, 0.75)
+    assert store.previous(bank_digest(first.questions)) is None
+    store.save(bank_digest(first.questions), first)
+    store.save(bank_digest(first.questions), first)  # the same bank again: still one entry
+    digest, previous = store.previous(bank_digest(second.questions))
+    assert digest == bank_digest(first.questions)
+    tables = impact_tables(previous, second)
+    assert tables["questions"][["change", "question_text", "old_question_text"]].values.tolist() == [
+        ["reworded", "Why do glaciers move downhill?", "Why do glaciers move?"]
+    ]
+    assert tables["passages"][["passage_id", "old_label", "new_label"]].values.tolist() == [["p", 3, 4]]
+    assert tables["systems"][["run_id", "old_score", "new_score"]].values.tolist() == [["a", 0.5, 0.75]]
+    store.save(bank_digest(second.questions), second)
+    assert store.previous(bank_digest(first.questions))[0] == bank_digest(second.questions)  # editing back
+    assert (tmp_path / "sequence.txt").read_text().split() == [
+        bank_digest(first.questions),
+        bank_digest(second.questions),
+    ]

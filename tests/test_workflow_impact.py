@@ -1,0 +1,99 @@
+"""An informed loop of bank edits through the real workflow: reword, delete and add a question; the
+impact tables list exactly what changed; editing back restores the first numbers with no model call."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import own_collection, snakemake, write
+from llm_server import LLMServer
+
+pytestmark = pytest.mark.workflow
+
+PROMPT = re.compile(r"Question: (?P<question>.*)\nContext: (?P<context>.*)", re.DOTALL)
+
+
+def grade(prompt: str) -> str:
+    """A deterministic grader: a digit 0-5 from the prompt's digest."""
+    return str(int(hashlib.md5(prompt.encode()).hexdigest(), 16) % 6)
+
+
+def labels_by_hand(server: LLMServer, questions: list[str], passages: dict[str, str]) -> dict[str, int]:
+    """EXAM-Label of every passage: the best grade any of `questions` got, read off the prompts the server answered."""
+    graded = {}
+    for request in server.requests:
+        prompt = request["body"]["messages"][-1]["content"]
+        found = PROMPT.search(prompt)
+        graded[found["question"], found["context"]] = int(grade(prompt))
+    return {p: max(graded[q, text] for q in questions if (q, text) in graded) for p, text in passages.items()}
+
+
+def test_bank_edits_are_listed_and_undone_without_a_model_call(project):
+    with LLMServer(default=grade) as server:
+        files = own_collection(project / "mine")
+        backend = {"kind": "openai", "model": "grader", "base_url": server.base_url}
+        config = {
+            "inputs": {"queries": "mine/queries.tsv", "runs": ["mine/runs/*.run"], "corpus": "mine/corpus.tsv",
+                       "qrels": "mine/qrels.txt", "bank": "mine/bank.tsv", "official_leaderboard": "mine/official.json"},
+            "grading": {"methods": [{"name": "llm", "kind": "self_rating", "backend": backend}]},
+            "evaluation": {"bootstrap": 20, "tau": [1, 3]},
+        }  # fmt: skip
+        write(project / "mine.yaml", yaml.safe_dump(config))
+        run = ("--configfile", "mine.yaml")
+        evaluation = project / "results/eval/llm"
+        snakemake(project, *run)
+        assert pd.read_csv(evaluation / "impact_questions.tsv", sep="\t").empty  # nothing to compare with yet
+        first = (evaluation / "leaderboard.tsv").read_bytes()
+        passages = dict(line.split("\t") for line in files["corpus"].read_text().splitlines())
+        q1 = {p: t for p, t in passages.items() if p.startswith("g")}
+        old_questions = ["Why do glaciers move?", "What sets a glacier's speed?"]
+        before = labels_by_hand(server, old_questions, q1)
+
+        # Reword one question of q1, delete the other, add a new one (first, so that it takes no one's place).
+        bank = files["bank"].read_text()
+        edited = bank.replace(
+            "q1\tWhy do glaciers move?\n", "q1\tWhat is meltwater?\nq1\tWhy do glaciers flow downhill?\n"
+        )
+        edited = edited.replace("q1\tWhat sets a glacier's speed?\n", "")
+        files["bank"].write_text(edited)
+        snakemake(project, *run)
+        new_questions = ["What is meltwater?", "Why do glaciers flow downhill?"]
+        after = labels_by_hand(server, new_questions, q1)
+
+        changes = pd.read_csv(evaluation / "impact_questions.tsv", sep="\t", dtype=str, keep_default_na=False)
+        assert sorted(zip(changes["change"], changes["question_text"], changes["old_question_text"])) == [
+            ("added", "What is meltwater?", ""),
+            ("removed", "", "What sets a glacier's speed?"),
+            ("reworded", "Why do glaciers flow downhill?", "Why do glaciers move?"),
+        ]
+        passages_changed = pd.read_csv(evaluation / "impact_passages.tsv", sep="\t")
+        expected = {p: (before[p], after[p]) for p in q1 if before[p] != after[p]}
+        assert expected  # the edit does move some labels: the check below is not empty
+        assert {
+            p: (o, n) for p, o, n in passages_changed[["passage_id", "old_label", "new_label"]].itertuples(index=False)
+        } == expected
+        systems = pd.read_csv(evaluation / "impact_systems.tsv", sep="\t")
+        old_board = pd.read_csv(pd.io.common.BytesIO(first), sep="\t")
+        new_board = pd.read_csv(evaluation / "leaderboard.tsv", sep="\t")
+        merged = old_board.merge(new_board, on=["measure", "tau", "run_id"], suffixes=("_old", "_new"))
+        merged = merged[merged["kind_old"] == "system"]
+        moved = merged[(merged["score_old"] - merged["score_new"]).abs() > 1e-12]
+        assert set(zip(systems["measure"], systems["tau"].fillna(-1), systems["run_id"])) >= set(
+            zip(moved["measure"], moved["tau"].fillna(-1), moved["run_id"])
+        )
+        assert set(systems["run_id"]) <= {"good", "poor"}
+
+        # Edit back: the first numbers again, and not a single model call.
+        calls = server.calls
+        files["bank"].write_text(bank)
+        snakemake(project, *run)
+        assert server.calls == calls
+        assert (evaluation / "leaderboard.tsv").read_bytes() == first
+        undone = pd.read_csv(evaluation / "impact_passages.tsv", sep="\t")
+        assert {p: (o, n) for p, o, n in undone[["passage_id", "old_label", "new_label"]].itertuples(index=False)} == {
+            p: (n, o) for p, (o, n) in expected.items()
+        }
