@@ -24,11 +24,12 @@ $(STAMP): pyproject.toml | $(BIN)/python
 # With no --configfile the workflow reads config/config.yaml: the demo, into results/demo/.
 demo: install
 	$(BIN)/snakemake --cores all
+	$(BIN)/snakemake --report results/demo/report.html
 	@echo
-	@echo "examflow demo finished. What happened, in words: results/demo/summary.md"
-	@echo "Leaderboards and their correlation with the official one:"
-	@echo "  results/demo/eval/cosine/leaderboard.tsv, results/demo/eval/cosine/correlation.tsv"
-	@echo "All outputs are under $(CURDIR)/results/demo/"
+	@echo "examflow demo finished."
+	@echo "  The report (open it in a browser): $(CURDIR)/results/demo/report.html"
+	@echo "  What happened, in words:           results/demo/summary.md"
+	@echo "  Leaderboards and correlations:     results/demo/eval/cosine/, NRP: results/demo/nrp/"
 
 test: install
 	$(BIN)/python -m pytest
