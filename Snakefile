@@ -29,6 +29,17 @@ if config["nrp"]:
 report: str(Path(rules.summary.output.page).resolve())
 
 
+# Cheap steps run where snakemake runs, not as cluster jobs.
+localrules:
+    all,
+    plan,
+    bank_shard,
+    pool_shard,
+    merge_grades,
+    summary,
+    report_method,
+
+
 wildcard_constraints:
     shard=r"[A-Za-z0-9_-]+",
     method=r"[A-Za-z0-9_-]+",
@@ -39,6 +50,7 @@ rule all:
         rules.pool.output,
         expand(rules.bank_shard.output, shard=SHARDS),
         BANK if GENERATE_BANK else [],
+        rules.plan.output if METHODS else [],
         expand(rules.merge_grades.output, method=METHODS),
         expand(rules.evaluate.output, method=METHODS),
         rules.summary.output,

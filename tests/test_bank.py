@@ -12,7 +12,7 @@ from conftest import DEMO, REFERENCE, write
 from examflow.errors import InputError
 from examflow.questions.bank import item_id, read_bank, write_bank
 from examflow.questions.diff import diff_banks, format_diff
-from examflow.questions.shards import shard_digests, shard_name, shard_table
+from examflow.questions.shards import query_folder, shard_digests, shard_of, shard_table
 
 REFERENCE_BANKS = sorted(
     p
@@ -94,17 +94,28 @@ def test_malformed_banks_name_file_line_and_field(tmp_path):
         read_bank(twice)
 
 
-def test_shards_are_per_query_with_safe_names():
-    assert shard_name("tides") == "tides"
-    assert shard_name("tqa2:L_0002") == "tqa2_L_0002-" + __import__("hashlib").md5(b"tqa2:L_0002").hexdigest()[:8]
-    assert shard_name("a/b") != shard_name("a_b")
+def test_shards_are_hash_buckets_of_queries_and_cache_folders_safe_names():
+    assert query_folder("tides") == "tides"
+    assert query_folder("tqa2:L_0002") == "tqa2_L_0002-" + __import__("hashlib").md5(b"tqa2:L_0002").hexdigest()[:8]
+    assert query_folder("a/b") != query_folder("a_b")
+    # The bucket is md5(query id) modulo the number of shards, whatever else the bank holds.
+    assert (
+        shard_of("tides", 16)
+        == f"shard-{int(__import__('hashlib').md5(b'tides').hexdigest(), 16) % 16:02d}"
+        == "shard-13"
+    )
+    assert (
+        shard_of("volcano", 16) == "shard-13"
+        and shard_of("tides", 1) == "shard-0"
+        and shard_of("tides", 100) == "shard-53"
+    )
     bank = read_bank(DEMO / "bank.jsonl")
-    table = shard_table(bank, "volcano")
-    assert len(table) == 15 and set(table["facet_id"]) == {"formation", "eruptions", "monitoring"}
-    digests = shard_digests(bank)
-    bank[0].items[0].text = "Changed"
-    changed = shard_digests(bank)
-    assert {name for name in digests if digests[name] != changed[name]} == {"honeybee"}
+    table = shard_table(bank, "shard-13", 16)
+    assert set(table["query_id"]) == {"tides", "volcano"} and len(table[table["query_id"] == "volcano"]) == 15
+    digests = shard_digests(bank, 16)
+    bank[0].items[0].text = "Changed"  # a honeybee question
+    changed = shard_digests(bank, 16)
+    assert {name for name in digests if digests[name] != changed[name]} == {shard_of("honeybee", 16)}
 
 
 def test_bank_diff_reports_added_removed_and_reworded(tmp_path):

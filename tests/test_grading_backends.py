@@ -71,13 +71,13 @@ def test_self_rating_shard_grading_caches_every_answer(tiny_t5, tmp_path):
         "kind": "self_rating",
         "backend": {"kind": "hf_seq2seq", "model": tiny_t5, "decoding": "greedy", "max_new_tokens": 2},
     }
-    first = ShardGrader(method, str(tmp_path), "q1", flush_every=3)
+    first = ShardGrader(method, str(tmp_path), flush_every=3)
     table = first.grade(pairs(7))
     assert first.sent == 7 and len(table) == 7
     assert table["rating"].between(0, 5).all() and table["error"].isna().all()
-    again = ShardGrader(method, str(tmp_path), "q1")
+    again = ShardGrader(method, str(tmp_path))
     assert again.grade(pairs(7)).equals(table) and again.sent == 0
-    eighth = ShardGrader(method, str(tmp_path), "q1")
+    eighth = ShardGrader(method, str(tmp_path))
     eighth.grade(pairs(8))
     assert eighth.sent == 1
 
@@ -105,13 +105,13 @@ def test_openai_self_rating_records_failures_as_errors(server, tmp_path):
     server.script("the moon raises tides 1", "unanswerable")
     server.script("lava and magma 2", Status(500))
     server.script("compost feeds soil 3", "The passage talks about soil.")
-    grader = ShardGrader(openai_method(server, "self_rating", mode="reference"), str(tmp_path), "q1")
+    grader = ShardGrader(openai_method(server, "self_rating", mode="reference"), str(tmp_path))
     table = grader.grade(pairs(4))
     assert values(table["rating"]) == [5, 1, None, 0]
     assert table["unparsable"].tolist() == [False, True, False, True]  # read as SPEC §3 says, and flagged
     assert table["error"].tolist()[2] == "http-500: Error code: 500 - scripted 500"
     server.script("lava and magma 2", "3")
-    retry = ShardGrader(openai_method(server, "self_rating", mode="reference"), str(tmp_path), "q1")
+    retry = ShardGrader(openai_method(server, "self_rating", mode="reference"), str(tmp_path))
     assert retry.grade(pairs(4))["rating"].tolist() == [5, 1, 3, 0]
     assert retry.sent == 1  # only the failed pair is asked again
 
@@ -121,7 +121,7 @@ def test_strict_parsing_makes_answers_that_are_not_grades_errors(server, tmp_pat
     server.script("the moon raises tides 1", "Rating: 4")
     server.script("lava and magma 2", "unanswerable")
     method = openai_method(server, "self_rating")  # strict is the openai back end's default
-    table = ShardGrader(method, str(tmp_path), "q1").grade(pairs(3))
+    table = ShardGrader(method, str(tmp_path)).grade(pairs(3))
     assert values(table["rating"]) == [5, None, None]
     assert table["error"].tolist() == [
         None,
@@ -130,7 +130,7 @@ def test_strict_parsing_makes_answers_that_are_not_grades_errors(server, tmp_pat
     ]
     assert table["unparsable"].tolist() == [False, True, True]
     # Not cached as a grade either: the same answers are read again in reference mode, from the LLM cache.
-    reference = ShardGrader(dict(method, mode="reference"), str(tmp_path), "q1").grade(pairs(3))
+    reference = ShardGrader(dict(method, mode="reference"), str(tmp_path)).grade(pairs(3))
     assert values(reference["rating"]) == [5, 0, 1]
 
 
@@ -139,11 +139,11 @@ def test_openai_qa_with_llm_verification(server, tmp_path):
     server.script('correct answer is "nectar". Is "from nectar"', "Yes")
     pair = Pair("q1", None, "p0", "q1/a", "What do bees make honey from?", "bees make honey from nectar", ("nectar",))
     no_key = Pair("q1", None, "p0", "q1/b", "Why?", "bees make honey from nectar")
-    table = ShardGrader(openai_method(server, "qa_llm_verify"), str(tmp_path), "q1").grade([pair, no_key])
+    table = ShardGrader(openai_method(server, "qa_llm_verify"), str(tmp_path)).grade([pair, no_key])
     assert values(table["correct"]) == [True, None]
     assert table["answer"].tolist() == ["from nectar", "from nectar"]
     assert server.calls == 3  # two answers (identical prompts differ by question), one verification
-    verify = ShardGrader(openai_method(server, "qa_verify"), str(tmp_path), "q1").grade([pair])
+    verify = ShardGrader(openai_method(server, "qa_verify"), str(tmp_path)).grade([pair])
     assert verify["correct"].tolist() == [True] and verify["rating"].tolist() == [1]
 
 
@@ -167,8 +167,8 @@ def test_direct_grading_baselines(server, tmp_path):
     queries, passages = direct_inputs()
     direct = make_pairs("sun", passages, pd.DataFrame(), queries)
     assert [p.question_id for p in direct] == ["q1", "q1"]
-    assert ShardGrader(openai_method(server, "sun"), str(tmp_path), "q1").grade(direct)["rating"].tolist() == [1, 1]
-    thomas = ShardGrader(openai_method(server, "thomas"), str(tmp_path), "q1").grade(direct)
+    assert ShardGrader(openai_method(server, "sun"), str(tmp_path)).grade(direct)["rating"].tolist() == [1, 1]
+    thomas = ShardGrader(openai_method(server, "thomas"), str(tmp_path)).grade(direct)
     assert values(thomas["rating"]) == [2, None]
     assert thomas["error"].tolist()[1] == "unparsable: not a grade 0-2: 'maybe'"
 
@@ -228,7 +228,7 @@ def test_extractive_qa_spans_come_from_the_passage_and_are_verified(tmp_path):
         Pair("q1", None, f"p{i}", "q1/a", QUESTION, p, (answers[i].text or "nothing",))
         for i, p in enumerate(passages[:2])
     ]
-    table = ShardGrader(method, str(tmp_path), "q1").grade(keyed)
+    table = ShardGrader(method, str(tmp_path)).grade(keyed)
     expected = [verify_answer(a.text, [a.text or "nothing"]) for a in answers[:2]]
     assert values(table["answer"]) == [a.text for a in answers[:2]]
     assert values(table["correct"]) == expected
@@ -248,7 +248,7 @@ def test_every_binary_direct_method_reads_yes_as_relevant(server, tmp_path, kind
     server.script("Passage: bees make honey\n", "Yes")
     server.script("Passage: tides\n", "No")
     queries, passages = direct_inputs()
-    table = ShardGrader(openai_method(server, kind), str(tmp_path), "q1").grade(
+    table = ShardGrader(openai_method(server, kind), str(tmp_path)).grade(
         make_pairs(kind, passages, pd.DataFrame(), queries)
     )
     assert values(table["rating"]) == [1, 0]

@@ -11,6 +11,8 @@ import yaml
 from conftest import snakemake, write
 from llm_server import LLMServer
 
+from examflow.questions.shards import shard_of
+
 pytestmark = pytest.mark.workflow
 
 
@@ -42,9 +44,8 @@ def test_generate_edit_rerun_changes_only_the_edited_query(project):
         assert len(entries) == 9 and server.calls == 9  # 4 queries + 5 subtopics, one call each
         assert entries[0]["info"]["model"] == "test-llm"
         before = shard_hashes(project)
-        assert sorted(before) == [
-            f"{q}.parquet" for q in ["composting", "honeybee", "sourdough", "tides", "vitamin-d", "volcano"]
-        ]
+        queries = ["composting", "honeybee", "sourdough", "tides", "vitamin-d", "volcano"]
+        assert sorted(before) == sorted({f"{shard_of(q, 16)}.parquet" for q in queries})
         assert "Nothing to be done" in snakemake(project, *run, "-n").stdout
 
         # A person rewords one question of one query.
@@ -53,10 +54,10 @@ def test_generate_edit_rerun_changes_only_the_edited_query(project):
         assert edited != text
         bank_file.write_text(edited)
         dry = snakemake(project, *run, "-n").stdout
-        assert set(re.findall(r"shard=([\w-]+)", dry)) == {"tides"}
+        assert set(re.findall(r"shard=([\w-]+)", dry)) == {shard_of("tides", 16)}
         snakemake(project, *run)
         after = shard_hashes(project)
-        assert {name for name in before if before[name] != after[name]} == {"tides.parquet"}
+        assert {name for name in before if before[name] != after[name]} == {f"{shard_of('tides', 16)}.parquet"}
         assert bank_file.read_text() == edited  # never regenerated, never overwritten
         assert server.calls == 9
 

@@ -20,6 +20,11 @@ def digest(value) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
+def content_key(signature: dict, payload: dict) -> str:
+    """The key of a value: the model's signature and everything put into it."""
+    return digest({"signature": signature, **payload})
+
+
 def signature_digest(signature: dict) -> str:
     return hashlib.sha256(json.dumps(signature, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -30,8 +35,8 @@ class ContentCache:
         self.folder = Path(directory) / kind / signature_digest(signature) / shard
         self.file = None
 
-    def key(self, payload) -> str:
-        return digest({"signature": self.signature, **payload})
+    def key(self, payload: dict) -> str:
+        return content_key(self.signature, payload)
 
     def load(self) -> dict[str, dict]:
         """Every stored entry by key (the last one wins)."""

@@ -102,11 +102,11 @@ def questions_command(args: argparse.Namespace) -> None:
 
 
 def bank_shard_command(args: argparse.Namespace) -> None:
-    write_tables({args.out: shard_table(read_bank(args.bank), args.shard)})
+    write_tables({args.out: shard_table(read_bank(args.bank), args.shard, args.shards)})
 
 
 def pool_shard_command(args: argparse.Namespace) -> None:
-    passages, queries = pool_shard(read_table(args.passages), read_table(args.queries), args.shard)
+    passages, queries = pool_shard(read_table(args.passages), read_table(args.queries), args.shard, args.shards)
     write_tables({args.out_passages: passages, args.out_queries: queries})
 
 
@@ -128,7 +128,7 @@ def grade_command(args: argparse.Namespace) -> None:
         log.warning("shard %s: nothing to grade (no pooled passages or no questions)", args.shard)
         write_tables({args.out: empty_grades()})
         return
-    grader = ShardGrader(method, args.cache_dir, args.shard, args.flush_every)
+    grader = ShardGrader(method, args.cache_dir, args.flush_every)
     grades = grader.grade(pairs)
     log.info("sent %d prompts to the model", grader.sent)
     check_failures(grades, method, args.shard, args.max_error_rate)
@@ -260,6 +260,23 @@ def assignments(values: list[str] | None, option: str, kind, many: bool = False)
             raise Failure(f"{option} {text!r}: expected NAME=VALUE with a {kind.__name__} value")
         pairs.append((name, converted))
     return pairs if many else dict(pairs)
+
+
+def plan_command(args: argparse.Namespace) -> None:
+    from examflow.plan import format_plan, plan_method, plan_table
+
+    pool = Path(args.pool)
+    passages, queries = read_table(pool / "passages.parquet"), read_table(pool / "queries.parquet")
+    questions = (
+        pd.concat([read_table(path) for path in args.questions])
+        if args.questions
+        else pd.DataFrame(columns=["query_id", "kind"])
+    )
+    methods = [check_method(f"--method[{i}]", json_argument(text, "--method")) for i, text in enumerate(args.method)]
+    plans = [plan_method(method, passages, questions, queries, args.cache_dir) for method in methods]
+    sys.stdout.write(format_plan(plans))
+    if args.out:
+        write_tables({args.out: plan_table(plans)})
 
 
 def report_command(args: argparse.Namespace) -> None:
@@ -399,6 +416,15 @@ def parser() -> argparse.ArgumentParser:
     _grading_parsers(commands)
     _evaluate_parser(commands)
     _nrp_parser(commands)
+    plan = commands.add_parser("plan", help="before grading: pairs per method, how many are cached, and the cost")
+    plan.add_argument("--pool", required=True, help="directory of the pool tables (`examflow pool --out`)")
+    plan.add_argument("--questions", nargs="*", default=[], help=f"bank shards, {TABLE} each")
+    plan.add_argument(
+        "--method", nargs="+", required=True, help="grading methods, each as JSON (as for `examflow grade`)"
+    )
+    plan.add_argument("--cache-dir", default="results/cache", help="directory of the grade cache")
+    plan.add_argument("--out", help="TSV file to write the plan to (it is printed in any case)")
+    plan.set_defaults(handler=plan_command)
     report = commands.add_parser("report", help="the figures and HTML pages of an evaluation, or of NRP")
     report.add_argument("--method", help="the method's name")
     report.add_argument("--eval", help="the method's evaluation folder (`examflow evaluate --out`)")
@@ -458,7 +484,8 @@ def _pool_parser(commands) -> None:
     shard = commands.add_parser("pool-shard", help="one query's pooled passages, for grading")
     shard.add_argument("--passages", required=True, help=f"pool passages, {TABLE}")
     shard.add_argument("--queries", required=True, help=f"pool queries, {TABLE}")
-    shard.add_argument("--shard", required=True, help="shard name: the query id, made file-name safe")
+    shard.add_argument("--shard", required=True, help="shard name: shard-NN, a hash bucket of query ids")
+    shard.add_argument("--shards", type=int, default=16, help="the number of hash buckets (default 16)")
     shard.add_argument("--out-passages", required=True, help="Parquet table to write")
     shard.add_argument("--out-queries", required=True, help="Parquet table to write")
     shard.set_defaults(handler=pool_shard_command)
@@ -491,7 +518,8 @@ def _questions_parser(commands) -> None:
 
     shard = commands.add_parser("bank-shard", help="one query's questions as a table for grading")
     shard.add_argument("--bank", required=True, help="question bank: JSONL (optionally .gz) or TSV")
-    shard.add_argument("--shard", required=True, help="shard name: the query id, made file-name safe")
+    shard.add_argument("--shard", required=True, help="shard name: shard-NN, a hash bucket of query ids")
+    shard.add_argument("--shards", type=int, default=16, help="the number of hash buckets (default 16)")
     shard.add_argument("--out", required=True, help="Parquet table to write")
     shard.set_defaults(handler=bank_shard_command)
 
@@ -504,7 +532,7 @@ def _grading_parsers(commands) -> None:
     grade.add_argument("--passages", required=True, help=f"the shard's pooled passages, {TABLE}")
     grade.add_argument("--queries", required=True, help=f"the shard's query rows, {TABLE}")
     grade.add_argument("--questions", required=True, help=f"the shard's questions, {TABLE}")
-    grade.add_argument("--shard", required=True, help="shard name: the query id, made file-name safe")
+    grade.add_argument("--shard", required=True, help="shard name, for the log")
     grade.add_argument("--cache-dir", required=True, help="directory of the grade and LLM caches")
     grade.add_argument("--flush-every", type=int, default=64, help="pairs per cache flush (default 64)")
     grade.add_argument(

@@ -82,6 +82,30 @@ class Backend:
     gpus: int  # GPUs a grading job holds by default (resources: gpu)
     parse_mode: str | None  # how answers that are not a grade are read by default (None: no parsing)
     kinds: frozenset[str]  # the method kinds it can serve
+    threads: int = 1  # CPU threads a grading job asks for
+    mem_mb: int = 4000  # memory a grading job asks for
+
+
+# Pairs graded a second, for `examflow plan` and the grading jobs' runtime requests. hf_seq2seq on a
+# GPU: flan-t5-large on one H100 (benchmarks/grading_throughput.py; beam 94 at batch 64, fast 442 at
+# batch 256; greedy between them, not measured); on a CPU: the flan-t5-base figures of two cores.
+# embedding: the demo on two CPU cores (~900, halved). openai: `concurrency` calls of about a second.
+SEQ2SEQ_RATES = {
+    "gpu": {"beam": 90.0, "greedy": 150.0, "fast": 440.0},
+    "cpu": {"beam": 1.5, "greedy": 2.0, "fast": 2.4},
+}
+
+
+def planned_rate(backend: dict, on_gpu: bool) -> float:
+    """Planning figure: pairs a second that a back end with these (checked) options grades."""
+    kind = backend["kind"]
+    if kind == "hf_seq2seq":
+        return SEQ2SEQ_RATES["gpu" if on_gpu else "cpu"][backend["decoding"]]
+    if kind == "hf_extractive_qa":  # one encoder pass, no decoding: like `fast` (an estimate)
+        return SEQ2SEQ_RATES["gpu" if on_gpu else "cpu"]["fast"]
+    if kind == "openai":
+        return float(backend["concurrency"])
+    return 450.0
 
 
 @dataclass(frozen=True)
@@ -120,6 +144,7 @@ BACKENDS = {
             "dtype": Option("string", "auto", "`auto` (bfloat16 on GPU, float32 on CPU), `float32` or `bfloat16`", ("auto", "float32", "bfloat16")),
         },
         "examflow.grading.backends:Seq2SeqBackend", gpus=1, parse_mode="reference", kinds=GENERATIVE,
+        threads=4, mem_mb=16000,
     ),
     "hf_extractive_qa": Backend(
         {
@@ -131,9 +156,11 @@ BACKENDS = {
             "device": _DEVICE,
         },
         "examflow.grading.backends:ExtractiveQABackend", gpus=1, parse_mode=None, kinds=frozenset({"extractive_qa"}),
+        threads=4, mem_mb=16000,
     ),
     "openai": Backend(
         LLM_OPTIONS, "examflow.grading.backends:OpenAIBackend", gpus=0, parse_mode="strict", kinds=GENERATIVE,
+        threads=1, mem_mb=2000,
     ),
     "embedding": Backend(
         {
@@ -144,6 +171,7 @@ BACKENDS = {
         },
         "examflow.grading.backends:EmbeddingBackend", gpus=0, parse_mode=None,
         kinds=frozenset(k for k, v in KINDS.items() if v.grade in ("rating", "binary")),
+        threads=2, mem_mb=4000,
     ),
 }  # fmt: skip
 

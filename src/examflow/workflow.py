@@ -14,7 +14,7 @@ from examflow.io.leaderboard import match_runs, read_leaderboard
 from examflow.io.lines import raw_lines
 from examflow.io.responses import response_run_ids
 from examflow.questions.bank import read_bank
-from examflow.questions.shards import shard_digests, shard_name
+from examflow.questions.shards import shard_digests, shard_of
 
 log = logging.getLogger("examflow")
 
@@ -27,7 +27,7 @@ class BankQueries:
 
 
 @functools.cache
-def bank_queries(path: str, modified: float) -> BankQueries:
+def bank_queries(path: str, modified: float, shards: int = 16) -> BankQueries:
     """The bank read once per version of the file (`modified` keys the cache)."""
     entries = read_bank(path)
     lines, with_items = {}, {}
@@ -35,7 +35,7 @@ def bank_queries(path: str, modified: float) -> BankQueries:
         lines.setdefault(entry.query_id, entry.line)
         if entry.items:
             with_items.setdefault(entry.query_id, entry.line)
-    return BankQueries(shard_digests(entries), with_items, lines)
+    return BankQueries(shard_digests(entries, shards), with_items, lines)
 
 
 @functools.cache
@@ -48,12 +48,12 @@ def has_facets(spec: str) -> bool:
     return bool(query_table(spec)["facet_id"].notna().any())
 
 
-def graded_shards(queries_spec: str, bank: str, generate: bool, validation: dict) -> list[str]:
+def graded_shards(queries_spec: str, bank: str, generate: bool, validation: dict, shards: int = 16) -> list[str]:
     """Shards of the queries that have questions; bank queries that are not queries are problems."""
     query_ids = set(query_table(queries_spec)["query_id"])
     if generate:  # every query gets questions, or generation fails naming it
-        return sorted({shard_name(q) for q in query_ids})
-    found = bank_queries(bank, os.path.getmtime(bank))
+        return sorted({shard_of(q, shards) for q in query_ids})
+    found = bank_queries(bank, os.path.getmtime(bank), shards)
     unknown = Problems(validation["unknown_queries"])
     for query_id in sorted(set(found.lines) - query_ids):
         unknown.report(
@@ -68,7 +68,7 @@ def graded_shards(queries_spec: str, bank: str, generate: bool, validation: dict
             "%d of %d queries have no questions in %s and get no grading jobs: %s",
             len(without), len(query_ids), bank, shown,
         )  # fmt: skip
-    return sorted({shard_name(q) for q in set(found.with_items) & query_ids})
+    return sorted({shard_of(q, shards) for q in set(found.with_items) & query_ids})
 
 
 def check_leaderboard(inputs: dict, run_files: list[str], validation: dict) -> None:

@@ -1,12 +1,14 @@
 import glob
 import json
 import logging
+import math
 import os
 import re
 import shlex
 import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
 from snakemake.exceptions import WorkflowError
 from snakemake.settings.enums import RerunTrigger
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
@@ -15,6 +17,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from examflow.config import check_config, config_digest
 from examflow.errors import Failure
 from examflow.io.irds import is_irds
+from examflow.registry import BACKENDS, planned_rate
 from examflow.workflow import bank_queries, check_leaderboard, graded_shards, has_facets
 
 # examflow's parse-time warnings (queries without questions, runs off the leaderboard, ...).
@@ -115,9 +118,12 @@ GENERATE_BANK = (
     bool(BANK) and config["questions"]["generate"] and not Path(BANK).exists()
 )
 VALIDATION = config["validation"]
+SHARD_COUNT = config["grading"]["shards"]
 # One shard per query with questions: a query without any gets no jobs at all.
 SHARDS = (
-    checked(graded_shards, INPUTS["queries"], BANK, GENERATE_BANK, VALIDATION)
+    checked(
+        graded_shards, INPUTS["queries"], BANK, GENERATE_BANK, VALIDATION, SHARD_COUNT
+    )
     if BANK
     else []
 )
@@ -127,7 +133,7 @@ if INPUTS["official_leaderboard"]:
 
 # The topic of the worked example: the configured one, or the first query with questions.
 EXAMPLE_QUERY = config["report"]["example_query"] or (
-    sorted(bank_queries(BANK, os.path.getmtime(BANK)).with_items)[0]
+    sorted(bank_queries(BANK, os.path.getmtime(BANK), SHARD_COUNT).with_items)[0]
     if BANK and not GENERATE_BANK
     else None
 )
@@ -150,7 +156,7 @@ def shard_digest(wildcards):
     # Reads the bank itself (no `input` argument): Snakemake ignores changes of params
     # derived from input, and this digest is how an edit reaches exactly its shard.
     path = bank_path()
-    return bank_queries(path, os.path.getmtime(path)).digests.get(
+    return bank_queries(path, os.path.getmtime(path), SHARD_COUNT).digests.get(
         wildcards.shard, "no questions"
     )
 
@@ -164,6 +170,33 @@ def method_json(wildcards):
 
 def method_gpus(wildcards):
     return METHODS[wildcards.method]["gpu"]
+
+
+def method_resource(name):
+    """A grading job's threads or memory, by its method's back end (examflow.registry)."""
+    return lambda wildcards: getattr(
+        BACKENDS[METHODS[wildcards.method]["backend"]["kind"]], name
+    )
+
+
+def grade_runtime(wildcards, input):
+    """Minutes for a grading job: its pairs at the back end's planning rate, three times over, plus ten."""
+    passages, questions = (
+        pq.read_metadata(path).num_rows for path in (input.passages, input.questions)
+    )
+    method = METHODS[wildcards.method]
+    rate = planned_rate(method["backend"], on_gpu=method["gpu"] > 0)
+    return 10 + math.ceil(3 * passages * questions / rate / 60)
+
+
+def size_mb(wildcards, files):
+    return (
+        sum(
+            os.path.getsize(path)
+            for path in ([files] if isinstance(files, str) else files)
+        )
+        / 2**20
+    )
 
 
 def evaluation_outputs():

@@ -13,6 +13,9 @@ rule evaluate:
         logs("evaluate/{method}.log"),
     conda:
         ENV
+    resources:
+        mem_mb=lambda wildcards, input: 2000 + 40 * size_mb(wildcards, input.grades),
+        runtime=60,
     params:
         references=lambda wildcards, input: cli_options(
             official=input.official or None, gold_articles=input.gold_articles or None

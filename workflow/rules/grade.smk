@@ -12,8 +12,11 @@ rule grade:
         logs("grade/{method}/{shard}.log"),
     conda:
         ENV
+    threads: method_resource("threads")
     resources:
         gpu=method_gpus,
+        mem_mb=method_resource("mem_mb"),
+        runtime=grade_runtime,
     params:
         method=method_json,
         cache=config["cache_dir"],
@@ -35,7 +38,32 @@ rule merge_grades:
         logs("grade/{method}.log"),
     conda:
         ENV
+    resources:
+        mem_mb=lambda wildcards, input: 1000 + 20 * size_mb(wildcards, input),
+        runtime=30,
     params:
         method=method_json,
     shell:
         "python -m examflow merge-grades --method {params.method} --out {output} {input} 2> {log}"
+
+
+# Before grading: what each method will grade and cost (`snakemake --configfile YOURS.yaml plan`).
+rule plan:
+    input:
+        passages=rules.pool.output.passages,
+        queries=rules.pool.output.queries,
+        questions=expand(rules.bank_shard.output, shard=SHARDS),
+    output:
+        results("plan.tsv"),
+    log:
+        logs("plan.log"),
+    priority: 100
+    conda:
+        ENV
+    params:
+        pool=lambda wildcards, input: Path(input.passages).parent,
+        methods=" ".join(shlex.quote(json.dumps(method)) for method in METHODS.values()),
+        cache=config["cache_dir"],
+    shell:
+        "python -m examflow plan --pool {params.pool} --questions {input.questions}"
+        " --method {params.methods} --cache-dir {params.cache} --out {output} 2> {log}"

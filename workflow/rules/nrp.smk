@@ -15,6 +15,8 @@ rule nrp:
         ENV
     resources:
         gpu=int(any(r["kind"] == "monot5" for r in NRP["rankers"])),
+        mem_mb=8000,
+        runtime=120,
     params:
         options=nrp_options,
         wilcoxon=" ".join(
@@ -30,6 +32,10 @@ rule nrp:
         " {params.options} {params.wilcoxon} --denominator {params.denominator} --cache-dir {params.cache}"
         " --on-unknown-query {params.on_unknown_query} --on-missing-passage {params.on_missing_passage}"
         " --out {params.out} 2> {log}"
+
+
+localrules:
+    report_nrp,
 
 
 rule report_nrp:

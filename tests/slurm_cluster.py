@@ -1,0 +1,132 @@
+"""A one-node SLURM cluster on 127.0.0.1 for the tests: Debian's packages, daemons started by hand.
+
+apt starts no service, so munged, slurmctld and slurmd run in the foreground as children of this
+process and are stopped by their process ids. The node claims one GPU (`Gres=gpu:1`, `File=/dev/null`)
+so that rules asking for `gpu=1` are scheduled on a machine without one. The configuration must sit
+at /etc/slurm/slurm.conf: the job-step plugin drops SLURM_CONF.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+PACKAGES = ("slurmctld", "slurmd", "slurm-client", "munge")
+SLURM_CONF = Path("/etc/slurm/slurm.conf")
+
+CONFIG = """# written by examflow's tests/slurm_cluster.py
+ClusterName=examflow-test
+SlurmctldHost={host}(127.0.0.1)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+StateSaveLocation={state}/ctld
+SlurmdSpoolDir={state}/d
+SlurmctldPidFile={state}/slurmctld.pid
+SlurmdPidFile={state}/slurmd.pid
+SlurmctldLogFile={state}/slurmctld.log
+SlurmdLogFile={state}/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+GresTypes=gpu
+ReturnToService=2
+MinJobAge=300
+NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory} Gres=gpu:1 State=UNKNOWN
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+"""
+
+
+def available() -> str | None:
+    """Why a cluster cannot be started here, or None."""
+    if os.geteuid() != 0:
+        return "starting SLURM's daemons needs root"
+    if not all(shutil.which(tool) for tool in ("slurmctld", "slurmd", "munged", "sbatch")):
+        result = subprocess.run(
+            "apt-get update -qq && apt-get install -y -qq --no-install-recommends " + " ".join(PACKAGES),
+            shell=True, capture_output=True, text=True,
+        )  # fmt: skip
+        if result.returncode != 0:
+            return f"could not install {', '.join(PACKAGES)}: {result.stderr.strip()[-200:]}"
+    return None
+
+
+class Cluster:
+    def __init__(self, state: Path):
+        self.state = state
+        self.daemons: list[subprocess.Popen] = []
+
+    def start(self) -> None:
+        host = socket.gethostname()
+        cpus, memory = _node_resources()
+        (self.state / "ctld").mkdir(parents=True, exist_ok=True)
+        (self.state / "d").mkdir(parents=True, exist_ok=True)
+        SLURM_CONF.parent.mkdir(parents=True, exist_ok=True)
+        SLURM_CONF.write_text(CONFIG.format(host=host, state=self.state, cpus=cpus, memory=memory))
+        (SLURM_CONF.parent / "gres.conf").write_text("Name=gpu File=/dev/null\n")
+        key = Path("/etc/munge/munge.key")
+        if not key.exists():
+            key.write_bytes(os.urandom(1024))
+        shutil.chown(key, "munge", "munge")
+        key.chmod(0o400)
+        Path("/run/munge").mkdir(exist_ok=True)
+        shutil.chown("/run/munge", "munge", "munge")
+        self._daemon(["runuser", "-u", "munge", "--", "munged", "--foreground"], "munged")
+        self._wait(lambda: subprocess.run(["munge", "-n"], capture_output=True).returncode == 0, "munge")
+        self._daemon(["slurmctld", "-D", "-i"], "slurmctld")
+        self._wait(
+            lambda: subprocess.run(["scontrol", "ping"], capture_output=True, text=True).stdout.count("UP"), "slurmctld"
+        )
+        self._daemon(["slurmd", "-D"], "slurmd")
+        self._wait(
+            lambda: (
+                subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True).stdout.strip() == "idle"
+            ),
+            "the node",
+        )
+
+    def stop(self) -> None:
+        for daemon in reversed(self.daemons):
+            daemon.terminate()
+            try:
+                daemon.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                daemon.kill()
+                daemon.wait()
+        self.daemons.clear()
+
+    def _daemon(self, command: list[str], name: str) -> None:
+        log = open(self.state / f"{name}.out", "w")
+        self.daemons.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT))
+
+    def _wait(self, ready, what: str, seconds: float = 60) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if ready():
+                return
+            if any(d.poll() is not None for d in self.daemons):
+                break
+            time.sleep(0.5)
+        logs = "\n".join(
+            p.read_text()[-1500:] for p in sorted(self.state.glob("*.out")) + sorted(self.state.glob("*.log"))
+        )
+        self.stop()
+        raise RuntimeError(f"{what} did not come up:\n{logs}")
+
+
+def _node_resources() -> tuple[int, int]:
+    """CPUs and memory (MB, a little under what slurmd sees) of this machine."""
+    found = dict(
+        item.split("=", 1)
+        for item in subprocess.run(["slurmd", "-C"], capture_output=True, text=True).stdout.split()
+        if "=" in item
+    )
+    return int(found["CPUs"]), int(found["RealMemory"]) * 9 // 10
