@@ -8,7 +8,7 @@ STAMP := $(VENV)/.examflow-installed
 TORCH ?= torch==2.13.0
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install demo test lint clean clean-cache
+.PHONY: install demo test test-slurm lint clean clean-cache
 
 install: $(STAMP)
 
@@ -32,7 +32,11 @@ demo: install
 	@echo "  Leaderboards and correlations:     results/demo/eval/cosine/, NRP: results/demo/nrp/"
 
 test: install
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m "not slurm"
+
+# The demo on a real one-node SLURM cluster (as root: installs and starts slurmctld, slurmd, munged).
+test-slurm: install
+	$(BIN)/python -m pytest -m slurm -p no:cacheprovider
 
 lint: install
 	$(BIN)/snakemake --lint

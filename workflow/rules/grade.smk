@@ -6,6 +6,8 @@ rule grade:
         passages=rules.pool_shard.output.passages,
         queries=rules.pool_shard.output.queries,
         questions=rules.bank_shard.output[0],
+        # The plan is printed before any grading; ancient: a new plan alone reruns no grading job.
+        plan=ancient(results("plan.tsv")),
     output:
         results("grades/{method}/{shard}.parquet"),
     log:
@@ -57,7 +59,6 @@ rule plan:
         results("plan.tsv"),
     log:
         logs("plan.log"),
-    priority: 100
     conda:
         ENV
     params:
