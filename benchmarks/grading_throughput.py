@@ -13,7 +13,8 @@ since random weights rarely emit EOS.
     generate, decode), batch size 10 = one passage's questions, num_beams=5, early stopping, fp32;
 (b) examflow `beam` mode: the same decoding; its answers must equal (a)'s, and every
     difference is checked for a floating-point near-tie between the two best beams;
-(c) examflow `fast` mode: one decoder step over the digit tokens.
+(c) examflow `fast` mode: one decoder step over the digit tokens;
+(d) with --greedy, examflow `greedy` mode.
 Prints pairs/s for each and the ratios (b)/(a) and (c)/(a).
 """
 
@@ -136,6 +137,7 @@ def main() -> None:
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"], help="examflow's dtype")
     parser.add_argument("--fast-batch-size", type=int, help="batch size of `fast` mode (default: --batch-size)")
     parser.add_argument("--skip-reference", action="store_true", help="time examflow's modes only")
+    parser.add_argument("--greedy", action="store_true", help="time `greedy` decoding too, at --batch-size")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     requests = benchmark_texts(args.prompts)
@@ -161,6 +163,9 @@ def main() -> None:
             (ref_answers, how), ref_time = timed(lambda: reference(model, prompts, args.max_new_tokens, args.device))
         beam_answers, beam_time = timed(lambda: beam.answer(requests))
         _, fast_time = timed(lambda: fast.answer(requests))
+        if args.greedy:
+            greedy = Seq2SeqBackend(model, decoding="greedy", max_new_tokens=args.max_new_tokens, **options)
+            _, greedy_time = timed(lambda: greedy.answer(requests))
     differ = [i for i, (a, b) in enumerate(zip(ref_answers or [], beam_answers)) if a != b.text]
     rate = {name: len(prompts) / seconds for name, seconds in (("a", ref_time), ("b", beam_time), ("c", fast_time))}
     print(f"(a) reference, float32, {how}: {rate['a']:.2f} pairs/s ({ref_time:.0f} s)")
@@ -169,6 +174,8 @@ def main() -> None:
         ties = near_ties(beam, [prompts[i] for i in differ], args.max_new_tokens)
         print(f"    of those, {ties} have their two best beams within 1e-4 in score (floating-point near-ties)")
     print(f"(c) examflow fast: {rate['c']:.2f} pairs/s ({fast_time:.0f} s)")
+    if args.greedy:
+        print(f"(d) examflow greedy: {len(prompts) / greedy_time:.2f} pairs/s ({greedy_time:.0f} s)")
     print(f"(b)/(a) = {rate['b'] / rate['a']:.2f}   (c)/(a) = {rate['c'] / rate['a']:.2f}")
 
 

@@ -41,13 +41,18 @@ def reply_json(body: dict) -> Raw:
     return Raw(json.dumps(body))
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 256  # many clients at once (the default, 5, refuses connections)
+    daemon_threads = True
+
+
 class LLMServer:
     def __init__(self, default: Callable[[str], str] = lambda prompt: "no script for this prompt"):
         self.default = default
         self.scripts: list[tuple[str, list]] = []
         self.requests: list[dict] = []
         self.lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.httpd = _Server(("127.0.0.1", 0), self._handler())
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property

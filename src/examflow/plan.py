@@ -72,7 +72,7 @@ def plan_method(method: dict, passages, questions, queries, cache_dir) -> Method
     pairs = int(counts["pairs"].sum())
     to_grade = pairs - cached
     api = backend["kind"] == "openai"
-    characters = _prompt_characters(kind, passages, questions, counts) * (to_grade / pairs if pairs else 0)
+    characters = _prompt_characters(kind, passages, questions, queries, counts) * (to_grade / pairs if pairs else 0)
     if api:
         note = note or f"{backend['concurrency']} calls at a time, about a second each"
     elif not note:
@@ -84,20 +84,26 @@ def plan_method(method: dict, passages, questions, queries, cache_dir) -> Method
     )  # fmt: skip
 
 
-def _prompt_characters(kind: str, passages, questions, counts: pd.DataFrame) -> float:
-    """About how many characters the prompts of every pair hold (passage and question texts, and the template)."""
+def _prompt_characters(kind: str, passages, questions, queries, counts: pd.DataFrame) -> float:
+    """About how many characters the prompts of every pair hold (passage and target texts, and the template)."""
+    from string import Formatter
+
     from examflow.prompts import template
 
     per_query_passages = passages.groupby("query_id")["text"].apply(lambda t: t.str.len().sum())
     target = KINDS[kind].target
-    texts = questions[questions["kind"] == target] if target != "query" else questions.iloc[:0]
-    per_query_targets = texts.groupby("query_id")["question_text"].apply(lambda t: t.str.len().sum())
+    if target == "query":
+        texts = queries["query_text"].str.len() + queries["facet_text"].fillna("").str.len()
+    else:
+        texts = questions["question_text"].str.len().where(questions["kind"] == target, 0)
+    per_query_targets = texts.groupby((queries if target == "query" else questions)["query_id"]).sum()
     total = 0.0
     for query_id, row in counts.iterrows():
         total += (
             per_query_passages.get(query_id, 0) * row["targets"] + per_query_targets.get(query_id, 0) * row["passages"]
         )
-    return total + len(template(KINDS[kind].template)) * counts["pairs"].sum()
+    fixed_text = "".join(literal for literal, *_ in Formatter().parse(template(KINDS[kind].template)))
+    return total + len(fixed_text) * counts["pairs"].sum()  # the template without its placeholders
 
 
 def format_plan(plans: list[MethodPlan]) -> str:

