@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 import pandas as pd
@@ -60,6 +61,19 @@ def test_a_bank_edit_or_a_new_run_regrades_only_what_it_touched(project):
         before = server.calls
         # Every shard's grading job reruns on the new pool; the cache answers all but the new pairs.
         assert len(graded_shards(snakemake(project, *run))) == 5  # the six queries' buckets
-        questions = pd.read_parquet(project / "results/demo/bank/honeybee.parquet")
+        bank_rows = pd.concat(map(pd.read_parquet, (project / "results/demo/bank").glob("shard-*.parquet")))
         assert len(unpooled) == 2
-        assert server.calls - before == len(unpooled) * len(questions) == 14
+        assert server.calls - before == len(unpooled) * (bank_rows["query_id"] == "honeybee").sum() == 14
+
+        # Other buckets: every grading job reruns, the cache answers every pair, the grades stay.
+        graded = pd.read_parquet(project / "results/demo/grades/llm.parquet")
+        write(project / "config/llm.yaml", yaml.safe_dump({**config, "grading": {**config["grading"], "shards": 3}}))
+        before = server.calls
+        buckets = {f"shard-{int(hashlib.md5(q.encode()).hexdigest(), 16) % 3}" for q in bank_rows["query_id"]}
+        assert graded_shards(snakemake(project, *run)) == sorted(buckets)
+        assert server.calls == before
+        regraded = pd.read_parquet(project / "results/demo/grades/llm.parquet")
+        keys = ["query_id", "passage_id", "question_id"]
+        pd.testing.assert_frame_equal(
+            graded.sort_values(keys).reset_index(drop=True), regraded.sort_values(keys).reset_index(drop=True)
+        )
