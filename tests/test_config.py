@@ -33,7 +33,7 @@ def test_a_minimal_config_gets_the_schema_defaults_and_nothing_of_the_demo():
         "queries": "q.tsv", "runs": [], "corpus": None, "qrels": None, "responses": None,
         "official_leaderboard": None, "gold_articles": None, "bank": None,
     }  # fmt: skip
-    assert config["grading"] == {"methods": [], "flush_every": 64, "max_error_rate": 0}
+    assert config["grading"] == {"methods": [], "shards": 16, "flush_every": 64, "max_error_rate": 0}
     assert config["evaluation"] == {
         "tau": [1, 3, 4, 5], "k": 20, "query_mode": "present", "n_exam": "pool", "bootstrap": 1000, "seed": 0,
         "min_relevant_judgment": 1, "measures": ["map", "ndcg_cut_10", "ndcg_cut_20", "Rprec", "P_20", "recip_rank"],
@@ -46,6 +46,11 @@ def test_a_minimal_config_gets_the_schema_defaults_and_nothing_of_the_demo():
     }
     assert config["nrp"] is None
     assert MINIMAL == {"inputs": {"queries": "q.tsv"}}  # the caller's dict is left alone
+
+
+def test_one_run_pattern_may_be_written_as_a_string():
+    assert checked({"inputs": {"queries": "q", "runs": "runs/*.run"}})["inputs"]["runs"] == ["runs/*.run"]
+    assert "inputs.runs" in rejected({"inputs": {"queries": "q", "runs": {"a": 1}}})
 
 
 @pytest.mark.parametrize("example", sorted((ROOT / "config/examples").glob("*.yaml")), ids=lambda p: p.name)

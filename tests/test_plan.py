@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 
@@ -12,7 +13,7 @@ import pytest
 
 from examflow.grading.methods import request
 from examflow.grading.run import make_pairs
-from examflow.plan import plan_method
+from examflow.plan import job_minutes, plan_method
 from examflow.prompts import template
 from examflow.registry import check_method
 
@@ -55,6 +56,25 @@ def test_the_plan_of_the_demo(demo, tmp_path):
     printed = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     assert "cosine            embedding             3,345      3,345          0" in printed
     assert pd.read_csv(tmp_path / "p.tsv", sep="\t")["to_grade"].tolist() == [0, 3345]
+
+
+@pytest.mark.workflow
+def test_a_grading_job_asks_for_its_shards_pairs_at_the_planning_rate(demo):
+    results = demo / "results/demo"
+    shard = results / "bank/shard-13.parquet"  # tides and volcano
+    questions = pd.read_parquet(shard)
+    passages = pd.read_parquet(results / "pool/shards/shard-13.passages.parquet")
+    assert set(questions["query_id"]) == {"tides", "volcano"}
+    pairs = sum((passages["query_id"] == q).sum() * (questions["query_id"] == q).sum() for q in ("tides", "volcano"))
+    backend = {"kind": "hf_seq2seq", "model": "google/flan-t5-large", "decoding": "beam"}
+    on_cpu = check_method("flan", {"name": "flan", "kind": "self_rating", "backend": backend, "gpu": 0})
+    shards = results / "pool/shards"
+    minutes = job_minutes(on_cpu, shards / "shard-13.passages.parquet", shard, shards / "shard-13.queries.parquet")
+    assert minutes == 10 + math.ceil(3 * pairs / 1.5 / 60)  # 1.5 pairs/s on a CPU, three times over, plus ten
+    # A shard not written yet (a dry run): Snakemake reads the error as "to be determined" by its file name.
+    with pytest.raises(FileNotFoundError) as missing:
+        job_minutes(on_cpu, str(shards / "shard-99.passages.parquet"), shard, shards / "shard-13.queries.parquet")
+    assert missing.value.filename == str(shards / "shard-99.passages.parquet")
 
 
 def test_the_plan_of_a_car_sized_pool():

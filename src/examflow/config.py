@@ -54,6 +54,9 @@ def check_config(config: dict, path: str | Path = SCHEMA) -> dict:
             ".snakemake/); put it in an environment variable and name that variable with `api_key_env`",
         )
     checked = copy.deepcopy(config)
+    runs = checked.get("inputs", {}).get("runs") if isinstance(checked.get("inputs"), dict) else None
+    if isinstance(runs, str):  # one file or pattern, as Snakemake users write it
+        checked["inputs"]["runs"] = [runs]
     _validate(checked, schema(path))
     grading = checked["grading"]
     grading["methods"] = [check_method(f"grading.methods[{i}]", m) for i, m in enumerate(grading["methods"])]

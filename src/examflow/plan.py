@@ -49,6 +49,22 @@ def pair_counts(kind: str, passages: pd.DataFrame, questions: pd.DataFrame, quer
     return table.assign(pairs=table["passages"] * table["targets"])
 
 
+def job_minutes(method: dict, passages, questions, queries) -> int:
+    """Runtime to ask for a grading job: its pairs at the back end's planning rate, three times over,
+    plus ten minutes. A shard not written yet raises FileNotFoundError naming it, which Snakemake
+    takes for "to be determined" (a dry run) and asks again once the shard exists."""
+
+    def read(path, columns: list[str]) -> pd.DataFrame:
+        with open(path, "rb") as file:  # Python's error carries the file name; pyarrow's does not
+            return pd.read_parquet(file, columns=columns)
+
+    counts = pair_counts(
+        method["kind"], read(passages, ["query_id"]), read(questions, ["query_id", "kind"]), read(queries, ["query_id"])
+    )
+    rate = planned_rate(method["backend"], on_gpu=method["gpu"] > 0)
+    return 10 + math.ceil(3 * int(counts["pairs"].sum()) / rate / 60)
+
+
 def plan_method(method: dict, passages, questions, queries, cache_dir) -> MethodPlan:
     """`method` checked (`examflow.registry.check_method`)."""
     from examflow.grading.backends import backend_signature

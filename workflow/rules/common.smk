@@ -1,14 +1,12 @@
 import glob
 import json
 import logging
-import math
 import os
 import re
 import shlex
 import sys
 from pathlib import Path
 
-import pyarrow.parquet as pq
 from snakemake.exceptions import WorkflowError
 from snakemake.settings.enums import RerunTrigger
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
@@ -17,7 +15,8 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from examflow.config import check_config, config_digest
 from examflow.errors import Failure
 from examflow.io.irds import is_irds
-from examflow.registry import BACKENDS, planned_rate
+from examflow.plan import job_minutes
+from examflow.registry import BACKENDS
 from examflow.workflow import bank_queries, check_leaderboard, graded_shards, has_facets
 
 # examflow's parse-time warnings (queries without questions, runs off the leaderboard, ...).
@@ -180,13 +179,10 @@ def method_resource(name):
 
 
 def grade_runtime(wildcards, input):
-    """Minutes for a grading job: its pairs at the back end's planning rate, three times over, plus ten."""
-    passages, questions = (
-        pq.read_metadata(path).num_rows for path in (input.passages, input.questions)
+    """Minutes for a grading job, from its shard's pairs (examflow.plan)."""
+    return job_minutes(
+        METHODS[wildcards.method], input.passages, input.questions, input.queries
     )
-    method = METHODS[wildcards.method]
-    rate = planned_rate(method["backend"], on_gpu=method["gpu"] > 0)
-    return 10 + math.ceil(3 * passages * questions / rate / 60)
 
 
 def size_mb(wildcards, files):

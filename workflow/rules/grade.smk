@@ -49,7 +49,8 @@ rule merge_grades:
         "python -m examflow merge-grades --method {params.method} --out {output} {input} 2> {log}"
 
 
-# Before grading: what each method will grade and cost (`snakemake --configfile YOURS.yaml plan`).
+# Before grading: what each method will grade and cost. The target goes before --configfile, which
+# would read it as a second config file: `snakemake --cores all plan --configfile YOURS.yaml`.
 rule plan:
     input:
         passages=rules.pool.output.passages,
