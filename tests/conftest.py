@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -22,6 +23,11 @@ def write(path: Path, content: str | bytes) -> Path:
     else:
         path.write_text(content, encoding="utf-8")
     return path
+
+
+def bucket(query_id: str, shards: int = 16) -> str:
+    """The grading shard a query falls into: md5 of its id modulo the shard count, zero-padded."""
+    return f"shard-{int(hashlib.md5(query_id.encode()).hexdigest(), 16) % shards:0{len(str(shards - 1))}d}"
 
 
 def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:

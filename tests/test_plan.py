@@ -95,3 +95,4 @@ def test_the_plan_of_a_car_sized_pool():
         plan = plan_method(flan, passages, questions, queries, "/nonexistent/cache")
         assert plan.pairs == 130 * 654 * 65 == 5_526_300 and plan.cached == 0 and plan.on == "GPU"
         assert plan.hours == pytest.approx(5_526_300 / rate / 3600)  # beam ≈ 17.1, fast ≈ 3.5 GPU-hours
+        assert plan.note == "cache not checked: cannot read /nonexistent/flan-t5-large from here"

@@ -10,7 +10,7 @@ import time
 import pandas as pd
 import pytest
 import yaml
-from conftest import own_collection, snakemake, write
+from conftest import bucket, own_collection, snakemake, write
 from llm_server import LLMServer, Raw, Status, reply_json
 
 from examflow.grading.merge import read_grades_metadata
@@ -63,10 +63,10 @@ def test_failed_pairs_fail_the_run_and_a_plain_rerun_asks_only_for_them(project)
         output = result.stdout + result.stderr
         assert result.returncode != 0
         assert (
-            "method llm, shard q1: 2 of 6 pairs failed (1 http-500, 1 malformed), more than grading.max_error_rate = 0 allows"
+            f"method llm, shard {bucket('q1')}: 2 of 6 pairs failed (1 http-500, 1 malformed), more than grading.max_error_rate = 0 allows"
             in output
         )
-        assert "method llm, shard q2: 2 of 6 pairs failed (2 malformed)" in output
+        assert f"method llm, shard {bucket('q2')}: 2 of 6 pairs failed (2 malformed)" in output
         assert "Traceback" not in output
         assert not (project / "results/eval").exists() and not (project / "results/grades/llm.parquet").exists()
         # A malformed reply is never cached; the answers that came are.
@@ -97,7 +97,7 @@ def test_unparsable_answers_and_an_allowance_of_failures(project):
         run = setup(project, server)
         result = snakemake(project, *run, check=False)
         # openai grades strictly by default: an answer that is not a grade is an error, not a 0.
-        assert "shard q1: 2 of 6 pairs failed (1 http-503, 1 unparsable)" in result.stdout + result.stderr
+        assert f"shard {bucket('q1')}: 2 of 6 pairs failed (1 http-503, 1 unparsable)" in result.stdout + result.stderr
         assert "an unparsable answer is an answer and stays" in result.stdout + result.stderr
 
         config = yaml.safe_load((project / "mine.yaml").read_text())

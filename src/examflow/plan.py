@@ -78,8 +78,8 @@ def plan_method(method: dict, passages, questions, queries, cache_dir) -> Method
     cached, note = 0, ""
     try:
         cache = GradeCache(cache_dir, backend_signature(backend, on_gpu))
-    except OSError as error:  # a hub model whose configuration cannot be read from here
-        cache, note = None, f"cache not checked: {str(error).splitlines()[0][:80]}"
+    except OSError:  # a hub model whose configuration cannot be read from here
+        cache, note = None, f"cache not checked: cannot read {backend.get('model')} from here"
     cached_queries = [q for q in counts.index if cache is not None and cache.holds(q)]
     if cached_queries:  # keys only where the cache has something for the query
         known = cache.answers(cached_queries)
