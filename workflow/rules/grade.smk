@@ -50,14 +50,15 @@ rule merge_grades:
 # Before grading: what each method will grade and cost. The target goes before --configfile, which
 # would read it as a second config file: `snakemake --cores all plan --configfile YOURS.yaml`.
 # In a full run it goes first by priority, not as an input of `grade`: Snakemake skips the params
-# check of a job downstream of one that reruns when the link is ancient (a model change was lost).
+# check of every job downstream of one that reruns when the link is ancient (a model change was
+# lost). Grading may then start beside it, so its counts are a log of the run, not a result.
 rule plan:
     input:
         passages=rules.pool.output.passages,
         queries=rules.pool.output.queries,
         questions=expand(rules.bank_shard.output, shard=SHARDS),
     output:
-        results("plan.tsv"),
+        logs("plan.tsv"),
     log:
         logs("plan.log"),
     priority: 100
