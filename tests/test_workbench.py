@@ -121,7 +121,10 @@ def test_qa_grades_direct_grades_models_and_facets(tmp_path):
 def test_malformed_files_name_line_and_field(tmp_path):
     bad_rank = [["q", [paragraph("a", [("r", "q", "first")], [], [qa_grade(["q/x"], [])])]]]
     path = write(tmp_path / "bad.jsonl", json.dumps(bad_rank[0]) + "\n")
-    with pytest.raises(InputError, match=r"bad.jsonl:1: field 'paragraphs\[0\].paragraph_data.rankings.rank'"):
+    with pytest.raises(
+        InputError,
+        match=r"bad.jsonl:1: field 'paragraphs\[0\].paragraph_data.rankings\[0\].rank': expected `int`, got `str`",
+    ):
         read_workbench_graded(path)
     write(path, '{"query": "q"}\n')
     result = evaluate("--workbench-graded", str(path), "--out", str(tmp_path / "out"))
@@ -129,7 +132,17 @@ def test_malformed_files_name_line_and_field(tmp_path):
     assert "Traceback" not in result.stderr and not (tmp_path / "out").exists()
     broken = paragraph("a", [("r", "q", 1)], [], [{"self_ratings": [{"question_id": "q/x"}], "llm": "m"}])
     write(path, json.dumps(["q", [broken]]) + "\n")
-    with pytest.raises(InputError, match=r"bad.jsonl:1: field 'paragraphs\[0\].exam_grades\[0\]': malformed grade"):
+    missing = r"bad.jsonl:1: field 'paragraphs\[0\].exam_grades\[0\].self_ratings\[0\]': object missing required field `self_rating`"
+    with pytest.raises(InputError, match=missing):
+        read_workbench_graded(path)
+    # Python's json writes NaN, which JSON has not: read as Python reads it, and checked alike
+    nan_score = paragraph("a", [("r", "q", 1)], [], [qa_grade(["q/x"], [])])
+    nan_score["paragraph_data"]["rankings"][0]["score"] = float("nan")
+    write(path, json.dumps(["q", [nan_score]]) + "\n")
+    assert read_workbench_graded(path)["rankings"]["score"].isna().all()
+    nan_score["paragraph_data"]["rankings"][0]["rank"] = True
+    write(path, json.dumps(["q", [nan_score]]) + "\n")
+    with pytest.raises(InputError, match=r"rankings\[0\].rank': expected `int`, got `bool`"):
         read_workbench_graded(path)
     ungraded = [["q", [paragraph("a", [("r", "q", 1)])]]]
     write(path, json.dumps(ungraded[0]) + "\n")

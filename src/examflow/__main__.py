@@ -1,3 +1,3 @@
-from examflow.cli import main
+from examflow.cli import program
 
-raise SystemExit(main())
+raise SystemExit(program())

@@ -20,7 +20,9 @@ import yaml
 from examflow.errors import ConfigError
 from examflow.registry import (
     BACKENDS,
+    DEFAULT_MEASURES,
     KINDS,
+    QUESTION_FORMATS,
     QUESTION_LLM_OPTIONS,
     a,
     check_method,
@@ -40,6 +42,8 @@ def schema(path: str | Path = SCHEMA) -> dict:
     method["kind"]["enum"] = list(KINDS)
     method["backend"]["properties"]["kind"]["enum"] = list(BACKENDS)
     loaded["$defs"]["llm"]["properties"] = {name: o.json_schema() for name, o in QUESTION_LLM_OPTIONS.items()}
+    loaded["properties"]["questions"]["properties"]["format"]["enum"] = list(QUESTION_FORMATS)
+    loaded["properties"]["evaluation"]["properties"]["measures"]["default"] = list(DEFAULT_MEASURES)
     return loaded
 
 

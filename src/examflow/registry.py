@@ -171,7 +171,7 @@ BACKENDS = {
         },
         "examflow.grading.backends:EmbeddingBackend", gpus=0, parse_mode=None,
         kinds=frozenset(k for k, v in KINDS.items() if v.grade in ("rating", "binary")),
-        threads=2, mem_mb=4000,
+        threads=1, mem_mb=4000,
     ),
 }  # fmt: skip
 
@@ -197,6 +197,10 @@ RANKERS = {
     },
     "run": {"path": Option("string", help="TREC run scoring the judged documents and the answers (docid llm/prompt/sample)")},
 }  # fmt: skip
+
+# Shared by the config schema, the CLI and the code that uses them.
+DEFAULT_MEASURES = ("map", "ndcg_cut_10", "ndcg_cut_20", "Rprec", "P_20", "recip_rank")  # on EXAM-Qrels
+QUESTION_FORMATS = ("json", "python-list")  # the output-format instructions, prompts/qgen-format-*.txt
 
 PARSE_MODES = ("reference", "paper", "strict")
 # A key named like one of these holds a secret (`api_key_env` names a variable: it does not).

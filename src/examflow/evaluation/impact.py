@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-from scipy.stats import rankdata
 
 from examflow.evaluation.scores import tie_keys
 from examflow.io.tables import write_tables
@@ -134,5 +133,5 @@ def _with_ranks(board: pd.DataFrame) -> pd.DataFrame:
     board = board[["measure", "tau", "run_id", "score"]].copy()
     board["rank"] = 0
     for _, group in board.groupby(["measure", "tau"], dropna=False):
-        board.loc[group.index, "rank"] = rankdata(-tie_keys(group["score"]), method="min").astype(int)
+        board.loc[group.index, "rank"] = pd.Series(-tie_keys(group["score"])).rank(method="min", na_option="bottom").to_numpy(int)
     return board

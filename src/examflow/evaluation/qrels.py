@@ -13,7 +13,8 @@ from __future__ import annotations
 import pandas as pd
 import pytrec_eval
 
-DEFAULT_MEASURES = ("map", "ndcg_cut_10", "ndcg_cut_20", "Rprec", "P_20", "recip_rank")
+from examflow.registry import DEFAULT_MEASURES
+
 # Not per-query numbers that an arithmetic mean over queries summarises.
 _NOT_MEANS = {"relstring": "a string", "runid": "a string", "num_q": "a count of queries",
               "gm_map": "a geometric mean", "gm_bpref": "a geometric mean"}  # fmt: skip

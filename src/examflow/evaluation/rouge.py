@@ -12,7 +12,6 @@ from collections import Counter
 from functools import cache
 
 import pandas as pd
-import simplemma
 
 from examflow.evaluation.cover import PER_QUERY_COLUMNS
 from examflow.grading.parsing import stopwords
@@ -23,6 +22,8 @@ _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 
 @cache
 def _lemma(word: str) -> str:
+    import simplemma  # only evaluations with gold articles pay for its import
+
     return simplemma.lemmatize(word, lang="en")
 
 

@@ -13,12 +13,8 @@ from functools import cache
 from importlib.resources import files
 
 import Levenshtein
-from nltk.stem import PorterStemmer
-from nltk.tokenize import NLTKWordTokenizer
 
 _RATING = re.compile(r"[^\w]*([0-5])[^\w]*")
-_STEMMER = PorterStemmer()
-_TOKENIZER = NLTKWordTokenizer()  # word_tokenize without the punkt download
 
 UNANSWERABLE = [
     "unanswerable",
@@ -36,6 +32,21 @@ ILL_FORMED = [form.format(x) for x in _OPTIONS for form in ("{}", "{}.", "{})", 
 TRUE_WORDS, FALSE_WORDS = {"yes", "correct", "true"}, {"no", "incorrect", "false"}
 
 
+# Importing nltk takes seconds (it loads scipy.stats): only answers that need a stemmer pay for it.
+@cache
+def _stemmer():
+    from nltk.stem import PorterStemmer
+
+    return PorterStemmer()
+
+
+@cache
+def _tokenizer():
+    from nltk.tokenize import NLTKWordTokenizer
+
+    return NLTKWordTokenizer()  # word_tokenize without the punkt download
+
+
 def fuzz_ratio(a: str, b: str) -> int:
     """Similarity 0–100, rounded: fuzzywuzzy's `ratio` on the Levenshtein backend."""
     return int(round(100 * Levenshtein.ratio(a, b)))
@@ -43,14 +54,14 @@ def fuzz_ratio(a: str, b: str) -> int:
 
 @cache
 def _stemmed_expressions() -> tuple[str, ...]:
-    return tuple(_STEMMER.stem(e.lower()) for e in UNANSWERABLE + ILL_FORMED)
+    return tuple(_stemmer().stem(e.lower()) for e in UNANSWERABLE + ILL_FORMED)
 
 
 def is_unanswerable(text: str) -> bool:
     stripped = text.strip()
     if not stripped or stripped in UNANSWERABLE or stripped in ILL_FORMED:
         return True
-    stemmed = _STEMMER.stem(stripped.lower())  # the whole answer as one string
+    stemmed = _stemmer().stem(stripped.lower())  # the whole answer as one string
     return any(fuzz_ratio(stemmed, expression) > 80 for expression in _stemmed_expressions())
 
 
@@ -84,8 +95,8 @@ _PUNCTUATION = str.maketrans("", "", string.punctuation)
 
 def normalise_answer(text: str) -> str:
     """Lower-case, drop punctuation, tokenise, drop stopwords, Porter-stem, join by spaces."""
-    tokens = _TOKENIZER.tokenize(text.lower().translate(_PUNCTUATION))
-    return " ".join(_STEMMER.stem(token) for token in tokens if token not in stopwords())
+    tokens = _tokenizer().tokenize(text.lower().translate(_PUNCTUATION))
+    return " ".join(_stemmer().stem(token) for token in tokens if token not in stopwords())
 
 
 def verify_answer(answer: str, gold_answers: list[str]) -> bool:

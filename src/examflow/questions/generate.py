@@ -22,7 +22,6 @@ from examflow.questions.bank import Entry, Item, item_id
 
 log = logging.getLogger(__name__)
 
-FORMATS = ("json", "python-list")
 _FENCE = re.compile(r"```[a-zA-Z]*\s*(.*?)```", re.DOTALL)
 _ENUMERATION = re.compile(r"^\s*(?:\d+[.)]|[-*\u2022])\s*")
 
