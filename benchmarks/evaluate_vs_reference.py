@@ -143,7 +143,9 @@ def main() -> None:
         ref_seconds = timed([reference, graded, "--leaderboard-out", ref_board, "--prompt-class", PROMPT_CLASS,
                              "--model", LLM, "--min-self-rating", str(TAU)], args.repeat)  # fmt: skip
         examflow = [sys.executable, "-m", "examflow", "evaluate", "--workbench-graded", graded]
-        same = timed([*examflow, "--tau", str(TAU), "--measures", "--bootstrap", "0", "--out", tmp / "same"], args.repeat)
+        same = timed(
+            [*examflow, "--tau", str(TAU), "--measures", "--bootstrap", "0", "--out", tmp / "same"], args.repeat
+        )
         full_options = ["--official", official, "--on-unknown-run", "warn"] if official else []
         full = timed([*examflow, *full_options, "--out", tmp / "full"], args.repeat)
         problems = disagreements(ref_board, tmp / "same" / "leaderboard.tsv")

@@ -133,5 +133,7 @@ def _with_ranks(board: pd.DataFrame) -> pd.DataFrame:
     board = board[["measure", "tau", "run_id", "score"]].copy()
     board["rank"] = 0
     for _, group in board.groupby(["measure", "tau"], dropna=False):
-        board.loc[group.index, "rank"] = pd.Series(-tie_keys(group["score"])).rank(method="min", na_option="bottom").to_numpy(int)
+        board.loc[group.index, "rank"] = (
+            pd.Series(-tie_keys(group["score"])).rank(method="min", na_option="bottom").to_numpy(int)
+        )
     return board
