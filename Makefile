@@ -37,6 +37,7 @@ test: install
 
 # The demo on a real one-node SLURM cluster (as root: installs and starts slurmctld, slurmd, munged).
 test-slurm: install
+	$(BIN)/python -m pip install --quiet -e '.[slurm]'
 	$(BIN)/python -m pytest -m slurm -p no:cacheprovider
 
 lint: install

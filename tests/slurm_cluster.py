@@ -8,6 +8,7 @@ at /etc/slurm/slurm.conf: the job-step plugin drops SLURM_CONF.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import socket
@@ -49,6 +50,8 @@ def available() -> str | None:
     """Why a cluster cannot be started here, or None."""
     if os.geteuid() != 0:
         return "starting SLURM's daemons needs root"
+    if importlib.util.find_spec("snakemake_executor_plugin_slurm") is None:
+        return "the SLURM executor plugin is not installed (pip install -e '.[slurm]'; make test-slurm does)"
     if not all(shutil.which(tool) for tool in ("slurmctld", "slurmd", "munged", "sbatch")):
         result = subprocess.run(
             "apt-get update -qq && apt-get install -y -qq --no-install-recommends " + " ".join(PACKAGES),

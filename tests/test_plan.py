@@ -60,21 +60,22 @@ def test_the_plan_of_the_demo(demo, tmp_path):
 
 @pytest.mark.workflow
 def test_a_grading_job_asks_for_its_shards_pairs_at_the_planning_rate(demo):
-    results = demo / "results/demo"
-    shard = results / "bank/shard-13.parquet"  # tides and volcano
-    questions = pd.read_parquet(shard)
-    passages = pd.read_parquet(results / "pool/shards/shard-13.passages.parquet")
-    assert set(questions["query_id"]) == {"tides", "volcano"}
-    pairs = sum((passages["query_id"] == q).sum() * (questions["query_id"] == q).sum() for q in ("tides", "volcano"))
+    shards = demo / "results/demo/pool/shards"
+    bank = demo / "results/demo/bank/shard-0.parquet"  # the demo grades in one shard: all six queries
+    questions, passages = pd.read_parquet(bank), pd.read_parquet(shards / "shard-0.passages.parquet")
+    queries = set(questions["query_id"])
+    assert len(queries) == 6
+    # Each query's passages meet only that query's questions (not passages × questions of the shard).
+    pairs = sum((passages["query_id"] == q).sum() * (questions["query_id"] == q).sum() for q in queries)
+    assert pairs == 3345 < len(passages) * len(questions)
     backend = {"kind": "hf_seq2seq", "model": "google/flan-t5-large", "decoding": "beam"}
     on_cpu = check_method("flan", {"name": "flan", "kind": "self_rating", "backend": backend, "gpu": 0})
-    shards = results / "pool/shards"
-    minutes = job_minutes(on_cpu, shards / "shard-13.passages.parquet", shard, shards / "shard-13.queries.parquet")
+    minutes = job_minutes(on_cpu, shards / "shard-0.passages.parquet", bank, shards / "shard-0.queries.parquet")
     assert minutes == 10 + math.ceil(3 * pairs / 1.5 / 60)  # 1.5 pairs/s on a CPU, three times over, plus ten
     # A shard not written yet (a dry run): Snakemake reads the error as "to be determined" by its file name.
     with pytest.raises(FileNotFoundError) as missing:
-        job_minutes(on_cpu, str(shards / "shard-99.passages.parquet"), shard, shards / "shard-13.queries.parquet")
-    assert missing.value.filename == str(shards / "shard-99.passages.parquet")
+        job_minutes(on_cpu, str(shards / "shard-9.passages.parquet"), bank, shards / "shard-0.queries.parquet")
+    assert missing.value.filename == str(shards / "shard-9.passages.parquet")
 
 
 def test_the_plan_of_a_car_sized_pool():
