@@ -3,7 +3,8 @@
     python benchmarks/evaluate_vs_reference.py [--graded FILE] [--repeat 3] [--reference-venv DIR]
 
 Builds a graded file in the reference implementation's format with TREC DL 2019's shape (43
-topics, 9,260 judged passages, 37 runs ranking 100 of them per topic, 10 questions per topic,
+topics, 9,260 judged passages, 37 runs that rank all of a topic's judged passages in their top
+1,000, 10 questions per topic,
 FLAN-T5 self-ratings), or takes one by path. Installs `exam-pp` from PyPI into a virtual
 environment of its own (CPU torch first) unless it is there, then times, each as a whole process:
 
@@ -52,7 +53,7 @@ def build(path: Path, topics: int, passages: int, runs: int, questions: int, dep
         for t, n in enumerate(per_topic):
             query_id = str(1000 + t)
             ids = [f"{query_id}/{j:02d}" for j in range(questions)]
-            quality = rng.beta(1, 3, size=n)
+            quality = rng.beta(0.5, 4, size=n)  # most passages answer one question or none
             answerable = rng.random((n, questions)) < quality[:, None]
             ratings = np.where(answerable, rng.integers(3, 6, answerable.shape), rng.integers(0, 3, answerable.shape))
             order = [np.argsort(-(quality * s + rng.normal(0, 1, n)))[:depth] for s in skill]
@@ -125,7 +126,7 @@ def main() -> None:
     parser.add_argument("--passages", type=int, default=9260)
     parser.add_argument("--runs", type=int, default=37)
     parser.add_argument("--questions", type=int, default=10)
-    parser.add_argument("--depth", type=int, default=100, help="passages each run ranks per topic (default 100)")
+    parser.add_argument("--depth", type=int, default=1000, help="passages each run ranks per topic (default 1000)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each command; the best time counts")
     parser.add_argument("--reference-venv", type=Path, default=HERE / ".venv-exam-pp")
     args = parser.parse_args()

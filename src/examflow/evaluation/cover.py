@@ -29,15 +29,9 @@ def best_levels(grades: pd.DataFrame) -> pd.DataFrame:
     graded = grades[grades["error"].isna()]
     correct = graded["correct"].astype("boolean").fillna(False).to_numpy(dtype=bool)
     rating = graded["rating"].astype("Float64").fillna(-math.inf).to_numpy(dtype=float)
-    return pd.DataFrame(
-        {
-            "query_id": graded["query_id"].to_numpy(),
-            "passage_id": graded["passage_id"].to_numpy(),
-            "question_id": graded["question_id"].to_numpy(),
-            "level": np.where(correct, math.inf, rating),
-            "correct": correct,
-        }
-    )
+    # The ids stay Arrow strings: `to_numpy` would make millions of Python strings of them.
+    ids = graded[["query_id", "passage_id", "question_id"]].reset_index(drop=True)
+    return ids.assign(level=np.where(correct, math.inf, rating), correct=correct)
 
 
 def cover_counts(

@@ -73,7 +73,8 @@ def _run_hits(answering: pd.DataFrame, rankings: pd.DataFrame, k: int, official:
 
 def _discrimination(hits: pd.DataFrame, question_ids: pd.Series, official: dict[str, float]) -> np.ndarray:
     runs = sorted(official)
-    answered = pd.crosstab(hits["question_id"], hits["run_id"]).reindex(index=question_ids, columns=runs, fill_value=0)
+    answered = hits.groupby(["question_id", "run_id"]).size().unstack(fill_value=0)
+    answered = answered.reindex(index=question_ids, columns=runs, fill_value=0)
     # Answering plays the part of a score: ρ > 0 when the officially better runs answer the question.
     spearman, _ = rank_correlations(answered.to_numpy(float), np.array([official[run] for run in runs]))
     return spearman
@@ -82,7 +83,11 @@ def _discrimination(hits: pd.DataFrame, question_ids: pd.Series, official: dict[
 def _leave_one_out(
     hits: pd.DataFrame, exam: pd.DataFrame, rankings: pd.DataFrame, k: int, official: dict[str, float]
 ) -> np.ndarray:
-    """Kendall's τ of EXAM-Cover without each question, minus τ with all of them (query mode `present`)."""
+    """Kendall's τ of EXAM-Cover without each question, minus τ with all of them (query mode `present`).
+
+    Leaving out question x of query q changes only q's share of each run that ranks passages for q:
+    (covered - [the run answers x]) / (|Q_q| - 1) instead of covered / |Q_q|. All questions at once:
+    one row of run scores per question."""
     sizes = exam.groupby("query_id")["question_id"].nunique()
     ranked = rankings[
         (rankings["rank"] <= k) & rankings["run_id"].isin(official) & rankings["query_id"].isin(sizes.index)
@@ -90,25 +95,25 @@ def _leave_one_out(
     cover = ranked[["run_id", "query_id"]].drop_duplicates()
     covered = hits.groupby(["run_id", "query_id"]).size().rename("covered").reset_index()
     cover = cover.merge(covered, how="left").fillna({"covered": 0})
-    cover["share"] = cover["covered"] / cover["query_id"].map(sizes)
+    cover["size"] = cover["query_id"].map(sizes)
+    cover["share"] = cover["covered"] / cover["size"]
     runs = sorted(cover["run_id"].unique())
     ranks = np.array([official[run] for run in runs])
-    n_queries = cover.groupby("run_id").size().reindex(runs)
-    base = cover.groupby("run_id")["share"].sum().reindex(runs) / n_queries
-    full = rank_correlations(base.to_numpy()[None, :], ranks)[1][0]
-    hit = set(zip(hits["run_id"], hits["question_id"]))
-    by_query = dict(tuple(cover.groupby("query_id")))
-    changes = []
-    for query_id, question_id in exam[["query_id", "question_id"]].itertuples(index=False):
-        size, mine = sizes[query_id], by_query.get(query_id)
-        if size < 2 or mine is None:
-            changes.append(np.nan)
-            continue
-        lost = np.array([(run, question_id) in hit for run in mine["run_id"]])
-        delta = pd.Series(((mine["covered"] - lost) / (size - 1) - mine["share"]).to_numpy(), index=mine["run_id"])
-        scores = base + delta.reindex(runs, fill_value=0.0) / n_queries
-        changes.append(rank_correlations(scores.to_numpy()[None, :], ranks)[1][0] - full)
-    return np.array(changes)
+    n_queries = cover.groupby("run_id").size().reindex(runs).to_numpy(float)
+    base = cover.groupby("run_id")["share"].sum().reindex(runs).to_numpy() / n_queries
+    full = rank_correlations(base[None, :], ranks)[1][0]
+    questions = exam[["query_id", "question_id"]].reset_index(drop=True).rename_axis("row").reset_index()
+    left_out = questions.merge(cover[cover["size"] >= 2], on="query_id")
+    answered = left_out.merge(hits[["run_id", "question_id"]].drop_duplicates(), how="left", indicator=True)
+    lost = (answered["_merge"] == "both").to_numpy(float)
+    delta = np.zeros((len(questions), len(runs)))
+    column = pd.Index(runs).get_indexer(answered["run_id"])
+    delta[answered["row"].to_numpy(), column] = (
+        (answered["covered"].to_numpy() - lost) / (answered["size"].to_numpy() - 1) - answered["share"].to_numpy()
+    )
+    kendall = rank_correlations(base + delta / n_queries, ranks)[1] - full
+    # A question alone in its query, or of a query no official run ranks, cannot be left out.
+    return np.where(questions["query_id"].isin(left_out["query_id"]).to_numpy(), kendall, np.nan)
 
 
 def uncovered_passages(
