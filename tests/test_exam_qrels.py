@@ -33,9 +33,11 @@ def test_trec_measures_at_relevance_level_tau_and_missing_queries():
         [("r", "q1", "c", 1, 3.0), ("r", "q1", "a", 2, 2.0), ("r", "q1", "b", 3, 1.0)],
         columns=["run_id", "query_id", "passage_id", "rank", "score"],
     )
-    at4 = trec_scores(labels, rankings, level=4, measures=("recip_rank", "P_5"))
+    at4 = trec_scores(labels, rankings, levels=[4], measures=("recip_rank", "P_5"))
     assert at4.set_index(["query_id", "measure"])["value"].to_dict() == {("q1", "recip_rank"): 0.5, ("q1", "P_5"): 0.2}
-    at1 = trec_scores(labels, rankings, level=1, measures=("P_5",))
+    at1 = trec_scores(labels, rankings, levels=[1], measures=("P_5",))
     assert at1["value"].tolist() == [pytest.approx(0.4)]  # a and b relevant at level 1
-    complete = trec_scores(labels, rankings, level=4, measures=("recip_rank",), complete=True)
+    complete = trec_scores(labels, rankings, levels=[4], measures=("recip_rank",), complete=True)
     assert complete.set_index("query_id")["value"].to_dict() == {"q1": 0.5, "q2": 0.0}
+    both = trec_scores(labels, rankings, levels=[1, 4], measures=("P_5",))  # one reading, two levels
+    assert both.set_index("tau")["value"].to_dict() == {1: pytest.approx(0.4), 4: pytest.approx(0.2)}

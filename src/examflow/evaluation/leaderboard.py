@@ -81,9 +81,8 @@ def per_query_values(
     if settings.measures:
         if labels is None:
             labels = exam_labels(without_passages(grades, gold_only))
-        for tau in settings.taus:
-            values = trec_scores(labels, runs, tau, settings.measures, complete=settings.query_mode == "all")
-            parts.append(values.assign(tau=tau, weight=1.0))
+        values = trec_scores(labels, runs, settings.taus, settings.measures, complete=settings.query_mode == "all")
+        parts.append(values.assign(weight=1.0))
     if inputs.gold:
         rouge = rouge_per_query(runs, inputs.passages, inputs.gold, settings.k)
         with_gold = sorted(set(query_ids) & set(inputs.gold))

@@ -63,22 +63,23 @@ def format_qrels(labels: pd.DataFrame) -> str:
 
 
 def trec_scores(
-    labels: pd.DataFrame, rankings: pd.DataFrame, level: int, measures=DEFAULT_MEASURES, complete: bool = False
+    labels: pd.DataFrame, rankings: pd.DataFrame, levels: list[int], measures=DEFAULT_MEASURES, complete: bool = False
 ) -> pd.DataFrame:
-    """Per (run, query, measure) values; `query_id` is the qrels id."""
+    """Per (run, query, measure, τ) values at each relevance level τ; `query_id` is the qrels id."""
     qrels: dict[str, dict[str, int]] = {}
-    for q, p, label in labels[["qrels_id", "passage_id", "label"]].itertuples(index=False):
+    for q, p, label in zip(*(labels[c].tolist() for c in ("qrels_id", "passage_id", "label"))):
         qrels.setdefault(q, {})[p] = int(label)
-    evaluator = pytrec_eval.RelevanceEvaluator(qrels, set(measures), relevance_level=int(level))
+    runs: dict[str, dict[str, dict[str, float]]] = {}  # read once for every level
+    for r, q, p, score in zip(*(rankings[c].tolist() for c in ("run_id", "query_id", "passage_id", "score"))):
+        runs.setdefault(r, {}).setdefault(q, {})[p] = float(score)
     rows = []
-    for run_id, group in rankings.groupby("run_id", sort=True):
-        run: dict[str, dict[str, float]] = {}
-        for q, p, score in group[["query_id", "passage_id", "score"]].itertuples(index=False):
-            run.setdefault(q, {})[p] = float(score)
-        results = evaluator.evaluate(run)
-        queries = sorted(qrels) if complete else sorted(results)
-        for q in queries:
-            for measure in measures:
-                # A query the run lacks scores 0 (trec_eval -c); a measure is always computed for the rest.
-                rows.append((run_id, q, measure, results[q][measure] if q in results else 0.0))
-    return pd.DataFrame(rows, columns=["run_id", "query_id", "measure", "value"])
+    for level in levels:
+        evaluator = pytrec_eval.RelevanceEvaluator(qrels, set(measures), relevance_level=int(level))
+        for run_id in sorted(runs):
+            results = evaluator.evaluate(runs[run_id])
+            queries = sorted(qrels) if complete else sorted(results)
+            for q in queries:
+                for measure in measures:
+                    # A query the run lacks scores 0 (trec_eval -c); a measure is always computed for the rest.
+                    rows.append((run_id, q, measure, level, results[q][measure] if q in results else 0.0))
+    return pd.DataFrame(rows, columns=["run_id", "query_id", "measure", "tau", "value"])
