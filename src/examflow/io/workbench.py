@@ -192,4 +192,5 @@ def _method_names(keys: pd.Series) -> pd.Series:
     models = {}
     for prompt_class, llm in set(keys):
         models.setdefault(prompt_class, set()).add(llm)
-    return keys.map(lambda key: key[0] if len(models[key[0]]) == 1 else f"{key[0]}:{key[1]}")
+    names = {key: key[0] if len(models[key[0]]) == 1 else f"{key[0]}:{key[1]}" for key in set(keys)}
+    return pd.Series([names[key] for key in keys], index=keys.index, dtype=object)
