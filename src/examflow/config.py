@@ -20,6 +20,7 @@ import yaml
 from examflow.errors import ConfigError
 from examflow.registry import (
     BACKENDS,
+    CALIBRATIONS,
     DEFAULT_MEASURES,
     KINDS,
     QUESTION_FORMATS,
@@ -40,6 +41,7 @@ def schema(path: str | Path = SCHEMA) -> dict:
     loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     method = loaded["$defs"]["method"]["properties"]
     method["kind"]["enum"] = list(KINDS)
+    method["calibration"] = {**method["calibration"], "enum": list(CALIBRATIONS)}
     method["backend"]["properties"]["kind"]["enum"] = list(BACKENDS)
     loaded["$defs"]["llm"]["properties"] = {name: o.json_schema() for name, o in QUESTION_LLM_OPTIONS.items()}
     loaded["properties"]["questions"]["properties"]["format"]["enum"] = list(QUESTION_FORMATS)

@@ -198,6 +198,12 @@ RANKERS = {
     "run": {"path": Option("string", help="TREC run scoring the judged documents and the answers (docid llm/prompt/sample)")},
 }  # fmt: skip
 
+# The offline (embedding) grader: how similarities become grades (examflow.grading.calibration).
+# Each calibration names the columns whose groups of pooled pairs the quantile ladder is taken over.
+CALIBRATIONS = {"pool": (), "query": ("query_id",), "question": ("query_id", "question_id")}
+DEFAULT_CALIBRATION = "pool"
+DEFAULT_QUANTILES = (0.5, 0.6, 0.7, 0.8, 0.9)
+
 # Shared by the config schema, the CLI and the code that uses them.
 DEFAULT_MEASURES = ("map", "ndcg_cut_10", "ndcg_cut_20", "Rprec", "P_20", "recip_rank")  # on EXAM-Qrels
 QUESTION_FORMATS = ("json", "python-list")  # the output-format instructions, prompts/qgen-format-*.txt
@@ -255,8 +261,9 @@ def check_method(key: str, method: dict) -> dict:
         )
     options = check_options(f"{key}.backend", {k: v for k, v in backend.items() if k != "kind"}, spec.options)
     checked = dict(method, backend={"kind": backend["kind"], **options})
-    if "quantiles" in method and backend["kind"] != "embedding":
-        raise ConfigError(f"{key}.quantiles", "only the embedding back end grades by quantiles")
+    for option in ("quantiles", "calibration"):
+        if option in method and backend["kind"] != "embedding":
+            raise ConfigError(f"{key}.{option}", "only the embedding back end grades by quantiles")
     checked.setdefault("mode", spec.parse_mode or "reference")
     checked.setdefault("gpu", spec.gpus)
     return checked

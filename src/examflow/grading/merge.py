@@ -1,22 +1,17 @@
-"""Merging shard grades into one table per method; embedding similarities become grades here.
-
-Embedding grades are relative to the whole pool's similarity distribution, so they can
-only be assigned once every shard is in: grade g = how many of the method's quantile
-thresholds (default the 50th, 60th, 70th, 80th and 90th percentiles) the similarity reaches.
-"""
+"""Merging shard grades into one table per method; embedding similarities become grades here
+(`examflow.grading.calibration`: they are relative to the pool, so every shard must be in)."""
 
 from __future__ import annotations
 
 import json
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from examflow.grading.calibration import calibrated_grades
 from examflow.grading.grades import failure_counts
-
-DEFAULT_QUANTILES = (0.5, 0.6, 0.7, 0.8, 0.9)
+from examflow.registry import DEFAULT_CALIBRATION, DEFAULT_QUANTILES
 
 
 def merge_grades(tables: list[pd.DataFrame], method: dict) -> tuple[pd.DataFrame, dict]:
@@ -32,11 +27,10 @@ def merge_grades(tables: list[pd.DataFrame], method: dict) -> tuple[pd.DataFrame
         "unparsable": int(grades["unparsable"].sum()) if len(grades) else 0,
     }
     if method["backend"]["kind"] == "embedding" and len(grades):
-        quantiles = list(method.get("quantiles", DEFAULT_QUANTILES))
-        scores = grades["score"].astype(float)
-        thresholds = np.quantile(scores[scores.notna()], quantiles).tolist()
-        grades["rating"] = pd.array([sum(s >= t for t in thresholds) for s in scores], dtype="Int64")
-        metadata["embedding_grades"] = {"quantiles": quantiles, "thresholds": thresholds}
+        mode = method.get("calibration", DEFAULT_CALIBRATION)
+        grades["rating"], metadata["embedding_grades"] = calibrated_grades(
+            grades, mode, method.get("quantiles", DEFAULT_QUANTILES)
+        )
     return grades, metadata
 
 

@@ -1,0 +1,41 @@
+"""Embedding similarities turned into grades 0–5 (the offline grader's calibration).
+
+A pair's grade is how many rungs of a quantile ladder (default the 50th, 60th, 70th, 80th and
+90th percentiles) its similarity reaches, the quantiles taken over a group of pooled pairs:
+
+- `pool`: every pair of the pool, one ladder for all;
+- `query`: the pairs of one query (its questions × its pooled passages);
+- `question`: the pairs of one question (its similarities over the query's pooled passages).
+
+Thresholds come from the pool's similarities only, never from judgments, so the grader works on a
+collection without qrels. Grades can only be assigned once every shard is in (`examflow.grading.merge`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from examflow.registry import CALIBRATIONS
+
+
+def calibrated_grades(grades: pd.DataFrame, mode: str, quantiles) -> tuple[pd.Series, dict]:
+    """Per pair the grade (NA where the similarity failed), and the thresholds by group for the record."""
+    if mode not in CALIBRATIONS:
+        raise ValueError(f"calibration must be one of {', '.join(CALIBRATIONS)}, not {mode!r}")
+    scores = grades["score"].astype(float)
+    ladder = np.asarray(quantiles, dtype=float)
+    ratings = pd.Series(pd.NA, index=grades.index, dtype="Int64")
+    thresholds = {}
+    columns = list(CALIBRATIONS[mode])
+    groups = grades.groupby(columns, sort=True).indices if columns else {"": np.arange(len(grades))}
+    for key, rows in groups.items():
+        mine = scores.iloc[rows]
+        known = mine[mine.notna()].to_numpy()
+        if not len(known):
+            continue
+        steps = np.quantile(known, ladder)
+        reached = (known[:, None] >= steps[None, :]).sum(axis=1)
+        ratings.iloc[rows[mine.notna().to_numpy()]] = reached
+        thresholds["/".join(key) if isinstance(key, tuple) else key] = steps.tolist()
+    return ratings, {"calibration": mode, "quantiles": ladder.tolist(), "thresholds": thresholds}

@@ -1,0 +1,62 @@
+"""The offline grader's calibration: similarities to grades by a quantile ladder over pool, query or question."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from examflow.errors import ConfigError
+from examflow.grading.calibration import calibrated_grades
+from examflow.grading.merge import merge_grades
+from examflow.registry import check_method
+
+# Two queries; q1 has questions a and b over passages p1..p4, q2 has question c over p5, p6; one failed pair.
+SIMILARITIES = pd.DataFrame(
+    [
+        ("q1", "p1", "q1/a", 0.10), ("q1", "p2", "q1/a", 0.20), ("q1", "p3", "q1/a", 0.30), ("q1", "p4", "q1/a", 0.40),
+        ("q1", "p1", "q1/b", 0.50), ("q1", "p2", "q1/b", 0.60), ("q1", "p3", "q1/b", 0.70), ("q1", "p4", "q1/b", 0.80),
+        ("q2", "p5", "q2/c", 0.90), ("q2", "p6", "q2/c", None),
+    ],
+    columns=["query_id", "passage_id", "question_id", "score"],
+)  # fmt: skip
+LADDER = [0.25, 0.5, 0.75]  # grade = rungs reached: 0..3
+
+
+def grades_of(mode: str) -> list:
+    ratings, _ = calibrated_grades(SIMILARITIES, mode, LADDER)
+    return [None if pd.isna(r) else int(r) for r in ratings]
+
+
+def test_pool_quantiles_are_one_ladder_for_every_pair():
+    # The nine similarities 0.1 .. 0.9: the 25th, 50th, 75th percentiles (linear) are 0.3, 0.5, 0.7.
+    assert grades_of("pool") == [0, 0, 1, 1, 2, 2, 3, 3, 3, None]
+    _, record = calibrated_grades(SIMILARITIES, "pool", LADDER)
+    assert record["calibration"] == "pool" and record["thresholds"][""] == pytest.approx([0.3, 0.5, 0.7])
+
+
+def test_query_quantiles_are_taken_over_each_querys_pairs():
+    # q1: 0.1 .. 0.8 gives 0.275, 0.45, 0.625; q2's one similarity is its own ladder: 0.9 reaches all.
+    assert grades_of("query") == [0, 0, 1, 1, 2, 2, 3, 3, 3, None]
+    _, record = calibrated_grades(SIMILARITIES, "query", LADDER)
+    assert record["thresholds"]["q1"] == pytest.approx([0.275, 0.45, 0.625])
+
+
+def test_question_quantiles_are_taken_over_each_questions_passages():
+    # q1/a: 0.1 .. 0.4 gives 0.175, 0.25, 0.325; q1/b the same shape: each question ranks its passages.
+    assert grades_of("question") == [0, 1, 2, 3, 0, 1, 2, 3, 3, None]
+    _, record = calibrated_grades(SIMILARITIES, "question", LADDER)
+    assert record["thresholds"]["q1/q1/b"] == pytest.approx([0.575, 0.65, 0.725])
+
+
+def test_merge_records_the_calibration_and_only_the_embedding_back_end_takes_one():
+    embedding = {"kind": "embedding"}
+    method = check_method("m", {"name": "m", "kind": "self_rating", "backend": embedding, "calibration": "question"})
+    table = SIMILARITIES.assign(error=None, unparsable=False)
+    grades, metadata = merge_grades([table], method | {"quantiles": LADDER})
+    assert metadata["embedding_grades"]["calibration"] == "question"
+    assert grades.set_index(["passage_id", "question_id"])["rating"].to_dict()[("p2", "q1/b")] == 1
+    with pytest.raises(ConfigError, match="calibration: only the embedding back end"):
+        backend = {"kind": "openai", "model": "m", "base_url": "http://127.0.0.1:1/v1"}
+        check_method("m", {"name": "m", "kind": "self_rating", "backend": backend, "calibration": "pool"})
+    with pytest.raises(ValueError, match="calibration must be one of pool, query, question"):
+        calibrated_grades(SIMILARITIES, "judged", LADDER)
