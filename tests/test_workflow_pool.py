@@ -65,7 +65,8 @@ def test_demo_pool_matches_hand_computed_pool(demo):
     assert len(qrels) == len(passages) - len(gold)  # every pooled passage, no gold article
     metadata = read_grades_metadata(project / "results/demo/grades/cosine.parquet")
     assert metadata["pairs"] == 3345 and metadata["errors"] == 0
-    assert metadata["embedding_grades"]["quantiles"] == [0.5, 0.6, 0.7, 0.8, 0.9]
+    assert metadata["embedding_grades"]["quantiles"] == [0.8, 0.85, 0.9, 0.95, 0.98]
+    assert metadata["embedding_grades"]["calibration"] == "pool"
     # NRP on its own demo collection, next to EXAM: the designed order of the three "LLMs".
     nrp = pd.read_csv(project / "results/demo/nrp/per_system.tsv", sep="\t")
     combined = nrp[nrp["dimension"] == "combined"].groupby("llm")["nrp"].mean()

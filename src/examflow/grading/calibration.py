@@ -1,7 +1,7 @@
 """Embedding similarities turned into grades 0–5 (the offline grader's calibration).
 
-A pair's grade is how many rungs of a quantile ladder (default the 50th, 60th, 70th, 80th and
-90th percentiles) its similarity reaches, the quantiles taken over a group of pooled pairs:
+A pair's grade is how many rungs of a quantile ladder (default the 80th, 85th, 90th, 95th and
+98th percentiles) its similarity reaches, the quantiles taken over a group of pooled pairs:
 
 - `pool`: every pair of the pool, one ladder for all;
 - `query`: the pairs of one query (its questions × its pooled passages);
