@@ -214,6 +214,41 @@ def test_embedding_backend_on_the_packaged_model():
     assert by_sentence[0].score > whole[0].score
 
 
+def test_the_embedding_grader_encodes_each_distinct_text_once_per_job():
+    backend = EmbeddingBackend()
+    encoded = []
+    encode = backend.model.encode
+    backend.model.encode = lambda texts, **options: encoded.extend(texts) or encode(texts, **options)
+    questions = ["Why does honey keep?", "What do bees collect?"]
+    contexts = ["Honey has little water.", "Bees collect nectar.", "Honey has little water."]
+    first = [Request("x", {"question": q, "context": c}) for q in questions for c in contexts]
+    backend.answer(first[:3])
+    backend.answer(first[3:])  # a later flush of the same job: only the new question is encoded
+    assert sorted(encoded) == sorted(set(questions + contexts))
+
+
+def test_a_shard_with_nothing_to_grade_loads_no_model(tmp_path):
+    import subprocess
+    import sys
+
+    passages = pd.DataFrame({"query_id": ["q"], "passage_id": ["p"], "text": ["t"], "origin": ["retrieved"]})
+    queries = pd.DataFrame({"query_id": ["q"], "facet_id": [None], "query_text": ["x"], "facet_text": [None]})
+    questions = pd.DataFrame({"query_id": ["other"], "facet_id": [None], "question_id": ["other/1"],
+                              "question_text": ["?"], "kind": ["question"], "gold_answers": [None], "choices": [None]})  # fmt: skip
+    for name, table in (("passages", passages), ("queries", queries), ("questions", questions)):
+        table.to_parquet(tmp_path / f"{name}.parquet")
+    method = {"name": "cosine", "kind": "self_rating", "backend": {"kind": "embedding"}}
+    script = "import sys; from examflow.cli import main; code = main(sys.argv[1:]); print('torch' in sys.modules); sys.exit(code)"
+    result = subprocess.run(
+        [sys.executable, "-c", script, "grade", "--method", json.dumps(method), "--shard", "shard-0",
+         "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "g.parquet"),
+         *(f"--{name}={tmp_path / name}.parquet" for name in ("passages", "queries", "questions"))],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 0 and result.stdout.strip() == "False", result.stderr
+    assert "nothing to grade" in result.stderr and pd.read_parquet(tmp_path / "g.parquet").empty
+
+
 def test_extractive_qa_spans_come_from_the_passage_and_are_verified(tmp_path):
     from examflow.grading import verify_answer
     from examflow.grading.backends import ExtractiveQABackend
