@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
+import yaml
+from conftest import snakemake, write
 
 from examflow.errors import ConfigError
 from examflow.grading.calibration import calibrated_grades
-from examflow.grading.merge import merge_grades
+from examflow.grading.merge import merge_grades, read_grades_metadata
 from examflow.registry import check_method
 
 # Two queries; q1 has questions a and b over passages p1..p4, q2 has question c over p5, p6; one failed pair.
@@ -60,3 +64,17 @@ def test_merge_records_the_calibration_and_only_the_embedding_back_end_takes_one
         check_method("m", {"name": "m", "kind": "self_rating", "backend": backend, "calibration": "pool"})
     with pytest.raises(ValueError, match="calibration must be one of pool, query, question"):
         calibrated_grades(SIMILARITIES, "judged", LADDER)
+
+
+@pytest.mark.workflow
+def test_a_new_calibration_regrades_nothing_and_reruns_from_the_merge(project):
+    snakemake(project)
+    config = yaml.safe_load((project / "config/config.yaml").read_text())
+    config["grading"]["methods"][0]["calibration"] = "question"
+    write(project / "config/config.yaml", yaml.safe_dump(config))
+    planned = set(re.findall(r"^(?:local)?rule (\w+):", snakemake(project, "-n").stdout, re.MULTILINE))
+    assert "grade" not in planned and {"merge_grades", "evaluate", "summary"} <= planned
+    snakemake(project)
+    grades = project / "results/demo/grades/cosine.parquet"
+    assert read_grades_metadata(grades)["embedding_grades"]["calibration"] == "question"
+    assert pd.read_parquet(grades)["rating"].notna().all()

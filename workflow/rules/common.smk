@@ -163,8 +163,23 @@ def shard_digest(wildcards):
 METHODS = {method["name"]: method for method in config["grading"]["methods"]}
 
 
+# Sorted keys: the order a config file writes them in is no change of the method.
 def method_json(wildcards):
-    return shlex.quote(json.dumps(METHODS[wildcards.method]))
+    return shlex.quote(json.dumps(METHODS[wildcards.method], sort_keys=True))
+
+
+# How similarities become grades is read only when the shards are merged: a new calibration
+# reruns merge_grades and what follows, never a grading job.
+MERGE_ONLY = ("quantiles", "calibration")
+
+
+def grading_json(wildcards):
+    method = METHODS[wildcards.method]
+    return shlex.quote(
+        json.dumps(
+            {k: v for k, v in method.items() if k not in MERGE_ONLY}, sort_keys=True
+        )
+    )
 
 
 def method_gpus(wildcards):

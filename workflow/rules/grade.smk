@@ -18,7 +18,7 @@ rule grade:
         mem_mb=method_resource("mem_mb"),
         runtime=grade_runtime,
     params:
-        method=method_json,
+        method=grading_json,
         cache=config["cache_dir"],
         flush_every=config["grading"]["flush_every"],
         max_error_rate=config["grading"]["max_error_rate"],
