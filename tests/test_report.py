@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -44,6 +45,12 @@ def test_the_summary_says_what_happened_in_words(demo):
     )
     assert line in summary
     assert "| cosine | 3345 | 0 | – | 0 |" in summary
+    assert "Method cosine grades similarities by pool quantiles (0.8, 0.85, 0.9, 0.95, 0.98)." in summary
+    record = json.loads((demo / "results/demo/provenance.json").read_text())
+    assert record["methods"]["cosine"]["similarity_grades"] == {
+        "calibration": "pool",
+        "quantiles": [0.8, 0.85, 0.9, 0.95, 0.98],
+    }
     assert "| combined | embedding+bm25 | medlm-large / expert |" in summary
     from docutils.core import publish_parts
 

@@ -48,10 +48,16 @@ def provenance(graded: dict[str, dict], config_digest: str) -> dict:
     """`graded`: each method's grades metadata (`examflow.grading.merge.read_grades_metadata`)."""
     methods = {
         name: {"kind": meta["method"]["kind"], "backend": meta["method"]["backend"], "models": meta.get("models", []),
-               "prompts": prompt_digests(meta["method"]["kind"])}
+               "prompts": prompt_digests(meta["method"]["kind"]), **_similarity_grades(meta)}
         for name, meta in sorted(graded.items())
     }  # fmt: skip
     return {"config_sha256": config_digest, "versions": versions(), "methods": methods}
+
+
+def _similarity_grades(meta: dict) -> dict:
+    """How an embedding method's similarities became grades: its calibration and quantile ladder."""
+    made = meta.get("embedding_grades")
+    return {"similarity_grades": {key: made[key] for key in ("calibration", "quantiles")}} if made else {}
 
 
 @dataclass
@@ -167,6 +173,10 @@ def _grading_section(doc: Document, graded: dict[str, dict]) -> None:
         kinds = ", ".join(f"{count} {kind}" for kind, count in meta.get("errors_by_kind", {}).items()) or "–"
         rows.append((name, meta["pairs"], meta["errors"], kinds, meta.get("unparsable", 0)))
     doc.table(["method", "pairs", "failed", "failed by kind", "unparsable answers"], rows)
+    for name, meta in sorted(graded.items()):
+        if made := _similarity_grades(meta).get("similarity_grades"):
+            ladder = ", ".join(f"{q:g}" for q in made["quantiles"])
+            doc.paragraph(f"Method {name} grades similarities by {made['calibration']} quantiles ({ladder}).")
     doc.paragraph("Failed pairs answer no question (they can only lower a score); `leaderboard.tsv` counts them "
                   "per run in `failed_pairs`. Unparsable answers were read as SPEC §3 says (`mode: reference` or "
                   "`paper`).")  # fmt: skip
