@@ -16,6 +16,7 @@ the judged documents of a query once, not once per answer, and equal texts get e
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +44,7 @@ class QueryItems:
 Scores = dict[tuple[str, str], float]  # (query id, document id or answer name) -> score
 
 
-class PairRanker:
+class PairRanker(ABC):
     """A model that scores (query, text) pairs; each distinct pair once, cached by content."""
 
     signature: dict
@@ -60,8 +61,9 @@ class PairRanker:
         known.update({keys[pair]: score for pair, score in zip(todo, fresh)})
         return {(q.query_id, item): known[keys[(q.text, text)]] for q in queries for item, text in q.items.items()}
 
+    @abstractmethod
     def score_pairs(self, pairs: list[tuple[str, str]]) -> list[float]:
-        raise NotImplementedError
+        """One score per (query text, text) pair, higher for a better match: the model's part."""
 
 
 class MonoT5(PairRanker):
