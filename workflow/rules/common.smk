@@ -163,23 +163,23 @@ def shard_digest(wildcards):
 METHODS = {method["name"]: method for method in config["grading"]["methods"]}
 
 
-# Sorted keys: the order a config file writes them in is no change of the method.
-def method_json(wildcards):
-    return shlex.quote(json.dumps(METHODS[wildcards.method], sort_keys=True))
-
-
 # How similarities become grades is read only when the shards are merged: a new calibration
 # reruns merge_grades and what follows, never a grading job.
 MERGE_ONLY = ("quantiles", "calibration")
 
 
-def grading_json(wildcards):
+# Sorted keys: the order a config file writes them in is no change of the method.
+def method_json(wildcards, leave_out=()):
     method = METHODS[wildcards.method]
     return shlex.quote(
         json.dumps(
-            {k: v for k, v in method.items() if k not in MERGE_ONLY}, sort_keys=True
+            {k: v for k, v in method.items() if k not in leave_out}, sort_keys=True
         )
     )
+
+
+def grading_json(wildcards):
+    return method_json(wildcards, MERGE_ONLY)
 
 
 def method_gpus(wildcards):

