@@ -178,8 +178,8 @@ def _grading_section(doc: Document, graded: dict[str, dict]) -> None:
             ladder = ", ".join(f"{q:g}" for q in made["quantiles"])
             doc.paragraph(f"Method {name} grades similarities by {made['calibration']} quantiles ({ladder}).")
     doc.paragraph("Failed pairs answer no question (they can only lower a score); `leaderboard.tsv` counts them "
-                  "per run in `failed_pairs`. Unparsable answers were read as SPEC §3 says (`mode: reference` or "
-                  "`paper`).")  # fmt: skip
+                  "per run in `failed_pairs`. Unparsable answers are failed pairs under `mode: strict`, and were read "
+                  "as SPEC §3 says under `reference` or `paper`.")  # fmt: skip
 
 
 def _injection_section(doc: Document, flagged: pd.DataFrame) -> None:
