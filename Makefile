@@ -8,7 +8,7 @@ STAMP := $(VENV)/.examflow-installed
 TORCH ?= torch==2.13.0
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install demo test test-slurm lint clean clean-cache
+.PHONY: install demo test test-fast test-slurm lint clean clean-cache
 
 install: $(STAMP)
 
@@ -34,6 +34,10 @@ demo: install
 
 test: install
 	$(BIN)/python -m pytest -m "not slurm"
+
+# The inner loop: no Snakemake run, no large inputs, no SLURM.
+test-fast: install
+	$(BIN)/python -m pytest -m "not workflow and not slow and not slurm"
 
 # The demo on a real one-node SLURM cluster (as root: installs and starts slurmctld, slurmd, munged).
 test-slurm: install

@@ -2,8 +2,9 @@
 
 Replies are scripted per prompt substring (the latest matching script wins) and consumed
 in order (the last one repeats):
-a string is the answer text; `Status(code, headers)` answers with an HTTP error; `Slow(seconds,
-text)` answers late. Every request is counted.
+a string is the answer text; `Status(code, headers, message)` answers with an HTTP error; `Slow(seconds,
+text)` answers late; `Echo(text)` puts the request's API key where `{key}` stands (a proxy that echoes
+it); `Padded(text, size)` pads an answer to `size` bytes of body, streamed. Every request is counted.
 """
 
 from __future__ import annotations
@@ -20,6 +21,22 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class Status:
     code: int
     headers: dict[str, str] = field(default_factory=dict)
+    message: str | None = None  # the error's message; `{key}` stands for the request's API key
+
+
+@dataclass
+class Echo:
+    text: str  # `{key}` stands for the request's API key
+
+
+@dataclass
+class Padded:
+    """An answer `text` padded with spaces to a body of `size` bytes, sent in 64 KiB pieces as it is
+    made (the server never holds it), with a Content-Length only when `declared`."""
+
+    text: str
+    size: int
+    declared: bool = True
 
 
 @dataclass
@@ -39,6 +56,13 @@ class Raw:
 
 def reply_json(body: dict) -> Raw:
     return Raw(json.dumps(body))
+
+
+def completion(text: str, chat: bool, model: str) -> dict:
+    choice = {"index": 0, "finish_reason": "stop"}
+    choice |= {"message": {"role": "assistant", "content": text}} if chat else {"text": text}
+    kind = "chat.completion" if chat else "text_completion"
+    return {"id": "x", "object": kind, "created": 0, "model": model, "choices": [choice]}
 
 
 class _Server(ThreadingHTTPServer):
@@ -95,17 +119,36 @@ class LLMServer:
                 with server.lock:
                     server.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
                 reply = server.reply_for(prompt)
+                key = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
                 if isinstance(reply, Status):
-                    return self._send(reply.code, {"error": {"message": f"scripted {reply.code}"}}, reply.headers)
+                    message = (reply.message or f"scripted {reply.code}").replace("{key}", key)
+                    return self._send(reply.code, {"error": {"message": message}}, reply.headers)
+                if isinstance(reply, Padded):
+                    return self._send_padded(reply, chat, body["model"])
+                if isinstance(reply, Echo):
+                    reply = reply.text.replace("{key}", key)
                 if isinstance(reply, Raw):
                     return self._send_bytes(reply.code, reply.body.encode(), {"Content-Type": reply.content_type})
                 if isinstance(reply, Slow):
                     time.sleep(reply.seconds)
                     reply = reply.text
-                choice = {"index": 0, "finish_reason": "stop"}
-                choice |= {"message": {"role": "assistant", "content": reply}} if chat else {"text": reply}
-                kind = "chat.completion" if chat else "text_completion"
-                self._send(200, {"id": "x", "object": kind, "created": 0, "model": body["model"], "choices": [choice]})
+                self._send(200, completion(reply, chat, body["model"]))
+
+            def _send_padded(self, reply: Padded, chat: bool, model: str):
+                head, tail = json.dumps(completion(reply.text + "\0", chat, model)).split("\\u0000")
+                spaces = reply.size - len(head.encode()) - len(tail.encode())
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    if reply.declared:
+                        self.send_header("Content-Length", str(reply.size))
+                    self.end_headers()
+                    self.wfile.write(head.encode())
+                    for start in range(0, spaces, 65536):
+                        self.wfile.write(b" " * min(65536, spaces - start))
+                    self.wfile.write(tail.encode())
+                except (BrokenPipeError, ConnectionResetError):  # the client stopped reading
+                    pass
 
             def _send(self, code: int, payload: dict, headers: dict | None = None):
                 self._send_bytes(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
@@ -156,3 +157,68 @@ def test_bank_diff_command(tmp_path):
         result.stdout
         == "volcano / formation: 0 added, 0 removed, 1 reworded\n  ~ What is a hotspot volcano?\n    → What is a mantle plume?\n"
     )
+
+
+def stored_id_bank(path, items: list[tuple[str, str]]):
+    """A hand-written bank in the current format whose items keep the ids written in it."""
+    record = {
+        "query_id": "glacier",
+        "items": [{"question_id": i, "question_text": t, "keep_id": True} for i, t in items],
+    }
+    return read_bank(write(path, json.dumps(record) + "\n"))
+
+
+def test_bank_diff_goes_by_text_whatever_the_stored_ids_say(tmp_path):
+    old = stored_id_bank(
+        tmp_path / "old.jsonl",
+        [("g/1", "What is ice?"), ("g/2", "Why do glaciers move?"), ("g/3", "How old is the ice sheet?"),
+         ("g/4", "Where is it?")],
+    )  # fmt: skip
+    new = stored_id_bank(
+        tmp_path / "new.jsonl",
+        [("g/1", "What is ice?"), ("g/9", "How old is the ice sheet?"), ("g/5", "Who first measured glacier speed?"),
+         ("g/2", "What makes a slab of frozen water slide over bedrock?")],
+    )  # fmt: skip
+    [change] = diff_banks(old, new).values()
+    # g/1: same id, same text; "How old ...": same text under a new id -> both unchanged.
+    assert [(a.item_id, a.text, b.item_id, b.text) for a, b in change.reworded] == [
+        ("g/2", "Why do glaciers move?", "g/2", "What makes a slab of frozen water slide over bedrock?")
+    ]
+    assert [i.item_id for i in change.removed] == ["g/4"] and [i.item_id for i in change.added] == ["g/5"]
+    result = subprocess.run(
+        [sys.executable, "-m", "examflow", "bank-diff", str(tmp_path / "old.jsonl"), str(tmp_path / "new.jsonl")],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == (
+        "glacier: 1 added, 1 removed, 1 reworded\n  + Who first measured glacier speed?\n  - Where is it?\n"
+        "  ~ Why do glaciers move?\n    → What makes a slab of frozen water slide over bedrock?\n"
+    )
+    assert diff_banks(old, stored_id_bank(tmp_path / "same.jsonl", [(i.item_id, i.text) for i in old[0].items])) == {}
+
+
+@pytest.mark.skipif(not REFERENCE.exists(), reason="../shared/reference is absent")
+def test_a_reworded_question_of_the_published_dl19_bank_is_seen_by_diff_and_impact(tmp_path):
+    from examflow.evaluation.impact import question_changes
+
+    published = REFERENCE / "flan-t5-exam-appendix/dl19-questions/dl19-genq.jsonl.gz"
+    lines = gzip.open(published, "rt", encoding="utf-8").read().splitlines()
+    record = json.loads(lines[0])
+    before = record["questions"][3]["question_text"]
+    after = "Which certificates does the job ask for?"  # not similar, so only the stored id pairs them
+    record["questions"][3]["question_text"] = after
+    edited = tmp_path / "dl19-edited.jsonl.gz"
+    with gzip.open(edited, "wt", encoding="utf-8") as out:
+        out.write("\n".join([json.dumps(record), *lines[1:]]) + "\n")
+    question_id = record["questions"][3]["question_id"]
+    result = subprocess.run(
+        [sys.executable, "-m", "examflow", "bank-diff", str(published), str(edited)], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"{record['query_id']}: 0 added, 0 removed, 1 reworded\n  ~ {before}\n    → {after}\n"
+    old, new = (shard_table(read_bank(path), "shard-0", 1) for path in (published, edited))
+    changes = question_changes(old, new)
+    assert changes[
+        ["change", "question_id", "question_text", "old_question_id", "old_question_text"]
+    ].values.tolist() == [["reworded", question_id, after, question_id, before]]

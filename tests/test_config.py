@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 import pytest
 import yaml
 from conftest import ROOT, own_collection, snakemake, write
 
-from examflow.config import check_config
-from examflow.errors import ConfigError
+from examflow.config import check_config, check_config_file
+from examflow.errors import ConfigError, InputError
 from examflow.registry import LLM_OPTIONS, options_markdown
 
 SCHEMA = ROOT / "workflow/schemas/config.schema.yaml"
@@ -115,6 +117,38 @@ def test_typos_wrong_types_and_bad_measures_name_the_key():
     )
 
 
+def test_grade_thresholds_are_each_once_and_reachable():
+    def tau(*values) -> str:
+        return rejected({"inputs": {"queries": "q"}, "evaluation": {"tau": list(values)}})
+
+    assert tau(4, 4) == "config evaluation.tau: 4 is given twice"
+    assert tau(1, 9) == "config evaluation.tau: 9 is no grade threshold: grades run 0-5, and a threshold is 1 to 5"
+    assert tau(0).startswith("config evaluation.tau: 0 is no grade threshold")
+    assert checked({"inputs": {"queries": "q"}, "evaluation": {"tau": [5, 1]}})["evaluation"]["tau"] == [5, 1]
+
+
+def test_the_command_line_refuses_the_same_thresholds(tmp_path):
+    from examflow.cli import program
+
+    for taus, message in ((["4", "4"], "--tau: 4 is given twice"), (["9"], "--tau: 9 is no grade threshold")):
+        result = subprocess.run(
+            [sys.executable, "-m", "examflow", "evaluate", "--grades", "g", "--pool", "p", "--out", str(tmp_path),
+             "--tau", *taus], capture_output=True, text=True,
+        )  # fmt: skip
+        assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+    assert program  # the command is the installed program's
+
+
+def test_a_key_written_twice_is_refused_with_both_lines(tmp_path):
+    config = write(tmp_path / "c.yaml", "inputs:\n  queries: q.tsv\nevaluation:\n  tau: [1]\n  k: 5\n  tau: [4]\n")
+    with pytest.raises(InputError) as caught:
+        check_config_file(config)
+    assert str(caught.value) == (
+        f"{config}:6: key 'tau' is written twice in one mapping (first on line 4); YAML would keep the last silently"
+    )
+    check_config_file(write(tmp_path / "ok.yaml", "a: {b: 1}\nc: [{b: 2}, {b: 3}]\n"))  # same key, other mappings
+
+
 def test_nrp_settings_are_checked():
     def nrp(**changes) -> dict:
         spec = {"queries": "q", "corpus": "c", "answers": "a", "dimensions": {"relevance": {"qrels": "r"}}} | changes
@@ -196,6 +230,11 @@ def test_config_mistakes_stop_the_workflow_at_parse_time(project):
     result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
     assert "config inputs.runs: no file matches 'resources/demo/runs/*.trec'" in result.stdout + result.stderr
     assert not (project / "results").exists()
+    text = (project / "config/config.yaml").read_text().replace("pool:\n  depth: 20", "pool:\n  depth: 20\n  depth: 5")
+    write(project / "config/twice.yaml", text)
+    result = snakemake(project, "-n", "--configfile", "config/twice.yaml", check=False)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0 and "twice.yaml:" in output and "key 'depth' is written twice" in output
 
 
 def example_data(root, config: dict) -> None:

@@ -8,14 +8,16 @@ import math
 import subprocess
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import write
 from tiny_models import build_tiny_t5
 
-from examflow.errors import InputError, Problems
+from examflow.errors import Failure, InputError, Problems
+from examflow.io.queries import read_queries
 from examflow.nrp.evaluate import NRPInputs, NRPSettings, mean_interval, nrp_tables
-from examflow.nrp.inputs import read_answers, read_expert
+from examflow.nrp.inputs import read_answers, read_expert, read_judgments
 from examflow.nrp.rankers import BM25, MonoT5, QueryItems, RunScores
 from examflow.registry import check_ranker
 
@@ -40,13 +42,15 @@ def run_line(query: str, item: str, score: float) -> str:
     return f"{query} Q0 {item} 1 {score} fixed\n"
 
 
-def test_nrp_by_hand_with_ties_both_denominators_an_empty_answer_and_a_single_document(tmp_path):
+def test_nrp_by_hand_with_ties_both_denominators_an_empty_answer_and_a_single_document(tmp_path, caplog):
     # q1: documents d1..d4 score 4, 3, 2, 2. Answer A scores 2 (ties d3, d4: they count against it),
-    # B scores 5 (above all), the empty answer C scores 0. q2 has one judged document, scoring 1.
+    # B scores 5 (above all). q2 has one judged document, scoring 1. C is empty for q1 and missing for
+    # q2: a run has no score for the empty string, so C ranks below every document (r = |D_q|) whatever
+    # the run's lines named m/p/C say (9 and 3, above every document).
     lines = "".join(run_line("q1", d, s) for d, s in [("d1", 4), ("d2", 3), ("d3", 2), ("d4", 2)])
-    lines += run_line("q1", "m/p/A", 2) + run_line("q1", "m/p/B", 5) + run_line("q1", "m/p/C", 0)
+    lines += run_line("q1", "m/p/A", 2) + run_line("q1", "m/p/B", 5) + run_line("q1", "m/p/C", 9)
     lines += run_line("q2", "e1", 1) + run_line("q2", "m/p/A", 1) + run_line("q2", "m/p/B", 0.5)
-    lines += run_line("q2", "m/p/C", 3)  # C is missing for q2: scored as the empty string, here 3
+    lines += run_line("q2", "m/p/C", 3)
     inputs = NRPInputs(
         {"q1": "first", "q2": "second"},
         {"d1": "a", "d2": "b", "d3": "c", "d4": "d", "e1": "e"},
@@ -63,8 +67,8 @@ def test_nrp_by_hand_with_ties_both_denominators_an_empty_answer_and_a_single_do
     )
     ranker = run_ranker(tmp_path, lines)
     for denominator, expected in (
-        ("docs", {("A", "q1"): 1 - 4 / 4, ("B", "q1"): 1.0, ("C", "q1"): 0.0, ("A", "q2"): 0.0, ("B", "q2"): 0.0, ("C", "q2"): 1.0}),
-        ("list", {("A", "q1"): 1 - 4 / 5, ("B", "q1"): 1.0, ("C", "q1"): 1 - 4 / 5, ("A", "q2"): 0.5, ("B", "q2"): 0.5, ("C", "q2"): 1.0}),
+        ("docs", {("A", "q1"): 1 - 4 / 4, ("B", "q1"): 1.0, ("C", "q1"): 0.0, ("A", "q2"): 0.0, ("B", "q2"): 0.0, ("C", "q2"): 0.0}),
+        ("list", {("A", "q1"): 1 - 4 / 5, ("B", "q1"): 1.0, ("C", "q1"): 1 - 4 / 5, ("A", "q2"): 0.5, ("B", "q2"): 0.5, ("C", "q2"): 0.5}),
     ):  # fmt: skip
         tables = nrp_tables(
             inputs, NRPSettings([ranker], {"relevance": 1.0}, denominator=denominator, cache_dir=tmp_path)
@@ -72,7 +76,10 @@ def test_nrp_by_hand_with_ties_both_denominators_an_empty_answer_and_a_single_do
         per_answer = tables["per_answer.tsv"].set_index(["sample", "query_id"])
         assert {key: per_answer.loc[key, "nrp"] for key in expected} == pytest.approx(expected)
         assert per_answer.loc[("A", "q1"), "rank"] == 4 and per_answer.loc[("A", "q1"), "n_docs"] == 4
+        assert per_answer.loc[("C", "q1"), "rank"] == 4 and per_answer.loc[("C", "q2"), "rank"] == 1
         assert per_answer.loc[("C", "q1"), "answer"] == "empty" and per_answer.loc[("C", "q2"), "answer"] == "missing"
+        assert set(per_answer["denominator"]) == {denominator} == set(tables["per_system.tsv"]["denominator"])
+        assert "fixed.run: 2 lines score answers that are empty or missing; not used" in caplog.text
         # The system: mean over samples per query, then over queries; empty and missing answers counted.
         system = tables["per_system.tsv"].iloc[0]
         q1 = (expected["A", "q1"] + expected["B", "q1"] + expected["C", "q1"]) / 3
@@ -91,7 +98,9 @@ def test_two_dimensions_combine_as_a_weighted_sum(tmp_path):
         answers([("m", "p", "0", "q1", "an answer")]),
     )  # fmt: skip
     settings = NRPSettings([run_ranker(tmp_path, lines)], {"relevance": 0.25, "readability": 0.75}, cache_dir=tmp_path)
-    per_answer = nrp_tables(inputs, settings)["per_answer.tsv"].set_index("dimension")
+    tables = nrp_tables(inputs, settings)
+    per_answer = tables["per_answer.tsv"].set_index("dimension")
+    assert tables["per_system.tsv"]["stderr"].isna().all()  # one query: no standard error, rather than 0
     # relevance: d1 scores above (r = 1 of 2) -> 0.5; readability: none above (r = 0) -> 1.0
     assert per_answer.loc["relevance", "nrp"] == 0.5 and per_answer.loc["readability", "nrp"] == 1.0
     assert per_answer.loc["combined", "nrp"] == pytest.approx(0.25 * 0.5 + 0.75 * 1.0)
@@ -155,10 +164,13 @@ def test_expert_agreement_end_to_end_reproduces_the_published_interval(tmp_path)
 
 
 def test_the_run_ranker_reads_a_hand_written_run_file(tmp_path):
-    run = write(tmp_path / "x.run", "q1 Q0 d1 1 7.5 ext\nq1 Q0 gpt/short/0 2 9.0 ext\nq9 Q0 d1 1 1 ext\n")
-    query = QueryItems("q1", "query", {"d1": "a", "d2": "b"}, {"gpt/short/0": "an answer"})
+    run = write(tmp_path / "x.run", "q1 Q0 d1 1 7.5 ext\nq1 Q0 gpt/short/0 2 9.0 ext\nq1 Q0 gpt/short/1 3 8 ext\n"
+                                    "q9 Q0 d1 1 1 ext\n")  # fmt: skip
+    query = QueryItems("q1", "query", {"d1": "a", "d2": "b"}, {"gpt/short/0": "an answer", "gpt/short/1": ""})
     scores = RunScores(str(run)).scores([query])
-    assert scores == {("q1", "d1"): 7.5, ("q1", "d2"): -math.inf, ("q1", "gpt/short/0"): 9.0}  # d2 unranked: last
+    # d2 unranked: last; the empty answer too, whatever the line of its name says
+    assert scores == {("q1", "d1"): 7.5, ("q1", "d2"): -math.inf, ("q1", "gpt/short/0"): 9.0,
+                      ("q1", "gpt/short/1"): -math.inf}  # fmt: skip
     with pytest.raises(InputError, match=r"x.run: no score for answer 'gpt/long/0' of query 'q1'"):
         RunScores(str(run)).scores([QueryItems("q1", "query", {"d1": "a"}, {"gpt/long/0": "b"})])
 
@@ -260,3 +272,205 @@ def test_answers_and_expert_rankings_are_checked(tmp_path):
     with pytest.raises(InputError, match=r"e.tsv:2: field 'item': 'd9' is no judged document or answer of query 'q1'"):
         read_expert(write(tmp_path / "e.tsv", "q1\td1\t1\nq1\td9\t2\n"), known)
     assert read_expert(write(tmp_path / "e.json", '{"q1": ["m/p/0", "d1"]}'), known)["rank"].tolist() == [1.0, 2.0]
+
+
+def test_answer_names_hold_no_separator_and_name_no_judged_document(tmp_path):
+    # The issue's collision: llm x/y + prompt expert and llm x + prompt y/expert are both x/y/expert/0.
+    lines = [{"llm": "x/y", "prompt": "expert", "sample": 0, "query_id": "q1", "text": "one"},
+             {"llm": "x", "prompt": "y/expert", "sample": 0, "query_id": "q1", "text": "two"},
+             {"llm": "x", "prompt": "p", "sample": "0/1", "query_id": "q1", "text": "three"}]  # fmt: skip
+    for number, (line, field) in enumerate(zip(lines, ("llm", "prompt", "sample")), 1):
+        path = write(tmp_path / f"{number}.jsonl", '{"llm": "m", "prompt": "p", "sample": 0, "query_id": "q1"}\n'
+                     + json.dumps(line) + "\n")  # fmt: skip
+        with pytest.raises(InputError, match=rf"{number}.jsonl:2: field '{field}': '.+' holds '/', which separates"):
+            read_answers(path, {"q1"}, Problems("error"))
+    # A judged document named like an answer would take the answer's score in every ranker.
+    clash = write(tmp_path / "c.jsonl", '{"llm": "m", "prompt": "p", "sample": 0, "query_id": "q1", "text": "x"}\n')
+    with pytest.raises(InputError, match=r"c.jsonl:1: field 'sample': the answer name 'm/p/0' is also a judged doc"):
+        read_answers(clash, {"q1"}, Problems("error"), {"q1": {"d1", "m/p/0"}})
+    assert len(read_answers(clash, {"q1"}, Problems("error"), {"q2": {"m/p/0"}})) == 1  # another query's: no clash
+
+
+def test_kendall_tau_b_prints_exact_values_and_equals_scipy():
+    from scipy.stats import kendalltau
+
+    from examflow.nrp.evaluate import kendall_tau_b
+
+    # 5 items, one discordant pair: (9 − 1)/√(10·10) = 0.8 exactly, where scipy gives 0.7999999999999999.
+    assert kendall_tau_b([1, 2, 3, 4, 5], [1, 2, 3, 5, 4]) == 0.8
+    assert kendall_tau_b([1, 2, 3, 4, 5], [-math.inf, 2, -math.inf, 4, 5]) == pytest.approx(
+        kendalltau([1, 2, 3, 4, 5], [-1e300, 2, -1e300, 4, 5]).statistic, abs=1e-15
+    )  # infinite scores (a run lacking items) tie with each other
+    assert math.isnan(kendall_tau_b([1, 1, 1], [1, 2, 3])) and math.isnan(kendall_tau_b([1], [1]))
+    random = np.random.default_rng(7)
+    for case in range(400):
+        n = int(random.integers(2, 12))
+        levels = n if case % 2 else int(random.integers(1, 4))  # untied, then heavily tied
+        x, y = (random.integers(0, levels, n).astype(float) if levels < n else random.permutation(n).astype(float)
+                for _ in range(2))  # fmt: skip
+        expected = kendalltau(x, y).statistic
+        mine = kendall_tau_b(x.tolist(), y.tolist())
+        assert (math.isnan(mine) and math.isnan(expected)) or abs(mine - expected) <= 1e-15, (x, y)
+
+
+def nrp_collection(tmp_path, queries: str = "q9\tnine\nq2\ttwo\nq10\tten\n", corpus: bool = True) -> list[str]:
+    """Three queries (file order q9, q2, q10), five judged documents each, one answer each scoring 0.5,
+    a run that orders d0..d4 with one discordant pair (d3 above d4), and an expert who ranks d0..d4;
+    the `examflow nrp` options that read them (a corpus too, unless not asked)."""
+    write(tmp_path / "q.tsv", queries)
+    ids = ["q9", "q2", "q10"]
+    write(tmp_path / "rel.qrels", "".join(f"{q} 0 {q}-d{i} {int(i < 2)}\n" for q in ids for i in range(5)))
+    write(tmp_path / "answers.jsonl", "".join(json.dumps({"llm": "m", "prompt": "p", "sample": 0, "query_id": q,
+                                                          "text": "an answer"}) + "\n" for q in ids))  # fmt: skip
+    scores = [5, 4, 3, 1, 2]
+    lines = [run_line(q, f"{q}-d{i}", scores[i]) for q in ids for i in range(5)]
+    write(tmp_path / "scores.run", "".join(lines + [run_line(q, "m/p/0", 0.5) for q in ids]))
+    write(tmp_path / "expert.json", json.dumps({q: [f"{q}-d{i}" for i in range(5)] for q in ids}))
+    write(tmp_path / "docs.tsv", "".join(f"{q}-d{i}\tdocument {i}\n" for q in ids for i in range(5)))
+    files = ["--queries", str(tmp_path / "q.tsv"), "--qrels", f"relevance={tmp_path / 'rel.qrels'}", "--answers",
+             str(tmp_path / "answers.jsonl"), "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out")]  # fmt: skip
+    return ["--corpus", str(tmp_path / "docs.tsv")] * corpus + files
+
+
+def test_a_run_ranker_needs_no_corpus_and_the_expert_table_keeps_the_queries_order(tmp_path):
+    base = nrp_collection(tmp_path, corpus=False)
+    run = ["--ranker", "run", "--run", str(tmp_path / "scores.run")]
+    result = nrp_command(*base, *run, "--expert", str(tmp_path / "expert.json"))
+    assert result.returncode == 0, result.stderr
+    per_answer = pd.read_csv(tmp_path / "out/per_answer.tsv", sep="\t")
+    # every query: all five documents score above 0.5, r = 5 of 5, NRP 1 − 5/5 = 0 (docs)
+    assert per_answer["nrp"].tolist() == [0.0] * 3 and per_answer["denominator"].tolist() == ["docs"] * 3
+    lines = (tmp_path / "out/expert_agreement.tsv").read_text().splitlines()
+    assert [line.split("\t")[1] for line in lines[1:]] == ["q9", "q2", "q10", "_mean_"]  # the queries file's order
+    # (9 − 1)/√100 printed exactly; their mean and its interval too (no spread)
+    assert [line.split("\t")[3:] for line in lines[1:]] == [["0.8", "", ""]] * 3 + [["0.8", "0.8", "0.8"]]
+    inputs = NRPInputs(
+        {"q1": "q"}, None, {"relevance": judgments([("q1", "d1", 1)])}, answers([("m", "p", "0", "q1", "x")])
+    )
+    with pytest.raises(Failure, match=r"NRP: the rankers bm25 need the judged documents' texts"):
+        nrp_tables(inputs, NRPSettings([check_ranker("r", {"kind": "bm25"})], {"relevance": 1}, cache_dir=tmp_path))
+    # A ranker that scores texts needs them: one line, naming the option.
+    failed = nrp_command(*base, "--ranker", "bm25", *run)
+    assert failed.returncode == 2 and "Traceback" not in failed.stderr
+    assert failed.stderr.strip().endswith("examflow: error: --corpus: the rankers bm25 score the judged documents' "
+                                          "texts; give --corpus (only `--ranker run` works without)")  # fmt: skip
+
+
+def test_bad_expert_rankings_and_wilcoxon_names_are_refused(tmp_path):
+    base = [*nrp_collection(tmp_path), "--ranker", "run", "--run", str(tmp_path / "scores.run")]
+    for args, message in (
+        (["--wilcoxon", "m", "p", "m", "q"], "--wilcoxon: 'm' / 'q' is no (llm, prompt) of --answers"),
+        (["--wilcoxon", "m", "p", "m/p", "0"], "--wilcoxon: 'm/p' / '0' is no (llm, prompt) of --answers (no llm or "
+                                               "prompt holds '/')"),
+        (["--expert", str(write(tmp_path / "e.tsv", "q9\tq9-d0\t1\nq2\tq2-d0\t1\nq2\tq2-d1\t2\n"))],
+         "e.tsv:1: field 'rank': query 'q9': rank at least two items, not all tied"),
+        (["--expert", str(write(tmp_path / "f.tsv", "q9\tq9-d0\t1\nq9\tq9-d1\t1\n"))],
+         "f.tsv:2: field 'rank': query 'q9': rank at least two items, not all tied"),
+    ):  # fmt: skip
+        failed = nrp_command(*base, *args)
+        assert failed.returncode == 2 and message in failed.stderr and "Traceback" not in failed.stderr, failed.stderr
+
+
+def test_answers_to_no_judged_query_are_an_error_not_empty_tables(tmp_path):
+    base = [*nrp_collection(tmp_path, "q9\tnine\nq2\ttwo\nq10\tten\nq4\tfour\n"), "--ranker", "run", "--run",
+            str(tmp_path / "scores.run")]  # fmt: skip
+    write(tmp_path / "answers.jsonl", '{"llm": "m", "prompt": "p", "sample": 0, "query_id": "q4", "text": "a"}\n')
+    failed = nrp_command(*base)
+    assert failed.returncode == 2 and not (tmp_path / "out").exists(), failed.stderr
+    assert "answers.jsonl: no answer to a query with judged documents: nothing to rank" in failed.stderr
+
+
+def test_an_expert_ranking_of_a_query_without_judged_documents_is_refused(tmp_path):
+    base = [*nrp_collection(tmp_path, "q9\tnine\nq2\ttwo\nq10\tten\nq4\tfour\n"), "--ranker", "run", "--run",
+            str(tmp_path / "scores.run")]  # fmt: skip
+    with open(tmp_path / "answers.jsonl", "a") as answers:  # answers to q4, which nobody judged
+        answers.write('{"llm": "m", "prompt": "p", "sample": 0, "query_id": "q4", "text": "a"}\n'
+                      '{"llm": "m", "prompt": "p", "sample": 1, "query_id": "q4", "text": "b"}\n')  # fmt: skip
+    expert = write(tmp_path / "e.json", '{"q4": ["m/p/0", "m/p/1"]}')
+    failed = nrp_command(*base, "--expert", str(expert))
+    assert failed.returncode == 2 and "Traceback" not in failed.stderr, failed.stderr
+    assert "e.json:1: field 'query_id': unknown query id 'q4' (no judged document)" in failed.stderr
+
+
+def test_subtopic_judgments_are_no_second_judgment_of_a_document(tmp_path):
+    queries = write(tmp_path / "q.jsonl", json.dumps({"query_id": "q1", "text": "t", "subtopics": [
+        {"facet_id": "f1", "text": "a"}, {"facet_id": "f2", "text": "b"}]}) + "\n")  # fmt: skip
+    qrels = write(tmp_path / "rel.qrels", "q1 0 d1 2\nq1/f1 0 d2 1\nq1/f2 0 d2 0\n")
+    with pytest.raises(InputError, match=r"rel.qrels:2: field 'query_id': unknown query id 'q1/f1'"):
+        read_judgments({"relevance": str(qrels)}, read_queries(queries), Problems("error"), {})
+    kept = read_judgments({"relevance": str(qrels)}, read_queries(queries), Problems("warn"), {})["relevance"]
+    assert kept["passage_id"].tolist() == ["d1"]  # D_q is {d1}, not {d1, d2, d2}
+
+
+@pytest.mark.parametrize("weights", [["relevance=1"], ["relevance=nan", "readability=1"],
+                                     ["relevance=-1", "readability=2"], ["relevance=0", "readability=0"]])  # fmt: skip
+def test_weights_that_would_drop_a_dimension_or_every_combined_value_are_refused(tmp_path, weights):
+    base = [*nrp_collection(tmp_path), "--ranker", "run", "--run", str(tmp_path / "scores.run")]
+    write(tmp_path / "read.qrels", "q9 0 q9-d0 1\n")
+    failed = nrp_command(*base, "--qrels", f"relevance={tmp_path / 'rel.qrels'}",
+                         f"readability={tmp_path / 'read.qrels'}", "--weight", *weights)  # fmt: skip
+    assert failed.returncode == 2 and "examflow: error: --weight: " in failed.stderr, failed.stderr
+
+
+def test_a_ranker_that_scores_nan_stops_the_run(tiny_monot5, tmp_path):
+    import torch
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    broken = tmp_path / "broken-monot5"  # a checkpoint whose output layer overflowed: every logit NaN
+    model = AutoModelForSeq2SeqLM.from_pretrained(tiny_monot5)
+    with torch.no_grad():
+        model.lm_head.weight.fill_(math.nan)
+    model.save_pretrained(broken)
+    AutoTokenizer.from_pretrained(tiny_monot5).save_pretrained(broken)
+    inputs = NRPInputs({"q1": "why tides"}, {"d1": "the moon raises tides", "d2": "bees make honey"},
+                       {"relevance": judgments([("q1", "d1", 1), ("q1", "d2", 0)])},
+                       answers([("m", "p", "0", "q1", "tides")]))  # fmt: skip
+    ranker = check_ranker("ranker", {"kind": "monot5", "model": str(broken), "device": "cpu"})
+    with pytest.raises(Failure, match=r"ranker monot5: the score of '.+' for query 'q1' is not a number \(NaN\)"):
+        nrp_tables(inputs, NRPSettings([ranker], {"relevance": 1}, cache_dir=tmp_path))
+
+
+def test_the_report_and_the_summary_name_the_denominator(tmp_path):
+    from examflow.report.pages import nrp_page
+    from examflow.summary import Document, _nrp_section
+
+    base = [*nrp_collection(tmp_path), "--ranker", "run", "--run", str(tmp_path / "scores.run")]
+    assert nrp_command(*base, "--denominator", "list").returncode == 0
+    per_system = pd.read_csv(tmp_path / "out/per_system.tsv", sep="\t")
+    assert per_system["denominator"].tolist() == ["list"] and per_system["nrp"].tolist() == [1 - 5 / 6]
+    report = subprocess.run([sys.executable, "-m", "examflow", "report", "--nrp", str(tmp_path / "out"), "--out",
+                             str(tmp_path / "report")], capture_output=True, text=True)  # fmt: skip
+    assert report.returncode == 0, report.stderr
+    assert "Denominator list: NRP = 1 − r/(|D_q| + 1)" in (tmp_path / "report/nrp.html").read_text()
+    assert "Denominator docs" in nrp_page(per_system.assign(denominator="docs"), pd.DataFrame(), None, "docs")
+    doc = Document()
+    _nrp_section(doc, per_system)
+    assert "| relevance | run | m / p | 0.167 ± 0.000 | list |" in doc.markdown()
+    # A table written before the denominator was recorded: one line, not a figure without it.
+    write(tmp_path / "old/per_system.tsv", per_system.drop(columns="denominator").to_csv(sep="\t", index=False))
+    write(tmp_path / "old/ranker_selection.tsv", "ranker\tdimension\tndcg_cut_10\tchosen\n")
+    old = subprocess.run([sys.executable, "-m", "examflow", "report", "--nrp", str(tmp_path / "old"), "--out",
+                          str(tmp_path / "report")], capture_output=True, text=True)  # fmt: skip
+    assert old.returncode == 2 and "per_system.tsv: field 'denominator': no single NRP denominator" in old.stderr
+
+
+def test_the_configuration_takes_no_corpus_for_run_rankers_only_and_checks_weights_and_names():
+    from examflow.config import SCHEMA, check_config
+    from examflow.errors import ConfigError
+
+    def nrp(**changes) -> dict:
+        spec = {"queries": "q", "answers": "a", "dimensions": {"relevance": {"qrels": "r"}}} | changes
+        return {"inputs": {"queries": "q"}, "nrp": spec}
+
+    def rejected(config: dict) -> str:
+        with pytest.raises(ConfigError) as caught:
+            check_config(config, SCHEMA)
+        return str(caught.value)
+
+    assert check_config(nrp(rankers=[{"kind": "run", "path": "s.run"}]), SCHEMA)["nrp"]["corpus"] is None
+    assert rejected(nrp()) == ("config nrp.corpus: the rankers embedding, bm25 score the judged documents' texts: "
+                               "set nrp.corpus (only `run` rankers work without)")  # fmt: skip
+    two = {"relevance": {"qrels": "r", "weight": math.nan}, "readability": {"qrels": "s", "weight": 1}}
+    assert "the weight of 'relevance' is nan" in rejected(nrp(corpus="c", dimensions=two))
+    slash = rejected(nrp(corpus="c", wilcoxon=[["x/y", "expert", "x", "p"]]))
+    assert slash.startswith("config nrp.wilcoxon[0]: no llm or prompt holds '/'")

@@ -92,3 +92,30 @@ def test_run_ids_must_not_clash_with_response_systems():
             20,
             Problems("error"),
         )
+
+
+def test_negative_ranks_are_re_ranked_by_score_in_the_pool_and_the_cover_budget(tmp_path, caplog):
+    from examflow.evaluation.cover import best_levels, cover_counts
+    from examflow.io.runs import read_runs
+
+    docs = [f"d{i:02d}" for i in range(30)]
+    corpus = write(tmp_path / "corpus.tsv", "".join(f"{d}\ttext of {d}\n" for d in docs))
+    # Ranks -30..-1 agree with the scores; rank <= 5 as written would take all 30 passages.
+    negative = write(tmp_path / "neg.run", "".join(f"q Q0 {d} {i - 30} {30 - i} neg\n" for i, d in enumerate(docs)))
+    zero_based = write(tmp_path / "zero.run", "".join(f"q Q0 {d} {i} {30 - i} zero\n" for i, d in enumerate(docs)))
+    queries = pd.DataFrame({"query_id": ["q"], "facet_id": [None], "query_text": ["Q"], "facet_text": [None]})
+    runs = read_runs([negative, zero_based], {"q"}, Problems("error"))
+    judgments = pd.DataFrame(columns=["query_id", "facet_id", "passage_id", "relevance"])
+    tables = build_pool(queries, runs, None, judgments, corpus, 5, Problems("error"))
+    assert f"{negative}: 30 negative ranks (first on line 1, field 'rank')" in caplog.text
+    assert "1 ranked lists had repeated or negative ranks" in caplog.text
+    # Re-ranked by score from 1: the best five; the 0-based run keeps ranks 0..5, six passages, as before.
+    assert tables["passages"]["passage_id"].tolist() == docs[:6]
+    ranks = tables["rankings"].set_index(["run_id", "passage_id"])["rank"]
+    assert [ranks["neg", d] for d in docs[:3]] == [1, 2, 3] and [ranks["zero", d] for d in docs[:3]] == [0, 1, 2]
+    # EXAM-Cover at k = 5: passage d_i answers question x_i alone.
+    grades = pd.DataFrame({"query_id": "q", "passage_id": docs, "question_id": [f"x{i}" for i in range(30)],
+                           "rating": 5, "correct": None, "error": None}).astype({"rating": "Int64", "correct": "boolean"})  # fmt: skip
+    questions = grades[["query_id", "question_id"]]
+    cover = cover_counts(best_levels(grades), tables["rankings"], questions, [4], 5).set_index("run_id")["covered"]
+    assert (cover["neg"], cover["zero"]) == (5, 6)

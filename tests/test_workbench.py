@@ -144,6 +144,12 @@ def test_malformed_files_name_line_and_field(tmp_path):
     write(path, json.dumps(["q", [nan_score]]) + "\n")
     with pytest.raises(InputError, match=r"rankings\[0\].rank': expected `int`, got `bool`"):
         read_workbench_graded(path)
+    nan_score["paragraph_data"]["rankings"][0]["rank"] = -3  # rank <= k would hold for any k
+    write(path, json.dumps(["q", [nan_score]]) + "\n")
+    with pytest.raises(
+        InputError, match=r"bad.jsonl:1: field 'paragraphs\[0\].paragraph_data.rankings\[0\].rank': expected `int` >= 0"
+    ):
+        read_workbench_graded(path)
     ungraded = [["q", [paragraph("a", [("r", "q", 1)])]]]
     write(path, json.dumps(ungraded[0]) + "\n")
     with pytest.raises(InputError, match="no grades"):

@@ -3,7 +3,9 @@ asks only for what failed. A local OpenAI-compatible server on 127.0.0.1 plays e
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import socket
 import time
 
@@ -11,7 +13,8 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import bucket, own_collection, snakemake, write
-from llm_server import LLMServer, Raw, Status, reply_json
+from llm_server import Echo, LLMServer, Padded, Raw, Status, reply_json
+from test_llm_replies import SENTINEL, files_holding
 
 from examflow.grading.merge import read_grades_metadata
 
@@ -148,3 +151,59 @@ def test_the_same_model_name_on_another_server_is_another_model(project):
         snakemake(project, *run)
         assert second.calls == 12
         assert pd.read_parquet(project / "results/grades/llm.parquet")["rating"].eq(5).all()
+
+
+LONG = "topic-" + "x" * 294  # 300 characters: too long for a file name
+
+
+def rename_queries(folder, names: dict[str, str]) -> None:
+    """The collection's query ids renamed in every file that holds them."""
+    for path in [folder / "queries.tsv", folder / "qrels.txt", folder / "bank.tsv", *(folder / "runs").glob("*.run")]:
+        text = path.read_text()
+        path.write_text(re.sub(r"\b(q[123])\b", lambda match: names[match.group(1)], text))
+
+
+def test_any_query_id_a_reply_past_the_limit_and_a_key_the_server_echoes(project, monkeypatch):
+    """Ids no file name can be (300 characters) or that tables misread (NA, 001) are graded, flushed
+    and read back; a reply past `max_reply_bytes` is a failure; the API key a server echoes is
+    written nowhere in the project (results, cache, logs, Snakemake's own files)."""
+    monkeypatch.setenv("OPENAI_API_KEY", SENTINEL)  # the jobs inherit it
+    with LLMServer(default=lambda prompt: "3") as server:
+        server.script(pair(GLACIER, "Glaciers move because"), Echo("4 {key}"))  # strict: unparsable, an error
+        server.script(pair(SPEED, "Glacier speed depends"), Padded("4", 100_000))
+        server.script(pair(SKY, "The sky is blue"), Status(401, message="Incorrect API key provided: {key}"))
+        run = setup(project, server, max_error_rate=0.5)
+        mine = project / "mine"
+        (mine / "bank.tsv").write_text((mine / "bank.tsv").read_text() + "q3\tHow fast can a glacier move?\n")
+        (mine / "runs/good.run").write_text((mine / "runs/good.run").read_text() + "q3 Q0 g1 1 9 good\n")
+        rename_queries(mine, {"q1": LONG, "q2": "NA", "q3": "001"})
+        config = yaml.safe_load((project / "mine.yaml").read_text())
+        config["grading"]["methods"][0]["backend"]["max_reply_bytes"] = 4096
+        write(project / "mine.yaml", yaml.safe_dump(config))
+        snakemake(project, *run)
+
+        grades = pd.read_parquet(project / "results/grades/llm.parquet")
+        assert sorted(grades["query_id"].unique()) == ["001", "NA", LONG]
+        errors = sorted(grades["error"].dropna())
+        assert errors == [
+            "http-401: Error code: 401 - Incorrect API key provided: [redacted API key]",
+            "too-large: the reply declares 100000 bytes, more than max_reply_bytes = 4096",
+            "unparsable: not a grade 0-5: '4 [redacted API key]'",
+        ]
+        assert grades["rating"].isna().sum() == 3 and grades["rating"].dropna().eq(3).all()
+        metadata = read_grades_metadata(project / "results/grades/llm.parquet")
+        assert metadata["errors_by_kind"] == {"http-401": 1, "too-large": 1, "unparsable": 1}
+        [signature] = (project / "results/cache/grades").iterdir()
+        long_folder = f"topic-{'x' * 58}.{hashlib.sha256(LONG.encode()).hexdigest()[:32]}"
+        assert sorted(p.name for p in signature.iterdir()) == ["001", "NA", long_folder]
+
+        # Every job again: the answers flushed under each folder are read back; only the two failures
+        # that got no answer are asked again (the echoed answer is an answer, and cached).
+        before = server.calls
+        snakemake(project, *run, "--forcerun", "grade")
+        assert server.calls - before == 2
+        assert pd.read_parquet(project / "results/grades/llm.parquet").equals(grades)
+
+    assert server.requests[0]["auth"] == f"Bearer {SENTINEL}"
+    assert (project / "results/logs").is_dir() and (project / ".snakemake").is_dir()
+    assert files_holding(project, SENTINEL) == []

@@ -10,6 +10,7 @@ import sys
 
 from examflow import __version__, commands
 from examflow.errors import Failure
+from examflow.outputs import FACT_NAMES
 from examflow.registry import DEFAULT_MEASURES, QUESTION_FORMATS, QUESTION_LLM_OPTIONS, REQUIRED
 
 POLICIES = ("error", "warn")
@@ -44,10 +45,15 @@ def parser() -> argparse.ArgumentParser:
     report.add_argument("--grades", help=f"the method's grades, {TABLE}")
     report.add_argument("--tau", type=float, default=4, help="the threshold the figures show (default 4)")
     report.add_argument("--official", help="official leaderboard: JSON object {run_id: rank}")
-    report.add_argument("--example-query", help="the topic of the worked example page (needs --pool and --questions)")
+    report.add_argument(
+        "--example-query",
+        help="the topic of the worked example page (needs --pool and --questions; default: the first topic, "
+        "sorted by id, with questions and pooled passages)",
+    )
     report.add_argument("--pool", help="directory of the pool tables")
     report.add_argument("--questions", nargs="*", default=[], help=f"bank shards, {TABLE} each")
     report.add_argument("--nrp", help="instead: the NRP tables' folder (`examflow nrp --out`)")
+    _facts(report, "scatter.png and correlation.html (official), kappa.png (judgments)")
     report.add_argument("--out", required=True, help="directory for the figures (PNG) and pages (HTML)")
     report.set_defaults(handler=commands.report_command)
     summary = subparsers.add_parser("summary", help="the run's summary (summary.md) and provenance record (JSON)")
@@ -55,6 +61,9 @@ def parser() -> argparse.ArgumentParser:
     summary.add_argument("--flagged", help="the pool's flagged.tsv (passages that look like prompt injection)")
     summary.add_argument("--config-digest", required=True, help="sha256 of the checked configuration")
     summary.add_argument("--results", required=True, help="the results folder, named in the summary")
+    summary.add_argument(
+        "--configfile", nargs="*", default=[], help="the run's config files, for the report command it prints"
+    )
     summary.add_argument(
         "--eval", nargs="*", default=[], help="the methods' evaluation folders (`examflow evaluate --out`)"
     )
@@ -167,7 +176,9 @@ def _grading_parsers(subparsers) -> None:
 def _nrp_parser(subparsers) -> None:
     nrp = subparsers.add_parser("nrp", help="NRP: rank generated answers among expert-judged documents (SPEC §6)")
     nrp.add_argument("--queries", required=True, help=QUERIES_HELP)
-    nrp.add_argument("--corpus", required=True, help="judged documents: TSV doc_id<TAB>text, JSONL or Parquet")
+    nrp.add_argument(
+        "--corpus", help="judged documents: TSV doc_id<TAB>text, JSONL or Parquet (not needed with `--ranker run` only)"
+    )
     nrp.add_argument(
         "--qrels", required=True, nargs="+", metavar="DIMENSION=QRELS",
         help="one TREC qrels file per quality dimension: relevance=rel.qrels readability=read.qrels",
@@ -240,8 +251,17 @@ def _evaluate_parser(subparsers) -> None:
         "--baselines",
         help="folder of the earlier evaluations' baselines: writes impact_*.tsv against the last other bank",
     )
+    _facts(evaluate, "correlation.tsv (official), kappa.tsv and agreement.tsv (judgments), the facets qrels (facets)")
     evaluate.add_argument("--out", required=True, help="directory for the evaluation tables (TSV) and qrels")
     evaluate.set_defaults(handler=commands.evaluate_command)
+
+
+def _facts(command, files: str) -> None:
+    command.add_argument(
+        "--facts", nargs="*", choices=FACT_NAMES, metavar="FACT",
+        help=f"what the configuration gives ({', '.join(FACT_NAMES)}), which decides the files written: {files}; "
+        "each is written even when the data leave it empty. Default: what the inputs hold",
+    )  # fmt: skip
 
 
 def add_llm_options(command: argparse.ArgumentParser) -> None:

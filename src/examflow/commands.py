@@ -162,13 +162,16 @@ def merge_grades_command(args: argparse.Namespace) -> None:
 
 
 def evaluate_command(args: argparse.Namespace) -> None:
+    from examflow.config import check_taus
     from examflow.evaluation.impact import BaselineStore, bank_digest
-    from examflow.evaluation.leaderboard import Settings, evaluate
+    from examflow.evaluation.leaderboard import Settings, evaluate, facts_of
     from examflow.evaluation.qrels import unknown_measures as check_measures
     from examflow.io.leaderboard import match_runs, read_leaderboard
     from examflow.io.runs import RESERVED_RUNS
     from examflow.io.tables import write_tables
+    from examflow.outputs import EVALUATION, Facts, check_written
 
+    check_taus("--tau", args.tau)
     inputs = _evaluation_inputs(args)
     settings = Settings(
         args.tau, args.k, args.measures, args.query_mode, args.n_exam, args.relevant_judgment, args.bootstrap, args.seed,
@@ -185,11 +188,14 @@ def evaluate_command(args: argparse.Namespace) -> None:
         for note in match_runs(args.official, official, evaluated, unknown_runs):
             log.warning("%s", note)
         unknown_runs.summarise()
-    outputs = evaluate(inputs, settings, official)
+    facts = Facts.of(args.facts) if args.facts is not None else facts_of(inputs, official)
+    if facts.official and not official:
+        raise Failure("--facts official: give the official leaderboard (--official)")
+    outputs = evaluate(inputs, settings, official, facts)
     baselines = outputs.pop("baselines")
     stores = {method: BaselineStore(Path(args.baselines) / method) for method in baselines} if args.baselines else {}
-    if stores:
-        outputs |= edit_impact(baselines, stores)
+    outputs |= edit_impact(baselines, stores)
+    check_written(EVALUATION, facts, outputs, methods=baselines)
     write_tables({Path(args.out) / name: table for name, table in outputs.items()})
     for method, store in stores.items():  # only once the outputs are written
         store.save(bank_digest(baselines[method].questions), baselines[method])
@@ -209,18 +215,31 @@ def nrp_command(args: argparse.Namespace) -> None:
 
     from examflow.io import read_passages, read_queries, write_tables
     from examflow.nrp.evaluate import NRPInputs, NRPSettings, nrp_tables
-    from examflow.nrp.inputs import answer_name, read_answers, read_expert, read_judgments
+    from examflow.nrp.inputs import (
+        answer_name,
+        rankers_needing_texts,
+        read_answers,
+        read_expert,
+        read_judgments,
+        weight_problem,
+    )
+    from examflow.outputs import NRP, Facts, check_written
 
     qrels = assignments(args.qrels, "--qrels", str)
     rankers = [check_ranker(f"--ranker[{i}]", ranker_spec(text, args.run)) for i, text in enumerate(args.ranker)]
     names = [r["name"] for r in rankers]
     if len(set(names)) < len(names):
         raise Failure(f"--ranker: two rankers are named alike ({', '.join(names)}); give them names")
+    if not args.corpus and rankers_needing_texts(rankers):
+        raise Failure(f"--corpus: the rankers {', '.join(rankers_needing_texts(rankers))} score the judged "
+                      "documents' texts; give --corpus (only `--ranker run` works without)")  # fmt: skip
     weights = assignments(args.weight, "--weight", float) or {d: 1 / len(qrels) for d in qrels}
     fixed = assignments(args.fix_ranker, "--fix-ranker", str)
     for option, mapping in (("--weight", weights), ("--fix-ranker", fixed)):
         if set(mapping) - set(qrels):
             raise Failure(f"{option}: {sorted(set(mapping) - set(qrels))[0]!r} is no dimension of --qrels")
+    if problem := weight_problem(weights, list(qrels)):
+        raise Failure(f"--weight: {problem}")
     if set(fixed.values()) - set(names):
         raise Failure(f"--fix-ranker: {sorted(set(fixed.values()) - set(names))[0]!r} is none of the --ranker names")
     cannot_judge: dict[str, set[int]] = {}
@@ -231,30 +250,48 @@ def nrp_command(args: argparse.Namespace) -> None:
     unknown = Problems(args.on_unknown_query)
     judgments = read_judgments(qrels, queries, unknown, cannot_judge)
     wanted = set().union(*(set(j["passage_id"]) for j in judgments.values()))
-    documents = read_passages(args.corpus, wanted, Problems(args.on_missing_passage))
-    judgments = {d: j[j["passage_id"].isin(documents)] for d, j in judgments.items()}
+    documents = None  # without a corpus (run rankers only) the documents are the judged ids
+    if args.corpus:
+        documents = read_passages(args.corpus, wanted, Problems(args.on_missing_passage))
+        judgments = {d: j[j["passage_id"].isin(documents)] for d, j in judgments.items()}
     for dimension, judged in judgments.items():
         if judged.empty:
-            raise InputError(qrels[dimension], f"no judged document with a text is left for dimension {dimension!r}")
-    answers = read_answers(args.answers, set(queries["query_id"]), unknown)
+            what = "judged document with a text" if documents is not None else "judged document"
+            raise InputError(qrels[dimension], f"no {what} is left for dimension {dimension!r}")
+    known = {q: set(j) for q, j in pd.concat(judgments.values()).groupby("query_id")["passage_id"]}
+    answers = read_answers(args.answers, set(queries["query_id"]), unknown, known)
     unknown.summarise()
-    unjudged = sorted(set(answers["query_id"]) - set(pd.concat(judgments.values())["query_id"]))
+    unjudged = sorted(set(answers["query_id"]) - set(known))
     if unjudged:
         log.warning(
             "%d queries have answers but no judged document, and no NRP: %s", len(unjudged), ", ".join(unjudged[:5])
         )
-    known = {q: set(j) for q, j in pd.concat(judgments.values()).groupby("query_id")["passage_id"]}
-    for a in answers.itertuples(index=False):
-        known.setdefault(a.query_id, set()).add(answer_name(a.llm, a.prompt, a.sample))
+    if not answers["query_id"].isin(known).any():
+        raise InputError(args.answers, "no answer to a query with judged documents: nothing to rank")
+    check_systems(args.wilcoxon, answers)
+    for a in answers[answers["query_id"].isin(known)].itertuples(index=False):
+        known[a.query_id].add(answer_name(a.llm, a.prompt, a.sample))
     expert = read_expert(args.expert, known) if args.expert else None
     texts = dict(zip(queries["query_id"], queries["query_text"]))
     inputs = NRPInputs(texts, documents, judgments, answers, expert)
     settings = NRPSettings(rankers, weights, fixed, args.denominator, [tuple(w) for w in args.wilcoxon], args.cache_dir)
     tables = nrp_tables(inputs, settings)
+    check_written(NRP, Facts(wilcoxon=bool(args.wilcoxon), expert=bool(args.expert)), tables)
     write_tables({Path(args.out) / name: table for name, table in tables.items()})
     empty = tables["per_answer.tsv"].drop_duplicates(["llm", "prompt", "sample", "query_id"])["answer"].value_counts()
-    log.info("NRP of %d answers (%d empty, %d missing) to %d queries -> %s", len(answers), empty.get("empty", 0),
-             empty.get("missing", 0), len(known), args.out)  # fmt: skip
+    log.info("NRP (denominator %s) of %d answers (%d empty, %d missing) to %d queries -> %s", args.denominator,
+             len(answers), empty.get("empty", 0), empty.get("missing", 0), len(known), args.out)  # fmt: skip
+
+
+def check_systems(pairs: list[list[str]], answers: pd.DataFrame) -> None:
+    """Each --wilcoxon system is an (llm, prompt) of the answers: a name with a typo would test nothing."""
+    from examflow.nrp.inputs import SEPARATOR
+
+    systems = set(zip(answers["llm"], answers["prompt"]))
+    for system in (tuple(pair[i : i + 2]) for pair in pairs for i in (0, 2)):
+        if system not in systems:
+            slash = f" (no llm or prompt holds {SEPARATOR!r})" if any(SEPARATOR in name for name in system) else ""
+            raise Failure(f"--wilcoxon: {system[0]!r} / {system[1]!r} is no (llm, prompt) of --answers{slash}")
 
 
 def ranker_spec(text: str, run: str | None) -> dict:
@@ -304,65 +341,90 @@ def plan_command(args: argparse.Namespace) -> None:
 
 def report_command(args: argparse.Namespace) -> None:
     """The figures and pages of one method's evaluation, or of NRP (`--nrp`)."""
-    import pandas as pd
-
-    from examflow.io.tables import read_table, write_tables
+    from examflow.io.tables import write_tables
     from examflow.report import figures, pages
 
     out = Path(args.out)
     if args.nrp:
         nrp = Path(args.nrp)
-        per_system, selection = (_tsv(nrp / f"{name}.tsv") for name in ("per_system", "ranker_selection"))
+        per_system, denominator = nrp_per_system(nrp / "per_system.tsv")
+        selection = _tsv(nrp / "ranker_selection.tsv")
         agreement = _tsv(nrp / "expert_agreement.tsv") if (nrp / "expert_agreement.tsv").exists() else None
         write_tables(
             {
-                out / "nrp.png": figures.nrp_figure(per_system),
-                out / "nrp.html": pages.nrp_page(per_system, selection, agreement),
+                out / "nrp.png": figures.nrp_figure(per_system, denominator),
+                out / "nrp.html": pages.nrp_page(per_system, selection, agreement, denominator),
             }
         )
         return
     if not (args.eval and args.grades and args.method):
         raise Failure("examflow report: give --method, --eval and --grades, or --nrp")
+    write_tables({out / path: content for path, content in method_report(args).items()})
+
+
+def method_report(args: argparse.Namespace) -> dict[str, bytes | str]:
+    """Every report file of one method that the facts ask for (examflow.outputs.REPORT), by path."""
     from examflow.io.leaderboard import read_leaderboard
+    from examflow.io.tables import read_table
+    from examflow.outputs import EVALUATION, REPORT, Facts, wanted
+    from examflow.report import figures, pages
 
     folder, method, tau = Path(args.eval), args.method, args.tau
-    board = _tsv(folder / "leaderboard.tsv", tau=float)
+    table = {name: folder / file.path for name, file in EVALUATION.items()}
     official = read_leaderboard(args.official) if args.official else None
-    grades = read_table(args.grades)
-    files = {
-        out / "leaderboard.png": figures.leaderboard_figure(board, official, tau),
-        out / "leaderboard.html": pages.leaderboard_page(board, official, tau, method),
-        out / "grades.png": figures.grade_distribution(grades),
-        out / "questions.html": pages.questions_page(
-            _tsv(folder / "questions.tsv"), _tsv(folder / "uncovered.tsv"), tau, method
+    facts = Facts.of(args.facts) if args.facts is not None else Facts(bool(official), table["agreement"].exists())
+    board, grades = _tsv(table["leaderboard"], tau=float), read_table(args.grades)
+    builders = {
+        "leaderboard_png": lambda: figures.leaderboard_figure(board, official, tau),
+        "leaderboard_html": lambda: pages.leaderboard_page(board, official, tau, method),
+        "scatter_png": lambda: figures.scatter_figure(board, _tsv(table["correlation"], tau=float), official, tau),
+        "correlation_html": lambda: pages.correlation_page(_tsv(table["correlation"], tau=float), method),
+        "grades_png": lambda: figures.grade_distribution(grades),
+        "kappa_png": lambda: figures.kappa_heatmap(_tsv(table["agreement"]), _tsv(table["kappa"])),
+        "questions_html": lambda: pages.questions_page(_tsv(table["questions"]), _tsv(table["uncovered"]), tau, method),
+        "impact_html": lambda: pages.impact_page(
+            *(_tsv(table[f"impact_{n}"]) for n in ("questions", "passages", "systems")), method
         ),
-        out / "impact.html": pages.impact_page(
-            *(_tsv(folder / f"impact_{n}.tsv") for n in ("questions", "passages", "systems")), method
-        ),
+        "example_html": lambda: worked_example(args, grades, method),
     }
-    if official:
-        correlation = _tsv(folder / "correlation.tsv", tau=float)
-        files[out / "scatter.png"] = figures.scatter_figure(board, correlation, official, tau)
-        files[out / "correlation.html"] = pages.correlation_page(correlation, method)
-    if (folder / "agreement.tsv").exists():
-        files[out / "kappa.png"] = figures.kappa_heatmap(_tsv(folder / "agreement.tsv"), _tsv(folder / "kappa.tsv"))
-    if args.example_query:
-        passages = read_table(Path(args.pool) / "passages.parquet")
-        questions = pd.concat([read_table(path) for path in args.questions])
-        mine = passages[(passages["query_id"] == args.example_query) & (passages["origin"] != "gold")]
-        files[out / "example.html"] = pages.example_page(args.example_query, mine, grades, questions, method)
-    write_tables(files)
+    if facts.official and not official:
+        raise Failure("--facts official: give the official leaderboard (--official)")
+    return {file.path: builders[name]() for name, file in wanted(REPORT, facts).items()}
+
+
+def worked_example(args: argparse.Namespace, grades: pd.DataFrame, method: str) -> str:
+    """The worked example page: the configured topic, or else the first with questions and pooled passages."""
+    import pandas as pd
+
+    from examflow.io.tables import read_table
+    from examflow.report import pages
+
+    if not (args.pool and args.questions):
+        return pages.page(f"Worked example of {method}", "<p>No pool and bank given (--pool, --questions).</p>")
+    passages = read_table(Path(args.pool) / "passages.parquet")
+    passages = passages[passages["origin"] != "gold"]
+    questions = pd.concat([read_table(path) for path in args.questions])
+    topics = sorted(set(questions["query_id"]) & set(passages["query_id"]))
+    query_id = args.example_query or (topics[0] if topics else None)
+    if query_id is None:
+        return pages.page(f"Worked example of {method}", "<p>No topic has both questions and pooled passages.</p>")
+    mine = passages[passages["query_id"] == query_id]
+    return pages.example_page(query_id, mine, grades, questions, method)
 
 
 def _tsv(path: Path, **types) -> pd.DataFrame:
-    """A table examflow wrote (ids stay strings)."""
-    import pandas as pd
+    """A table examflow wrote, ids as written."""
+    from examflow.io.tables import read_tsv
 
-    if not path.is_file():
-        raise InputError(path, "table not found (was the step that writes it run?)")
-    return pd.read_csv(
-        path, sep="\t", dtype={"run_id": str, "query_id": str, "passage_id": str, "question_id": str, **types}
-    )
+    return read_tsv(path, **types)
+
+
+def nrp_per_system(path: Path) -> tuple[pd.DataFrame, str]:
+    """NRP's per_system.tsv and the denominator (docs or list) it was computed with."""
+    from examflow.nrp.evaluate import denominator_of
+
+    table = _tsv(path)
+    return table, denominator_of(table, path)
 
 
 def summary_command(args: argparse.Namespace) -> None:
@@ -373,7 +435,7 @@ def summary_command(args: argparse.Namespace) -> None:
     from examflow.summary import provenance, run_summary
 
     graded = {meta["method"]["name"]: meta for meta in map(read_grades_metadata, args.grades)}
-    flagged = pd.read_csv(args.flagged, sep="\t", dtype=str, keep_default_na=False) if args.flagged else pd.DataFrame()
+    flagged = _tsv(Path(args.flagged)) if args.flagged else pd.DataFrame()
     boards, correlations = {}, {}
     for folder in map(Path, args.eval):
         board = _tsv(folder / "leaderboard.tsv", tau=float)
@@ -382,8 +444,8 @@ def summary_command(args: argparse.Namespace) -> None:
         if (folder / "correlation.tsv").exists():
             correlation = _tsv(folder / "correlation.tsv", tau=float)
             correlations |= {method: group for method, group in correlation.groupby("method")}
-    nrp = _tsv(Path(args.nrp)) if args.nrp else None
-    document = run_summary(graded, flagged, args.results, boards, correlations, args.tau, nrp)
+    nrp = nrp_per_system(Path(args.nrp))[0] if args.nrp else None
+    document = run_summary(graded, flagged, args.results, boards, correlations, args.tau, nrp, args.configfile)
     record = json.dumps(provenance(graded, args.config_digest), indent=2, sort_keys=True) + "\n"
     files = {args.out_summary: document.markdown(), args.out_provenance: record}
     if args.out_rst:
@@ -392,14 +454,15 @@ def summary_command(args: argparse.Namespace) -> None:
 
 
 def edit_impact(baselines: dict, stores: dict) -> dict[str, pd.DataFrame]:
-    """impact_*.tsv: each method against its latest baseline of another bank (empty on a first run)."""
+    """impact_*.tsv: each method against its latest baseline of another bank (empty on a first run, and
+    without a baseline store)."""
     import pandas as pd
 
     from examflow.evaluation.impact import IMPACT_FILES, bank_digest, impact_tables
 
     parts: dict[str, list] = {name: [] for name in IMPACT_FILES}
     for method, baseline in baselines.items():
-        previous = stores[method].previous(bank_digest(baseline.questions))
+        previous = stores[method].previous(bank_digest(baseline.questions)) if method in stores else None
         if previous:
             log.info(
                 "method %s: bank %s compared with the earlier bank %s",

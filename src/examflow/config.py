@@ -12,12 +12,12 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from pathlib import Path
 
 import yaml
 
-from examflow.errors import ConfigError
+from examflow.errors import ConfigError, InputError
 from examflow.registry import (
     BACKENDS,
     CALIBRATIONS,
@@ -25,6 +25,7 @@ from examflow.registry import (
     KINDS,
     QUESTION_FORMATS,
     QUESTION_LLM_OPTIONS,
+    TOP_GRADE,
     a,
     check_method,
     check_options,
@@ -74,11 +75,8 @@ def check_config(config: dict, path: str | Path = SCHEMA) -> dict:
     low, high = checked["validation"]["relevance_range"]
     if low > high:
         raise ConfigError("validation.relevance_range", f"the lowest level {low} is above the highest {high}")
-    if checked["questions"]["generate"] and not checked["inputs"]["bank"]:
-        raise ConfigError("questions.generate", "set inputs.bank, the file the generated bank is written to")
-    if grading["methods"] and not checked["inputs"]["bank"]:
-        raise ConfigError("grading.methods", "grading needs a question bank (inputs.bank)")
-    taus, report = checked["evaluation"]["tau"], checked["report"]
+    _check_exam_inputs(checked)
+    taus, report = check_taus("evaluation.tau", checked["evaluation"]["tau"]), checked["report"]
     if report["tau"] is None:
         report["tau"] = 4 if 4 in taus else max(taus)
     elif report["tau"] not in taus:
@@ -88,20 +86,81 @@ def check_config(config: dict, path: str | Path = SCHEMA) -> dict:
     return checked
 
 
+def _check_exam_inputs(checked: dict) -> None:
+    inputs = checked["inputs"] or {}
+    if not inputs and not checked["nrp"]:
+        raise ConfigError("inputs", "required, and missing: the collection to evaluate (or `nrp:` for NRP alone)")
+    if checked["questions"]["generate"] and not inputs.get("bank"):
+        raise ConfigError("questions.generate", "set inputs.bank, the file the generated bank is written to")
+    if checked["grading"]["methods"] and not inputs.get("bank"):
+        raise ConfigError("grading.methods", "grading needs a question bank (inputs.bank)")
+
+
+def check_taus(key: str, taus: list[int]) -> list[int]:
+    """Grade thresholds: each once, and each a grade a passage can reach (1 to the top grade)."""
+    for tau in taus:
+        if not 1 <= tau <= TOP_GRADE:
+            raise ConfigError(
+                key, f"{tau} is no grade threshold: grades run 0-{TOP_GRADE}, and a threshold is 1 to {TOP_GRADE}"
+            )
+        if taus.count(tau) > 1:
+            raise ConfigError(key, f"{tau} is given twice")
+    return taus
+
+
 def _check_nrp(nrp: dict) -> dict:
+    from examflow.nrp.inputs import SEPARATOR, rankers_needing_texts, weight_problem
+
     nrp["rankers"] = [check_ranker(f"nrp.rankers[{i}]", ranker) for i, ranker in enumerate(nrp["rankers"])]
     names = [ranker["name"] for ranker in nrp["rankers"]]
     for name in {n for n in names if names.count(n) > 1}:
         raise ConfigError("nrp.rankers", f"two rankers are named {name!r}: give them names")
+    if nrp["corpus"] is None and (texts := rankers_needing_texts(nrp["rankers"])):
+        raise ConfigError("nrp.corpus", f"the rankers {', '.join(texts)} score the judged documents' texts: set "
+                          "nrp.corpus (only `run` rankers work without)")  # fmt: skip
     for dimension, spec in nrp["dimensions"].items():
         if spec["ranker"] is not None and spec["ranker"] not in names:
             raise ConfigError(
                 f"nrp.dimensions.{dimension}.ranker", f"{spec['ranker']!r} is none of the rankers: {', '.join(names)}"
             )
-    weighted = [spec for spec in nrp["dimensions"].values() if "weight" in spec]
-    if weighted and len(weighted) < len(nrp["dimensions"]):
-        raise ConfigError("nrp.dimensions", "give every dimension a weight, or none (equal weights)")
+    weights = {dimension: spec["weight"] for dimension, spec in nrp["dimensions"].items() if "weight" in spec}
+    if weights and (problem := weight_problem(weights, list(nrp["dimensions"]))):
+        raise ConfigError("nrp.dimensions", problem)
+    for i, pair in enumerate(nrp["wilcoxon"]):
+        if any(SEPARATOR in name for name in pair):
+            raise ConfigError(f"nrp.wilcoxon[{i}]", f"no llm or prompt holds {SEPARATOR!r} (it separates "
+                              "llm/prompt/sample in answer names)")  # fmt: skip
     return nrp
+
+
+def check_config_file(path: str | Path) -> None:
+    """Refuse a key written twice in one mapping of a config file: YAML would keep the last one silently."""
+    try:
+        yaml.load(Path(path).read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)
+    except _RepeatedKey as repeated:
+        raise InputError(path, repeated.message, repeated.line) from None
+    except yaml.YAMLError:
+        return  # Snakemake reads the file itself and reports what is wrong with it
+
+
+class _RepeatedKey(Exception):
+    def __init__(self, message: str, line: int):
+        self.message, self.line = message, line
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    def construct_mapping(self, node, deep=False):
+        seen: dict = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, Hashable) and key in seen:
+                raise _RepeatedKey(
+                    f"key {key!r} is written twice in one mapping (first on line {seen[key]}); YAML would keep "
+                    "the last silently",
+                    key_node.start_mark.line + 1,
+                )
+            seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep)
 
 
 def config_digest(config: dict) -> str:

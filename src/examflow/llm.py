@@ -6,6 +6,11 @@ settings and the prompt, so a rerun costs no API call. HTTP 429 waits as long as
 malformed replies (no choices, null content, a body that is not the API's JSON) back off
 exponentially; other HTTP errors fail at once. A call that still fails is an `LLMError`
 whose `kind` names the failure, never an empty answer, and it is never cached.
+
+What a server sends is bounded where it is read: at most `max_reply_bytes` of a body (an error's
+too) reach memory, a longer one is a `too-large` failure (not retried: the same prompt would get
+the same reply). Before anything keeps a server's text (caches, grades, banks, errors, logs), the
+request's API key in it is redacted.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import os
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -25,7 +31,14 @@ from pathlib import Path
 
 import openai
 
+from examflow.bounds import MESSAGE_CHARS, clip
+from examflow.cache import TEXT, check_entry, parse_json, report_damage, stamped
 from examflow.errors import Failure
+
+try:  # the openai client's HTTP library: httpx2 from openai 3 on, httpx before
+    from httpx2 import SyncByteStream
+except ImportError:  # pragma: no cover
+    from httpx import SyncByteStream
 
 log = logging.getLogger(__name__)
 
@@ -43,10 +56,11 @@ class LLMSettings:
     concurrency: int = 4
     backoff: float = 1.0  # seconds before the first retry; doubles each time
     max_retry_after: float = 120.0  # the longest a 429's Retry-After is waited for
+    max_reply_bytes: int = 262_144  # the most of a reply body read; a longer one is a failure
 
 
 class LLMError(Failure):
-    """A call that failed for good: `kind` is timeout, http-NNN, connection, malformed or config."""
+    """A call that failed for good: `kind` is timeout, http-NNN, connection, malformed, too-large or config."""
 
     def __init__(self, kind: str, message: str):
         super().__init__(f"{kind}: {message}")
@@ -54,7 +68,8 @@ class LLMError(Failure):
 
 
 class ResponseCache:
-    """One JSON file per (settings, prompt) key, written atomically: safe for parallel jobs."""
+    """One JSON file per (settings, prompt) key, written atomically: safe for parallel jobs. A file
+    is checked like the lines of `examflow.cache`: a damaged or edited one is asked again."""
 
     def __init__(self, directory: str | Path):
         self.directory = Path(directory)
@@ -63,17 +78,23 @@ class ResponseCache:
         return self.directory / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> str | None:
+        path = self.path(key)
         try:
-            return json.loads(self.path(key).read_text(encoding="utf-8"))["response"]
+            data = path.read_bytes()
         except FileNotFoundError:
             return None
+        verdict, record = check_entry(parse_json(data), {"response": TEXT})
+        if record is not None and record.get("key", key) != key:  # a file copied to another key's name
+            verdict, record = "edited", None
+        report_damage(path, Counter({verdict: 1}))
+        return None if record is None else record["response"]
 
     def put(self, key: str, record: dict) -> None:
         target = self.path(key)
         target.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
         with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(record, out, ensure_ascii=False)
+            json.dump(stamped({"key": key, **record}), out, ensure_ascii=False)
         os.replace(temporary, target)
 
 
@@ -86,9 +107,17 @@ class LLMClient:
         key = os.environ.get(settings.api_key_env)
         if not key and settings.base_url is None:
             raise LLMError("config", f"environment variable {settings.api_key_env} holds no API key")
+        # A key this short is a local server's placeholder (EMPTY, x), not a secret; redacting it
+        # would rewrite answers ("1" in ratings).
+        self.secret = key if key and len(key) >= MIN_SECRET else None
         # Local servers (vLLM, Ollama) take any key; the client insists on one.
         self.client = openai.OpenAI(
-            api_key=key or "none", base_url=settings.base_url, timeout=settings.timeout, max_retries=0
+            api_key=key or "none",
+            base_url=settings.base_url,
+            timeout=settings.timeout,
+            max_retries=0,
+            default_headers={"Accept-Encoding": "identity"},  # the bytes counted are the bytes kept
+            http_client=openai.DefaultHttpxClient(event_hooks={"response": [self._bound_body]}),
         )
 
     def cache_key(self, prompt: str, attempt: int = 0) -> str:
@@ -99,8 +128,9 @@ class LLMClient:
         """The model's answer to `prompt`; `attempt` > 0 asks again past a cached answer."""
         key = self.cache_key(prompt, attempt)
         cached = self.cache.get(key)
-        if cached is not None:
-            return cached
+        # A reply cached before the bound existed is asked again if it would not pass it now.
+        if cached is not None and len(cached.encode("utf-8", "surrogatepass")) <= self.settings.max_reply_bytes:
+            return self.kept(cached)
         response = self._call_with_retries(prompt)
         self.cache.put(key, {"model": self.settings.model, "prompt": prompt, "attempt": attempt, "response": response})
         return response
@@ -120,18 +150,22 @@ class LLMClient:
         for attempt in range(1, self.settings.max_attempts + 1):
             try:
                 return self._call(prompt)
+            except ReplyTooLarge as error:
+                raise self.failure("too-large", str(error)) from None
             except openai.APIStatusError as error:
                 status = error.status_code
-                failure = LLMError(f"http-{status}", str(error.message))
+                failure = self.failure(f"http-{status}", str(error.message))
                 if status != 429 and status < 500:
                     raise failure from None
                 wait = _retry_after(error.response) if status == 429 else None
             except openai.APITimeoutError:
-                failure, wait = LLMError("timeout", f"no answer within {self.settings.timeout} s"), None
+                failure, wait = self.failure("timeout", f"no answer within {self.settings.timeout} s"), None
             except openai.APIConnectionError as error:
-                failure, wait = LLMError("connection", str(error)), None
+                if isinstance(error.__cause__, ReplyTooLarge):  # openai before 3 wraps what a hook raises
+                    raise self.failure("too-large", str(error.__cause__)) from None
+                failure, wait = self.failure("connection", str(error)), None
             except (Malformed, json.JSONDecodeError, openai.APIResponseValidationError) as error:
-                failure, wait = LLMError("malformed", str(error)), None
+                failure, wait = self.failure("malformed", str(error)), None
             if attempt == self.settings.max_attempts:
                 raise failure
             if wait is not None and wait > self.settings.max_retry_after:
@@ -157,18 +191,63 @@ class LLMClient:
         else:
             reply = self.client.completions.create(prompt=prompt, **options)
         if isinstance(reply, str):  # the client hands back bodies that are not JSON (an HTML page) as text
-            raise Malformed(f"the reply is not the API's JSON: {reply[:80]!r}")
+            raise Malformed(f"the reply is not the API's JSON: {clip(self.kept(reply), 80)!r}")
         if not reply.choices:
             raise Malformed("the reply has no choices")
         choice = reply.choices[0]
         text = choice.message.content if settings.api == "chat" else choice.text
         if not isinstance(text, str):
             raise Malformed("the reply's answer is null")
-        return text
+        return self.kept(text)
+
+    def kept(self, text: str) -> str:
+        """A server's text as examflow may keep it: the request's API key redacted, and a lone
+        surrogate (a JSON escape no UTF-8 file can hold) replaced by `?`."""
+        if self.secret is not None:
+            text = text.replace(self.secret, REDACTED)
+        return text.encode("utf-8", "replace").decode("utf-8")
+
+    def failure(self, kind: str, message: str) -> LLMError:
+        return LLMError(kind, clip(self.kept(message), MESSAGE_CHARS))
+
+    def _bound_body(self, response) -> None:
+        """Let at most `max_reply_bytes` of a body be read (httpx would join one of any size in
+        memory): a longer declared length stops it at once, a longer stream at the first excess chunk."""
+        limit = self.settings.max_reply_bytes
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise ReplyTooLarge(f"the reply declares {declared} bytes, more than max_reply_bytes = {limit}")
+        response.stream = _BoundedStream(response.stream, limit)
+
+
+MIN_SECRET = 8  # the shortest API key that is redacted
+REDACTED = "[redacted API key]"
 
 
 class Malformed(Exception):
     """A reply with status 200 that holds no answer."""
+
+
+class ReplyTooLarge(openai.OpenAIError):
+    """A body longer than `max_reply_bytes` (an OpenAIError, which the client lets through as it is)."""
+
+
+class _BoundedStream(SyncByteStream):
+    """A response body that stops with ReplyTooLarge past `limit` bytes."""
+
+    def __init__(self, stream, limit: int):
+        self.stream, self.limit = stream, limit
+
+    def __iter__(self):
+        read = 0
+        for chunk in self.stream:
+            read += len(chunk)
+            if read > self.limit:
+                raise ReplyTooLarge(f"the reply is longer than max_reply_bytes = {self.limit} bytes")
+            yield chunk
+
+    def close(self) -> None:
+        self.stream.close()
 
 
 def answer_settings(settings: LLMSettings) -> dict:

@@ -19,22 +19,24 @@ ORIGINS = ("judged", "retrieved", "generated", "gold")
 
 
 def normalise_ranks(rankings: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    """Keep ranks as written unless a list's ranks repeat or disagree with its scores.
+    """Keep ranks as written unless a list's ranks repeat, are negative or disagree with its scores.
 
     Such a list is re-ranked by score, ties broken by descending passage id as trec_eval
-    does, starting from the list's own first rank (0-based runs stay 0-based).
+    does (trec_eval ignores the rank column), starting from the list's own first rank
+    (0-based runs stay 0-based), or from 1 where that is negative: a negative rank would
+    put every passage of the list within any budget `rank ≤ k`.
     Returns the table sorted by (run, query, rank) and the number of lists re-ranked.
     """
     keys = ["run_id", "query_id"]
     table = rankings.sort_values(keys + ["rank", "score"], ascending=[True, True, True, False], kind="stable")
     repeated = table.duplicated(keys + ["rank"])
     score_rises = table.groupby(keys, sort=False)["score"].diff() > 0
-    broken = table.loc[repeated | score_rises, keys].drop_duplicates()
+    broken = table.loc[repeated | score_rises | (table["rank"] < 0), keys].drop_duplicates()
     if broken.empty:
         return table.reset_index(drop=True), 0
     is_broken = table.set_index(keys).index.isin(broken.set_index(keys).index)
     fixed = table[is_broken].sort_values(keys + ["score", "passage_id"], ascending=[True, True, False, False])
-    first_rank = fixed.groupby(keys)["rank"].transform("min")
+    first_rank = fixed.groupby(keys)["rank"].transform("min").where(lambda first: first >= 0, 1)
     fixed = fixed.assign(rank=first_rank + fixed.groupby(keys).cumcount())
     table = pd.concat([table[~is_broken], fixed]).sort_values(keys + ["rank"], kind="stable")
     return table.reset_index(drop=True), len(broken)
@@ -75,7 +77,10 @@ def build_pool(
         raise InputError("config: inputs.responses", f"run ids used both by run files and responses: {sorted(clash)}")
     rankings, reranked = normalise_ranks(pd.concat([runs, segments[RUN_COLUMNS]], ignore_index=True))
     if reranked:
-        log.warning("%d ranked lists had repeated ranks or ranks against their scores: re-ranked by score", reranked)
+        log.warning(
+            "%d ranked lists had repeated or negative ranks, or ranks against their scores: re-ranked by score",
+            reranked,
+        )
     pool = pooled_ids(rankings, judgments, set(segments["run_id"]), depth)
     texts = dict(zip(segments["passage_id"], segments["text"]))
     texts.update(_corpus_texts(corpus, set(pool["passage_id"]) - texts.keys(), missing_passages))

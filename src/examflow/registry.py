@@ -66,6 +66,7 @@ LLM_OPTIONS = {
     "concurrency": Option("integer", 4, "requests in flight at once", minimum=1),
     "backoff": Option("number", 1.0, "seconds before the first retry, doubling; a 429's Retry-After takes precedence", minimum=0),
     "max_retry_after": Option("number", 120, "longest wait a 429's Retry-After is honoured for, in seconds; longer asks wait this long", minimum=0),
+    "max_reply_bytes": Option("integer", 262144, "most bytes of a reply body read (an error's too); a longer reply is a `too-large` failure, never a grade", minimum=1024),
 }  # fmt: skip
 
 # Question generation names a model by default; a grading back end must name its own.
@@ -128,6 +129,8 @@ KINDS = {
     "sun_few": Kind("direct-sun-few", "query", "binary"),
     "thomas": Kind("direct-thomas", "query", "thomas"),
 }
+# Grades run 0-5 (self-ratings; direct grading gives 0-1 or 0-2): a threshold τ above this answers nothing.
+TOP_GRADE = 5
 GENERATIVE = frozenset(kind for kind in KINDS if kind != "extractive_qa")
 
 BACKENDS = {

@@ -13,8 +13,10 @@ from examflow.io import read_queries
 from examflow.io.leaderboard import match_runs, read_leaderboard
 from examflow.io.lines import raw_lines
 from examflow.io.responses import response_run_ids
+from examflow.outputs import Facts
 from examflow.questions.bank import read_bank
 from examflow.questions.shards import shard_digests, shard_of
+from examflow.registry import KINDS
 
 log = logging.getLogger("examflow")
 
@@ -24,6 +26,7 @@ class BankQueries:
     digests: dict[str, str]  # content digest of each shard's questions
     with_items: dict[str, int]  # query id -> line of its first entry, for queries with questions
     lines: dict[str, int]  # every query id in the bank -> line of its first entry
+    facets: bool  # some question or nugget has a facet (subtopic) id
 
 
 @functools.cache
@@ -35,7 +38,8 @@ def bank_queries(path: str, modified: float, shards: int = 16) -> BankQueries:
         lines.setdefault(entry.query_id, entry.line)
         if entry.items:
             with_items.setdefault(entry.query_id, entry.line)
-    return BankQueries(shard_digests(entries, shards), with_items, lines)
+    facets = any(item.facet_id is not None for entry in entries for item in entry.items)
+    return BankQueries(shard_digests(entries, shards), with_items, lines, facets)
 
 
 @functools.cache
@@ -46,6 +50,29 @@ def query_table(spec: str):
 
 def has_facets(spec: str) -> bool:
     return bool(query_table(spec)["facet_id"].notna().any())
+
+
+def configured_facts(config: dict, generate: bool) -> Facts:
+    """The facts that decide which files the steps write (examflow.outputs), from the configuration."""
+    inputs, nrp = config["inputs"] or {}, config["nrp"] or {}
+    return Facts(
+        official=bool(inputs.get("official_leaderboard")),
+        judgments=bool(inputs.get("qrels")),
+        facets=bool(inputs) and graded_facets(inputs, generate, config["grading"]),
+        wilcoxon=bool(nrp.get("wilcoxon")),
+        expert=bool(nrp.get("expert")),
+    )
+
+
+def graded_facets(inputs: dict, generate: bool, grading: dict) -> bool:
+    """Whether some method grades targets with subtopic ids: questions or nuggets the bank gives a facet
+    id (a generated bank: one per subtopic), or, in direct grading, the queries' own subtopics."""
+    if not has_facets(inputs["queries"]):
+        return False
+    if generate or any(KINDS[method["kind"]].target == "query" for method in grading["methods"]):
+        return True
+    bank = inputs["bank"]
+    return bool(bank) and bank_queries(bank, os.path.getmtime(bank), grading["shards"]).facets
 
 
 def graded_shards(queries_spec: str, bank: str, generate: bool, validation: dict, shards: int = 16) -> list[str]:

@@ -12,12 +12,24 @@ from snakemake.settings.enums import RerunTrigger
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
-from examflow.config import check_config, config_digest
+from examflow.config import check_config, check_config_file, config_digest
 from examflow.errors import Failure
 from examflow.io.irds import is_irds
+from examflow.outputs import EVALUATION, NRP as NRP_FILES, REPORT, paths, wanted
 from examflow.plan import job_minutes
 from examflow.registry import BACKENDS
-from examflow.workflow import bank_queries, check_leaderboard, graded_shards, has_facets
+from examflow.results import (
+    check_report_target,
+    lock_results,
+    report_command,
+    report_target,
+)
+from examflow.workflow import (
+    bank_queries,
+    check_leaderboard,
+    configured_facts,
+    graded_shards,
+)
 
 # examflow's parse-time warnings (queries without questions, runs off the leaderboard, ...).
 _warnings = logging.StreamHandler()
@@ -25,22 +37,36 @@ _warnings.setFormatter(logging.Formatter("examflow: %(levelname)s: %(message)s")
 logging.getLogger("examflow").addHandler(_warnings)
 logging.getLogger("examflow").propagate = False
 
+# The config files read: the user's (--configfile), else the demo's.
+USER_CONFIG_FILES = [str(f) for f in workflow.overwrite_configfiles]
+CONFIG_FILES = USER_CONFIG_FILES or [CONFIG_FILE]
+
 
 def checked(step, *args):
     """`step(*args)`, its expected failures shown as one line naming the config file."""
     try:
         return step(*args)
     except Failure as error:
-        files = ", ".join(map(str, workflow.overwrite_configfiles)) or CONFIG_FILE
-        raise WorkflowError(f"{error}\n(configuration: {files})") from None
+        raise WorkflowError(
+            f"{error}\n(configuration: {', '.join(CONFIG_FILES)})"
+        ) from None
 
 
+for config_file in CONFIG_FILES:
+    checked(check_config_file, config_file)
 config.update(
     checked(check_config, config, workflow.source_path("../schemas/config.schema.yaml"))
 )
 
-INPUTS = config["inputs"]
-RESULTS = config["results_dir"].rstrip("/")
+
+def literal(path):
+    """A file name as Snakemake must read it in a pattern: braces are not wildcards."""
+    return str(path).replace("{", "{{").replace("}", "}}")
+
+
+INPUTS = config["inputs"] or {}
+EXAM = bool(INPUTS)  # a collection to evaluate with EXAM; without one, NRP alone
+RESULTS = os.path.normpath(config["results_dir"])
 # The evaluations' baselines for bank-edit impact: state kept with the cache, one folder per results folder.
 BASELINES = f"{config['cache_dir']}/baselines/{re.sub(r'[^A-Za-z0-9_-]', '_', RESULTS)}"
 ENV = "../../envs/examflow.yaml"
@@ -55,13 +81,19 @@ PYTHON = (
 )
 shell.prefix(
     "set -euo pipefail; %sexport PYTHONPATH=%s${{PYTHONPATH:+:$PYTHONPATH}}; "
-    % (PYTHON, SRC)
+    % (literal(PYTHON), literal(SRC))
 )
+
+# `snakemake --report FILE` builds the report of this configuration's results, never another's.
+REPORT_TARGET = report_target(sys.argv) if workflow.is_main_process else None
+if REPORT_TARGET:
+    checked(check_report_target, REPORT_TARGET, RESULTS, CONFIG_FILES)
+    Path(REPORT_TARGET).parent.mkdir(parents=True, exist_ok=True)
 
 
 def results(path):
-    """A path under this configuration's results folder."""
-    return f"{RESULTS}/{path}"
+    """A path (pattern) under this configuration's results folder."""
+    return f"{literal(RESULTS)}/{path}"
 
 
 def logs(path):
@@ -88,20 +120,20 @@ def expand_runs(patterns):
 
 
 def input_file(key):
-    """The file configured for an input; [] when unset or an ir_datasets id."""
-    spec = INPUTS[key]
-    return [] if spec is None or is_irds(spec) else spec
+    """The file configured for an input, as a pattern; [] when unset or an ir_datasets id."""
+    spec = INPUTS.get(key)
+    return [] if spec is None or is_irds(spec) else literal(spec)
 
 
-RUN_FILES = expand_runs(INPUTS["runs"])
+RUN_FILES = expand_runs(INPUTS.get("runs", []))
 for key, spec in INPUTS.items():
     to_generate = key == "bank" and config["questions"]["generate"]
-    if key != "runs" and input_file(key) and not to_generate:
+    if key != "runs" and spec and not is_irds(spec) and not to_generate:
         existing_file(key, spec)
 
 
 def cli_options(**options):
-    """`--name value` pairs for the examflow CLI; None leaves an option out."""
+    """`--name value` pairs for the examflow CLI, each value quoted; None leaves an option out."""
     words = []
     for name, value in options.items():
         values = list(value) if isinstance(value, (list, tuple)) else [value]
@@ -111,7 +143,7 @@ def cli_options(**options):
     return " ".join(words)
 
 
-BANK = INPUTS["bank"]
+BANK = INPUTS.get("bank")
 # The bank is generated only while its file does not exist: from then on it is the user's.
 GENERATE_BANK = (
     bool(BANK) and config["questions"]["generate"] and not Path(BANK).exists()
@@ -126,16 +158,11 @@ SHARDS = (
     if BANK
     else []
 )
-if INPUTS["official_leaderboard"]:
+if INPUTS.get("official_leaderboard"):
     checked(check_leaderboard, INPUTS, RUN_FILES, VALIDATION)
 
-
-# The topic of the worked example: the configured one, or the first query with questions.
-EXAMPLE_QUERY = config["report"]["example_query"] or (
-    sorted(bank_queries(BANK, os.path.getmtime(BANK), SHARD_COUNT).with_items)[0]
-    if BANK and not GENERATE_BANK
-    else None
-)
+# What the configuration gives decides which files each step writes (examflow.outputs).
+FACTS = checked(configured_facts, config, GENERATE_BANK)
 
 
 def bank_path():
@@ -148,7 +175,7 @@ def bank_input(wildcards):
         raise WorkflowError(
             "--rerun-triggers must include 'params': bank edits reach grading through content digests"
         )
-    return ancient(bank_path())
+    return ancient(literal(bank_path()))
 
 
 def shard_digest(wildcards):
@@ -211,58 +238,24 @@ def size_mb(wildcards, files):
 
 
 def evaluation_outputs():
-    """Every file `examflow evaluate` writes for a method, as this configuration asks for them."""
-    tables = ["leaderboard", "per_query", "questions", "uncovered"]
-    tables += ["impact_questions", "impact_passages", "impact_systems"]
-    tables += ["correlation"] if INPUTS["official_leaderboard"] else []
-    tables += ["kappa", "agreement"] if INPUTS["qrels"] else []
-    outputs = {name: results(f"eval/{{method}}/{name}.tsv") for name in tables}
-    outputs["qrels"] = results("eval/{method}/qrels/{method}.qrels")
-    if checked(has_facets, INPUTS["queries"]):
-        outputs["facets_qrels"] = results("eval/{method}/qrels/{method}.facets.qrels")
-    return outputs
-
-
-# What each report file is: (file, caption, subcategory, wanted).
-REPORT_FILES = {
-    "leaderboard_png": ("leaderboard.png", "leaderboard", "1 Leaderboard", True),
-    "leaderboard_html": (
-        "leaderboard.html",
-        "leaderboard_table",
-        "1 Leaderboard",
-        True,
-    ),
-    "scatter_png": (
-        "scatter.png",
-        "scatter",
-        "2 Agreement",
-        bool(INPUTS["official_leaderboard"]),
-    ),
-    "correlation_html": (
-        "correlation.html",
-        "correlation_table",
-        "2 Agreement",
-        bool(INPUTS["official_leaderboard"]),
-    ),
-    "grades_png": ("grades.png", "grades", "3 Grades", True),
-    "kappa_png": ("kappa.png", "kappa", "3 Grades", bool(INPUTS["qrels"])),
-    "questions_html": ("questions.html", "questions", "4 Questions", True),
-    "impact_html": ("impact.html", "impact", "5 Bank edits", True),
-    "example_html": ("example.html", "example", "6 Worked example", True),
-}
+    """Every file `examflow evaluate` writes for a method (examflow.outputs.EVALUATION)."""
+    return {
+        name: results(f"eval/{{method}}/{path}")
+        for name, path in paths(EVALUATION, FACTS).items()
+    }
 
 
 def report_outputs():
+    """Every file `examflow report` writes for a method (examflow.outputs.REPORT)."""
     return {
         name: report(
-            results(f"report/{{method}}/{file}"),
-            caption=f"../report/{caption}.rst",
+            results(f"report/{{method}}/{file.path}"),
+            caption=f"../report/{file.caption}.rst",
             category="EXAM: {method}",
-            subcategory=subcategory,
-            labels={"method": "{method}", "item": file},
+            subcategory=file.section,
+            labels={"method": "{method}", "item": file.path},
         )
-        for name, (file, caption, subcategory, wanted) in REPORT_FILES.items()
-        if wanted
+        for name, file in wanted(REPORT, FACTS).items()
     }
 
 
@@ -275,7 +268,7 @@ def report_inputs(wildcards):
         "grades": rules.merge_grades.output[0].format(method=wildcards.method),
         "passages": rules.pool.output.passages,
         "questions": expand(rules.bank_shard.output, shard=SHARDS),
-        "official": INPUTS["official_leaderboard"] or [],
+        "official": input_file("official_leaderboard"),
     }
 
 
@@ -283,15 +276,16 @@ def report_options(wildcards, input):
     return cli_options(
         eval=Path(input.leaderboard).parent,
         official=input.official or None,
-        example_query=EXAMPLE_QUERY,
+        example_query=config["report"]["example_query"],
         pool=Path(input.passages).parent,
         questions=input.questions,
+        facts=FACTS.names(),
     )
 
 
 def pool_inputs(wildcards):
     inputs = {key: input_file(key) for key in ("queries", "qrels", "corpus")}
-    inputs["runs"] = RUN_FILES
+    inputs["runs"] = [literal(run) for run in RUN_FILES]
     generated = INPUTS["responses"] or INPUTS["gold_articles"]
     inputs["segments"] = rules.segment.output[0] if generated else []
     return inputs
@@ -310,16 +304,17 @@ def pool_sources(wildcards, input):
 NRP = config["nrp"]
 
 
-def nrp_tables():
-    """The NRP tables the configuration asks for."""
-    optional = {"wilcoxon": NRP["wilcoxon"], "expert_agreement": NRP["expert"]}
-    tables = ["per_answer", "per_system", "ranker_selection"]
-    return tables + [name for name, wanted in optional.items() if wanted]
+def nrp_outputs():
+    """Every table `examflow nrp` writes (examflow.outputs.NRP)."""
+    return {
+        name: results(f"nrp/{path}") for name, path in paths(NRP_FILES, FACTS).items()
+    }
 
 
 def nrp_options(wildcards, input):
     dimensions = NRP["dimensions"]
     return cli_options(
+        corpus=input.corpus or None,
         qrels=[f"{name}={path}" for name, path in zip(dimensions, input.qrels)],
         weight=[f"{n}={d['weight']}" for n, d in dimensions.items() if "weight" in d],
         fix_ranker=[f"{n}={d['ranker']}" for n, d in dimensions.items() if d["ranker"]],

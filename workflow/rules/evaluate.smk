@@ -5,8 +5,8 @@ rule evaluate:
         passages=rules.pool.output.passages,
         judgments=rules.pool.output.judgments,
         questions=expand(rules.bank_shard.output, shard=SHARDS),
-        official=INPUTS["official_leaderboard"] or [],
-        gold_articles=INPUTS["gold_articles"] or [],
+        official=input_file("official_leaderboard"),
+        gold_articles=input_file("gold_articles"),
     output:
         **evaluation_outputs(),
     log:
@@ -17,18 +17,18 @@ rule evaluate:
         mem_mb=lambda wildcards, input: 2000 + 40 * size_mb(wildcards, input.grades),
         runtime=60,
     params:
-        references=lambda wildcards, input: cli_options(
-            official=input.official or None, gold_articles=input.gold_articles or None
+        options=lambda wildcards, input: cli_options(
+            questions=input.questions,
+            official=input.official or None,
+            gold_articles=input.gold_articles or None,
+            on_unknown_run=config["validation"]["leaderboard_runs"],
+            baselines=BASELINES,
+            facts=FACTS.names(),
+            **config["evaluation"],
+            diagnostics_tau=config["report"]["tau"],
         ),
-        settings=cli_options(
-            **config["evaluation"], diagnostics_tau=config["report"]["tau"]
-        ),
-        baselines=BASELINES,
-        on_unknown_run=config["validation"]["leaderboard_runs"],
         pool=lambda wildcards, input: Path(input.rankings).parent,
         out=lambda wildcards, output: Path(output.leaderboard).parent,
     shell:
-        "python -m examflow evaluate --grades {input.grades} --pool {params.pool}"
-        " --questions {input.questions} {params.references} {params.settings}"
-        " --on-unknown-run {params.on_unknown_run} --baselines {params.baselines}"
-        " --out {params.out} 2> {log}"
+        "python -m examflow evaluate --grades {input.grades:q} --pool {params.pool:q}"
+        " {params.options} --out {params.out:q} 2> {log:q}"

@@ -19,14 +19,19 @@ rule grade:
         runtime=grade_runtime,
     params:
         method=grading_json,
-        cache=config["cache_dir"],
+        cache=lambda wildcards: config["cache_dir"],
         flush_every=config["grading"]["flush_every"],
         max_error_rate=config["grading"]["max_error_rate"],
     shell:
-        "python -m examflow grade --method {params.method} --passages {input.passages}"
-        " --queries {input.queries} --questions {input.questions} --shard {wildcards.shard}"
-        " --cache-dir {params.cache} --flush-every {params.flush_every}"
-        " --max-error-rate {params.max_error_rate} --out {output} 2> {log}"
+        "python -m examflow grade --method {params.method} --passages {input.passages:q}"
+        " --queries {input.queries:q} --questions {input.questions:q} --shard {wildcards.shard}"
+        " --cache-dir {params.cache:q} --flush-every {params.flush_every}"
+        " --max-error-rate {params.max_error_rate} --out {output:q} 2> {log:q}"
+
+
+localrules:
+    merge_grades,
+    plan,
 
 
 rule merge_grades:
@@ -44,7 +49,7 @@ rule merge_grades:
     params:
         method=method_json,
     shell:
-        "python -m examflow merge-grades --method {params.method} --out {output} {input} 2> {log}"
+        "python -m examflow merge-grades --method {params.method} --out {output:q} {input:q} 2> {log:q}"
 
 
 # Before grading: what each method will grade and cost. The target goes before --configfile, which
@@ -66,8 +71,10 @@ rule plan:
         ENV
     params:
         pool=lambda wildcards, input: Path(input.passages).parent,
-        methods=" ".join(shlex.quote(json.dumps(method)) for method in METHODS.values()),
-        cache=config["cache_dir"],
+        methods=lambda wildcards: " ".join(
+            shlex.quote(json.dumps(method)) for method in METHODS.values()
+        ),
+        cache=lambda wildcards: config["cache_dir"],
     shell:
-        "python -m examflow plan --pool {params.pool} --questions {input.questions}"
-        " --method {params.methods} --cache-dir {params.cache} --out {output} 2> {log}"
+        "python -m examflow plan --pool {params.pool:q} --questions {input.questions:q}"
+        " --method {params.methods} --cache-dir {params.cache:q} --out {output:q} 2> {log:q}"

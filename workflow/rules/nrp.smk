@@ -1,14 +1,14 @@
-# NRP (SPEC §6): generated answers ranked among expert-judged documents, next to EXAM.
+# NRP (SPEC §6): generated answers ranked among expert-judged documents, next to EXAM or alone.
 rule nrp:
     input:
-        queries=NRP["queries"],
-        corpus=NRP["corpus"],
-        answers=NRP["answers"],
-        qrels=[d["qrels"] for d in NRP["dimensions"].values()],
-        expert=NRP["expert"] or [],
-        runs=[r["path"] for r in NRP["rankers"] if r["kind"] == "run"],
+        queries=literal(NRP["queries"]),
+        corpus=literal(NRP["corpus"]) if NRP["corpus"] else [],
+        answers=literal(NRP["answers"]),
+        qrels=[literal(d["qrels"]) for d in NRP["dimensions"].values()],
+        expert=literal(NRP["expert"]) if NRP["expert"] else [],
+        runs=[literal(r["path"]) for r in NRP["rankers"] if r["kind"] == "run"],
     output:
-        [results(f"nrp/{table}.tsv") for table in nrp_tables()],
+        **nrp_outputs(),
     log:
         logs("nrp.log"),
     conda:
@@ -19,19 +19,19 @@ rule nrp:
         runtime=120,
     params:
         options=nrp_options,
-        wilcoxon=" ".join(
+        wilcoxon=lambda wildcards: " ".join(
             f"--wilcoxon {' '.join(map(shlex.quote, w))}" for w in NRP["wilcoxon"]
         ),
-        denominator=NRP["denominator"],
-        cache=config["cache_dir"],
-        on_unknown_query=config["validation"]["unknown_queries"],
-        on_missing_passage=config["validation"]["missing_passages"],
-        out=lambda wildcards, output: Path(output[0]).parent,
+        settings=lambda wildcards: cli_options(
+            denominator=NRP["denominator"],
+            cache_dir=config["cache_dir"],
+            on_unknown_query=config["validation"]["unknown_queries"],
+            on_missing_passage=config["validation"]["missing_passages"],
+        ),
+        out=lambda wildcards, output: Path(output.per_answer).parent,
     shell:
-        "python -m examflow nrp --queries {input.queries} --corpus {input.corpus} --answers {input.answers}"
-        " {params.options} {params.wilcoxon} --denominator {params.denominator} --cache-dir {params.cache}"
-        " --on-unknown-query {params.on_unknown_query} --on-missing-passage {params.on_missing_passage}"
-        " --out {params.out} 2> {log}"
+        "python -m examflow nrp --queries {input.queries:q} --answers {input.answers:q}"
+        " {params.options} {params.wilcoxon} {params.settings} --out {params.out:q} 2> {log:q}"
 
 
 localrules:
@@ -62,4 +62,4 @@ rule report_nrp:
         tables=lambda wildcards, input: Path(input[0]).parent,
         out=lambda wildcards, output: Path(output.figure).parent,
     shell:
-        "python -m examflow report --nrp {params.tables} --out {params.out} 2> {log}"
+        "python -m examflow report --nrp {params.tables:q} --out {params.out:q} 2> {log:q}"

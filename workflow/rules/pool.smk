@@ -28,7 +28,11 @@ rule pool:
         "python -m examflow pool {params.sources} --depth {params.depth}"
         " --on-missing-passage {params.on_missing_passage}"
         " --on-unknown-query {params.on_unknown_query} {params.relevance_range}"
-        " --out {params.out} 2> {log}"
+        " --out {params.out:q} 2> {log:q}"
+
+
+localrules:
+    pool_shard,
 
 
 rule pool_shard:
@@ -45,6 +49,6 @@ rule pool_shard:
     params:
         shards=SHARD_COUNT,
     shell:
-        "python -m examflow pool-shard --passages {input.passages} --queries {input.queries}"
+        "python -m examflow pool-shard --passages {input.passages:q} --queries {input.queries:q}"
         " --shard {wildcards.shard} --shards {params.shards}"
-        " --out-passages {output.passages} --out-queries {output.queries} 2> {log}"
+        " --out-passages {output.passages:q} --out-queries {output.queries:q} 2> {log:q}"

@@ -7,21 +7,27 @@ if GENERATE_BANK:
         input:
             queries=input_file("queries"),
         output:
-            BANK,
+            literal(BANK),
         log:
             logs("questions.log"),
         conda:
             ENV
         params:
-            queries=lambda wildcards, input: source(input, "queries"),
-            llm=cli_options(**config["questions"]["llm"]),
+            queries=lambda wildcards, input: cli_options(
+                queries=source(input, "queries")
+            ),
+            llm=lambda wildcards: cli_options(**config["questions"]["llm"]),
             format=config["questions"]["format"],
             attempts=config["questions"]["attempts"],
-            cache=f"{config['cache_dir']}/llm",
+            cache=lambda wildcards: f"{config['cache_dir']}/llm",
         shell:
-            "python -m examflow questions --queries {params.queries} {params.llm}"
+            "python -m examflow questions {params.queries} {params.llm}"
             " --format {params.format} --attempts {params.attempts}"
-            " --cache-dir {params.cache} --out {output} 2> {log}"
+            " --cache-dir {params.cache:q} --out {output:q} 2> {log:q}"
+
+
+localrules:
+    bank_shard,
 
 
 rule bank_shard:
@@ -37,5 +43,5 @@ rule bank_shard:
         digest=shard_digest,
         shards=SHARD_COUNT,
     shell:
-        "python -m examflow bank-shard --bank {input.bank} --shard {wildcards.shard} --shards {params.shards}"
-        " --out {output} 2> {log}"
+        "python -m examflow bank-shard --bank {input.bank:q} --shard {wildcards.shard} --shards {params.shards}"
+        " --out {output:q} 2> {log:q}"

@@ -1,4 +1,8 @@
-# The figures and pages of `snakemake --report`, per method and for NRP; the summary is its first page.
+localrules:
+    report_method,
+
+
+# The figures and pages of `snakemake --report`, per method; the summary is its first page.
 rule report_method:
     input:
         unpack(report_inputs),
@@ -13,5 +17,5 @@ rule report_method:
         options=report_options,
         out=lambda wildcards, output: Path(output.leaderboard_png).parent,
     shell:
-        "python -m examflow report --method {wildcards.method} --grades {input.grades}"
-        " --tau {params.tau} {params.options} --out {params.out} 2> {log}"
+        "python -m examflow report --method {wildcards.method} --grades {input.grades:q}"
+        " --tau {params.tau} {params.options} --out {params.out:q} 2> {log:q}"

@@ -1,7 +1,7 @@
 rule segment:
     input:
-        responses=INPUTS["responses"] or [],
-        gold_articles=INPUTS["gold_articles"] or [],
+        responses=input_file("responses"),
+        gold_articles=input_file("gold_articles"),
         queries=input_file("queries"),
     output:
         results("segment/responses.parquet"),
@@ -16,11 +16,11 @@ rule segment:
         texts=lambda wildcards, input: cli_options(
             responses=input.responses or None,
             gold_articles=input.gold_articles or None,
+            queries=source(input, "queries"),
         ),
-        queries=lambda wildcards, input: source(input, "queries"),
         max_tokens=config["segment"]["max_tokens"],
         on_unknown_query=config["validation"]["unknown_queries"],
     shell:
-        "python -m examflow segment {params.texts} --queries {params.queries}"
+        "python -m examflow segment {params.texts}"
         " --max-tokens {params.max_tokens} --on-unknown-query {params.on_unknown_query}"
-        " --out {output} 2> {log}"
+        " --out {output:q} 2> {log:q}"

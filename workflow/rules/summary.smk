@@ -1,9 +1,11 @@
 rule summary:
     input:
-        grades=expand(rules.merge_grades.output, method=METHODS),
-        flagged=rules.pool.output.flagged,
-        leaderboards=expand(rules.evaluate.output.leaderboard, method=METHODS),
-        nrp=results("nrp/per_system.tsv") if config["nrp"] else [],
+        grades=expand(rules.merge_grades.output, method=METHODS) if EXAM else [],
+        flagged=rules.pool.output.flagged if EXAM else [],
+        leaderboards=(
+            expand(rules.evaluate.output.leaderboard, method=METHODS) if EXAM else []
+        ),
+        nrp=rules.nrp.output.per_system if NRP else [],
     output:
         summary=results("summary.md"),
         page=results("summary.rst"),
@@ -15,13 +17,15 @@ rule summary:
     params:
         options=lambda wildcards, input: cli_options(
             grades=input.grades,
+            flagged=input.flagged or None,
             eval=[Path(path).parent for path in input.leaderboards],
             nrp=input.nrp or None,
+            tau=config["report"]["tau"],
+            config_digest=config_digest(config),
+            configfile=USER_CONFIG_FILES,
         ),
-        tau=config["report"]["tau"],
-        config_digest=config_digest(config),
         results=lambda wildcards, output: Path(output.summary).parent,
     shell:
-        "python -m examflow summary {params.options} --flagged {input.flagged} --tau {params.tau}"
-        " --config-digest {params.config_digest} --results {params.results}"
-        " --out-summary {output.summary} --out-rst {output.page} --out-provenance {output.provenance} 2> {log}"
+        "python -m examflow summary {params.options} --results {params.results:q}"
+        " --out-summary {output.summary:q} --out-rst {output.page:q}"
+        " --out-provenance {output.provenance:q} 2> {log:q}"

@@ -19,6 +19,12 @@ def paired(labels: pd.DataFrame, judgments: pd.DataFrame) -> pd.DataFrame:
     return labels.merge(judged, on=["qrels_id", "passage_id"])
 
 
+def per_page(judgments: pd.DataFrame) -> pd.DataFrame:
+    """Judgments of subtopics as judgments of their pages: a passage's highest on the page."""
+    page = judgments.groupby(["query_id", "passage_id"], as_index=False, sort=False)["relevance"].max()
+    return page.assign(facet_id=None)
+
+
 def cohen_kappa(table: pd.DataFrame) -> float:
     """κ = (p_o − p_e) / (1 − p_e) for a square contingency table (rows: labels, columns: judgments)."""
     total = table.to_numpy().sum()

@@ -18,6 +18,7 @@ import pandas as pd
 
 from examflow.evaluation.scores import tie_keys
 from examflow.io.tables import write_tables
+from examflow.outputs import EVALUATION
 from examflow.questions.bank import Entry, Item
 from examflow.questions.diff import diff_banks
 
@@ -25,7 +26,7 @@ QUESTION_CHANGE_COLUMNS = ["query_id", "facet_id", "change", "question_id", "que
                            "old_question_text"]  # fmt: skip
 PASSAGE_CHANGE_COLUMNS = ["query_id", "passage_id", "old_label", "new_label"]
 SYSTEM_CHANGE_COLUMNS = ["measure", "tau", "run_id", "old_score", "new_score", "delta", "old_rank", "new_rank"]
-IMPACT_FILES = {"questions": "impact_questions.tsv", "passages": "impact_passages.tsv", "systems": "impact_systems.tsv"}
+IMPACT_FILES = {name: EVALUATION[f"impact_{name}"].path for name in ("questions", "passages", "systems")}
 
 
 @dataclass

@@ -3,13 +3,14 @@ official leaderboard, agreement with official judgments, and the EXAM-Qrels file
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import pandas as pd
 
 from examflow.errors import InputError
-from examflow.evaluation.agreement import agreement_tables, kappas, paired
+from examflow.evaluation.agreement import agreement_tables, kappas, paired, per_page
 from examflow.evaluation.correlation import bootstrap_intervals, leaderboard_correlation, random_tie_correlation, tau_ap
 from examflow.evaluation.cover import (
     KEYS,
@@ -26,6 +27,9 @@ from examflow.evaluation.questions import QUESTION_COLUMNS, UNCOVERED_COLUMNS, q
 from examflow.evaluation.rouge import rouge_per_query
 from examflow.evaluation.scores import system_scores, tie_keys
 from examflow.io.runs import GOLD_RUN, OVERALL_RUN, RESERVED_RUNS
+from examflow.outputs import Facts
+
+log = logging.getLogger(__name__)
 
 LEADERBOARD_COLUMNS = ["method", "measure", "tau", "run_id", "kind", "score", "stderr", "n_queries", "failed_pairs"]
 RUN_KINDS = {OVERALL_RUN: "pool", GOLD_RUN: "gold"}  # special rows; every other run is a `system`
@@ -103,10 +107,22 @@ def exam_questions(grades: pd.DataFrame, bank: pd.DataFrame | None) -> pd.DataFr
     return bank[["query_id", "question_id"]].drop_duplicates()
 
 
-def evaluate(inputs: Inputs, settings: Settings, official: dict[str, float] | None) -> dict[str, pd.DataFrame | str]:
-    """Output tables by file name: leaderboard.tsv, per_query.tsv, correlation.tsv, kappa.tsv,
-    agreement.tsv, questions.tsv, uncovered.tsv, qrels/{method}.qrels and, with subtopics,
-    qrels/{method}.facets.qrels. `baselines` (not a file): each method's Baseline for edit impact."""
+def facts_of(inputs: Inputs, official: dict[str, float] | None) -> Facts:
+    """What the inputs hold, for `examflow evaluate` without the workflow's `--facts`."""
+    return Facts(
+        official=bool(official),
+        judgments=len(inputs.judgments) > 0,
+        facets=bool(inputs.grades["facet_id"].notna().any()),
+    )
+
+
+def evaluate(
+    inputs: Inputs, settings: Settings, official: dict[str, float] | None, facts: Facts | None = None
+) -> dict[str, pd.DataFrame | str]:
+    """Output tables by file name, exactly those of `examflow.outputs.EVALUATION` that `facts` ask for
+    (default: what the inputs hold) but the impact tables; `baselines` (not a file): each method's
+    Baseline for edit impact."""
+    facts = facts or facts_of(inputs, official)
     leaderboards, per_queries, diagnostics, uncovered, outputs = [], [], [], [], {}
     baselines = {}
     for method, grades in inputs.grades.groupby("method", sort=True):
@@ -118,8 +134,8 @@ def evaluate(inputs: Inputs, settings: Settings, official: dict[str, float] | No
         board = system_scores(per_query).assign(method=method)
         leaderboards.append(board.assign(failed_pairs=board["run_id"].map(failed).fillna(0).astype(int)))
         outputs[f"qrels/{method}.qrels"] = format_qrels(labels)
-        if grades["facet_id"].notna().any():  # CAR-style subtopics: one qrels query per facet too
-            outputs[f"qrels/{method}.facets.qrels"] = format_qrels(exam_labels(pooled, per_facet=True))
+        if facts.facets:  # CAR-style subtopics: one qrels query per facet too
+            outputs[f"qrels/{method}.facets.qrels"] = facet_qrels(pooled, method)
         exam = exam_texts(exam_questions(grades, inputs.questions), inputs.questions)
         tau = settings.diagnostics_tau
         diagnostics.append(
@@ -139,12 +155,21 @@ def evaluate(inputs: Inputs, settings: Settings, official: dict[str, float] | No
     outputs["per_query.tsv"] = per_query[["method", *PER_QUERY_COLUMNS]]
     outputs["questions.tsv"] = pd.concat(diagnostics, ignore_index=True)[["method", *QUESTION_COLUMNS]]
     outputs["uncovered.tsv"] = pd.concat(uncovered, ignore_index=True)[["method", *UNCOVERED_COLUMNS]]
-    if official:
-        outputs["correlation.tsv"] = correlations(per_query, official, settings)
-    if len(inputs.judgments):
+    if facts.official:
+        outputs["correlation.tsv"] = correlations(per_query, official or {}, settings)
+    if facts.judgments:
         outputs["kappa.tsv"], outputs["agreement.tsv"] = agreement(inputs.grades, inputs.judgments, settings)
     outputs["baselines"] = baselines
     return outputs
+
+
+def facet_qrels(pooled: pd.DataFrame, method: str) -> str:
+    """One qrels query per subtopic (`query/facet`; queries without subtopics keep their id); empty, with a
+    warning, when the method graded no target with a facet id (a bank without them on subtopic queries)."""
+    if not pooled["facet_id"].notna().any():
+        log.warning("method %s: no graded question has a facet id: its per-subtopic qrels are empty", method)
+        return ""
+    return format_qrels(exam_labels(pooled, per_facet=True))
 
 
 def exam_texts(exam: pd.DataFrame, bank: pd.DataFrame | None) -> pd.DataFrame:
@@ -206,11 +231,14 @@ def blank_reason(scores: dict[str, float], official: dict[str, float], bootstrap
 
 
 def agreement(grades: pd.DataFrame, judgments: pd.DataFrame, settings: Settings) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """kappa.tsv (method, table, kappa, n_pairs) and the contingency counts in long form."""
-    facets = bool(judgments["facet_id"].notna().any())
+    """kappa.tsv (method, table, kappa, n_pairs) and the contingency counts in long form. Judgments of
+    subtopics meet labels of subtopics; a method whose questions have no facet ids (a bank without them
+    on subtopic queries) is compared per page, each passage with its highest judgment on the page."""
+    judged_facets = bool(judgments["facet_id"].notna().any())
     summaries, counts = [], []
     for method, group in grades.groupby("method", sort=True):
-        pairs = paired(exam_labels(group, per_facet=facets), judgments)
+        facets = judged_facets and bool(group["facet_id"].notna().any())
+        pairs = paired(exam_labels(group, per_facet=facets), judgments if facets else per_page(judgments))
         tables = agreement_tables(pairs, settings.relevant_judgment)
         summaries += [(method, name, value, len(pairs)) for name, value in kappas(tables).items()]
         for name, table in tables.items():

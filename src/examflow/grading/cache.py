@@ -1,13 +1,15 @@
 """The grade cache: model answers keyed by the back end's signature (model and revision, dtype,
 decoding, truncation length), the prompt template's text and every field put into it (question,
 passage, answer key). Only answers are cached, never failures (`examflow.cache`). Answers are
-kept in one folder per query, so the number of grading shards can change without a regrade."""
+kept in one folder per query, so the number of grading shards can change without a regrade.
+An entry is used only if it holds what its back end answers: a text, and the `expected` grade of
+`fast` decoding or the `score` of the embedding back end (and null where the back end gives none)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from examflow.cache import ContentCache, content_key
+from examflow.cache import NULL, NUMBER, TEXT, ContentCache, content_key
 from examflow.grading.backends import Answer, Request
 from examflow.prompts import template
 from examflow.questions.shards import query_folder
@@ -17,10 +19,16 @@ class GradeCache:
     def __init__(self, directory: str | Path, signature: dict):
         self.directory, self.signature = directory, signature
         self.folders: dict[str, ContentCache] = {}
+        self.fields = {
+            "text": TEXT,
+            "expected": NUMBER if signature.get("decoding") == "fast" else NULL,
+            "score": NUMBER if signature.get("backend") == "embedding" else NULL,
+        }
 
     def _folder(self, query_id: str) -> ContentCache:
         if query_id not in self.folders:
-            self.folders[query_id] = ContentCache(self.directory, "grades", self.signature, query_folder(query_id))
+            folder = query_folder(query_id)
+            self.folders[query_id] = ContentCache(self.directory, "grades", self.signature, folder, self.fields)
         return self.folders[query_id]
 
     def holds(self, query_id: str) -> bool:

@@ -23,7 +23,7 @@ def empty_grades() -> pd.DataFrame:
 
 
 def failure_counts(grades: pd.DataFrame) -> dict[str, int]:
-    """Failed pairs by kind (`timeout`, `http-500`, `malformed`, `unparsable`, ...), most frequent first."""
+    """Failed pairs by kind (`timeout`, `http-500`, `malformed`, `too-large`, `unparsable`, ...), most frequent first."""
     kinds = grades["error"].dropna().str.split(":", n=1).str[0].value_counts()
     return {kind: int(count) for kind, count in sorted(kinds.items(), key=lambda item: (-item[1], item[0]))}
 

@@ -10,6 +10,7 @@ import time
 
 import pandas as pd
 
+from examflow.bounds import STORED_CHARS, clip
 from examflow.grading.backends import Answer, make_backend
 from examflow.grading.cache import GradeCache
 from examflow.grading.grades import GRADE_COLUMNS, GRADE_DTYPES
@@ -101,13 +102,18 @@ class ShardGrader:
         name = request(self.kind, pairs[0]).template if pairs else ""
         prompt_hash = hashlib.md5(template(name).encode()).hexdigest()[:12] if name else ""
         model = self.backend.signature.get("model")
+        # The grade was read off the whole answer; the table keeps a bounded part of it.
         rows = [
             (p.query_id, p.facet_id, p.passage_id, p.question_id, self.method["name"], self.kind, model, name, prompt_hash,
-             g.raw, g.answer, g.rating, g.correct, g.expected, g.score, g.unparsable, g.error)
+             _kept(g.raw), _kept(g.answer), g.rating, g.correct, g.expected, g.score, g.unparsable, _kept(g.error))
             for p, g in zip(pairs, grades)
         ]  # fmt: skip
         table = pd.DataFrame(rows, columns=GRADE_COLUMNS, dtype=object)
         return table.astype(GRADE_DTYPES)
+
+
+def _kept(text: str | None) -> str | None:
+    return None if text is None else clip(text, STORED_CHARS)
 
 
 def _progress(done: int, total: int, seconds: float) -> None:

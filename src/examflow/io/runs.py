@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterable
 from pathlib import Path
@@ -16,6 +17,8 @@ RUN_COLUMNS = ["run_id", "query_id", "passage_id", "rank", "score"]
 GOLD_RUN = "_gold_"  # gold articles, segmented and graded like a system's responses
 OVERALL_RUN = "_overall_"  # every pooled passage: the most a run could cover
 RESERVED_RUNS = (GOLD_RUN, OVERALL_RUN)
+
+log = logging.getLogger(__name__)
 
 
 def read_runs(paths: Iterable[str | Path], query_ids: set[str], unknown_queries: Problems) -> pd.DataFrame:
@@ -34,7 +37,8 @@ def read_runs(paths: Iterable[str | Path], query_ids: set[str], unknown_queries:
 
 
 def read_run(path: str | Path, query_ids: set[str], unknown_queries: Problems) -> pd.DataFrame:
-    rows, first_line, tag = [], {}, None
+    """One run; negative ranks are kept here, counted in a warning, and re-ranked by pooling."""
+    rows, first_line, tag, negative = [], {}, None, []
     for number, line in text_lines(path):
         query_id, _, doc_id, rank, score, run_tag = split_columns(path, number, line, RUN_FIELDS, None)
         if tag is None:
@@ -59,8 +63,15 @@ def read_run(path: str | Path, query_ids: set[str], unknown_queries: Problems) -
             )
             continue
         rows.append((tag, query_id, doc_id, _integer(path, number, rank), _finite(path, number, score)))
+        if rows[-1][3] < 0:
+            negative.append(number)
     if not rows:
         raise InputError(path, "no rows for any known query")
+    if negative:
+        log.warning(
+            "%s: %d negative ranks (first on line %d, field 'rank'): their lists are re-ranked by score, from 1",
+            path, len(negative), negative[0],
+        )  # fmt: skip
     return pd.DataFrame(rows, columns=RUN_COLUMNS).astype({"rank": "int64", "score": "float64"})
 
 

@@ -1,4 +1,5 @@
-"""Parquet tables written atomically: all of a step's tables appear together or not at all."""
+"""Tables written atomically (all of a step's tables appear together or not at all), and read back
+with ids exactly as written."""
 
 from __future__ import annotations
 
@@ -69,8 +70,44 @@ def _stage_all(tables: dict, staged: list) -> None:
             frame.to_csv(temporary, sep="\t", index=False)
 
 
+# Columns of ids and names, beside every `*_id`: read as written, even where they look like numbers.
+TEXT_COLUMNS = frozenset(
+    {"method", "measure", "kind", "table", "llm", "prompt", "llm_a", "prompt_a", "llm_b", "prompt_b", "ranker",
+     "dimension", "sample", "item", "system", "origin", "phrase", "change", "note", "text", "question_text",
+     "old_question_text", "answer", "error", "model"}
+)  # fmt: skip
+
+
 def read_table(path: str | Path) -> pd.DataFrame:
+    return pd.read_parquet(_existing(path))
+
+
+def read_tsv(path: str | Path, **types) -> pd.DataFrame:
+    """A TSV table examflow wrote, every cell as written: ids named `NA`, `null`, `nan`, `001`, `1e5`
+    or `True` stay those strings (pandas would read missing values and numbers into them).
+
+    Ids and names (`*_id` and TEXT_COLUMNS) stay text; another column whose cells all read as numbers
+    (or all as True/False) is converted. An empty cell is a missing value: pandas writes one so.
+    `types` (column: type) override the result, e.g. `tau=float`.
+    """
+    table = pd.read_csv(_existing(path), sep="\t", dtype=str, keep_default_na=False)
+    for name in table.columns:
+        cells = table[name].where(table[name] != "")
+        table[name] = cells if name.endswith("_id") or name in TEXT_COLUMNS else _typed(cells)
+    return table.astype(types)
+
+
+def _typed(cells: pd.Series) -> pd.Series:
+    numbers = pd.to_numeric(cells, errors="coerce")
+    if (numbers.isna() == cells.isna()).all():
+        return numbers
+    if cells.notna().all() and cells.isin(["True", "False"]).all():
+        return cells == "True"
+    return cells
+
+
+def _existing(path: str | Path) -> Path:
     path = Path(path)
     if not path.is_file():
         raise InputError(path, "table not found (was the step that writes it run?)")
-    return pd.read_parquet(path)
+    return path

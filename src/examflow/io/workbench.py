@@ -67,7 +67,7 @@ class Judgment(msgspec.Struct, gc=False):
 
 class Ranking(msgspec.Struct, gc=False):
     method: NonEmpty
-    rank: int
+    rank: Annotated[int, msgspec.Meta(ge=0)]  # used as written: a negative rank would pass every budget rank ≤ k
     score: float
 
 

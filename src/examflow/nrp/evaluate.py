@@ -4,35 +4,40 @@ documents, per-system means, weighted dimensions, a Wilcoxon test and agreement 
 For an answer a to query q and a quality dimension with judged documents D_q, scored by the
 ranker chosen for that dimension: r = |{d ∈ D_q : s(d) ≥ s(a)}| (ties go against the answer,
 zero-based), NRP = 1 − r/|D_q| (`docs`, the paper) or 1 − r/(|D_q| + 1) (`list`, the published
-numbers). A system's NRP is the mean over its samples of a query, then over queries.
+numbers: the authors' code ranks the answer within the list of the documents and the answer). A
+system's NRP is the mean over its samples of a query, then over queries. Every table holding an NRP
+value says which denominator it was computed with.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytrec_eval
 
-from examflow.nrp.inputs import answer_name, complete_answers
+from examflow.errors import Failure, InputError
+from examflow.nrp.inputs import answer_name, complete_answers, rankers_needing_texts
 from examflow.nrp.rankers import QueryItems, Scores, make_ranker
 
 COMBINED = "combined"
-PER_ANSWER_COLUMNS = ["llm", "prompt", "sample", "query_id", "ranker", "dimension", "rank", "n_docs", "nrp", "answer"]
-PER_SYSTEM_COLUMNS = ["llm", "prompt", "ranker", "dimension", "nrp", "stderr", "n_queries", "n_empty"]
+DENOMINATORS = {"docs": "1 − r/|D_q|", "list": "1 − r/(|D_q| + 1)"}
+PER_ANSWER_COLUMNS = ["llm", "prompt", "sample", "query_id", "ranker", "dimension", "denominator", "rank", "n_docs",
+                      "nrp", "answer"]  # fmt: skip
+PER_SYSTEM_COLUMNS = ["llm", "prompt", "ranker", "dimension", "denominator", "nrp", "stderr", "n_queries", "n_empty"]
 SELECTION_COLUMNS = ["ranker", "dimension", "ndcg_cut_10", "chosen"]
-WILCOXON_COLUMNS = ["llm_a", "prompt_a", "llm_b", "prompt_b", "ranker", "dimension", "n_pairs", "mean_difference",
-                    "statistic", "p_value"]  # fmt: skip
+WILCOXON_COLUMNS = ["llm_a", "prompt_a", "llm_b", "prompt_b", "ranker", "dimension", "denominator", "n_pairs",
+                    "mean_difference", "statistic", "p_value"]  # fmt: skip
 EXPERT_COLUMNS = ["ranker", "query_id", "n_items", "kendall", "ci_low", "ci_high"]
 
 
 @dataclass
 class NRPInputs:
-    queries: dict[str, str]  # query id -> text
-    documents: dict[str, str]  # judged document id -> text
+    queries: dict[str, str]  # query id -> text, in the order of the queries file
+    documents: dict[str, str] | None  # judged document id -> text; None: no corpus (`run` rankers only)
     judgments: dict[str, pd.DataFrame]  # dimension -> (query_id, passage_id, relevance), exclusions dropped
     answers: pd.DataFrame  # examflow.nrp.inputs.ANSWER_COLUMNS
     expert: pd.DataFrame | None = None  # query_id, item, rank
@@ -50,10 +55,15 @@ class NRPSettings:
 
 def nrp_tables(inputs: NRPInputs, settings: NRPSettings) -> dict[str, pd.DataFrame]:
     """per_answer.tsv, per_system.tsv, ranker_selection.tsv and, where asked, wilcoxon.tsv and expert_agreement.tsv."""
+    if inputs.documents is None and rankers_needing_texts(settings.rankers):
+        raise Failure(f"NRP: the rankers {', '.join(rankers_needing_texts(settings.rankers))} need the judged "
+                      "documents' texts (a corpus); only `run` rankers work without")  # fmt: skip
     judged = sorted(set().union(*(set(j["query_id"]) for j in inputs.judgments.values())))
     answers = complete_answers(inputs.answers, judged)
     items = query_items(inputs, answers, judged)
     scores = {r["name"]: make_ranker(r).scores(items, settings.cache_dir) for r in settings.rankers}
+    for name, scored in scores.items():
+        check_scores(name, scored)
     selection = select_rankers(scores, inputs.judgments, [r["name"] for r in settings.rankers], settings.fixed)
     chosen = dict(zip(selection.loc[selection["chosen"], "dimension"], selection.loc[selection["chosen"], "ranker"]))
     per_answer = pd.concat(
@@ -63,24 +73,43 @@ def nrp_tables(inputs: NRPInputs, settings: NRPSettings) -> dict[str, pd.DataFra
     )  # fmt: skip
     if len(inputs.judgments) > 1:
         per_answer = pd.concat([per_answer, combine(per_answer, settings.weights)], ignore_index=True)
+    per_answer = per_answer.assign(denominator=settings.denominator)
     tables = {"per_answer.tsv": per_answer[PER_ANSWER_COLUMNS], "per_system.tsv": per_system(per_answer),
               "ranker_selection.tsv": selection}  # fmt: skip
     if settings.wilcoxon:
         tables["wilcoxon.tsv"] = wilcoxon_tests(per_answer, settings.wilcoxon)
     if inputs.expert is not None:
-        tables["expert_agreement.tsv"] = expert_agreement(inputs.expert, scores)
+        tables["expert_agreement.tsv"] = expert_agreement(inputs.expert, scores, list(inputs.queries))
     return tables
+
+
+def check_scores(ranker: str, scores: Scores) -> None:
+    """A NaN score (a model's overflow) compares as neither above nor below: it would rank the answer
+    first, or a document nowhere, and give a wrong NRP."""
+    for (query_id, item), score in scores.items():
+        if math.isnan(score):
+            raise Failure(f"ranker {ranker}: the score of {item!r} for query {query_id!r} is not a number (NaN)")
+
+
+def denominator_of(per_system: pd.DataFrame, path: str | Path) -> str:
+    """The denominator an NRP table was computed with; tables written before it was recorded have none."""
+    values = set(per_system["denominator"]) if "denominator" in per_system else set()
+    if len(values) != 1 or not values <= set(DENOMINATORS):
+        raise InputError(path, "no single NRP denominator (docs or list): rewrite it with `examflow nrp`",
+                         None, "denominator")  # fmt: skip
+    return values.pop()
 
 
 def query_items(inputs: NRPInputs, answers: pd.DataFrame, query_ids: list[str]) -> list[QueryItems]:
     """Per query: every document judged in some dimension, and every answer (empty ones as "")."""
     judged = pd.concat(inputs.judgments.values())
+    texts = inputs.documents or {}
     items = []
     for query_id in query_ids:
         documents = sorted(set(judged.loc[judged["query_id"] == query_id, "passage_id"]))
         mine = answers[answers["query_id"] == query_id]
         named = {answer_name(a.llm, a.prompt, a.sample): a.text for a in mine.itertuples(index=False)}
-        items.append(QueryItems(query_id, inputs.queries[query_id], {d: inputs.documents[d] for d in documents}, named))
+        items.append(QueryItems(query_id, inputs.queries[query_id], {d: texts.get(d) for d in documents}, named))
     return items
 
 
@@ -116,15 +145,16 @@ def combine(per_answer: pd.DataFrame, weights: dict[str, float]) -> pd.DataFrame
 
 def per_system(per_answer: pd.DataFrame) -> pd.DataFrame:
     """Mean over the samples of (system, query), then over queries; standard error over queries."""
-    keys = ["llm", "prompt", "ranker", "dimension"]
+    keys = ["llm", "prompt", "ranker", "dimension", "denominator"]
     by_query = per_answer.groupby([*keys, "query_id"], sort=False).agg(
-        nrp=("nrp", lambda v: math.fsum(v) / len(v)), n_empty=("answer", lambda v: int((v != "given").sum()))
+        nrp=("nrp", exact_mean), n_empty=("answer", lambda v: int((v != "given").sum()))
     )
     rows = []
     for key, group in by_query.groupby(level=keys, sort=True):
         values = group["nrp"].to_numpy()
-        stderr = float(np.std(values, ddof=1) / math.sqrt(len(values))) if len(values) > 1 else 0.0
-        rows.append((*key, math.fsum(values) / len(values), stderr, len(values), int(group["n_empty"].sum())))
+        # One query has no spread to estimate: no standard error (not 0, which would claim certainty).
+        stderr = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else math.nan
+        rows.append((*key, exact_mean(values), stderr, len(values), int(group["n_empty"].sum())))
     return pd.DataFrame(rows, columns=PER_SYSTEM_COLUMNS)
 
 
@@ -143,7 +173,7 @@ def select_rankers(
         for name in order:
             run = {q: {d: _finite(scores[name][q, d]) for d in docs} for q, docs in qrels.items()}
             per_query = [v["ndcg_cut_10"] for v in evaluator.evaluate(run).values()]
-            values[name] = math.fsum(per_query) / len(per_query)
+            values[name] = exact_mean(per_query)
         best = fixed.get(dimension) or max(order, key=lambda name: (values[name], -order.index(name)))
         rows += [(name, dimension, values[name], name == best) for name in order]
     return pd.DataFrame(rows, columns=SELECTION_COLUMNS)
@@ -159,7 +189,7 @@ def wilcoxon_tests(per_answer: pd.DataFrame, pairs: list[tuple[str, str, str, st
 
     rows = []
     for llm_a, prompt_a, llm_b, prompt_b in pairs:
-        for (ranker, dimension), group in per_answer.groupby(["ranker", "dimension"], sort=True):
+        for (ranker, dimension, denominator), group in per_answer.groupby(["ranker", "dimension", "denominator"]):
             a = group[(group["llm"] == llm_a) & (group["prompt"] == prompt_a)]
             b = group[(group["llm"] == llm_b) & (group["prompt"] == prompt_b)]
             paired = a.merge(b, on=["query_id", "sample"], suffixes=("_a", "_b"))
@@ -168,26 +198,48 @@ def wilcoxon_tests(per_answer: pd.DataFrame, pairs: list[tuple[str, str, str, st
             if (difference != 0).any():
                 test = wilcoxon(paired["nrp_a"], paired["nrp_b"])
                 statistic, p_value = float(test.statistic), float(test.pvalue)
-            mean = math.fsum(difference) / len(difference) if len(difference) else math.nan
-            rows.append((llm_a, prompt_a, llm_b, prompt_b, ranker, dimension, len(paired), mean, statistic, p_value))
+            mean = exact_mean(difference) if len(difference) else math.nan
+            rows.append((llm_a, prompt_a, llm_b, prompt_b, ranker, dimension, denominator, len(paired), mean,
+                         statistic, p_value))  # fmt: skip
     return pd.DataFrame(rows, columns=WILCOXON_COLUMNS)
 
 
-def expert_agreement(expert: pd.DataFrame, scores: dict[str, Scores], level: float = 0.95) -> pd.DataFrame:
-    """Per query, Kendall's τ-b between the expert's ranks and each ranker's scores of the same items;
-    the mean over queries (`_mean_`) with a t-based confidence interval."""
-    from scipy.stats import kendalltau
-
+def expert_agreement(
+    expert: pd.DataFrame, scores: dict[str, Scores], order: list[str], level: float = 0.95
+) -> pd.DataFrame:
+    """Per query (in `order`, the queries file's), Kendall's τ-b between the expert's ranks and each
+    ranker's scores of the same items; the mean over the queries where τ is defined (`_mean_`, its
+    `n_items` counting them) with a t-based confidence interval."""
+    groups = dict(tuple(expert.groupby("query_id", sort=False)))
     rows = []
     for name, ranked in scores.items():
         values = []
-        for query_id, group in expert.groupby("query_id", sort=True):
-            mine = [ranked[query_id, item] for item in group["item"]]
-            tau = float(kendalltau(group["rank"], [-s for s in mine]).statistic)
+        for query_id in (q for q in order if q in groups):
+            group = groups[query_id]
+            tau = kendall_tau_b(group["rank"].tolist(), [-ranked[query_id, item] for item in group["item"]])
             values.append(tau)
             rows.append((name, query_id, len(group), tau, math.nan, math.nan))
-        rows.append((name, "_mean_", len(values), *mean_interval(values, level)))
+        rows.append((name, "_mean_", sum(not math.isnan(v) for v in values), *mean_interval(values, level)))
     return pd.DataFrame(rows, columns=EXPERT_COLUMNS)
+
+
+def kendall_tau_b(x: list[float], y: list[float]) -> float:
+    """Kendall's τ-b = (C − D) / √((n0 − n1)(n0 − n2)), NaN when either side ties every pair. One square
+    root of an exact integer, so that 8/√100 gives 0.8 (scipy's two roots, 8/√10/√10, 0.7999999999999999)."""
+    balance = tied_x = tied_y = 0
+    for i in range(len(x)):
+        for j in range(i):
+            sx, sy = _sign(x[i], x[j]), _sign(y[i], y[j])
+            balance += sx * sy
+            tied_x += sx == 0
+            tied_y += sy == 0
+    pairs = len(x) * (len(x) - 1) // 2
+    product = (pairs - tied_x) * (pairs - tied_y)
+    return balance / math.sqrt(product) if product else math.nan
+
+
+def _sign(a: float, b: float) -> int:
+    return (a > b) - (a < b)  # by comparison: −∞ − (−∞) would be NaN
 
 
 def mean_interval(values: list[float], level: float = 0.95) -> tuple[float, float, float]:
@@ -195,8 +247,14 @@ def mean_interval(values: list[float], level: float = 0.95) -> tuple[float, floa
     from scipy.stats import t
 
     kept = [v for v in values if not math.isnan(v)]
-    mean = math.fsum(kept) / len(kept) if kept else math.nan
+    mean = exact_mean(kept) if kept else math.nan
     if len(kept) < 2:
         return mean, math.nan, math.nan
-    half = float(t.ppf((1 + level) / 2, len(kept) - 1)) * float(np.std(kept, ddof=1)) / math.sqrt(len(kept))
+    half = float(t.ppf((1 + level) / 2, len(kept) - 1)) * statistics.stdev(kept) / math.sqrt(len(kept))
     return mean, mean - half, mean + half
+
+
+def exact_mean(values) -> float:
+    """The mean of the exact sum, rounded once: the mean of equal values is that value (0.8, not
+    0.8000000000000002 as a float sum divided would give)."""
+    return float(statistics.mean(float(v) for v in values))

@@ -1,7 +1,9 @@
 """NRP's inputs beyond EXAM's readers: generated answers and an expert's ranking of a few items.
 
 Answers are JSONL `{"llm", "prompt", "sample", "query_id", "text"}`; an answer is named
-`{llm}/{prompt}/{sample}` wherever it meets a document id (a run file, an expert ranking).
+`{llm}/{prompt}/{sample}` wherever it meets a document id (a run file, an expert ranking), so
+these three hold no `/` and no answer name is also a judged document of its query: every name
+means one item.
 An expert ranking is JSON `{query_id: [item, ...]}` (best first) or TSV `query_id<TAB>item<TAB>rank`
 (rank 1 is best; equal ranks tie); an item is a judged document id or an answer's name.
 """
@@ -19,19 +21,32 @@ from examflow.io.qrels import read_qrels
 
 ANSWER_COLUMNS = ["llm", "prompt", "sample", "query_id", "text", "answer"]
 EXPERT_COLUMNS = ["query_id", "item", "rank"]
+SEPARATOR = "/"  # between the llm, prompt and sample of an answer's name
+TEXT_FREE_RANKERS = {"run"}  # rankers that read scores, not the documents' texts
 
 
 def answer_name(llm: str, prompt: str, sample: str) -> str:
-    return f"{llm}/{prompt}/{sample}"
+    return SEPARATOR.join((llm, prompt, sample))
 
 
-def read_answers(path: str | Path, query_ids: set[str], unknown_queries: Problems) -> pd.DataFrame:
-    """One row per answer; `answer` says whether its text is `given` or `empty` (scored as "")."""
+def read_answers(
+    path: str | Path, query_ids: set[str], unknown_queries: Problems, documents: dict[str, set[str]] | None = None
+) -> pd.DataFrame:
+    """One row per answer; `answer` says whether its text is `given` or `empty` (scored as "").
+    `documents`: each query's judged document ids, which no answer name may equal."""
     rows, first_line = [], {}
     for number, record in json_lines(path):
         llm, prompt, sample, query_id = (
             required_id(path, number, record, f) for f in ("llm", "prompt", "sample", "query_id")
         )
+        for field, value in (("llm", llm), ("prompt", prompt), ("sample", sample)):
+            if SEPARATOR in value:
+                raise InputError(path, f"{value!r} holds {SEPARATOR!r}, which separates llm/prompt/sample in "
+                                 "answer names", number, field)  # fmt: skip
+        name = answer_name(llm, prompt, sample)
+        if name in (documents or {}).get(query_id, ()):
+            raise InputError(path, f"the answer name {name!r} is also a judged document of query {query_id!r}",
+                             number, "sample")  # fmt: skip
         if query_id not in query_ids:
             unknown_queries.report(
                 "answers with an unknown query id",
@@ -43,7 +58,7 @@ def read_answers(path: str | Path, query_ids: set[str], unknown_queries: Problem
             raise InputError(path, f"expected a string or null, found {type(text).__name__}", number, "text")
         key = (llm, prompt, sample, query_id)
         if key in first_line:
-            raise InputError(path, f"a second answer {answer_name(llm, prompt, sample)} to query {query_id!r} "
+            raise InputError(path, f"a second answer {name} to query {query_id!r} "
                              f"(first on line {first_line[key]})", number, "sample")  # fmt: skip
         first_line[key] = number
         given = bool(text and text.strip())
@@ -66,27 +81,50 @@ def complete_answers(answers: pd.DataFrame, query_ids: list[str]) -> pd.DataFram
 
 
 def read_expert(path: str | Path, known: dict[str, set[str]]) -> pd.DataFrame:
-    """The expert's ranks; `known`: each query's judged documents and answer names."""
+    """The expert's ranks; `known`: each judged query's judged documents and answer names."""
     rows = _expert_json(path) if base_suffix(path) == ".json" else _expert_tsv(path)
-    seen = set()
-    for number, query_id, item, _ in (rows := list(rows)):
+    seen, ranks = set(), {}
+    for number, query_id, item, rank in (rows := list(rows)):
         if query_id not in known:
-            raise InputError(path, f"unknown query id {query_id!r}", number, "query_id")
+            raise InputError(path, f"unknown query id {query_id!r} (no judged document)", number, "query_id")
         if item not in known[query_id]:
             raise InputError(path, f"{item!r} is no judged document or answer of query {query_id!r}", number, "item")
         if (query_id, item) in seen:
             raise InputError(path, f"item {item!r} ranked twice for query {query_id!r}", number, "item")
         seen.add((query_id, item))
+        ranks.setdefault(query_id, []).append((number, rank))
+    for query_id, ranked in ranks.items():  # Kendall's τ needs two items the expert tells apart
+        if len({rank for _, rank in ranked}) < 2:
+            raise InputError(path, f"query {query_id!r}: rank at least two items, not all tied", ranked[-1][0], "rank")
     return pd.DataFrame([row[1:] for row in rows], columns=EXPERT_COLUMNS)
+
+
+def rankers_needing_texts(rankers: list[dict]) -> list[str]:
+    """The names of the rankers that score the documents' texts (all but `run`)."""
+    return [ranker["name"] for ranker in rankers if ranker["kind"] not in TEXT_FREE_RANKERS]
+
+
+def weight_problem(weights: dict[str, float], dimensions: list[str]) -> str | None:
+    """Why these weights of the combined NRP cannot be used, or None. A dimension without a weight
+    would silently drop out of the sum, and a NaN weight would drop every combined value."""
+    if unweighted := [d for d in dimensions if d not in weights]:
+        return f"give every dimension a weight, or none (equal weights): {unweighted[0]!r} has none"
+    for dimension, weight in weights.items():
+        if not (math.isfinite(weight) and weight >= 0):
+            return f"the weight of {dimension!r} is {weight}: a weight is a finite number, 0 or more"
+    return None if any(weights.values()) else "every weight is 0"
 
 
 def read_judgments(
     qrels: dict[str, str], queries: pd.DataFrame, unknown: Problems, cannot_judge: dict[str, set[int]]
 ) -> dict[str, pd.DataFrame]:
-    """Each quality dimension's judgments, its "cannot judge" labels left out (they are no judgments)."""
+    """Each quality dimension's judgments, its "cannot judge" labels left out (they are no judgments).
+    NRP ranks among a query's documents: a subtopic's judgment (`query/facet`) is an unknown query,
+    not a second judgment of the same document, which would count it twice in D_q."""
+    whole = queries.drop_duplicates("query_id").assign(facet_id=None)
     judgments = {}
     for dimension, path in qrels.items():
-        table = read_qrels(path, queries, unknown)
+        table = read_qrels(path, whole, unknown)
         judgments[dimension] = table[~table["relevance"].isin(cannot_judge.get(dimension, set()))].reset_index(
             drop=True
         )

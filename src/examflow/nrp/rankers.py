@@ -7,7 +7,8 @@
 - `bm25`: BM25 with the statistics (document frequencies, mean length) of the query's judged
   documents, for documents and answers alike, tokenised and weighted by `bm25s`;
 - `run`: the scores of a TREC run file, so that any external ranker plugs in (answers are named
-  `{llm}/{prompt}/{sample}` there).
+  `{llm}/{prompt}/{sample}` there); it reads no text. A run has no score for the empty string, so
+  an empty or missing answer scores −∞ there and ranks below every judged document.
 
 The model rankers score each distinct (query, text) pair once, cached by content like the grades:
 the judged documents of a query once, not once per answer, and equal texts get equal scores.
@@ -15,25 +16,29 @@ the judged documents of a query once, not once per answer, and equal texts get e
 
 from __future__ import annotations
 
+import logging
 import math
 from abc import ABC, abstractmethod
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from examflow.cache import ContentCache
+from examflow.cache import NUMBER, ContentCache
 from examflow.errors import InputError, Problems
 from examflow.grading.backends import EmbeddingBackend, Request, Seq2SeqBackend
 from examflow.io.runs import read_run
 
+log = logging.getLogger("examflow")
+
 
 @dataclass
 class QueryItems:
-    """What a ranker scores for one query: its judged documents and its answers, by id."""
+    """What a ranker scores for one query: its judged documents and its answers, by id. An empty
+    or missing answer's text is ""; a document's text is None when no corpus was read (`run` only)."""
 
     query_id: str
     text: str
-    documents: dict[str, str]
+    documents: dict[str, str | None]
     answers: dict[str, str]
 
     @property
@@ -51,7 +56,7 @@ class PairRanker(ABC):
 
     def scores(self, queries: list[QueryItems], cache_dir: str | Path) -> Scores:
         pairs = sorted({(q.text, text) for q in queries for text in q.items.values()})
-        cache = ContentCache(cache_dir, "nrp", self.signature, "scores")
+        cache = ContentCache(cache_dir, "nrp", self.signature, "scores", {"score": NUMBER})
         keys = {pair: cache.key({"query": pair[0], "text": pair[1]}) for pair in pairs}
         known = {key: entry["score"] for key, entry in cache.load().items()}
         todo = [pair for pair in pairs if keys[pair] not in known]
@@ -132,7 +137,9 @@ class BM25:
 
 class RunScores:
     """The scores of a TREC run over the judged documents and the answers (docid `{llm}/{prompt}/{sample}`).
-    A judged document the run lacks ranks below everything; an answer it lacks is an error."""
+    A judged document the run lacks scores −∞; so does an empty or missing answer, whatever line the run
+    has for its name (the run scored some other text), which ties it with the documents the run lacks and
+    ranks it below every judged document. A given answer the run lacks is an error."""
 
     def __init__(self, path: str):
         self.path = path
@@ -140,14 +147,21 @@ class RunScores:
     def scores(self, queries: list[QueryItems], cache_dir=None) -> Scores:
         table = read_run(self.path, {q.query_id for q in queries}, Problems("warn"))
         given = {(q, d): float(s) for q, d, s in table[["query_id", "passage_id", "score"]].itertuples(index=False)}
-        scores = {}
+        scores, unused = {}, 0
         for query in queries:
             for item in query.documents:
                 scores[query.query_id, item] = given.get((query.query_id, item), -math.inf)
-            for item in query.answers:
-                if (query.query_id, item) not in given:
+            for item, text in query.answers.items():
+                if not text:
+                    unused += (query.query_id, item) in given
+                    scores[query.query_id, item] = -math.inf
+                elif (query.query_id, item) in given:
+                    scores[query.query_id, item] = given[query.query_id, item]
+                else:
                     raise InputError(self.path, f"no score for answer {item!r} of query {query.query_id!r}")
-                scores[query.query_id, item] = given[query.query_id, item]
+        if unused:
+            log.warning("%s: %d lines score answers that are empty or missing; not used (they rank below every "
+                        "judged document)", self.path, unused)  # fmt: skip
         return scores
 
 

@@ -1,8 +1,9 @@
 """`examflow bank-diff OLD NEW`: what an edit changed, per query and facet.
 
-Items with the same id are unchanged. Of the rest, a removed and an added item are a
-rewording when their texts are similar (ratio ≥ 0.6), or else when they sit at the same
-position in their lists; what remains is added or removed.
+The text decides, not the id: an item whose text (stripped) is in both lists is unchanged, whatever
+its ids. Of the rest, an old and a new item are a rewording when they share an id (banks that store
+their ids keep them across edits), else when their texts are similar (ratio ≥ 0.6), or else when
+they sit at the same position in their lists; what remains is added or removed.
 """
 
 from __future__ import annotations
@@ -35,10 +36,10 @@ def diff_banks(old: list[Entry], new: list[Entry]) -> dict[tuple[str, str | None
 
 
 def _diff_items(old: list[Item], new: list[Item]) -> Change:
-    kept = {i.item_id for i in old} & {i.item_id for i in new}
-    removed = {p: i for p, i in enumerate(old) if i.item_id not in kept}
-    added = {p: i for p, i in enumerate(new) if i.item_id not in kept}
-    change = Change()
+    removed, added = dict(enumerate(old)), dict(enumerate(new))
+    _match(removed, added, lambda i: (i.item_id, i.text.strip()))  # unchanged
+    _match(removed, added, lambda i: i.text.strip())  # unchanged text under a new id
+    change = Change(reworded=_match(removed, added, lambda i: i.item_id))  # a stored id, new text
     pairs = sorted(
         ((SequenceMatcher(None, a.text, b.text).ratio(), p, q) for p, a in removed.items() for q, b in added.items()),
         reverse=True,
@@ -50,6 +51,19 @@ def _diff_items(old: list[Item], new: list[Item]) -> Change:
         change.reworded.append((removed.pop(p), added.pop(p)))
     change.removed, change.added = list(removed.values()), list(added.values())
     return change
+
+
+def _match(old: dict[int, Item], new: dict[int, Item], key) -> list[tuple[Item, Item]]:
+    """Old and new items with equal keys, paired in list order and taken out of both."""
+    waiting: dict = {}
+    for q, item in new.items():
+        waiting.setdefault(key(item), []).append(q)
+    pairs = []
+    for p in list(old):
+        queue = waiting.get(key(old[p]))
+        if queue:
+            pairs.append((old.pop(p), new.pop(queue.pop(0))))
+    return pairs
 
 
 def format_diff(changes: dict[tuple[str, str | None], Change]) -> str:

@@ -19,12 +19,20 @@ from examflow.questions.bank import Entry
 QUESTION_COLUMNS = ["query_id", "facet_id", "question_id", "question_text", "kind", "gold_answers", "choices"]
 
 
+NAME_MAX = 255  # the longest file name most file systems take, in bytes (here ASCII characters)
+
+
 def query_folder(query_id: str) -> str:
-    """A file-name-safe, collision-free name for a query (its grade cache folder)."""
+    """A file-name-safe, collision-free name for a query (its grade cache folder).
+
+    An id of letters, digits, `_` and `-` is its own name; another gets `_` for the rest and a
+    digest. Where that name would be too long (or empty), the name is the first 64 characters
+    and a longer digest after a `.`, which no other name holds: earlier caches keep their names."""
     safe = re.sub(r"[^A-Za-z0-9_-]", "_", query_id)
-    if safe == query_id:
-        return safe
-    return f"{safe}-{hashlib.md5(query_id.encode('utf-8')).hexdigest()[:8]}"
+    name = safe if safe == query_id else f"{safe}-{hashlib.md5(query_id.encode('utf-8')).hexdigest()[:8]}"
+    if 0 < len(name) <= NAME_MAX:
+        return name
+    return f"{safe[:64]}.{hashlib.sha256(query_id.encode('utf-8')).hexdigest()[:32]}"
 
 
 def shard_of(query_id: str, shards: int) -> str:

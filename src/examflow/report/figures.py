@@ -113,15 +113,22 @@ def kappa_heatmap(agreement: pd.DataFrame, kappa: pd.DataFrame) -> bytes:
     ax.set_xlabel("official judgment")
     ax.set_ylabel("EXAM-Label")
     values = dict(zip(kappa["table"], kappa["kappa"]))
+    no_pairs = not kappa["n_pairs"].gt(0).any()  # official qrels given, but none judges a pooled passage
     ax.set_title(
-        f"κ lenient {values.get('lenient', math.nan):.3f}, strict {values.get('strict', math.nan):.3f}", fontsize=9
+        "no pooled passage has an official judgment"
+        if no_pairs
+        else f"κ lenient {values.get('lenient', math.nan):.3f}, strict {values.get('strict', math.nan):.3f}",
+        fontsize=9,
     )
     fig.colorbar(image, ax=ax, shrink=0.8)
     return _png(fig)
 
 
-def nrp_figure(per_system: pd.DataFrame) -> bytes:
-    """NRP per system (LLM / prompt) with standard errors, one line per dimension."""
+def nrp_figure(per_system: pd.DataFrame, denominator: str) -> bytes:
+    """NRP per system (LLM / prompt) with standard errors, one line per dimension; the title names the
+    denominator (docs or list: the same answers score differently under each)."""
+    from examflow.nrp.evaluate import DENOMINATORS
+
     per_system = per_system.assign(system=per_system["llm"] + " / " + per_system["prompt"])
     headline = "combined" if "combined" in set(per_system["dimension"]) else per_system["dimension"].iloc[0]
     order = per_system[per_system["dimension"] == headline].sort_values("nrp", ascending=False)["system"].tolist()
@@ -134,7 +141,7 @@ def nrp_figure(per_system: pd.DataFrame) -> bytes:
     ax.set_xticks(x, order, rotation=30, ha="right", fontsize=8)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("NRP (1 = above every judged document)")
-    ax.set_title("NRP per system")
+    ax.set_title(f"NRP per system (denominator {denominator}: NRP = {DENOMINATORS[denominator]})")
     ax.legend(fontsize=7)
     return _png(fig)
 

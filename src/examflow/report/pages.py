@@ -162,8 +162,13 @@ def _marked(text: str, answers: list[str]) -> str:
     return escaped
 
 
-def nrp_page(per_system: pd.DataFrame, selection: pd.DataFrame, agreement: pd.DataFrame | None) -> str:
-    parts = ["<h2>Systems</h2>", table(per_system.sort_values(["dimension", "nrp"], ascending=[True, False])),
+def nrp_page(
+    per_system: pd.DataFrame, selection: pd.DataFrame, agreement: pd.DataFrame | None, denominator: str
+) -> str:
+    from examflow.nrp.evaluate import DENOMINATORS
+
+    formula = f"<p class='note'>Denominator {denominator}: NRP = {html.escape(DENOMINATORS[denominator])}.</p>"
+    parts = ["<h2>Systems</h2>", formula, table(per_system.sort_values(["dimension", "nrp"], ascending=[True, False])),
              "<h2>Ranker selection (nDCG@10 over the judged documents)</h2>", table(selection)]  # fmt: skip
     if agreement is not None:
         parts += ["<h2>Agreement with the expert (Kendall's τ-b, t-based 95 % interval)</h2>",

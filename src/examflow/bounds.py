@@ -1,0 +1,14 @@
+"""Bounds on the text examflow keeps of what others wrote (model replies, servers' messages): a
+reply of any size must not make a grades table, a cache or a log of that size."""
+
+from __future__ import annotations
+
+STORED_CHARS = 2000  # of a grade row's raw answer, parsed answer and error
+MESSAGE_CHARS = 300  # of a server's message in an error or a log line
+
+
+def clip(text: str, limit: int) -> str:
+    """`text`, or its first `limit` characters and how many more there were."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [{len(text) - limit} more characters]"

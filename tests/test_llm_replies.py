@@ -1,0 +1,164 @@
+"""What examflow keeps of an LLM server's replies, against a real server on 127.0.0.1: a reply past
+`max_reply_bytes` is a failure read in bounded memory, what is stored is bounded, and the request's
+API key never reaches a file or a log."""
+
+from __future__ import annotations
+
+import json
+import logging
+import tracemalloc
+
+import pandas as pd
+import pytest
+from llm_server import Echo, LLMServer, Padded, Status
+from test_grading_backends import openai_method, pairs, values
+
+from examflow.grading.grades import failure_counts
+from examflow.grading.run import ShardGrader
+from examflow.llm import LLMClient, LLMError, LLMSettings
+
+SENTINEL = "sk-sentinel-7f3a9c2e-do-not-store"
+LIMIT = 262_144  # the default max_reply_bytes
+
+
+@pytest.fixture
+def server():
+    with LLMServer(default=lambda prompt: "3") as running:
+        yield running
+
+
+def client(server, tmp_path, **options) -> LLMClient:
+    settings = {"model": "m", "base_url": server.base_url, "max_attempts": 3, "backoff": 0.01, "timeout": 10}
+    return LLMClient(LLMSettings(**(settings | options)), tmp_path / "llm")
+
+
+@pytest.mark.parametrize("declared", [False, True], ids=["streamed", "content-length"])
+def test_a_reply_past_the_limit_is_a_failure_read_in_bounded_memory(server, tmp_path, declared):
+    server.script("bees", Padded("4", 20_000_000, declared))  # a "4" padded to 20 MB
+    llm = client(server, tmp_path)
+    tracemalloc.start()
+    try:
+        with pytest.raises(LLMError) as failed:
+            llm.complete("bees")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert failed.value.kind == "too-large"
+    assert peak < 4_000_000  # a few chunks past the limit, not the body
+    assert server.calls == 1  # not retried: the same prompt gets the same reply
+    assert not list((tmp_path / "llm").rglob("*.json"))  # never cached
+
+
+def test_a_reply_of_the_limit_is_read_whole_and_a_lower_limit_holds_for_the_cache(server, tmp_path):
+    server.script("bees", Padded("4", LIMIT, declared=False))
+    assert client(server, tmp_path).complete("bees").strip() == "4" and server.calls == 1
+    # The cached reply is past a lower limit: asked again, it fails as a fresh one would.
+    with pytest.raises(LLMError, match=r"^too-large: the reply is longer than max_reply_bytes = 1999 bytes$"):
+        client(server, tmp_path, max_reply_bytes=1999).complete("bees")
+    assert server.calls == 2
+    server.script("honey", Padded("4", 2000))
+    with pytest.raises(LLMError, match=r"^too-large: the reply declares 2000 bytes, more than max_reply_bytes = 1999$"):
+        client(server, tmp_path, max_reply_bytes=1999).complete("honey")
+
+
+def test_too_large_is_a_failure_of_its_own_kind_and_stored_text_is_bounded(server, tmp_path):
+    long_grade, long_words = "4" + " " * 5000, "I would rather not say. " * 300
+    server.script("bees make honey from nectar 0", long_grade)
+    server.script("the moon raises tides 1", Padded("4", 300_000))
+    server.script("lava and magma 2", long_words)
+    method = openai_method(server, "self_rating", mode="reference")
+    table = ShardGrader(method, str(tmp_path)).grade(pairs(4))
+    assert values(table["rating"]) == [4, None, 0, 3]  # a padded "4" past the limit is no grade
+    assert values(table["error"]) == [None, f"too-large: the reply declares 300000 bytes, more than max_reply_bytes = {LIMIT}", None, None]  # fmt: skip
+    assert failure_counts(table) == {"too-large": 1}
+    assert values(table["raw"]) == [
+        long_grade[:2000] + "… [3001 more characters]",
+        None,
+        long_words[:2000] + f"… [{len(long_words) - 2000} more characters]",
+        "3",
+    ]
+    assert table["unparsable"].tolist() == [False, False, True, False]
+    retry = ShardGrader(method, str(tmp_path))
+    retry.grade(pairs(4))
+    assert retry.sent == 1  # the failure was not cached
+
+
+def files_holding(folder, text: str) -> list[str]:
+    """Every file under `folder` that holds `text`: in its bytes, or in a cell of a (compressed) Parquet table."""
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and _holds(p, text))
+
+
+def _holds(path, text: str) -> bool:
+    if path.suffix == ".parquet":
+        table = pd.read_parquet(path)
+        return any(text in str(value) for column in table.columns for value in table[column])
+    return text.encode() in path.read_bytes()
+
+
+def test_the_api_key_a_server_echoes_is_never_written(server, tmp_path, monkeypatch, caplog, capsys):
+    monkeypatch.setenv("OPENAI_API_KEY", SENTINEL)
+    caplog.set_level(logging.INFO)
+    server.script("bees make honey from nectar 0", Echo("5 {key}"))  # unparsable under strict: an error
+    server.script("the moon raises tides 1", Status(401, message="Incorrect API key provided: {key}"))
+    server.script("lava and magma 2", Status(500, message="upstream rejected {key}"))
+    server.script("compost feeds soil 3", Echo("{key}"))
+    backend = {"kind": "openai", "model": "m", "base_url": server.base_url, "backoff": 0.01, "max_attempts": 2}
+    method = {"name": "llm", "kind": "self_rating", "backend": backend}
+    table = ShardGrader(method, str(tmp_path / "cache")).grade(pairs(4))
+    table.to_parquet(tmp_path / "grades.parquet")
+    assert values(table["error"]) == [
+        "unparsable: not a grade 0-5: '5 [redacted API key]'",
+        "http-401: Error code: 401 - Incorrect API key provided: [redacted API key]",
+        "http-500: Error code: 500 - upstream rejected [redacted API key]",
+        "unparsable: not a grade 0-5: '[redacted API key]'",
+    ]
+    assert values(table["raw"])[0] == "5 [redacted API key]"
+
+    # Question generation: the bank, its cache and the command's error.
+    from examflow.cli import main
+
+    server.script("'how do bees make honey'", Echo('{"questions": ["Is {key} a key?"]}'))
+    server.script("'why is the sky blue'", Echo("I cannot: {key}"))
+    (tmp_path / "queries.tsv").write_text("q1\thow do bees make honey\n")
+    args = ["questions", "--queries", str(tmp_path / "queries.tsv"), "--model", "m", "--base-url", server.base_url,
+            "--backoff", "0.01", "--cache-dir", str(tmp_path / "cache" / "llm")]  # fmt: skip
+    assert main([*args, "--out", str(tmp_path / "bank.jsonl")]) == 0
+    assert json.loads((tmp_path / "bank.jsonl").read_text())["items"][0]["question_text"] == "Is [redacted API key] a key?"  # fmt: skip
+    (tmp_path / "sky.tsv").write_text("q2\twhy is the sky blue\n")
+    assert main([*args[:2], str(tmp_path / "sky.tsv"), *args[3:], "--out", str(tmp_path / "sky.jsonl")]) == 2
+
+    error = capsys.readouterr().err
+    assert "q2: 3 unparsable answers, the last: 'I cannot: [redacted API key]'" in error
+
+    assert server.requests[0]["auth"] == f"Bearer {SENTINEL}"  # the key was sent, and echoed
+    assert files_holding(tmp_path, SENTINEL) == []
+    redacted = files_holding(tmp_path, "[redacted API key]")
+    assert {"bank.jsonl", "grades.parquet"} <= set(redacted)
+    assert {name.split("/")[1] for name in redacted if name.startswith("cache/")} == {"grades", "llm"}
+    assert SENTINEL not in caplog.text + error
+    assert "LLM call failed (http-500: Error code: 500 - upstream rejected [redacted API key])" in caplog.text
+    # A key as short as the placeholders local servers take ("EMPTY", "1") is no secret: answers stay.
+    monkeypatch.setenv("OPENAI_API_KEY", "1")
+    server.script("placeholder", Echo("{key}"))
+    assert client(server, tmp_path).complete("placeholder") == "1"
+
+
+def test_a_damaged_or_edited_llm_cache_file_is_asked_again(server, tmp_path, caplog):
+    llm = client(server, tmp_path)
+    assert llm.complete("bees") == "3" and server.calls == 1
+    [path] = (tmp_path / "llm").rglob("*.json")
+    record = json.loads(path.read_text(encoding="utf-8"))
+    path.write_text(json.dumps(record | {"response": "5"}), encoding="utf-8")  # edited
+    assert client(server, tmp_path).complete("bees") == "3" and server.calls == 2
+    path.write_bytes(b"\xff\xfe not JSON")  # damaged
+    assert client(server, tmp_path).complete("bees") == "3" and server.calls == 3
+    path.write_text(json.dumps(["3"]), encoding="utf-8")  # JSON, not a record
+    assert client(server, tmp_path).complete("bees") == "3" and server.calls == 4
+    assert client(server, tmp_path).complete("bees") == "3" and server.calls == 4  # rewritten whole, trusted
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warned == [
+        f"{path}: skipped 0 damaged entries (cut short, not UTF-8, not a JSON object, or a field missing) and 1 "
+        "edited ones (checksum mismatch); their values are asked of the model again",
+        *[f"{path}: skipped 1 damaged entries (cut short, not UTF-8, not a JSON object, or a field missing) and 0 "
+          "edited ones (checksum mismatch); their values are asked of the model again"] * 2,
+    ]  # fmt: skip

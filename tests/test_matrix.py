@@ -1,0 +1,306 @@
+"""The configurations users write, each run end to end through the real workflow (`.test/config_*`, as
+Snakemake workflows keep them), its tables checked against values computed in `independent.py` from the
+raw inputs, not just its exit code. `.test/README.md` says what each configuration covers."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import threading
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import scipy.stats
+from conftest import ROOT, copy_project, snakemake
+from independent import (
+    bank_questions,
+    cover,
+    grades_from_table,
+    nrp_of_run,
+    qrels_lines,
+    read_qrels,
+    read_runs,
+)
+from llm_server import LLMServer, Raw, Status
+
+pytestmark = pytest.mark.workflow
+CONFIGS = sorted(p.name.removeprefix("config_") for p in (ROOT / ".test").glob("config_*"))
+
+
+def prepare(tmp_path: Path, name: str, base_url: str = "") -> tuple[Path, tuple[str, ...], dict]:
+    """A project copy with the .test folder, the config's LLM address filled in; (folder, args, config)."""
+    project = copy_project(tmp_path)
+    shutil.copytree(ROOT / ".test", project / ".test")
+    config_file = project / ".test" / f"config_{name}" / "config.yaml"
+    config_file.write_text(config_file.read_text().replace("LLM_BASE_URL", base_url))
+    import yaml
+
+    return project, ("--configfile", str(config_file.relative_to(project))), yaml.safe_load(config_file.read_text())
+
+
+def table(path: Path) -> pd.DataFrame:
+    """A TSV the workflow wrote, every id as written (NA, null and 001 are ids)."""
+    return pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+
+
+def numbers(frame: pd.DataFrame, *columns: str) -> pd.DataFrame:
+    return frame.assign(**{c: pd.to_numeric(frame[c].replace("", None)) for c in columns})
+
+
+def check_exam(project: Path, config: dict, method: str, answers=None) -> None:
+    """Every EXAM table of one method against the independent computation from the raw inputs."""
+    results = project / config["results_dir"]
+    inputs = config["inputs"]
+    grades = pd.read_parquet(results / "grades" / f"{method}.parquet")
+    answers = answers if answers is not None else grades_from_table(grades)
+    runs = read_runs(sorted(project.glob(inputs["runs"][0] if isinstance(inputs["runs"], list) else inputs["runs"])))
+    questions = bank_questions(project / inputs["bank"])
+    evaluation = config.get("evaluation", {})
+    board = numbers(table(results / "eval" / method / "leaderboard.tsv"), "score", "tau")
+    for tau in evaluation.get("tau", [1, 3, 4, 5]):
+        expected = cover(answers, runs, questions, tau, all_queries=evaluation.get("query_mode") == "all")
+        rows = board[(board["measure"] == "exam_cover") & (board["tau"] == tau) & (board["kind"] == "system")]
+        got = dict(zip(rows["run_id"], rows["score"]))
+        for run in expected:  # generated responses are runs too; the run files' runs must be exact
+            assert got[run] == pytest.approx(expected[run], abs=1e-12), (tau, run)
+    pool = pd.read_parquet(results / "pool" / "passages.parquet")
+    pooled = {(q, p) for q, p, o in zip(pool["query_id"], pool["passage_id"], pool["origin"]) if o != "gold"}
+    written = set((results / "eval" / method / "qrels" / f"{method}.qrels").read_text().splitlines())
+    assert written == qrels_lines(answers, pooled)
+    if inputs.get("official_leaderboard"):
+        official = json.loads((project / inputs["official_leaderboard"]).read_text())
+        correlation = numbers(table(results / "eval" / method / "correlation.tsv"), "tau", "spearman", "kendall")
+        rows = board[(board["measure"] == "exam_cover") & (board["tau"] == 4)].set_index("run_id")
+        shared = [run for run in official if run in rows.index]
+        rho = scipy.stats.spearmanr([official[r] for r in shared], [-rows.at[r, "score"] for r in shared])[0]
+        row = correlation[(correlation["measure"] == "exam_cover") & (correlation["tau"] == 4)].iloc[0]
+        assert row["spearman"] == pytest.approx(rho, abs=1e-12)
+
+
+def finished(project: Path, args: tuple[str, ...]) -> None:
+    """Every declared output is there and up to date: a second run has nothing to do."""
+    assert "Nothing to be done" in snakemake(project, *args, "-n").stdout
+
+
+def rating(question: str, context: str) -> int:
+    """A grade 0-5 from a digest of question and passage: mostly 0, so that the runs' covers differ."""
+    value = int(hashlib.md5(f"{question}|{context}".encode()).hexdigest(), 16)
+    return value % 6 if value % 7 == 0 else 0
+
+
+def question_and_context(prompt: str) -> tuple[str, str]:
+    question, context = prompt.split("\nQuestion: ", 1)[1].split("\nContext: ", 1)
+    return question, context
+
+
+def generator(prompt: str) -> str:
+    """Three questions naming the query (and subtopic) for a generation prompt; else a grade."""
+    if "Can the question be answered" in prompt:
+        return str(rating(*question_and_context(prompt)))
+    topic = " / ".join(dict.fromkeys(re.findall(r"'([^']+)'", prompt)))
+    return json.dumps({"questions": [f"What is {topic}?", f"Why does {topic} matter?", f"How does {topic} work?"]})
+
+
+def expected_answers(project: Path, config: dict, questions: dict, fails=lambda q, c: False) -> dict:
+    """The grade the test server gives each pooled (query, passage, question), failures left out."""
+    results = project / config["results_dir"]
+    pool = pd.read_parquet(results / "pool" / "passages.parquet")
+    return {
+        (q, p, qid): float(rating(text, context))
+        for q, p, context in zip(pool["query_id"], pool["passage_id"], pool["text"])
+        for qid, text in questions.get(q, {}).items()
+        if not fails(text, context)
+    }
+
+
+def test_generate_and_grade_in_one_run(tmp_path):
+    with LLMServer(default=generator) as server:
+        project, args, config = prepare(tmp_path, "generate", server.base_url)
+        snakemake(project, *args)
+        bank = bank_questions(project / config["inputs"]["bank"])
+        assert sum(map(len, bank.values())) == 27  # 4 queries and 5 subtopics, 3 questions each
+        check_exam(project, config, "rater", expected_answers(project, config, bank))
+        results = project / config["results_dir"]
+        assert (results / "report/rater/example.html").read_text().count("class='passage'") > 0
+        finished(project, args)
+
+
+def test_tsv_facetless_bank_on_subtopic_queries(tmp_path):
+    project, args, config = prepare(tmp_path, "tsv_facetless")
+    snakemake(project, *args)
+    check_exam(project, config, "cosine")
+    results = project / config["results_dir"]
+    assert not (results / "eval/cosine/qrels/cosine.facets.qrels").exists()
+    # κ at page level: every pooled passage with a judgment of its page counts once.
+    kappa = numbers(table(results / "eval/cosine/kappa.tsv"), "n_pairs")
+    judged = read_qrels(project / config["inputs"]["qrels"])
+    pages = {(q.split("/")[0], d) for q, docs in judged.items() for d in docs}
+    pool = pd.read_parquet(results / "pool/passages.parquet")
+    assert set(kappa["n_pairs"]) == {len(pages & set(zip(pool["query_id"], pool["passage_id"])))}
+    finished(project, args)
+
+
+def test_no_qrels(tmp_path):
+    project, args, config = prepare(tmp_path, "no_qrels")
+    snakemake(project, *args)
+    check_exam(project, config, "cosine")
+    results = project / config["results_dir"]
+    for absent in ("eval/cosine/kappa.tsv", "eval/cosine/agreement.tsv", "report/cosine/kappa.png"):
+        assert not (results / absent).exists()
+    finished(project, args)
+
+
+def test_no_official_leaderboard_with_responses_and_query_mode_all(tmp_path):
+    project, args, config = prepare(tmp_path, "no_official")
+    snakemake(project, *args)
+    check_exam(project, config, "cosine")
+    results = project / config["results_dir"]
+    for absent in ("eval/cosine/correlation.tsv", "report/cosine/scatter.png", "report/cosine/correlation.html"):
+        assert not (results / absent).exists()
+    board = table(results / "eval/cosine/leaderboard.tsv")
+    assert {"rag-brief", "_gold_"} <= set(board["run_id"])  # generated responses and gold articles
+    assert "No official leaderboard was given" in (results / "summary.md").read_text()
+    finished(project, args)
+
+
+def test_stored_ids_reworded_and_rerun(tmp_path):
+    project, args, config = prepare(tmp_path, "stored_ids")
+    bank = project / config["inputs"]["bank"]
+    bank.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(project / ".test/data/stored-ids-bank.jsonl", bank)
+    snakemake(project, *args)
+    check_exam(project, config, "cosine")
+    old = "Which enzyme starts breaking down sucrose in nectar?"
+    bank.write_text(bank.read_text().replace(old, "Which enzyme do bees add to nectar?"))
+    snakemake(project, *args)
+    check_exam(project, config, "cosine")
+    changes = table(project / config["results_dir"] / "eval/cosine/impact_questions.tsv")
+    assert changes[["change", "question_id", "old_question_id", "old_question_text"]].values.tolist() == [
+        ["reworded", "honeybee/q2", "honeybee/q2", old]
+    ]
+    finished(project, args)
+
+
+class Flaky:
+    """A grader that fails now and then, by a digest of the prompt: HTTP 500 once then a grade, HTTP 429
+    once, always HTTP 500, a malformed reply, prose in place of a grade."""
+
+    def __init__(self):
+        self.seen: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    @staticmethod
+    def fate(question: str, context: str) -> int:
+        return int(hashlib.md5(f"fate|{question}|{context}".encode()).hexdigest(), 16) % 40
+
+    @staticmethod
+    def fails(question: str, context: str) -> bool:
+        return Flaky.fate(question, context) in (2, 3, 4)
+
+    def __call__(self, prompt: str):
+        question, context = question_and_context(prompt)
+        fate = self.fate(question, context)
+        with self.lock:
+            self.seen[prompt] = attempt = self.seen.get(prompt, 0) + 1
+        if fate == 0 and attempt == 1:
+            return Status(500)
+        if fate == 1 and attempt == 1:
+            return Status(429, {"Retry-After": "0"})
+        if fate == 2:
+            return Status(500)
+        if fate == 3:
+            return Raw('{"choices": [{"message": {"content": null}}]}')
+        if fate == 4:
+            return "I would say this passage is rather relevant."
+        return str(rating(question, context))
+
+
+def test_flaky_api_within_the_allowance(tmp_path):
+    flaky = Flaky()
+    with LLMServer(default=flaky) as server:
+        project, args, config = prepare(tmp_path, "flaky_api", server.base_url)
+        snakemake(project, *args)
+        questions = bank_questions(project / config["inputs"]["bank"])
+        answers = expected_answers(project, config, questions, Flaky.fails)
+        check_exam(project, config, "flaky", answers)
+        results = project / config["results_dir"]
+        grades = pd.read_parquet(results / "grades/flaky.parquet")
+        failed = grades[grades["error"].notna()]
+        pool = pd.read_parquet(results / "pool/passages.parquet")
+        texts = dict(zip(zip(pool["query_id"], pool["passage_id"]), pool["text"]))
+        expected = sum(Flaky.fails(t, texts[(q, p)]) for q in questions for t in questions[q].values()
+                       for (qq, p) in texts if qq == q)  # fmt: skip
+        assert len(failed) == expected > 0
+        assert set(failed["error"].str.split(":").str[0]) == {"http-500", "malformed", "unparsable"}
+        board = table(results / "eval/flaky/leaderboard.tsv")
+        assert int(board[board["run_id"] == "_overall_"]["failed_pairs"].iloc[0]) == expected
+        assert f"{expected}" in (results / "summary.md").read_text()
+        finished(project, args)
+
+
+def test_nrp_only(tmp_path):
+    project, args, config = prepare(tmp_path, "nrp_only")
+    snakemake(project, *args)
+    results = project / config["results_dir"]
+    nrp = config["nrp"]
+    expected = nrp_of_run(
+        project / ".test/data/nrp-scores.run", project / nrp["dimensions"]["relevance"]["qrels"],
+        project / nrp["answers"], "list",
+    )  # fmt: skip
+    per_system = numbers(table(results / "nrp/per_system.tsv"), "nrp")
+    rows = per_system[(per_system["ranker"] == "outside") & (per_system["dimension"] == "relevance")]
+    assert {(r.llm, r.prompt): r.nrp for r in rows.itertuples()} == pytest.approx(expected, abs=1e-12)
+    assert set(per_system["denominator"]) == {"list"}
+    assert not (results / "pool").exists() and (results / "report/nrp/nrp.png").is_file()
+    assert "NRP" in (results / "summary.md").read_text()
+    finished(project, args)
+
+
+def test_odd_ids_are_kept_as_written(tmp_path):
+    project, args, config = prepare(tmp_path, "odd_ids")
+    snakemake(project, *args)
+    check_exam(project, config, "cosine")
+    results = project / config["results_dir"]
+    board = table(results / "eval/cosine/leaderboard.tsv")
+    assert set(board["run_id"]) == {"NA", "null", "None", "nan", "_overall_"}
+    assert set(table(results / "eval/cosine/per_query.tsv")["query_id"]) == {"001", "NA"}
+    assert "topic 001" in (results / "report/cosine/example.html").read_text()
+    assert "| NA, None | 0.500 |" in (results / "summary.md").read_text()  # Rprec: two runs tie
+    snakemake(project, "--report", f"{config['results_dir']}/report.html", *args)
+    finished(project, args)
+
+
+def test_hostile_paths_run_nothing_and_stay_whole(tmp_path):
+    project, args, config = prepare(tmp_path, "hostile_paths")
+    data = project / config["inputs"]["queries"].split("/")[0]
+    shutil.copytree(ROOT / "resources/demo", data)
+    shutil.copytree(ROOT / "resources/demo-nrp", data / "nrp")
+    for plain, key in (("corpus.tsv", "corpus"), ("qrels.txt", "qrels"), ("bank.jsonl", "bank")):
+        (data / plain).rename(project / config["inputs"][key])
+    result = snakemake(project, *args)
+    check_exam(project, config, "cosine")
+    results = project / config["results_dir"]
+    assert (results / "nrp/per_system.tsv").is_file() and (results / "logs/pool.log").is_file()
+    report = f"{config['results_dir']}/report.html"
+    assert f"--report {shlex_quote(report)} --configfile" in result.stdout
+    snakemake(project, "--report", report, *args)
+    assert (project / report).is_file()
+    finished(project, args)
+    assert not list(tmp_path.rglob("PWNED*")) and not list(Path.cwd().glob("PWNED*"))
+    assert sorted(p.name for p in project.iterdir() if not p.name.startswith(".")) == sorted(
+        ["Snakefile", "config", "envs", "profiles", "resources", "results", "src", "workflow", data.name]
+    )  # no stray file named after the first word of a path
+
+
+def shlex_quote(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text)
+
+
+def test_every_configuration_is_tested():
+    tested = {name.removeprefix("test_") for name in globals() if name.startswith("test_")}
+    assert CONFIGS and all(any(config in test for test in tested) for config in CONFIGS), CONFIGS
