@@ -32,7 +32,7 @@ CONFIGS = sorted(p.name.removeprefix("config_") for p in (ROOT / ".test").glob("
 
 def prepare(tmp_path: Path, name: str, base_url: str = "") -> tuple[Path, tuple[str, ...], dict]:
     """A project copy with the .test folder, the config's LLM address filled in; (folder, args, config)."""
-    project = copy_project(tmp_path)
+    project = copy_project(tmp_path if name != "hostile_paths" else tmp_path / "clone $(touch PWNED-root);'c'")
     shutil.copytree(ROOT / ".test", project / ".test")
     config_file = project / ".test" / f"config_{name}" / "config.yaml"
     config_file.write_text(config_file.read_text().replace("LLM_BASE_URL", base_url))

@@ -41,7 +41,7 @@ def test_the_summary_says_what_happened_in_words(demo):
     correlation = pd.read_csv(demo / "results/demo/eval/cosine/correlation.tsv", sep="\t")
     row = correlation[(correlation["measure"] == "map") & (correlation["tau"] == 4)].iloc[0]
     line = (
-        f"| map | {best_map['run_id']} | {best_map['score']:.3f} | {row['spearman']:.3f} [{row['spearman_low']:.3f}, "
+        f"| map | {best_map['run_id']} | {best_map['score']:.3f} | {row['spearman']:.3f} \\[{row['spearman_low']:.3f}, "
     )
     assert line in summary
     assert "| cosine | 3345 | 0 | – | 0 |" in summary

@@ -14,6 +14,7 @@ from conftest import own_collection, snakemake, write
 from llm_server import LLMServer
 
 from examflow.prompts import template
+from examflow.results import LOCK
 
 pytestmark = pytest.mark.workflow
 
@@ -26,11 +27,11 @@ def graded_by_hash(prompt: str) -> str:
 
 
 def outputs(results: Path) -> dict[str, bytes]:
-    """Every output file but the logs and the caches, by path under results/."""
+    """Every output file but the logs, the caches and the run's lock (it names the process), by path."""
     return {
         str(path.relative_to(results)): path.read_bytes()
         for path in sorted(results.rglob("*"))
-        if path.is_file() and path.relative_to(results).parts[0] not in ("logs", "cache")
+        if path.is_file() and path.relative_to(results).parts[0] not in ("logs", "cache", LOCK)
     }
 
 
