@@ -45,6 +45,17 @@ def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.Compl
     return result
 
 
+def outputs(results: Path) -> dict[str, bytes]:
+    """Every output file of a run but the logs, the caches and the run's lock (it names the process)."""
+    from examflow.results import LOCK
+
+    return {
+        str(path.relative_to(results)): path.read_bytes()
+        for path in sorted(results.rglob("*"))
+        if path.is_file() and path.relative_to(results).parts[0] not in ("logs", "cache", LOCK)
+    }
+
+
 def copy_project(folder: Path) -> Path:
     """A copy of the workflow and the demo collections to run snakemake in."""
     for name in ("workflow", "config", "profiles", "envs"):

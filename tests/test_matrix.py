@@ -80,6 +80,14 @@ def check_exam(project: Path, config: dict, method: str, answers=None) -> None:
         assert row["spearman"] == pytest.approx(rho, abs=1e-12)
 
 
+def evaluated(tmp_path: Path, name: str, method: str = "cosine") -> tuple[Path, tuple[str, ...], dict, Path]:
+    """The configuration run once and its EXAM tables checked; (project, args, config, results folder)."""
+    project, args, config = prepare(tmp_path, name)
+    snakemake(project, *args)
+    check_exam(project, config, method)
+    return project, args, config, project / config["results_dir"]
+
+
 def finished(project: Path, args: tuple[str, ...]) -> None:
     """Every declared output is there and up to date: a second run has nothing to do."""
     assert "Nothing to be done" in snakemake(project, *args, "-n").stdout
@@ -129,10 +137,7 @@ def test_generate_and_grade_in_one_run(tmp_path):
 
 
 def test_tsv_facetless_bank_on_subtopic_queries(tmp_path):
-    project, args, config = prepare(tmp_path, "tsv_facetless")
-    snakemake(project, *args)
-    check_exam(project, config, "cosine")
-    results = project / config["results_dir"]
+    project, args, config, results = evaluated(tmp_path, "tsv_facetless")
     assert not (results / "eval/cosine/qrels/cosine.facets.qrels").exists()
     # κ at page level: every pooled passage with a judgment of its page counts once.
     kappa = numbers(table(results / "eval/cosine/kappa.tsv"), "n_pairs")
@@ -144,20 +149,14 @@ def test_tsv_facetless_bank_on_subtopic_queries(tmp_path):
 
 
 def test_no_qrels(tmp_path):
-    project, args, config = prepare(tmp_path, "no_qrels")
-    snakemake(project, *args)
-    check_exam(project, config, "cosine")
-    results = project / config["results_dir"]
+    project, args, config, results = evaluated(tmp_path, "no_qrels")
     for absent in ("eval/cosine/kappa.tsv", "eval/cosine/agreement.tsv", "report/cosine/kappa.png"):
         assert not (results / absent).exists()
     finished(project, args)
 
 
 def test_no_official_leaderboard_with_responses_and_query_mode_all(tmp_path):
-    project, args, config = prepare(tmp_path, "no_official")
-    snakemake(project, *args)
-    check_exam(project, config, "cosine")
-    results = project / config["results_dir"]
+    project, args, config, results = evaluated(tmp_path, "no_official")
     for absent in ("eval/cosine/correlation.tsv", "report/cosine/scatter.png", "report/cosine/correlation.html"):
         assert not (results / absent).exists()
     board = table(results / "eval/cosine/leaderboard.tsv")
@@ -260,10 +259,7 @@ def test_nrp_only(tmp_path):
 
 
 def test_odd_ids_are_kept_as_written(tmp_path):
-    project, args, config = prepare(tmp_path, "odd_ids")
-    snakemake(project, *args)
-    check_exam(project, config, "cosine")
-    results = project / config["results_dir"]
+    project, args, config, results = evaluated(tmp_path, "odd_ids")
     board = table(results / "eval/cosine/leaderboard.tsv")
     assert set(board["run_id"]) == {"NA", "null", "None", "nan", "_overall_"}
     assert set(table(results / "eval/cosine/per_query.tsv")["query_id"]) == {"001", "NA"}

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import ROOT, copy_project, snakemake, write
+from conftest import ROOT, copy_project, outputs, snakemake, write
 from llm_server import LLMServer
 from slurm_cluster import Cluster, available
 
@@ -45,14 +45,6 @@ def slurm_test_profile(folder: Path) -> str:
     profile |= {"slurm-no-account": True, "slurm-init-seconds-before-status-checks": 1, "latency-wait": 5}
     write(folder / "profiles/slurm-test/config.yaml", yaml.safe_dump(profile))
     return "profiles/slurm-test"
-
-
-def outputs(results: Path) -> dict[str, bytes]:
-    return {
-        str(path.relative_to(results)): path.read_bytes()
-        for path in sorted(results.rglob("*"))
-        if path.is_file() and path.relative_to(results).parts[0] not in ("logs", "cache")
-    }
 
 
 def test_the_demo_on_slurm_equals_a_local_run_and_regrades_only_an_edit(cluster, tmp_path):

@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import own_collection, snakemake, write
+from conftest import outputs, own_collection, snakemake, write
 from llm_server import LLMServer
 
 from examflow.prompts import template
-from examflow.results import LOCK
 
 pytestmark = pytest.mark.workflow
 
@@ -24,15 +23,6 @@ SENTINEL = "sk-SENTINEL-7f3a9c-never-write-me"
 def graded_by_hash(prompt: str) -> str:
     """A deterministic grader: a digit 0-5 from the prompt's digest."""
     return str(int(hashlib.md5(prompt.encode()).hexdigest(), 16) % 6)
-
-
-def outputs(results: Path) -> dict[str, bytes]:
-    """Every output file but the logs, the caches and the run's lock (it names the process), by path."""
-    return {
-        str(path.relative_to(results)): path.read_bytes()
-        for path in sorted(results.rglob("*"))
-        if path.is_file() and path.relative_to(results).parts[0] not in ("logs", "cache", LOCK)
-    }
 
 
 def every_file(root: Path):
