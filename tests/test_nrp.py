@@ -7,6 +7,7 @@ import json
 import math
 import subprocess
 import sys
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -294,10 +295,13 @@ def test_answer_names_hold_no_separator_and_name_no_judged_document(tmp_path):
 def test_kendall_tau_b_prints_exact_values_and_equals_scipy():
     from scipy.stats import kendalltau
 
-    from examflow.nrp.evaluate import kendall_tau_b
+    from examflow.nrp.evaluate import kendall_tau_b, mean_interval
 
     # 5 items, one discordant pair: (9 − 1)/√(10·10) = 0.8 exactly, where scipy gives 0.7999999999999999.
-    assert kendall_tau_b([1, 2, 3, 4, 5], [1, 2, 3, 5, 4]) == 0.8
+    assert kendall_tau_b([1, 2, 3, 4, 5], [1, 2, 3, 5, 4]) == Fraction(4, 5) and float(Fraction(4, 5)) == 0.8
+    # The mean of exact τs is exact: −0.4, 0.6 and −0.2 average to 0, not to float noise (−1.85e-17).
+    taus = [kendall_tau_b([1, 2, 3, 4, 5], y) for y in ([2, 5, 4, 3, 1], [1, 2, 4, 5, 3], [1, 5, 4, 3, 2])]
+    assert taus == [Fraction(-2, 5), Fraction(3, 5), Fraction(-1, 5)] and mean_interval(taus)[0] == 0.0
     assert kendall_tau_b([1, 2, 3, 4, 5], [-math.inf, 2, -math.inf, 4, 5]) == pytest.approx(
         kendalltau([1, 2, 3, 4, 5], [-1e300, 2, -1e300, 4, 5]).statistic, abs=1e-15
     )  # infinite scores (a run lacking items) tie with each other

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 
 import pandas as pd
@@ -218,14 +219,15 @@ def expert_agreement(
             group = groups[query_id]
             tau = kendall_tau_b(group["rank"].tolist(), [-ranked[query_id, item] for item in group["item"]])
             values.append(tau)
-            rows.append((name, query_id, len(group), tau, math.nan, math.nan))
+            rows.append((name, query_id, len(group), float(tau), math.nan, math.nan))
         rows.append((name, "_mean_", sum(not math.isnan(v) for v in values), *mean_interval(values, level)))
     return pd.DataFrame(rows, columns=EXPERT_COLUMNS)
 
 
-def kendall_tau_b(x: list[float], y: list[float]) -> float:
-    """Kendall's τ-b = (C − D) / √((n0 − n1)(n0 − n2)), NaN when either side ties every pair. One square
-    root of an exact integer, so that 8/√100 gives 0.8 (scipy's two roots, 8/√10/√10, 0.7999999999999999)."""
+def kendall_tau_b(x: list[float], y: list[float]) -> float | Fraction:
+    """Kendall's τ-b = (C − D) / √((n0 − n1)(n0 − n2)), NaN when either side ties every pair: an exact
+    Fraction when the product is a square (always without ties), so that 8/√100 is 0.8 and a mean of
+    τs that is 0 is 0 (scipy's two roots, 8/√10/√10, give 0.7999999999999999)."""
     balance = tied_x = tied_y = 0
     for i in range(len(x)):
         for j in range(i):
@@ -235,7 +237,10 @@ def kendall_tau_b(x: list[float], y: list[float]) -> float:
             tied_y += sy == 0
     pairs = len(x) * (len(x) - 1) // 2
     product = (pairs - tied_x) * (pairs - tied_y)
-    return balance / math.sqrt(product) if product else math.nan
+    if not product:
+        return math.nan
+    root = math.isqrt(product)
+    return Fraction(balance, root) if root * root == product else balance / math.sqrt(product)
 
 
 def _sign(a: float, b: float) -> int:
@@ -250,11 +255,12 @@ def mean_interval(values: list[float], level: float = 0.95) -> tuple[float, floa
     mean = exact_mean(kept) if kept else math.nan
     if len(kept) < 2:
         return mean, math.nan, math.nan
-    half = float(t.ppf((1 + level) / 2, len(kept) - 1)) * statistics.stdev(kept) / math.sqrt(len(kept))
+    spread = statistics.stdev(map(float, kept))
+    half = float(t.ppf((1 + level) / 2, len(kept) - 1)) * spread / math.sqrt(len(kept))
     return mean, mean - half, mean + half
 
 
 def exact_mean(values) -> float:
     """The mean of the exact sum, rounded once: the mean of equal values is that value (0.8, not
     0.8000000000000002 as a float sum divided would give)."""
-    return float(statistics.mean(float(v) for v in values))
+    return float(statistics.mean(values))  # exact for floats and Fractions alike
