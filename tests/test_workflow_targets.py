@@ -3,16 +3,19 @@ report command a run prints is complete and never builds a report from another c
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 import yaml
 from conftest import copy_project, own_collection, snakemake, write
-from llm_server import LLMServer, Slow
+from llm_server import LLMServer
 
 pytestmark = pytest.mark.workflow
 
@@ -61,7 +64,13 @@ def test_a_second_run_on_the_same_results_folder_is_refused(tmp_path):
     """Two working directories, one results folder: the second run stops at once with the first's
     process and directory, and the first finishes undisturbed."""
     results = tmp_path / "shared-results"
-    with LLMServer(default=lambda prompt: Slow(0.2, "4")) as server:
+    graded = threading.Event()  # the first run's grading waits until the second run was refused
+
+    def grade(prompt: str) -> str:
+        graded.wait(timeout=300)
+        return "4"
+
+    with LLMServer(default=grade) as server:
         first, second = (copy_project(tmp_path / name) for name in ("first", "second"))
         configs = [own_config(project, results, server.base_url) for project in (first, second)]
         env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
@@ -73,6 +82,7 @@ def test_a_second_run_on_the_same_results_folder_is_refused(tmp_path):
         while server.calls == 0 and time.monotonic() < deadline:  # the first run is grading
             time.sleep(0.1)
         refused = snakemake(second, "--configfile", str(configs[1]), check=False)
+        graded.set()
         output = running.communicate(timeout=300)[0]
     assert running.returncode == 0, output
     assert refused.returncode != 0
@@ -91,7 +101,62 @@ def test_the_printed_report_command_is_complete_and_another_config_is_refused(pr
     assert printed in run.stdout and printed in (project / "results/mine/summary.md").read_text()
     # Without --configfile the demo's configuration is read: its report must not go into this folder.
     wrong = snakemake(project, "--report", "results/mine/report.html", check=False)
-    assert wrong.returncode != 0 and "add the --configfile of that run" in wrong.stderr
+    command = "with that run's config: snakemake --report results/mine/report.html --configfile mine.yaml"
+    assert wrong.returncode != 0 and command in wrong.stderr
+    # Nor from another config file in the same directory: the report shows what the configuration says.
+    write(project / "copy.yaml", config.read_text())
+    copy = snakemake(project, "--report", "results/mine/report.html", "--configfile", "copy.yaml", check=False)
+    assert copy.returncode != 0 and command in copy.stderr
     assert not (project / "results/mine/report.html").exists()
     snakemake(project, "--report", "results/mine/report.html", "--configfile", str(config))
     assert "mine" in (project / "results/mine/report.html").read_text(errors="replace")
+
+
+CHANGES = [  # (a setting changed in the demo's configuration, the steps that must run again)
+    ({"evaluation": {"k": 10}}, {"evaluate", "report_method", "summary"}),
+    ({"evaluation": {"bootstrap": 100}}, {"evaluate", "report_method", "summary"}),
+    ({"report": {"example_query": "tides"}}, {"report_method"}),
+    ({"report": {"tau": 3}}, {"evaluate", "report_method", "summary"}),
+    ({"nrp": {"denominator": "list"}}, {"nrp", "report_nrp", "summary"}),
+    ({"nrp": {"dimensions": {"relevance": {"weight": 0.8}, "readability": {"weight": 0.2}}}}, {"nrp"}),
+    ({"questions": {"llm": {"model": "another"}}}, {"summary"}),  # only the provenance record's digest
+    ({"pool": {"depth": 10}}, {"pool", "grade", "evaluate", "summary"}),
+]
+
+
+def merged(base: dict, change: dict) -> dict:
+    return {k: merged(base.get(k, {}), v) if isinstance(v, dict) else v for k, v in change.items()} | {
+        k: v for k, v in base.items() if k not in change
+    }
+
+
+@pytest.mark.parametrize("change, steps", CHANGES, ids=lambda c: json.dumps(c) if isinstance(c, dict) else "")
+def test_a_changed_setting_reruns_the_steps_that_read_it(demo, change, steps):
+    config = merged(yaml.safe_load((demo / "config/config.yaml").read_text()), change)
+    name = f"changed-{abs(hash(json.dumps(change, sort_keys=True)))}.yaml"
+    write(demo / "config" / name, yaml.safe_dump(config))
+    planned = set(
+        re.findall(r"^(?:local)?rule (\w+):", snakemake(demo, "-n", "--configfile", f"config/{name}").stdout, re.M)
+    )
+    assert steps <= planned, planned
+    if "grade" not in steps:
+        assert "grade" not in planned  # a setting the grades do not depend on costs no model call
+
+
+def test_a_results_folder_written_by_another_configuration_is_refused(tmp_path):
+    """One after the other this time: a run from a second directory neither finds the first one's tables
+    up to date ("Nothing to be done") nor builds a report of them under its own configuration."""
+    results = tmp_path / "shared-results"
+    with LLMServer(default=lambda prompt: "4") as server:
+        first, second = (copy_project(tmp_path / name) for name in ("first", "second"))
+        configs = [own_config(project, results, server.base_url) for project in (first, second)]
+        snakemake(first, "--configfile", str(configs[0]))
+        refused = snakemake(second, "--configfile", str(configs[1]), check=False)
+        report = snakemake(
+            second, "--report", str(results / "report.html"), "--configfile", str(configs[1]), check=False
+        )
+    message = f"{results}/ holds the results of a run in {first} (config {configs[0]})"
+    assert refused.returncode != 0 and message in refused.stdout + refused.stderr
+    assert report.returncode != 0 and message in report.stdout + report.stderr
+    assert not (results / "report.html").exists()
+    assert "Nothing to be done" in snakemake(first, "--configfile", str(configs[0]), "-n").stdout

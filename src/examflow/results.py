@@ -1,12 +1,19 @@
-"""A results folder belongs to one run at a time, and to one configuration.
+"""A results folder belongs to one configuration, and to one run of it at a time.
 
-Snakemake locks the working directory, not the results: two runs started in different
-directories on one `results_dir` would overwrite each other's job logs and tables. The
-first run to start holds an exclusive lock on `results_dir/.examflow.lock` for as long as
-its process lives (the system drops it when the process dies, even by SIGKILL); a second
-is refused with the first one's process id and directory. The file stays after the run
-and names the configuration that wrote the folder, so that a report of that folder is
-never built from another collection's configuration.
+Snakemake locks the working directory and keeps its record of what produced each file there
+(`.snakemake/`), not with the results: two runs started in different directories on one
+`results_dir` would overwrite each other's job logs and tables, and a run from a second directory
+would find the first one's tables up to date ("Nothing to be done") whatever its configuration says.
+So `results_dir/.examflow.lock` names the working directory and config files of the run that writes
+the folder:
+
+- when the workflow is parsed, a folder written from another directory, or being written by another
+  run, is refused (`check_results`), dry runs included; in its own directory, a changed or another
+  config file is Snakemake's to compare (its params triggers rerun what the change touches);
+- when a run starts, it holds an exclusive lock on the file for as long as its process lives (the
+  system drops it when the process dies, even by SIGKILL) and writes its record (`lock_results`);
+- a report is built only from the directory and config files of the run that wrote the folder
+  (`check_report_target`): the report shows what that configuration says.
 """
 
 from __future__ import annotations
@@ -23,26 +30,70 @@ LOCK = ".examflow.lock"
 _held: list = []  # the open lock files of this process: closing one would release its lock
 
 
+def check_results(folder: str | Path) -> None:
+    """Refuse a results folder written from another directory, or being written by another run."""
+    folder, record = Path(folder), _owner(Path(folder))
+    if not _elsewhere(record, {"workdir": os.getcwd()}):
+        return
+    if _locked(folder / LOCK):
+        raise Failure(
+            f"{folder}/ is in use by another examflow run (process {record.get('pid', '?')}, started in "
+            f"{record.get('workdir', '?')}): wait for it to finish, or give this configuration another results_dir"
+        )
+    raise Failure(
+        f"{folder}/ {_another(record)}: give this configuration its own results_dir, run it from that "
+        f"directory, or delete {folder}/"
+    )
+
+
 def lock_results(folder: str | Path, configfiles: list[str]) -> None:
-    """Hold `folder`'s lock until this process ends, or fail naming the run that holds it."""
+    """Hold `folder`'s lock until this process ends and record this configuration in it; a folder
+    that became another's since the workflow was parsed is refused."""
+    check_results(folder)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     handle = open(folder / LOCK, "a+", encoding="utf-8")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        holder = _owner(folder)
         handle.close()
-        raise Failure(
-            f"{folder}/ is in use by another examflow run (process {holder.get('pid', '?')}, started in "
-            f"{holder.get('workdir', '?')}): wait for it to finish, or give this configuration another results_dir"
-        ) from None
+        check_results(folder)  # names the other run, if it started elsewhere
+        raise Failure(f"{folder}/ is in use by another examflow run of this configuration") from None
     handle.seek(0)
     handle.truncate()
-    record = {"pid": os.getpid(), "workdir": os.getcwd(), "configfiles": [str(Path(f).resolve()) for f in configfiles]}
-    handle.write(json.dumps(record) + "\n")
+    handle.write(json.dumps({"pid": os.getpid(), **identity(configfiles)}) + "\n")
     handle.flush()
     _held.append(handle)
+
+
+def _locked(path: Path) -> bool:
+    """Whether a live process holds the lock on `path`."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return False  # closing the file drops this probe's lock
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+
+
+def identity(configfiles: list[str]) -> dict:
+    """The run's working directory (where its relative paths start, and Snakemake's record lives) and
+    its config files."""
+    return {"workdir": os.getcwd(), "configfiles": [str(Path(f).resolve()) for f in configfiles]}
+
+
+def _elsewhere(record: dict, mine: dict) -> bool:
+    """Whether a folder's record differs from `mine` in any of mine's keys (a folder moved with its
+    project, whose recorded directory is gone, is still this one's)."""
+    other = {key: record.get(key) for key in mine}
+    return bool(record) and other != mine and Path(str(record.get("workdir"))).is_dir()
+
+
+def _another(record: dict) -> str:
+    files = ", ".join(record.get("configfiles") or ["?"])
+    return f"holds the results of a run in {record.get('workdir', '?')} (config {files})"
 
 
 def _owner(folder: Path) -> dict:
@@ -53,16 +104,15 @@ def _owner(folder: Path) -> dict:
 
 
 def check_report_target(report: str, results: str | Path, configfiles: list[str]) -> None:
-    """Refuse to write a report into the results folder of another configuration than the one read."""
-    here = Path(results).resolve()
+    """Refuse a report inside a results folder that another configuration than the one read wrote."""
+    here, mine = Path(results).resolve(), identity(configfiles)
     for folder in Path(report).resolve().parents:
-        if (folder / LOCK).is_file() and folder != here:
-            wrote = _owner(folder).get("configfiles") or ["?"]
-            read = ", ".join(configfiles)
+        written = _owner(folder) if (folder / LOCK).is_file() else {}
+        if written and (folder != here or _elsewhere(written, mine)):
             raise Failure(
-                f"--report {report}: {folder}/ holds the results of another configuration ({', '.join(wrote)}) "
-                f"than the one read ({read}, whose results are in {here}/); add the --configfile of that run: "
-                f"{report_command(report, wrote)}"
+                f"--report {report}: {folder}/ {_another(written)}, not of this one (config "
+                f"{', '.join(configfiles)} in {mine['workdir']}); build it there with that run's config: "
+                f"{report_command(report, written.get('configfiles') or [])}"
             )
         if folder == here:
             return

@@ -20,6 +20,7 @@ from examflow.plan import job_minutes
 from examflow.registry import BACKENDS
 from examflow.results import (
     check_report_target,
+    check_results,
     lock_results,
     report_command,
     report_target,
@@ -84,11 +85,14 @@ shell.prefix(
     % (literal(PYTHON), literal(SRC))
 )
 
-# `snakemake --report FILE` builds the report of this configuration's results, never another's.
+# `snakemake --report FILE` builds the report of this configuration's results, never another's;
+# any other command refuses a results folder that another configuration wrote or another run writes.
 REPORT_TARGET = report_target(sys.argv) if workflow.is_main_process else None
 if REPORT_TARGET:
     checked(check_report_target, REPORT_TARGET, RESULTS, CONFIG_FILES)
     Path(REPORT_TARGET).parent.mkdir(parents=True, exist_ok=True)
+elif workflow.is_main_process:
+    checked(check_results, RESULTS)
 
 
 def results(path):
@@ -272,13 +276,21 @@ def report_inputs(wildcards):
     }
 
 
-def report_options(wildcards, input):
+def report_inputs_options(wildcards, input):
     return cli_options(
         eval=Path(input.leaderboard).parent,
         official=input.official or None,
-        example_query=config["report"]["example_query"],
         pool=Path(input.passages).parent,
         questions=input.questions,
+    )
+
+
+# Params made of the configuration take no `input`: Snakemake does not rerun a job when a param
+# computed from its input changes, so a changed setting there would be lost.
+def report_settings(wildcards):
+    return cli_options(
+        tau=config["report"]["tau"],
+        example_query=config["report"]["example_query"],
         facts=FACTS.names(),
     )
 
@@ -311,16 +323,26 @@ def nrp_outputs():
     }
 
 
-def nrp_options(wildcards, input):
-    dimensions = NRP["dimensions"]
+def nrp_inputs(wildcards, input):
     return cli_options(
         corpus=input.corpus or None,
-        qrels=[f"{name}={path}" for name, path in zip(dimensions, input.qrels)],
+        qrels=[f"{name}={path}" for name, path in zip(NRP["dimensions"], input.qrels)],
+        expert=input.expert or None,
+    )
+
+
+def nrp_settings(wildcards):
+    dimensions = NRP["dimensions"]
+    wilcoxon = [f"--wilcoxon {shlex.join(pair)}" for pair in NRP["wilcoxon"]]
+    return " ".join(wilcoxon) + " " + cli_options(
         weight=[f"{n}={d['weight']}" for n, d in dimensions.items() if "weight" in d],
         fix_ranker=[f"{n}={d['ranker']}" for n, d in dimensions.items() if d["ranker"]],
         cannot_judge=[
             f"{n}={label}" for n, d in dimensions.items() for label in d["cannot_judge"]
         ],
         ranker=[json.dumps(ranker) for ranker in NRP["rankers"]],
-        expert=input.expert or None,
+        denominator=NRP["denominator"],
+        cache_dir=config["cache_dir"],
+        on_unknown_query=config["validation"]["unknown_queries"],
+        on_missing_passage=config["validation"]["missing_passages"],
     )

@@ -17,10 +17,12 @@ rule evaluate:
         mem_mb=lambda wildcards, input: 2000 + 40 * size_mb(wildcards, input.grades),
         runtime=60,
     params:
-        options=lambda wildcards, input: cli_options(
+        inputs=lambda wildcards, input: cli_options(
             questions=input.questions,
             official=input.official or None,
             gold_articles=input.gold_articles or None,
+        ),
+        settings=lambda wildcards: cli_options(
             on_unknown_run=config["validation"]["leaderboard_runs"],
             baselines=BASELINES,
             facts=FACTS.names(),
@@ -31,4 +33,4 @@ rule evaluate:
         out=lambda wildcards, output: Path(output.leaderboard).parent,
     shell:
         "python -m examflow evaluate --grades {input.grades:q} --pool {params.pool:q}"
-        " {params.options} --out {params.out:q} 2> {log:q}"
+        " {params.inputs} {params.settings} --out {params.out:q} 2> {log:q}"

@@ -18,20 +18,12 @@ rule nrp:
         mem_mb=8000,
         runtime=120,
     params:
-        options=nrp_options,
-        wilcoxon=lambda wildcards: " ".join(
-            f"--wilcoxon {' '.join(map(shlex.quote, w))}" for w in NRP["wilcoxon"]
-        ),
-        settings=lambda wildcards: cli_options(
-            denominator=NRP["denominator"],
-            cache_dir=config["cache_dir"],
-            on_unknown_query=config["validation"]["unknown_queries"],
-            on_missing_passage=config["validation"]["missing_passages"],
-        ),
+        inputs=nrp_inputs,
+        settings=nrp_settings,
         out=lambda wildcards, output: Path(output.per_answer).parent,
     shell:
         "python -m examflow nrp --queries {input.queries:q} --answers {input.answers:q}"
-        " {params.options} {params.wilcoxon} {params.settings} --out {params.out:q} 2> {log:q}"
+        " {params.inputs} {params.settings} --out {params.out:q} 2> {log:q}"
 
 
 localrules:

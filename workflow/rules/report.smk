@@ -13,9 +13,9 @@ rule report_method:
     conda:
         ENV
     params:
-        tau=config["report"]["tau"],
-        options=report_options,
+        inputs=report_inputs_options,
+        settings=report_settings,
         out=lambda wildcards, output: Path(output.leaderboard_png).parent,
     shell:
         "python -m examflow report --method {wildcards.method} --grades {input.grades:q}"
-        " --tau {params.tau} {params.options} --out {params.out:q} 2> {log:q}"
+        " {params.inputs} {params.settings} --out {params.out:q} 2> {log:q}"

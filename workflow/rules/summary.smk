@@ -15,17 +15,19 @@ rule summary:
     conda:
         ENV
     params:
-        options=lambda wildcards, input: cli_options(
+        inputs=lambda wildcards, input: cli_options(
             grades=input.grades,
             flagged=input.flagged or None,
             eval=[Path(path).parent for path in input.leaderboards],
             nrp=input.nrp or None,
+        ),
+        settings=lambda wildcards: cli_options(
             tau=config["report"]["tau"],
             config_digest=config_digest(config),
             configfile=USER_CONFIG_FILES,
         ),
         results=lambda wildcards, output: Path(output.summary).parent,
     shell:
-        "python -m examflow summary {params.options} --results {params.results:q}"
+        "python -m examflow summary {params.inputs} {params.settings} --results {params.results:q}"
         " --out-summary {output.summary:q} --out-rst {output.page:q}"
         " --out-provenance {output.provenance:q} 2> {log:q}"
