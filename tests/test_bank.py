@@ -7,10 +7,13 @@ import json
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 from conftest import DEMO, REFERENCE, write
 
+from examflow.cli import main
 from examflow.errors import InputError
+from examflow.io.tables import write_tables
 from examflow.questions.bank import item_id, read_bank, write_bank
 from examflow.questions.diff import diff_banks, format_diff
 from examflow.questions.shards import query_folder, shard_digests, shard_of, shard_table
@@ -117,6 +120,49 @@ def test_shards_are_hash_buckets_of_queries_and_cache_folders_safe_names():
     bank[0].items[0].text = "Changed"  # a honeybee question
     changed = shard_digests(bank, 16)
     assert {name for name in digests if digests[name] != changed[name]} == {shard_of("honeybee", 16)}
+
+
+@pytest.mark.parametrize(
+    "shard, shards, names",
+    [("shard-00", 1, "shard-0"), ("shard-7", 2, "shard-0 to shard-1"), ("foo", 16, "shard-00 to shard-15"),
+     ("shard-3", 16, "shard-00 to shard-15"), ("shard-10", 10, "shard-0 to shard-9")],
+)  # fmt: skip
+def test_a_shard_name_that_is_no_bucket_is_refused(tmp_path, capsys, shard, shards, names):
+    """It would select no query: an empty table and exit 0, and a bucket of questions never graded."""
+    out = tmp_path / "shard.parquet"
+    options = ["--shard", shard, "--shards", str(shards)]
+    bank = ["bank-shard", "--bank", str(DEMO / "bank.jsonl"), "--queries", str(DEMO / "queries.jsonl")]
+    pool = ["pool-shard", "--passages", "absent.parquet", "--queries", "absent.parquet", "--out-queries", str(out)]
+    for command in ([*bank, "--out", str(out)], [*pool, "--out-passages", str(out)]):
+        assert main([*command, *options]) == 2 and not out.exists()
+        assert capsys.readouterr().err == (
+            f"examflow: error: --shard: {shard!r} is not a bucket of --shards {shards}: the names are {names}\n"
+        )
+
+
+@pytest.mark.skipif(not REFERENCE_BANKS, reason="../shared/reference is absent")
+@pytest.mark.parametrize("path", REFERENCE_BANKS, ids=lambda p: str(p.relative_to(REFERENCE)))
+def test_reference_banks_shard_as_before_against_their_queries(path, tmp_path):
+    """DL banks name queries of the published query files; every CAR bank names sections (facets) of
+    the pages of the EXAM++ question bank, which is what a pages file from the CAR outlines holds."""
+    if "car" in path.name:
+        pages: dict[str, list[str]] = {}
+        for entry in read_bank(REFERENCE / "exam_plusplus/phase1-data/car-questions.jsonl.gz"):
+            pages.setdefault(entry.query_id, []).append(entry.facet_id)
+        lines = [
+            {"query_id": q, "text": q, "subtopics": [{"facet_id": f, "text": f} for f in fs]} for q, fs in pages.items()
+        ]
+        queries = write(tmp_path / "pages.jsonl", "".join(json.dumps(line) + "\n" for line in lines))
+    else:
+        queries = REFERENCE / f"rubric-evaluation/phase1-data/{path.name[:4]}-queries.json"
+    bank = read_bank(path)
+    shard = shard_of(bank[0].query_id, 16)
+    out = tmp_path / "shard.parquet"
+    args = ["bank-shard", "--bank", str(path), "--queries", str(queries), "--shard", shard, "--shards", "16"]
+    assert main([*args, "--out", str(out)]) == 0  # unknown queries and facets are errors by default
+    before = shard_table(bank, shard, 16)  # the table bank-shard wrote before it read the queries
+    write_tables({tmp_path / "before.parquet": before})
+    assert len(before) > 0 and pd.read_parquet(out).equals(pd.read_parquet(tmp_path / "before.parquet"))
 
 
 def test_bank_diff_reports_added_removed_and_reworded(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -137,6 +138,97 @@ def test_the_command_line_refuses_the_same_thresholds(tmp_path):
         )  # fmt: skip
         assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
     assert program  # the command is the installed program's
+
+
+# Each subcommand with what it requires; {out}: where it would write.
+COMMANDS = {
+    "pool": ["--queries", "q.tsv", "--out", "{out}"],
+    "segment": ["--queries", "q.tsv", "--out", "{out}"],
+    "questions": ["--queries", "q.tsv", "--cache-dir", "c", "--out", "{out}"],
+    "bank-shard": ["--bank", "b.jsonl", "--queries", "q.tsv", "--shard", "shard-0", "--out", "{out}"],
+    "pool-shard": ["--passages", "p", "--queries", "q", "--shard", "shard-0", "--out-passages", "{out}",
+                   "--out-queries", "{out}"],
+    "grade": ["--method", "{{}}", "--passages", "p", "--queries", "q", "--questions", "x", "--shard", "shard-0",
+              "--cache-dir", "c", "--out", "{out}"],
+    "evaluate": ["--grades", "g", "--pool", "p", "--out", "{out}"],
+    "report": ["--method", "m", "--out", "{out}"],
+    "summary": ["--config-digest", "d", "--results", "r", "--out-summary", "{out}", "--out-provenance", "{out}"],
+}  # fmt: skip
+
+
+def command_line(command: str, out: Path, *options: str) -> list[str]:
+    return [command, *(text.format(out=out) for text in COMMANDS[command]), *options]
+
+
+@pytest.mark.parametrize(
+    "command, option, refused, message, lowest_or_highest",
+    [
+        ("pool", "--depth", "0", "must be at least 1, not 0", "1"),
+        ("segment", "--max-tokens", "-1", "must be at least 1, not -1", "1"),
+        ("questions", "--attempts", "0", "must be at least 1, not 0", "1"),
+        ("questions", "--max-tokens", "0", "must be at least 1, not 0", "1"),
+        ("questions", "--temperature", "nan", "expected a finite number, found 'nan'", "0"),
+        ("bank-shard", "--shards", "0", "must be at least 1, not 0", "1"),
+        ("pool-shard", "--shards", "-2", "must be at least 1, not -2", "1"),
+        ("grade", "--flush-every", "0", "must be at least 1, not 0", "1"),
+        ("grade", "--max-error-rate", "1.5", "must be at most 1, not 1.5", "1"),
+        ("grade", "--max-error-rate", "-0.1", "must be at least 0, not -0.1", "0"),
+        ("grade", "--max-error-rate", "inf", "expected a finite number, found 'inf'", "0.25"),
+        ("evaluate", "--k", "0", "must be at least 1, not 0", "1"),
+        ("evaluate", "--bootstrap", "-1", "must be at least 0, not -1", "0"),
+        ("evaluate", "--diagnostics-tau", "9", "must be at most 5, not 9", "5"),
+        ("evaluate", "--diagnostics-tau", "2.5", "expected an integer, found '2.5'", "1"),
+        ("evaluate", "--seed", "1e3", "expected an integer, found '1e3'", "-7"),
+        ("report", "--tau", "0", "must be at least 1, not 0", "1"),
+        ("summary", "--tau", "6", "must be at most 5, not 6", "5"),
+    ],
+)
+def test_the_command_line_takes_the_numbers_the_config_takes_and_refuses_others_in_one_line(
+    command, option, refused, message, lowest_or_highest, tmp_path, capsys
+):
+    from examflow.cli import main, parser
+
+    out = tmp_path / "out"
+    assert main(command_line(command, out, option, refused)) == 2
+    assert capsys.readouterr().err == f"examflow: error: {option}: {message}\n"
+    assert not out.exists()
+    taken = parser().parse_args(command_line(command, out, option, lowest_or_highest))
+    assert getattr(taken, option[2:].replace("-", "_")) == float(lowest_or_highest)
+
+
+def test_the_command_line_refuses_a_relevance_range_the_config_refuses(tmp_path, capsys):
+    from examflow.cli import main, parser
+
+    out = tmp_path / "out"
+    assert main(command_line("pool", out, "--relevance-range", "4", "-2")) == 2
+    assert capsys.readouterr().err == "examflow: error: --relevance-range: the lowest level 4 is above the highest -2\n"
+    assert not out.exists()
+    assert parser().parse_args(command_line("pool", out, "--relevance-range", "2", "2")).relevance_range == [2, 2]
+
+
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        ({"pool": {"depth": 5.0}}, "config pool.depth: expected an integer, found 5.0"),
+        ({"grading": {"shards": 2.0}}, "config grading.shards: expected an integer, found 2.0"),
+        ({"evaluation": {"tau": [1.0, 3]}}, "config evaluation.tau[0]: expected an integer, found 1.0"),
+        ({"evaluation": {"bootstrap": True}}, "config evaluation.bootstrap: expected an integer, found True"),
+        ({"grading": {"max_error_rate": float("nan")}}, "config grading.max_error_rate: expected a number, found nan"),
+        ({"nrp": None, "questions": {"llm": {"backoff": float("inf")}}}, "config questions.llm.backoff: expected a"),
+        ({"evaluation": {"n_exam": "gold"}}, "config evaluation.n_exam: 'gold' divides by what the gold articles"),
+    ],
+)
+def test_numbers_are_what_they_claim_and_settings_their_inputs(config, message):
+    # 5.0 passes JSON Schema's integer and NaN every bound; both reached job command lines before.
+    assert rejected({"inputs": {"queries": "q"}} | config).startswith(message)
+
+
+def test_a_budget_beyond_the_pool_depth_is_named(caplog):
+    checked({"inputs": {"queries": "q"}, "pool": {"depth": 5}})
+    assert "evaluation.k = 20 is above pool.depth = 5: a run's passages ranked 6 to 20" in caplog.text
+    caplog.clear()
+    checked({"inputs": {"queries": "q"}, "pool": {"depth": 20}})
+    assert caplog.text == ""
 
 
 def test_a_key_written_twice_is_refused_with_both_lines(tmp_path):

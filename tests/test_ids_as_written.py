@@ -139,7 +139,7 @@ def test_runs_and_queries_named_na_null_none_nan_go_through_evaluate_summary_and
     official = write(tmp_path / "official.json", json.dumps(OFFICIAL))
     pool, shard, grades, out = tmp_path / "pool", tmp_path / "bank.parquet", tmp_path / "grades", tmp_path / "eval"
     examflow("pool", "--queries", queries, "--runs", *runs, "--qrels", qrels, "--corpus", corpus, "--out", pool)
-    examflow("bank-shard", "--bank", bank, "--shard", "shard-0", "--shards", 1, "--out", shard)
+    examflow("bank-shard", "--bank", bank, "--queries", queries, "--shard", "shard-0", "--shards", 1, "--out", shard)
     with LLMServer(grade) as server:
         backend = {"kind": "openai", "model": "m", "base_url": server.base_url, "max_attempts": 2, "timeout": 5}
         method = json.dumps({"name": "llm", "kind": "self_rating", "backend": backend})

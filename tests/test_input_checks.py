@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+import re
 
 import pandas as pd
 import pytest
@@ -18,7 +19,7 @@ from examflow.io import read_passages, read_qrels, read_queries, read_responses,
 from examflow.io.leaderboard import match_runs, read_leaderboard
 from examflow.questions.bank import read_bank
 from examflow.questions.shards import shard_of
-from examflow.workflow import check_leaderboard, graded_shards
+from examflow.workflow import check_example_query, check_leaderboard, graded_facets, graded_shards
 
 VALIDATION = {"unknown_queries": "error", "leaderboard_runs": "error"}
 
@@ -33,6 +34,65 @@ def test_bank_queries_that_match_no_query_are_an_error_or_a_counted_warning(tmp_
     assert shards == sorted({shard_of("q1", 16), shard_of("q2", 16)})  # q3 has no questions, Q2 is no query
     assert "1 × bank entries with an unknown query id, dropped" in caplog.text
     assert "1 of 3 queries have no questions" in caplog.text
+
+
+def facet_collection(root):
+    """The queries and TSV bank of a stranger's trial: a page `coffee` with two subtopics, a query `tea`
+    without any and a page `wind` whose only question names no subtopic of it."""
+    queries = write(
+        root / "queries.jsonl",
+        '{"query_id": "coffee", "text": "Coffee", "subtopics": [{"facet_id": "brewing", "text": "Brewing"}, '
+        '{"facet_id": "beans", "text": "Beans"}]}\n{"query_id": "tea", "text": "Tea"}\n'
+        '{"query_id": "wind", "text": "Wind", "subtopics": [{"facet_id": "turbines", "text": "Turbines"}]}\n',
+    )
+    bank = write(
+        root / "bank.tsv",
+        "query_id\tfacet_id\tquestion\ncoffee\tbrewing\tHow is coffee brewed?\ncoffee\tbeans\tWhere do beans grow?\n"
+        "tea\t\tWhat is tea?\ncoffee\tnosuchfacet\tWhat is roasting?\ntea\tgreen\tIs green tea steamed?\n"
+        "wind\tgusts\tWhat is a gust?\n",
+    )
+    return queries, bank
+
+
+def test_bank_facets_that_are_no_subtopic_of_their_query_are_an_error_or_a_counted_warning(tmp_path, caplog):
+    queries, bank = facet_collection(tmp_path)
+    subtopic = "unknown facet id 'nosuchfacet': not a subtopic of query 'coffee' (its subtopics: beans, brewing)"
+    with raises_at(bank, 5, "facet_id", re.escape(subtopic)):
+        graded_shards(str(queries), str(bank), False, VALIDATION)
+    with caplog.at_level(logging.WARNING):
+        shards = graded_shards(str(queries), str(bank), False, VALIDATION | {"unknown_queries": "warn"})
+    # wind's only question is left out, so its bucket (shard-05, no other query's) gets no grading job
+    assert shards == ["shard-02", "shard-04"] == sorted({shard_of("coffee", 16), shard_of("tea", 16)})
+    assert f"3 × bank entries with an unknown facet id, dropped (first: {bank}:5: field 'facet_id': {subtopic})" in (
+        caplog.text
+    )
+    assert "1 of 3 queries have no questions in" in caplog.text and caplog.text.rstrip().endswith(": wind")
+
+    # `examflow bank-shard` leaves them out of the table that grading and |Q| read, or stops
+    out = tmp_path / "shard.parquet"
+    args = ["bank-shard", "--bank", str(bank), "--queries", str(queries), "--shard", "shard-0", "--shards", "1"]
+    assert main([*args, "--out", str(out)]) == 2 and not out.exists()
+    assert main([*args, "--on-unknown-query", "warn", "--out", str(out)]) == 0
+    table = pd.read_parquet(out).fillna({"facet_id": "-"})
+    assert table[["query_id", "facet_id", "question_text"]].values.tolist() == [
+        ["coffee", "brewing", "How is coffee brewed?"], ["coffee", "beans", "Where do beans grow?"],
+        ["tea", "-", "What is tea?"],
+    ]  # fmt: skip
+
+
+def test_a_facet_on_a_query_without_subtopics_is_named_as_such(tmp_path, capsys):
+    queries, bank = facet_collection(tmp_path)
+    write(bank, "query_id\tfacet_id\tquestion\ntea\t\tWhat is tea?\ntea\tgreen\tIs green tea steamed?\n")
+    args = ["bank-shard", "--bank", str(bank), "--queries", str(queries), "--shard", "shard-0", "--shards", "1"]
+    assert main([*args, "--out", str(tmp_path / "shard.parquet")]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"examflow: error: {bank}:3: field 'facet_id': facet id 'green' on query 'tea', which has no subtopics"
+    )
+    # Nor does it make the run write per-subtopic outputs (the facets qrels) when no subtopic has questions.
+    grading = {"methods": [{"kind": "self_rating"}], "shards": 1}
+    assert not graded_facets({"queries": str(queries), "bank": str(bank)}, False, grading)
+    with_subtopic = write(tmp_path / "subtopic.tsv", "query_id\tfacet_id\tquestion\ncoffee\tbeans\tWhere?\n")
+    assert graded_facets({"queries": str(queries), "bank": str(with_subtopic)}, False, grading)
 
 
 def test_official_leaderboards_are_checked(tmp_path):
@@ -147,4 +207,16 @@ def test_a_shard_with_nothing_to_grade_loads_no_model(tmp_path, capsys):
     assert (
         "examflow: error: --method.backend.batch_sise: unknown option (did you mean 'batch_size'?)"
         in capsys.readouterr().err
+    )
+
+
+def test_the_worked_example_names_a_query(tmp_path):
+    queries = own_collection(tmp_path)["queries"]
+    check_example_query(str(queries), "q2")
+    check_example_query(str(queries), None)  # the first topic with questions and passages, chosen at run time
+    with pytest.raises(InputError) as caught:
+        check_example_query(str(queries), "q22")
+    assert (
+        str(caught.value)
+        == f"config report.example_query: 'q22' is none of the queries in {queries} (did you mean 'q2'?)"
     )

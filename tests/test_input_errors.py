@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import logging
 import re
 
 import pandas as pd
@@ -144,13 +145,24 @@ def test_jsonl_that_is_not_json(tmp_path):
         read_responses(responses, QUERY_IDS, strict())
 
 
-def test_response_with_empty_or_wrongly_typed_text(tmp_path):
-    empty = write(tmp_path / "r.jsonl", '{"run_id": "a", "query_id": "q1", "text": ["  ", ""]}\n')
-    with raises_at(empty, 1, "text", "empty text"):
-        read_responses(empty, QUERY_IDS, strict())
+def test_an_empty_response_is_read_as_no_passage_with_a_count_and_a_wrongly_typed_text_is_an_error(tmp_path, caplog):
+    lines = ['{"run_id": "a", "query_id": "q1", "text": "An answer."}', '{"run_id": "b", "query_id": "q1", "text": ""}',
+             '{"run_id": "a", "query_id": "q2", "text": ["  ", ""]}', '{"run_id": "b", "query_id": "q2", "text": []}']  # fmt: skip
+    empty = write(tmp_path / "r.jsonl", "\n".join(lines) + "\n")
+    with caplog.at_level(logging.WARNING):
+        responses = read_responses(empty, QUERY_IDS, strict())
+    assert [(r.run_id, r.query_id, r.paragraphs) for r in responses] == [
+        ("a", "q1", ("An answer.",)), ("b", "q1", ()), ("a", "q2", ()), ("b", "q2", ()),
+    ]  # fmt: skip
+    assert caplog.messages == [
+        f"{empty}: 3 empty response(s): the run has no passage for that query (first: line 2, run 'b', query 'q1')",
+        f"{empty}: runs with only empty responses, not evaluated: b",
+    ]
     typed = write(tmp_path / "s.jsonl", '{"run_id": "a", "query_id": "q1", "text": 42}\n')
     with raises_at(typed, 1, "text", "expected a string or a list of strings"):
         read_responses(typed, QUERY_IDS, strict())
+    with raises_at(typed, 1, "text", "missing"):
+        read_responses(write(typed, '{"run_id": "a", "query_id": "q1", "text": null}\n'), QUERY_IDS, strict())
 
 
 def test_collection_missing_pooled_passage(tmp_path):
@@ -222,3 +234,10 @@ def test_reserved_run_names_are_refused(tmp_path):
     run = write(tmp_path / "x.run", "q1 Q0 d1 1 2.0 _gold_\n")
     with pytest.raises(InputError, match=r"x.run:1: field 'run_tag': run tag '_gold_' is reserved"):
         read_run(run, {"q1"}, Problems("error"))
+
+
+def test_corpus_jsonl_line_that_is_json_but_no_object(tmp_path):
+    # Found by test_reader_properties: `1` is valid JSON, and the reader asked it for a field.
+    corpus = write(tmp_path / "c.jsonl", '{"doc_id": "d1", "text": "first"}\n1\n')
+    with raises_at(corpus, 2, None, "expected a JSON object, found int"):
+        read_passages(corpus, {"d1"}, strict())

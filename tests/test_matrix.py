@@ -150,9 +150,13 @@ def test_tsv_facetless_bank_on_subtopic_queries(tmp_path):
 
 def test_no_qrels(tmp_path):
     project, args, config, results = evaluated(tmp_path, "no_qrels")
+    check_exam(project, config, "per-query")
     for absent in ("eval/cosine/kappa.tsv", "eval/cosine/agreement.tsv", "report/cosine/kappa.png"):
         assert not (results / absent).exists()
     finished(project, args)
+    report = snakemake(project, "--report", f"{config['results_dir']}/report.html", *args)
+    assert "System Message" not in (project / config["results_dir"] / "report.html").read_text(errors="replace")
+    assert "WARNING" not in report.stderr and "ERROR" not in report.stderr, report.stderr
 
 
 def test_no_official_leaderboard_with_responses_and_query_mode_all(tmp_path):
@@ -254,7 +258,8 @@ def test_nrp_only(tmp_path):
     assert {(r.llm, r.prompt): r.nrp for r in rows.itertuples()} == pytest.approx(expected, abs=1e-12)
     assert set(per_system["denominator"]) == {"list"}
     assert not (results / "pool").exists() and (results / "report/nrp/nrp.png").is_file()
-    assert "NRP" in (results / "summary.md").read_text()
+    summary = (results / "summary.md").read_text()
+    assert "NRP" in summary and "## Grading" not in summary and "prompt injection" not in summary
     finished(project, args)
 
 

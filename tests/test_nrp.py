@@ -475,6 +475,6 @@ def test_the_configuration_takes_no_corpus_for_run_rankers_only_and_checks_weigh
     assert rejected(nrp()) == ("config nrp.corpus: the rankers embedding, bm25 score the judged documents' texts: "
                                "set nrp.corpus (only `run` rankers work without)")  # fmt: skip
     two = {"relevance": {"qrels": "r", "weight": math.nan}, "readability": {"qrels": "s", "weight": 1}}
-    assert "the weight of 'relevance' is nan" in rejected(nrp(corpus="c", dimensions=two))
+    assert "nrp.dimensions.relevance.weight: expected a number, found nan" in rejected(nrp(corpus="c", dimensions=two))
     slash = rejected(nrp(corpus="c", wilcoxon=[["x/y", "expert", "x", "p"]]))
     assert slash.startswith("config nrp.wilcoxon[0]: no llm or prompt holds '/'")

@@ -38,11 +38,34 @@ def client(server, tmp_path, **options) -> LLMClient:
         "question_set = ['What is nectar?', 'Why fan?']",
         "1. What is nectar?\n2. Why fan?\n",
         '["1. What is nectar?", "2) Why fan?", "What is nectar?", ""]',
+        "Here are questions:\n1. What is nectar?\n2. Why fan?\nLet me know if you need more!",
+        "**Questions**\n\n- What is nectar?\n- Why fan?\n\n---\nAbout 2.5 million flowers make a kilogram.",
     ],
-    ids=["json", "fenced-json", "python-list", "enumerated-lines", "list-with-enumeration-and-repeats"],
-)
+    ids=[
+        "json", "fenced-json", "python-list", "enumerated-lines", "list-with-enumeration-and-repeats",
+        "enumerated-lines-in-prose", "bullets-in-markdown-prose",
+    ],
+)  # fmt: skip
 def test_answer_formats_give_the_same_questions(answer):
     assert parse_questions(answer) == ["What is nectar?", "Why fan?"]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["I am not sure what you mean.", "**Sorry**, I cannot help.\n---\n2.5 million bees live there.", "[1, 2]", ""],
+)
+def test_prose_without_a_list_stays_unparsable(answer):
+    assert parse_questions(answer) is None
+
+
+def test_a_chat_answer_with_its_list_between_sentences_is_taken_at_the_first_attempt(server, tmp_path):
+    server.script(
+        "bees", "Here are questions:\n1. What is the capital?\n2. How big is it?\nLet me know if you need more!"
+    )
+    server.script("Formation", '["How do volcanoes form?"]')
+    bank = generate_bank(QUERIES, client(server, tmp_path))
+    assert [item.text for item in bank[0].items] == ["What is the capital?", "How big is it?"]
+    assert server.calls == 2  # one answer per target, none asked again
 
 
 @pytest.mark.parametrize("api", ["chat", "completions"])

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -72,7 +74,7 @@ def test_the_report_renders_in_a_headless_browser(demo, tmp_path):
         page.screenshot(path=tmp_path / "first-page.png")
         assert "the best system under each measure" in page.inner_text("body")
 
-        page.get_by_text("EXAM: cosine").click()
+        page.get_by_text("EXAM cosine").click()
         page.get_by_text("1 Leaderboard").click()
         page.get_by_text("leaderboard.png").click()
         page.locator("a[iconname=eye]").first.click()
@@ -90,3 +92,20 @@ def test_the_report_renders_in_a_headless_browser(demo, tmp_path):
         browser.close()
     for screenshot in ("first-page.png", "figure.png", "table.png"):
         assert is_a_picture(tmp_path / screenshot), screenshot
+
+
+def test_a_threshold_the_evaluation_does_not_hold_is_refused(demo, tmp_path):
+    """`examflow report` and `summary` by hand at a τ the evaluation did not compute would draw empty
+    figures and tables: one line and exit 2 instead."""
+    results = demo / "results/demo"
+    common = ["--results", str(results), "--config-digest", "x", "--out-summary", str(tmp_path / "s.md")]
+    commands = {
+        "report": ["report", "--method", "cosine", "--eval", str(results / "eval/cosine"), "--grades",
+                   str(results / "grades/cosine.parquet"), "--tau", "2", "--out", str(tmp_path / "r")],
+        "summary": ["summary", "--eval", str(results / "eval/cosine"), "--tau", "2", *common,
+                    "--out-provenance", str(tmp_path / "p.json")],
+    }  # fmt: skip
+    for name, words in commands.items():
+        done = subprocess.run([sys.executable, "-m", "examflow", *words], capture_output=True, text=True)
+        assert done.returncode == 2 and "--tau 2:" in done.stderr and "Traceback" not in done.stderr, name
+    assert not any(tmp_path.iterdir())

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import itertools
 import math
+import statistics
+from decimal import Decimal, localcontext
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -58,6 +61,45 @@ def test_count_ratios_with_equal_sums_tie_whatever_the_values():
     assert board["a"] == board["b"] == 0.5
 
 
+def stderrs(measure: str, values_by_run: dict[str, list[float]]) -> dict[str, float]:
+    board = system_scores(per_query(measure, values_by_run))
+    return dict(zip(board["run_id"], board["stderr"]))
+
+
+def nearest_root(square: Fraction) -> float:
+    """The float nearest to √square, through 60 decimal digits."""
+    with localcontext(prec=60):
+        return float((Decimal(square.numerator) / Decimal(square.denominator)).sqrt())
+
+
+@pytest.mark.parametrize("measure", ["P_20", "ndcg_cut_10"])
+def test_equal_per_query_values_have_a_standard_error_of_exactly_zero(measure):
+    # Six 0.05s (the demo's rag-brief P_20) gave 3.1e-18: their float mean is not quite 0.05.
+    assert stderrs(measure, {"a": [0.05] * 6, "b": [1 / 3] * 7, "c": [0.7] * 2}) == {"a": 0.0, "b": 0.0, "c": 0.0}
+
+
+def test_a_standard_error_that_is_a_ratio_prints_as_that_ratio():
+    # By hand: 0.05, 0.15: mean 0.1, s² = 2 · 0.05² / 1, s²/2 = 0.05² (it gave 0.049999999999999996);
+    # 0, 0.15, 0.15, 0.15: mean 0.1125, s² = (0.1125² + 3 · 0.0375²) / 3 = 0.005625, s²/4 = 0.0375².
+    assert stderrs("P_20", {"a": [0.05, 0.15], "b": [0.0, 0.15, 0.15, 0.15]}) == {"a": 0.05, "b": 0.0375}
+    # 0, 1/4, 1/4, 1/4, 1/4: mean 1/5, s² = (1/25 + 4/400) / 4 = 1/80, s²/5 = 1/400 = (1/20)².
+    assert stderrs("exam_cover", {"a": [0.0, 0.25, 0.25, 0.25, 0.25]}) == {"a": 0.05}
+
+
+def test_every_standard_error_is_the_float_nearest_to_the_exact_one():
+    rng = np.random.default_rng(3)
+    for n in range(2, 80):
+        # EXAM-Cover: questions answered of 1 to 65 per query, the ratios the floats stand for
+        asked = rng.integers(1, 66, n)
+        cover = [Fraction(int(rng.integers(0, q + 1)), int(q)) for q in asked]
+        ndcg = (rng.random(n) ** 2).tolist()
+        got = stderrs("exam_cover", {"r": [float(c) for c in cover]})["r"]
+        assert got == nearest_root(statistics.variance(cover) / n)
+        got = stderrs("ndcg_cut_10", {"r": ndcg})["r"]
+        assert got == nearest_root(statistics.variance(map(Fraction, ndcg)) / n)
+        assert got == pytest.approx(statistics.stdev(ndcg) / math.sqrt(n), rel=1e-15, abs=0)
+
+
 def hand_made_leaderboard() -> tuple[pd.DataFrame, dict[str, float]]:
     """a and b tie (permuted P@20 values, mean 0.29); c scores 0.2, d 0.1; officially a, b, c, d."""
     table = per_query("P_20", {"a": P20, "b": P20[::-1], "c": [0.2] * 5, "d": [0.1] * 5})
@@ -82,14 +124,24 @@ def test_a_hand_made_leaderboard_with_ties_gives_the_hand_computed_correlations(
     assert broken.kendall == pytest.approx(2 / 3 + ups / 3, abs=1e-12) and 0.4 < ups < 0.6
 
 
+def orders(ranking: dict[str, float], best_first: bool) -> list[list[str]]:
+    """Every strict order of the runs that breaks the ranking's ties."""
+    key = (lambda r: -ranking[r]) if best_first else (lambda r: ranking[r])
+    groups = [list(g) for _, g in itertools.groupby(sorted(ranking, key=key), key=key)]
+    return [
+        [run for part in parts for run in part] for parts in itertools.product(*map(itertools.permutations, groups))
+    ]
+
+
 def tau_ap_by_enumeration(scores: dict[str, float], official: dict[str, float]) -> float:
-    """τ_AP averaged over every order of the tied runs, each order scored by the plain definition."""
-    groups = [list(g) for _, g in itertools.groupby(sorted(scores, key=lambda r: -scores[r]), key=lambda r: scores[r])]
+    """τ_AP averaged over every order of the tied runs, predicted and official, each pair of strict
+    orders scored by the plain definition (Yilmaz, Aslam and Robertson 2008)."""
     values = []
-    for orders in itertools.product(*(itertools.permutations(group) for group in groups)):
-        runs = [run for order in orders for run in order]
-        total = sum(sum(official[x] < official[run] for x in runs[:i]) / i for i, run in enumerate(runs) if i > 0)
-        values.append(2 * total / (len(runs) - 1) - 1)
+    for runs in orders(scores, best_first=True):
+        for truth in orders(official, best_first=False):
+            position = {run: i for i, run in enumerate(truth)}
+            total = sum(sum(position[x] < position[run] for x in runs[:i]) / i for i, run in enumerate(runs) if i)
+            values.append(2 * total / (len(runs) - 1) - 1)
     return sum(values) / len(values)
 
 
@@ -103,6 +155,21 @@ def test_tau_ap_averages_ties_over_their_orders_and_ignores_run_names():
     noisy = scores(table)
     noisy["b"] = float(np.nextafter(noisy["a"], 0))  # the last bit off, as another summation order gives
     assert tau_ap(noisy, official4) == pytest.approx(tau_ap_by_enumeration(scores(table), official4), abs=1e-12)
+
+
+def test_tau_ap_averages_official_ties_too_and_is_blank_without_an_order():
+    official = {"good": 1.0, "neg": 1.0, "mid": 1.0, "NA": 1.0, "bad": 5.0}  # a user's report: -0.5 before
+    predicted = {"good": 0.9, "neg": 0.4, "mid": 0.6, "NA": 0.6, "bad": 0.1}
+    expected = tau_ap_by_enumeration(predicted, official)
+    # By hand: mid, NA and neg each have only officially tied runs above them (1/2 each), bad has four
+    # runs officially above it (1): 2 · (1/2 + 1/2 + 1/2 + 1) / 4 − 1 = 0.25.
+    assert tau_ap(predicted, official) == pytest.approx(expected, abs=1e-12) and expected == pytest.approx(0.25)
+    assert math.isnan(tau_ap(predicted, dict.fromkeys(official, 1.0)))  # the official leaderboard ties every run
+    assert math.isnan(tau_ap(dict.fromkeys(predicted, 0.5), official))  # every run scores the same
+    reversed_ties = {"a": 2.0, "b": 2.0, "c": 1.0}
+    assert tau_ap({"a": 0.3, "b": 0.2, "c": 0.1}, reversed_ties) == pytest.approx(
+        tau_ap_by_enumeration({"a": 0.3, "b": 0.2, "c": 0.1}, reversed_ties), abs=1e-12
+    )
 
 
 def test_every_bootstrap_replicate_ranks_on_tie_keys():

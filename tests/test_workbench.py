@@ -118,6 +118,33 @@ def test_qa_grades_direct_grades_models_and_facets(tmp_path):
     assert exam[("QuestionCompleteConcisePromptWithAnswerKey2:other", "r1")] == 0.0
 
 
+def test_a_budget_or_bootstrap_the_config_refuses_is_refused_in_one_line(tmp_path):
+    """--k -3 with --official was a traceback, --k 0 exit 0 with no EXAM-Cover row of any run, and
+    --bootstrap -5 a note of "no bootstrap replicates"."""
+    # r1 ranks b (answers nothing) first and a (answers q/x of q/x, q/y) second; r2 ranks a first.
+    lines = [["q", [paragraph("a", [("r1", "q", 2), ("r2", "q", 1)], [], [qa_grade(["q/x"], ["q/y"])]),
+                    paragraph("b", [("r1", "q", 1)], [], [qa_grade([], ["q/x", "q/y"])])]]]  # fmt: skip
+    graded = tmp_path / "graded.jsonl.gz"
+    with gzip.open(graded, "wt") as handle:
+        handle.writelines(json.dumps(line) + "\n" for line in lines)
+    official = write(tmp_path / "official.json", json.dumps({"r1": 1, "r2": 2}))
+    given, out = ("--workbench-graded", str(graded), "--official", str(official)), tmp_path / "out"
+    for options, message in (
+        (["--k", "-3"], "--k: must be at least 1, not -3"),
+        (["--k", "0"], "--k: must be at least 1, not 0"),
+        (["--bootstrap", "-5"], "--bootstrap: must be at least 0, not -5"),
+        (["--k", "two"], "--k: expected an integer, found 'two'"),
+    ):
+        result = evaluate(*given, *options, "--out", str(out))
+        assert (result.returncode, result.stderr) == (2, f"examflow: error: {message}\n")
+        assert not out.exists()
+    result = evaluate(*given, "--k", "1", "--bootstrap", "0", "--tau", "1", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    board = pd.read_csv(out / "leaderboard.tsv", sep="\t")
+    cover = board[board["measure"] == "exam_cover"].set_index("run_id")["score"].to_dict()
+    assert cover == {"r1": 0.0, "r2": 0.5, "_overall_": 0.5}  # within rank 1: b for r1, a for r2
+
+
 def test_malformed_files_name_line_and_field(tmp_path):
     bad_rank = [["q", [paragraph("a", [("r", "q", "first")], [], [qa_grade(["q/x"], [])])]]]
     path = write(tmp_path / "bad.jsonl", json.dumps(bad_rank[0]) + "\n")

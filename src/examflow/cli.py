@@ -6,12 +6,22 @@ import argparse
 import errno
 import gc
 import logging
+import math
 import sys
+from functools import partial
 
 from examflow import __version__, commands
-from examflow.errors import Failure
+from examflow.errors import ConfigError, Failure
 from examflow.outputs import FACT_NAMES
-from examflow.registry import DEFAULT_MEASURES, QUESTION_FORMATS, QUESTION_LLM_OPTIONS, REQUIRED
+from examflow.registry import (
+    DEFAULT_MEASURES,
+    QUESTION_FORMATS,
+    QUESTION_LLM_OPTIONS,
+    REQUIRED,
+    TOP_GRADE,
+    Option,
+    a,
+)
 
 POLICIES = ("error", "warn")
 
@@ -43,7 +53,7 @@ def parser() -> argparse.ArgumentParser:
     report.add_argument("--method", help="the method's name")
     report.add_argument("--eval", help="the method's evaluation folder (`examflow evaluate --out`)")
     report.add_argument("--grades", help=f"the method's grades, {TABLE}")
-    report.add_argument("--tau", type=float, default=4, help="the threshold the figures show (default 4)")
+    _number(report, "--tau", **THRESHOLD, default=4, help="the threshold the figures show (default 4)")
     report.add_argument("--official", help="official leaderboard: JSON object {run_id: rank}")
     report.add_argument(
         "--example-query",
@@ -68,7 +78,7 @@ def parser() -> argparse.ArgumentParser:
         "--eval", nargs="*", default=[], help="the methods' evaluation folders (`examflow evaluate --out`)"
     )
     summary.add_argument("--nrp", help="NRP's per_system.tsv")
-    summary.add_argument("--tau", type=float, default=4, help="the threshold the summary reports (default 4)")
+    _number(summary, "--tau", **THRESHOLD, default=4, help="the threshold the summary reports (default 4)")
     summary.add_argument("--out-summary", required=True, help="Markdown file to write")
     summary.add_argument("--out-rst", help="the same summary as reStructuredText (the report's first page)")
     summary.add_argument("--out-provenance", required=True, help="JSON file to write")
@@ -93,9 +103,9 @@ def _pool_parser(subparsers) -> None:
     pool.add_argument("--segments", help="segmented responses, the Parquet table of `examflow segment`")
     pool.add_argument("--qrels", help="TREC qrels: query_id 0 doc_id relevance (query_id/facet_id for a subtopic)")
     pool.add_argument("--corpus", help="passages: TSV doc_id<TAB>text, JSONL (optionally .gz), Parquet, or irds:ID")
-    pool.add_argument("--depth", type=int, default=20, help="top-k of every run to pool, rank as written (default 20)")
-    pool.add_argument(
-        "--relevance-range", type=int, nargs=2, default=[-2, 4], metavar=("LOW", "HIGH"),
+    _number(pool, "--depth", minimum=1, default=20, help="top-k of every run to pool, rank as written (default 20)")
+    _number(
+        pool, "--relevance-range", nargs=2, default=[-2, 4], metavar=("LOW", "HIGH"),
         help="lowest and highest relevance a qrels line may hold (default -2 4)",
     )  # fmt: skip
     _policy(pool, "--on-missing-passage", "pooled passages missing from the corpus or empty")
@@ -103,14 +113,24 @@ def _pool_parser(subparsers) -> None:
     pool.add_argument("--out", required=True, help="directory for the pool tables (Parquet, and TSV summaries)")
     pool.set_defaults(handler=commands.pool_command)
 
-    shard = subparsers.add_parser("pool-shard", help="one query's pooled passages, for grading")
+    shard = subparsers.add_parser(
+        "pool-shard", help="one bucket of queries' pooled passages and query rows, for grading"
+    )
     shard.add_argument("--passages", required=True, help=f"pool passages, {TABLE}")
     shard.add_argument("--queries", required=True, help=f"pool queries, {TABLE}")
-    shard.add_argument("--shard", required=True, help="shard name: shard-NN, a hash bucket of query ids")
-    shard.add_argument("--shards", type=int, default=16, help="the number of hash buckets (default 16)")
+    _shard_options(shard)
     shard.add_argument("--out-passages", required=True, help="Parquet table to write")
     shard.add_argument("--out-queries", required=True, help="Parquet table to write")
     shard.set_defaults(handler=commands.pool_shard_command)
+
+
+def _shard_options(command) -> None:
+    command.add_argument(
+        "--shard", required=True,
+        help="the bucket of query ids: shard-<b>, b from 0 to --shards - 1, zero-padded to the width of the "
+        "last (shard-0 of 1, shard-0 to shard-9 of 10, shard-00 to shard-15 of 16)",
+    )  # fmt: skip
+    _number(command, "--shards", minimum=1, default=16, help="the number of hash buckets (default 16)")
 
 
 def _segment_parser(subparsers) -> None:
@@ -122,7 +142,7 @@ def _segment_parser(subparsers) -> None:
         "--gold-articles", help='gold articles JSONL {"query_id", "text"}, segmented as the run _gold_'
     )
     segment.add_argument("--queries", required=True, help=QUERIES_HELP)
-    segment.add_argument("--max-tokens", type=int, default=400, help="most words in a passage (default 400)")
+    _number(segment, "--max-tokens", minimum=1, default=400, help="most words in a passage (default 400)")
     _policy(segment, "--on-unknown-query", "responses whose query is not in --queries")
     segment.add_argument("--out", required=True, help="Parquet table to write")
     segment.set_defaults(handler=commands.segment_command)
@@ -135,15 +155,18 @@ def _questions_parser(subparsers) -> None:
     questions.add_argument(
         "--format", choices=QUESTION_FORMATS, default="json", help="output-format instruction (default json)"
     )
-    questions.add_argument("--attempts", type=int, default=3, help="tries per query on unparsable answers (default 3)")
+    _number(questions, "--attempts", minimum=1, default=3, help="tries per query on unparsable answers (default 3)")
     questions.add_argument("--cache-dir", required=True, help="directory of cached raw LLM answers")
     add_llm_options(questions)
     questions.set_defaults(handler=commands.questions_command)
 
-    shard = subparsers.add_parser("bank-shard", help="one query's questions as a table for grading")
+    shard = subparsers.add_parser("bank-shard", help="one bucket of queries' questions as a table for grading")
     shard.add_argument("--bank", required=True, help="question bank: JSONL (optionally .gz) or TSV")
-    shard.add_argument("--shard", required=True, help="shard name: shard-NN, a hash bucket of query ids")
-    shard.add_argument("--shards", type=int, default=16, help="the number of hash buckets (default 16)")
+    shard.add_argument("--queries", required=True, help=QUERIES_HELP)
+    _policy(
+        shard, "--on-unknown-query", "bank entries whose query is not in --queries, or whose facet is no subtopic of it"
+    )
+    _shard_options(shard)
     shard.add_argument("--out", required=True, help="Parquet table to write")
     shard.set_defaults(handler=commands.bank_shard_command)
 
@@ -158,9 +181,9 @@ def _grading_parsers(subparsers) -> None:
     grade.add_argument("--questions", required=True, help=f"the shard's questions, {TABLE}")
     grade.add_argument("--shard", required=True, help="shard name, for the log")
     grade.add_argument("--cache-dir", required=True, help="directory of the grade and LLM caches")
-    grade.add_argument("--flush-every", type=int, default=64, help="pairs per cache flush (default 64)")
-    grade.add_argument(
-        "--max-error-rate", type=float, default=0.0,
+    _number(grade, "--flush-every", minimum=1, default=64, help="pairs per cache flush (default 64)")
+    _number(
+        grade, "--max-error-rate", "number", minimum=0, maximum=1, default=0.0,
         help="share of pairs (0-1) that may fail before the job fails, writing no table (default 0)",
     )  # fmt: skip
     grade.add_argument("--out", required=True, help="Parquet table to write")
@@ -221,8 +244,9 @@ def _evaluate_parser(subparsers) -> None:
     evaluate.add_argument("--gold-articles", help='gold articles JSONL {"query_id", "text"}, for ROUGE-1')
     evaluate.add_argument("--official", help="official leaderboard: JSON object {run_id: rank}, ties averaged")
     _policy(evaluate, "--on-unknown-run", "official runs that are not evaluated")
-    evaluate.add_argument("--tau", type=int, nargs="+", default=[1, 3, 4, 5], help="grade thresholds (default 1 3 4 5)")
-    evaluate.add_argument("--k", type=int, default=20, help="passage budget: rank <= k, as written (default 20)")
+    # each checked by examflow.config.check_taus: once, and a grade a passage can reach
+    _number(evaluate, "--tau", nargs="+", default=[1, 3, 4, 5], help="grade thresholds (default 1 3 4 5)")
+    _number(evaluate, "--k", minimum=1, default=20, help="passage budget: rank <= k, as written (default 20)")
     evaluate.add_argument(
         "--measures",
         nargs="*",
@@ -236,17 +260,19 @@ def _evaluate_parser(subparsers) -> None:
     evaluate.add_argument(
         "--n-exam", choices=["pool", "gold"], default="pool", help="n-EXAM normaliser: pool (default) or gold articles"
     )
-    evaluate.add_argument(
-        "--min-relevant-judgment", dest="relevant_judgment", type=int, default=1,
+    _number(
+        evaluate, "--min-relevant-judgment", dest="relevant_judgment", default=1,
         help="official judgment that counts as relevant for kappa (default 1, as for CAR; 2 for TREC DL)",
     )  # fmt: skip
-    evaluate.add_argument(
-        "--bootstrap", type=int, default=1000, help="bootstrap replicates over queries (default 1000; 0: none)"
-    )
-    evaluate.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
-    evaluate.add_argument(
-        "--diagnostics-tau", type=float, help="threshold of the question diagnostics (default 4, or the highest --tau)"
-    )
+    _number(
+        evaluate, "--bootstrap", minimum=0, default=1000,
+        help="bootstrap replicates over queries (default 1000; 0: none)",
+    )  # fmt: skip
+    _number(evaluate, "--seed", default=0, help="seed of the bootstrap (default 0)")
+    _number(
+        evaluate, "--diagnostics-tau", **THRESHOLD,
+        help="threshold of the question diagnostics (default 4, or the highest --tau)",
+    )  # fmt: skip
     evaluate.add_argument(
         "--baselines",
         help="folder of the earlier evaluations' baselines: writes impact_*.tsv against the last other bank",
@@ -254,6 +280,28 @@ def _evaluate_parser(subparsers) -> None:
     _facts(evaluate, "correlation.tsv (official), kappa.tsv and agreement.tsv (judgments), the facets qrels (facets)")
     evaluate.add_argument("--out", required=True, help="directory for the evaluation tables (TSV) and qrels")
     evaluate.set_defaults(handler=commands.evaluate_command)
+
+
+# The bounds of a grade threshold (`examflow.config.check_taus`): grades run 0 to TOP_GRADE.
+THRESHOLD = {"minimum": 1, "maximum": TOP_GRADE}
+
+
+def _number(command, name: str, kind: str = "integer", minimum=None, maximum=None, **argument) -> None:
+    """An integer (or `number`) option within the bounds the config schema gives its key."""
+    option = Option(kind, minimum=minimum, maximum=maximum)
+    command.add_argument(name, type=partial(_number_value, name, option), **argument)
+
+
+def _number_value(name: str, option: Option, text: str) -> int | float:
+    """The option's value from its text, or a Failure naming the option in one line (argparse's own
+    error would print the whole usage first)."""
+    try:
+        value = int(text) if option.type == "integer" else float(text)
+    except ValueError:
+        raise ConfigError(name, f"expected {a(option.type)}, found {text!r}") from None
+    if not math.isfinite(value):  # nan passes any bound; no key of the config takes nan or inf
+        raise ConfigError(name, f"expected a finite number, found {text!r}")
+    return option.check(name, value)
 
 
 def _facts(command, files: str) -> None:
@@ -266,12 +314,12 @@ def _facts(command, files: str) -> None:
 
 def add_llm_options(command: argparse.ArgumentParser) -> None:
     """One option per `examflow.registry.LLM_OPTIONS` entry, with its default and help."""
-    kinds = {"string": str, "integer": int, "number": float}
     for name, option in QUESTION_LLM_OPTIONS.items():
         default = None if option.default is REQUIRED else option.default
+        flag = f"--{name.replace('_', '-')}"
         command.add_argument(
-            f"--{name.replace('_', '-')}",
-            type=kinds[option.type],
+            flag,
+            type=str if option.type == "string" else partial(_number_value, flag, option),
             default=default,
             choices=option.choices or None,
             help=f"{option.help} (default: {default})",
@@ -282,8 +330,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     for chatty in ("httpx", "httpx2"):  # one INFO line per HTTP request
         logging.getLogger(chatty).setLevel(logging.WARNING)
-    args = parser().parse_args(argv)
     try:
+        args = parser().parse_args(argv)  # a bad number raises a Failure from there
         args.handler(args)
     except Failure as error:
         print(f"examflow: error: {error}", file=sys.stderr)

@@ -23,17 +23,19 @@ TSV_TABLES = ("summary", "flagged")  # written for people to read
 def pool_command(args: argparse.Namespace) -> None:
     import pandas as pd
 
+    from examflow.config import check_relevance_range
     from examflow.io import read_qrels, read_queries, read_runs, read_table, write_tables
     from examflow.io.qrels import JUDGMENT_COLUMNS
     from examflow.io.runs import RUN_COLUMNS
     from examflow.pool import build_pool
 
+    relevance_range = check_relevance_range("--relevance-range", *args.relevance_range)
     queries = read_queries(args.queries)
     unknown = Problems(args.on_unknown_query)
     query_ids = set(queries["query_id"])
     runs = read_runs(args.runs, query_ids, unknown) if args.runs else pd.DataFrame(columns=RUN_COLUMNS)
     judgments = (
-        read_qrels(args.qrels, queries, unknown, tuple(args.relevance_range))
+        read_qrels(args.qrels, queries, unknown, relevance_range)
         if args.qrels
         else pd.DataFrame(columns=JUDGMENT_COLUMNS)
     )
@@ -105,17 +107,27 @@ def questions_command(args: argparse.Namespace) -> None:
 
 
 def bank_shard_command(args: argparse.Namespace) -> None:
+    from examflow.io import read_queries
+    from examflow.io.queries import subtopics
     from examflow.io.tables import write_tables
-    from examflow.questions.bank import read_bank
-    from examflow.questions.shards import shard_table
+    from examflow.questions.bank import entry_lines, known_targets, read_bank
+    from examflow.questions.shards import check_shard, shard_table
 
-    write_tables({args.out: shard_table(read_bank(args.bank), args.shard, args.shards)})
+    check_shard(args.shard, args.shards)
+    entries = read_bank(args.bank)
+    # Questions for no query, or for no subtopic of theirs, are not graded: they would count in |Q|.
+    unknown = Problems(args.on_unknown_query)
+    known = known_targets(args.bank, entry_lines(entries), subtopics(read_queries(args.queries)), unknown)
+    unknown.summarise()
+    entries = [entry for entry in entries if (entry.query_id, entry.facet_id) in known]
+    write_tables({args.out: shard_table(entries, args.shard, args.shards)})
 
 
 def pool_shard_command(args: argparse.Namespace) -> None:
     from examflow.io.tables import read_table, write_tables
-    from examflow.questions.shards import pool_shard
+    from examflow.questions.shards import check_shard, pool_shard
 
+    check_shard(args.shard, args.shards)
     passages, queries = pool_shard(read_table(args.passages), read_table(args.queries), args.shard, args.shards)
     write_tables({args.out_passages: passages, args.out_queries: queries})
 
@@ -162,7 +174,7 @@ def merge_grades_command(args: argparse.Namespace) -> None:
 
 
 def evaluate_command(args: argparse.Namespace) -> None:
-    from examflow.config import check_taus
+    from examflow.config import check_taus, default_tau
     from examflow.evaluation.impact import BaselineStore, bank_digest
     from examflow.evaluation.leaderboard import Settings, evaluate, facts_of
     from examflow.evaluation.qrels import unknown_measures as check_measures
@@ -175,7 +187,7 @@ def evaluate_command(args: argparse.Namespace) -> None:
     inputs = _evaluation_inputs(args)
     settings = Settings(
         args.tau, args.k, args.measures, args.query_mode, args.n_exam, args.relevant_judgment, args.bootstrap, args.seed,
-        args.diagnostics_tau if args.diagnostics_tau is not None else (4 if 4 in args.tau else max(args.tau)),
+        args.diagnostics_tau if args.diagnostics_tau is not None else default_tau(args.tau),
     )  # fmt: skip
     unknown = check_measures(args.measures)
     if unknown:
@@ -374,6 +386,9 @@ def method_report(args: argparse.Namespace) -> dict[str, bytes | str]:
     official = read_leaderboard(args.official) if args.official else None
     facts = Facts.of(args.facts) if args.facts is not None else Facts(bool(official), table["agreement"].exists())
     board, grades = _tsv(table["leaderboard"], tau=float), read_table(args.grades)
+    evaluated = sorted(int(t) for t in board["tau"].dropna().unique())
+    if tau not in evaluated:  # the figures would be empty
+        raise Failure(f"--tau {tau}: {table['leaderboard']} holds τ {', '.join(map(str, evaluated))} only")
     builders = {
         "leaderboard_png": lambda: figures.leaderboard_figure(board, official, tau),
         "leaderboard_html": lambda: pages.leaderboard_page(board, official, tau, method),
@@ -428,17 +443,18 @@ def nrp_per_system(path: Path) -> tuple[pd.DataFrame, str]:
 
 
 def summary_command(args: argparse.Namespace) -> None:
-    import pandas as pd
 
     from examflow.grading.merge import read_grades_metadata
     from examflow.io.tables import write_tables
     from examflow.summary import provenance, run_summary
 
     graded = {meta["method"]["name"]: meta for meta in map(read_grades_metadata, args.grades)}
-    flagged = _tsv(Path(args.flagged)) if args.flagged else pd.DataFrame()
+    flagged = _tsv(Path(args.flagged)) if args.flagged else None
     boards, correlations = {}, {}
     for folder in map(Path, args.eval):
         board = _tsv(folder / "leaderboard.tsv", tau=float)
+        if args.tau not in set(board["tau"].dropna()):  # the summary's tables would be empty
+            raise Failure(f"--tau {args.tau}: {folder / 'leaderboard.tsv'} holds no row at that τ")
         for method in board["method"].unique():
             boards[method] = board[board["method"] == method]
         if (folder / "correlation.tsv").exists():

@@ -12,6 +12,8 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import logging
+import math
 from collections.abc import Hashable, Iterable
 from pathlib import Path
 
@@ -34,6 +36,7 @@ from examflow.registry import (
     suggestion,
 )
 
+log = logging.getLogger(__name__)
 SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 
 
@@ -72,13 +75,16 @@ def check_config(config: dict, path: str | Path = SCHEMA) -> dict:
         raise ConfigError("grading.methods", f"two methods are named {name!r}")
     checked["questions"]["llm"] = check_options("questions.llm", checked["questions"]["llm"], QUESTION_LLM_OPTIONS)
     _check_measures(checked["evaluation"]["measures"])
-    low, high = checked["validation"]["relevance_range"]
-    if low > high:
-        raise ConfigError("validation.relevance_range", f"the lowest level {low} is above the highest {high}")
+    check_relevance_range("validation.relevance_range", *checked["validation"]["relevance_range"])
     _check_exam_inputs(checked)
+    if checked["evaluation"]["n_exam"] == "gold" and not (checked["inputs"] or {}).get("gold_articles"):
+        raise ConfigError(
+            "evaluation.n_exam", "'gold' divides by what the gold articles answer: set inputs.gold_articles"
+        )
     taus, report = check_taus("evaluation.tau", checked["evaluation"]["tau"]), checked["report"]
+    _warn_about_the_budget(checked)
     if report["tau"] is None:
-        report["tau"] = 4 if 4 in taus else max(taus)
+        report["tau"] = default_tau(taus)
     elif report["tau"] not in taus:
         raise ConfigError("report.tau", f"{report['tau']} is none of evaluation.tau ({', '.join(map(str, taus))})")
     if checked["nrp"]:
@@ -96,6 +102,21 @@ def _check_exam_inputs(checked: dict) -> None:
         raise ConfigError("grading.methods", "grading needs a question bank (inputs.bank)")
 
 
+def default_tau(taus: list[int]) -> int:
+    """The threshold the report, the summary and the question diagnostics look at: 4, or the highest."""
+    return 4 if 4 in taus else max(taus)
+
+
+def _warn_about_the_budget(checked: dict) -> None:
+    depth, k = checked["pool"]["depth"], checked["evaluation"]["k"]
+    if checked["inputs"] and k > depth:
+        log.warning(
+            "evaluation.k = %d is above pool.depth = %d: a run's passages ranked %d to %d are graded only where "
+            "the pool holds them anyway (judged, or in another run's top %d), so they count only there; set "
+            "evaluation.k to at most pool.depth", k, depth, depth + 1, k, depth,
+        )  # fmt: skip
+
+
 def check_taus(key: str, taus: list[int]) -> list[int]:
     """Grade thresholds: each once, and each a grade a passage can reach (1 to the top grade)."""
     for tau in taus:
@@ -106,6 +127,13 @@ def check_taus(key: str, taus: list[int]) -> list[int]:
         if taus.count(tau) > 1:
             raise ConfigError(key, f"{tau} is given twice")
     return taus
+
+
+def check_relevance_range(key: str, low: int, high: int) -> tuple[int, int]:
+    """The lowest and the highest relevance a qrels line may hold, the lowest first."""
+    if low > high:
+        raise ConfigError(key, f"the lowest level {low} is above the highest {high}")
+    return low, high
 
 
 def _check_nrp(nrp: dict) -> dict:
@@ -178,10 +206,21 @@ def _validate(config: dict, loaded: dict) -> None:
 
 
 def _filling_defaults(validator_class):
-    """A validator that writes each property's default into the instance before checking it."""
+    """A validator that writes each property's default into the instance before checking it, and takes an
+    integer to be an integer (JSON Schema lets 5.0 pass, which then reaches a command line as `--depth 5.0`)
+    and a number to be finite."""
     import jsonschema
 
     check_properties = validator_class.VALIDATORS["properties"]
+    types = validator_class.TYPE_CHECKER.redefine_many(
+        {
+            "integer": lambda checker, value: isinstance(value, int) and not isinstance(value, bool),
+            # NaN and infinity pass every bound (they compare false): no setting is either.
+            "number": lambda checker, value: (
+                isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            ),
+        }
+    )
 
     def properties(validator, declared, instance, schema):
         if isinstance(instance, dict):
@@ -190,7 +229,7 @@ def _filling_defaults(validator_class):
                     instance.setdefault(name, copy.deepcopy(subschema["default"]))
         yield from check_properties(validator, declared, instance, schema)
 
-    return jsonschema.validators.extend(validator_class, {"properties": properties})
+    return jsonschema.validators.extend(validator_class, {"properties": properties}, type_checker=types)
 
 
 def _readable(error) -> ConfigError:

@@ -8,6 +8,7 @@ This module imports nothing heavy: the Snakefile reads it at parse time.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from dataclasses import dataclass, replace
 from typing import Any
@@ -26,6 +27,7 @@ class Option:
     choices: tuple = ()
     minimum: float | None = None
     nullable: bool = False
+    maximum: float | None = None
 
     def check(self, key: str, value: Any) -> Any:
         if value is None and self.nullable:
@@ -35,8 +37,12 @@ class Option:
         # bool is an int in Python; a YAML `yes` must not pass as a batch size.
         if isinstance(value, bool) != (self.type == "boolean") or not isinstance(value, _TYPES[self.type]):
             raise ConfigError(key, f"expected {'null or ' if self.nullable else ''}{a(self.type)}, found {value!r}")
+        if isinstance(value, float) and not math.isfinite(value):  # NaN passes every bound
+            raise ConfigError(key, f"expected a finite number, found {value!r}")
         if self.minimum is not None and value < self.minimum:
             raise ConfigError(key, f"must be at least {self.minimum}, not {value!r}")
+        if self.maximum is not None and value > self.maximum:
+            raise ConfigError(key, f"must be at most {self.maximum}, not {value!r}")
         return value
 
     def json_schema(self) -> dict:
@@ -45,6 +51,8 @@ class Option:
             schema = {"enum": list(self.choices) + ([None] if self.nullable else [])}
         if self.minimum is not None:
             schema["minimum"] = self.minimum
+        if self.maximum is not None:
+            schema["maximum"] = self.maximum
         if self.default is not REQUIRED:
             schema["default"] = self.default
         return schema | {"description": self.help}

@@ -172,7 +172,7 @@ def _columns(text: str) -> int:
 
 def run_summary(
     graded: dict[str, dict],
-    flagged: pd.DataFrame,
+    flagged: pd.DataFrame | None,
     results: str,
     boards: dict[str, pd.DataFrame],
     correlations: dict[str, pd.DataFrame],
@@ -186,8 +186,9 @@ def run_summary(
                   results, results, report_command(f"{results}/report.html", configfiles))  # fmt: skip
     for method in sorted(boards):
         _leaderboard_section(doc, method, boards[method], correlations.get(method), tau)
-    _grading_section(doc, graded)
-    _injection_section(doc, flagged)
+    if flagged is not None:  # EXAM ran (NRP alone has no pool and no grades)
+        _grading_section(doc, graded)
+        _injection_section(doc, flagged)
     if nrp is not None:
         _nrp_section(doc, nrp)
     return doc

@@ -1,20 +1,22 @@
 """What the Snakefile asks before it schedules a job: which shards to grade, and whether the
-inputs it can check cheaply (bank query ids, the official leaderboard's runs) agree."""
+inputs it can check cheaply (bank query and facet ids, the official leaderboard's runs) agree."""
 
 from __future__ import annotations
 
+import difflib
 import functools
 import logging
 import os
 from dataclasses import dataclass
 
-from examflow.errors import InputError, Problems
+from examflow.errors import ConfigError, InputError, Problems
 from examflow.io import read_queries
 from examflow.io.leaderboard import match_runs, read_leaderboard
 from examflow.io.lines import raw_lines
+from examflow.io.queries import subtopics
 from examflow.io.responses import response_run_ids
 from examflow.outputs import Facts
-from examflow.questions.bank import read_bank
+from examflow.questions.bank import entry_lines, known_targets, read_bank
 from examflow.questions.shards import shard_digests, shard_of
 from examflow.registry import KINDS
 
@@ -24,22 +26,16 @@ log = logging.getLogger("examflow")
 @dataclass(frozen=True)
 class BankQueries:
     digests: dict[str, str]  # content digest of each shard's questions
-    with_items: dict[str, int]  # query id -> line of its first entry, for queries with questions
-    lines: dict[str, int]  # every query id in the bank -> line of its first entry
-    facets: bool  # some question or nugget has a facet (subtopic) id
+    lines: dict[tuple[str, str | None], int]  # every (query id, facet id) in the bank -> line of its entry
+    items: dict[tuple[str, str | None], int]  # (query id, facet id) -> its questions or nuggets
 
 
 @functools.cache
 def bank_queries(path: str, modified: float, shards: int = 16) -> BankQueries:
     """The bank read once per version of the file (`modified` keys the cache)."""
     entries = read_bank(path)
-    lines, with_items = {}, {}
-    for entry in entries:
-        lines.setdefault(entry.query_id, entry.line)
-        if entry.items:
-            with_items.setdefault(entry.query_id, entry.line)
-    facets = any(item.facet_id is not None for entry in entries for item in entry.items)
-    return BankQueries(shard_digests(entries, shards), with_items, lines, facets)
+    items = {(entry.query_id, entry.facet_id): len(entry.items) for entry in entries}
+    return BankQueries(shard_digests(entries, shards), entry_lines(entries), items)
 
 
 @functools.cache
@@ -72,30 +68,42 @@ def graded_facets(inputs: dict, generate: bool, grading: dict) -> bool:
     if generate or any(KINDS[method["kind"]].target == "query" for method in grading["methods"]):
         return True
     bank = inputs["bank"]
-    return bool(bank) and bank_queries(bank, os.path.getmtime(bank), grading["shards"]).facets
+    if not bank:
+        return False
+    found = bank_queries(bank, os.path.getmtime(bank), grading["shards"])
+    known = subtopics(query_table(inputs["queries"]))
+    return any(facet in known.get(query, ()) and found.items[query, facet] for query, facet in found.items)
 
 
 def graded_shards(queries_spec: str, bank: str, generate: bool, validation: dict, shards: int = 16) -> list[str]:
-    """Shards of the queries that have questions; bank queries that are not queries are problems."""
-    query_ids = set(query_table(queries_spec)["query_id"])
+    """Shards of the queries that have questions. Bank entries whose query is not a query, or whose facet
+    is not one of its query's subtopics, are problems; `examflow bank-shard` leaves them out."""
+    queries = query_table(queries_spec)
+    query_ids = set(queries["query_id"])
     if generate:  # every query gets questions, or generation fails naming it
         return sorted({shard_of(q, shards) for q in query_ids})
     found = bank_queries(bank, os.path.getmtime(bank), shards)
     unknown = Problems(validation["unknown_queries"])
-    for query_id in sorted(set(found.lines) - query_ids):
-        unknown.report(
-            "bank entries with an unknown query id",
-            InputError(bank, f"unknown query id {query_id!r}", found.lines[query_id], "query_id"),
-        )
+    known = known_targets(bank, found.lines, subtopics(queries), unknown)
     unknown.summarise()
-    without = sorted(query_ids - set(found.with_items))
+    with_items = {query for query, facet in known if found.items[query, facet]}
+    without = sorted(query_ids - with_items)
     if without:
         shown = ", ".join(without[:5]) + (", ..." if len(without) > 5 else "")
         log.warning(
             "%d of %d queries have no questions in %s and get no grading jobs: %s",
             len(without), len(query_ids), bank, shown,
         )  # fmt: skip
-    return sorted({shard_of(q, shards) for q in set(found.with_items) & query_ids})
+    return sorted({shard_of(q, shards) for q in with_items})
+
+
+def check_example_query(queries_spec: str, query_id: str | None) -> None:
+    """The configured topic of the worked example is one of the queries (a typo would show an empty page)."""
+    known = set(query_table(queries_spec)["query_id"])
+    if query_id is not None and query_id not in known:
+        close = difflib.get_close_matches(query_id, sorted(known), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError("report.example_query", f"{query_id!r} is none of the queries in {queries_spec}{hint}")
 
 
 def check_leaderboard(inputs: dict, run_files: list[str], validation: dict) -> None:

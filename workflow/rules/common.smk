@@ -27,6 +27,7 @@ from examflow.results import (
 )
 from examflow.workflow import (
     bank_queries,
+    check_example_query,
     check_leaderboard,
     configured_facts,
     graded_shards,
@@ -164,6 +165,8 @@ SHARDS = (
 )
 if INPUTS.get("official_leaderboard"):
     checked(check_leaderboard, INPUTS, RUN_FILES, VALIDATION)
+if EXAM:
+    checked(check_example_query, INPUTS["queries"], config["report"]["example_query"])
 
 # What the configuration gives decides which files each step writes (examflow.outputs).
 FACTS = checked(configured_facts, config, GENERATE_BANK)
@@ -255,7 +258,7 @@ def report_outputs():
         name: report(
             results(f"report/{{method}}/{file.path}"),
             caption=f"../report/{file.caption}.rst",
-            category="EXAM: {method}",
+            category="EXAM {method}",
             subcategory=file.section,
             labels={"method": "{method}", "item": file.path},
         )
@@ -334,7 +337,7 @@ def nrp_inputs(wildcards, input):
 def nrp_settings(wildcards):
     dimensions = NRP["dimensions"]
     wilcoxon = [f"--wilcoxon {shlex.join(pair)}" for pair in NRP["wilcoxon"]]
-    return " ".join(wilcoxon) + " " + cli_options(
+    options = cli_options(
         weight=[f"{n}={d['weight']}" for n, d in dimensions.items() if "weight" in d],
         fix_ranker=[f"{n}={d['ranker']}" for n, d in dimensions.items() if d["ranker"]],
         cannot_judge=[
@@ -346,3 +349,4 @@ def nrp_settings(wildcards):
         on_unknown_query=config["validation"]["unknown_queries"],
         on_missing_passage=config["validation"]["missing_passages"],
     )
+    return " ".join([*wilcoxon, options])

@@ -30,9 +30,11 @@ localrules:
     bank_shard,
 
 
+# The queries tell which facet ids are subtopics: questions for no query or subtopic are left out.
 rule bank_shard:
     input:
         bank=bank_input,
+        queries=input_file("queries"),
     output:
         results("bank/{shard}.parquet"),
     log:
@@ -42,6 +44,10 @@ rule bank_shard:
     params:
         digest=shard_digest,
         shards=SHARD_COUNT,
+        # Of the configuration, not of `input`: an ir_datasets id that changes must rerun the job.
+        queries=lambda wildcards: INPUTS["queries"],
+        on_unknown_query=config["validation"]["unknown_queries"],
     shell:
-        "python -m examflow bank-shard --bank {input.bank:q} --shard {wildcards.shard} --shards {params.shards}"
-        " --out {output:q} 2> {log:q}"
+        "python -m examflow bank-shard --bank {input.bank:q} --queries {params.queries:q}"
+        " --on-unknown-query {params.on_unknown_query}"
+        " --shard {wildcards.shard} --shards {params.shards} --out {output:q} 2> {log:q}"

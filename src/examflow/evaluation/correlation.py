@@ -76,30 +76,35 @@ def random_tie_correlation(
 
 def tau_ap(scores: dict[str, float], official: dict[str, float]) -> float:
     """AP rank correlation: for each run below the top of the predicted order, the share of the
-    runs predicted above it that the official leaderboard also ranks above it (strictly).
+    runs predicted above it that the official leaderboard also ranks above it.
 
-    Runs with tied predicted scores take every order among themselves with equal chance; the
-    result is the expectation over those orders, so it depends on no run name.
+    Tied runs, in the predicted order or in the official one, take every order among themselves with
+    equal chance; the result is the expectation over those orders (an officially tied pair counts one
+    half), so it depends on no run name. NaN where either side ties every run: no order to compare.
     """
     runs = _shared(scores, official)
-    if len(runs) < 2:
-        return float("nan")
     keys = dict(zip(runs, tie_keys([scores[run] for run in runs]).tolist()))
+    if len(set(keys.values())) < 2 or len({official[run] for run in runs}) < 2:
+        return float("nan")
+
+    def above(other: str, run: str) -> float:
+        return (official[other] < official[run]) + (official[other] == official[run]) / 2
+
     groups: dict[float, list[str]] = {}
     for run in sorted(runs, key=lambda run: -keys[run]):
         groups.setdefault(keys[run], []).append(run)
-    total, above = 0.0, []
+    total, ranked = 0.0, []
     for group in groups.values():
-        first = len(above)  # positions first .. first + |G| - 1, counted from 0
+        first = len(ranked)  # positions first .. first + |G| - 1, counted from 0
         for run in group:
-            earlier = sum(official[other] < official[run] for other in above)
-            within = sum(official[other] < official[run] for other in group if other != run)
+            earlier = sum(above(other, run) for other in ranked)
+            within = sum(above(other, run) for other in group if other != run)
             # At position p the run has p runs above it: all earlier groups and, on average,
             # (p - first) / (|G| - 1) of its own group's other runs.
             for p in range(max(first, 1), first + len(group)):
                 share = (p - first) / (len(group) - 1) if len(group) > 1 else 0.0
                 total += (earlier + share * within) / p / len(group)
-        above += group
+        ranked += group
     return 2 * total / (len(runs) - 1) - 1
 
 

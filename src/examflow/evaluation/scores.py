@@ -8,6 +8,9 @@ breaks a tie that is not there, and a published correlation is not reproduced. S
   reciprocal rank, ...) are summed exactly, as fractions: equal scores are the same float;
 - other measures (MAP, nDCG) are summed with `math.fsum`, which is exact before one final
   rounding, so per-query values that are permutations of one another give the same float;
+- standard errors come from exact integer sums of the same values (the ratios, or each float's
+  own exact value) and are rounded once: equal values give exactly 0, and a standard error that
+  is a ratio of integers (1/20) is that ratio's float;
 - every rank (point estimate, random ties, τ_AP, each bootstrap replicate) is taken on scores
   rounded to 12 significant digits (`tie_keys`), far coarser than summation noise and far finer
   than any real difference between two systems' scores.
@@ -35,18 +38,63 @@ def is_count_ratio(measure: str) -> bool:
 
 
 @cache
-def _fraction(value: float) -> Fraction:
-    """The ratio of small integers that a per-query value of a count-ratio measure stands for."""
-    return Fraction(value).limit_denominator(MAX_DENOMINATOR)
+def _ratio(value: float) -> tuple[int, int]:
+    """The ratio of small integers (numerator, denominator) that a per-query value of a
+    count-ratio measure stands for."""
+    fraction = Fraction(value).limit_denominator(MAX_DENOMINATOR)
+    return fraction.numerator, fraction.denominator
+
+
+def _scaled(values: list[float], exact: bool) -> tuple[list[int], int]:
+    """The values as integers over one common denominator, so that their sums are exact: the
+    count ratios they stand for (`exact`), or else each float's own exact value."""
+    ratios = [_ratio(value) for value in values] if exact else [value.as_integer_ratio() for value in values]
+    common = math.lcm(*(denominator for _, denominator in ratios))
+    return [numerator * (common // denominator) for numerator, denominator in ratios], common
 
 
 def aggregate(values: np.ndarray, weights: np.ndarray, exact: bool) -> float:
     """Σ value / Σ weight (0 when Σ weight is 0), independent of the order of the values."""
     if exact:
-        total = sum(map(_fraction, weights.tolist()), Fraction(0))
-        return float(sum(map(_fraction, values.tolist()), Fraction(0)) / total) if total > 0 else 0.0
+        numerators, common = _scaled(values.tolist(), True)
+        weight_numerators, weight_common = _scaled(weights.tolist(), True)
+        total = sum(weight_numerators)
+        # an int / int quotient is rounded once, like the Fraction it stands for
+        return sum(numerators) * weight_common / (total * common) if total > 0 else 0.0
     total = math.fsum(weights)
     return math.fsum(values) / total if total > 0 else 0.0
+
+
+def standard_error(values: np.ndarray, exact: bool) -> float:
+    """√(s² / n), s² the sample variance of n ≥ 2 values: from exact sums, rounded once."""
+    if not np.isfinite(values).all():
+        return math.nan
+    n = len(values)
+    scaled, common = _scaled(values.tolist(), exact)
+    # s² / n = spread / scale exactly, in integers
+    spread = n * sum(x * x for x in scaled) - sum(scaled) ** 2
+    return _nearest_root(spread, n * n * (n - 1) * common * common)
+
+
+# Bits of the radicand: its integer root then has 55, two more than a float, enough to round to odd.
+_ROOT_BITS = 2 * 53 + 3
+
+
+def _nearest_root(numerator: int, denominator: int) -> float:
+    """The float nearest to √(numerator / denominator), for integers ≥ 0 and > 0.
+
+    The root is taken as an integer of about 55 bits, scaled by a power of two, and its last bit is
+    set when the root is inexact (rounding to odd): converting it to a float then rounds once,
+    correctly, and a root that is a ratio of integers (1/20) comes out as that ratio's float.
+    """
+    shift = (numerator.bit_length() - denominator.bit_length() - _ROOT_BITS) // 2
+    if shift >= 0:
+        denominator <<= 2 * shift
+    else:
+        numerator <<= -2 * shift
+    root = math.isqrt(numerator // denominator)
+    root |= root * root * denominator != numerator
+    return float(root << shift) if shift >= 0 else root / (1 << -shift)
 
 
 def system_scores(per_query: pd.DataFrame) -> pd.DataFrame:
@@ -55,14 +103,10 @@ def system_scores(per_query: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (measure, tau, run_id), group in per_query.groupby(keys, sort=True, dropna=False):
         values, weights = group["value"].to_numpy(float), group["weight"].to_numpy(float)
-        n = len(values)
+        n, exact = len(values), is_count_ratio(measure)
         plain_mean = bool((weights == 1).all())
-        stderr = (
-            float(np.sort(values).std(ddof=1) / math.sqrt(n))
-            if n > 1 and plain_mean
-            else (0.0 if plain_mean else math.nan)
-        )
-        rows.append((measure, tau, run_id, aggregate(values, weights, is_count_ratio(measure)), stderr, n))
+        stderr = standard_error(values, exact) if n > 1 and plain_mean else (0.0 if plain_mean else math.nan)
+        rows.append((measure, tau, run_id, aggregate(values, weights, exact), stderr, n))
     return pd.DataFrame(rows, columns=[*keys, "score", "stderr", "n_queries"])
 
 

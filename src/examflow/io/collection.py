@@ -71,6 +71,8 @@ def _jsonl(path, wanted: set[str]) -> Iterator[tuple[int, str, str]]:
         except (json.JSONDecodeError, UnicodeDecodeError):
             decode(path, number, raw)  # names invalid UTF-8 precisely, if that is the cause
             raise InputError(path, "not a valid JSON object", number) from None
+        if not isinstance(record, dict):  # a number or a list is valid JSON, but holds no passage
+            raise InputError(path, f"expected a JSON object, found {type(record).__name__}", number)
         if id_field is None:
             id_field = _pick(path, number, record, ID_FIELDS, "id")
             text_field = _pick(path, number, record, TEXT_FIELDS, "text")

@@ -44,6 +44,14 @@ def read_queries(path: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=QUERY_COLUMNS, dtype=object)  # object keeps None for no facet
 
 
+def subtopics(queries: pd.DataFrame) -> dict[str, set[str]]:
+    """Each query id with the facet ids of its subtopics (none for a query without subtopics)."""
+    found: dict[str, set[str]] = {}
+    for query_id, facet_id in zip(queries["query_id"], queries["facet_id"]):
+        found.setdefault(query_id, set()).update([] if pd.isna(facet_id) else [facet_id])
+    return found
+
+
 def _tsv_rows(path):
     for number, line in text_lines(path):
         query_id, text = split_columns(path, number, line, ("query_id", "text"), "\t")

@@ -1,16 +1,20 @@
 """Generated responses (RAG answers): JSONL `{"run_id", "query_id", "text"}`.
 
-`text` is a string (paragraphs separated by blank lines) or a list of paragraph strings.
+`text` is a string (paragraphs separated by blank lines) or a list of paragraph strings. An empty
+one is what the system answered: the run has no passage for that query (counted in a warning).
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 from examflow.errors import InputError, Problems
 from examflow.io.lines import json_lines, required_id
 from examflow.io.runs import GOLD_RUN, RESERVED_RUNS
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -21,7 +25,7 @@ class Response:
 
 
 def read_responses(path: str | Path, query_ids: set[str], unknown_queries: Problems) -> list[Response]:
-    responses, first_line = [], {}
+    responses, first_line, empty = [], {}, []
     for number, record in json_lines(path):
         run_id = required_id(path, number, record, "run_id")
         if run_id in RESERVED_RUNS:
@@ -41,7 +45,18 @@ def read_responses(path: str | Path, query_ids: set[str], unknown_queries: Probl
                 "query_id",
             )
         first_line[run_id, query_id] = number
-        responses.append(Response(run_id, query_id, _paragraphs(path, number, record.get("text"))))
+        response = Response(run_id, query_id, _paragraphs(path, number, record.get("text")))
+        if not response.paragraphs:
+            empty.append(f"line {number}, run {run_id!r}, query {query_id!r}")
+        responses.append(response)
+    if empty:  # a system that answered nothing is evaluated as such, not a broken file
+        log.warning(
+            "%s: %d empty response(s): the run has no passage for that query (first: %s)",
+            path, len(empty), empty[0],
+        )  # fmt: skip
+    silent = sorted({r.run_id for r in responses} - {r.run_id for r in responses if r.paragraphs})
+    if silent:  # no passage at all: such a run has no row in any leaderboard
+        log.warning("%s: runs with only empty responses, not evaluated: %s", path, ", ".join(silent))
     return responses
 
 
@@ -51,6 +66,7 @@ def response_run_ids(path: str | Path) -> set[str]:
 
 
 def _paragraphs(path, number: int, text) -> tuple[str, ...]:
+    """The text's non-blank paragraphs; none for an empty text."""
     if isinstance(text, str):
         parts = [part.strip() for part in text.split("\n\n")]
     elif isinstance(text, list) and all(isinstance(part, str) for part in text):
@@ -59,10 +75,7 @@ def _paragraphs(path, number: int, text) -> tuple[str, ...]:
         raise InputError(path, "missing", number, "text")
     else:
         raise InputError(path, "expected a string or a list of strings", number, "text")
-    parts = [part for part in parts if part]
-    if not parts:
-        raise InputError(path, "empty text", number, "text")
-    return tuple(parts)
+    return tuple(part for part in parts if part)
 
 
 def read_gold_articles(
@@ -80,7 +93,10 @@ def read_gold_articles(
             continue
         if query_id in articles:
             raise InputError(path, f"second gold article for query {query_id!r}", number, "query_id")
-        articles[query_id] = "\n\n".join(_paragraphs(path, number, record.get("text")))
+        paragraphs = _paragraphs(path, number, record.get("text"))
+        if not paragraphs:  # the reference every run is measured against (n-EXAM gold, ROUGE)
+            raise InputError(path, "empty text", number, "text")
+        articles[query_id] = "\n\n".join(paragraphs)
     return articles
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from examflow.errors import InputError
+from examflow.errors import InputError, Problems
 from examflow.io.lines import base_suffix, check_id, json_lines, required_id, split_columns, text_lines
 
 log = logging.getLogger(__name__)
@@ -88,6 +88,45 @@ def read_bank(path: str | Path) -> list[Entry]:
         log.warning("%s: %d items with blank text", path, blank)
     _drop_repeated_ids(path, entries.values())
     return _not_empty(path, list(entries.values()))
+
+
+def entry_lines(entries: list[Entry]) -> dict[tuple[str, str | None], int]:
+    """Every (query id, facet id) of the bank, with the line of its entry (of its first line, flat)."""
+    return {(entry.query_id, entry.facet_id): entry.line for entry in entries}
+
+
+def known_targets(
+    path, lines: dict[tuple[str, str | None], int], subtopics: dict[str, set[str]], problems: Problems
+) -> set[tuple[str, str | None]]:
+    """The (query id, facet id) pairs of `lines` that the queries hold (`subtopics`: each query's facet
+    ids). Each other one is a problem at the line of its entry, an unknown query once however many of
+    its facets the bank names; its questions are for no query or subtopic, yet would be graded and
+    count in their query's |Q|."""
+    kept, unknown_queries = set(), set()
+    for (query_id, facet_id), line in sorted(lines.items(), key=lambda pair: pair[1]):
+        if query_id not in subtopics:
+            if query_id not in unknown_queries:
+                unknown_queries.add(query_id)
+                problems.report(
+                    "bank entries with an unknown query id",
+                    InputError(path, f"unknown query id {query_id!r}", line, "query_id"),
+                )
+        elif facet_id is not None and facet_id not in subtopics[query_id]:
+            problems.report(
+                "bank entries with an unknown facet id",
+                InputError(path, _unknown_facet(query_id, facet_id, subtopics[query_id]), line, "facet_id"),
+            )
+        else:
+            kept.add((query_id, facet_id))
+    return kept
+
+
+def _unknown_facet(query_id: str, facet_id: str, known: set[str]) -> str:
+    if not known:
+        return f"facet id {facet_id!r} on query {query_id!r}, which has no subtopics"
+    names = sorted(known)
+    shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+    return f"unknown facet id {facet_id!r}: not a subtopic of query {query_id!r} (its subtopics: {shown})"
 
 
 def _not_empty(path, entries: list[Entry]) -> list[Entry]:

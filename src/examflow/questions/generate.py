@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 
 _FENCE = re.compile(r"```[a-zA-Z]*\s*(.*?)```", re.DOTALL)
 _ENUMERATION = re.compile(r"^\s*(?:\d+[.)]|[-*\u2022])\s*")
+# A line of a list: a number (not a decimal such as 2.5) or a bullet and a space (not **bold** or ---).
+_LIST_LINE = re.compile(r"^\s*(?:\d+[.)](?!\d)|[-*\u2022]\s)\s*\S")
 
 
 class GenerationError(Failure):
@@ -38,16 +40,16 @@ def prompt_for(query_text: str, facet_text: str | None, output_format: str) -> t
 
 
 def parse_questions(text: str) -> list[str] | None:
-    """Questions from a JSON object `{"questions": [...]}`, a JSON or Python list, or
-    enumerated lines; None when the answer is none of these."""
+    """Questions from a JSON object `{"questions": [...]}`, a JSON or Python list, or the
+    enumerated lines of the answer (a chat model's list between an opening and a closing
+    sentence); None when the answer is none of these."""
     fenced = _FENCE.search(text)
     body = (fenced.group(1) if fenced else text).strip()
     questions = _structured(body)
-    if questions is None:
-        lines = [line for line in body.splitlines() if line.strip()]
-        if lines and all(_ENUMERATION.match(line) for line in lines):
-            questions = lines
-    if not questions or not all(isinstance(q, str) for q in questions):
+    if questions is None or not all(isinstance(q, str) for q in questions):
+        # Prose without a numbered or bulleted line stays unparsable: it is no list of questions.
+        questions = [line for line in body.splitlines() if _LIST_LINE.match(line)]
+    if not questions:
         return None
     cleaned = [_ENUMERATION.sub("", q).strip() for q in questions]
     unique = list(dict.fromkeys(q for q in cleaned if q))

@@ -14,6 +14,7 @@ import re
 
 import pandas as pd
 
+from examflow.errors import ConfigError
 from examflow.questions.bank import Entry
 
 QUESTION_COLUMNS = ["query_id", "facet_id", "question_id", "question_text", "kind", "gold_answers", "choices"]
@@ -37,8 +38,22 @@ def query_folder(query_id: str) -> str:
 
 def shard_of(query_id: str, shards: int) -> str:
     """The query's bucket: `shard-07` of 16, from a digest of its id."""
-    bucket = int(hashlib.md5(query_id.encode("utf-8")).hexdigest(), 16) % shards
+    return _shard_name(int(hashlib.md5(query_id.encode("utf-8")).hexdigest(), 16) % shards, shards)
+
+
+def _shard_name(bucket: int, shards: int) -> str:
+    """`shard-` and the bucket's number, zero-padded to the width of the last one (`shard-0` of 1, `shard-07` of 16)."""
     return f"shard-{bucket:0{len(str(shards - 1))}d}"
+
+
+def check_shard(shard: str, shards: int) -> None:
+    """A shard name that is no bucket would select no query and give an empty table, so it is refused."""
+    if shards < 1:
+        raise ConfigError("--shards", f"{shards}: the number of buckets is at least 1")
+    if shard not in {_shard_name(bucket, shards) for bucket in range(shards)}:
+        last = _shard_name(shards - 1, shards)
+        names = last if shards == 1 else f"{_shard_name(0, shards)} to {last}"
+        raise ConfigError("--shard", f"{shard!r} is not a bucket of --shards {shards}: the names are {names}")
 
 
 def shard_rows(entries: list[Entry], shards: int) -> dict[str, list[tuple]]:
