@@ -9,15 +9,13 @@ import io
 import json
 import math
 import re
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
+from cli_chain import examflow, graded
 from conftest import write
 from docutils import nodes
 from docutils.core import publish_doctree
-from llm_server import LLMServer
 
 from examflow.errors import Problems
 from examflow.io import read_passages, read_qrels, read_queries, read_responses, read_runs, read_table, write_tables
@@ -121,11 +119,6 @@ def grade(prompt: str) -> str:
     return "5" if question.split()[-1].rstrip("?") in context.split() else "0"
 
 
-def examflow(*args) -> None:
-    result = subprocess.run([sys.executable, "-m", "examflow", *map(str, args)], capture_output=True, text=True)
-    assert result.returncode == 0, f"examflow {args[0]}: {result.stderr}"
-
-
 def test_runs_and_queries_named_na_null_none_nan_go_through_evaluate_summary_and_report(tmp_path):
     queries = write(tmp_path / "queries.tsv", "001\tlava\nNA\ttides\n")
     corpus = write(tmp_path / "corpus.tsv", "".join(f"{p}\t{text}\n" for p, text in CORPUS.items()))
@@ -140,14 +133,8 @@ def test_runs_and_queries_named_na_null_none_nan_go_through_evaluate_summary_and
     pool, shard, grades, out = tmp_path / "pool", tmp_path / "bank.parquet", tmp_path / "grades", tmp_path / "eval"
     examflow("pool", "--queries", queries, "--runs", *runs, "--qrels", qrels, "--corpus", corpus, "--out", pool)
     examflow("bank-shard", "--bank", bank, "--queries", queries, "--shard", "shard-0", "--shards", 1, "--out", shard)
-    with LLMServer(grade) as server:
-        backend = {"kind": "openai", "model": "m", "base_url": server.base_url, "max_attempts": 2, "timeout": 5}
-        method = json.dumps({"name": "llm", "kind": "self_rating", "backend": backend})
-        examflow("grade", "--method", method, "--passages", pool / "passages.parquet", "--queries",
-                 pool / "queries.parquet", "--questions", shard, "--shard", "shard-0", "--cache-dir",
-                 tmp_path / "cache", "--out", grades / "shard-0.parquet")  # fmt: skip
-    examflow("merge-grades", "--method", method, "--out", grades / "llm.parquet", grades / "shard-0.parquet")
-    examflow("evaluate", "--grades", grades / "llm.parquet", "--pool", pool, "--questions", shard, "--official",
+    graded_table, _ = graded(tmp_path, pool, shard, grade)
+    examflow("evaluate", "--grades", graded_table, "--pool", pool, "--questions", shard, "--official",
              official, "--tau", 4, "--measures", "P_5", "--bootstrap", 10, "--out", out)  # fmt: skip
     board = read_tsv(out / "leaderboard.tsv")
     cover = board[(board["measure"] == "exam_cover") & (board["kind"] == "system")].set_index("run_id")["score"]

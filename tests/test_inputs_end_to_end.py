@@ -3,16 +3,13 @@ bank-shard, grade, merge-grades, evaluate), each score computed here by hand."""
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 
 import pandas as pd
 import pytest
+from cli_chain import examflow, graded
 from conftest import write
-from llm_server import LLMServer
-
-from examflow.cli import main
 
 
 def grade(prompt: str) -> str:
@@ -22,32 +19,22 @@ def grade(prompt: str) -> str:
     return "5" if question.split()[-1].rstrip("?").lower() in context else "0"
 
 
-def examflow(*args) -> None:
-    assert main([str(arg) for arg in args]) == 0, args
-
-
 def grade_and_evaluate(root, pool, bank, queries, *evaluations, on_unknown_query="error") -> tuple[int, list]:
     """The pool's passages graded against the bank with `grade` behind a real HTTP server; the number of
     model calls and the system rows of the leaderboard of each evaluation (its extra options)."""
-    shard, grades = root / "bank-shard.parquet", root / "grades"
+    shard = root / "bank-shard.parquet"
     examflow("bank-shard", "--bank", bank, "--queries", queries, "--on-unknown-query", on_unknown_query,
              "--shard", "shard-0", "--shards", 1, "--out", shard)  # fmt: skip
-    with LLMServer(grade) as server:
-        backend = {"kind": "openai", "model": "m", "base_url": server.base_url, "max_attempts": 1, "timeout": 5}
-        method = json.dumps({"name": "llm", "kind": "self_rating", "backend": backend})
-        examflow("grade", "--method", method, "--passages", pool / "passages.parquet", "--queries",
-                 pool / "queries.parquet", "--questions", shard, "--shard", "shard-0", "--cache-dir",
-                 root / "cache", "--out", grades / "shard-0.parquet")  # fmt: skip
-    examflow("merge-grades", "--method", method, "--out", grades / "llm.parquet", grades / "shard-0.parquet")
+    grades, calls = graded(root, pool, shard, grade)
     boards = []
     for number, options in enumerate(evaluations):
         out = root / f"eval-{number}"
-        examflow("evaluate", "--grades", grades / "llm.parquet", "--pool", pool, "--questions", shard, "--tau", 4,
+        examflow("evaluate", "--grades", grades, "--pool", pool, "--questions", shard, "--tau", 4,
                  "--measures", "--bootstrap", 0, *options, "--out", out)  # fmt: skip
         board = pd.read_csv(out / "leaderboard.tsv", sep="\t")
         cover = board[(board["measure"] == "exam_cover") & (board["kind"] == "system")]
         boards.append((cover.set_index("run_id")[["score", "n_queries"]].T.to_dict("list"), out))
-    return server.calls, boards
+    return calls, boards
 
 
 def test_an_empty_response_leaves_its_query_out_of_the_run_under_present_and_counts_0_under_all(tmp_path, caplog):
