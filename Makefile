@@ -46,7 +46,7 @@ test-slurm: install
 
 lint: install
 	$(BIN)/snakemake --lint
-	$(BIN)/snakefmt --check Snakefile workflow/rules
+	$(BIN)/snakefmt --check workflow
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 

@@ -58,11 +58,10 @@ def outputs(results: Path) -> dict[str, bytes]:
 
 def copy_project(folder: Path) -> Path:
     """A copy of the workflow and the demo collections to run snakemake in."""
-    for name in ("workflow", "config", "profiles", "envs"):
-        shutil.copytree(ROOT / name, folder / name)
+    for name in ("workflow", "config", "profiles"):
+        shutil.copytree(ROOT / name, folder / name, symlinks=True)
     shutil.copytree(DEMO, folder / "resources" / "demo")
     shutil.copytree(ROOT / "resources" / "demo-nrp", folder / "resources" / "demo-nrp")
-    shutil.copy(ROOT / "Snakefile", folder / "Snakefile")
     (folder / "src").symlink_to(ROOT / "src")
     return folder
 

@@ -24,7 +24,7 @@ def requirement(text: str) -> tuple[str, str]:
 def test_the_conda_environment_equals_the_package_dependencies():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     wanted = {CONDA_NAMES.get(name, name): spec for name, spec in map(requirement, project) if name not in DRIVER}
-    environment = yaml.safe_load((ROOT / "envs/examflow.yaml").read_text())["dependencies"]
+    environment = yaml.safe_load((ROOT / "workflow/envs/examflow.yaml").read_text())["dependencies"]
     listed = [entry for entry in environment if isinstance(entry, str)]
     listed += [entry for inner in environment if isinstance(inner, dict) for entry in inner["pip"]]
     found = dict(map(requirement, listed))

@@ -292,7 +292,7 @@ def test_hostile_paths_run_nothing_and_stay_whole(tmp_path):
     finished(project, args)
     assert not list(tmp_path.rglob("PWNED*")) and not list(Path.cwd().glob("PWNED*"))
     assert sorted(p.name for p in project.iterdir() if not p.name.startswith(".")) == sorted(
-        ["Snakefile", "config", "envs", "profiles", "resources", "results", "src", "workflow", data.name]
+        ["config", "profiles", "resources", "results", "src", "workflow", data.name]
     )  # no stray file named after the first word of a path
 
 

@@ -11,7 +11,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.settings.enums import RerunTrigger
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
-sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+sys.path.insert(0, str(Path(workflow.basedir).parent / "src"))
 from examflow.config import check_config, check_config_file, config_digest
 from examflow.errors import Failure
 from examflow.io.irds import is_irds
@@ -71,11 +71,11 @@ EXAM = bool(INPUTS)  # a collection to evaluate with EXAM; without one, NRP alon
 RESULTS = os.path.normpath(config["results_dir"])
 # The evaluations' baselines for bank-edit impact: state kept with the cache, one folder per results folder.
 BASELINES = f"{config['cache_dir']}/baselines/{re.sub(r'[^A-Za-z0-9_-]', '_', RESULTS)}"
-ENV = "../../envs/examflow.yaml"
+ENV = "../envs/examflow.yaml"
 
 # Rules run `python -m examflow` from this workflow's own src/, in a rule's conda environment
 # or else with the Python that runs Snakemake (`.venv/bin/snakemake` works without activating).
-SRC = shlex.quote(str(Path(workflow.basedir) / "src"))
+SRC = shlex.quote(str(Path(workflow.basedir).parent / "src"))
 PYTHON = (
     ""
     if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
