@@ -12,8 +12,21 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-REFERENCE = ROOT.parent / "shared" / "reference"
+# The EXAM papers' published data (not part of the repository): ../shared/reference beside this
+# checkout, or wherever $EXAMFLOW_REFERENCE says.
+REFERENCE = Path(os.environ.get("EXAMFLOW_REFERENCE") or ROOT.parent / "shared" / "reference")
 DEMO = ROOT / "resources" / "demo"
+
+
+def needs_reference(what: str, present: bool | None = None):
+    """Skip a check against the published data when it is not beside this checkout, saying what the
+    check is and how to run it (the data are not part of the repository)."""
+    return pytest.mark.skipif(
+        not (REFERENCE.exists() if present is None else present),
+        reason=f"{what}: needs the EXAM papers' published data (banks, graded files, result tables) in "
+        f"{REFERENCE} (../shared/reference beside this checkout, or $EXAMFLOW_REFERENCE); put them there to run "
+        "this check (docs/development.md)",
+    )
 
 
 def write(path: Path, content: str | bytes) -> Path:

@@ -14,18 +14,18 @@ from collections import defaultdict
 from pathlib import Path
 
 
-def read_runs(paths) -> dict[str, dict[str, list[tuple[int, str]]]]:
-    """{run tag: {query: [(rank as written, doc), ...]}} from TREC run files."""
+def read_runs(paths) -> dict[str, dict[str, list[tuple[int, str, float]]]]:
+    """{run tag: {query: [(rank as written, doc, score), ...]}} from TREC run files."""
     runs: dict = defaultdict(lambda: defaultdict(list))
     for path in paths:
         for line in Path(path).read_text(encoding="utf-8").splitlines():
-            query, _, doc, rank, _, tag = line.split()
-            runs[tag][query].append((int(rank), doc))
+            query, _, doc, rank, score, tag = line.split()
+            runs[tag][query].append((int(rank), doc, float(score)))
     return runs
 
 
 def question_id(query_id: str, facet_id: str | None, text: str) -> str:
-    """SPEC §2: `query_id[/facet_id]/md5(stripped text)`."""
+    """docs/methods.md §2: `query_id[/facet_id]/md5(stripped text)`."""
     digest = hashlib.md5(text.strip().encode("utf-8")).hexdigest()
     return f"{query_id}/{facet_id}/{digest}" if facet_id else f"{query_id}/{digest}"
 
@@ -64,7 +64,7 @@ def cover(
         for query in sorted(questions) if all_queries else sorted(lists):
             if query not in questions:
                 continue
-            top = [doc for rank, doc in lists.get(query, []) if rank <= k]
+            top = [doc for rank, doc, _ in lists.get(query, []) if rank <= k]
             answered = {q for q in questions[query] for p in top if answers.get((query, p, q), -1) >= tau}
             values.append(len(answered) / len(questions[query]))
         scores[run] = statistics.fmean(values) if values else 0.0
@@ -137,3 +137,30 @@ def nrp_of_run(run_file, qrels_file, answers_file, denominator: str, cannot_judg
             means.append(statistics.fmean(values))
         per_system[system] = statistics.fmean(means)
     return per_system
+
+
+def ndcg_at_10(runs: dict, judged: dict[str, dict[str, int]]) -> dict[str, float]:
+    """nDCG@10 per run as trec_eval computes it: gain = judgment (negative as 0), discount log2(rank + 1),
+    the ideal list of the query's judgments; the run's list by score, ties by document id descending;
+    the mean over the judged queries the run ranks. Judgments of subtopics (`q/f`) count per page (max)."""
+    import math
+
+    pages: dict = defaultdict(dict)
+    for query, docs in judged.items():
+        for doc, label in docs.items():
+            page = query.split("/")[0]
+            pages[page][doc] = max(pages[page].get(doc, label), label)
+    scores = {}
+    for run, lists in runs.items():
+        values = []
+        for query, ranked in lists.items():
+            if query not in pages:
+                continue
+            by_id = sorted(ranked, key=lambda item: item[1], reverse=True)  # ties: document id descending
+            order = sorted(by_id, key=lambda item: -item[2])[:10]
+            dcg = sum(max(pages[query].get(doc, 0), 0) / math.log2(i + 2) for i, (_, doc, _) in enumerate(order))
+            ideal = sorted((max(g, 0) for g in pages[query].values()), reverse=True)[:10]
+            best = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+            values.append(dcg / best if best else 0.0)
+        scores[run] = statistics.fmean(values)
+    return scores

@@ -1,4 +1,4 @@
-"""Cohen's kappa and contingency tables against official judgments (SPEC §5)."""
+"""Cohen's kappa and contingency tables against official judgments (docs/methods.md §5)."""
 
 from __future__ import annotations
 

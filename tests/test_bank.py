@@ -1,4 +1,4 @@
-"""Bank formats, ids, shards and diffs (SPEC §2)."""
+"""Bank formats, ids, shards and diffs (docs/methods.md §2)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 import pandas as pd
 import pytest
-from conftest import DEMO, REFERENCE, write
+from conftest import DEMO, REFERENCE, needs_reference, write
 
 from examflow.cli import main
 from examflow.errors import InputError
@@ -25,7 +25,7 @@ REFERENCE_BANKS = sorted(
 )
 
 
-@pytest.mark.skipif(not REFERENCE_BANKS, reason="../shared/reference is absent")
+@needs_reference("every published bank imports and round-trips losslessly", bool(REFERENCE_BANKS))
 @pytest.mark.parametrize("path", REFERENCE_BANKS, ids=lambda p: str(p.relative_to(REFERENCE)))
 def test_reference_banks_import_and_round_trip(path, tmp_path):
     bank = read_bank(path)
@@ -35,7 +35,7 @@ def test_reference_banks_import_and_round_trip(path, tmp_path):
     assert read_bank(copy) == bank
 
 
-@pytest.mark.skipif(not REFERENCE.exists(), reason="../shared/reference is absent")
+@needs_reference("the published banks' sizes and legacy question ids")
 def test_reference_bank_sizes_and_legacy_ids():
     dl19 = read_bank(REFERENCE / "flan-t5-exam-appendix/dl19-questions/dl19-genq.jsonl.gz")
     assert (len(dl19), sum(len(e.items) for e in dl19)) == (43, 430)
@@ -140,7 +140,7 @@ def test_a_shard_name_that_is_no_bucket_is_refused(tmp_path, capsys, shard, shar
         )
 
 
-@pytest.mark.skipif(not REFERENCE_BANKS, reason="../shared/reference is absent")
+@needs_reference("every published bank shards as before against its queries", bool(REFERENCE_BANKS))
 @pytest.mark.parametrize("path", REFERENCE_BANKS, ids=lambda p: str(p.relative_to(REFERENCE)))
 def test_reference_banks_shard_as_before_against_their_queries(path, tmp_path):
     """DL banks name queries of the published query files; every CAR bank names sections (facets) of
@@ -244,7 +244,7 @@ def test_bank_diff_goes_by_text_whatever_the_stored_ids_say(tmp_path):
     assert diff_banks(old, stored_id_bank(tmp_path / "same.jsonl", [(i.item_id, i.text) for i in old[0].items])) == {}
 
 
-@pytest.mark.skipif(not REFERENCE.exists(), reason="../shared/reference is absent")
+@needs_reference("a reworded question of the published DL 2019 bank is seen")
 def test_a_reworded_question_of_the_published_dl19_bank_is_seen_by_diff_and_impact(tmp_path):
     from examflow.evaluation.impact import question_changes
 

@@ -40,6 +40,7 @@ def test_a_minimal_config_gets_the_schema_defaults_and_nothing_of_the_demo():
     assert config["evaluation"] == {
         "tau": [1, 3, 4, 5], "k": 20, "query_mode": "present", "n_exam": "pool", "bootstrap": 1000, "seed": 0,
         "min_relevant_judgment": 1, "measures": ["map", "ndcg_cut_10", "ndcg_cut_20", "Rprec", "P_20", "recip_rank"],
+        "official_measure": "ndcg_cut_10",
     }  # fmt: skip
     assert config["validation"] == {
         "missing_passages": "error", "unknown_queries": "error", "leaderboard_runs": "error", "relevance_range": [-2, 4]
@@ -302,31 +303,50 @@ def test_a_minimal_user_config_schedules_no_demo_input(project):
     assert files["bank"].exists()
 
 
+def refused_in_one_line(result, message: str) -> str:
+    """The run stopped, and its only words of the mistake are one line holding `message`: no frames."""
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    errors = [line for line in output.splitlines() if line.startswith("examflow: error: ")]
+    assert len(errors) == 1 and message in errors[0], output
+    assert errors[0].endswith(("config/bad.yaml]", "config/twice.yaml]")), output
+    for frame in ("Traceback", 'File "', "WorkflowError", "common.smk"):
+        assert frame not in output, output
+    return errors[0]
+
+
 @pytest.mark.workflow
-def test_config_mistakes_stop_the_workflow_at_parse_time(project):
+def test_config_mistakes_stop_the_workflow_at_parse_time_in_one_line(project):
     config = yaml.safe_load((project / "config/config.yaml").read_text())
     config["pool"]["depht"] = 10
     write(project / "config/bad.yaml", yaml.safe_dump(config))
     result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
-    assert result.returncode != 0
-    assert "config pool.depht: unknown key (did you mean 'depth'?)" in result.stdout + result.stderr
+    refused_in_one_line(result, "config pool.depht: unknown key (did you mean 'depth'?)")
     del config["pool"]["depht"]
     config["grading"]["methods"][0]["backend"]["api_key"] = "sk-SENTINEL-0451"
     write(project / "config/bad.yaml", yaml.safe_dump(config))
     result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
-    assert result.returncode != 0 and "secret does not belong" in result.stdout + result.stderr
+    refused_in_one_line(result, "secret does not belong")
     assert "sk-SENTINEL-0451" not in result.stdout + result.stderr
     del config["grading"]["methods"][0]["backend"]["api_key"]
     config["inputs"]["runs"] = ["resources/demo/runs/*.trec"]
     write(project / "config/bad.yaml", yaml.safe_dump(config))
     result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
-    assert "config inputs.runs: no file matches 'resources/demo/runs/*.trec'" in result.stdout + result.stderr
+    refused_in_one_line(result, "config inputs.runs: no file matches 'resources/demo/runs/*.trec'")
+    config["inputs"]["runs"] = ["resources/demo/runs/*.run"]
+    config["inputs"]["qrels"] = "resources/demo/qrels-typo.txt"
+    write(project / "config/bad.yaml", yaml.safe_dump(config))
+    result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
+    refused_in_one_line(result, "config inputs.qrels: file not found: resources/demo/qrels-typo.txt")
+    del config["inputs"]["qrels"]
+    write(project / "config/bad.yaml", yaml.safe_dump(config))
+    result = snakemake(project, "-n", "--configfile", "config/bad.yaml", "--rerun-triggers", "mtime", check=False)
+    refused_in_one_line(result, "--rerun-triggers must include 'params'")
     assert not (project / "results").exists()
     text = (project / "config/config.yaml").read_text().replace("pool:\n  depth: 20", "pool:\n  depth: 20\n  depth: 5")
     write(project / "config/twice.yaml", text)
     result = snakemake(project, "-n", "--configfile", "config/twice.yaml", check=False)
-    output = result.stdout + result.stderr
-    assert result.returncode != 0 and "twice.yaml:" in output and "key 'depth' is written twice" in output
+    assert "twice.yaml:" in refused_in_one_line(result, "key 'depth' is written twice")
 
 
 def example_data(root, config: dict) -> None:

@@ -1,4 +1,4 @@
-"""Leaderboard correlation (SPEC §5): published numbers and hand-computed cases."""
+"""Leaderboard correlation (docs/methods.md §5): published numbers and hand-computed cases."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import REFERENCE, write
+from conftest import REFERENCE, needs_reference, write
 
 from examflow.errors import InputError
 from examflow.evaluation.correlation import (
@@ -38,7 +38,7 @@ def published_scores(path, column: str) -> dict[str, float]:
     return scores
 
 
-@pytest.mark.skipif(not REFERENCE.exists(), reason="../shared/reference is absent")
+@needs_reference("the published correlations of the EXAM papers reproduce")
 @pytest.mark.parametrize(
     ("table", "column", "leaderboard", "spearman", "kendall"),
     [

@@ -1,4 +1,4 @@
-"""EXAM-Cover, n-EXAM (pool and gold), the original EXAM and query averaging, hand-computed (SPEC §4)."""
+"""EXAM-Cover, n-EXAM (pool and gold), the original EXAM and query averaging, hand-computed (docs/methods.md §4)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,13 @@
-"""EXAM-Qrels labels and trec_eval measures through pytrec_eval (SPEC §4)."""
+"""EXAM-Qrels labels and trec_eval measures through pytrec_eval (docs/methods.md §4)."""
 
 from __future__ import annotations
 
+import math
+import random
+
 import pandas as pd
 import pytest
+import pytrec_eval
 
 from examflow.evaluation.qrels import exam_labels, format_qrels, trec_scores
 
@@ -41,3 +45,33 @@ def test_trec_measures_at_relevance_level_tau_and_missing_queries():
     assert complete.set_index("query_id")["value"].to_dict() == {"q1": 0.5, "q2": 0.0}
     both = trec_scores(labels, rankings, levels=[1, 4], measures=("P_5",))  # one reading, two levels
     assert both.set_index("tau")["value"].to_dict() == {1: pytest.approx(0.4), 4: pytest.approx(0.2)}
+
+
+def test_measures_that_ignore_the_relevance_level_are_the_ones_trec_eval_computes_alike_at_every_level():
+    from examflow.evaluation.qrels import level_free
+
+    # Graded judgments 0-5; the run retrieves half the judged passages and unjudged ones besides.
+    rng = random.Random(1)
+    qrels = {f"q{i}": {f"d{j}": rng.randint(0, 5) for j in range(30)} for i in range(5)}
+    run = {f"q{i}": {f"d{j}": rng.random() for j in range(15, 55)} for i in range(5)}
+    cut = {"P": "P_10", "ndcg_cut": "ndcg_cut_10", "map_cut": "map_cut_10", "recall": "recall_10",
+           "iprec_at_recall": "iprec_at_recall_0.50", "success": "success_10", "relative_P": "relative_P_10"}  # fmt: skip
+    for family in sorted(pytrec_eval.supported_measures - {"num_q", "relstring", "runid"}):
+        name = cut.get(family, family)
+        values = [pytrec_eval.RelevanceEvaluator(qrels, {name}, relevance_level=level).evaluate(run)
+                  for level in range(1, 6)]  # fmt: skip
+        assert level_free(name) == all(v == values[0] for v in values), name
+
+
+def test_a_measure_that_ignores_the_level_is_listed_once_without_tau():
+    labels = pd.DataFrame({"qrels_id": ["q"] * 3, "passage_id": ["a", "b", "c"], "label": [3, 1, 0]})
+    rankings = pd.DataFrame({"run_id": "r", "query_id": "q", "passage_id": ["b", "a", "c"], "score": [3.0, 2.0, 1.0]})
+    table = trec_scores(labels, rankings, [1, 3], ["ndcg_cut_10", "P_1"])
+    rows = {
+        (m, None if pd.isna(t) else int(t)): v for m, t, v in table[["measure", "tau", "value"]].itertuples(index=False)
+    }
+    # nDCG@10 with gains 3, 1, 0 in the order b, a, c; ideal a, b, c.
+    dcg, ideal = 1 / math.log2(2) + 3 / math.log2(3), 3 / math.log2(2) + 1 / math.log2(3)
+    assert rows.keys() == {("ndcg_cut_10", None), ("P_1", 1), ("P_1", 3)}
+    assert rows[("ndcg_cut_10", None)] == pytest.approx(dcg / ideal)
+    assert (rows[("P_1", 1)], rows[("P_1", 3)]) == (1.0, 0.0)  # b is relevant at level 1, not at 3

@@ -108,7 +108,7 @@ def test_openai_self_rating_records_failures_as_errors(server, tmp_path):
     grader = ShardGrader(openai_method(server, "self_rating", mode="reference"), str(tmp_path))
     table = grader.grade(pairs(4))
     assert values(table["rating"]) == [5, 1, None, 0]
-    assert table["unparsable"].tolist() == [False, True, False, True]  # read as SPEC §3 says, and flagged
+    assert table["unparsable"].tolist() == [False, True, False, True]  # read as docs/methods.md §3 says, and flagged
     assert table["error"].tolist()[2] == "http-500: Error code: 500 - scripted 500"
     server.script("lava and magma 2", "3")
     retry = ShardGrader(openai_method(server, "self_rating", mode="reference"), str(tmp_path))

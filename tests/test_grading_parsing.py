@@ -1,4 +1,4 @@
-"""SPEC §3 parsing: self-ratings and answer verification."""
+"""docs/methods.md §3 parsing: self-ratings and answer verification."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import gzip
 import json
 
 import pytest
-from conftest import REFERENCE
+from conftest import REFERENCE, needs_reference
 
 from examflow.grading import parse_self_rating, verify_answer
 from examflow.grading.parsing import fuzz_ratio, normalise_answer
@@ -73,7 +73,7 @@ def test_normalise_answer_drops_stopwords_and_stems():
     assert normalise_answer("The bees are fanning their wings!") == "bee fan wing"
 
 
-@pytest.mark.skipif(not SAMPLE.exists(), reason="../shared/reference is absent")
+@needs_reference("the published FLAN-T5 self-ratings parse back from their answers", SAMPLE.exists())
 def test_published_self_ratings_parse_back_from_their_answers():
     checked = 0
     for line in gzip.open(SAMPLE, "rt"):

@@ -19,6 +19,7 @@ from independent import (
     bank_questions,
     cover,
     grades_from_table,
+    ndcg_at_10,
     nrp_of_run,
     qrels_lines,
     read_qrels,
@@ -70,8 +71,8 @@ def check_exam(project: Path, config: dict, method: str, answers=None) -> None:
     pooled = {(q, p) for q, p, o in zip(pool["query_id"], pool["passage_id"], pool["origin"]) if o != "gold"}
     written = set((results / "eval" / method / "qrels" / f"{method}.qrels").read_text().splitlines())
     assert written == qrels_lines(answers, pooled)
-    if inputs.get("official_leaderboard"):
-        official = json.loads((project / inputs["official_leaderboard"]).read_text())
+    official = official_ranks(project, config, runs)
+    if official:
         correlation = numbers(table(results / "eval" / method / "correlation.tsv"), "tau", "spearman", "kendall")
         rows = board[(board["measure"] == "exam_cover") & (board["tau"] == 4)].set_index("run_id")
         shared = [run for run in official if run in rows.index]
@@ -86,6 +87,26 @@ def evaluated(tmp_path: Path, name: str, method: str = "cosine") -> tuple[Path, 
     snakemake(project, *args)
     check_exam(project, config, method)
     return project, args, config, project / config["results_dir"]
+
+
+def official_ranks(project: Path, config: dict, runs: dict) -> dict[str, float]:
+    """The official leaderboard: the file given, or else nDCG@10 on the qrels (checked against the one the
+    workflow computed, `official/leaderboard.tsv`), or none."""
+    inputs, evaluation = config["inputs"], config.get("evaluation", {})
+    given = inputs.get("official_leaderboard")
+    if given and given.endswith(".tsv"):  # run, score: higher is better
+        return {
+            run: -float(score)
+            for run, score in (line.split("\t") for line in (project / given).read_text().splitlines()[1:])
+        }
+    if given:
+        return json.loads((project / given).read_text())
+    if not inputs.get("qrels") or evaluation.get("official_measure", "ndcg_cut_10") is None:
+        return {}
+    expected = ndcg_at_10(runs, read_qrels(project / inputs["qrels"]))
+    computed = numbers(table(project / config["results_dir"] / "official/leaderboard.tsv"), "score", "rank")
+    assert dict(zip(computed["run_id"], computed["score"])) == pytest.approx(expected, abs=1e-12)
+    return {run: -score for run, score in expected.items()}  # a rank: lower is better
 
 
 def finished(project: Path, args: tuple[str, ...]) -> None:

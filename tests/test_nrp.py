@@ -1,4 +1,4 @@
-"""NRP (SPEC §6) by hand: fixed scores from hand-written run files, a tiny monoT5 built here, the
+"""NRP (docs/methods.md §6) by hand: fixed scores from hand-written run files, a tiny monoT5 built here, the
 published expert-agreement interval, and the `examflow nrp` command end to end."""
 
 from __future__ import annotations

@@ -1,10 +1,16 @@
-"""The report's pages on hand-made tables: rounding, special rows, the worked example's marks."""
+"""The report's pages on hand-made tables: the measures' order, the best official run, rounding, groups of
+runs, the worked example's marks."""
 
 from __future__ import annotations
 
+import io
+
 import pandas as pd
 
-from examflow.report.pages import example_page, leaderboard_page
+from examflow.registry import measure_order
+from examflow.report.board import Board
+from examflow.report.pages import correlation_page, example_page, leaderboard_page
+from examflow.summary import OfficialSource, run_summary
 
 
 def test_the_worked_example_marks_extracted_answers_in_the_passage():
@@ -20,11 +26,90 @@ def test_the_worked_example_marks_extracted_answers_in_the_passage():
     assert "<td class='grade'>correct</td>" in html and "What is honey made from?" in html
 
 
-def test_the_leaderboard_page_rounds_and_puts_special_rows_apart():
-    board = pd.DataFrame({
-        "measure": "exam_cover", "tau": 4.0, "run_id": ["b", "a", "_overall_"], "kind": ["system", "system", "pool"],
-        "score": [0.123456, 0.654321, 1.0], "stderr": [0.01, 0.02, 0.0],
-    })  # fmt: skip
-    html = leaderboard_page(board, {"a": 1, "b": 2}, 4.0, "m")
-    assert "0.654 ± 0.020" in html and html.index(">a<") < html.index(">b<")  # official order
-    assert "Special rows" in html and html.index("Special rows") < html.index("_overall_")
+def hand_board(official=None, correlation=None) -> Board:
+    """Two official runs, a response that beats them under map, the pool row; exam_cover ties a and r."""
+    rows = [("exam_cover", 4.0, "b", "system", 0.123456, 0.01), ("exam_cover", 4.0, "a", "system", 0.654321, 0.02),
+            ("exam_cover", 4.0, "r", "system", 0.654321, 0.03), ("exam_cover", 4.0, "_overall_", "pool", 1.0, 0.0),
+            ("map", 4.0, "r", "system", 0.9, 0.1), ("map", 4.0, "b", "system", 0.5, 0.1),
+            ("map", 4.0, "a", "system", 0.4, 0.1), ("map", 3.0, "a", "system", 0.99, 0.1),
+            ("rouge_1_f1", None, "a", "system", 0.3, None)]  # fmt: skip
+    board = pd.DataFrame(rows, columns=["measure", "tau", "run_id", "kind", "score", "stderr"]).assign(method="m")
+    return Board.of(board, 4.0, "self_rating", ["map"], official, correlation)
+
+
+def test_measures_come_in_the_methods_order_headline_first():
+    present = ["P_20", "map", "n_exam_cover", "rouge_1_f1", "exam_cover", "exam", "zzz"]
+    assert measure_order("self_rating", ["map", "P_20"], present) == [
+        "exam_cover", "n_exam_cover", "exam", "map", "P_20", "rouge_1_f1", "zzz"
+    ]  # fmt: skip
+    # Direct grading has no exam to cover: the EXAM-Qrels measures lead, in the configured order.
+    assert measure_order("faggioli", ["P_20", "map"], present)[:4] == ["P_20", "map", "exam_cover", "n_exam_cover"]
+    assert measure_order(None, [], ["map", "exam_cover"]) == ["exam_cover", "map"]
+
+
+def test_best_is_the_best_official_run_and_extra_runs_are_marked_apart():
+    board = hand_board({"a": 1, "b": 2})
+    assert board.measures == ["exam_cover", "map", "rouge_1_f1"]  # the map row at τ 3 is not shown
+    assert board.runs() == ["b", "a", "r", "_overall_"]  # the rows' order in the file, special rows last
+    assert [board.group(run) for run in board.runs()] == ["official", "official", "extra", "pool"]
+    assert board.best("map") == ["b"]  # r scores 0.9, but is not on the official leaderboard
+    assert board.best("exam_cover") == ["a"]  # r ties a, and is not official either
+    assert board.figure_runs() == ["a", "b", "r", "_overall_"]  # official order first
+    assert hand_board().best("map") == ["r"] and hand_board().group("r") == "run"  # no official leaderboard
+
+
+def test_the_leaderboard_page_rounds_marks_groups_and_the_best_official_run():
+    correlation = pd.DataFrame({"method": "m", "measure": ["exam_cover", "exam_cover"], "tau": [4.0, 3.0],
+                                "spearman": [0.5, 0.9], "kendall": [0.25, 0.8]})  # fmt: skip
+    page = leaderboard_page(hand_board({"a": 1, "b": 2}, correlation))
+    [table] = pd.read_html(io.StringIO(page), keep_default_na=False)
+    assert table["run"].tolist() == ["b", "a", "r", "_overall_"]
+    assert table["group"].tolist() == ["official", "official", "extra", "pool"]
+    assert table["official rank"].tolist() == ["2", "1", "", ""]
+    assert table["exam_cover ρ 0.500, τ-b 0.250"].tolist() == ["0.123 ± 0.010", "0.654 ± 0.020", "0.654 ± 0.030",
+                                                              "1.000 ± 0.000"]  # fmt: skip
+    assert table["rouge_1_f1 every τ"].tolist() == ["", "0.300", "", ""]  # no τ, no standard error: the score alone
+    assert "<td class='number best' data-value='0.5'>0.500 ± 0.100</td>" in page  # b under map, not r
+    assert page.count("number best") == 3  # a (exam_cover, rouge_1_f1), b (map)
+
+
+def tau_free_board() -> Board:
+    """map at τ 3 and 4; ndcg_cut_10 once, with no τ (evaluate computes it once: its gains are the labels)."""
+    rows = [("map", 3.0, "a", 0.8, 0.1), ("map", 3.0, "b", 0.6, 0.1), ("map", 4.0, "b", 0.7, 0.1),
+            ("map", 4.0, "a", 0.5, 0.1), ("ndcg_cut_10", None, "a", 0.9, 0.05), ("ndcg_cut_10", None, "b", 0.4, 0.05)]  # fmt: skip
+    board = pd.DataFrame(rows, columns=["measure", "tau", "run_id", "score", "stderr"]).assign(
+        method="m", kind="system"
+    )
+    correlation = pd.DataFrame({"method": "m", "measure": ["ndcg_cut_10", "map", "map"], "tau": [None, 4.0, 3.0],
+                                "spearman": [1.0, -1.0, 1.0], "kendall": [1.0, -1.0, 1.0], "n_runs": 2})  # fmt: skip
+    empty = ["spearman_low", "spearman_high", "kendall_low", "kendall_high", "spearman_random_ties",
+             "kendall_random_ties", "tau_ap", "note"]  # fmt: skip
+    correlation = correlation.assign(**dict.fromkeys(empty, float("nan")))
+    return Board.of(board, 4.0, "faggioli", ["map", "ndcg_cut_10"], {"a": 1, "b": 2}, correlation)
+
+
+def test_measures_that_do_not_depend_on_tau_are_shown_once_and_marked():
+    board = tau_free_board()
+    assert board.measures == ["map", "ndcg_cut_10"] and board.without_tau() == ["ndcg_cut_10"]
+    [table] = pd.read_html(io.StringIO(correlation_page(board)), keep_default_na=False)
+    assert table[["measure", "tau"]].values.tolist() == [["map", "3"], ["map", "4"], ["ndcg_cut_10", "every τ"]]
+    assert table["spearman"].tolist() == [1.0, -1.0, 1.0]
+    [table] = pd.read_html(io.StringIO(leaderboard_page(board)), keep_default_na=False)
+    assert list(table.columns)[3:] == ["map ρ -1.000, τ-b -1.000", "ndcg_cut_10 ρ 1.000, τ-b 1.000 every τ"]
+    assert table["run"].tolist() == ["b", "a"]  # map at τ 4, the headline of direct grading: b 0.7, a 0.5
+    summary = run_summary({}, None, "results", {"m": board}).markdown()
+    assert "| map | b | 0.700 | -1.000 | -1.000 |" in summary  # at the summary's τ, 4
+    assert "| ndcg_cut_10 | a | 0.900 | 1.000 | 1.000 |" in summary and summary.count("| ndcg_cut_10 |") == 1
+    assert "`ndcg_cut_10` does not depend on τ: one value, the same at every τ" in summary
+
+
+def test_the_summary_says_where_the_official_leaderboard_came_from():
+    board = tau_free_board()
+    computed = OfficialSource("results/official/leaderboard.tsv", "ndcg_cut_10")
+    text = run_summary({}, None, "results", {"m": board}, official=computed).markdown()
+    assert ("The official leaderboard was computed from the official qrels (no `inputs.official_leaderboard` "
+            "given): each run's mean `ndcg_cut_10` over the queries, by `examflow official`, in "
+            "`results/official/leaderboard.tsv`.") in text  # fmt: skip
+    given = run_summary({}, None, "results", {"m": board}, official=OfficialSource("mine/official.json")).markdown()
+    assert "The official leaderboard is the file given: `mine/official.json`." in given
+    assert "official leaderboard" not in run_summary({}, None, "results", {}).markdown()

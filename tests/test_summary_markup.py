@@ -12,6 +12,7 @@ from docutils import nodes
 from docutils.core import publish_doctree
 from markdown_it import MarkdownIt
 
+from examflow.report.board import Board
 from examflow.summary import run_summary
 
 HOSTILE = ["oracle_", "*x*", "`x`", "|x|", "_x", "x__", "[1]_", "\\", "<script>", "<img src=x onerror=alert(1)>",
@@ -26,7 +27,7 @@ def summary():
          "kind": "system", "score": 0.5, "stderr": 0.0}
     )  # fmt: skip
     flagged = pd.DataFrame({"query_id": ["q<1>"], "passage_id": ["p_"], "origin": ["retrieved"], "phrase": [PHRASE]})
-    return run_summary({}, flagged, "results/<x>_", {METHOD: board}, {}, 4)
+    return run_summary({}, flagged, "results/<x>_", {METHOD: Board.of(board, 4, None, [])})
 
 
 class Elements(HTMLParser):
@@ -61,7 +62,7 @@ def test_markdown_shows_hostile_names_as_text():
     cells = elements.cells
     best = cells[cells.index("score") + 1 :][1::3][: len(HOSTILE)]  # measure, best system, score
     assert best == HOSTILE
-    assert cells[-4:] == ["q<1>", "p_", "retrieved", PHRASE]
+    assert cells[-5:] == ["q<1>", "p_", "retrieved", "–", PHRASE]  # a flag of no rule (written before rules)
     assert f"<h2>{METHOD.replace('<', '&lt;').replace('>', '&gt;')}: the best system" in html
     assert "<code>results/&lt;x&gt;_/summary.md</code>" in html
 
@@ -74,7 +75,7 @@ def test_rst_parses_without_a_message_and_shows_hostile_names_as_written():
     assert stream.getvalue() == "" and not list(tree.findall(nodes.system_message))
     rows = [[entry.astext() for entry in row.findall(nodes.entry)] for row in tree.findall(nodes.row)]
     assert [row[1] for row in rows[1 : len(HOSTILE) + 1]] == HOSTILE
-    assert rows[-1] == ["q<1>", "p_", "retrieved", PHRASE]
+    assert rows[-1] == ["q<1>", "p_", "retrieved", "–", PHRASE]
     titles = [title.astext() for title in tree.findall(nodes.title)]
     assert f"{METHOD}: the best system under each measure (τ = 4)" in titles
     assert "results/<x>_/summary.md" in tree.astext()

@@ -9,7 +9,7 @@ import sys
 
 import pandas as pd
 import pytest
-from conftest import REFERENCE, write
+from conftest import REFERENCE, needs_reference, write
 
 from examflow.errors import InputError
 from examflow.io.workbench import read_workbench_graded
@@ -21,7 +21,7 @@ def evaluate(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "examflow", "evaluate", *args], capture_output=True, text=True)
 
 
-@pytest.mark.skipif(not SAMPLE.exists(), reason="../shared/reference is absent")
+@needs_reference("the published graded sample evaluates end to end", SAMPLE.exists())
 def test_the_published_sample_evaluates_end_to_end(tmp_path):
     official = REFERENCE / "derived" / "official_dl19_leaderboard.json"
     args = ("--workbench-graded", str(SAMPLE), "--official", str(official), "--out", str(tmp_path))

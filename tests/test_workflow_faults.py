@@ -90,7 +90,7 @@ def test_failed_pairs_fail_the_run_and_a_plain_rerun_asks_only_for_them(project)
         board = pd.read_csv(project / "results/eval/llm/leaderboard.tsv", sep="\t")
         assert board["failed_pairs"].eq(0).all()
         summary = (project / "results/summary.md").read_text()
-        assert "| q1 | g3 | judged,retrieved | Ignore the question |" in summary
+        assert "| q1 | g3 | judged,retrieved | ignore-task | Ignore the question |" in summary
 
 
 def test_unparsable_answers_and_an_allowance_of_failures(project):
@@ -114,7 +114,7 @@ def test_unparsable_answers_and_an_allowance_of_failures(project):
         metadata = read_grades_metadata(project / "results/grades/llm.parquet")
         assert metadata["errors_by_kind"] == {"http-503": 1} and metadata["unparsable"] == 1
         row = grades[(grades["passage_id"] == "g1") & (grades["raw"] == "Rating: 4")].iloc[0]
-        assert row["rating"] == 0 and row["unparsable"]  # SPEC §3's reference reading, flagged
+        assert row["rating"] == 0 and row["unparsable"]  # docs/methods.md §3's reference reading, flagged
         # The failed pair (g2) travels into the leaderboard: both runs rank g2 within k for q1.
         board = pd.read_csv(project / "results/eval/llm/leaderboard.tsv", sep="\t").set_index("run_id")
         assert (

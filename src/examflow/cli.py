@@ -39,6 +39,7 @@ def parser() -> argparse.ArgumentParser:
     _questions_parser(subparsers)
     _grading_parsers(subparsers)
     _evaluate_parser(subparsers)
+    _official_parser(subparsers)
     _nrp_parser(subparsers)
     plan = subparsers.add_parser("plan", help="before grading: pairs per method, how many are cached, and the cost")
     plan.add_argument("--pool", required=True, help="directory of the pool tables (`examflow pool --out`)")
@@ -47,6 +48,7 @@ def parser() -> argparse.ArgumentParser:
         "--method", nargs="+", required=True, help="grading methods, each as JSON (as for `examflow grade`)"
     )
     plan.add_argument("--cache-dir", default="results/cache", help="directory of the grade cache")
+    _number(plan, "--shards", minimum=1, default=1, help="buckets of queries, one grading job each (default 1)")
     plan.add_argument("--out", help="TSV file to write the plan to (it is printed in any case)")
     plan.set_defaults(handler=commands.plan_command)
     report = subparsers.add_parser("report", help="the figures and HTML pages of an evaluation, or of NRP")
@@ -54,7 +56,10 @@ def parser() -> argparse.ArgumentParser:
     report.add_argument("--eval", help="the method's evaluation folder (`examflow evaluate --out`)")
     report.add_argument("--grades", help=f"the method's grades, {TABLE}")
     _number(report, "--tau", **THRESHOLD, default=4, help="the threshold the figures show (default 4)")
-    report.add_argument("--official", help="official leaderboard: JSON object {run_id: rank}")
+    report.add_argument(
+        "--official", help="official leaderboard: JSON {run_id: rank}, or a TSV of run_id and rank or score"
+    )
+    _measure_order(report)
     report.add_argument(
         "--example-query",
         help="the topic of the worked example page (needs --pool and --questions; default: the first topic, "
@@ -77,6 +82,12 @@ def parser() -> argparse.ArgumentParser:
     summary.add_argument(
         "--eval", nargs="*", default=[], help="the methods' evaluation folders (`examflow evaluate --out`)"
     )
+    summary.add_argument("--official", help="official leaderboard: its runs are the ones named best")
+    summary.add_argument(
+        "--official-measure",
+        help="the trec_eval measure `examflow official` computed --official by from the qrels (none: a given file)",
+    )
+    _measure_order(summary)
     summary.add_argument("--nrp", help="NRP's per_system.tsv")
     _number(summary, "--tau", **THRESHOLD, default=4, help="the threshold the summary reports (default 4)")
     summary.add_argument("--out-summary", required=True, help="Markdown file to write")
@@ -90,6 +101,13 @@ def parser() -> argparse.ArgumentParser:
     return main
 
 
+def _measure_order(command) -> None:
+    command.add_argument(
+        "--measures", nargs="*", default=list(DEFAULT_MEASURES),
+        help="the EXAM-Qrels measures in the order they are shown, after EXAM-Cover (evaluation.measures)",
+    )  # fmt: skip
+
+
 def _policy(command, name: str, what: str) -> None:
     command.add_argument(
         name, choices=POLICIES, default="error", help=f"{what}: error (default) stops, warn drops and counts them"
@@ -97,7 +115,7 @@ def _policy(command, name: str, what: str) -> None:
 
 
 def _pool_parser(subparsers) -> None:
-    pool = subparsers.add_parser("pool", help="pool judged and top-k passages of every run (SPEC §1)")
+    pool = subparsers.add_parser("pool", help="pool judged and top-k passages of every run (docs/methods.md §1)")
     pool.add_argument("--queries", required=True, help=QUERIES_HELP)
     pool.add_argument("--runs", nargs="*", default=[], help="TREC run files: query_id Q0 doc_id rank score run_tag")
     pool.add_argument("--segments", help="segmented responses, the Parquet table of `examflow segment`")
@@ -134,7 +152,7 @@ def _shard_options(command) -> None:
 
 
 def _segment_parser(subparsers) -> None:
-    segment = subparsers.add_parser("segment", help="cut generated responses into passages (SPEC §1)")
+    segment = subparsers.add_parser("segment", help="cut generated responses into passages (docs/methods.md §1)")
     segment.add_argument(
         "--responses", help='responses JSONL {"run_id", "query_id", "text"} (text or list of paragraphs)'
     )
@@ -149,7 +167,7 @@ def _segment_parser(subparsers) -> None:
 
 
 def _questions_parser(subparsers) -> None:
-    questions = subparsers.add_parser("questions", help="generate a question bank with an LLM (SPEC §2)")
+    questions = subparsers.add_parser("questions", help="generate a question bank with an LLM (docs/methods.md §2)")
     questions.add_argument("--queries", required=True, help=QUERIES_HELP)
     questions.add_argument("--out", required=True, help="bank file to write (JSONL, .gz for gzip); never overwritten")
     questions.add_argument(
@@ -172,7 +190,9 @@ def _questions_parser(subparsers) -> None:
 
 
 def _grading_parsers(subparsers) -> None:
-    grade = subparsers.add_parser("grade", help="grade one shard's (passage, question) pairs with one method (SPEC §3)")
+    grade = subparsers.add_parser(
+        "grade", help="grade one shard's (passage, question) pairs with one method (docs/methods.md §3)"
+    )
     grade.add_argument(
         "--method", required=True, help='the method as JSON: {"name", "kind", "backend": {"kind", ...options}, "mode"?}'
     )
@@ -187,7 +207,14 @@ def _grading_parsers(subparsers) -> None:
         help="share of pairs (0-1) that may fail before the job fails, writing no table (default 0)",
     )  # fmt: skip
     grade.add_argument("--out", required=True, help="Parquet table to write")
+    grade.add_argument("--progress", help="JSON file of the job's counts, rewritten as it grades (`examflow progress`)")
     grade.set_defaults(handler=commands.grade_command)
+
+    progress = subparsers.add_parser(
+        "progress", help="one line on the grading jobs of the run that writes (or wrote) a results folder"
+    )
+    progress.add_argument("--results", required=True, help="the results folder (config results_dir)")
+    progress.set_defaults(handler=commands.progress_command)
 
     merge = subparsers.add_parser("merge-grades", help="one grades table per method from its shards")
     merge.add_argument("--method", required=True, help="the method as JSON, as for `examflow grade`")
@@ -197,7 +224,9 @@ def _grading_parsers(subparsers) -> None:
 
 
 def _nrp_parser(subparsers) -> None:
-    nrp = subparsers.add_parser("nrp", help="NRP: rank generated answers among expert-judged documents (SPEC §6)")
+    nrp = subparsers.add_parser(
+        "nrp", help="NRP: rank generated answers among expert-judged documents (docs/methods.md §6)"
+    )
     nrp.add_argument("--queries", required=True, help=QUERIES_HELP)
     nrp.add_argument(
         "--corpus", help="judged documents: TSV doc_id<TAB>text, JSONL or Parquet (not needed with `--ranker run` only)"
@@ -233,6 +262,21 @@ def _nrp_parser(subparsers) -> None:
     nrp.set_defaults(handler=commands.nrp_command)
 
 
+def _official_parser(subparsers) -> None:
+    official = subparsers.add_parser(
+        "official", help="the official leaderboard from the official qrels, when none is given: one measure's means"
+    )
+    official.add_argument("--pool", required=True, help="directory of the pool tables (rankings and judgments)")
+    official.add_argument("--runs", nargs="+", required=True, help="the run files (TREC format) whose run tags rank")
+    official.add_argument("--measure", default="ndcg_cut_10", help="a trec_eval measure, pytrec_eval's name")
+    _number(
+        official, "--relevance-level", default=1,
+        help="the lowest judgment counted relevant by the measure, trec_eval -l (default 1; TREC DL: 2)",
+    )  # fmt: skip
+    official.add_argument("--out", required=True, help="TSV file to write: run_id, score, rank")
+    official.set_defaults(handler=commands.official_command)
+
+
 def _evaluate_parser(subparsers) -> None:
     evaluate = subparsers.add_parser("evaluate", help="EXAM-Cover, EXAM-Qrels measures and leaderboard correlation")
     evaluate.add_argument("--grades", nargs="+", help=f"grades tables of one or more methods, {TABLE}")
@@ -242,7 +286,9 @@ def _evaluate_parser(subparsers) -> None:
         "--questions", nargs="*", default=[], help=f"bank shards, {TABLE} each (default: the graded questions)"
     )
     evaluate.add_argument("--gold-articles", help='gold articles JSONL {"query_id", "text"}, for ROUGE-1')
-    evaluate.add_argument("--official", help="official leaderboard: JSON object {run_id: rank}, ties averaged")
+    evaluate.add_argument(
+        "--official", help="official leaderboard: JSON {run_id: rank}, or a TSV of run_id and rank or score"
+    )
     _policy(evaluate, "--on-unknown-run", "official runs that are not evaluated")
     # each checked by examflow.config.check_taus: once, and a grade a passage can reach
     _number(evaluate, "--tau", nargs="+", default=[1, 3, 4, 5], help="grade thresholds (default 1 3 4 5)")

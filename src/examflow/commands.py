@@ -54,8 +54,8 @@ def pool_command(args: argparse.Namespace) -> None:
     if len(flagged):
         first = flagged.iloc[0]
         log.warning(
-            "%d pooled passage(s) look like prompt injection, listed in %s (first: %s in %s: %r); graded as usual",
-            len(flagged), out / "flagged.tsv", first["passage_id"], first["query_id"], first["phrase"],
+            "%d pooled passage(s) look like prompt injection, listed in %s (first: %s in %s, rule %s: %r); graded as usual",
+            len(flagged), out / "flagged.tsv", first["passage_id"], first["query_id"], first["rule"], first["phrase"],
         )  # fmt: skip
     lists = tables["rankings"].groupby(["run_id", "query_id"]).ngroups
     log.info(
@@ -144,21 +144,33 @@ def grade_command(args: argparse.Namespace) -> None:
     from examflow.grading.merge import write_grades
     from examflow.grading.run import ShardGrader, make_pairs
     from examflow.io.tables import read_table, write_tables
+    from examflow.progress import job_progress
 
     method = check_method("--method", json_argument(args.method, "--method"))
-    queries, passages = read_table(args.queries), read_table(args.passages)
-    questions = read_table(args.questions)
-    pairs = make_pairs(method["kind"], passages, questions, queries)
-    log.info("method %s, shard %s: %d passages, %d pairs", method["name"], args.shard, len(passages), len(pairs))
-    if not pairs:  # no model is loaded for nothing
-        log.warning("shard %s: nothing to grade (no pooled passages or no questions)", args.shard)
-        write_tables({args.out: empty_grades()})
-        return
-    grader = ShardGrader(method, args.cache_dir, args.flush_every)
-    grades = grader.grade(pairs)
-    log.info("sent %d prompts to the model", grader.sent)
-    check_failures(grades, method, args.shard, args.max_error_rate)
-    write_grades(grades, {"model": grader.backend.signature}, args.out)
+    with job_progress(args.progress, f"{method['name']}/{args.shard}") as progress:
+        queries, passages = read_table(args.queries), read_table(args.passages)
+        questions = read_table(args.questions)
+        pairs = make_pairs(method["kind"], passages, questions, queries)
+        log.info("method %s, shard %s: %d passages, %d pairs", method["name"], args.shard, len(passages), len(pairs))
+        if not pairs:  # no model is loaded for nothing
+            log.warning("shard %s: nothing to grade (no pooled passages or no questions)", args.shard)
+            write_tables({args.out: empty_grades()})
+            return
+        grader = ShardGrader(method, args.cache_dir, args.flush_every, progress)
+        grades = grader.grade(pairs)
+        log.info("sent %d prompts to the model", grader.sent)
+        check_failures(grades, method, args.shard, args.max_error_rate)
+        write_grades(grades, {"model": grader.backend.signature}, args.out)
+
+
+def progress_command(args: argparse.Namespace) -> None:
+    import time
+
+    from examflow.progress import FOLDER, progress_line, read_progress
+
+    if not (Path(args.results) / FOLDER).is_dir():
+        raise Failure(f"{args.results}: no grading progress here (no {FOLDER}/): no run has graded into it yet")
+    print(progress_line(read_progress(args.results), time.time()))
 
 
 def merge_grades_command(args: argparse.Namespace) -> None:
@@ -220,6 +232,26 @@ def evaluate_command(args: argparse.Namespace) -> None:
         args.tau,
         args.out,
     )
+
+
+def official_command(args: argparse.Namespace) -> None:
+    from examflow.evaluation.official import official_leaderboard
+    from examflow.evaluation.qrels import unknown_measures
+    from examflow.io.tables import read_table, write_tables
+    from examflow.workflow import run_tag
+
+    for name, why in unknown_measures([args.measure]).items():
+        raise Failure(f"--measure: {name!r}: {why}")
+    pool = Path(args.pool)
+    judgments = read_table(pool / "judgments.parquet")
+    if judgments.empty:
+        raise InputError(pool / "judgments.parquet", "no official judgment: an official leaderboard needs qrels")
+    runs = {run_tag(path) for path in args.runs}
+    board = official_leaderboard(
+        read_table(pool / "rankings.parquet"), judgments, args.measure, args.relevance_level, runs
+    )
+    write_tables({args.out: board})
+    log.info("official leaderboard of %d runs by %s on the official qrels -> %s", len(board), args.measure, args.out)
 
 
 def nrp_command(args: argparse.Namespace) -> None:
@@ -335,7 +367,7 @@ def plan_command(args: argparse.Namespace) -> None:
     import pandas as pd
 
     from examflow.io.tables import read_table, write_tables
-    from examflow.plan import format_plan, plan_method, plan_table
+    from examflow.plan import format_plan, gpu_visible, plan_method, plan_table
 
     pool = Path(args.pool)
     passages, queries = read_table(pool / "passages.parquet"), read_table(pool / "queries.parquet")
@@ -345,7 +377,10 @@ def plan_command(args: argparse.Namespace) -> None:
         else pd.DataFrame(columns=["query_id", "kind"])
     )
     methods = [check_method(f"--method[{i}]", json_argument(text, "--method")) for i, text in enumerate(args.method)]
-    plans = [plan_method(method, passages, questions, queries, args.cache_dir) for method in methods]
+    gpu_here = not any(method["gpu"] > 0 for method in methods) or gpu_visible()  # torch only for a GPU back end
+    plans = [
+        plan_method(method, passages, questions, queries, args.cache_dir, args.shards, gpu_here) for method in methods
+    ]
     sys.stdout.write(format_plan(plans))
     if args.out:
         write_tables({args.out: plan_table(plans)})
@@ -376,24 +411,29 @@ def report_command(args: argparse.Namespace) -> None:
 
 def method_report(args: argparse.Namespace) -> dict[str, bytes | str]:
     """Every report file of one method that the facts ask for (examflow.outputs.REPORT), by path."""
+    from examflow.grading.merge import read_grades_metadata
     from examflow.io.leaderboard import read_leaderboard
     from examflow.io.tables import read_table
     from examflow.outputs import EVALUATION, REPORT, Facts, wanted
     from examflow.report import figures, pages
+    from examflow.report.board import Board
 
     folder, method, tau = Path(args.eval), args.method, args.tau
     table = {name: folder / file.path for name, file in EVALUATION.items()}
     official = read_leaderboard(args.official) if args.official else None
     facts = Facts.of(args.facts) if args.facts is not None else Facts(bool(official), table["agreement"].exists())
-    board, grades = _tsv(table["leaderboard"], tau=float), read_table(args.grades)
-    evaluated = sorted(int(t) for t in board["tau"].dropna().unique())
+    leaderboard, grades = _tsv(table["leaderboard"], tau=float), read_table(args.grades)
+    evaluated = sorted(int(t) for t in leaderboard["tau"].dropna().unique())
     if tau not in evaluated:  # the figures would be empty
         raise Failure(f"--tau {tau}: {table['leaderboard']} holds τ {', '.join(map(str, evaluated))} only")
+    correlation = _tsv(table["correlation"], tau=float) if facts.official else None
+    kind = read_grades_metadata(args.grades).get("method", {}).get("kind")
+    board = Board.of(leaderboard.assign(method=method), tau, kind, args.measures, official, correlation)
     builders = {
-        "leaderboard_png": lambda: figures.leaderboard_figure(board, official, tau),
-        "leaderboard_html": lambda: pages.leaderboard_page(board, official, tau, method),
-        "scatter_png": lambda: figures.scatter_figure(board, _tsv(table["correlation"], tau=float), official, tau),
-        "correlation_html": lambda: pages.correlation_page(_tsv(table["correlation"], tau=float), method),
+        "leaderboard_png": lambda: figures.leaderboard_figure(board),
+        "leaderboard_html": lambda: pages.leaderboard_page(board),
+        "scatter_png": lambda: figures.scatter_figure(board),
+        "correlation_html": lambda: pages.correlation_page(board),
         "grades_png": lambda: figures.grade_distribution(grades),
         "kappa_png": lambda: figures.kappa_heatmap(_tsv(table["agreement"]), _tsv(table["kappa"])),
         "questions_html": lambda: pages.questions_page(_tsv(table["questions"]), _tsv(table["uncovered"]), tau, method),
@@ -445,23 +485,27 @@ def nrp_per_system(path: Path) -> tuple[pd.DataFrame, str]:
 def summary_command(args: argparse.Namespace) -> None:
 
     from examflow.grading.merge import read_grades_metadata
+    from examflow.io.leaderboard import read_leaderboard
     from examflow.io.tables import write_tables
-    from examflow.summary import provenance, run_summary
+    from examflow.report.board import Board
+    from examflow.summary import OfficialSource, provenance, run_summary
 
     graded = {meta["method"]["name"]: meta for meta in map(read_grades_metadata, args.grades)}
     flagged = _tsv(Path(args.flagged)) if args.flagged else None
-    boards, correlations = {}, {}
+    official = read_leaderboard(args.official) if args.official else None
+    boards = {}
     for folder in map(Path, args.eval):
-        board = _tsv(folder / "leaderboard.tsv", tau=float)
-        if args.tau not in set(board["tau"].dropna()):  # the summary's tables would be empty
+        leaderboard = _tsv(folder / "leaderboard.tsv", tau=float)
+        if args.tau not in set(leaderboard["tau"].dropna()):  # the summary's tables would be empty
             raise Failure(f"--tau {args.tau}: {folder / 'leaderboard.tsv'} holds no row at that τ")
-        for method in board["method"].unique():
-            boards[method] = board[board["method"] == method]
-        if (folder / "correlation.tsv").exists():
-            correlation = _tsv(folder / "correlation.tsv", tau=float)
-            correlations |= {method: group for method, group in correlation.groupby("method")}
+        correlation = _tsv(folder / "correlation.tsv", tau=float) if (folder / "correlation.tsv").exists() else None
+        for method, rows in leaderboard.groupby("method", sort=False):
+            kind = graded.get(method, {}).get("method", {}).get("kind")
+            mine = correlation[correlation["method"] == method] if correlation is not None else None
+            boards[method] = Board.of(rows, args.tau, kind, args.measures, official, mine)
     nrp = nrp_per_system(Path(args.nrp))[0] if args.nrp else None
-    document = run_summary(graded, flagged, args.results, boards, correlations, args.tau, nrp, args.configfile)
+    official_source = OfficialSource(args.official, args.official_measure) if args.official else None
+    document = run_summary(graded, flagged, args.results, boards, nrp, args.configfile, official_source)
     record = json.dumps(provenance(graded, args.config_digest), indent=2, sort_keys=True) + "\n"
     files = {args.out_summary: document.markdown(), args.out_provenance: record}
     if args.out_rst:

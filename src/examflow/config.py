@@ -75,6 +75,8 @@ def check_config(config: dict, path: str | Path = SCHEMA) -> dict:
         raise ConfigError("grading.methods", f"two methods are named {name!r}")
     checked["questions"]["llm"] = check_options("questions.llm", checked["questions"]["llm"], QUESTION_LLM_OPTIONS)
     _check_measures(checked["evaluation"]["measures"])
+    if checked["evaluation"]["official_measure"]:
+        _check_measures([checked["evaluation"]["official_measure"]], "evaluation.official_measure")
     check_relevance_range("validation.relevance_range", *checked["validation"]["relevance_range"])
     _check_exam_inputs(checked)
     if checked["evaluation"]["n_exam"] == "gold" and not (checked["inputs"] or {}).get("gold_articles"):
@@ -252,11 +254,11 @@ def _readable(error) -> ConfigError:
     return ConfigError(key or "(top level)", error.message)
 
 
-def _check_measures(measures: Iterable[str]) -> None:
+def _check_measures(measures: Iterable[str], key: str = "evaluation.measures") -> None:
     from examflow.evaluation.qrels import unknown_measures
 
     for name, message in unknown_measures(measures).items():
-        raise ConfigError("evaluation.measures", f"{name!r}: {message}")
+        raise ConfigError(key, f"{name!r}: {message}")
 
 
 def _key(path) -> str:

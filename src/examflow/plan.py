@@ -1,6 +1,8 @@
 """A plan before spending: per grading method, the pairs to grade, how many the cache already holds,
-and what the rest costs — model calls and tokens for API back ends, GPU- or CPU-hours for local
-models at the planning rates of `examflow.registry` (measured throughput)."""
+and what the rest costs where the time really goes — the distinct texts the embedding grader encodes,
+the calls of an API back end, the prompts through a local model — at the planning rates of
+`examflow.registry`, with each grading job's start. The grading jobs' runtime requests come from the
+same figures (`job_minutes`)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from examflow.registry import KINDS, planned_rate
+from examflow.registry import KINDS, Rate, planned_rate
 
 PLAN_COLUMNS = [
     "method",
@@ -17,12 +19,17 @@ PLAN_COLUMNS = [
     "pairs",
     "cached",
     "to_grade",
-    "model_calls",
+    "work",
+    "unit",
     "prompt_tokens",
+    "jobs",
     "hours",
     "on",
+    "cpu_hours",
+    "rate",
     "note",
 ]
+NO_GPU = "no GPU visible on this machine (the plan runs where snakemake runs; cluster jobs may have one)"
 
 
 @dataclass
@@ -31,11 +38,30 @@ class MethodPlan:
     backend: str
     pairs: int
     cached: int
-    calls: int  # model calls for what is not cached (QA with LLM verification asks twice)
+    work: int  # what is left, in `unit`: distinct texts to encode, API calls, or prompts through a model
+    unit: str  # texts, calls or prompts (QA with LLM verification asks twice a pair)
     prompt_tokens: int  # API back ends: about four characters a token
-    hours: float  # at the planning rate
+    jobs: int  # grading jobs (shards) with pairs left to grade; each pays the back end's start
+    hours: float  # at the planning rate, the jobs' starts included
     on: str  # "GPU", "CPU" or "API"
+    rate: str  # the planning rate and where it was measured
+    cpu_hours: float | None = None  # a GPU back end where no GPU is visible: the same work on CPU cores
     note: str = ""
+    warning: str = ""
+
+
+@dataclass
+class Job:
+    """One grading job's share: its pairs, those the cache answers, and the work left (`amount` in the
+    rate's unit; `work` distinct texts for the embedding grader, else calls or prompts)."""
+
+    pairs: int
+    cached: int
+    work: int
+    amount: float
+
+    def seconds(self, rate: Rate) -> float:
+        return rate.seconds(self.amount, self.work) if self.pairs > self.cached else 0.0
 
 
 def pair_counts(kind: str, passages: pd.DataFrame, questions: pd.DataFrame, queries: pd.DataFrame) -> pd.DataFrame:
@@ -49,55 +75,139 @@ def pair_counts(kind: str, passages: pd.DataFrame, questions: pd.DataFrame, quer
     return table.assign(pairs=table["passages"] * table["targets"])
 
 
-def job_minutes(method: dict, passages, questions, queries) -> int:
-    """Runtime to ask for a grading job: its pairs at the back end's planning rate, three times over,
-    plus ten minutes. A shard not written yet raises FileNotFoundError naming it, which Snakemake
-    takes for "to be determined" (a dry run) and asks again once the shard exists."""
-
-    def read(path, columns: list[str]) -> pd.DataFrame:
-        with open(path, "rb") as file:  # Python's error carries the file name; pyarrow's does not
-            return pd.read_parquet(file, columns=columns)
-
-    counts = pair_counts(
-        method["kind"], read(passages, ["query_id"]), read(questions, ["query_id", "kind"]), read(queries, ["query_id"])
-    )
-    rate = planned_rate(method["backend"], on_gpu=method["gpu"] > 0)
-    return 10 + math.ceil(3 * int(counts["pairs"].sum()) / rate / 60)
-
-
-def plan_method(method: dict, passages, questions, queries, cache_dir) -> MethodPlan:
-    """`method` checked (`examflow.registry.check_method`)."""
-    from examflow.grading.backends import backend_signature
-    from examflow.grading.cache import GradeCache
+def job_share(method: dict, passages, questions, queries, cache=None) -> Job:
+    """What one grading job over these tables does; `cache` (a GradeCache) answers some pairs."""
     from examflow.grading.methods import request
     from examflow.grading.run import make_pairs
 
+    kind, backend = method["kind"], method["backend"]
+    counts = pair_counts(kind, passages, questions, queries)
+    held = [q for q in counts.index if cache is not None and cache.holds(q)]
+    left = []  # pairs of the queries the cache holds something for, that it does not answer
+    if held:  # keys only where the cache has something for the query
+        known = cache.answers(held)
+        mine = passages[passages["query_id"].isin(held)]
+        left = [p for p in make_pairs(kind, mine, questions, queries) if cache.key(request(kind, p)) not in known]
+    pairs = int(counts["pairs"].sum())
+    cached = int(counts.loc[held, "pairs"].sum()) - len(left)
+    if backend["kind"] == "embedding":  # each distinct text is encoded once a job; a pair's cosine is free
+        texts = _encoded_texts(kind, backend["unit"], passages, questions, queries, held, left)
+        window = planned_rate(backend, False).window
+        return Job(pairs, cached, len(texts), sum(min(len(text), window) for text in texts))
+    prompts = (pairs - cached) * (2 if kind == "qa_llm_verify" else 1)  # answer, then verify: at most twice
+    return Job(pairs, cached, prompts, prompts)
+
+
+def _encoded_texts(kind: str, unit: str, passages, questions, queries, held, left) -> set[str]:
+    """The texts the embedding grader encodes: the targets and passages (or their sentences) of pairs
+    the cache does not answer: every pair of a query not `held`, and the pairs `left` of the others."""
+    from examflow.grading.run import pair_targets
+
+    held = set(held)
+    targets = [(t[0], t[3]) for t in pair_targets(kind, questions, queries) if t[0] not in held]
+    with_passages = set(passages["query_id"])
+    texts = {text for query_id, text in targets if query_id in with_passages} | {p.question_text for p in left}
+    contexts = set(passages.loc[passages["query_id"].isin({q for q, _ in targets}), "text"])
+    contexts |= {p.passage_text for p in left}
+    if unit == "sentence":
+        from examflow.segment import split_sentences
+
+        return texts | {sentence for text in contexts for sentence in split_sentences(text) or [""]}
+    return texts | contexts
+
+
+def job_seconds(method: dict, passages, questions, queries) -> float:
+    """A grading job's time at the planning rate, its start included, with nothing cached."""
+    job = job_share(method, passages, questions, queries)
+    return job.seconds(planned_rate(method["backend"], on_gpu=method["gpu"] > 0))
+
+
+def job_minutes(method: dict, passages, questions, queries) -> int:
+    """Runtime to ask for a grading job: its time at the planning rate (`job_seconds`), three times
+    over, plus ten minutes. A shard not written yet raises FileNotFoundError naming it, which
+    Snakemake takes for "to be determined" (a dry run) and asks again once the shard exists."""
+
+    def read(path) -> pd.DataFrame:
+        with open(path, "rb") as file:  # Python's error carries the file name; pyarrow's does not
+            return pd.read_parquet(file)
+
+    seconds = job_seconds(method, read(passages), read(questions), read(queries))
+    return 10 + math.ceil(3 * seconds / 60)
+
+
+def shard_tables(passages, questions, queries, shards: int) -> list[tuple]:
+    """(passages, questions, queries) of each grading job: the buckets of `examflow.questions.shards`
+    that hold a query with questions (the workflow grades only those), or every bucket without a bank."""
+    from examflow.questions.shards import shard_of
+
+    if shards == 1:
+        return [(passages, questions, queries)]
+    ids = set(queries["query_id"]) | set(passages["query_id"]) | set(questions["query_id"])
+    bucket = {query_id: shard_of(query_id, shards) for query_id in ids}
+    graded = {bucket[q] for q in questions["query_id"]} if len(questions) else set(bucket.values())
+    return [
+        tuple(table[table["query_id"].map(bucket) == shard] for table in (passages, questions, queries))
+        for shard in sorted(graded)
+    ]
+
+
+def gpu_visible() -> bool:
+    """Whether torch sees a CUDA device here. Only asked when a GPU back end is planned: torch's
+    import takes seconds, and without torch no job on this machine could use a GPU."""
+    from importlib.util import find_spec
+
+    if find_spec("torch") is None:
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def plan_method(
+    method: dict, passages, questions, queries, cache_dir, shards: int = 1, gpu_here: bool = True
+) -> MethodPlan:
+    """`method` checked (`examflow.registry.check_method`); its pairs graded in `shards` buckets of
+    queries; `gpu_here`: whether this machine has a GPU (else a GPU back end gets a CPU estimate)."""
+    from examflow.grading.backends import backend_signature
+    from examflow.grading.cache import GradeCache
+
     backend, kind = method["backend"], method["kind"]
     on_gpu = method["gpu"] > 0
-    counts = pair_counts(kind, passages, questions, queries)
-    cached, note = 0, ""
+    note = ""
     try:
         cache = GradeCache(cache_dir, backend_signature(backend, on_gpu))
     except OSError:  # a hub model whose configuration cannot be read from here
         cache, note = None, f"cache not checked: cannot read {backend.get('model')} from here"
-    cached_queries = [q for q in counts.index if cache is not None and cache.holds(q)]
-    if cached_queries:  # keys only where the cache has something for the query
-        known = cache.answers(cached_queries)
-        mine = passages[passages["query_id"].isin(cached_queries)]
-        cached = sum(cache.key(request(kind, p)) in known for p in make_pairs(kind, mine, questions, queries))
-    pairs = int(counts["pairs"].sum())
-    to_grade = pairs - cached
+    jobs = [job_share(method, *tables, cache) for tables in shard_tables(passages, questions, queries, shards)]
+    pairs, cached = sum(job.pairs for job in jobs), sum(job.cached for job in jobs)
+    rate = planned_rate(backend, on_gpu)
     api = backend["kind"] == "openai"
-    characters = _prompt_characters(kind, passages, questions, queries, counts) * (to_grade / pairs if pairs else 0)
-    if api:
-        note = note or f"{backend['concurrency']} calls at a time, about a second each"
-    elif not note:
-        note = "assuming bfloat16 on a GPU" if on_gpu and backend.get("dtype") == "auto" else ""
+    tokens = 0
+    if api and pairs:  # what is sent: the prompts of the pairs the cache does not answer
+        counts = pair_counts(kind, passages, questions, queries)
+        tokens = math.ceil(_prompt_characters(kind, passages, questions, queries, counts) * (1 - cached / pairs) / 4)
+    cpu_hours, warning = None, ""
+    if on_gpu and not gpu_here:
+        on_cpu = planned_rate(backend, False)
+        cpu_hours = sum(job.seconds(on_cpu) for job in jobs) / 3600
+        warning = f"{NO_GPU}; on CPU cores it would take {_duration(cpu_hours, 'CPU')} ({describe(on_cpu)})"
+    if not note and on_gpu and backend.get("dtype") == "auto":
+        note = "assuming bfloat16 on a GPU"
     return MethodPlan(
-        method["name"], backend["kind"], pairs, cached, to_grade * (2 if kind == "qa_llm_verify" else 1),
-        math.ceil(characters / 4) if api else 0, to_grade / planned_rate(backend, on_gpu) / 3600,
-        "API" if api else "GPU" if on_gpu else "CPU", note,
+        method["name"], backend["kind"], pairs, cached, sum(job.work for job in jobs),
+        "texts" if backend["kind"] == "embedding" else rate.unit,
+        tokens,
+        sum(job.pairs > job.cached for job in jobs), sum(job.seconds(rate) for job in jobs) / 3600,
+        "API" if api else "GPU" if on_gpu else "CPU", describe(rate), cpu_hours, note, warning,
     )  # fmt: skip
+
+
+def describe(rate: Rate) -> str:
+    """A planning rate in words, with what it was measured on."""
+    work = f"{rate.per_second:,.2f} {rate.unit}/s"
+    if rate.per_text:
+        work = f"{rate.per_text * 1000:.2f} ms a text + {rate.per_second:,.0f} {rate.unit}/s"
+    return f"{rate.start:g} s a job, then {work}: {rate.source}"
 
 
 def _prompt_characters(kind: str, passages, questions, queries, counts: pd.DataFrame) -> float:
@@ -123,18 +233,28 @@ def _prompt_characters(kind: str, passages, questions, queries, counts: pd.DataF
 
 
 def format_plan(plans: list[MethodPlan]) -> str:
-    lines = ["method            back end          pairs      cached    to grade    model calls  prompt tokens  time"]
+    lines = [
+        "method            back end          pairs     cached   to grade            work  jobs  prompt tokens  time"
+    ]
     for p in plans:
         tokens = f"{p.prompt_tokens:>13,}" if p.on == "API" else f"{'–':>13}"
-        time = f"{p.hours:,.2f} {'h' if p.on == 'API' else p.on + '-hours'}" + (f" ({p.note})" if p.note else "")
-        lines.append(f"{p.method:<17} {p.backend:<16} {p.pairs:>10,} {p.cached:>10,} {p.pairs - p.cached:>10,} "
-                     f"{p.calls:>13,} {tokens}  {time}")  # fmt: skip
+        time = _duration(p.hours, p.on) + (f" ({p.note})" if p.note else "")
+        lines.append(f"{p.method:<17} {p.backend:<13} {p.pairs:>10,} {p.cached:>10,} {p.pairs - p.cached:>10,} "
+                     f"{p.work:>9,} {p.unit:<7}{p.jobs:>4}  {tokens}  {time}")  # fmt: skip
+    lines += [f"rate of {p.method}: {p.rate}" for p in plans]
+    lines += [f"warning: {p.method}: {p.warning}" for p in plans if p.warning]
     return "\n".join(lines) + "\n"
+
+
+def _duration(hours: float, on: str) -> str:
+    """`1.25 GPU-hours`, or under an hour `4.8 CPU-minutes` (hours to two decimals would say 0.08)."""
+    return f"{hours:,.2f} {on}-hours" if hours >= 1 else f"{hours * 60:.1f} {on}-minutes"
 
 
 def plan_table(plans: list[MethodPlan]) -> pd.DataFrame:
     rows = [
-        (p.method, p.backend, p.pairs, p.cached, p.pairs - p.cached, p.calls, p.prompt_tokens, p.hours, p.on, p.note)
+        (p.method, p.backend, p.pairs, p.cached, p.pairs - p.cached, p.work, p.unit, p.prompt_tokens, p.jobs,
+         p.hours, p.on, p.cpu_hours, p.rate, p.note)
         for p in plans
-    ]
+    ]  # fmt: skip
     return pd.DataFrame(rows, columns=PLAN_COLUMNS)

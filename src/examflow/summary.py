@@ -15,6 +15,7 @@ import hashlib
 import math
 import platform
 import re
+import textwrap
 import unicodedata
 from dataclasses import dataclass, field
 from importlib import metadata as package_metadata
@@ -22,8 +23,10 @@ from importlib import metadata as package_metadata
 import pandas as pd
 
 from examflow.evaluation.scores import tie_keys
+from examflow.injection import RULES
 from examflow.prompts import template
 from examflow.registry import KINDS
+from examflow.report.board import Board, score_text, with_interval
 from examflow.results import report_command
 
 PACKAGES = ("examflow", "snakemake", "torch", "transformers", "sentence-transformers", "pytrec-eval-terrier",
@@ -69,7 +72,8 @@ class Document:
     Headings and table cells are plain text: every character shows as written, whatever markup it
     looks like in either format (a run named `<script>`, `*x*` or `oracle_`). A paragraph is examflow's
     own words, `code` in backticks, with values (ids, names, paths) put in at its `{}` placeholders,
-    never by an f-string, so that they too show as written.
+    never by an f-string, so that they too show as written. An HTML block is written to
+    reStructuredText alone (the report's first page), a table may be written to Markdown alone.
     """
 
     blocks: list[tuple] = field(default_factory=list)
@@ -80,12 +84,23 @@ class Document:
     def paragraph(self, template: str, *values) -> None:
         self.blocks.append(("paragraph", template, [str(value) for value in values]))
 
-    def table(self, columns: list[str], rows: list[tuple]) -> None:
-        self.blocks.append(("table", columns, [[_plain(str(cell)).strip() for cell in row] for row in rows]))
+    def table(self, columns: list[str], rows: list[tuple], markdown_only: bool = False) -> None:
+        cells = [[_plain(str(cell)).strip() for cell in row] for row in rows]
+        self.blocks.append(("markdown table" if markdown_only else "table", columns, cells))
+
+    def html(self, markup: str) -> None:
+        """HTML of examflow's own making (values escaped by the caller) for the report's first page. Snakemake
+        renders that page with Jinja before docutils reads it: the markup must hold no `{{`, `{%` or `{#`,
+        and no `</script>` (the page's HTML goes into a script element)."""
+        if re.search(r"\{[{%#]|</script", markup, re.IGNORECASE):
+            raise ValueError("HTML for the report's first page holds Jinja or script markup")
+        self.blocks.append(("html", markup))
 
     def markdown(self) -> str:
         out = []
         for kind, *content in self.blocks:
+            if kind == "html":
+                continue
             if kind == "heading":
                 out.append(f"{'#' * content[0]} {_markdown_text(content[1])}")
             elif kind == "paragraph":
@@ -100,7 +115,11 @@ class Document:
     def rst(self) -> str:
         out = []
         for kind, *content in self.blocks:
-            if kind == "heading":
+            if kind == "markdown table":
+                continue
+            if kind == "html":
+                out.append(".. raw:: html\n\n" + textwrap.indent(content[0], "   "))
+            elif kind == "heading":
                 text = _rst_text(content[1])
                 out.append(f"{text}\n{'=-~'[min(content[0], 3) - 1] * _columns(text)}")
             elif kind == "paragraph":
@@ -170,22 +189,42 @@ def _columns(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
+@dataclass(frozen=True)
+class OfficialSource:
+    """Where the official leaderboard came from: a file the user gave, or (`measure` set) the means of
+    that trec_eval measure on the official qrels, computed by `examflow official`."""
+
+    path: str
+    measure: str | None = None
+
+
+NO_OFFICIAL = ("No official leaderboard (`inputs.official_leaderboard`, or `inputs.qrels` with "
+               "`evaluation.official_measure`): no correlation.")  # fmt: skip
+
+
 def run_summary(
     graded: dict[str, dict],
     flagged: pd.DataFrame | None,
     results: str,
-    boards: dict[str, pd.DataFrame],
-    correlations: dict[str, pd.DataFrame],
-    tau: float,
+    boards: dict[str, Board],
     nrp: pd.DataFrame | None = None,
     configfiles: list[str] = (),
+    official: OfficialSource | None = None,
 ) -> Document:
+    """`boards`: each method's leaderboard at the report's τ. The report's first page opens on each
+    method's headline leaderboard (the report's own table and figure, embedded)."""
     doc = Document()
     doc.heading("examflow run summary", 1)
+    if boards:
+        doc.html(LANDING_STYLE)
     doc.paragraph("All outputs are under `{}/`; this page is `{}/summary.md`. The HTML report: `{}`.",
                   results, results, report_command(f"{results}/report.html", configfiles))  # fmt: skip
+    if boards:
+        _official_paragraph(doc, official)
     for method in sorted(boards):
-        _leaderboard_section(doc, method, boards[method], correlations.get(method), tau)
+        _headline_section(doc, boards[method])
+    for method in sorted(boards):
+        _leaderboard_section(doc, boards[method])
     if flagged is not None:  # EXAM ran (NRP alone has no pool and no grades)
         _grading_section(doc, graded)
         _injection_section(doc, flagged)
@@ -194,37 +233,98 @@ def run_summary(
     return doc
 
 
-def _leaderboard_section(
-    doc: Document, method: str, board: pd.DataFrame, correlation: pd.DataFrame | None, tau
-) -> None:
-    doc.heading(f"{method}: the best system under each measure (τ = {tau:g})")
-    systems = board[(board["kind"] == "system") & ((board["tau"] == tau) | board["tau"].isna())]
-    stats = correlation.set_index(["measure", correlation["tau"].fillna(-1)]) if correlation is not None else None
+def _official_paragraph(doc: Document, official: OfficialSource | None) -> None:
+    """Which official leaderboard the correlations and "best" are measured against."""
+    if official is None:  # each method's section says so
+        return
+    if official.measure:
+        doc.paragraph("The official leaderboard was computed from the official qrels (no "
+                      "`inputs.official_leaderboard` given): each run's mean `{}` over the queries, by "
+                      "`examflow official`, in `{}`.", official.measure, official.path)  # fmt: skip
+    else:
+        doc.paragraph("The official leaderboard is the file given: `{}`.", official.path)
+
+
+# The report's first page is shown beside the workflow graph in a column a third of the screen wide,
+# centred so that its top is cut off when it is long. This page marks itself (`examflow-landing`) and
+# takes the width, the graph going below; Snakemake shows no other page in that place.
+LANDING_STYLE = """<style>
+.prose:has(.examflow-landing){max-width:none}
+div.flex:has(> div > .prose .examflow-landing){flex-direction:column;align-items:stretch}
+div.h-screen:has(.examflow-landing){align-items:flex-start;justify-content:flex-start}
+.examflow-landing iframe{width:100%;border:1px solid #ddd;max-height:85vh}
+.examflow-landing img{max-width:100%;height:auto;margin:0}
+</style>"""
+
+
+def _headline_section(doc: Document, board: Board) -> None:
+    """The headline measure's leaderboard: its agreement with the official one, the best official run,
+    the runs off the official leaderboard, then the interactive table and the small multiples."""
+    from examflow.report import figures, pages
+
+    best, headline = board.best(board.headline), board.headline
+    doc.heading(f"{board.method}: the leaderboard by {headline} (τ = {board.tau:g})")
+    agreement = board.agreement(headline)
+    if agreement is not None:
+        doc.paragraph("Headline measure `{}`. Agreement with the official leaderboard over {} official runs: "
+                      "Spearman's ρ {}, Kendall's τ {} (95 % bootstrap intervals over the queries).", headline,
+                      f"{agreement['n_runs']:g}", with_interval(agreement, "spearman"),
+                      with_interval(agreement, "kendall"))  # fmt: skip
+    else:
+        doc.paragraph("Headline measure `{}`. " + NO_OFFICIAL, headline)
+    if best:
+        score = board.scores(headline).loc[best[0]]
+        doc.paragraph("Best {}: {} ({}).", "official run" if board.official else "system", ", ".join(best),
+                      score_text(score["score"], score["stderr"]))  # fmt: skip
+    if extra := board.extra_runs():
+        doc.paragraph("Extra runs, evaluated but not on the official leaderboard (never named best): {}.",
+                      ", ".join(extra))  # fmt: skip
+    doc.table(["run", "group", "official rank", headline],
+              [(run, board.group(run), _rank(board, run), _score(board, headline, run)) for run in board.runs()],
+              markdown_only=True)  # fmt: skip
+    doc.html(
+        f"<div class='examflow-landing'>{pages.framed(pages.leaderboard_page(board), len(board.runs()))}"
+        f"{pages.picture(figures.leaderboard_figure(board), f'{board.method}: the leaderboard, one panel per measure')}</div>"
+    )
+    doc.paragraph("Above: the report's `1 Leaderboard` table (a click on a column name sorts by it; the box "
+                  "searches runs) and figure, one panel per measure, runs in official order.")  # fmt: skip
+
+
+def _rank(board: Board, run: str) -> str:
+    return f"{board.official[run]:g}" if board.official and run in board.official else ""
+
+
+def _score(board: Board, measure: str, run: str) -> str:
+    scores = board.scores(measure)
+    return score_text(*scores.loc[run]) if run in scores.index else ""
+
+
+def _leaderboard_section(doc: Document, board: Board) -> None:
+    best_name = "official run" if board.official else "system"
+    doc.heading(f"{board.method}: the best {best_name} under each measure (τ = {board.tau:g})")
     rows = []
-    for measure, group in systems.groupby("measure", sort=True):
-        keys = tie_keys(group["score"])
-        top = group[keys == keys.max()]
-        row = [measure, ", ".join(top["run_id"]), f"{top['score'].iat[0]:.3f}"]
-        if stats is not None:
-            key = (measure, tau if group["tau"].notna().any() else -1)
-            found = stats.loc[key] if key in stats.index else None
-            row += [_with_interval(found, "spearman"), _with_interval(found, "kendall"), _note(found)]
+    for measure in board.measures:
+        best = board.best(measure)
+        if not best:
+            continue
+        row = [measure, ", ".join(best), f"{board.scores(measure).loc[best[0], 'score']:.3f}"]
+        if board.correlation is not None:
+            found = board.agreement(measure)
+            row += [with_interval(found, "spearman"), with_interval(found, "kendall"), _note(found)]
         rows.append(tuple(row))
-    columns = ["measure", "best system", "score"]
-    if stats is not None:
+    columns = ["measure", f"best {best_name}", "score"]
+    if board.correlation is not None:
         columns += ["Spearman ρ with the official leaderboard [95 % interval]", "Kendall τ [95 % interval]", "note"]
     doc.table(columns, rows)
-    if stats is not None:
+    if without_tau := board.without_tau():
+        verb = "does" if len(without_tau) == 1 else "do"
+        doc.paragraph(", ".join(["`{}`"] * len(without_tau)) + f" {verb} not depend on τ: one value, the same at "
+                      "every τ (nDCG takes the EXAM-Label itself as gain; EXAM and ROUGE have no threshold).",
+                      *without_tau)  # fmt: skip
+    if board.correlation is not None:
         doc.paragraph("The intervals are percentile bootstrap intervals over the queries (`evaluation.bootstrap`).")
     else:
-        doc.paragraph("No official leaderboard was given (`inputs.official_leaderboard`): no correlation.")
-
-
-def _with_interval(row, name: str) -> str:
-    if row is None or pd.isna(row[name]):
-        return "–"
-    low, high = row[f"{name}_low"], row[f"{name}_high"]
-    return f"{row[name]:.3f}" if pd.isna(low) else f"{row[name]:.3f} [{low:.3f}, {high:.3f}]"
+        doc.paragraph(NO_OFFICIAL)
 
 
 def _note(row) -> str:
@@ -244,7 +344,7 @@ def _grading_section(doc: Document, graded: dict[str, dict]) -> None:
             doc.paragraph("Method {} grades similarities by {} quantiles ({}).", name, made["calibration"], ladder)
     doc.paragraph("Failed pairs answer no question (they can only lower a score); `leaderboard.tsv` counts them "
                   "per run in `failed_pairs`. Unparsable answers are failed pairs under `mode: strict`, and were read "
-                  "as SPEC §3 says under `reference` or `paper`.")  # fmt: skip
+                  "as docs/methods.md §3 says under `reference` or `paper`.")  # fmt: skip
 
 
 def _injection_section(doc: Document, flagged: pd.DataFrame) -> None:
@@ -252,12 +352,17 @@ def _injection_section(doc: Document, flagged: pd.DataFrame) -> None:
     if flagged.empty:
         doc.paragraph("None of the pooled passages reads like an instruction to the grader.")
         return
+    if "rule" not in flagged:  # a pool/flagged.tsv written before flags named their rule
+        flagged = flagged.assign(rule="–")
     many = "passages read" if len(flagged) > 1 else "passage reads"
     doc.paragraph(f"{len(flagged)} pooled {many} like instructions to the grader (all in `pool/flagged.tsv`); "
-                  "they were graded as usual. Look at them:")  # fmt: skip
+                  "they were graded as usual. The rules that fired, then the passages to look at (the first 50):")  # fmt: skip
+    counts = flagged["rule"].value_counts()
+    rules = [rule for rule in RULES if rule in counts] + [rule for rule in counts.index if rule not in RULES]
+    doc.table(["rule", "passages", "what it looks for"], [(rule, counts[rule], RULES.get(rule, "")) for rule in rules])
     doc.table(
-        ["query", "passage", "origin", "phrase"],
-        list(flagged.head(50)[["query_id", "passage_id", "origin", "phrase"]].itertuples(index=False)),
+        ["query", "passage", "origin", "rule", "words that fired it"],
+        list(flagged.head(50)[["query_id", "passage_id", "origin", "rule", "phrase"]].itertuples(index=False)),
     )
 
 

@@ -52,12 +52,21 @@ def configured_facts(config: dict, generate: bool) -> Facts:
     """The facts that decide which files the steps write (examflow.outputs), from the configuration."""
     inputs, nrp = config["inputs"] or {}, config["nrp"] or {}
     return Facts(
-        official=bool(inputs.get("official_leaderboard")),
+        official=bool(inputs.get("official_leaderboard")) or official_from_qrels(config),
         judgments=bool(inputs.get("qrels")),
         facets=bool(inputs) and graded_facets(inputs, generate, config["grading"]),
         wilcoxon=bool(nrp.get("wilcoxon")),
         expert=bool(nrp.get("expert")),
     )
+
+
+def official_from_qrels(config: dict) -> bool:
+    """Whether the official leaderboard is computed from the official qrels (none given, qrels and runs are)."""
+    inputs = config["inputs"] or {}
+    return bool(
+        not inputs.get("official_leaderboard") and inputs.get("qrels") and inputs.get("runs")
+        and config["evaluation"]["official_measure"]
+    )  # fmt: skip
 
 
 def graded_facets(inputs: dict, generate: bool, grading: dict) -> bool:

@@ -7,13 +7,12 @@ import shlex
 import sys
 from pathlib import Path
 
-from snakemake.exceptions import WorkflowError
 from snakemake.settings.enums import RerunTrigger
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 sys.path.insert(0, str(Path(workflow.basedir).parent / "src"))
 from examflow.config import check_config, check_config_file, config_digest
-from examflow.errors import Failure
+from examflow.errors import ConfigError, Failure
 from examflow.io.irds import is_irds
 from examflow.outputs import EVALUATION, NRP as NRP_FILES, REPORT, paths, wanted
 from examflow.plan import job_minutes
@@ -31,6 +30,7 @@ from examflow.workflow import (
     check_leaderboard,
     configured_facts,
     graded_shards,
+    official_from_qrels,
 )
 
 # examflow's parse-time warnings (queries without questions, runs off the leaderboard, ...).
@@ -45,13 +45,16 @@ CONFIG_FILES = USER_CONFIG_FILES or [CONFIG_FILE]
 
 
 def checked(step, *args):
-    """`step(*args)`, its expected failures shown as one line naming the config file."""
+    """`step(*args)`; an expected failure stops the run with one line naming the config file (a
+    WorkflowError would print Snakemake's frames around it, which read like a bug)."""
     try:
         return step(*args)
     except Failure as error:
-        raise WorkflowError(
-            f"{error}\n(configuration: {', '.join(CONFIG_FILES)})"
-        ) from None
+        print(
+            f"examflow: error: {error} [configuration: {', '.join(CONFIG_FILES)}]",
+            file=sys.stderr,
+        )
+        sys.exit(1)
 
 
 for config_file in CONFIG_FILES:
@@ -107,7 +110,7 @@ def logs(path):
 
 def existing_file(key, path):
     if not Path(path).is_file():
-        raise WorkflowError(f"config inputs.{key}: file not found: {path}")
+        raise ConfigError(f"inputs.{key}", f"file not found: {path}")
     return path
 
 
@@ -117,11 +120,26 @@ def expand_runs(patterns):
     for pattern in patterns:
         matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
         if not matches:
-            raise WorkflowError(f"config inputs.runs: no file matches {pattern!r}")
+            raise ConfigError("inputs.runs", f"no file matches {pattern!r}")
         files += [
             existing_file("runs", match) for match in matches if match not in files
         ]
     return files
+
+
+def check_input_files():
+    """Every configured input file exists (a bank to be generated does not yet)."""
+    for key, spec in INPUTS.items():
+        to_generate = key == "bank" and config["questions"]["generate"]
+        if key != "runs" and spec and not is_irds(spec) and not to_generate:
+            existing_file(key, spec)
+
+
+def check_rerun_triggers():
+    if RerunTrigger.PARAMS not in workflow.dag_settings.rerun_triggers:
+        raise Failure(
+            "--rerun-triggers must include 'params': bank edits reach grading through content digests"
+        )
 
 
 def input_file(key):
@@ -130,11 +148,8 @@ def input_file(key):
     return [] if spec is None or is_irds(spec) else literal(spec)
 
 
-RUN_FILES = expand_runs(INPUTS.get("runs", []))
-for key, spec in INPUTS.items():
-    to_generate = key == "bank" and config["questions"]["generate"]
-    if key != "runs" and spec and not is_irds(spec) and not to_generate:
-        existing_file(key, spec)
+RUN_FILES = checked(expand_runs, INPUTS.get("runs", []))
+checked(check_input_files)
 
 
 def cli_options(**options):
@@ -170,6 +185,15 @@ if EXAM:
 
 # What the configuration gives decides which files each step writes (examflow.outputs).
 FACTS = checked(configured_facts, config, GENERATE_BANK)
+# Without an official leaderboard file, one is computed from the official qrels (rule official_leaderboard).
+OFFICIAL_FROM_QRELS = official_from_qrels(config)
+
+
+def official_input(wildcards):
+    """The official leaderboard: the file given, the one computed from the qrels, or none."""
+    if OFFICIAL_FROM_QRELS:
+        return rules.official_leaderboard.output[0]
+    return input_file("official_leaderboard")
 
 
 def bank_path():
@@ -178,10 +202,9 @@ def bank_path():
 
 def bank_input(wildcards):
     """The bank file; ancient, since edits act through each shard's content digest."""
-    if RerunTrigger.PARAMS not in workflow.dag_settings.rerun_triggers:
-        raise WorkflowError(
-            "--rerun-triggers must include 'params': bank edits reach grading through content digests"
-        )
+    checked(
+        check_rerun_triggers
+    )  # the DAG's settings are known from here on, not at parse time
     return ancient(literal(bank_path()))
 
 
@@ -275,7 +298,7 @@ def report_inputs(wildcards):
         "grades": rules.merge_grades.output[0].format(method=wildcards.method),
         "passages": rules.pool.output.passages,
         "questions": expand(rules.bank_shard.output, shard=SHARDS),
-        "official": input_file("official_leaderboard"),
+        "official": official_input(wildcards),
     }
 
 
@@ -294,6 +317,7 @@ def report_settings(wildcards):
     return cli_options(
         tau=config["report"]["tau"],
         example_query=config["report"]["example_query"],
+        measures=config["evaluation"]["measures"],
         facts=FACTS.names(),
     )
 
@@ -350,3 +374,48 @@ def nrp_settings(wildcards):
         on_missing_passage=config["validation"]["missing_passages"],
     )
     return " ".join([*wilcoxon, options])
+
+
+from snakemake.logging import logger as snakemake_logger
+from snakemake_interface_logger_plugins.common import LogEvent
+
+from examflow.joblogs import KeepEarlierLogs
+from examflow.progress import Reporter, job_path, progress_period
+
+
+# Grading progress (examflow.progress): each grading job keeps its counts in a small file under
+# logs/progress/, and the main process prints one line across them at least every
+# $EXAMFLOW_PROGRESS_SECONDS (default 30) while grading runs, locally or on a cluster.
+def progress_file(wildcards):
+    return str(job_path(RESULTS, wildcards.method, wildcards.shard))
+
+
+def grade_jobs():
+    """This run's grading jobs as method/shard; Snakemake's job set grows after a checkpoint."""
+    jobs = list(workflow.dag.needrun_jobs(exclude_finished=False))
+    return [
+        f"{job.wildcards.method}/{job.wildcards.shard}"
+        for job in jobs
+        if job.rule.name == "grade"
+    ]
+
+
+# Started by `onstart`, which only the main process of a real run calls (never a job, never -n).
+PROGRESS = Reporter(
+    RESULTS, grade_jobs, checked(progress_period, os.environ), snakemake_logger.info
+)
+
+
+def job_logs(jobid):
+    """The logs of the job Snakemake numbered `jobid`."""
+    dag = workflow.dag
+    return [log for job in dag.jobs if dag.jobid(job) == jobid for log in job.log]
+
+
+def keep_earlier_logs():
+    """From here on (`onstart`: the main process of a real run), each job's log moves aside,
+    NAME.log to NAME.log.1 (.2, ...), when Snakemake announces the job: it then removes the job's
+    log, so a rerun would lose the earlier attempt's."""
+    snakemake_logger.addFilter(
+        KeepEarlierLogs(LogEvent.JOB_INFO, job_logs, snakemake_logger.warning)
+    )

@@ -1,3 +1,30 @@
+localrules:
+    official_leaderboard,
+
+
+# Without an official leaderboard file: every run's mean of evaluation.official_measure on the qrels.
+rule official_leaderboard:
+    input:
+        rankings=rules.pool.output.rankings,
+        judgments=rules.pool.output.judgments,
+        runs=[literal(run) for run in RUN_FILES],
+    output:
+        results("official/leaderboard.tsv"),
+    log:
+        logs("official.log"),
+    conda:
+        ENV
+    params:
+        pool=lambda wildcards, input: Path(input.rankings).parent,
+        settings=lambda wildcards: cli_options(
+            measure=config["evaluation"]["official_measure"],
+            relevance_level=config["evaluation"]["min_relevant_judgment"],
+        ),
+    shell:
+        "python -m examflow official --pool {params.pool:q} --runs {input.runs:q} {params.settings}"
+        " --out {output:q} 2> {log:q}"
+
+
 rule evaluate:
     input:
         grades=results("grades/{method}.parquet"),
@@ -5,7 +32,7 @@ rule evaluate:
         passages=rules.pool.output.passages,
         judgments=rules.pool.output.judgments,
         questions=expand(rules.bank_shard.output, shard=SHARDS),
-        official=input_file("official_leaderboard"),
+        official=official_input,
         gold_articles=input_file("gold_articles"),
     output:
         **evaluation_outputs(),
@@ -26,7 +53,11 @@ rule evaluate:
             on_unknown_run=config["validation"]["leaderboard_runs"],
             baselines=BASELINES,
             facts=FACTS.names(),
-            **config["evaluation"],
+            **{
+                k: v
+                for k, v in config["evaluation"].items()
+                if k != "official_measure"
+            },
             diagnostics_tau=config["report"]["tau"],
         ),
         pool=lambda wildcards, input: Path(input.rankings).parent,

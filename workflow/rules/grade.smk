@@ -22,11 +22,13 @@ rule grade:
         cache=lambda wildcards: config["cache_dir"],
         flush_every=config["grading"]["flush_every"],
         max_error_rate=config["grading"]["max_error_rate"],
+        progress=progress_file,
     shell:
         "python -m examflow grade --method {params.method} --passages {input.passages:q}"
         " --queries {input.queries:q} --questions {input.questions:q} --shard {wildcards.shard}"
         " --cache-dir {params.cache:q} --flush-every {params.flush_every}"
-        " --max-error-rate {params.max_error_rate} --out {output:q} 2> {log:q}"
+        " --max-error-rate {params.max_error_rate} --progress {params.progress:q}"
+        " --out {output:q} 2> {log:q}"
 
 
 localrules:
@@ -75,6 +77,8 @@ rule plan:
             shlex.quote(json.dumps(method)) for method in METHODS.values()
         ),
         cache=lambda wildcards: config["cache_dir"],
+        shards=SHARD_COUNT,
     shell:
         "python -m examflow plan --pool {params.pool:q} --questions {input.questions:q}"
-        " --method {params.methods} --cache-dir {params.cache:q} --out {output:q} 2> {log:q}"
+        " --method {params.methods} --cache-dir {params.cache:q} --shards {params.shards}"
+        " --out {output:q} 2> {log:q}"

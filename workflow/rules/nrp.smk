@@ -1,4 +1,4 @@
-# NRP (SPEC §6): generated answers ranked among expert-judged documents, next to EXAM or alone.
+# NRP (docs/methods.md §6): generated answers ranked among expert-judged documents, next to EXAM or alone.
 rule nrp:
     input:
         queries=literal(NRP["queries"]),

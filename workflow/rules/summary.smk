@@ -6,6 +6,7 @@ rule summary:
             expand(rules.evaluate.output.leaderboard, method=METHODS) if EXAM else []
         ),
         nrp=rules.nrp.output.per_system if NRP else [],
+        official=official_input if EXAM else [],
     output:
         summary=results("summary.md"),
         page=results("summary.rst"),
@@ -20,9 +21,16 @@ rule summary:
             flagged=input.flagged or None,
             eval=[Path(path).parent for path in input.leaderboards],
             nrp=input.nrp or None,
+            official=input.official or None,
         ),
         settings=lambda wildcards: cli_options(
             tau=config["report"]["tau"],
+            measures=config["evaluation"]["measures"],
+            official_measure=(
+                config["evaluation"]["official_measure"]
+                if OFFICIAL_FROM_QRELS
+                else None
+            ),
             config_digest=config_digest(config),
             configfile=USER_CONFIG_FILES,
         ),

@@ -1,1 +1,1 @@
-"""From grades to scores, and from scores to the evidence that they are right (SPEC §4–§5)."""
+"""From grades to scores, and from scores to the evidence that they are right (docs/methods.md §4–§5)."""

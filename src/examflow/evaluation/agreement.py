@@ -1,4 +1,4 @@
-"""Agreement of EXAM labels with official judgments (SPEC §5): contingency tables and Cohen's κ.
+"""Agreement of EXAM labels with official judgments (docs/methods.md §5): contingency tables and Cohen's κ.
 
 Per passage that has both a judgment and a label: the graded table (labels × judgments),
 LENIENT (label ≥ 1 against relevant) and STRICT (label ≥ 4 against relevant), where

@@ -1,4 +1,4 @@
-"""Leaderboard correlation with an official leaderboard (SPEC §5).
+"""Leaderboard correlation with an official leaderboard (docs/methods.md §5).
 
 Only runs on the official leaderboard count; official ranks are used as given (ties as
 averaged ranks); predicted ranks are the average ranks of -score; Spearman's ρ and Kendall's

@@ -1,4 +1,4 @@
-"""EXAM-Cover, n-EXAM and the original EXAM (SPEC §4).
+"""EXAM-Cover, n-EXAM and the original EXAM (docs/methods.md §4).
 
 EXAM-Cover_τ(run, q) = share of q's questions that some passage ranked ≤ k (rank as written,
 like pooling and the reference) answers with a grade ≥ τ; no credit for answering a question

@@ -1,4 +1,4 @@
-"""What a question-bank edit changed (SPEC §5, "Human in the loop").
+"""What a question-bank edit changed (docs/methods.md §5, "Human in the loop").
 
 Every evaluation keeps a small baseline — the method's exam questions, its EXAM-Labels and its
 leaderboard — keyed by the bank's content digest, under `cache_dir/baselines/` (state, like the

@@ -1,10 +1,10 @@
-"""EXAM-Qrels (SPEC §4): grades turned into relevance labels, scored with trec_eval measures.
+"""EXAM-Qrels (docs/methods.md §4): grades turned into relevance labels, scored with trec_eval measures.
 
 EXAM-Label(p) = the best grade any question gets from passage p (self-ratings), or the number
 of questions p answers correctly (QA grading). Queries with subtopics get one qrels query per
 facet, `query/facet`, labelled over that facet's questions only. Measures come from
-pytrec_eval, at relevance level τ; nDCG uses the label as gain; unpooled passages are
-non-relevant. Queries a run lacks are left out of its mean (trec_eval's default) or count
+pytrec_eval, at relevance level τ; nDCG uses the label as gain and ignores the level, so the
+measures that do not depend on it are computed once, with no τ; unpooled passages are non-relevant. Queries a run lacks are left out of its mean (trec_eval's default) or count
 as 0 with `complete=True` (trec_eval -c).
 """
 
@@ -18,6 +18,17 @@ from examflow.registry import DEFAULT_MEASURES
 # Not per-query numbers that an arithmetic mean over queries summarises.
 _NOT_MEANS = {"relstring": "a string", "runid": "a string", "num_q": "a count of queries",
               "gm_map": "a geometric mean", "gm_bpref": "a geometric mean"}  # fmt: skip
+
+
+# trec_eval measures whose value does not depend on the relevance level (-l): the graded gains of
+# nDCG and its kin, the count of retrieved passages. tests/test_exam_qrels.py checks the list
+# against pytrec_eval on graded judgments at every level.
+LEVEL_FREE = ("ndcg", "ndcg_rel", "Rndcg", "G", "num_ret")
+
+
+def level_free(measure: str) -> bool:
+    """Whether a trec_eval measure (with its cut-off, as `ndcg_cut_10`) is the same at every τ."""
+    return measure in LEVEL_FREE or measure.startswith("ndcg_cut_")
 
 
 def unknown_measures(names) -> dict[str, str]:
@@ -65,7 +76,8 @@ def format_qrels(labels: pd.DataFrame) -> str:
 def trec_scores(
     labels: pd.DataFrame, rankings: pd.DataFrame, levels: list[int], measures=DEFAULT_MEASURES, complete: bool = False
 ) -> pd.DataFrame:
-    """Per (run, query, measure, τ) values at each relevance level τ; `query_id` is the qrels id."""
+    """Per (run, query, measure, τ) values at each relevance level τ (τ empty for a `level_free`
+    measure); `query_id` is the qrels id."""
     qrels: dict[str, dict[str, int]] = {}
     for q, p, label in zip(*(labels[c].tolist() for c in ("qrels_id", "passage_id", "label"))):
         qrels.setdefault(q, {})[p] = int(label)
@@ -74,12 +86,17 @@ def trec_scores(
         runs.setdefault(r, {}).setdefault(q, {})[p] = float(score)
     rows = []
     for level in levels:
-        evaluator = pytrec_eval.RelevanceEvaluator(qrels, set(measures), relevance_level=int(level))
+        # A measure the level leaves alone is computed once, at the first level, with τ left empty.
+        chosen = [m for m in measures if not level_free(m) or level == levels[0]]
+        if not chosen:
+            continue
+        evaluator = pytrec_eval.RelevanceEvaluator(qrels, set(chosen), relevance_level=int(level))
         for run_id in sorted(runs):
             results = evaluator.evaluate(runs[run_id])
             queries = sorted(qrels) if complete else sorted(results)
             for q in queries:
-                for measure in measures:
+                for measure in chosen:
                     # A query the run lacks scores 0 (trec_eval -c); a measure is always computed for the rest.
-                    rows.append((run_id, q, measure, level, results[q][measure] if q in results else 0.0))
-    return pd.DataFrame(rows, columns=["run_id", "query_id", "measure", "tau", "value"])
+                    value = results[q][measure] if q in results else 0.0
+                    rows.append((run_id, q, measure, None if level_free(measure) else level, value))
+    return pd.DataFrame(rows, columns=["run_id", "query_id", "measure", "tau", "value"]).astype({"tau": "Int64"})

@@ -1,4 +1,4 @@
-"""Question diagnostics (SPEC §5, "Human in the loop"): which questions to look at before the next edit.
+"""Question diagnostics (docs/methods.md §5, "Human in the loop"): which questions to look at before the next edit.
 
 Per question, at a threshold τ:
 - how many judged-relevant and judged-non-relevant passages answer it (grade ≥ τ): a question that

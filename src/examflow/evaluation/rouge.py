@@ -1,4 +1,4 @@
-"""ROUGE-1 F1 against gold articles (SPEC §4), the original EXAM paper's baseline.
+"""ROUGE-1 F1 against gold articles (docs/methods.md §4), the original EXAM paper's baseline.
 
 Both texts are lower-cased, split into words (punctuation dropped), stripped of the NLTK English
 stopwords and lemmatised (simplemma, which ships its dictionaries: no download). A run's text
@@ -27,9 +27,14 @@ def _lemma(word: str) -> str:
     return simplemma.lemmatize(word, lang="en")
 
 
+def content_words(text: str) -> list[str]:
+    """The words of `text` in order: lower-cased, punctuation and stopwords dropped, lemmatised."""
+    stop = stopwords()
+    return [_lemma(word) for word in _WORD.findall(text.lower()) if word not in stop]
+
+
 def unigrams(text: str) -> Counter[str]:
-    words = _WORD.findall(text.lower())
-    return Counter(_lemma(word) for word in words if word not in stopwords())
+    return Counter(content_words(text))
 
 
 def rouge_1_f1(candidate: Counter[str], reference: Counter[str]) -> float:

@@ -1,4 +1,4 @@
-"""Grading passages against exam questions (SPEC §3): prompts, model back ends, parsing, cache."""
+"""Grading passages against exam questions (docs/methods.md §3): prompts, model back ends, parsing, cache."""
 
 __all__ = ["parse_self_rating", "verify_answer"]
 

@@ -80,7 +80,7 @@ class Seq2SeqBackend:
 
     def prompt(self, request: Request, margin: int = 5) -> str:
         """The filled template, its context cut so that every other part stays whole and the prompt
-        fits `max_input_tokens` with `margin` tokens to spare (SPEC §3's budget: 5)."""
+        fits `max_input_tokens` with `margin` tokens to spare (docs/methods.md §3's budget: 5)."""
         text = template(request.template)
         fields = dict(request.fields)
         context = fields.pop("context", "")

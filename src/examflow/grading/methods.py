@@ -1,4 +1,4 @@
-"""Grading methods (SPEC §3): which prompt each pair gets and how its answer becomes a grade.
+"""Grading methods (docs/methods.md §3): which prompt each pair gets and how its answer becomes a grade.
 
 Question methods pair every pooled passage with every exam question of its query:
 `self_rating` (EXAM++), `qa_verify` (answer, then check it against the answer key),
@@ -8,7 +8,7 @@ The direct-grading baselines pair passages with the query itself (for a subtopic
 "query / subtopic"). The kinds themselves are listed in `examflow.registry.KINDS`.
 
 An answer that is not a grade is *unparsable*: in the `reference` and `paper` parse modes it
-is read as SPEC §3 says and flagged, in `strict` mode it is an error. A failure is never a grade.
+is read as docs/methods.md §3 says and flagged, in `strict` mode it is an error. A failure is never a grade.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def request(kind: str, pair: Pair) -> Request:
 
 
 def correct_answer(pair: Pair) -> str | None:
-    """The answer key as the verification prompt states it (SPEC §3)."""
+    """The answer key as the verification prompt states it (docs/methods.md §3)."""
     if not pair.gold_answers:
         return None
     gold = pair.gold_answers[0]
@@ -67,7 +67,7 @@ class Grade:
     correct: bool | None = None
     expected: float | None = None
     score: float | None = None
-    unparsable: bool = False  # the answer was not a grade; read as SPEC §3 says
+    unparsable: bool = False  # the answer was not a grade; read as docs/methods.md §3 says
     error: str | None = None  # `kind: message`; a failed pair has no grade
 
 

@@ -1,4 +1,4 @@
-"""Turning model answers into grades, exactly as SPEC §3 says.
+"""Turning model answers into grades, exactly as docs/methods.md §3 says.
 
 `parse_self_rating` reads a 0–5 self-rating; `verify_answer` checks an extracted answer
 against an answer key. Both match "unanswerable expressions" fuzzily: lower-cased,

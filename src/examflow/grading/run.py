@@ -15,6 +15,7 @@ from examflow.grading.backends import Answer, make_backend
 from examflow.grading.cache import GradeCache
 from examflow.grading.grades import GRADE_COLUMNS, GRADE_DTYPES
 from examflow.grading.methods import Grade, Pair, interpret, request, verification_request
+from examflow.progress import JobProgress
 from examflow.prompts import template
 from examflow.registry import KINDS, check_method
 
@@ -23,6 +24,19 @@ log = logging.getLogger(__name__)
 
 def make_pairs(kind: str, passages: pd.DataFrame, questions: pd.DataFrame, queries: pd.DataFrame) -> list[Pair]:
     """Every pooled passage of a query with each of the query's questions, nuggets or facets."""
+    by_query: dict[str, list] = {}
+    for target in pair_targets(kind, questions, queries):
+        by_query.setdefault(target[0], []).append(target)
+    return [
+        Pair(query_id, facet_id, p.passage_id, target_id, text, p.text, gold, choices)
+        for p in passages.itertuples(index=False)
+        for query_id, facet_id, target_id, text, gold, choices in by_query.get(p.query_id, [])
+    ]
+
+
+def pair_targets(kind: str, questions: pd.DataFrame, queries: pd.DataFrame) -> list[tuple]:
+    """What a method grades each passage against: (query_id, facet_id, target_id, text, gold answers,
+    choices) for each question or nugget of `kind`'s target, or each query (or facet) for direct grading."""
     target = KINDS[kind].target
     if target == "query":
         targets = [
@@ -39,14 +53,7 @@ def make_pairs(kind: str, passages: pd.DataFrame, questions: pd.DataFrame, queri
              tuple(sorted(json.loads(q.choices).items())) if _optional(q.choices) else None)
             for q in chosen.itertuples(index=False)
         ]  # fmt: skip
-    by_query: dict[str, list] = {}
-    for target in targets:
-        by_query.setdefault(target[0], []).append(target)
-    return [
-        Pair(query_id, facet_id, p.passage_id, target_id, text, p.text, gold, choices)
-        for p in passages.itertuples(index=False)
-        for query_id, facet_id, target_id, text, gold, choices in by_query.get(p.query_id, [])
-    ]
+    return targets
 
 
 def _optional(value):
@@ -58,7 +65,7 @@ def _optional(value):
 class ShardGrader:
     """Grades one shard with one method ({name, kind, backend: {kind, ...}, mode?})."""
 
-    def __init__(self, method: dict, cache_dir: str, flush_every: int = 64):
+    def __init__(self, method: dict, cache_dir: str, flush_every: int = 64, progress: JobProgress | None = None):
         self.method = check_method("method", method)
         self.kind = self.method["kind"]
         self.backend = make_backend(self.method["backend"], cache_dir)
@@ -66,6 +73,7 @@ class ShardGrader:
         self.flush_every = flush_every
         self.sent = 0  # requests that reached the model
         self.known: dict[str, Answer] | None = None  # the cache, read once per job
+        self.progress = progress  # the job's progress file (examflow.progress), if it keeps one
 
     def answers(self, requests: list, query_ids: list[str]) -> list[Answer]:
         """Cached answers where there are any; the rest from the model, flushed batch by batch."""
@@ -75,6 +83,8 @@ class ShardGrader:
         known = self.known
         todo = [i for i, key in enumerate(keys) if key not in known]
         log.info("%d of %d prompts cached; %d to grade", len(requests) - len(todo), len(requests), len(todo))
+        if self.progress:
+            self.progress.planned(len(requests) - len(todo), len(todo))
         start = time.monotonic()
         for offset in range(0, len(todo), self.flush_every):
             batch = todo[offset : offset + self.flush_every]
@@ -83,6 +93,8 @@ class ShardGrader:
             self.cache.add_answers([(query_ids[i], keys[i], a) for i, a in zip(batch, fresh)])
             known.update({keys[i]: a for i, a in zip(batch, fresh)})
             _progress(offset + len(batch), len(todo), time.monotonic() - start)
+            if self.progress:
+                self.progress.graded(len(batch))
         return [known[key] for key in keys]
 
     def grade(self, pairs: list[Pair]) -> pd.DataFrame:

@@ -1,4 +1,6 @@
-"""Official leaderboards: a JSON object `{run_id: official rank}`, ties as averaged ranks."""
+"""Official leaderboards: a JSON object `{run_id: official rank}`, or a TSV with a header naming the
+run (`run` or `run_id`) and its `rank` or its `score`; ranks with ties averaged, as given or taken from
+the scores (higher is better)."""
 
 from __future__ import annotations
 
@@ -6,19 +8,80 @@ import math
 from pathlib import Path
 
 from examflow.errors import InputError, Problems
-from examflow.io.lines import json_entries, line_of
+from examflow.io.lines import check_id, json_entries, line_of, split_columns, text_lines
+
+SHAPES = (
+    'a JSON object {"run_id": official rank, ...}, or a TSV file whose header names the run (run or run_id) '
+    "and its rank or its score (higher is better), one run a line"
+)
 
 
 def read_leaderboard(path: str | Path) -> dict[str, float]:
-    """Ranks by run; a repeated run, a rank that is not a finite number or a bad run id is an error."""
+    """Ranks by run; a repeated run, a rank or score that is not a finite number or a bad run id is an error."""
+    if Path(path).suffix.lower() == ".json" or _starts_with_brace(path):
+        return _json_ranks(path)
+    return _tsv_ranks(path)
+
+
+def _starts_with_brace(path: str | Path) -> bool:
+    for _, line in text_lines(path):
+        return line.lstrip().startswith("{")
+    return False
+
+
+def _json_ranks(path: str | Path) -> dict[str, float]:
     ranks = {}
-    for number, run, rank in json_entries(path, "{run_id: official rank}", "run_id"):
-        if isinstance(rank, bool) or not isinstance(rank, int | float):
-            raise InputError(path, f"rank {rank!r} is not a number", number, run)
-        if not math.isfinite(rank):
-            raise InputError(path, f"rank {rank!r} is not a finite number", number, run)
-        ranks[run] = float(rank)
+    for number, run, rank in json_entries(path, f"{{run_id: official rank}} ({SHAPES})", "run_id"):
+        ranks[run] = _number(path, number, run, rank, "rank")
     return ranks
+
+
+def _tsv_ranks(path: str | Path) -> dict[str, float]:
+    lines = iter(text_lines(path))
+    number, header = next(lines, (1, ""))
+    names = tuple(header.split("\t"))
+    run_column = next((name for name in ("run_id", "run") if name in names), None)
+    value_column = next((name for name in ("rank", "score") if name in names), None)
+    if run_column is None or value_column is None or len(names) != len(set(names)):
+        raise InputError(path, f"expected {SHAPES}; found the header {header.strip()!r}", number)
+    values: dict[str, float] = {}
+    for number, line in lines:
+        row = dict(zip(names, split_columns(path, number, line, names, "\t")))
+        run = row[run_column]
+        check_id(path, number, run, run_column)
+        if run in values:
+            raise InputError(path, f"run {run!r} is listed twice", number, run_column)
+        values[run] = _number(path, number, value_column, row[value_column], value_column)
+    if not values:
+        raise InputError(path, f"no run: expected {SHAPES}")
+    return values if value_column == "rank" else ranks_of(values)
+
+
+def _number(path, number: int | None, field: str, value, what: str) -> float:
+    """`value` (the run's rank or score) as a finite number."""
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            raise InputError(path, f"{what} {value!r} is not a number", number, field) from None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InputError(path, f"{what} {value!r} is not a number", number, field)
+    if not math.isfinite(value):
+        raise InputError(path, f"{what} {value!r} is not a finite number", number, field)
+    return float(value)
+
+
+def ranks_of(scores: dict[str, float]) -> dict[str, float]:
+    """Official ranks of scores, best (highest) first, ties as averaged ranks — on the tie keys, so
+    that scores equal but for summation noise tie."""
+    from examflow.evaluation.scores import tie_keys
+
+    keys = dict(zip(scores, tie_keys(list(scores.values())).tolist()))
+    ordered = sorted(keys.values(), reverse=True)
+    first = {}
+    for position, key in enumerate(ordered, 1):
+        first.setdefault(key, position)
+    return {run: first[key] + (ordered.count(key) - 1) / 2 for run, key in keys.items()}
 
 
 def match_runs(path: str | Path, official: dict[str, float], evaluated: set[str], problems: Problems) -> list[str]:

@@ -1,4 +1,4 @@
-"""NRP and its statistics (SPEC §6): ranker selection, the rank of each answer among the judged
+"""NRP and its statistics (docs/methods.md §6): ranker selection, the rank of each answer among the judged
 documents, per-system means, weighted dimensions, a Wilcoxon test and agreement with an expert.
 
 For an answer a to query q and a quality dimension with judged documents D_q, scored by the

@@ -1,1 +1,1 @@
-"""Question banks (SPEC §2): formats, generation, sharding and diffs."""
+"""Question banks (docs/methods.md §2): formats, generation, sharding and diffs."""

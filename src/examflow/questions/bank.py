@@ -7,7 +7,7 @@ with answer keys and multiple-choice options) or nuggets. Three JSONL variants a
 - oldest: one flat line per question `{query_id, query_text, qid, question, choices, correctKey, correct, facet_id}`.
 Fields examflow does not use are kept, so read → write → read is lossless.
 
-Ids follow SPEC §2: `{query_id}[/{facet_id}]/{md5(text.strip())}`. In the current format an
+Ids follow docs/methods.md §2: `{query_id}[/{facet_id}]/{md5(text.strip())}`. In the current format an
 id that no longer matches its text (the text was edited) is re-derived, so an edited
 question gets a new id; items marked `"keep_id": true` (imported from older banks, whose
 ids were made differently and are joined with published grades) keep theirs.

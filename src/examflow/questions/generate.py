@@ -1,4 +1,4 @@
-"""Question generation with an OpenAI-compatible LLM (SPEC §2, phase 1 of EXAM++).
+"""Question generation with an OpenAI-compatible LLM (docs/methods.md §2, phase 1 of EXAM++).
 
 One prompt per query (TREC DL style) or per query subtopic (TREC CAR style). An answer
 that cannot be parsed is asked again, up to `attempts` times in all; the cache keeps every

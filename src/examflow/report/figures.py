@@ -1,5 +1,5 @@
-"""The report's figures (matplotlib, PNG): the leaderboard figure of SPEC §5, each measure against
-the official leaderboard, the grade distribution, the κ contingency table, and NRP per system."""
+"""The report's figures (matplotlib, PNG): the leaderboard as small multiples (docs/methods.md §5's figure, one
+panel per measure), each measure against the official leaderboard, the grade distribution, the κ contingency table, and NRP per system."""
 
 from __future__ import annotations
 
@@ -13,69 +13,81 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from examflow.report.board import Board, plain  # noqa: E402
+
 DPI = 110
 
 
-def systems_at(board: pd.DataFrame, tau) -> pd.DataFrame:
-    """The systems' rows of each measure at τ, and of the measures that have no τ."""
-    systems = board[board["kind"] == "system"]
-    return systems[(systems["tau"] == tau) | systems["tau"].isna()]
+# How each group of runs is drawn (examflow.report.board): official runs stand out, the rest recede.
+GROUP_STYLE = {
+    "official": {"color": "tab:blue", "marker": "o", "label": "official run"},
+    "run": {"color": "tab:blue", "marker": "o", "label": "run"},
+    "extra": {"color": "tab:orange", "marker": "D", "label": "extra run (not on the official leaderboard)"},
+    "pool": {"color": "0.45", "marker": "s", "label": "pool (_overall_)"},
+    "gold": {"color": "0.45", "marker": "^", "label": "gold articles (_gold_)"},
+}
+PANEL_COLUMNS = 5  # 5 panels of about 1.7 inches fit a 1280-pixel screen beside the report's menu
 
 
-def system_order(board: pd.DataFrame, official: dict[str, float] | None) -> list[str]:
-    """Official order where there is an official leaderboard (its runs only), else by EXAM-Cover."""
-    runs = board["run_id"].unique().tolist()
-    if official:
-        return sorted((r for r in runs if r in official), key=lambda r: (official[r], r))
-    cover = board[board["measure"] == "exam_cover"].set_index("run_id")["score"]
-    return sorted(runs, key=lambda r: (-cover.get(r, 0.0), r))
+def leaderboard_figure(board: Board) -> bytes:
+    """Small multiples (docs/methods.md §5's leaderboard figure, readable at 40+ runs): one panel per measure,
+    headline first, each on its own scale; one row per run, named on the axis, in official order; the
+    score with its standard error; groups by colour and marker; the best official run ringed."""
+    runs = board.figure_runs()
+    columns = min(PANEL_COLUMNS, len(board.measures))
+    panel_rows = math.ceil(len(board.measures) / columns)
+    height = 0.9 + 0.15 * len(runs)
+    fig, axes = plt.subplots(panel_rows, columns, figsize=(max(7.0, 1.5 + 1.7 * columns), height * panel_rows + 0.6),
+                             sharey=True, squeeze=False)  # fmt: skip
+    y = pd.Series(np.arange(len(runs)), index=runs)
+    groups = pd.Series([board.group(run) for run in runs], index=runs)
+    for ax, measure in zip(axes.flat, board.measures):
+        scores = board.scores(measure).reindex(runs)
+        for group, style in GROUP_STYLE.items():
+            mine = scores[groups == group].dropna(subset=["score"])
+            if mine.empty:
+                continue
+            ax.errorbar(mine["score"], y[mine.index], xerr=mine["stderr"].fillna(0), fmt=style["marker"],
+                        color=style["color"], markersize=3.5, elinewidth=0.8, capsize=0, label=style["label"])  # fmt: skip
+        best = board.best(measure)
+        ax.scatter(scores.loc[best, "score"], y[best], s=70, facecolors="none", edgecolors="black", linewidths=1)
+        agreement = board.agreement(measure)
+        ax.set_title(board.label(measure) + (f"\nρ {plain(agreement['spearman'])}, τ-b {plain(agreement['kendall'])}"
+                                if agreement is not None else ""), fontsize=8)  # fmt: skip
+        ax.grid(axis="y", color="0.9", linewidth=0.6)
+        ax.tick_params(labelsize=7)
+        ax.set_axisbelow(True)
+    for ax in list(axes.flat)[len(board.measures) :]:
+        ax.axis("off")
+    axes[0, 0].set_yticks(y.to_numpy(), runs, parse_math=False)  # a run named `$x$` shows as written
+    axes[0, 0].set_ylim(len(runs) - 0.5, -0.5)  # the first run on top
+    order = "official order, then the runs off it" if board.official else f"{board.headline} order"
+    fig.suptitle(f"{board.method}: the leaderboard at τ = {board.tau:g}, one panel per measure; runs in {order}; "
+                 "ring: best official run", fontsize=9, parse_math=False, wrap=True)  # fmt: skip
+    handles = {label: handle for ax in axes.flat for handle, label in zip(*ax.get_legend_handles_labels())}
+    shown = {label: handles[label] for label in (s["label"] for s in GROUP_STYLE.values()) if label in handles}
+    fig.legend(shown.values(), shown.keys(), loc="lower center", ncols=len(shown), fontsize=7, frameon=False)
+    fig.tight_layout(rect=(0, 0.35 / fig.get_figheight(), 1, 1))
+    return _png(fig, layout=False)
 
 
-def leaderboard_figure(board: pd.DataFrame, official: dict[str, float] | None, tau) -> bytes:
-    """Systems in official order; each measure min/max re-normalised to [0, 1], its standard-error bars
-    scaled alike; one line per measure (SPEC §5)."""
-    rows = systems_at(board, tau)
-    order = system_order(rows, official)
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.55 * len(order) + 3), 4.6))
-    x = np.arange(len(order))
-    for measure, group in rows.groupby("measure", sort=True):
-        group = group.set_index("run_id").reindex(order)
-        low, high = group["score"].min(), group["score"].max()
-        span = high - low if high > low else 1.0
-        ax.errorbar(x, (group["score"] - low) / span, yerr=group["stderr"].fillna(0) / span, marker="o",
-                    markersize=3, capsize=2, linewidth=1, label=measure)  # fmt: skip
-    if official:
-        ranks = np.array([official[r] for r in order])
-        spread = ranks.max() - ranks.min() or 1.0
-        ax.plot(x, (ranks.max() - ranks) / spread, color="black", linewidth=2, linestyle="--", label="official")
-    ax.set_xticks(x, order, rotation=45, ha="right", fontsize=8)
-    ax.set_ylabel("score, min/max re-normalised")
-    ax.set_title(f"Leaderboard at τ = {tau:g} (systems in {'official' if official else 'EXAM-Cover'} order)")
-    ax.legend(fontsize=7, ncols=2, loc="best")
-    return _png(fig)
-
-
-def scatter_figure(board: pd.DataFrame, correlation: pd.DataFrame, official: dict[str, float], tau) -> bytes:
-    """Each measure against the official rank, ρ and τ in the title."""
-    rows = systems_at(board, tau)
-    rows = rows[rows["run_id"].isin(official)]
-    measures = sorted(rows["measure"].unique())
-    columns = min(4, len(measures)) or 1
-    fig, axes = plt.subplots(math.ceil(len(measures) / columns), columns, figsize=(3.2 * columns, 2.9 * math.ceil(len(measures) / columns)), squeeze=False)  # fmt: skip
-    stats = correlation.set_index(["measure", correlation["tau"].fillna(-1)])
-    for ax, measure in zip(axes.flat, measures):
-        group = rows[rows["measure"] == measure]
-        ax.scatter([official[r] for r in group["run_id"]], group["score"], s=14)
-        key = (measure, tau if not group["tau"].isna().all() else -1)
-        rho, kendall = (
-            (stats.loc[key, "spearman"], stats.loc[key, "kendall"]) if key in stats.index else (math.nan,) * 2
-        )
-        ax.set_title(f"{measure}\nρ = {rho:.3f}, τ = {kendall:.3f}", fontsize=8)
+def scatter_figure(board: Board) -> bytes:
+    """Each measure against the official rank, ρ and τ in the title; measures in the method's order."""
+    official = board.official or {}
+    runs = board.official_runs()
+    columns = min(4, len(board.measures)) or 1
+    fig, axes = plt.subplots(math.ceil(len(board.measures) / columns), columns, figsize=(3.2 * columns, 2.9 * math.ceil(len(board.measures) / columns)), squeeze=False)  # fmt: skip
+    for ax, measure in zip(axes.flat, board.measures):
+        scores = board.scores(measure).reindex(runs).dropna(subset=["score"])
+        ax.scatter([official[r] for r in scores.index], scores["score"], s=14)
+        agreement = board.agreement(measure)
+        rho, kendall = (agreement["spearman"], agreement["kendall"]) if agreement is not None else (math.nan,) * 2
+        ax.set_title(f"{board.label(measure)}\nρ = {rho:.3f}, τ = {kendall:.3f}", fontsize=8)
         ax.set_xlabel("official rank", fontsize=7)
         ax.tick_params(labelsize=7)
-    for ax in list(axes.flat)[len(measures) :]:
+    for ax in list(axes.flat)[len(board.measures) :]:
         ax.axis("off")
-    fig.suptitle(f"Each measure at τ = {tau:g} against the official leaderboard", fontsize=10)
+    fig.suptitle(f"Each measure at τ = {board.tau:g} against the official leaderboard", fontsize=10)
     return _png(fig)
 
 
@@ -146,9 +158,10 @@ def nrp_figure(per_system: pd.DataFrame, denominator: str) -> bytes:
     return _png(fig)
 
 
-def _png(fig) -> bytes:
+def _png(fig, layout: bool = True) -> bytes:
     buffer = io.BytesIO()
-    fig.tight_layout()
+    if layout:
+        fig.tight_layout()
     fig.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None})  # no version stamp: same figure, same bytes
     plt.close(fig)
     return buffer.getvalue()

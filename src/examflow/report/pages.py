@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import html
 import re
 
 import pandas as pd
 
-from examflow.report.figures import system_order, systems_at
+from examflow.report.board import Board, plain, score_text, with_interval
 
 STYLE = """<style>
 body{font-family:sans-serif;font-size:14px;margin:1em}table{border-collapse:collapse;margin:.5em 0 1.5em}
@@ -21,74 +22,151 @@ def page(title: str, *parts: str) -> str:
            f"<body><h1>{html.escape(title)}</h1>{''.join(parts)}</body></html>\n"  # fmt: skip
 
 
+def framed(document: str, rows: int) -> str:
+    """A page of its own inside another (the report's first page, whose own scripts never run), as a data
+    URL: base64 holds no markup, so nothing of the page is read as Jinja, reStructuredText or HTML there.
+    Tall enough for `rows` table rows."""
+    data = _base64(document.encode())
+    return f"<iframe src='data:text/html;charset=utf-8;base64,{data}' style='height:{240 + 27 * rows}px'></iframe>"
+
+
+def picture(png: bytes, alt: str) -> str:
+    text = html.escape(alt, quote=True).replace("{", "&#123;").replace("}", "&#125;")  # no Jinja either
+    return f"<img src='data:image/png;base64,{_base64(png)}' alt='{text}'>"
+
+
+def _base64(data: bytes) -> str:
+    """Base64 in lines of 76 characters: docutils refuses a line of more than 10,000, and a URL's line
+    breaks are no part of it (WHATWG URL; base64 decoding skips them too)."""
+    return base64.encodebytes(data).decode().strip()
+
+
 def table(frame: pd.DataFrame, digits: int = 3) -> str:
     return frame.to_html(index=False, float_format=lambda v: f"{v:.{digits}f}", na_rep="", border=0)
 
 
-def leaderboard_page(board: pd.DataFrame, official: dict[str, float] | None, tau, method: str) -> str:
-    """Systems × measures at τ, `score ± stderr`, best runs first by the official order; special rows last."""
-    rows = systems_at(board, tau)
-    order = system_order(rows, official) + sorted(
-        set(rows["run_id"]) - set(official or {}) - set(system_order(rows, official))
-    )
-    cells = rows.assign(cell=[_score(s, e) for s, e in zip(rows["score"], rows["stderr"])])
-    wide = _wide(cells).reindex(order)
-    if official:
-        wide.insert(0, "official rank", [f"{official[run]:g}" if run in official else "" for run in wide.index])
-    special = board[(board["kind"] != "system") & ((board["tau"] == tau) | board["tau"].isna())]
-    extra = _wide(special.assign(cell=[_score(s, e) for s, e in zip(special["score"], special["stderr"])]))
-    body = wide.reset_index().to_html(index=False, na_rep="", border=0)
-    note = "<p class='note'>Scores are means over queries ± standard error, rounded to 3 decimals; " \
-           "the exact values are in <code>leaderboard.tsv</code>.</p>"  # fmt: skip
-    specials = (
-        f"<h2>Special rows</h2>{extra.reset_index().to_html(index=False, na_rep='', border=0)}" if len(extra) else ""
-    )
-    return page(f"Leaderboard of {method} at τ = {tau:g}", note, body, specials)
+# The leaderboard table's own sorting and search: a few lines of script in the page, so that the report
+# stays one file that renders with no network. A click on a column name sorts by it (measures best first,
+# a second click reverses); the search box keeps the rows whose run id holds the text.
+BOARD_SCRIPT = """<script>
+(() => {
+  const table = document.getElementById("board"), body = table.tBodies[0], rows = Array.from(body.rows);
+  const search = document.getElementById("search");
+  search.addEventListener("input", () => {
+    const text = search.value.trim().toLowerCase();
+    for (const row of rows) row.hidden = !row.cells[0].textContent.toLowerCase().includes(text);
+  });
+  const heads = Array.from(table.tHead.rows[0].cells);
+  for (const head of heads) head.addEventListener("click", () => {
+    const column = head.cellIndex, numeric = head.dataset.type === "number";
+    const was = head.getAttribute("aria-sort");
+    const descending = was ? was === "ascending" : head.dataset.first === "descending";
+    const key = (row) => numeric ? parseFloat(row.cells[column].dataset.value) : row.cells[column].textContent;
+    const missing = (value) => numeric ? Number.isNaN(value) : value === "";
+    body.append(...rows.slice().sort((a, b) => {
+      const x = key(a), y = key(b);
+      if (missing(x) || missing(y)) return missing(x) - missing(y);
+      const order = numeric ? x - y : x.localeCompare(y);
+      return descending ? -order : order;
+    }));
+    for (const other of heads) other.removeAttribute("aria-sort");
+    head.setAttribute("aria-sort", descending ? "descending" : "ascending");
+  });
+})();
+</script>"""
+BOARD_STYLE = """<style>
+table.board td,table.board th{white-space:nowrap}table.board td.number{text-align:right;font-variant-numeric:tabular-nums}
+table.board thead th{position:sticky;top:0;cursor:pointer;z-index:1}table.board th small{font-weight:normal;color:#555}
+table.board th[aria-sort=descending]::after{content:" ▼"}table.board th[aria-sort=ascending]::after{content:" ▲"}
+table.board td:first-child{position:sticky;left:0;background:#fff}table.board td.best{font-weight:bold;background:#fff4c2}
+tr.extra td:nth-child(2){color:#b35900}tr.pool td,tr.gold td{color:#777;font-style:italic}
+div.scroll{overflow-x:auto}#search{margin:.3em 0;padding:2px 6px;width:16em}</style>"""
 
 
-def _wide(cells: pd.DataFrame) -> pd.DataFrame:
-    """Runs × measures of the `cell` column, the run id as a column named `system`."""
-    wide = cells.pivot_table("cell", "run_id", "measure", aggfunc="first")
-    wide.columns.name, wide.index.name = None, "system"
-    return wide
+def leaderboard_page(board: Board) -> str:
+    """Runs × measures at τ, `score ± stderr` on one line, headline measure first and runs in its order;
+    each run's group; the best official run under each measure in bold; sortable and searchable."""
+    runs = board.runs()
+    heads = ["<th data-type='text' data-first='ascending'>run</th>",
+             "<th data-type='text' data-first='ascending'>group</th>"]  # fmt: skip
+    if board.official:
+        heads.append("<th data-type='number' data-first='ascending'>official rank</th>")
+    without_tau = set(board.without_tau())
+    for measure in board.measures:
+        agreement = board.agreement(measure)
+        notes = [] if agreement is None else [f"ρ {plain(agreement['spearman'])}, τ-b {plain(agreement['kendall'])}"]
+        notes += [EVERY_TAU] if measure in without_tau else []
+        stats = "".join(f"<br><small>{note}</small>" for note in notes)
+        sort = " aria-sort='descending'" if measure == board.headline else ""  # the rows' order
+        heads.append(f"<th data-type='number' data-first='descending'{sort}>{html.escape(measure)}{stats}</th>")
+    scores = {measure: board.scores(measure) for measure in board.measures}
+    best = {measure: set(board.best(measure)) for measure in board.measures}
+    body = []
+    for run in runs:
+        group = board.group(run)
+        cells = [f"<td>{html.escape(run)}</td>", f"<td>{group}</td>"]
+        if board.official:
+            rank = board.official.get(run)
+            cells.append(_number_cell(rank, "" if rank is None else f"{rank:g}"))
+        for measure in board.measures:
+            found = run in scores[measure].index
+            score, stderr = scores[measure].loc[run] if found else (None, None)
+            text = score_text(score, stderr) if found else ""
+            cells.append(_number_cell(score, text, "best" if run in best[measure] else ""))
+        body.append(f"<tr class='{group}'>{''.join(cells)}</tr>")
+    table = f"<table id='board' class='board'><thead><tr>{''.join(heads)}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    search = "<input id='search' type='search' placeholder='search runs' aria-label='search runs'>"
+    return page(f"Leaderboard of {board.method} at τ = {board.tau:g}", BOARD_STYLE, _board_note(board), search,
+                f"<div class='scroll'>{table}</div>", BOARD_SCRIPT)  # fmt: skip
 
 
-def _score(score: float, stderr: float) -> str:
-    return f"{score:.3f}" if pd.isna(stderr) else f"{score:.3f} ± {stderr:.3f}"
+def _number_cell(value, text: str, css: str = "") -> str:
+    data = "" if value is None or pd.isna(value) else repr(float(value))
+    return f"<td class='{f'number {css}'.strip()}' data-value='{data}'>{text}</td>"
 
 
-def correlation_page(correlation: pd.DataFrame, method: str) -> str:
-    shown = correlation.assign(
-        spearman=[
-            _interval(v, lo, hi)
-            for v, lo, hi in correlation[["spearman", "spearman_low", "spearman_high"]].itertuples(index=False)
-        ],
-        kendall=[
-            _interval(v, lo, hi)
-            for v, lo, hi in correlation[["kendall", "kendall_low", "kendall_high"]].itertuples(index=False)
-        ],
-    )[
-        [
-            "measure",
-            "tau",
-            "spearman",
-            "kendall",
-            "n_runs",
-            "spearman_random_ties",
-            "kendall_random_ties",
-            "tau_ap",
-            "note",
-        ]
-    ]
-    note = "<p class='note'>Spearman's ρ and Kendall's τ-b with the official leaderboard, 95 % bootstrap " \
-           "intervals over queries in brackets.</p>"  # fmt: skip
-    return page(f"Agreement of {method} with the official leaderboard", note, table(shown))
+EVERY_TAU = "every τ"  # the mark of a measure that does not depend on τ
 
 
-def _interval(value, low, high) -> str:
-    if pd.isna(value):
+def _without_tau_note(board: Board) -> str:
+    """Which measures are the same at every τ, so that a reader does not look for them per τ."""
+    measures = board.without_tau()
+    if not measures:
         return ""
-    return f"{value:.3f}" if pd.isna(low) else f"{value:.3f} [{low:.3f}, {high:.3f}]"
+    names = ", ".join(f"<code>{html.escape(m)}</code>" for m in measures)
+    return f" Marked <i>{EVERY_TAU}</i>: {names} do not depend on τ (one value, computed once)."
+
+
+def _board_note(board: Board) -> str:
+    groups = ("<b>official</b> runs are on the official leaderboard, <b>extra</b> runs are evaluated but not on it "
+              "(generated responses, runs left off it)" if board.official else "<b>run</b>: every evaluated system "
+              "(no official leaderboard)")  # fmt: skip
+    return (f"<p class='note'>Mean over queries ± standard error, rounded to 3 decimals (exact values: "
+            f"<code>leaderboard.tsv</code>). Runs in the order of the headline measure, "
+            f"<code>{html.escape(board.headline)}</code>; {groups}; <b>pool</b> (<code>_overall_</code>) and "
+            "<b>gold</b> (<code>_gold_</code>) are special rows, last. Bold: the best "
+            f"{'official run' if board.official else 'run'} under each measure. Under each measure: Spearman's ρ "
+            "and Kendall's τ with the official leaderboard. A click on a column name sorts by it."
+            f"{_without_tau_note(board)}</p>")  # fmt: skip
+
+
+def correlation_page(board: Board) -> str:
+    """correlation.tsv of one method, its measures in the method's order, each at every τ."""
+    correlation = board.correlation
+    position = {measure: i for i, measure in enumerate(board.measures)}
+    correlation = correlation.assign(_order=correlation["measure"].map(position)).sort_values(
+        ["_order", "measure", "tau"], kind="stable"
+    )
+    shown = {  # the correlations with their intervals; a measure's τ, or that it has none
+        name: [with_interval(row, name) for _, row in correlation.iterrows()] for name in ("spearman", "kendall")
+    }
+    shown["tau"] = [EVERY_TAU if pd.isna(tau) else f"{tau:g}" for tau in correlation["tau"]]
+    columns = ["measure", "tau", "spearman", "kendall", "n_runs", "spearman_random_ties", "kendall_random_ties",
+               "tau_ap", "note"]  # fmt: skip
+    note = "<p class='note'>Spearman's ρ and Kendall's τ-b with the official leaderboard, 95 % bootstrap " \
+           f"intervals over queries in brackets; each measure at every τ.{_without_tau_note(board)}</p>"  # fmt: skip
+    return page(f"Agreement of {board.method} with the official leaderboard", note,
+                table(correlation.assign(**shown)[columns]))  # fmt: skip
 
 
 def questions_page(questions: pd.DataFrame, uncovered: pd.DataFrame, tau, method: str, rows: int = 40) -> str:

@@ -1,0 +1,33 @@
+"""The official leaderboard computed from the official qrels, when none is given: every run's mean of
+one trec_eval measure (nDCG@10 by default) over the queries it ranks, as trec_eval averages, with the
+judgments of subtopics taken per page (a passage's highest judgment on the page), since runs rank
+pages. Ranks best first, ties averaged; only the run files' runs, never generated responses."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from examflow.evaluation.qrels import trec_scores
+from examflow.io.leaderboard import ranks_of
+from examflow.io.runs import RESERVED_RUNS
+
+OFFICIAL_COLUMNS = ["run_id", "score", "rank"]
+
+
+def official_leaderboard(
+    rankings: pd.DataFrame, judgments: pd.DataFrame, measure: str, relevance_level: int, runs: set[str]
+) -> pd.DataFrame:
+    """`run_id, score, rank` of the given runs under `measure` on the official judgments."""
+    labels = (
+        judgments.groupby(["query_id", "passage_id"], as_index=False)["relevance"]
+        .max()
+        .rename(columns={"query_id": "qrels_id", "relevance": "label"})
+    )
+    ranked = rankings[rankings["run_id"].isin(runs - set(RESERVED_RUNS))]
+    values = trec_scores(labels, ranked, [relevance_level], [measure])
+    scores = {run: math.fsum(group) / len(group) for run, group in values.groupby("run_id")["value"]}
+    ranks = ranks_of(scores)
+    table = pd.DataFrame([(run, scores[run], ranks[run]) for run in scores], columns=OFFICIAL_COLUMNS)
+    return table.sort_values(["rank", "run_id"], kind="stable").reset_index(drop=True)

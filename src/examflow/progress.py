@@ -1,0 +1,250 @@
+"""Progress of a run's grading jobs, seen from the console while they run.
+
+Each grading job keeps a small JSON file of its counts under `results_dir/logs/progress/` (one per
+method and shard), rewritten atomically as it goes; `run.json` beside them names the run's grading
+jobs and when it started. One line sums them up (`progress_line`): the main Snakemake process
+prints it at least every period while grading runs (`Reporter`), and `examflow progress` prints it
+on demand. Only a shared file system is needed, so it works alike for local and cluster jobs.
+
+Pairs answered by the grade cache are no work done: the pairs/s and the ETA count only pairs sent
+to the model, over the wall time since this run's first grading job began.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from examflow.errors import Failure, InputError
+from examflow.io.tables import write_tables
+
+FOLDER = "logs/progress"  # under the results folder
+RUN = "run.json"
+PERIOD_VARIABLE = "EXAMFLOW_PROGRESS_SECONDS"
+DEFAULT_PERIOD = 30.0
+RUNNING, DONE, FAILED = "running", "done", "failed"
+WRITE_EVERY = 1.0  # seconds between two rewrites of a job's file; its end is always written
+
+
+def job_path(results: str | Path, method: str, shard: str) -> Path:
+    return Path(results) / FOLDER / method / f"{shard}.json"
+
+
+@dataclass
+class JobCounts:
+    """One grading job's counts: pairs the cache answered, pairs sent or to send to the model."""
+
+    job: str  # method/shard
+    cached: int = 0
+    to_grade: int | None = None  # None until the job has looked in the cache
+    graded: int = 0
+    started: float = 0.0  # wall-clock seconds (time.time()), comparable across a cluster's nodes
+    updated: float = 0.0
+    state: str = RUNNING
+
+
+class JobProgress:
+    """A grading job's progress file, rewritten as pairs are graded."""
+
+    def __init__(self, path: str | Path, job: str):
+        self.path = Path(path)
+        now = time.time()
+        self.counts = JobCounts(job, started=now, updated=now)
+        self.written = 0.0
+        self._write()
+
+    def planned(self, cached: int, to_grade: int) -> None:
+        """A pass over the pairs: `cached` answered by the cache, `to_grade` to send to the model."""
+        self.counts.cached += cached
+        self.counts.to_grade = (self.counts.to_grade or 0) + to_grade
+        self._write()
+
+    def graded(self, pairs: int) -> None:
+        self.counts.graded += pairs
+        if time.time() - self.written >= WRITE_EVERY:
+            self._write()
+
+    def end(self, state: str) -> None:
+        self.counts.state = state
+        self._write()
+
+    def _write(self) -> None:
+        self.counts.updated = self.written = time.time()
+        write_tables({self.path: json.dumps(asdict(self.counts))})
+
+
+@contextmanager
+def job_progress(path: str | Path | None, job: str):
+    """A grading job's progress file (None without a path), marked done or failed at the end."""
+    progress = JobProgress(path, job) if path else None
+    try:
+        yield progress
+    except BaseException:
+        if progress:
+            progress.end(FAILED)
+        raise
+    if progress:
+        progress.end(DONE)
+
+
+@dataclass
+class RunProgress:
+    """The grading jobs of one run: those started (with their counts) and those still waiting."""
+
+    jobs: list[JobCounts]
+    waiting: int
+    ended: bool  # the Snakemake run is over: a job still "running" was stopped
+
+    def finished(self) -> bool:
+        return not self.waiting and all(j.state != RUNNING for j in self.jobs)
+
+
+def read_progress(results: str | Path) -> RunProgress:
+    """This run's grading jobs under `results`: the ones `run.json` names (every job's file when
+    there is none), counted only when they started after the run."""
+    folder = Path(results) / FOLDER
+    run = _read_json(folder / RUN) if (folder / RUN).is_file() else {"started": 0.0, "jobs": None}
+    files = {f"{path.parent.name}/{path.stem}": path for path in folder.glob("*/*.json")}
+    names = run["jobs"] if run["jobs"] is not None else sorted(files)
+    counts = [_job_counts(files[name]) for name in names if name in files]
+    started = [c for c in counts if c.started >= run["started"]]  # older ones are an earlier run's
+    return RunProgress(started, len(names) - len(started), bool(run.get("ended")))
+
+
+def _job_counts(path: Path) -> JobCounts:
+    try:
+        return JobCounts(**_read_json(path))
+    except TypeError as error:
+        raise InputError(path, f"not a progress file examflow wrote ({error})") from None
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise InputError(path, f"not a progress file examflow wrote ({error})") from None
+
+
+def progress_line(progress: RunProgress, now: float) -> str:
+    """`graded 1,920 of 3,345 pairs (57%), 41.3 pairs/s, ETA 0:00:35; grade jobs: 1 running, ...`."""
+    jobs = progress.jobs
+    if not jobs:
+        waiting = f"{progress.waiting} grade jobs, none started yet" if progress.waiting else "no grade job in this run"
+        return f"examflow: grading: {waiting}"
+    if not progress.ended and all(j.state == RUNNING and j.to_grade is None for j in jobs):
+        waiting = f", {progress.waiting} waiting" if progress.waiting else ""
+        return f"examflow: grading: {len(jobs)} grade jobs starting (reading tables, looking in the cache){waiting}"
+    graded, to_grade = sum(j.graded for j in jobs), sum(j.to_grade or 0 for j in jobs)
+    running = 0 if progress.ended else sum(j.state == RUNNING for j in jobs)
+    starting = 0 if progress.ended else sum(j.state == RUNNING and j.to_grade is None for j in jobs)
+    # The wall time of this run's grading so far: parallel jobs add up their pairs, not their time.
+    seconds = (now if running else max(j.updated for j in jobs)) - min(j.started for j in jobs)
+    rate = graded / seconds if seconds > 0 and graded else None
+    share = f" ({100 * graded // to_grade}%)" if to_grade else ""
+    words = [f"examflow: graded {graded:,} of {to_grade:,} pairs{share}"]
+    if rate or running:
+        words.append(f"{rate:,.1f} pairs/s" if rate else "pairs/s not known yet")
+    if graded < to_grade and rate:
+        partial = " for the jobs counted so far" if progress.waiting or starting else ""
+        words.append(f"ETA {_clock((to_grade - graded) / rate)}{partial}")
+    states = {
+        "starting": starting,  # reading their tables, loading the model, looking in the cache
+        "running": running - starting,
+        "done": sum(j.state == DONE for j in jobs),
+        "failed": sum(j.state == FAILED for j in jobs),
+        "stopped": sum(j.state == RUNNING for j in jobs) - running,
+        "waiting": progress.waiting,
+    }
+    line = ", ".join(words) + "; grade jobs: " + ", ".join(f"{n} {state}" for state, n in states.items() if n)
+    cached = sum(j.cached for j in jobs)
+    return line + (f"; {cached:,} more pairs answered by the cache" if cached else "")
+
+
+def _clock(seconds: float) -> str:
+    whole = round(seconds)
+    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+
+
+def progress_period(environment: dict) -> float:
+    """Seconds between two progress lines: $EXAMFLOW_PROGRESS_SECONDS, else 30."""
+    text = environment.get(PERIOD_VARIABLE)
+    if text is None:
+        return DEFAULT_PERIOD
+    try:
+        period = float(text)
+    except ValueError:
+        period = math.nan
+    if not (math.isfinite(period) and period > 0):
+        raise Failure(f"{PERIOD_VARIABLE}: expected a number of seconds above 0, found {text!r}")
+    return period
+
+
+class Reporter:
+    """In the main Snakemake process: one progress line at least every `period` seconds while the
+    run's grading jobs run, and the last one when they are over (a daemon thread)."""
+
+    def __init__(self, results: str | Path, jobs: Callable[[], list[str]], period: float, emit: Callable[[str], None]):
+        self.results, self.jobs, self.period, self.emit = Path(results), jobs, period, emit
+        self.names: set[str] = set()
+        self.run: dict = {}
+        self.last: str | None = None
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name="examflow-progress", daemon=True)
+
+    def start(self) -> None:
+        self.run = {"started": time.time(), "jobs": [], "ended": None}
+        self.names = set(self.jobs())  # the scheduler has not started: the job set holds still
+        self._write_run()  # always: an earlier run's run.json no longer says which jobs are this run's
+        self.thread.start()
+
+    def stop(self) -> None:
+        """At the end of the run: the last line, if the run graded anything not yet shown."""
+        if not self.thread.is_alive():
+            return
+        self.stopping.set()
+        self.thread.join()
+        self.run["ended"] = time.time()
+        self._write_run()
+        self._report(final=True)
+
+    def _loop(self) -> None:
+        while not self.stopping.wait(self.period):
+            try:
+                self._update_jobs()
+            except Failure as error:  # run.json could not be written: the line says so, the run goes on
+                self.emit(f"examflow: grading progress: {error}")
+            self._report(final=False)
+
+    def _update_jobs(self) -> None:
+        # The run's jobs grow when a checkpoint adds some (a generated bank); none is ever dropped.
+        try:
+            names = self.names | set(self.jobs())
+        except RuntimeError:  # the scheduler changed its job set meanwhile: next time
+            return
+        if names != self.names or not (self.results / FOLDER / RUN).exists():
+            self.names = names
+            self._write_run()
+
+    def _write_run(self) -> None:
+        self.run["jobs"] = sorted(self.names)
+        write_tables({self.results / FOLDER / RUN: json.dumps(self.run)})
+
+    def _report(self, final: bool) -> None:
+        if not self.names:
+            return
+        try:
+            progress = read_progress(self.results)
+            line = progress_line(progress, time.time())
+        except Failure as error:
+            line = f"examflow: grading progress unknown: {error}"
+        else:
+            if (progress.finished() or final) and line == self.last:
+                return  # grading is over and its last line was shown
+        self.emit(line)
+        self.last = line

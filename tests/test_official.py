@@ -1,0 +1,70 @@
+"""The official leaderboard: given as JSON ranks or a TSV of ranks or scores, or computed from the qrels."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pandas as pd
+import pytest
+from conftest import write
+from test_input_errors import raises_at
+
+from examflow.cli import main
+from examflow.evaluation.official import official_leaderboard
+from examflow.io.leaderboard import SHAPES, read_leaderboard
+
+
+def test_a_leaderboard_is_json_ranks_or_a_tsv_of_ranks_or_scores(tmp_path):
+    ranks = {"a": 1.0, "b": 2.5, "c": 2.5, "d": 4.0}
+    assert read_leaderboard(write(tmp_path / "o.json", '{"a": 1, "b": 2.5, "c": 2.5, "d": 4}')) == ranks
+    assert read_leaderboard(write(tmp_path / "o.tsv", "run\trank\na\t1\nb\t2.5\nc\t2.5\nd\t4\n")) == ranks
+    # Scores, higher is better: b and c tie (the second differs in the 17th digit, as summation noise does).
+    scores = "run_id\tscore\na\t0.9\nb\t0.30000000000000004\nc\t0.3\nd\t0.1\n"
+    assert read_leaderboard(write(tmp_path / "s.tsv", scores)) == ranks
+    assert read_leaderboard(write(tmp_path / "j.txt", '{"a": 1, "b": 2}')) == {"a": 1.0, "b": 2.0}  # JSON by content
+
+
+def test_a_leaderboard_of_another_shape_shows_the_shapes_it_takes(tmp_path):
+    wrong = write(tmp_path / "o.tsv", "system\tvalue\na\t1\n")
+    with raises_at(wrong, 1, None, "expected " + re.escape(SHAPES)):
+        read_leaderboard(wrong)
+    twice = write(tmp_path / "t.tsv", "run\tscore\na\t1\na\t2\n")
+    with raises_at(twice, 3, "run", "run 'a' is listed twice"):
+        read_leaderboard(twice)
+    word = write(tmp_path / "w.tsv", "run\tscore\na\thigh\n")
+    with raises_at(word, 2, "score", "score 'high' is not a number"):
+        read_leaderboard(word)
+    infinite = write(tmp_path / "i.tsv", "run\tscore\na\tinf\n")
+    with raises_at(infinite, 2, "score", "score inf is not a finite number"):
+        read_leaderboard(infinite)
+
+
+def test_the_official_leaderboard_from_the_qrels_by_hand():
+    # Page p with two subtopics: d1 is judged 1 in s1 and 2 in s2 (2 on the page), d2 0, d3 1. Query q: e1 2.
+    judgments = pd.DataFrame(
+        [("p", "s1", "d1", 1), ("p", "s2", "d1", 2), ("p", "s1", "d2", 0), ("p", "s2", "d3", 1), ("q", None, "e1", 2)],
+        columns=["query_id", "facet_id", "passage_id", "relevance"],
+    )
+    rankings = pd.DataFrame(
+        [("good", "p", "d1", 1, 3.0), ("good", "p", "d3", 2, 2.0), ("good", "q", "e1", 1, 1.0),
+         ("poor", "p", "d2", 1, 3.0), ("poor", "p", "d1", 2, 2.0), ("poor", "q", "e9", 1, 1.0),
+         ("_gold_", "p", "d1", 1, 1.0)],
+        columns=["run_id", "query_id", "passage_id", "rank", "score"],
+    )  # fmt: skip
+    board = official_leaderboard(rankings, judgments, "ndcg_cut_10", 1, {"good", "poor"})
+    ideal = 2 + 1 / math.log2(3)  # gains 2 and 1 at ranks 1 and 2
+    poor = (0 + 2 / math.log2(3)) / ideal / 2 + 0 / 2  # p: d2 (0) then d1 (2); q: nothing relevant found
+    assert board.values.tolist() == [["good", pytest.approx(1.0), 1.0], ["poor", pytest.approx(poor), 2.0]]
+
+
+def test_the_command_needs_judgments_and_a_known_measure(tmp_path, capsys):
+    pool = tmp_path / "pool"
+    pool.mkdir()
+    pd.DataFrame(columns=["query_id", "facet_id", "passage_id", "relevance"]).to_parquet(pool / "judgments.parquet")
+    run = write(tmp_path / "a.run", "q Q0 d 1 1.0 a\n")
+    assert main(["official", "--pool", str(pool), "--runs", str(run), "--out", str(tmp_path / "o.tsv")]) == 2
+    assert "no official judgment: an official leaderboard needs qrels" in capsys.readouterr().err
+    assert main(["official", "--pool", str(pool), "--runs", str(run), "--measure", "ndcg_cut_1O", "--out", "x"]) == 2
+    assert "--measure: 'ndcg_cut_1O'" in capsys.readouterr().err
+    assert not (tmp_path / "o.tsv").exists()

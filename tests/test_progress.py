@@ -1,0 +1,140 @@
+"""The grading progress line from the jobs' progress files, and job logs kept across attempts
+(the workflow's side: tests/test_workflow_progress.py)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import write
+
+from examflow.errors import Failure
+from examflow.joblogs import KeepEarlierLogs, keep_earlier
+from examflow.progress import progress_line, progress_period, read_progress
+
+
+def job(method_shard: str, started: float, updated: float, cached: int, to_grade: int, graded: int, state: str) -> str:
+    return json.dumps(
+        {"job": method_shard, "cached": cached, "to_grade": to_grade, "graded": graded, "started": started,
+         "updated": updated, "state": state}
+    )  # fmt: skip
+
+
+@pytest.fixture
+def results(tmp_path):
+    """A run that started at t=1000 with five grading jobs: one done, one running, one that has not
+    looked in the cache yet, one not started, and one whose file is an earlier run's (so it has not
+    started in this one)."""
+    folder = tmp_path / "results"
+    progress = folder / "logs/progress"
+    write(progress / "run.json", json.dumps({"started": 1000.0, "jobs": ["m/s0", "m/s1", "m/s2", "m/s3", "m/s4"]}))
+    write(progress / "m/s0.json", job("m/s0", 1010.0, 1040.0, 50, 300, 300, "done"))
+    write(progress / "m/s1.json", job("m/s1", 1020.0, 1055.0, 0, 500, 100, "running"))
+    write(progress / "m/s3.json", job("m/s3", 900.0, 950.0, 7, 70, 70, "done"))
+    write(progress / "m/s4.json", job("m/s4", 1050.0, 1050.0, 0, None, 0, "running"))  # not counted yet
+    write(progress / "other/s9.json", job("other/s9", 1030.0, 1031.0, 0, 9, 9, "done"))  # not this run's
+    return folder
+
+
+def test_the_line_counts_pairs_sent_to_the_model_over_the_run_s_grading_time(results):
+    # 300 + 100 of 300 + 500 pairs graded from t=1010 (the first job's start) to t=1060: 8 pairs/s,
+    # and the 400 left take 50 s more. The cache's 50 are no graded work.
+    assert progress_line(read_progress(results), now=1060.0) == (
+        "examflow: graded 400 of 800 pairs (50%), 8.0 pairs/s, ETA 0:00:50 for the jobs counted so far; "
+        "grade jobs: 1 starting, 1 running, 1 done, 2 waiting; 50 more pairs answered by the cache"
+    )
+
+
+def test_after_the_run_a_job_left_running_was_stopped_and_time_ends_at_the_last_count(results):
+    run = results / "logs/progress/run.json"
+    run.write_text(json.dumps({**json.loads(run.read_text()), "ended": 1100.0}))
+    # Time ends at the last count written (t=1055): 400 pairs in 45 s.
+    assert progress_line(read_progress(results), now=5000.0) == (
+        "examflow: graded 400 of 800 pairs (50%), 8.9 pairs/s, ETA 0:00:45 for the jobs counted so far; "
+        "grade jobs: 1 done, 2 stopped, 2 waiting; 50 more pairs answered by the cache"
+    )
+
+
+def test_examflow_progress_prints_the_line_and_names_a_folder_without_progress(results, tmp_path):
+    def examflow_progress(folder):
+        command = [sys.executable, "-m", "examflow", "progress", "--results", str(folder)]
+        return subprocess.run(command, capture_output=True, text=True)
+
+    done = examflow_progress(results)
+    assert done.returncode == 0 and done.stdout.startswith("examflow: graded 400 of 800 pairs (50%), ")
+    assert done.stdout.rstrip().endswith(
+        "grade jobs: 1 starting, 1 running, 1 done, 2 waiting; 50 more pairs answered by the cache"
+    )
+    empty = examflow_progress(tmp_path / "nothing")
+    assert empty.returncode == 2 and empty.stdout == ""
+    assert empty.stderr == (
+        f"examflow: error: {tmp_path / 'nothing'}: no grading progress here (no logs/progress/): "
+        "no run has graded into it yet\n"
+    )
+
+
+def test_a_run_whose_jobs_have_not_started_says_so(tmp_path):
+    write(tmp_path / "logs/progress/run.json", json.dumps({"started": 1000.0, "jobs": ["m/a", "m/b"]}))
+    assert progress_line(read_progress(tmp_path), now=1001.0) == "examflow: grading: 2 grade jobs, none started yet"
+
+
+def test_jobs_that_have_not_counted_their_pairs_yet_are_starting_not_done_with_zero_pairs(tmp_path):
+    progress = tmp_path / "logs/progress"
+    write(progress / "run.json", json.dumps({"started": 1000.0, "jobs": ["m/a", "m/b", "m/c"]}))
+    write(progress / "m/a.json", job("m/a", 1001.0, 1001.0, 0, None, 0, "running"))
+    write(progress / "m/b.json", job("m/b", 1002.0, 1002.0, 0, None, 0, "running"))
+    assert progress_line(read_progress(tmp_path), now=1003.0) == (
+        "examflow: grading: 2 grade jobs starting (reading tables, looking in the cache), 1 waiting"
+    )
+
+
+def test_each_earlier_attempt_s_log_is_kept_in_attempt_order(tmp_path):
+    log = tmp_path / "grade" / "it's a shard.log"
+    assert keep_earlier(log) is None
+    for attempt in ("first", "second", "third"):
+        write(log, attempt)
+        keep_earlier(log)
+    assert not log.exists()
+    assert [(tmp_path / "grade" / f"it's a shard.log.{n}").read_text() for n in (1, 2, 3)] == [
+        "first",
+        "second",
+        "third",
+    ]
+
+
+@pytest.mark.parametrize("text", ["0", "-5", "soon", "nan", "inf"])
+def test_a_progress_period_that_is_no_number_of_seconds_is_refused_in_one_line(text):
+    with pytest.raises(Failure) as error:
+        progress_period({"EXAMFLOW_PROGRESS_SECONDS": text})
+    assert str(error.value) == f"EXAMFLOW_PROGRESS_SECONDS: expected a number of seconds above 0, found {text!r}"
+    assert progress_period({}) == 30 and progress_period({"EXAMFLOW_PROGRESS_SECONDS": "2.5"}) == 2.5
+
+
+def test_a_job_s_logs_move_aside_when_snakemake_announces_the_job_and_only_then(tmp_path):
+    logs = {7: [tmp_path / "pool.log", tmp_path / "grade" / "a b.log"], 8: [tmp_path / "missing.log"]}
+    for path in logs[7]:
+        write(path, f"earlier {path.name}")
+    asked, warnings = [], []
+    logger = logging.getLogger("test-keep-earlier-logs")
+    logger.addFilter(KeepEarlierLogs("job_info", lambda jobid: asked.append(jobid) or logs[jobid], warnings.append))
+    logger.warning("Shell command: ...", extra={"event": "shellcmd", "jobid": 7})
+    assert asked == [] and all(path.exists() for path in logs[7])
+    logger.warning("a job", extra={"event": "job_info", "jobid": 7})
+    logger.warning("a job without logs so far", extra={"event": "job_info", "jobid": 8})
+    assert asked == [7, 8] and [path.exists() for path in logs[7]] == [False, False]
+    assert [Path(f"{path}.1").read_text() for path in logs[7]] == ["earlier pool.log", "earlier a b.log"]
+    assert not (tmp_path / "missing.log.1").exists() and warnings == []
+
+
+def test_a_log_that_cannot_move_aside_is_a_warning_and_the_job_goes_on(tmp_path):
+    log = write(tmp_path / ("x" * 250 + ".log"), "earlier")  # NAME.log.1 would be longer than a name may be
+    warnings = []
+    logger = logging.getLogger("test-keep-earlier-logs-warns")
+    logger.addFilter(KeepEarlierLogs("job_info", lambda jobid: [log], warnings.append))
+    logger.warning("a job", extra={"event": "job_info", "jobid": 1})
+    assert len(warnings) == 1 and warnings[0].startswith(f"examflow: the earlier log {log} could not be kept: ")
+    assert log.read_text() == "earlier"
