@@ -68,3 +68,29 @@ def test_the_command_needs_judgments_and_a_known_measure(tmp_path, capsys):
     assert main(["official", "--pool", str(pool), "--runs", str(run), "--measure", "ndcg_cut_1O", "--out", "x"]) == 2
     assert "--measure: 'ndcg_cut_1O'" in capsys.readouterr().err
     assert not (tmp_path / "o.tsv").exists()
+
+
+def test_the_content_decides_and_a_json_of_another_shape_shows_both_shapes(tmp_path):
+    assert read_leaderboard(write(tmp_path / "saved-as.json", "run_id\tscore\na\t0.2\nb\t0.4\n")) == {
+        "a": 2.0,
+        "b": 1.0,
+    }
+    listed = write(tmp_path / "l.json", '["a", "b"]')
+    with raises_at(listed, None, None, r"expected a JSON object .*" + re.escape(SHAPES) + r".*found list"):
+        read_leaderboard(listed)
+
+
+def test_the_command_refuses_a_run_the_pool_does_not_hold(tmp_path, capsys):
+    pool = tmp_path / "pool"
+    pool.mkdir()
+    judged = pd.DataFrame([("q", None, "d", 1)], columns=["query_id", "facet_id", "passage_id", "relevance"])
+    judged.to_parquet(pool / "judgments.parquet")
+    ranked = pd.DataFrame([("a", "q", "d", 1, 1.0)], columns=["run_id", "query_id", "passage_id", "rank", "score"])
+    ranked.to_parquet(pool / "rankings.parquet")
+    pooled, stranger = write(tmp_path / "a.run", "q Q0 d 1 1.0 a\n"), write(tmp_path / "b.run", "q Q0 d 1 1.0 b\n")
+    out = tmp_path / "o.tsv"
+    assert main(["official", "--pool", str(pool), "--runs", str(pooled), str(stranger), "--out", str(out)]) == 2
+    assert f"examflow: error: {stranger}: run 'b' is not in {pool / 'rankings.parquet'}" in capsys.readouterr().err
+    assert not out.exists()
+    assert main(["official", "--pool", str(pool), "--runs", str(pooled), "--out", str(out)]) == 0
+    assert pd.read_csv(out, sep="\t").values.tolist() == [["a", 1.0, 1.0]]

@@ -112,6 +112,21 @@ def test_the_printed_report_command_is_complete_and_another_config_is_refused(pr
     assert "mine" in (project / "results/mine/report.html").read_text(errors="replace")
 
 
+def test_a_run_from_another_directory_prints_a_report_command_that_finds_the_workflow(project, tmp_path):
+    elsewhere = tmp_path / "my data"
+    with LLMServer(default=lambda prompt: "4") as server:
+        config = own_config(project, elsewhere / "results/mine", server.base_url)
+        write(elsewhere / "mine.yaml", config.read_text())
+        snakefile = os.path.relpath(project / "workflow/Snakefile", elsewhere)
+        run = snakemake(elsewhere, "--snakefile", snakefile, "--configfile", "mine.yaml")
+    report = f"{elsewhere}/results/mine/report.html"
+    printed = f"snakemake --report '{report}' --snakefile {snakefile} --configfile mine.yaml"
+    assert printed in run.stdout and printed in (elsewhere / "results/mine/summary.md").read_text()
+    subprocess.run(printed, shell=True, cwd=elsewhere, check=True, capture_output=True,
+                   env=dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"))  # fmt: skip
+    assert Path(report).stat().st_size > 0
+
+
 CHANGES = [  # (a setting changed in the demo's configuration, the steps that must run again)
     ({"evaluation": {"k": 10}}, {"evaluate", "report_method", "summary"}),
     ({"evaluation": {"bootstrap": 100}}, {"evaluate", "report_method", "summary"}),

@@ -79,6 +79,7 @@ def parser() -> argparse.ArgumentParser:
     summary.add_argument(
         "--configfile", nargs="*", default=[], help="the run's config files, for the report command it prints"
     )
+    summary.add_argument("--snakefile", help="the run's Snakefile, where snakemake would not find it by itself")
     summary.add_argument(
         "--eval", nargs="*", default=[], help="the methods' evaluation folders (`examflow evaluate --out`)"
     )
@@ -267,8 +268,12 @@ def _official_parser(subparsers) -> None:
         "official", help="the official leaderboard from the official qrels, when none is given: one measure's means"
     )
     official.add_argument("--pool", required=True, help="directory of the pool tables (rankings and judgments)")
-    official.add_argument("--runs", nargs="+", required=True, help="the run files (TREC format) whose run tags rank")
-    official.add_argument("--measure", default="ndcg_cut_10", help="a trec_eval measure, pytrec_eval's name")
+    official.add_argument(
+        "--runs", nargs="+", required=True, help="the run files (TREC format) to rank, already pooled (`examflow pool`)"
+    )
+    official.add_argument(
+        "--measure", default="ndcg_cut_10", help="a trec_eval measure, pytrec_eval's name (default ndcg_cut_10)"
+    )
     _number(
         official, "--relevance-level", default=1,
         help="the lowest judgment counted relevant by the measure, trec_eval -l (default 1; TREC DL: 2)",

@@ -246,10 +246,17 @@ def official_command(args: argparse.Namespace) -> None:
     judgments = read_table(pool / "judgments.parquet")
     if judgments.empty:
         raise InputError(pool / "judgments.parquet", "no official judgment: an official leaderboard needs qrels")
-    runs = {run_tag(path) for path in args.runs}
-    board = official_leaderboard(
-        read_table(pool / "rankings.parquet"), judgments, args.measure, args.relevance_level, runs
-    )
+    rankings = read_table(pool / "rankings.parquet")
+    runs = {run_tag(path): path for path in args.runs}
+    pooled = set(rankings["run_id"])
+    for tag, path in runs.items():  # a leaderboard that silently leaves a run out is a wrong number
+        if tag not in pooled:
+            raise InputError(path, f"run {tag!r} is not in {pool / 'rankings.parquet'}: pool its run file first")
+    board = official_leaderboard(rankings, judgments, args.measure, args.relevance_level, set(runs))
+    unjudged = sorted(set(runs) - set(board["run_id"]))
+    if unjudged:
+        log.warning("%d runs rank no judged query and are not on the official leaderboard: %s",
+                    len(unjudged), ", ".join(unjudged))  # fmt: skip
     write_tables({args.out: board})
     log.info("official leaderboard of %d runs by %s on the official qrels -> %s", len(board), args.measure, args.out)
 
@@ -505,7 +512,7 @@ def summary_command(args: argparse.Namespace) -> None:
             boards[method] = Board.of(rows, args.tau, kind, args.measures, official, mine)
     nrp = nrp_per_system(Path(args.nrp))[0] if args.nrp else None
     official_source = OfficialSource(args.official, args.official_measure) if args.official else None
-    document = run_summary(graded, flagged, args.results, boards, nrp, args.configfile, official_source)
+    document = run_summary(graded, flagged, args.results, boards, nrp, args.configfile, official_source, args.snakefile)
     record = json.dumps(provenance(graded, args.config_digest), indent=2, sort_keys=True) + "\n"
     files = {args.out_summary: document.markdown(), args.out_provenance: record}
     if args.out_rst:

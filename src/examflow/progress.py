@@ -135,23 +135,25 @@ def progress_line(progress: RunProgress, now: float) -> str:
     """`graded 1,920 of 3,345 pairs (57%), 41.3 pairs/s, ETA 0:00:35; grade jobs: 1 running, ...`."""
     jobs = progress.jobs
     if not jobs:
-        waiting = f"{progress.waiting} grade jobs, none started yet" if progress.waiting else "no grade job in this run"
+        waiting = f"{_jobs(progress.waiting)}, none started yet" if progress.waiting else "no grade job in this run"
         return f"examflow: grading: {waiting}"
     if not progress.ended and all(j.state == RUNNING and j.to_grade is None for j in jobs):
         waiting = f", {progress.waiting} waiting" if progress.waiting else ""
-        return f"examflow: grading: {len(jobs)} grade jobs starting (reading tables, looking in the cache){waiting}"
+        return f"examflow: grading: {_jobs(len(jobs))} starting (reading tables, looking in the cache){waiting}"
     graded, to_grade = sum(j.graded for j in jobs), sum(j.to_grade or 0 for j in jobs)
     running = 0 if progress.ended else sum(j.state == RUNNING for j in jobs)
     starting = 0 if progress.ended else sum(j.state == RUNNING and j.to_grade is None for j in jobs)
     # The wall time of this run's grading so far: parallel jobs add up their pairs, not their time.
     seconds = (now if running else max(j.updated for j in jobs)) - min(j.started for j in jobs)
     rate = graded / seconds if seconds > 0 and graded else None
-    share = f" ({100 * graded // to_grade}%)" if to_grade else ""
+    # A share of a total that jobs not yet counted will add to would read 100% too early.
+    counted = not (progress.waiting or starting)
+    share = f" ({100 * graded // to_grade}%)" if to_grade and counted else ""
     words = [f"examflow: graded {graded:,} of {to_grade:,} pairs{share}"]
     if rate or running:
         words.append(f"{rate:,.1f} pairs/s" if rate else "pairs/s not known yet")
     if graded < to_grade and rate:
-        partial = " for the jobs counted so far" if progress.waiting or starting else ""
+        partial = "" if counted else " for the jobs counted so far"
         words.append(f"ETA {_clock((to_grade - graded) / rate)}{partial}")
     states = {
         "starting": starting,  # reading their tables, loading the model, looking in the cache
@@ -164,6 +166,10 @@ def progress_line(progress: RunProgress, now: float) -> str:
     line = ", ".join(words) + "; grade jobs: " + ", ".join(f"{n} {state}" for state, n in states.items() if n)
     cached = sum(j.cached for j in jobs)
     return line + (f"; {cached:,} more pairs answered by the cache" if cached else "")
+
+
+def _jobs(count: int) -> str:
+    return f"{count} grade job{'' if count == 1 else 's'}"
 
 
 def _clock(seconds: float) -> str:

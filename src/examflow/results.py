@@ -118,10 +118,11 @@ def check_report_target(report: str, results: str | Path, configfiles: list[str]
             return
 
 
-def report_command(report: str, configfiles) -> str:
+def report_command(report: str, configfiles, snakefile: str | None = None) -> str:
     """The complete command that builds a report of a run made with these config files (named relative
-    to the working directory where they lie below it)."""
-    words = ["snakemake", "--report", report]
+    to the working directory where they lie below it), and with `snakefile` where the run named one
+    that snakemake would not find by itself."""
+    words = ["snakemake", "--report", report] + (["--snakefile", snakefile] if snakefile else [])
     for file in map(str, configfiles):
         relative = os.path.relpath(file)
         words += ["--configfile", file if relative.startswith("..") else relative]

@@ -210,6 +210,7 @@ def run_summary(
     nrp: pd.DataFrame | None = None,
     configfiles: list[str] = (),
     official: OfficialSource | None = None,
+    snakefile: str | None = None,
 ) -> Document:
     """`boards`: each method's leaderboard at the report's τ. The report's first page opens on each
     method's headline leaderboard (the report's own table and figure, embedded)."""
@@ -218,7 +219,7 @@ def run_summary(
     if boards:
         doc.html(LANDING_STYLE)
     doc.paragraph("All outputs are under `{}/`; this page is `{}/summary.md`. The HTML report: `{}`.",
-                  results, results, report_command(f"{results}/report.html", configfiles))  # fmt: skip
+                  results, results, report_command(f"{results}/report.html", configfiles, snakefile))  # fmt: skip
     if boards:
         _official_paragraph(doc, official)
     for method in sorted(boards):

@@ -42,6 +42,11 @@ logging.getLogger("examflow").propagate = False
 # The config files read: the user's (--configfile), else the demo's.
 USER_CONFIG_FILES = [str(f) for f in workflow.overwrite_configfiles]
 CONFIG_FILES = USER_CONFIG_FILES or [CONFIG_FILE]
+# The Snakefile, for the report command a run prints, where snakemake would not find it from here.
+FOUND_HERE = (
+    Path("workflow/Snakefile").resolve() == Path(workflow.main_snakefile).resolve()
+)
+SNAKEFILE = None if FOUND_HERE else os.path.relpath(workflow.main_snakefile)
 
 
 def checked(step, *args):

@@ -33,6 +33,7 @@ rule summary:
             ),
             config_digest=config_digest(config),
             configfile=USER_CONFIG_FILES,
+            snakefile=SNAKEFILE,
         ),
         results=lambda wildcards, output: Path(output.summary).parent,
     shell:

@@ -18,14 +18,14 @@ SHAPES = (
 
 def read_leaderboard(path: str | Path) -> dict[str, float]:
     """Ranks by run; a repeated run, a rank or score that is not a finite number or a bad run id is an error."""
-    if Path(path).suffix.lower() == ".json" or _starts_with_brace(path):
-        return _json_ranks(path)
-    return _tsv_ranks(path)
+    return _json_ranks(path) if _looks_like_json(path) else _tsv_ranks(path)
 
 
-def _starts_with_brace(path: str | Path) -> bool:
+def _looks_like_json(path: str | Path) -> bool:
+    """The content decides, not the name: a TSV saved as `.json` is read as the TSV it is."""
     for _, line in text_lines(path):
-        return line.lstrip().startswith("{")
+        if line.strip():
+            return line.lstrip().startswith(("{", "["))
     return False
 
 

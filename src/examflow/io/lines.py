@@ -138,7 +138,7 @@ def line_of(text: str, key: str) -> int | None:
 
 def json_entries(path: str | Path, what: str, key_field: str) -> Iterator[tuple[int | None, str, Any]]:
     """(line, key, value) of a file holding one non-empty JSON object whose keys are ids."""
-    mapping, text = json_object(path)
+    mapping, text = json_object(path, what)
     if not mapping:
         raise InputError(path, f"expected a non-empty JSON object {what}")
     for key, value in mapping.items():
@@ -147,8 +147,10 @@ def json_entries(path: str | Path, what: str, key_field: str) -> Iterator[tuple[
         yield number, key, value
 
 
-def json_object(path: str | Path) -> tuple[dict[str, Any], str]:
-    """A file holding one JSON object, and its text; repeated keys are an error at their line."""
+def json_object(path: str | Path, what: str = "") -> tuple[dict[str, Any], str]:
+    """A file holding one JSON object, and its text; repeated keys are an error at their line. `what`:
+    the object expected, shown when the file is not one."""
+    expected = f"; expected a JSON object {what}" if what else ""
     raw = read_bytes(path)
     try:
         text = raw.decode("utf-8")
@@ -171,9 +173,9 @@ def json_object(path: str | Path) -> tuple[dict[str, Any], str]:
     try:
         data = json.loads(text, object_pairs_hook=unique)
     except json.JSONDecodeError as error:
-        raise InputError(path, f"not valid JSON ({error.msg}, column {error.colno})", error.lineno) from None
+        raise InputError(path, f"not valid JSON ({error.msg}, column {error.colno}){expected}", error.lineno) from None
     if not isinstance(data, dict):
-        raise InputError(path, f"expected a JSON object, found {type(data).__name__}")
+        raise InputError(path, f"expected a JSON object {what}".rstrip() + f", found {type(data).__name__}")
     return data, text
 
 
