@@ -186,7 +186,10 @@ def test_no_official_leaderboard_with_responses_and_query_mode_all(tmp_path):
         assert not (results / absent).exists()
     board = table(results / "eval/cosine/leaderboard.tsv")
     assert {"rag-brief", "_gold_"} <= set(board["run_id"])  # generated responses and gold articles
-    assert "No official leaderboard (`inputs.official_leaderboard`, or `inputs.qrels` with" in (results / "summary.md").read_text()
+    assert (
+        "No official leaderboard (`inputs.official_leaderboard`, or `inputs.qrels` with"
+        in (results / "summary.md").read_text()
+    )
     finished(project, args)
 
 
