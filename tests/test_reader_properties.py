@@ -141,12 +141,33 @@ def test_any_input_loads_or_names_the_file(name, data, gzipped):
     loads_or_names_the_file(name, data.draw(contents(name)), gzipped)
 
 
-def test_every_valid_sample_loads():
+# What each valid sample holds, read off the sample by eye: a reader that returned nothing would fail.
+EXPECTED = {
+    "run.run": lambda r: r["passage_id"].tolist() == ["d1", "d2", "d1"] and r["rank"].tolist() == [1, 2, 1],
+    "qrels.txt": lambda r: sorted(r["relevance"].tolist()) == [-2, 0, 2],
+    "queries.tsv": lambda r: r["query_text"].tolist() == ["first query", "second query"],
+    "queries.json": lambda r: r["query_text"].tolist() == ["first query", "second query"],
+    "queries.jsonl": lambda r: r["query_id"].tolist() == ["q1", "q2"] and r["facet_id"].tolist()[1] == "f1",
+    "corpus.tsv": lambda r: r == {"d1": "first passage", "d2": "second passage"},
+    "corpus.jsonl": lambda r: r == {"d1": "first", "2": "second"},
+    "responses.jsonl": lambda r: [x.paragraphs for x in r] == [("An answer.", "More."), ("a", "b")],
+    "gold.jsonl": lambda r: r == {"q1": "A gold article."},
+    "bank.jsonl": lambda r: (
+        [(i.text, i.gold_answers) for e in r for i in e.items] == [("Why?", ["because"]), ("How?", ["so"])]
+    ),
+    "bank.tsv": lambda r: [(i.text, i.gold_answers) for e in r for i in e.items] == [("Why?", ["because", "so"])],
+    "leaderboard.json": lambda r: r == {"runA": 1.0, "runB": 2.5, "runC": 2.5},
+    "graded.jsonl": lambda r: r["grades"]["rating"].tolist() == [4] and r["rankings"]["run_id"].tolist() == ["runA"],
+}
+
+
+def test_every_valid_sample_loads_what_it_holds():
+    assert EXPECTED.keys() == VALID.keys()
     with tempfile.TemporaryDirectory() as folder:
         for name, text in VALID.items():
             path = Path(folder) / name
             path.write_text(text, encoding="utf-8")
-            readers()[name](path)
+            assert EXPECTED[name](readers()[name](path)), name
 
 
 @settings(**CHECKS)

@@ -379,7 +379,8 @@ def add_llm_options(command: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    for chatty in ("httpx", "httpx2"):  # one INFO line per HTTP request
+    # The openai client's HTTP library (httpx; httpx2 from openai 3 on) logs an INFO line per request.
+    for chatty in ("httpx", "httpx2"):
         logging.getLogger(chatty).setLevel(logging.WARNING)
     try:
         args = parser().parse_args(argv)  # a bad number raises a Failure from there

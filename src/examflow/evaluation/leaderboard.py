@@ -10,7 +10,7 @@ from functools import cached_property
 import pandas as pd
 
 from examflow.errors import InputError
-from examflow.evaluation.agreement import agreement_tables, kappas, paired, per_page
+from examflow.evaluation.agreement import AGREEMENT_COLUMNS, agreement_tables, kappas, paired, per_page
 from examflow.evaluation.correlation import bootstrap_intervals, leaderboard_correlation, random_tie_correlation, tau_ap
 from examflow.evaluation.cover import (
     KEYS,
@@ -245,7 +245,7 @@ def agreement(grades: pd.DataFrame, judgments: pd.DataFrame, settings: Settings)
             long = table.stack().rename("count").reset_index().set_axis(["label", "judgment", "count"], axis=1)
             counts.append(long.assign(method=method, table=name))
     summary = pd.DataFrame(summaries, columns=["method", "table", "kappa", "n_pairs"])
-    return summary, pd.concat(counts)[["method", "table", "label", "judgment", "count"]]
+    return summary, pd.concat(counts)[["method", *AGREEMENT_COLUMNS]]
 
 
 def _fill_missing(per_query: pd.DataFrame, query_ids: list[str]) -> pd.DataFrame:
