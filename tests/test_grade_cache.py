@@ -16,8 +16,8 @@ from tiny_models import build_tiny_t5
 from examflow.cache import signature_digest
 from examflow.grading.backends import Answer
 from examflow.grading.cache import GradeCache
+from examflow.grading.grader import ShardGrader
 from examflow.grading.methods import Pair, request
-from examflow.grading.run import ShardGrader
 from examflow.nrp.rankers import MonoT5, QueryItems
 from examflow.questions.shards import query_folder
 

@@ -11,8 +11,8 @@ from llm_server import LLMServer, Status
 from tiny_models import build_tiny_t5
 
 from examflow.grading.backends import EmbeddingBackend, Request, Seq2SeqBackend
+from examflow.grading.grader import ShardGrader, make_pairs
 from examflow.grading.methods import Pair
-from examflow.grading.run import ShardGrader, make_pairs
 
 QUESTION = "how do bees make honey"
 

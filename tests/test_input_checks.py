@@ -19,7 +19,7 @@ from examflow.io import read_passages, read_qrels, read_queries, read_responses,
 from examflow.io.leaderboard import match_runs, read_leaderboard
 from examflow.questions.bank import read_bank
 from examflow.questions.shards import shard_of
-from examflow.workflow import check_example_query, check_leaderboard, graded_facets, graded_shards
+from examflow.scheduling import check_example_query, check_leaderboard, graded_facets, graded_shards
 
 VALIDATION = {"unknown_queries": "error", "leaderboard_runs": "error"}
 

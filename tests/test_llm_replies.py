@@ -13,8 +13,8 @@ import pytest
 from llm_server import Echo, LLMServer, Padded, Status
 from test_grading_backends import openai_method, pairs, values
 
+from examflow.grading.grader import ShardGrader
 from examflow.grading.grades import failure_counts
-from examflow.grading.run import ShardGrader
 from examflow.llm import LLMClient, LLMError, LLMSettings
 
 SENTINEL = "sk-sentinel-7f3a9c2e-do-not-store"

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from examflow.grading.grader import make_pairs
 from examflow.grading.methods import request
-from examflow.grading.run import make_pairs
 from examflow.plan import job_minutes, job_seconds, job_share, plan_method
 from examflow.prompts import template
 from examflow.registry import check_method

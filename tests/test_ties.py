@@ -19,8 +19,9 @@ from examflow.evaluation.correlation import (
     rank_correlations,
     tau_ap,
 )
-from examflow.evaluation.leaderboard import Settings, correlations
-from examflow.evaluation.scores import system_scores, tie_keys
+from examflow.evaluation.evaluate import Settings, correlations
+from examflow.evaluation.scores import system_scores
+from examflow.ties import tie_keys
 
 # Summed in these orders, the same values give different floats: 1.4500000000000002 vs 1.45.
 P20 = [0.45, 0.4, 0.3, 0.05, 0.25]

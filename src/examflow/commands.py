@@ -140,9 +140,9 @@ def bank_diff_command(args: argparse.Namespace) -> None:
 
 
 def grade_command(args: argparse.Namespace) -> None:
+    from examflow.grading.grader import ShardGrader, make_pairs
     from examflow.grading.grades import check_failures, empty_grades
     from examflow.grading.merge import write_grades
-    from examflow.grading.run import ShardGrader, make_pairs
     from examflow.io.tables import read_table, write_tables
     from examflow.progress import job_progress
 
@@ -187,9 +187,9 @@ def merge_grades_command(args: argparse.Namespace) -> None:
 
 def evaluate_command(args: argparse.Namespace) -> None:
     from examflow.config import check_taus, default_tau
+    from examflow.evaluation.evaluate import Settings, evaluate, facts_of
+    from examflow.evaluation.exam_qrels import unknown_measures as check_measures
     from examflow.evaluation.impact import BaselineStore, bank_digest
-    from examflow.evaluation.leaderboard import Settings, evaluate, facts_of
-    from examflow.evaluation.qrels import unknown_measures as check_measures
     from examflow.io.leaderboard import match_runs, read_leaderboard
     from examflow.io.runs import RESERVED_RUNS
     from examflow.io.tables import write_tables
@@ -235,10 +235,10 @@ def evaluate_command(args: argparse.Namespace) -> None:
 
 
 def official_command(args: argparse.Namespace) -> None:
+    from examflow.evaluation.exam_qrels import unknown_measures
     from examflow.evaluation.official import official_leaderboard
-    from examflow.evaluation.qrels import unknown_measures
     from examflow.io.tables import read_table, write_tables
-    from examflow.workflow import run_tag
+    from examflow.scheduling import run_tag
 
     for name, why in unknown_measures([args.measure]).items():
         raise Failure(f"--measure: {name!r}: {why}")
@@ -545,7 +545,7 @@ def edit_impact(baselines: dict, stores: dict) -> dict[str, pd.DataFrame]:
 def _evaluation_inputs(args: argparse.Namespace):
     import pandas as pd
 
-    from examflow.evaluation.leaderboard import Inputs
+    from examflow.evaluation.evaluate import Inputs
     from examflow.io.responses import read_gold_articles
     from examflow.io.tables import read_table
     from examflow.io.workbench import read_workbench_graded

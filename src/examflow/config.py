@@ -255,7 +255,7 @@ def _readable(error) -> ConfigError:
 
 
 def _check_measures(measures: Iterable[str], key: str = "evaluation.measures") -> None:
-    from examflow.evaluation.qrels import unknown_measures
+    from examflow.evaluation.exam_qrels import unknown_measures
 
     for name, message in unknown_measures(measures).items():
         raise ConfigError(key, f"{name!r}: {message}")

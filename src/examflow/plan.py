@@ -77,8 +77,8 @@ def pair_counts(kind: str, passages: pd.DataFrame, questions: pd.DataFrame, quer
 
 def job_share(method: dict, passages, questions, queries, cache=None) -> Job:
     """What one grading job over these tables does; `cache` (a GradeCache) answers some pairs."""
+    from examflow.grading.grader import make_pairs
     from examflow.grading.methods import request
-    from examflow.grading.run import make_pairs
 
     kind, backend = method["kind"], method["backend"]
     counts = pair_counts(kind, passages, questions, queries)
@@ -101,7 +101,7 @@ def job_share(method: dict, passages, questions, queries, cache=None) -> Job:
 def _encoded_texts(kind: str, unit: str, passages, questions, queries, held, left) -> set[str]:
     """The texts the embedding grader encodes: the targets and passages (or their sentences) of pairs
     the cache does not answer: every pair of a query not `held`, and the pairs `left` of the others."""
-    from examflow.grading.run import pair_targets
+    from examflow.grading.grader import pair_targets
 
     held = set(held)
     targets = [(t[0], t[3]) for t in pair_targets(kind, questions, queries) if t[0] not in held]

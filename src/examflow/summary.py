@@ -22,12 +22,12 @@ from importlib import metadata as package_metadata
 
 import pandas as pd
 
-from examflow.evaluation.scores import tie_keys
 from examflow.injection import RULES
 from examflow.prompts import template
 from examflow.registry import KINDS
 from examflow.report.board import Board, score_text, with_interval
 from examflow.results import report_command
+from examflow.ties import tie_keys
 
 PACKAGES = ("examflow", "snakemake", "torch", "transformers", "sentence-transformers", "pytrec-eval-terrier",
             "openai", "pandas", "numpy", "scipy")  # fmt: skip

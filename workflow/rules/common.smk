@@ -24,7 +24,7 @@ from examflow.results import (
     report_command,
     report_target,
 )
-from examflow.workflow import (
+from examflow.scheduling import (
     bank_queries,
     check_example_query,
     check_leaderboard,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from examflow.evaluation.scores import tie_keys
+from examflow.ties import tie_keys
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ import math
 
 import pandas as pd
 
-from examflow.evaluation.qrels import trec_scores
-from examflow.io.leaderboard import ranks_of
+from examflow.evaluation.exam_qrels import trec_scores
 from examflow.io.runs import RESERVED_RUNS
+from examflow.ties import ranks_of
 
 OFFICIAL_COLUMNS = ["run_id", "score", "rank"]
 

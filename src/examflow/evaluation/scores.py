@@ -12,7 +12,7 @@ breaks a tie that is not there, and a published correlation is not reproduced. S
   own exact value) and are rounded once: equal values give exactly 0, and a standard error that
   is a ratio of integers (1/20) is that ratio's float;
 - every rank (point estimate, random ties, τ_AP, each bootstrap replicate) is taken on scores
-  rounded to 12 significant digits (`tie_keys`), far coarser than summation noise and far finer
+  rounded to 12 significant digits (`examflow.ties.tie_keys`), far coarser than summation noise and far finer
   than any real difference between two systems' scores.
 """
 
@@ -25,7 +25,6 @@ from functools import cache
 import numpy as np
 import pandas as pd
 
-SIGNIFICANT_DIGITS = 12
 # Denominators of per-query count ratios (questions of a query, k, ranks, relevant passages)
 # stay far below this; two such ratios differ by at least 1 / MAX_DENOMINATOR², float noise by 1e-16.
 MAX_DENOMINATOR = 10**6
@@ -108,12 +107,3 @@ def system_scores(per_query: pd.DataFrame) -> pd.DataFrame:
         stderr = standard_error(values, exact) if n > 1 and plain_mean else (0.0 if plain_mean else math.nan)
         rows.append((measure, tau, run_id, aggregate(values, weights, exact), stderr, n))
     return pd.DataFrame(rows, columns=[*keys, "score", "stderr", "n_queries"])
-
-
-def tie_keys(scores) -> np.ndarray:
-    """Scores rounded to 12 significant digits: what every rank is taken on."""
-    scores = np.asarray(scores, dtype=float)
-    finite = np.isfinite(scores) & (scores != 0)
-    magnitude = np.floor(np.log10(np.abs(np.where(finite, scores, 1.0))))
-    scale = 10.0 ** (SIGNIFICANT_DIGITS - 1 - magnitude)
-    return np.where(finite, np.round(scores * scale) / scale, scores)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from examflow.errors import InputError, Problems
 from examflow.io.lines import check_id, json_entries, line_of, split_columns, text_lines
+from examflow.ties import ranks_of
 
 SHAPES = (
     'a JSON object {"run_id": official rank, ...}, or a TSV file whose header names the run (run or run_id) '
@@ -69,19 +70,6 @@ def _number(path, number: int | None, field: str, value, what: str) -> float:
     if not math.isfinite(value):
         raise InputError(path, f"{what} {value!r} is not a finite number", number, field)
     return float(value)
-
-
-def ranks_of(scores: dict[str, float]) -> dict[str, float]:
-    """Official ranks of scores, best (highest) first, ties as averaged ranks — on the tie keys, so
-    that scores equal but for summation noise tie."""
-    from examflow.evaluation.scores import tie_keys
-
-    keys = dict(zip(scores, tie_keys(list(scores.values())).tolist()))
-    ordered = sorted(keys.values(), reverse=True)
-    first = {}
-    for position, key in enumerate(ordered, 1):
-        first.setdefault(key, position)
-    return {run: first[key] + (ordered.count(key) - 1) / 2 for run, key in keys.items()}
 
 
 def match_runs(path: str | Path, official: dict[str, float], evaluated: set[str], problems: Problems) -> list[str]:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from examflow.evaluation.scores import tie_keys
 from examflow.registry import measure_order
+from examflow.ties import tie_keys
 
 OFFICIAL, EXTRA, RUN = "official", "extra", "run"  # the groups of systems; special rows keep their kind
 

@@ -21,13 +21,19 @@ from examflow.evaluation.cover import (
     cover_measures,
     without_passages,
 )
+from examflow.evaluation.diagnostics import (
+    QUESTION_COLUMNS,
+    UNCOVERED_COLUMNS,
+    question_diagnostics,
+    uncovered_passages,
+)
+from examflow.evaluation.exam_qrels import DEFAULT_MEASURES, exam_labels, format_qrels, trec_scores
 from examflow.evaluation.impact import Baseline
-from examflow.evaluation.qrels import DEFAULT_MEASURES, exam_labels, format_qrels, trec_scores
-from examflow.evaluation.questions import QUESTION_COLUMNS, UNCOVERED_COLUMNS, question_diagnostics, uncovered_passages
 from examflow.evaluation.rouge import rouge_per_query
-from examflow.evaluation.scores import system_scores, tie_keys
+from examflow.evaluation.scores import system_scores
 from examflow.io.runs import GOLD_RUN, OVERALL_RUN, RESERVED_RUNS
 from examflow.outputs import Facts
+from examflow.ties import tie_keys
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,29 @@
+"""Ties: scores equal but for floating-point summation noise must tie wherever a rank is taken
+(docs/methods.md §5). Every rank is taken on scores rounded to 12 significant digits: far coarser
+than summation noise, far finer than any real difference between two systems."""
+
+from __future__ import annotations
+
+import numpy as np
+
+SIGNIFICANT_DIGITS = 12
+
+
+def tie_keys(scores) -> np.ndarray:
+    """Scores rounded to 12 significant digits: what every rank is taken on."""
+    scores = np.asarray(scores, dtype=float)
+    finite = np.isfinite(scores) & (scores != 0)
+    magnitude = np.floor(np.log10(np.abs(np.where(finite, scores, 1.0))))
+    scale = 10.0 ** (SIGNIFICANT_DIGITS - 1 - magnitude)
+    return np.where(finite, np.round(scores * scale) / scale, scores)
+
+
+def ranks_of(scores: dict[str, float]) -> dict[str, float]:
+    """Official ranks of scores, best (highest) first, ties as averaged ranks — on the tie keys, so
+    that scores equal but for summation noise tie."""
+    keys = dict(zip(scores, tie_keys(list(scores.values())).tolist()))
+    ordered = sorted(keys.values(), reverse=True)
+    first = {}
+    for position, key in enumerate(ordered, 1):
+        first.setdefault(key, position)
+    return {run: first[key] + (ordered.count(key) - 1) / 2 for run, key in keys.items()}
