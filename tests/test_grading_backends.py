@@ -250,8 +250,8 @@ def test_a_shard_with_nothing_to_grade_loads_no_model(tmp_path):
 
 
 def test_extractive_qa_spans_come_from_the_passage_and_are_verified(tmp_path):
-    from examflow.grading import verify_answer
     from examflow.grading.backends import ExtractiveQABackend
+    from examflow.grading.parsing import verify_answer
 
     model = str(build_tiny_t5(tmp_path / "qa", seed=1, question_answering=True))
     backend = ExtractiveQABackend(model, max_input_tokens=64)

@@ -8,8 +8,7 @@ import json
 import pytest
 from conftest import REFERENCE, needs_reference
 
-from examflow.grading import parse_self_rating, verify_answer
-from examflow.grading.parsing import fuzz_ratio, normalise_answer
+from examflow.grading.parsing import fuzz_ratio, normalise_answer, parse_self_rating, verify_answer
 
 SAMPLE = REFERENCE / "format-samples/workbench-graded-sample.jsonl.gz"
 

@@ -478,3 +478,14 @@ def test_the_configuration_takes_no_corpus_for_run_rankers_only_and_checks_weigh
     assert "nrp.dimensions.relevance.weight: expected a number, found nan" in rejected(nrp(corpus="c", dimensions=two))
     slash = rejected(nrp(corpus="c", wilcoxon=[["x/y", "expert", "x", "p"]]))
     assert slash.startswith("config nrp.wilcoxon[0]: no llm or prompt holds '/'")
+
+
+def test_two_rankers_of_one_name_are_refused_before_anything_is_read(tmp_path, capsys):
+    from examflow.cli import main
+
+    out = tmp_path / "nrp"
+    command = ["nrp", "--queries", "q.tsv", "--qrels", "relevance=r.qrels", "--answers", "a.jsonl",
+               "--ranker", "bm25", "--ranker", "embedding", "--ranker", "bm25", "--out", str(out)]  # fmt: skip
+    assert main(command) == 2
+    assert capsys.readouterr().err == "examflow: error: --ranker: two rankers are named 'bm25'; give them names\n"
+    assert not out.exists()

@@ -264,6 +264,7 @@ def official_command(args: argparse.Namespace) -> None:
 def nrp_command(args: argparse.Namespace) -> None:
     import pandas as pd
 
+    from examflow.config import repeated
     from examflow.io import read_passages, read_queries, write_tables
     from examflow.nrp.evaluate import NRPInputs, NRPSettings, nrp_tables
     from examflow.nrp.inputs import (
@@ -279,8 +280,8 @@ def nrp_command(args: argparse.Namespace) -> None:
     qrels = assignments(args.qrels, "--qrels", str)
     rankers = [check_ranker(f"--ranker[{i}]", ranker_spec(text, args.run)) for i, text in enumerate(args.ranker)]
     names = [r["name"] for r in rankers]
-    if len(set(names)) < len(names):
-        raise Failure(f"--ranker: two rankers are named alike ({', '.join(names)}); give them names")
+    if name := repeated(names):
+        raise Failure(f"--ranker: two rankers are named {name!r}; give them names")
     if not args.corpus and rankers_needing_texts(rankers):
         raise Failure(f"--corpus: the rankers {', '.join(rankers_needing_texts(rankers))} score the judged "
                       "documents' texts; give --corpus (only `--ranker run` works without)")  # fmt: skip

@@ -70,8 +70,7 @@ def check_config(config: dict, path: str | Path = SCHEMA) -> dict:
     _validate(checked, schema(path))
     grading = checked["grading"]
     grading["methods"] = [check_method(f"grading.methods[{i}]", m) for i, m in enumerate(grading["methods"])]
-    names = [method["name"] for method in grading["methods"]]
-    for name in {n for n in names if names.count(n) > 1}:
+    if name := repeated(method["name"] for method in grading["methods"]):
         raise ConfigError("grading.methods", f"two methods are named {name!r}")
     checked["questions"]["llm"] = check_options("questions.llm", checked["questions"]["llm"], QUESTION_LLM_OPTIONS)
     _check_measures(checked["evaluation"]["measures"])
@@ -138,12 +137,22 @@ def check_relevance_range(key: str, low: int, high: int) -> tuple[int, int]:
     return low, high
 
 
+def repeated(names: Iterable[str]) -> str | None:
+    """The first name given twice (methods and rankers name their output files), or None."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            return name
+        seen.add(name)
+    return None
+
+
 def _check_nrp(nrp: dict) -> dict:
     from examflow.nrp.inputs import SEPARATOR, rankers_needing_texts, weight_problem
 
     nrp["rankers"] = [check_ranker(f"nrp.rankers[{i}]", ranker) for i, ranker in enumerate(nrp["rankers"])]
     names = [ranker["name"] for ranker in nrp["rankers"]]
-    for name in {n for n in names if names.count(n) > 1}:
+    if name := repeated(names):
         raise ConfigError("nrp.rankers", f"two rankers are named {name!r}: give them names")
     if nrp["corpus"] is None and (texts := rankers_needing_texts(nrp["rankers"])):
         raise ConfigError("nrp.corpus", f"the rankers {', '.join(texts)} score the judged documents' texts: set "
