@@ -234,7 +234,17 @@ def nrp_command(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", script, "nrp", *args], capture_output=True, text=True)
 
 
-def test_the_command_needs_no_model_with_the_run_ranker_and_names_bad_options(tmp_path):
+def nrp_refuses(capsys, *args: str) -> str:
+    """`examflow nrp ...` in this process: exit code 2 and one error, no traceback; what it wrote on stderr."""
+    from examflow.cli import main
+
+    assert main(["nrp", *args]) == 2
+    error = capsys.readouterr().err
+    assert "Traceback" not in error and error.startswith("examflow: error: "), error
+    return error
+
+
+def test_the_command_needs_no_model_with_the_run_ranker_and_names_bad_options(tmp_path, capsys):
     write(tmp_path / "q.tsv", "q1\thow do bees make honey\n")
     write(tmp_path / "docs.tsv", "d1\tbees make honey from nectar\nd2\tthe moon raises tides\n")
     write(tmp_path / "rel.qrels", "q1 0 d1 2\nq1 0 d2 0\n")
@@ -258,8 +268,7 @@ def test_the_command_needs_no_model_with_the_run_ranker_and_names_bad_options(tm
         ([*qrels, "--fix-ranker", "relevance=monot5"], "--fix-ranker: 'monot5' is none of the --ranker names"),
         ([*qrels, "--weight", "clarity=1"], "--weight: 'clarity' is no dimension of --qrels"),
     ):
-        failed = nrp_command(*base, *args)
-        assert failed.returncode == 2 and message in failed.stderr and "Traceback" not in failed.stderr
+        assert message in nrp_refuses(capsys, *base, *args)
 
 
 def test_answers_and_expert_rankings_are_checked(tmp_path):
@@ -336,7 +345,7 @@ def nrp_collection(tmp_path, queries: str = "q9\tnine\nq2\ttwo\nq10\tten\n", cor
     return ["--corpus", str(tmp_path / "docs.tsv")] * corpus + files
 
 
-def test_a_run_ranker_needs_no_corpus_and_the_expert_table_keeps_the_queries_order(tmp_path):
+def test_a_run_ranker_needs_no_corpus_and_the_expert_table_keeps_the_queries_order(tmp_path, capsys):
     base = nrp_collection(tmp_path, corpus=False)
     run = ["--ranker", "run", "--run", str(tmp_path / "scores.run")]
     result = nrp_command(*base, *run, "--expert", str(tmp_path / "expert.json"))
@@ -354,13 +363,12 @@ def test_a_run_ranker_needs_no_corpus_and_the_expert_table_keeps_the_queries_ord
     with pytest.raises(Failure, match=r"NRP: the rankers bm25 need the judged documents' texts"):
         nrp_tables(inputs, NRPSettings([check_ranker("r", {"kind": "bm25"})], {"relevance": 1}, cache_dir=tmp_path))
     # A ranker that scores texts needs them: one line, naming the option.
-    failed = nrp_command(*base, "--ranker", "bm25", *run)
-    assert failed.returncode == 2 and "Traceback" not in failed.stderr
-    assert failed.stderr.strip().endswith("examflow: error: --corpus: the rankers bm25 score the judged documents' "
-                                          "texts; give --corpus (only `--ranker run` works without)")  # fmt: skip
+    refused = nrp_refuses(capsys, *base, "--ranker", "bm25", *run)
+    assert refused.strip().endswith("examflow: error: --corpus: the rankers bm25 score the judged documents' "
+                                    "texts; give --corpus (only `--ranker run` works without)")  # fmt: skip
 
 
-def test_bad_expert_rankings_and_wilcoxon_names_are_refused(tmp_path):
+def test_bad_expert_rankings_and_wilcoxon_names_are_refused(tmp_path, capsys):
     base = [*nrp_collection(tmp_path), "--ranker", "run", "--run", str(tmp_path / "scores.run")]
     for args, message in (
         (["--wilcoxon", "m", "p", "m", "q"], "--wilcoxon: 'm' / 'q' is no (llm, prompt) of --answers"),
@@ -371,29 +379,27 @@ def test_bad_expert_rankings_and_wilcoxon_names_are_refused(tmp_path):
         (["--expert", str(write(tmp_path / "f.tsv", "q9\tq9-d0\t1\nq9\tq9-d1\t1\n"))],
          "f.tsv:2: field 'rank': query 'q9': rank at least two items, not all tied"),
     ):  # fmt: skip
-        failed = nrp_command(*base, *args)
-        assert failed.returncode == 2 and message in failed.stderr and "Traceback" not in failed.stderr, failed.stderr
+        assert message in nrp_refuses(capsys, *base, *args)
 
 
-def test_answers_to_no_judged_query_are_an_error_not_empty_tables(tmp_path):
+def test_answers_to_no_judged_query_are_an_error_not_empty_tables(tmp_path, capsys):
     base = [*nrp_collection(tmp_path, "q9\tnine\nq2\ttwo\nq10\tten\nq4\tfour\n"), "--ranker", "run", "--run",
             str(tmp_path / "scores.run")]  # fmt: skip
     write(tmp_path / "answers.jsonl", '{"llm": "m", "prompt": "p", "sample": 0, "query_id": "q4", "text": "a"}\n')
-    failed = nrp_command(*base)
-    assert failed.returncode == 2 and not (tmp_path / "out").exists(), failed.stderr
-    assert "answers.jsonl: no answer to a query with judged documents: nothing to rank" in failed.stderr
+    error = nrp_refuses(capsys, *base)
+    assert "answers.jsonl: no answer to a query with judged documents: nothing to rank" in error
+    assert not (tmp_path / "out").exists()
 
 
-def test_an_expert_ranking_of_a_query_without_judged_documents_is_refused(tmp_path):
+def test_an_expert_ranking_of_a_query_without_judged_documents_is_refused(tmp_path, capsys):
     base = [*nrp_collection(tmp_path, "q9\tnine\nq2\ttwo\nq10\tten\nq4\tfour\n"), "--ranker", "run", "--run",
             str(tmp_path / "scores.run")]  # fmt: skip
     with open(tmp_path / "answers.jsonl", "a") as answers:  # answers to q4, which nobody judged
         answers.write('{"llm": "m", "prompt": "p", "sample": 0, "query_id": "q4", "text": "a"}\n'
                       '{"llm": "m", "prompt": "p", "sample": 1, "query_id": "q4", "text": "b"}\n')  # fmt: skip
     expert = write(tmp_path / "e.json", '{"q4": ["m/p/0", "m/p/1"]}')
-    failed = nrp_command(*base, "--expert", str(expert))
-    assert failed.returncode == 2 and "Traceback" not in failed.stderr, failed.stderr
-    assert "e.json:1: field 'query_id': unknown query id 'q4' (no judged document)" in failed.stderr
+    error = nrp_refuses(capsys, *base, "--expert", str(expert))
+    assert "e.json:1: field 'query_id': unknown query id 'q4' (no judged document)" in error
 
 
 def test_subtopic_judgments_are_no_second_judgment_of_a_document(tmp_path):
@@ -408,12 +414,12 @@ def test_subtopic_judgments_are_no_second_judgment_of_a_document(tmp_path):
 
 @pytest.mark.parametrize("weights", [["relevance=1"], ["relevance=nan", "readability=1"],
                                      ["relevance=-1", "readability=2"], ["relevance=0", "readability=0"]])  # fmt: skip
-def test_weights_that_would_drop_a_dimension_or_every_combined_value_are_refused(tmp_path, weights):
+def test_weights_that_would_drop_a_dimension_or_every_combined_value_are_refused(tmp_path, capsys, weights):
     base = [*nrp_collection(tmp_path), "--ranker", "run", "--run", str(tmp_path / "scores.run")]
     write(tmp_path / "read.qrels", "q9 0 q9-d0 1\n")
-    failed = nrp_command(*base, "--qrels", f"relevance={tmp_path / 'rel.qrels'}",
-                         f"readability={tmp_path / 'read.qrels'}", "--weight", *weights)  # fmt: skip
-    assert failed.returncode == 2 and "examflow: error: --weight: " in failed.stderr, failed.stderr
+    error = nrp_refuses(capsys, *base, "--qrels", f"relevance={tmp_path / 'rel.qrels'}",
+                        f"readability={tmp_path / 'read.qrels'}", "--weight", *weights)  # fmt: skip
+    assert error.startswith("examflow: error: --weight: "), error
 
 
 def test_a_ranker_that_scores_nan_stops_the_run(tiny_monot5, tmp_path):
