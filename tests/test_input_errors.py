@@ -27,39 +27,25 @@ def raises_at(path, line: int | None, field: str | None, pattern: str):
     return pytest.raises(InputError, match=where + what + pattern)
 
 
-def test_run_with_wrong_column_count(tmp_path):
-    run = write(tmp_path / "a.run", "q1 Q0 d1 1 2.5 runA\nq1 Q0 d2 2 runA\n")
-    with raises_at(run, 2, None, "expected 6 columns .* found 5"):
-        read_runs([run], QUERY_IDS, strict())
+# A bad run file, the line and field the error names (None: the file as a whole), and what it says.
+BAD_RUNS = [
+    ("q1 Q0 d1 1 2.5 runA\nq1 Q0 d2 2 runA\n", 2, None, "expected 6 columns .* found 5"),
+    ("q1 Q0 d1 1 2.5 runA\nq1 Q0 d2 two 2.0 runA\n", 2, "rank", "not an integer: 'two'"),
+    ("q1 Q0 d1 1 high runA\n", 1, "score", "not a number: 'high'"),
+    ("q1 Q0 d1 1 nan runA\n", 1, "score", "not a finite number"),
+    ("q1 Q0 d1 1 3 runA\nq2 Q0 d1 1 3 runA\nq1 Q0 d1 2 2 runA\n", 3, "doc_id",
+     r"document 'd1' ranked twice for query 'q1' \(first on line 1\)"),
+    ("q1 Q0 d1 1 3 runA\nq1 Q0 d2 2 2 runB\n", 2, "run_tag", "second run tag 'runB'"),
+    (b"q1 Q0 d1 1 3 runA\nq1 Q0 d\xff2 2 2 runA\n", 2, None, "invalid UTF-8: byte 0xff at offset 7 of the line"),
+    ("", None, None, "file is empty"),
+    ("\n\n  \n", None, None, "file is empty"),
+]  # fmt: skip
 
 
-def test_run_with_non_numeric_rank(tmp_path):
-    run = write(tmp_path / "a.run", "q1 Q0 d1 1 2.5 runA\nq1 Q0 d2 two 2.0 runA\n")
-    with raises_at(run, 2, "rank", "not an integer: 'two'"):
-        read_runs([run], QUERY_IDS, strict())
-
-
-def test_run_with_non_numeric_score(tmp_path):
-    run = write(tmp_path / "a.run", "q1 Q0 d1 1 high runA\n")
-    with raises_at(run, 1, "score", "not a number: 'high'"):
-        read_runs([run], QUERY_IDS, strict())
-
-
-def test_run_with_nan_score(tmp_path):
-    run = write(tmp_path / "a.run", "q1 Q0 d1 1 nan runA\n")
-    with raises_at(run, 1, "score", "not a finite number"):
-        read_runs([run], QUERY_IDS, strict())
-
-
-def test_run_with_duplicate_document(tmp_path):
-    run = write(tmp_path / "a.run", "q1 Q0 d1 1 3 runA\nq2 Q0 d1 1 3 runA\nq1 Q0 d1 2 2 runA\n")
-    with raises_at(run, 3, "doc_id", r"document 'd1' ranked twice for query 'q1' \(first on line 1\)"):
-        read_runs([run], QUERY_IDS, strict())
-
-
-def test_run_with_two_tags(tmp_path):
-    run = write(tmp_path / "a.run", "q1 Q0 d1 1 3 runA\nq1 Q0 d2 2 2 runB\n")
-    with raises_at(run, 2, "run_tag", "second run tag 'runB'"):
+@pytest.mark.parametrize("content, line, field, pattern", BAD_RUNS)
+def test_a_bad_run_file_is_named_at_its_line_and_field(tmp_path, content, line, field, pattern):
+    run = write(tmp_path / "a.run", content)
+    with raises_at(run, line, field, pattern):
         read_runs([run], QUERY_IDS, strict())
 
 
@@ -78,19 +64,6 @@ def test_run_with_unknown_query_fails_or_is_counted(tmp_path):
     table = read_runs([run], QUERY_IDS, lenient)
     assert table["query_id"].tolist() == ["q1"]
     assert lenient.counts == {"run rows with an unknown query id": 2}
-
-
-def test_invalid_utf8(tmp_path):
-    run = write(tmp_path / "a.run", b"q1 Q0 d1 1 3 runA\nq1 Q0 d\xff2 2 2 runA\n")
-    with raises_at(run, 2, None, "invalid UTF-8: byte 0xff at offset 7 of the line"):
-        read_runs([run], QUERY_IDS, strict())
-
-
-@pytest.mark.parametrize("content", ["", "\n\n  \n"])
-def test_empty_file(tmp_path, content):
-    run = write(tmp_path / "a.run", content)
-    with raises_at(run, None, None, "file is empty"):
-        read_runs([run], QUERY_IDS, strict())
 
 
 def test_missing_file(tmp_path):
