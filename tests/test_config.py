@@ -403,3 +403,36 @@ def test_every_command_line_option_says_what_it_takes():
         for action in command._actions:
             if action.dest != "help":
                 assert action.help, f"examflow {name} {action.option_strings or action.dest}: no help text"
+
+
+def test_the_command_line_and_the_evaluation_take_their_defaults_from_the_schema():
+    from examflow.cli import parser
+    from examflow.evaluation.evaluate import Settings
+
+    config = checked(MINIMAL)
+    evaluate = parser().parse_args(["evaluate", "--grades", "g", "--pool", "p", "--out", "o"])
+    evaluation = config["evaluation"]
+    assert (evaluate.tau, evaluate.k, evaluate.bootstrap, evaluate.seed) == (
+        evaluation["tau"],
+        evaluation["k"],
+        evaluation["bootstrap"],
+        evaluation["seed"],
+    )
+    assert (evaluate.query_mode, evaluate.n_exam, evaluate.relevant_judgment) == (
+        evaluation["query_mode"],
+        evaluation["n_exam"],
+        evaluation["min_relevant_judgment"],
+    )
+    settings = Settings()
+    assert (settings.taus, settings.k, settings.bootstrap) == (
+        evaluation["tau"],
+        evaluation["k"],
+        evaluation["bootstrap"],
+    )
+    pool = parser().parse_args(["pool", "--queries", "q", "--out", "o"])
+    assert (pool.depth, pool.relevance_range) == (config["pool"]["depth"], config["validation"]["relevance_range"])
+    grade = parser().parse_args(["grade", "--method", "{}", "--passages", "p", "--queries", "q", "--questions", "x",
+                                 "--shard", "s", "--cache-dir", "c", "--out", "o"])  # fmt: skip
+    assert (grade.flush_every, grade.max_error_rate) == (config["grading"]["flush_every"], 0)
+    # The values themselves, as the docs state them (config/README.md).
+    assert (evaluation["tau"], evaluation["k"], pool.depth, grade.flush_every) == ([1, 3, 4, 5], 20, 20, 64)

@@ -11,6 +11,7 @@ import sys
 from functools import partial
 
 from examflow import __version__, commands
+from examflow.defaults import default
 from examflow.errors import ConfigError, Failure
 from examflow.outputs import FACT_NAMES
 from examflow.registry import (
@@ -122,10 +123,13 @@ def _pool_parser(subparsers) -> None:
     pool.add_argument("--segments", help="segmented responses, the Parquet table of `examflow segment`")
     pool.add_argument("--qrels", help="TREC qrels: query_id 0 doc_id relevance (query_id/facet_id for a subtopic)")
     pool.add_argument("--corpus", help="passages: TSV doc_id<TAB>text, JSONL (optionally .gz), Parquet, or irds:ID")
-    _number(pool, "--depth", minimum=1, default=20, help="top-k of every run to pool, rank as written (default 20)")
     _number(
-        pool, "--relevance-range", nargs=2, default=[-2, 4], metavar=("LOW", "HIGH"),
-        help="lowest and highest relevance a qrels line may hold (default -2 4)",
+        pool, "--depth", minimum=1, default=default("pool.depth"),
+        help=f"top-k of every run to pool, rank as written (default {default('pool.depth')})",
+    )  # fmt: skip
+    _number(
+        pool, "--relevance-range", nargs=2, default=default("validation.relevance_range"), metavar=("LOW", "HIGH"),
+        help=f"lowest and highest relevance a qrels line may hold (default {_words('validation.relevance_range')})",
     )  # fmt: skip
     _policy(pool, "--on-missing-passage", "pooled passages missing from the corpus or empty")
     _policy(pool, "--on-unknown-query", "run and qrels rows whose query is not in --queries")
@@ -149,7 +153,10 @@ def _shard_options(command) -> None:
         help="the bucket of query ids: shard-<b>, b from 0 to --shards - 1, zero-padded to the width of the "
         "last (shard-0 of 1, shard-0 to shard-9 of 10, shard-00 to shard-15 of 16)",
     )  # fmt: skip
-    _number(command, "--shards", minimum=1, default=16, help="the number of hash buckets (default 16)")
+    _number(
+        command, "--shards", minimum=1, default=default("grading.shards"),
+        help=f"the number of hash buckets (default {default('grading.shards')})",
+    )  # fmt: skip
 
 
 def _segment_parser(subparsers) -> None:
@@ -161,7 +168,10 @@ def _segment_parser(subparsers) -> None:
         "--gold-articles", help='gold articles JSONL {"query_id", "text"}, segmented as the run _gold_'
     )
     segment.add_argument("--queries", required=True, help=QUERIES_HELP)
-    _number(segment, "--max-tokens", minimum=1, default=400, help="most words in a passage (default 400)")
+    _number(
+        segment, "--max-tokens", minimum=1, default=default("segment.max_tokens"),
+        help=f"most words in a passage (default {default('segment.max_tokens')})",
+    )  # fmt: skip
     _policy(segment, "--on-unknown-query", "responses whose query is not in --queries")
     segment.add_argument("--out", required=True, help="Parquet table to write")
     segment.set_defaults(handler=commands.segment_command)
@@ -172,9 +182,15 @@ def _questions_parser(subparsers) -> None:
     questions.add_argument("--queries", required=True, help=QUERIES_HELP)
     questions.add_argument("--out", required=True, help="bank file to write (JSONL, .gz for gzip); never overwritten")
     questions.add_argument(
-        "--format", choices=QUESTION_FORMATS, default="json", help="output-format instruction (default json)"
+        "--format",
+        choices=QUESTION_FORMATS,
+        default=default("questions.format"),
+        help=f"output-format instruction (default {default('questions.format')})",
     )
-    _number(questions, "--attempts", minimum=1, default=3, help="tries per query on unparsable answers (default 3)")
+    _number(
+        questions, "--attempts", minimum=1, default=default("questions.attempts"),
+        help=f"tries per query on unparsable answers (default {default('questions.attempts')})",
+    )  # fmt: skip
     questions.add_argument("--cache-dir", required=True, help="directory of cached raw LLM answers")
     add_llm_options(questions)
     questions.set_defaults(handler=commands.questions_command)
@@ -202,10 +218,14 @@ def _grading_parsers(subparsers) -> None:
     grade.add_argument("--questions", required=True, help=f"the shard's questions, {TABLE}")
     grade.add_argument("--shard", required=True, help="shard name, for the log")
     grade.add_argument("--cache-dir", required=True, help="directory of the grade and LLM caches")
-    _number(grade, "--flush-every", minimum=1, default=64, help="pairs per cache flush (default 64)")
     _number(
-        grade, "--max-error-rate", "number", minimum=0, maximum=1, default=0.0,
-        help="share of pairs (0-1) that may fail before the job fails, writing no table (default 0)",
+        grade, "--flush-every", minimum=1, default=default("grading.flush_every"),
+        help=f"pairs per cache flush (default {default('grading.flush_every')})",
+    )  # fmt: skip
+    _number(
+        grade, "--max-error-rate", "number", minimum=0, maximum=1, default=float(default("grading.max_error_rate")),
+        help="share of pairs (0-1) that may fail before the job fails, writing no table "
+        f"(default {default('grading.max_error_rate')})",
     )  # fmt: skip
     grade.add_argument("--out", required=True, help="Parquet table to write")
     grade.add_argument("--progress", help="JSON file of the job's counts, rewritten as it grades (`examflow progress`)")
@@ -243,7 +263,7 @@ def _nrp_parser(subparsers) -> None:
     )  # fmt: skip
     nrp.add_argument("--run", help="TREC run over the judged documents and answers (docid llm/prompt/sample)")
     nrp.add_argument(
-        "--denominator", choices=["docs", "list"], default="docs",
+        "--denominator", choices=["docs", "list"], default=default("nrp.denominator"),
         help="NRP = 1 - r/|D_q| (docs, the paper, default) or 1 - r/(|D_q|+1) (list, the published numbers)",
     )  # fmt: skip
     nrp.add_argument("--weight", nargs="*", metavar="DIMENSION=W", help="weights of the combined NRP (default equal)")
@@ -272,7 +292,9 @@ def _official_parser(subparsers) -> None:
         "--runs", nargs="+", required=True, help="the run files (TREC format) to rank, already pooled (`examflow pool`)"
     )
     official.add_argument(
-        "--measure", default="ndcg_cut_10", help="a trec_eval measure, pytrec_eval's name (default ndcg_cut_10)"
+        "--measure",
+        default=default("evaluation.official_measure"),
+        help=f"a trec_eval measure, pytrec_eval's name (default {default('evaluation.official_measure')})",
     )
     _number(
         official, "--relevance-level", default=1,
@@ -296,8 +318,14 @@ def _evaluate_parser(subparsers) -> None:
     )
     _policy(evaluate, "--on-unknown-run", "official runs that are not evaluated")
     # each checked by examflow.config.check_taus: once, and a grade a passage can reach
-    _number(evaluate, "--tau", nargs="+", default=[1, 3, 4, 5], help="grade thresholds (default 1 3 4 5)")
-    _number(evaluate, "--k", minimum=1, default=20, help="passage budget: rank <= k, as written (default 20)")
+    _number(
+        evaluate, "--tau", nargs="+", default=default("evaluation.tau"),
+        help=f"grade thresholds (default {_words('evaluation.tau')})",
+    )  # fmt: skip
+    _number(
+        evaluate, "--k", minimum=1, default=default("evaluation.k"),
+        help=f"passage budget: rank <= k, as written (default {default('evaluation.k')})",
+    )  # fmt: skip
     evaluate.add_argument(
         "--measures",
         nargs="*",
@@ -305,21 +333,29 @@ def _evaluate_parser(subparsers) -> None:
         help="trec_eval measures, pytrec_eval names (P_20, map)",
     )
     evaluate.add_argument(
-        "--query-mode", choices=["present", "all"], default="present",
+        "--query-mode", choices=["present", "all"], default=default("evaluation.query_mode"),
         help="mean over the queries a run has (present, default) or all, missing ones as 0 (trec_eval -c)",
     )  # fmt: skip
     evaluate.add_argument(
-        "--n-exam", choices=["pool", "gold"], default="pool", help="n-EXAM normaliser: pool (default) or gold articles"
+        "--n-exam",
+        choices=["pool", "gold"],
+        default=default("evaluation.n_exam"),
+        help="n-EXAM normaliser: pool (default) or gold articles",
     )
     _number(
-        evaluate, "--min-relevant-judgment", dest="relevant_judgment", default=1,
+        evaluate, "--min-relevant-judgment", dest="relevant_judgment", default=default("evaluation.min_relevant_judgment"),
         help="official judgment that counts as relevant for kappa (default 1, as for CAR; 2 for TREC DL)",
     )  # fmt: skip
     _number(
-        evaluate, "--bootstrap", minimum=0, default=1000,
-        help="bootstrap replicates over queries (default 1000; 0: none)",
+        evaluate, "--bootstrap", minimum=0, default=default("evaluation.bootstrap"),
+        help=f"bootstrap replicates over queries (default {default('evaluation.bootstrap')}; 0: none)",
     )  # fmt: skip
-    _number(evaluate, "--seed", default=0, help="seed of the bootstrap (default 0)")
+    _number(
+        evaluate,
+        "--seed",
+        default=default("evaluation.seed"),
+        help=f"seed of the bootstrap (default {default('evaluation.seed')})",
+    )
     _number(
         evaluate, "--diagnostics-tau", **THRESHOLD,
         help="threshold of the question diagnostics (default 4, or the highest --tau)",
@@ -335,6 +371,11 @@ def _evaluate_parser(subparsers) -> None:
 
 # The bounds of a grade threshold (`examflow.config.check_taus`): grades run 0 to TOP_GRADE.
 THRESHOLD = {"minimum": 1, "maximum": TOP_GRADE}
+
+
+def _words(key: str) -> str:
+    """A list default as the command line takes it: `1 3 4 5`."""
+    return " ".join(map(str, default(key)))
 
 
 def _number(command, name: str, kind: str = "integer", minimum=None, maximum=None, **argument) -> None:

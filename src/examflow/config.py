@@ -19,6 +19,7 @@ from pathlib import Path
 
 import yaml
 
+from examflow.defaults import SCHEMA
 from examflow.errors import ConfigError, InputError
 from examflow.registry import (
     BACKENDS,
@@ -37,7 +38,6 @@ from examflow.registry import (
 )
 
 log = logging.getLogger(__name__)
-SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 
 
 def schema(path: str | Path = SCHEMA) -> dict:

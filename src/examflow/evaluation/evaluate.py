@@ -9,6 +9,7 @@ from functools import cached_property
 
 import pandas as pd
 
+from examflow.defaults import default
 from examflow.errors import InputError
 from examflow.evaluation.agreement import AGREEMENT_COLUMNS, agreement_tables, kappas, paired, per_page
 from examflow.evaluation.correlation import bootstrap_intervals, leaderboard_correlation, random_tie_correlation, tau_ap
@@ -47,14 +48,15 @@ CORRELATION_COLUMNS = [
 
 @dataclass
 class Settings:
-    taus: list[int] = field(default_factory=lambda: [1, 3, 4, 5])
-    k: int = 20
+    # The configuration's defaults (examflow.defaults), for callers that leave a setting out.
+    taus: list[int] = field(default_factory=lambda: default("evaluation.tau"))
+    k: int = default("evaluation.k")
     measures: list[str] = field(default_factory=lambda: list(DEFAULT_MEASURES))
-    query_mode: str = "present"  # or "all": queries a run lacks count 0 (trec_eval -c for the measures)
-    n_exam: str = "pool"  # or "gold"
-    relevant_judgment: int = 1
-    bootstrap: int = 1000
-    seed: int = 0
+    query_mode: str = default("evaluation.query_mode")  # or "all": queries a run lacks count 0 (trec_eval -c)
+    n_exam: str = default("evaluation.n_exam")  # or "gold"
+    relevant_judgment: int = default("evaluation.min_relevant_judgment")
+    bootstrap: int = default("evaluation.bootstrap")
+    seed: int = default("evaluation.seed")
     diagnostics_tau: float = 4  # the threshold of the question diagnostics and the baseline's comparison
 
 

@@ -1,0 +1,27 @@
+"""The configuration's defaults, read from its schema (`workflow/schemas/config.schema.yaml`): the one
+source that the config check, the command line and the evaluation's settings all take them from."""
+
+from __future__ import annotations
+
+import copy
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+
+
+@cache
+def _schema() -> dict:
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader where PyYAML has one: faster
+    return yaml.load(SCHEMA.read_text(encoding="utf-8"), Loader=loader)
+
+
+def default(key: str) -> Any:
+    """The schema's default of a dotted config key, such as `evaluation.tau` (a copy: lists stay the schema's)."""
+    node = _schema()
+    for part in key.split("."):
+        node = node["properties"][part]
+    return copy.deepcopy(node["default"])
