@@ -16,6 +16,7 @@ rule official_leaderboard:
         ENV
     params:
         pool=lambda wildcards, input: Path(input.rankings).parent,
+        # shlex-quoted options (cli_options): no :q in the shell line
         settings=lambda wildcards: cli_options(
             measure=config["evaluation"]["official_measure"],
             relevance_level=config["evaluation"]["min_relevant_judgment"],
@@ -44,6 +45,7 @@ rule evaluate:
         mem_mb=lambda wildcards, input: 2000 + 40 * size_mb(wildcards, input.grades),
         runtime=60,
     params:
+        # inputs and settings: shlex-quoted options (cli_options): no :q in the shell line
         inputs=lambda wildcards, input: cli_options(
             questions=input.questions,
             official=input.official or None,

@@ -18,16 +18,16 @@ rule grade:
         mem_mb=method_resource("mem_mb"),
         runtime=grade_runtime,
     params:
-        method=grading_json,
+        method=grading_json,  # shlex-quoted JSON (method_json): no :q in the shell line
         cache=lambda wildcards: config["cache_dir"],
         flush_every=config["grading"]["flush_every"],
         max_error_rate=config["grading"]["max_error_rate"],
         progress=progress_file,
     shell:
         "python -m examflow grade --method {params.method} --passages {input.passages:q}"
-        " --queries {input.queries:q} --questions {input.questions:q} --shard {wildcards.shard}"
-        " --cache-dir {params.cache:q} --flush-every {params.flush_every}"
-        " --max-error-rate {params.max_error_rate} --progress {params.progress:q}"
+        " --queries {input.queries:q} --questions {input.questions:q} --shard {wildcards.shard:q}"
+        " --cache-dir {params.cache:q} --flush-every {params.flush_every:q}"
+        " --max-error-rate {params.max_error_rate:q} --progress {params.progress:q}"
         " --out {output:q} 2> {log:q}"
 
 
@@ -49,7 +49,7 @@ rule merge_grades:
         mem_mb=lambda wildcards, input: 1000 + 20 * size_mb(wildcards, input),
         runtime=30,
     params:
-        method=method_json,
+        method=method_json,  # shlex-quoted JSON: no :q in the shell line
     shell:
         "python -m examflow merge-grades --method {params.method} --out {output:q} {input:q} 2> {log:q}"
 
@@ -73,6 +73,7 @@ rule plan:
         ENV
     params:
         pool=lambda wildcards, input: Path(input.passages).parent,
+        # shlex-quoted JSON, one word a method: no :q in the shell line
         methods=lambda wildcards: " ".join(
             shlex.quote(json.dumps(method)) for method in METHODS.values()
         ),
@@ -80,5 +81,5 @@ rule plan:
         shards=SHARD_COUNT,
     shell:
         "python -m examflow plan --pool {params.pool:q} --questions {input.questions:q}"
-        " --method {params.methods} --cache-dir {params.cache:q} --shards {params.shards}"
+        " --method {params.methods} --cache-dir {params.cache:q} --shards {params.shards:q}"
         " --out {output:q} 2> {log:q}"

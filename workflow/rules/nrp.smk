@@ -18,6 +18,7 @@ rule nrp:
         mem_mb=8000,
         runtime=120,
     params:
+        # inputs and settings: shlex-quoted options (cli_options, shlex.join): no :q in the shell line
         inputs=nrp_inputs,
         settings=nrp_settings,
         out=lambda wildcards, output: Path(output.per_answer).parent,

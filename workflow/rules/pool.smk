@@ -16,18 +16,18 @@ rule pool:
         mem_mb=8000,
         runtime=60,
     params:
-        sources=pool_sources,
+        sources=pool_sources,  # shlex-quoted options (cli_options): no :q in the shell line
         depth=config["pool"]["depth"],
         on_missing_passage=config["validation"]["missing_passages"],
         on_unknown_query=config["validation"]["unknown_queries"],
-        relevance_range=cli_options(
+        relevance_range=cli_options(  # shlex-quoted options: no :q in the shell line
             relevance_range=config["validation"]["relevance_range"]
         ),
         out=lambda wildcards, output: Path(output.passages).parent,
     shell:
-        "python -m examflow pool {params.sources} --depth {params.depth}"
-        " --on-missing-passage {params.on_missing_passage}"
-        " --on-unknown-query {params.on_unknown_query} {params.relevance_range}"
+        "python -m examflow pool {params.sources} --depth {params.depth:q}"
+        " --on-missing-passage {params.on_missing_passage:q}"
+        " --on-unknown-query {params.on_unknown_query:q} {params.relevance_range}"
         " --out {params.out:q} 2> {log:q}"
 
 
@@ -50,5 +50,5 @@ rule pool_shard:
         shards=SHARD_COUNT,
     shell:
         "python -m examflow pool-shard --passages {input.passages:q} --queries {input.queries:q}"
-        " --shard {wildcards.shard} --shards {params.shards}"
+        " --shard {wildcards.shard:q} --shards {params.shards:q}"
         " --out-passages {output.passages:q} --out-queries {output.queries:q} 2> {log:q}"

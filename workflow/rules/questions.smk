@@ -13,6 +13,7 @@ if GENERATE_BANK:
         conda:
             ENV
         params:
+            # queries and llm: shlex-quoted options (cli_options): no :q in the shell line
             queries=lambda wildcards, input: cli_options(
                 queries=source(input, "queries")
             ),
@@ -22,7 +23,7 @@ if GENERATE_BANK:
             cache=lambda wildcards: f"{config['cache_dir']}/llm",
         shell:
             "python -m examflow questions {params.queries} {params.llm}"
-            " --format {params.format} --attempts {params.attempts}"
+            " --format {params.format:q} --attempts {params.attempts:q}"
             " --cache-dir {params.cache:q} --out {output:q} 2> {log:q}"
 
 
@@ -49,5 +50,5 @@ rule bank_shard:
         on_unknown_query=config["validation"]["unknown_queries"],
     shell:
         "python -m examflow bank-shard --bank {input.bank:q} --queries {params.queries:q}"
-        " --on-unknown-query {params.on_unknown_query}"
-        " --shard {wildcards.shard} --shards {params.shards} --out {output:q} 2> {log:q}"
+        " --on-unknown-query {params.on_unknown_query:q}"
+        " --shard {wildcards.shard:q} --shards {params.shards:q} --out {output:q} 2> {log:q}"

@@ -13,9 +13,10 @@ rule report_method:
     conda:
         ENV
     params:
+        # inputs and settings: shlex-quoted options (cli_options): no :q in the shell line
         inputs=report_inputs_options,
         settings=report_settings,
         out=lambda wildcards, output: Path(output.leaderboard_png).parent,
     shell:
-        "python -m examflow report --method {wildcards.method} --grades {input.grades:q}"
+        "python -m examflow report --method {wildcards.method:q} --grades {input.grades:q}"
         " {params.inputs} {params.settings} --out {params.out:q} 2> {log:q}"

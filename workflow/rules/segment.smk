@@ -13,7 +13,7 @@ rule segment:
         mem_mb=2000,
         runtime=30,
     params:
-        texts=lambda wildcards, input: cli_options(
+        texts=lambda wildcards, input: cli_options(  # shlex-quoted options: no :q in the shell line
             responses=input.responses or None,
             gold_articles=input.gold_articles or None,
             queries=source(input, "queries"),
@@ -22,5 +22,5 @@ rule segment:
         on_unknown_query=config["validation"]["unknown_queries"],
     shell:
         "python -m examflow segment {params.texts}"
-        " --max-tokens {params.max_tokens} --on-unknown-query {params.on_unknown_query}"
+        " --max-tokens {params.max_tokens:q} --on-unknown-query {params.on_unknown_query:q}"
         " --out {output:q} 2> {log:q}"

@@ -16,6 +16,7 @@ rule summary:
     conda:
         ENV
     params:
+        # inputs and settings: shlex-quoted options (cli_options): no :q in the shell line
         inputs=lambda wildcards, input: cli_options(
             grades=input.grades,
             flagged=input.flagged or None,
