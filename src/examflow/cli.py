@@ -297,8 +297,9 @@ def _official_parser(subparsers) -> None:
         help=f"a trec_eval measure, pytrec_eval's name (default {default('evaluation.official_measure')})",
     )
     _number(
-        official, "--relevance-level", default=1,
-        help="the lowest judgment counted relevant by the measure, trec_eval -l (default 1; TREC DL: 2)",
+        official, "--relevance-level", default=default("evaluation.min_relevant_judgment"),
+        help="the lowest judgment counted relevant by the measure, trec_eval -l "
+        f"(default {default('evaluation.min_relevant_judgment')}; TREC DL: 2)",
     )  # fmt: skip
     official.add_argument("--out", required=True, help="TSV file to write: run_id, score, rank")
     official.set_defaults(handler=commands.official_command)

@@ -21,9 +21,7 @@ def tie_keys(scores) -> np.ndarray:
 def ranks_of(scores: dict[str, float]) -> dict[str, float]:
     """Official ranks of scores, best (highest) first, ties as averaged ranks — on the tie keys, so
     that scores equal but for summation noise tie."""
-    keys = dict(zip(scores, tie_keys(list(scores.values())).tolist()))
-    ordered = sorted(keys.values(), reverse=True)
-    first = {}
-    for position, key in enumerate(ordered, 1):
-        first.setdefault(key, position)
-    return {run: first[key] + (ordered.count(key) - 1) / 2 for run, key in keys.items()}
+    import pandas as pd
+
+    ranks = pd.Series(-tie_keys(list(scores.values())), index=list(scores)).rank(method="average")
+    return ranks.to_dict()

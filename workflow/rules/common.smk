@@ -411,10 +411,17 @@ PROGRESS = Reporter(
 )
 
 
+JOB_LOGS = (
+    {}
+)  # jobid: the job's logs, filled as jobs are announced (a checkpoint adds some)
+
+
 def job_logs(jobid):
-    """The logs of the job Snakemake numbered `jobid`."""
-    dag = workflow.dag
-    return [log for job in dag.jobs if dag.jobid(job) == jobid for log in job.log]
+    """The logs of the job Snakemake numbered `jobid`; the DAG is read again only for a job not yet seen."""
+    if jobid not in JOB_LOGS:
+        dag = workflow.dag
+        JOB_LOGS.update({dag.jobid(job): list(job.log) for job in dag.jobs})
+    return JOB_LOGS.get(jobid, [])
 
 
 def keep_earlier_logs():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import pandas as pd
 
@@ -55,7 +56,14 @@ class Board:
         return official + [r for r in self.runs() if r not in self.official]
 
     def group(self, run: str) -> str:
-        kind = self._kinds().get(run, "system")
+        return self.groups.get(run) or self._group(run, "system")
+
+    @cached_property
+    def groups(self) -> dict[str, str]:
+        """Every run's group, worked out once: pages ask for it once a cell."""
+        return {run: self._group(run, kind) for run, kind in zip(self.rows["run_id"], self.rows["kind"])}
+
+    def _group(self, run: str, kind: str) -> str:
         if kind != "system":
             return kind
         if self.official is None:
@@ -76,7 +84,7 @@ class Board:
         """The best official runs under `measure` (all of a tie; every system without an official
         leaderboard), in leaderboard order."""
         candidates = self.rows[
-            (self.rows["measure"] == measure) & self.rows["run_id"].map(lambda r: self.group(r) in (OFFICIAL, RUN))
+            (self.rows["measure"] == measure) & self.rows["run_id"].map(self.groups).isin((OFFICIAL, RUN))
         ]
         if candidates.empty:
             return []
@@ -100,9 +108,6 @@ class Board:
     def label(self, measure: str) -> str:
         """The measure's name in a figure: marked when it does not depend on τ."""
         return f"{measure} (every τ)" if measure in self.without_tau() else measure
-
-    def _kinds(self) -> dict[str, str]:
-        return dict(zip(self.rows["run_id"], self.rows["kind"]))
 
 
 def score_text(score: float, stderr: float) -> str:
