@@ -94,3 +94,9 @@ def test_the_command_refuses_a_run_the_pool_does_not_hold(tmp_path, capsys):
     assert not out.exists()
     assert main(["official", "--pool", str(pool), "--runs", str(pooled), "--out", str(out)]) == 0
     assert pd.read_csv(out, sep="\t").values.tolist() == [["a", 1.0, 1.0]]
+
+
+def test_a_rank_written_as_a_json_string_is_no_number(tmp_path):
+    quoted = write(tmp_path / "q.json", '{"a": 1, "b": "2"}')
+    with raises_at(quoted, 1, "b", "rank '2' is not a number"):
+        read_leaderboard(quoted)

@@ -138,3 +138,16 @@ def test_a_log_that_cannot_move_aside_is_a_warning_and_the_job_goes_on(tmp_path)
     logger.warning("a job", extra={"event": "job_info", "jobid": 1})
     assert len(warnings) == 1 and warnings[0].startswith(f"examflow: the earlier log {log} could not be kept: ")
     assert log.read_text() == "earlier"
+
+
+def test_a_progress_file_that_cannot_be_written_never_fails_the_grading(tmp_path, caplog):
+    from examflow.progress import job_progress
+
+    blocked = tmp_path / "a file, not a folder"
+    blocked.write_text("")
+    with caplog.at_level(logging.WARNING), job_progress(blocked / "m" / "s.json", "m/s") as progress:
+        progress.planned(cached=0, to_grade=10)
+        progress.graded(10)
+    assert progress.counts.graded == 10 and progress.counts.state == "done"
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and warnings[0].startswith("grading progress is no longer written (the grading goes on)")

@@ -13,6 +13,7 @@ to the model, over the wall time since this run's first grading job began.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import threading
 import time
@@ -23,6 +24,8 @@ from pathlib import Path
 
 from examflow.errors import Failure, InputError
 from examflow.io.tables import write_tables
+
+log = logging.getLogger(__name__)
 
 FOLDER = "logs/progress"  # under the results folder
 RUN = "run.json"
@@ -57,6 +60,7 @@ class JobProgress:
         now = time.time()
         self.counts = JobCounts(job, started=now, updated=now)
         self.written = 0.0
+        self.broken = False
         self._write()
 
     def planned(self, cached: int, to_grade: int) -> None:
@@ -75,8 +79,14 @@ class JobProgress:
         self._write()
 
     def _write(self) -> None:
+        if self.broken:  # a progress file is a log: it never fails the grading
+            return
         self.counts.updated = self.written = time.time()
-        write_tables({self.path: json.dumps(asdict(self.counts))})
+        try:
+            write_tables({self.path: json.dumps(asdict(self.counts))})
+        except Failure as error:
+            self.broken = True
+            log.warning("grading progress is no longer written (the grading goes on): %s", error)
 
 
 @contextmanager

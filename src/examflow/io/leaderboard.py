@@ -52,19 +52,22 @@ def _tsv_ranks(path: str | Path) -> dict[str, float]:
         check_id(path, number, run, run_column)
         if run in values:
             raise InputError(path, f"run {run!r} is listed twice", number, run_column)
-        values[run] = _number(path, number, value_column, row[value_column], value_column)
+        values[run] = _number(path, number, value_column, _float(row[value_column]), value_column)
     if not values:
         raise InputError(path, f"no run: expected {SHAPES}")
     return values if value_column == "rank" else ranks_of(values)
 
 
+def _float(text: str) -> float | str:
+    """A TSV cell as a number where it reads as one; else the text, for the error to show."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
 def _number(path, number: int | None, field: str, value, what: str) -> float:
-    """`value` (the run's rank or score) as a finite number."""
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            raise InputError(path, f"{what} {value!r} is not a number", number, field) from None
+    """`value` (the run's rank or score) as a finite number: a JSON string is no number."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InputError(path, f"{what} {value!r} is not a number", number, field)
     if not math.isfinite(value):
