@@ -113,3 +113,11 @@ def test_the_summary_says_where_the_official_leaderboard_came_from():
     given = run_summary({}, None, "results", {"m": board}, official=OfficialSource("mine/official.json")).markdown()
     assert "The official leaderboard is the file given: `mine/official.json`." in given
     assert "official leaderboard" not in run_summary({}, None, "results", {}).markdown()
+
+
+def test_without_an_official_leaderboard_the_page_promises_no_correlation():
+    with_one = leaderboard_page(hand_board({"a": 1, "b": 2}, pd.DataFrame(
+        {"method": "m", "measure": ["exam_cover"], "tau": [4.0], "spearman": [0.5], "kendall": [0.25]})))  # fmt: skip
+    without = leaderboard_page(hand_board())
+    assert "Spearman's ρ and Kendall's τ with the official leaderboard" in with_one
+    assert "Spearman" not in without and "Bold: the best run under each measure." in without

@@ -63,7 +63,8 @@ def leaderboard_figure(board: Board) -> bytes:
     axes[0, 0].set_ylim(len(runs) - 0.5, -0.5)  # the first run on top
     order = "official order, then the runs off it" if board.official else f"{board.headline} order"
     fig.suptitle(f"{board.method}: the leaderboard at τ = {board.tau:g}, one panel per measure; runs in {order}; "
-                 "ring: best official run", fontsize=9, parse_math=False, wrap=True)  # fmt: skip
+                 f"ring: best {'official run' if board.official else 'run'}", fontsize=9, parse_math=False,
+                 wrap=True)  # fmt: skip
     handles = {label: handle for ax in axes.flat for handle, label in zip(*ax.get_legend_handles_labels())}
     shown = {label: handles[label] for label in (s["label"] for s in GROUP_STYLE.values()) if label in handles}
     fig.legend(shown.values(), shown.keys(), loc="lower center", ncols=len(shown), fontsize=7, frameon=False)

@@ -137,6 +137,9 @@ def _without_tau_note(board: Board) -> str:
     return f" Marked <i>{EVERY_TAU}</i>: {names} do not depend on τ (one value, computed once)."
 
 
+_AGREEMENT_NOTE = " Under each measure: Spearman's ρ and Kendall's τ with the official leaderboard."
+
+
 def _board_note(board: Board) -> str:
     groups = ("<b>official</b> runs are on the official leaderboard, <b>extra</b> runs are evaluated but not on it "
               "(generated responses, runs left off it)" if board.official else "<b>run</b>: every evaluated system "
@@ -145,8 +148,8 @@ def _board_note(board: Board) -> str:
             f"<code>leaderboard.tsv</code>). Runs in the order of the headline measure, "
             f"<code>{html.escape(board.headline)}</code>; {groups}; <b>pool</b> (<code>_overall_</code>) and "
             "<b>gold</b> (<code>_gold_</code>) are special rows, last. Bold: the best "
-            f"{'official run' if board.official else 'run'} under each measure. Under each measure: Spearman's ρ "
-            "and Kendall's τ with the official leaderboard. A click on a column name sorts by it."
+            f"{'official run' if board.official else 'run'} under each measure."
+            f"{_AGREEMENT_NOTE if board.correlation is not None else ''} A click on a column name sorts by it."
             f"{_without_tau_note(board)}</p>")  # fmt: skip
 
 
