@@ -151,3 +151,17 @@ def test_a_progress_file_that_cannot_be_written_never_fails_the_grading(tmp_path
     assert progress.counts.graded == 10 and progress.counts.state == "done"
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and warnings[0].startswith("grading progress is no longer written (the grading goes on)")
+
+
+def test_pairs_that_got_no_grade_are_counted_apart_from_the_graded_ones(tmp_path):
+    from examflow.progress import job_progress
+
+    folder = tmp_path / "results"
+    write(folder / "logs/progress/run.json", json.dumps({"started": 0.0, "jobs": ["m/s0"]}))
+    with job_progress(folder / "logs/progress/m/s0.json", "m/s0") as progress:
+        progress.planned(cached=0, to_grade=60)
+        progress.graded(60)
+        progress.failures(7)  # 3 HTTP 500, 3 unparsable, 1 timeout, say
+    line = progress_line(read_progress(folder), now=progress.counts.updated)
+    assert line.startswith("examflow: graded 60 of 60 pairs (100%)")
+    assert line.endswith("grade jobs: 1 done; 7 pairs failed (no grade: summary.md counts them by kind)")

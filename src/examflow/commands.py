@@ -159,6 +159,8 @@ def grade_command(args: argparse.Namespace) -> None:
         grader = ShardGrader(method, args.cache_dir, args.flush_every, progress)
         grades = grader.grade(pairs)
         log.info("sent %d prompts to the model", grader.sent)
+        if progress:
+            progress.failures(int(grades["error"].notna().sum()))
         check_failures(grades, method, args.shard, args.max_error_rate)
         write_grades(grades, {"model": grader.backend.signature}, args.out)
 

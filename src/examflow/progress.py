@@ -47,6 +47,7 @@ class JobCounts:
     cached: int = 0
     to_grade: int | None = None  # None until the job has looked in the cache
     graded: int = 0
+    failed: int = 0  # graded pairs that got no grade (an HTTP error, a timeout, an unparsable answer), at the end
     started: float = 0.0  # wall-clock seconds (time.time()), comparable across a cluster's nodes
     updated: float = 0.0
     state: str = RUNNING
@@ -73,6 +74,11 @@ class JobProgress:
         self.counts.graded += pairs
         if time.time() - self.written >= WRITE_EVERY:
             self._write()
+
+    def failures(self, pairs: int) -> None:
+        """The pairs that got no grade, known once the job has read every answer."""
+        self.counts.failed = pairs
+        self._write()
 
     def end(self, state: str) -> None:
         self.counts.state = state
@@ -174,8 +180,9 @@ def progress_line(progress: RunProgress, now: float) -> str:
         "waiting": progress.waiting,
     }
     line = ", ".join(words) + "; grade jobs: " + ", ".join(f"{n} {state}" for state, n in states.items() if n)
-    cached = sum(j.cached for j in jobs)
-    return line + (f"; {cached:,} more pairs answered by the cache" if cached else "")
+    cached, failed = sum(j.cached for j in jobs), sum(j.failed for j in jobs)
+    line += f"; {cached:,} more pairs answered by the cache" if cached else ""
+    return line + (f"; {failed:,} pairs failed (no grade: summary.md counts them by kind)" if failed else "")
 
 
 def _jobs(count: int) -> str:

@@ -64,7 +64,10 @@ LLM_OPTIONS = {
         "string", None, "OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 for vLLM; null for OpenAI", nullable=True
     ),
     "api_key_env": Option(
-        "string", "OPENAI_API_KEY", "name of the environment variable that holds the API key (never the key itself)"
+        "string", "OPENAI_API_KEY",
+        "name of the environment variable that holds the API key (never the key itself); unset with a "
+        "`base_url`, the placeholder key `none` is sent (local servers take any): a misspelt name shows as "
+        "`http-401` failures",
     ),
     "api": Option("string", "chat", "`chat` or `completions` API", choices=("chat", "completions")),
     "temperature": Option("number", 0.0, "sampling temperature", minimum=0),
