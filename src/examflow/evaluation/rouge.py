@@ -22,7 +22,7 @@ _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 
 @cache
 def _lemma(word: str) -> str:
-    import simplemma  # only evaluations with gold articles pay for its import
+    import simplemma  # imported on first use: ROUGE with gold articles, and pooling's keyword-stuffing check
 
     return simplemma.lemmatize(word, lang="en")
 
