@@ -15,12 +15,12 @@ import argparse
 import json
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from workdir import kept_or_temporary
 
 MEASURE = (
     "import resource, sys; from examflow.cli import main; code = main(sys.argv[1:]); "
@@ -86,8 +86,9 @@ def main() -> None:
     parser.add_argument("--passages", type=int, default=85_000)
     parser.add_argument("--questions", type=int, default=65)
     parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (outputs to compare across commits)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as name:
+    with kept_or_temporary(args.keep) as name:
         directory = Path(name)
         start = time.perf_counter()
         build(directory, args.topics, args.passages, args.questions, args.runs)

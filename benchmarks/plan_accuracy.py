@@ -19,13 +19,13 @@ import os
 import random
 import subprocess
 import sys
-import tempfile
 import time
 from base64 import urlsafe_b64encode
 from pathlib import Path
 
 import pandas as pd
 import yaml
+from workdir import kept_or_temporary
 
 ROOT = Path(__file__).resolve().parent.parent
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
@@ -149,9 +149,10 @@ def main() -> None:
     parser.add_argument("--collections", nargs="+", choices=["study", "dl"], default=["study", "dl"])
     parser.add_argument("--scale", type=float, default=0.5, help="share of DL 2019's 43 queries (default 0.5)")
     parser.add_argument("--shards", type=int, default=16, help="buckets of queries, grading.shards (default 16)")
+    parser.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (outputs to compare across commits)")
     args = parser.parse_args()
     verdicts = []
-    with tempfile.TemporaryDirectory() as tmp:
+    with kept_or_temporary(args.keep) as tmp:
         for name in args.collections:
             folder = Path(tmp) / name
             inputs = study() if name == "study" else dl_shaped(folder / "data", max(1, round(43 * args.scale)))
