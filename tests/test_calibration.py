@@ -54,16 +54,18 @@ def test_question_quantiles_are_taken_over_each_questions_passages():
 
 def test_merge_records_the_calibration_and_only_the_embedding_back_end_takes_one():
     embedding = {"kind": "embedding"}
-    method = check_method("m", {"name": "m", "kind": "self_rating", "backend": embedding, "calibration": "question"})
+    settings = {"name": "m", "kind": "self_rating", "backend": embedding, "calibration": "question", "quantiles": LADDER}
     table = SIMILARITIES.assign(error=None, unparsable=False)
-    grades, metadata = merge_grades([table], method | {"quantiles": LADDER})
+    grades, metadata = merge_grades([table], check_method("m", settings))
     assert metadata["embedding_grades"]["calibration"] == "question"
     assert grades.set_index(["passage_id", "question_id"])["rating"].to_dict()[("p2", "q1/b")] == 1
     with pytest.raises(ConfigError, match="calibration: only the embedding back end"):
         backend = {"kind": "openai", "model": "m", "base_url": "http://127.0.0.1:1/v1"}
         check_method("m", {"name": "m", "kind": "self_rating", "backend": backend, "calibration": "pool"})
-    with pytest.raises(ValueError, match="calibration must be one of pool, query, question"):
-        calibrated_grades(SIMILARITIES, "judged", LADDER)
+    with pytest.raises(ConfigError, match="calibration: must be one of pool, query, question, not 'judged'"):
+        check_method("m", {"name": "m", "kind": "self_rating", "backend": embedding, "calibration": "judged"})
+    with pytest.raises(ConfigError, match=r"quantiles: expected a list of numbers from 0 to 1, found \[1\.5\]"):
+        check_method("m", {"name": "m", "kind": "self_rating", "backend": embedding, "quantiles": [1.5]})
 
 
 @pytest.mark.workflow

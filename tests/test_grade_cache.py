@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pytest
 from llm_server import LLMServer
-from test_grading_backends import openai_method, pairs, values
+from test_grading_backends import grader, openai_method, pairs, values
 from tiny_models import build_tiny_t5
 
 from examflow.cache import signature_digest
 from examflow.grading.backends import Answer
 from examflow.grading.cache import GradeCache
-from examflow.grading.grader import ShardGrader
 from examflow.grading.methods import Pair, request
 from examflow.nrp.rankers import MonoT5, QueryItems
 from examflow.questions.shards import query_folder
@@ -41,7 +40,7 @@ def only_file(cache_dir: Path, kind: str = "grades", shard: str = "q1") -> Path:
 
 def test_damaged_lines_are_skipped_counted_and_regraded(server, tmp_path, caplog):
     method = openai_method(server, "self_rating")
-    first = ShardGrader(method, str(tmp_path)).grade(pairs(5))
+    first = grader(method, str(tmp_path)).grade(pairs(5))
     path = only_file(tmp_path)
     lines = path.read_bytes().split(b"\n")[:-1]
     missing_text = {k: v for k, v in json.loads(lines[2]).items() if k != "text"}
@@ -58,26 +57,26 @@ def test_damaged_lines_are_skipped_counted_and_regraded(server, tmp_path, caplog
         + b"\n"
     )
     caplog.set_level(logging.INFO)
-    again = ShardGrader(method, str(tmp_path))
+    again = grader(method, str(tmp_path))
     table = again.grade(pairs(5))
     assert again.sent == 4  # every pair but the intact one is graded again
     assert values(table["rating"]) == [3, 3, 3, 3, 3] and table.equals(first)
     assert warnings(caplog) == [f"{path}: {DAMAGE.format(4, 0)} ones (checksum mismatch); their values are asked of the model again"]  # fmt: skip
     # The regraded answers were flushed with checksums: a third run trusts them and warns only of the old file.
     caplog.clear()
-    third = ShardGrader(method, str(tmp_path))
+    third = grader(method, str(tmp_path))
     third.grade(pairs(5))
     assert third.sent == 0 and len(warnings(caplog)) == 1
 
 
 def test_an_edited_answer_is_detected_and_asked_again(server, tmp_path, caplog):
     method = openai_method(server, "self_rating")
-    ShardGrader(method, str(tmp_path)).grade(pairs(3))
+    grader(method, str(tmp_path)).grade(pairs(3))
     path = only_file(tmp_path)
     text = path.read_text(encoding="utf-8")
     assert text.count('"text": "3"') == 3
     path.write_text(text.replace('"text": "3"', '"text": "5"', 1), encoding="utf-8")  # one grade edited by hand
-    again = ShardGrader(method, str(tmp_path))
+    again = grader(method, str(tmp_path))
     table = again.grade(pairs(3))
     assert again.sent == 1 and values(table["rating"]) == [3, 3, 3]  # the model's grade, not the edited one
     assert warnings(caplog) == [f"{path}: {DAMAGE.format(0, 1)} ones (checksum mismatch); their values are asked of the model again"]  # fmt: skip
@@ -86,14 +85,14 @@ def test_an_edited_answer_is_detected_and_asked_again(server, tmp_path, caplog):
 def test_entries_written_before_checksums_are_used_unchecked(server, tmp_path, caplog):
     """The README's choice: a cache written by an earlier examflow is used (regrading costs API money)."""
     method = openai_method(server, "self_rating")
-    grader = ShardGrader(method, str(tmp_path))
-    folder = tmp_path / "grades" / signature_digest(grader.backend.signature) / "q1"
+    shard_grader = grader(method, str(tmp_path))
+    folder = tmp_path / "grades" / signature_digest(shard_grader.backend.signature) / "q1"
     folder.mkdir(parents=True)
-    old = [{"key": grader.cache.key(request("self_rating", p)), "text": "4", "expected": None, "score": None} for p in pairs(2)]  # fmt: skip
+    old = [{"key": shard_grader.cache.key(request("self_rating", p)), "text": "4", "expected": None, "score": None} for p in pairs(2)]  # fmt: skip
     (folder / "123-abcdef12.jsonl").write_text("".join(json.dumps(e) + "\n" for e in old), encoding="utf-8")
     caplog.set_level(logging.INFO)
-    table = grader.grade(pairs(2))
-    assert grader.sent == 0 and server.calls == 0 and values(table["rating"]) == [4, 4]
+    table = shard_grader.grade(pairs(2))
+    assert shard_grader.sent == 0 and server.calls == 0 and values(table["rating"]) == [4, 4]
     assert f"{folder}: 2 entries written before checksums, used unchecked" in caplog.messages
     assert warnings(caplog) == []
 
@@ -161,10 +160,10 @@ def test_a_grading_job_flushes_and_reads_back_queries_of_any_id(server, tmp_path
         for i, query_id in enumerate(ids)
     ]
     method = openai_method(server, "self_rating")
-    first = ShardGrader(method, str(tmp_path), flush_every=1)
+    first = grader(method, str(tmp_path), flush_every=1)
     assert values(first.grade(shard)["rating"]) == [3, 3, 3, 3] and first.sent == 4
     folders = {p.name for p in (tmp_path / "grades" / signature_digest(first.backend.signature)).iterdir()}
     long_names = {f"topic-{'x' * 58}.{hashlib.sha256(q.encode()).hexdigest()[:32]}" for q in (LONG, LONG + ":/x")}
     assert folders == {"NA", "001"} | long_names
-    again = ShardGrader(method, str(tmp_path))
+    again = grader(method, str(tmp_path))
     assert values(again.grade(shard)["query_id"]) == ids and again.sent == 0

@@ -10,9 +10,11 @@ import pytest
 from llm_server import LLMServer, Status
 from tiny_models import build_tiny_t5
 
+from examflow.errors import ConfigError
 from examflow.grading.backends import EmbeddingBackend, Request, Seq2SeqBackend
 from examflow.grading.grader import ShardGrader, make_pairs
 from examflow.grading.methods import Pair
+from examflow.registry import check_method
 
 QUESTION = "how do bees make honey"
 
@@ -61,8 +63,10 @@ def test_beam_mode_loads_by_path_and_answers_every_prompt(tiny_t5):
     answers = backend.answer([Request("grade-qa", {"question": QUESTION, "context": p.passage_text}) for p in pairs(5)])
     assert len(answers) == 5 and all(isinstance(a.text, str) and a.error is None for a in answers)
     assert backend.signature["num_beams"] == 5 and backend.signature["dtype"] == "float32"
-    with pytest.raises(ValueError, match="float16 overflows in T5"):
-        Seq2SeqBackend(tiny_t5, dtype="float16")
+    # float16 overflows in T5 models: the config check refuses it before a model is loaded.
+    settings = {"name": "t5", "kind": "self_rating", "backend": {"kind": "hf_seq2seq", "model": tiny_t5}}
+    with pytest.raises(ConfigError, match=r"backend\.dtype: must be one of auto, float32, bfloat16, not 'float16'"):
+        check_method("m", settings | {"backend": settings["backend"] | {"dtype": "float16"}})
 
 
 def test_self_rating_shard_grading_caches_every_answer(tiny_t5, tmp_path):
@@ -71,13 +75,13 @@ def test_self_rating_shard_grading_caches_every_answer(tiny_t5, tmp_path):
         "kind": "self_rating",
         "backend": {"kind": "hf_seq2seq", "model": tiny_t5, "decoding": "greedy", "max_new_tokens": 2},
     }
-    first = ShardGrader(method, str(tmp_path), flush_every=3)
+    first = grader(method, str(tmp_path), flush_every=3)
     table = first.grade(pairs(7))
     assert first.sent == 7 and len(table) == 7
     assert table["rating"].between(0, 5).all() and table["error"].isna().all()
-    again = ShardGrader(method, str(tmp_path))
+    again = grader(method, str(tmp_path))
     assert again.grade(pairs(7)).equals(table) and again.sent == 0
-    eighth = ShardGrader(method, str(tmp_path))
+    eighth = grader(method, str(tmp_path))
     eighth.grade(pairs(8))
     assert eighth.sent == 1
 
@@ -86,6 +90,11 @@ def test_self_rating_shard_grading_caches_every_answer(tiny_t5, tmp_path):
 def server():
     with LLMServer() as running:
         yield running
+
+
+def grader(method: dict, cache_dir: str, **options) -> ShardGrader:
+    """A shard grader for a method as a config file writes it (checked as the config check does)."""
+    return ShardGrader(check_method("method", method), cache_dir, **options)
 
 
 def openai_method(server, kind: str, **extra) -> dict:
@@ -105,13 +114,13 @@ def test_openai_self_rating_records_failures_as_errors(server, tmp_path):
     server.script("the moon raises tides 1", "unanswerable")
     server.script("lava and magma 2", Status(500))
     server.script("compost feeds soil 3", "The passage talks about soil.")
-    grader = ShardGrader(openai_method(server, "self_rating", mode="reference"), str(tmp_path))
-    table = grader.grade(pairs(4))
+    shard_grader = grader(openai_method(server, "self_rating", mode="reference"), str(tmp_path))
+    table = shard_grader.grade(pairs(4))
     assert values(table["rating"]) == [5, 1, None, 0]
     assert table["unparsable"].tolist() == [False, True, False, True]  # read as docs/methods.md §3 says, and flagged
     assert table["error"].tolist()[2] == "http-500: Error code: 500 - scripted 500"
     server.script("lava and magma 2", "3")
-    retry = ShardGrader(openai_method(server, "self_rating", mode="reference"), str(tmp_path))
+    retry = grader(openai_method(server, "self_rating", mode="reference"), str(tmp_path))
     assert retry.grade(pairs(4))["rating"].tolist() == [5, 1, 3, 0]
     assert retry.sent == 1  # only the failed pair is asked again
 
@@ -121,7 +130,7 @@ def test_strict_parsing_makes_answers_that_are_not_grades_errors(server, tmp_pat
     server.script("the moon raises tides 1", "Rating: 4")
     server.script("lava and magma 2", "unanswerable")
     method = openai_method(server, "self_rating")  # strict is the openai back end's default
-    table = ShardGrader(method, str(tmp_path)).grade(pairs(3))
+    table = grader(method, str(tmp_path)).grade(pairs(3))
     assert values(table["rating"]) == [5, None, None]
     assert table["error"].tolist() == [
         None,
@@ -130,7 +139,7 @@ def test_strict_parsing_makes_answers_that_are_not_grades_errors(server, tmp_pat
     ]
     assert table["unparsable"].tolist() == [False, True, True]
     # Not cached as a grade either: the same answers are read again in reference mode, from the LLM cache.
-    reference = ShardGrader(dict(method, mode="reference"), str(tmp_path)).grade(pairs(3))
+    reference = grader(dict(method, mode="reference"), str(tmp_path)).grade(pairs(3))
     assert values(reference["rating"]) == [5, 0, 1]
 
 
@@ -139,11 +148,11 @@ def test_openai_qa_with_llm_verification(server, tmp_path):
     server.script('correct answer is "nectar". Is "from nectar"', "Yes")
     pair = Pair("q1", None, "p0", "q1/a", "What do bees make honey from?", "bees make honey from nectar", ("nectar",))
     no_key = Pair("q1", None, "p0", "q1/b", "Why?", "bees make honey from nectar")
-    table = ShardGrader(openai_method(server, "qa_llm_verify"), str(tmp_path)).grade([pair, no_key])
+    table = grader(openai_method(server, "qa_llm_verify"), str(tmp_path)).grade([pair, no_key])
     assert values(table["correct"]) == [True, None]
     assert table["answer"].tolist() == ["from nectar", "from nectar"]
     assert server.calls == 3  # two answers (identical prompts differ by question), one verification
-    verify = ShardGrader(openai_method(server, "qa_verify"), str(tmp_path)).grade([pair])
+    verify = grader(openai_method(server, "qa_verify"), str(tmp_path)).grade([pair])
     assert verify["correct"].tolist() == [True] and verify["rating"].tolist() == [1]
 
 
@@ -167,8 +176,8 @@ def test_direct_grading_baselines(server, tmp_path):
     queries, passages = direct_inputs()
     direct = make_pairs("sun", passages, pd.DataFrame(), queries)
     assert [p.question_id for p in direct] == ["q1", "q1"]
-    assert ShardGrader(openai_method(server, "sun"), str(tmp_path)).grade(direct)["rating"].tolist() == [1, 1]
-    thomas = ShardGrader(openai_method(server, "thomas"), str(tmp_path)).grade(direct)
+    assert grader(openai_method(server, "sun"), str(tmp_path)).grade(direct)["rating"].tolist() == [1, 1]
+    thomas = grader(openai_method(server, "thomas"), str(tmp_path)).grade(direct)
     assert values(thomas["rating"]) == [2, None]
     assert thomas["error"].tolist()[1] == "unparsable: not a grade 0-2: 'maybe'"
 
@@ -263,7 +272,7 @@ def test_extractive_qa_spans_come_from_the_passage_and_are_verified(tmp_path):
         Pair("q1", None, f"p{i}", "q1/a", QUESTION, p, (answers[i].text or "nothing",))
         for i, p in enumerate(passages[:2])
     ]
-    table = ShardGrader(method, str(tmp_path)).grade(keyed)
+    table = grader(method, str(tmp_path)).grade(keyed)
     expected = [verify_answer(a.text, [a.text or "nothing"]) for a in answers[:2]]
     assert values(table["answer"]) == [a.text for a in answers[:2]]
     assert values(table["correct"]) == expected
@@ -283,7 +292,7 @@ def test_every_binary_direct_method_reads_yes_as_relevant(server, tmp_path, kind
     server.script("Passage: bees make honey\n", "Yes")
     server.script("Passage: tides\n", "No")
     queries, passages = direct_inputs()
-    table = ShardGrader(openai_method(server, kind), str(tmp_path)).grade(
+    table = grader(openai_method(server, kind), str(tmp_path)).grade(
         make_pairs(kind, passages, pd.DataFrame(), queries)
     )
     assert values(table["rating"]) == [1, 0]

@@ -11,9 +11,8 @@ import tracemalloc
 import pandas as pd
 import pytest
 from llm_server import Echo, LLMServer, Padded, Status
-from test_grading_backends import openai_method, pairs, values
+from test_grading_backends import grader, openai_method, pairs, values
 
-from examflow.grading.grader import ShardGrader
 from examflow.grading.grades import failure_counts
 from examflow.llm import LLMClient, LLMError, LLMSettings
 
@@ -67,7 +66,7 @@ def test_too_large_is_a_failure_of_its_own_kind_and_stored_text_is_bounded(serve
     server.script("the moon raises tides 1", Padded("4", 300_000))
     server.script("lava and magma 2", long_words)
     method = openai_method(server, "self_rating", mode="reference")
-    table = ShardGrader(method, str(tmp_path)).grade(pairs(4))
+    table = grader(method, str(tmp_path)).grade(pairs(4))
     assert values(table["rating"]) == [4, None, 0, 3]  # a padded "4" past the limit is no grade
     assert values(table["error"]) == [None, f"too-large: the reply declares 300000 bytes, more than max_reply_bytes = {LIMIT}", None, None]  # fmt: skip
     assert failure_counts(table) == {"too-large": 1}
@@ -78,7 +77,7 @@ def test_too_large_is_a_failure_of_its_own_kind_and_stored_text_is_bounded(serve
         "3",
     ]
     assert table["unparsable"].tolist() == [False, False, True, False]
-    retry = ShardGrader(method, str(tmp_path))
+    retry = grader(method, str(tmp_path))
     retry.grade(pairs(4))
     assert retry.sent == 1  # the failure was not cached
 
@@ -104,7 +103,7 @@ def test_the_api_key_a_server_echoes_is_never_written(server, tmp_path, monkeypa
     server.script("compost feeds soil 3", Echo("{key}"))
     backend = {"kind": "openai", "model": "m", "base_url": server.base_url, "backoff": 0.01, "max_attempts": 2}
     method = {"name": "llm", "kind": "self_rating", "backend": backend}
-    table = ShardGrader(method, str(tmp_path / "cache")).grade(pairs(4))
+    table = grader(method, str(tmp_path / "cache")).grade(pairs(4))
     table.to_parquet(tmp_path / "grades.parquet")
     assert values(table["error"]) == [
         "unparsable: not a grade 0-5: '5 [redacted API key]'",

@@ -15,10 +15,10 @@ from examflow.grading.grader import make_pairs
 from examflow.grading.methods import request
 from examflow.plan import job_minutes, job_seconds, job_share, plan_method
 from examflow.prompts import template
-from examflow.registry import check_method
+from examflow.registry import Method, check_method
 
 
-def method(name: str, grading_kind: str, **backend) -> dict:
+def method(name: str, grading_kind: str, **backend) -> Method:
     return check_method(name, {"name": name, "kind": grading_kind, "backend": backend})
 
 
@@ -53,7 +53,7 @@ def test_the_plan_of_the_demo(demo, tmp_path):
     sent_characters = sum(len(template(r.template).format(**r.fields)) for r in sent)
     assert helm.prompt_tokens == pytest.approx(sent_characters / 4, rel=0.01)
     command = [sys.executable, "-m", "examflow", "plan", "--pool", str(pool), "--questions", *map(str, bank),
-               "--method", json.dumps(cosine), json.dumps(api), "--cache-dir", str(cache), "--out", str(tmp_path / "p.tsv")]  # fmt: skip
+               "--method", json.dumps(cosine.settings), json.dumps(api.settings), "--cache-dir", str(cache), "--out", str(tmp_path / "p.tsv")]  # fmt: skip
     printed = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     assert "cosine            embedding          3,345      3,345          0         0 texts     0" in printed
     assert "api               openai             3,345          0      3,345     6,690 calls     1" in printed
@@ -163,7 +163,7 @@ def test_the_plan_imports_no_torch_without_a_gpu_back_end_and_warns_where_no_gpu
     flan = method("flan", "self_rating", kind="hf_seq2seq", model="/nonexistent/flan-t5-large", decoding="fast")
     command = [sys.executable, "-X", "importtime", "-m", "examflow", "plan", "--pool", str(tmp_path / "pool"),
                "--questions", str(tmp_path / "bank.parquet"), "--cache-dir", str(tmp_path / "cache"), "--method"]  # fmt: skip
-    offline = subprocess.run([*command, json.dumps(cosine)], capture_output=True, text=True, check=True)
+    offline = subprocess.run([*command, json.dumps(cosine.settings)], capture_output=True, text=True, check=True)
     assert not [line for line in offline.stderr.splitlines() if line.endswith(("| torch", "| sentence_transformers"))]
     assert "cosine            embedding              5          0          5         4 texts     1" in offline.stdout
     assert (
@@ -174,7 +174,7 @@ def test_the_plan_imports_no_torch_without_a_gpu_back_end_and_warns_where_no_gpu
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
         pytest.skip("a GPU is visible here: the warning is for machines without one")
-    both = subprocess.run([*command, json.dumps(cosine), json.dumps(flan)], capture_output=True, text=True, check=True)
+    both = subprocess.run([*command, json.dumps(cosine.settings), json.dumps(flan.settings)], capture_output=True, text=True, check=True)
     # 5 prompts at 0.64 a second (fast, batch 16, 2 CPU cores) after a 30 s start: 37.8 s = 0.6 CPU-minutes.
     assert (
         "warning: flan: no GPU visible on this machine (the plan runs where snakemake runs; cluster jobs may "

@@ -12,17 +12,10 @@ from functools import partial
 
 from examflow import __version__, commands
 from examflow.defaults import default
-from examflow.errors import ConfigError, Failure
+from examflow.errors import ConfigError, Failure, a
+from examflow.options import REQUIRED, Option
 from examflow.outputs import FACT_NAMES
-from examflow.registry import (
-    DEFAULT_MEASURES,
-    QUESTION_FORMATS,
-    QUESTION_LLM_OPTIONS,
-    REQUIRED,
-    TOP_GRADE,
-    Option,
-    a,
-)
+from examflow.registry import DEFAULT_MEASURES, QUESTION_FORMATS, QUESTION_LLM_OPTIONS, TOP_GRADE
 
 POLICIES = ("error", "warn")
 

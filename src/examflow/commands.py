@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from examflow.errors import Failure, InputError, Problems
-from examflow.registry import QUESTION_LLM_OPTIONS, check_method, check_options, check_ranker
+from examflow.options import check_options
+from examflow.registry import QUESTION_LLM_OPTIONS, check_method, check_ranker
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -147,11 +148,11 @@ def grade_command(args: argparse.Namespace) -> None:
     from examflow.progress import job_progress
 
     method = check_method("--method", json_argument(args.method, "--method"))
-    with job_progress(args.progress, f"{method['name']}/{args.shard}") as progress:
+    with job_progress(args.progress, f"{method.name}/{args.shard}") as progress:
         queries, passages = read_table(args.queries), read_table(args.passages)
         questions = read_table(args.questions)
-        pairs = make_pairs(method["kind"], passages, questions, queries)
-        log.info("method %s, shard %s: %d passages, %d pairs", method["name"], args.shard, len(passages), len(pairs))
+        pairs = make_pairs(method.kind, passages, questions, queries)
+        log.info("method %s, shard %s: %d passages, %d pairs", method.name, args.shard, len(passages), len(pairs))
         if not pairs:  # no model is loaded for nothing
             log.warning("shard %s: nothing to grade (no pooled passages or no questions)", args.shard)
             write_tables({args.out: empty_grades()})
@@ -179,7 +180,8 @@ def merge_grades_command(args: argparse.Namespace) -> None:
     from examflow.grading.merge import merge_grades, read_grades_metadata, write_grades
     from examflow.io.tables import read_table
 
-    grades, metadata = merge_grades([read_table(path) for path in args.shards], json.loads(args.method))
+    method = check_method("--method", json_argument(args.method, "--method"))
+    grades, metadata = merge_grades([read_table(path) for path in args.shards], method)
     # The back ends' signatures (model, revision or weights digest, decoding), once each.
     models = {json.dumps(m, sort_keys=True) for path in args.shards if (m := read_grades_metadata(path).get("model"))}
     metadata["models"] = [json.loads(m) for m in sorted(models)]
@@ -387,7 +389,7 @@ def plan_command(args: argparse.Namespace) -> None:
         else pd.DataFrame(columns=["query_id", "kind"])
     )
     methods = [check_method(f"--method[{i}]", json_argument(text, "--method")) for i, text in enumerate(args.method)]
-    gpu_here = not any(method["gpu"] > 0 for method in methods) or gpu_visible()  # torch only for a GPU back end
+    gpu_here = not any(method.gpu > 0 for method in methods) or gpu_visible()  # torch only for a GPU back end
     plans = [
         plan_method(method, passages, questions, queries, args.cache_dir, args.shards, gpu_here) for method in methods
     ]

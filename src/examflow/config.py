@@ -16,11 +16,13 @@ import logging
 import math
 from collections.abc import Hashable, Iterable
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from examflow.defaults import SCHEMA
-from examflow.errors import ConfigError, InputError
+from examflow.errors import ConfigError, InputError, a, suggestion
+from examflow.options import check_options
 from examflow.registry import (
     BACKENDS,
     CALIBRATIONS,
@@ -29,12 +31,10 @@ from examflow.registry import (
     QUESTION_FORMATS,
     QUESTION_LLM_OPTIONS,
     TOP_GRADE,
-    a,
+    Method,
     check_method,
-    check_options,
     check_ranker,
     find_secrets,
-    suggestion,
 )
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ def check_config(config: dict, path: str | Path = SCHEMA) -> dict:
         checked["inputs"]["runs"] = [runs]
     _validate(checked, schema(path))
     grading = checked["grading"]
-    grading["methods"] = [check_method(f"grading.methods[{i}]", m) for i, m in enumerate(grading["methods"])]
+    grading["methods"] = [method.settings for method in methods(grading["methods"])]
     if name := repeated(method["name"] for method in grading["methods"]):
         raise ConfigError("grading.methods", f"two methods are named {name!r}")
     checked["questions"]["llm"] = check_options("questions.llm", checked["questions"]["llm"], QUESTION_LLM_OPTIONS)
@@ -135,6 +135,11 @@ def check_relevance_range(key: str, low: int, high: int) -> tuple[int, int]:
     if low > high:
         raise ConfigError(key, f"the lowest level {low} is above the highest {high}")
     return low, high
+
+
+def methods(settings: list[Any]) -> list[Method]:
+    """The grading methods of a configuration (`grading.methods`), each checked."""
+    return [check_method(f"grading.methods[{i}]", method) for i, method in enumerate(settings)]
 
 
 def repeated(names: Iterable[str]) -> str | None:

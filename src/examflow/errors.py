@@ -4,8 +4,10 @@ The CLI prints each as one line and exits 2; anything else is a bug and keeps it
 
 from __future__ import annotations
 
+import difflib
 import logging
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,3 +64,16 @@ class Problems:
     def summarise(self) -> None:
         for kind, count in sorted(self.counts.items()):
             log.warning("%d × %s, dropped (first: %s)", count, kind, self.examples[kind])
+
+
+def a(noun: str) -> str:
+    """`noun` with its indefinite article: "an integer", "a string"."""
+    return f"an {noun}" if noun[0] in "aeiou" else f"a {noun}"
+
+
+def suggestion(name: object, known: Iterable[object]) -> str:
+    """` (did you mean 'x'?)` for a likely typo of one of `known`, else nothing."""
+    if not isinstance(name, str):
+        return ""
+    close = difflib.get_close_matches(name, [k for k in known if isinstance(k, str)], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""

@@ -1,7 +1,7 @@
 """A plan before spending: per grading method, the pairs to grade, how many the cache already holds,
 and what the rest costs where the time really goes — the distinct texts the embedding grader encodes,
 the calls of an API back end, the prompts through a local model — at the planning rates of
-`examflow.registry`, with each grading job's start. The grading jobs' runtime requests come from the
+`examflow.rates`, with each grading job's start. The grading jobs' runtime requests come from the
 same figures (`job_minutes`)."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from examflow.registry import KINDS, Rate, planned_rate
+from examflow.rates import CALLS, CHARACTERS, Rate
+from examflow.registry import KINDS, Method
 
 PLAN_COLUMNS = [
     "method",
@@ -75,12 +76,12 @@ def pair_counts(kind: str, passages: pd.DataFrame, questions: pd.DataFrame, quer
     return table.assign(pairs=table["passages"] * table["targets"])
 
 
-def job_share(method: dict, passages, questions, queries, cache=None) -> Job:
+def job_share(method: Method, passages, questions, queries, cache=None) -> Job:
     """What one grading job over these tables does; `cache` (a GradeCache) answers some pairs."""
     from examflow.grading.grader import make_pairs
     from examflow.grading.methods import request
 
-    kind, backend = method["kind"], method["backend"]
+    kind, rate = method.kind, method.backend.rate(False)
     counts = pair_counts(kind, passages, questions, queries)
     held = [q for q in counts.index if cache is not None and cache.holds(q)]
     left = []  # pairs of the queries the cache holds something for, that it does not answer
@@ -90,11 +91,10 @@ def job_share(method: dict, passages, questions, queries, cache=None) -> Job:
         left = [p for p in make_pairs(kind, mine, questions, queries) if cache.key(request(kind, p)) not in known]
     pairs = int(counts["pairs"].sum())
     cached = int(counts.loc[held, "pairs"].sum()) - len(left)
-    if backend["kind"] == "embedding":  # each distinct text is encoded once a job; a pair's cosine is free
-        texts = _encoded_texts(kind, backend["unit"], passages, questions, queries, held, left)
-        window = planned_rate(backend, False).window
-        return Job(pairs, cached, len(texts), sum(min(len(text), window) for text in texts))
-    prompts = (pairs - cached) * (2 if kind == "qa_llm_verify" else 1)  # answer, then verify: at most twice
+    if rate.unit == CHARACTERS:  # each distinct text is encoded once a job; a pair's cosine is free
+        texts = _encoded_texts(kind, method.backend.options["unit"], passages, questions, queries, held, left)
+        return Job(pairs, cached, len(texts), sum(min(len(text), rate.window or len(text)) for text in texts))
+    prompts = (pairs - cached) * (2 if method.entry.verification else 1)  # answer, then verify: at most twice
     return Job(pairs, cached, prompts, prompts)
 
 
@@ -116,13 +116,13 @@ def _encoded_texts(kind: str, unit: str, passages, questions, queries, held, lef
     return texts | contexts
 
 
-def job_seconds(method: dict, passages, questions, queries) -> float:
+def job_seconds(method: Method, passages, questions, queries) -> float:
     """A grading job's time at the planning rate, its start included, with nothing cached."""
     job = job_share(method, passages, questions, queries)
-    return job.seconds(planned_rate(method["backend"], on_gpu=method["gpu"] > 0))
+    return job.seconds(method.backend.rate(on_gpu=method.gpu > 0))
 
 
-def job_minutes(method: dict, passages, questions, queries) -> int:
+def job_minutes(method: Method, passages, questions, queries) -> int:
     """Runtime to ask for a grading job: its time at the planning rate (`job_seconds`), three times
     over, plus ten minutes. A shard not written yet raises FileNotFoundError naming it, which
     Snakemake takes for "to be determined" (a dry run) and asks again once the shard exists."""
@@ -164,38 +164,37 @@ def gpu_visible() -> bool:
 
 
 def plan_method(
-    method: dict, passages, questions, queries, cache_dir, shards: int = 1, gpu_here: bool = True
+    method: Method, passages, questions, queries, cache_dir, shards: int = 1, gpu_here: bool = True
 ) -> MethodPlan:
     """`method` checked (`examflow.registry.check_method`); its pairs graded in `shards` buckets of
     queries; `gpu_here`: whether this machine has a GPU (else a GPU back end gets a CPU estimate)."""
-    from examflow.grading.backends import backend_signature
     from examflow.grading.cache import GradeCache
 
-    backend, kind = method["backend"], method["kind"]
-    on_gpu = method["gpu"] > 0
+    backend, kind = method.backend, method.kind
+    on_gpu = method.gpu > 0
     note = ""
     try:
-        cache = GradeCache(cache_dir, backend_signature(backend, on_gpu))
+        cache = GradeCache(cache_dir, backend.signature(on_gpu))
     except OSError:  # a hub model whose configuration cannot be read from here
-        cache, note = None, f"cache not checked: cannot read {backend.get('model')} from here"
+        cache, note = None, f"cache not checked: cannot read {backend.options.get('model')} from here"
     jobs = [job_share(method, *tables, cache) for tables in shard_tables(passages, questions, queries, shards)]
     pairs, cached = sum(job.pairs for job in jobs), sum(job.cached for job in jobs)
-    rate = planned_rate(backend, on_gpu)
-    api = backend["kind"] == "openai"
+    rate = backend.rate(on_gpu)
+    api = rate.unit == CALLS
     tokens = 0
     if api and pairs:  # what is sent: the prompts of the pairs the cache does not answer
         counts = pair_counts(kind, passages, questions, queries)
         tokens = math.ceil(_prompt_characters(kind, passages, questions, queries, counts) * (1 - cached / pairs) / 4)
     cpu_hours, warning = None, ""
     if on_gpu and not gpu_here:
-        on_cpu = planned_rate(backend, False)
+        on_cpu = backend.rate(False)
         cpu_hours = sum(job.seconds(on_cpu) for job in jobs) / 3600
         warning = f"{NO_GPU}; on CPU cores it would take {_duration(cpu_hours, 'CPU')} ({describe(on_cpu)})"
-    if not note and on_gpu and backend.get("dtype") == "auto":
+    if not note and on_gpu and backend.options.get("dtype") == "auto":
         note = "assuming bfloat16 on a GPU"
     return MethodPlan(
-        method["name"], backend["kind"], pairs, cached, sum(job.work for job in jobs),
-        "texts" if backend["kind"] == "embedding" else rate.unit,
+        method.name, backend.kind, pairs, cached, sum(job.work for job in jobs),
+        "texts" if rate.unit == CHARACTERS else rate.unit,
         tokens,
         sum(job.pairs > job.cached for job in jobs), sum(job.seconds(rate) for job in jobs) / 3600,
         "API" if api else "GPU" if on_gpu else "CPU", describe(rate), cpu_hours, note, warning,

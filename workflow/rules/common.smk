@@ -11,12 +11,12 @@ from snakemake.settings.enums import RerunTrigger
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 sys.path.insert(0, str(Path(workflow.basedir).parent / "src"))
-from examflow.config import check_config, check_config_file, config_digest
+from examflow.config import check_config, check_config_file, config_digest, methods
 from examflow.errors import ConfigError, Failure
 from examflow.io.irds import is_irds
 from examflow.outputs import EVALUATION, NRP as NRP_FILES, REPORT, paths, wanted
 from examflow.plan import job_minutes
-from examflow.registry import BACKENDS
+from examflow.registry import MERGE_ONLY, ranker_files, ranker_gpus
 from examflow.results import (
     check_report_target,
     check_results,
@@ -222,22 +222,13 @@ def shard_digest(wildcards):
     )
 
 
-METHODS = {method["name"]: method for method in config["grading"]["methods"]}
+METHODS = {method.name: method for method in methods(config["grading"]["methods"])}
 
 
-# How similarities become grades is read only when the shards are merged: a new calibration
-# reruns merge_grades and what follows, never a grading job.
-MERGE_ONLY = ("quantiles", "calibration")
-
-
-# Sorted keys: the order a config file writes them in is no change of the method.
+# Keys sorted at every level (examflow.registry.Method.record); a grading job is not given what only
+# the merge reads (MERGE_ONLY): a new calibration reruns the merge and what follows, never a grading job.
 def method_json(wildcards, leave_out=()):
-    method = METHODS[wildcards.method]
-    return shlex.quote(
-        json.dumps(
-            {k: v for k, v in method.items() if k not in leave_out}, sort_keys=True
-        )
-    )
+    return shlex.quote(json.dumps(METHODS[wildcards.method].record(leave_out)))
 
 
 def grading_json(wildcards):
@@ -245,14 +236,12 @@ def grading_json(wildcards):
 
 
 def method_gpus(wildcards):
-    return METHODS[wildcards.method]["gpu"]
+    return METHODS[wildcards.method].gpu
 
 
 def method_resource(name):
     """A grading job's threads or memory, by its method's back end (examflow.registry)."""
-    return lambda wildcards: getattr(
-        BACKENDS[METHODS[wildcards.method]["backend"]["kind"]], name
-    )
+    return lambda wildcards: getattr(METHODS[wildcards.method].backend.entry, name)
 
 
 def grade_runtime(wildcards, input):

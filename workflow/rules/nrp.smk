@@ -6,7 +6,7 @@ rule nrp:
         answers=literal(NRP["answers"]),
         qrels=[literal(d["qrels"]) for d in NRP["dimensions"].values()],
         expert=literal(NRP["expert"]) if NRP["expert"] else [],
-        runs=[literal(r["path"]) for r in NRP["rankers"] if r["kind"] == "run"],
+        runs=[literal(path) for path in ranker_files(NRP["rankers"])],
     output:
         **nrp_outputs(),
     log:
@@ -14,7 +14,7 @@ rule nrp:
     conda:
         ENV
     resources:
-        gpu=int(any(r["kind"] == "monot5" for r in NRP["rankers"])),
+        gpu=ranker_gpus(NRP["rankers"]),
         mem_mb=8000,
         runtime=120,
     params:

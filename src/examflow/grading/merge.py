@@ -11,26 +11,23 @@ import pyarrow.parquet as pq
 
 from examflow.grading.calibration import calibrated_grades
 from examflow.grading.grades import failure_counts
-from examflow.registry import DEFAULT_CALIBRATION, DEFAULT_QUANTILES
+from examflow.registry import Method
 
 
-def merge_grades(tables: list[pd.DataFrame], method: dict) -> tuple[pd.DataFrame, dict]:
-    """The method's grades table and the metadata recorded with it."""
+def merge_grades(tables: list[pd.DataFrame], method: Method) -> tuple[pd.DataFrame, dict]:
+    """The method's grades table and the metadata recorded with it (`method.record()`)."""
     grades = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
     grades = grades.sort_values(["query_id", "passage_id", "question_id"], kind="stable").reset_index(drop=True)
     failed = failure_counts(grades) if len(grades) else {}
     metadata = {
-        "method": method,
+        "method": method.record(),
         "pairs": len(grades),
         "errors": sum(failed.values()),
         "errors_by_kind": failed,
         "unparsable": int(grades["unparsable"].sum()) if len(grades) else 0,
     }
-    if method["backend"]["kind"] == "embedding" and len(grades):
-        mode = method.get("calibration", DEFAULT_CALIBRATION)
-        grades["rating"], metadata["embedding_grades"] = calibrated_grades(
-            grades, mode, method.get("quantiles", DEFAULT_QUANTILES)
-        )
+    if method.calibration is not None and method.quantiles is not None and len(grades):
+        grades["rating"], metadata["embedding_grades"] = calibrated_grades(grades, method.calibration, method.quantiles)
     return grades, metadata
 
 

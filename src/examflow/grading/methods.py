@@ -14,6 +14,7 @@ is read as docs/methods.md §3 says and flagged, in `strict` mode it is an error
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from examflow.grading.backends import Answer, Request
@@ -21,7 +22,6 @@ from examflow.grading.parsing import FALSE_WORDS, TRUE_WORDS, is_bare_rating, pa
 from examflow.registry import KINDS
 
 _THOMAS = re.compile(r"[^\w]*([0-2])[^\w]*")
-_EXPECTED = {"rating": "a grade 0-5", "thomas": "a grade 0-2", "binary": "yes or no", "verified": "yes or no"}
 
 
 @dataclass(frozen=True)
@@ -54,9 +54,10 @@ def correct_answer(pair: Pair) -> str | None:
     return gold
 
 
-def verification_request(pair: Pair, answer: str) -> Request:
+def verification_request(kind: str, pair: Pair, answer: str) -> Request:
+    """The second prompt of a kind that verifies each answer: does it match the key?"""
     fields = {"question": pair.question_text, "correct_answer": correct_answer(pair), "answer": answer}
-    return Request("grade-answer-verification", fields)
+    return Request(str(KINDS[kind].verification), fields)
 
 
 @dataclass
@@ -79,32 +80,68 @@ def interpret(kind: str, answer: Answer, pair: Pair, mode: str = "reference", ve
     grade = Grade(text, answer=text.strip(), expected=answer.expected, score=answer.score)
     if answer.score is not None:  # embedding similarity: graded from pool quantiles at merge
         return grade
-    how = KINDS[kind].grade
-    if how == "rating":
-        grade.unparsable = not is_bare_rating(text)
-        grade.rating = None if grade.unparsable and mode == "strict" else parse_self_rating(text, mode)
-    elif how == "correct":
-        grade.correct = verify_answer(text, list(pair.gold_answers)) if pair.gold_answers else None
-    elif how == "verified":
-        if verdict is not None and verdict.error is not None:
-            return Grade(text, answer=text.strip(), error=verdict.error)
-        word = (verdict.text or "").strip().lower().rstrip(".") if verdict is not None else None
-        grade.correct = {"yes": True, "no": False}.get(word)
-        grade.unparsable = verdict is not None and grade.correct is None
-    elif how == "thomas":
-        match = _THOMAS.fullmatch(text)
-        grade.rating = int(match.group(1)) if match else None
-        grade.unparsable = match is None
-    else:  # binary direct grading: relevant iff the answer is yes, correct or true
-        word = text.strip().lower()
-        grade.rating = int(word in TRUE_WORDS)
-        grade.unparsable = word not in TRUE_WORDS | FALSE_WORDS
-    if grade.unparsable and (mode == "strict" or how == "thomas"):
-        # Thomas's 0-2 scale has no published reading of other answers: always an error.
-        unread = verdict.text if how == "verified" else text
+    if verdict is not None and verdict.error is not None:
+        return Grade(text, answer=text.strip(), error=verdict.error)
+    reading = READINGS[KINDS[kind].grade]
+    read = reading.read(grade, text, pair, mode, verdict)
+    if grade.unparsable and (mode == "strict" or reading.always_strict):
         return Grade(
-            text, answer=text.strip(), unparsable=True, error=f"unparsable: not {_EXPECTED[how]}: {unread[:80]!r}"
+            text, answer=text.strip(), unparsable=True, error=f"unparsable: not {reading.expected}: {read[:80]!r}"
         )
     if grade.correct is not None:
         grade.rating = int(grade.correct)
     return grade
+
+
+# Each reading fills in a grade from the answer's text and says which text it read.
+def _rating(grade: Grade, text: str, pair: Pair, mode: str, verdict: Answer | None) -> str:
+    grade.unparsable = not is_bare_rating(text)
+    grade.rating = None if grade.unparsable and mode == "strict" else parse_self_rating(text, mode)
+    return text
+
+
+def _correct(grade: Grade, text: str, pair: Pair, mode: str, verdict: Answer | None) -> str:
+    grade.correct = verify_answer(text, list(pair.gold_answers)) if pair.gold_answers else None
+    return text
+
+
+def _verified(grade: Grade, text: str, pair: Pair, mode: str, verdict: Answer | None) -> str:
+    """The verdict of the second prompt (none for a question without a key): yes or no."""
+    word = (verdict.text or "").strip().lower().rstrip(".") if verdict is not None else None
+    grade.correct = {"yes": True, "no": False}.get(word) if word is not None else None
+    grade.unparsable = verdict is not None and grade.correct is None
+    return (verdict.text or "") if verdict is not None else ""
+
+
+def _thomas(grade: Grade, text: str, pair: Pair, mode: str, verdict: Answer | None) -> str:
+    match = _THOMAS.fullmatch(text)
+    grade.rating = int(match.group(1)) if match else None
+    grade.unparsable = match is None
+    return text
+
+
+def _binary(grade: Grade, text: str, pair: Pair, mode: str, verdict: Answer | None) -> str:
+    """Relevant iff the answer is yes, correct or true."""
+    word = text.strip().lower()
+    grade.rating = int(word in TRUE_WORDS)
+    grade.unparsable = word not in TRUE_WORDS | FALSE_WORDS
+    return text
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How an answer becomes a grade (a kind's `grade` in `examflow.registry.KINDS` names one)."""
+
+    read: Callable[[Grade, str, Pair, str, Answer | None], str]
+    expected: str  # what an answer should be, for the error of one that is not
+    always_strict: bool = False  # an answer that is not a grade is an error in every parse mode
+
+
+READINGS = {
+    "rating": Reading(_rating, "a grade 0-5"),
+    "correct": Reading(_correct, "an answer"),
+    "verified": Reading(_verified, "yes or no"),
+    # Thomas's 0-2 scale has no published reading of other answers: always an error.
+    "thomas": Reading(_thomas, "a grade 0-2", always_strict=True),
+    "binary": Reading(_binary, "yes or no"),
+}

@@ -18,11 +18,11 @@ import pandas as pd
 from examflow.errors import InputError, Problems
 from examflow.io.lines import base_suffix, check_id, json_entries, json_lines, required_id, split_columns, text_lines
 from examflow.io.qrels import read_qrels
+from examflow.registry import RANKERS
 
 ANSWER_COLUMNS = ["llm", "prompt", "sample", "query_id", "text", "answer"]
 EXPERT_COLUMNS = ["query_id", "item", "rank"]
 SEPARATOR = "/"  # between the llm, prompt and sample of an answer's name
-TEXT_FREE_RANKERS = {"run"}  # rankers that read scores, not the documents' texts
 
 
 def answer_name(llm: str, prompt: str, sample: str) -> str:
@@ -101,7 +101,7 @@ def read_expert(path: str | Path, known: dict[str, set[str]]) -> pd.DataFrame:
 
 def rankers_needing_texts(rankers: list[dict]) -> list[str]:
     """The names of the rankers that score the documents' texts (all but `run`)."""
-    return [ranker["name"] for ranker in rankers if ranker["kind"] not in TEXT_FREE_RANKERS]
+    return [ranker["name"] for ranker in rankers if RANKERS[ranker["kind"]].reads_texts]
 
 
 def weight_problem(weights: dict[str, float], dimensions: list[str]) -> str | None:

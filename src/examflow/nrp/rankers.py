@@ -27,6 +27,7 @@ from examflow.cache import NUMBER, ContentCache
 from examflow.errors import InputError, Problems
 from examflow.grading.backends import EmbeddingBackend, Request, Seq2SeqBackend
 from examflow.io.runs import read_run
+from examflow.registry import RANKERS
 
 log = logging.getLogger("examflow")
 
@@ -166,6 +167,9 @@ class RunScores:
 
 
 def make_ranker(spec: dict):
-    """A ranker from its checked settings (`examflow.registry.check_ranker`)."""
+    """A ranker from its checked settings (`examflow.registry.check_ranker`), by its entry's factory."""
+    from importlib import import_module
+
+    module, name = RANKERS[spec["kind"]].factory.split(":")
     options = {k: v for k, v in spec.items() if k not in ("kind", "name")}
-    return {"monot5": MonoT5, "embedding": Embedding, "bm25": BM25, "run": RunScores}[spec["kind"]](**options)
+    return getattr(import_module(module), name)(**options)

