@@ -16,7 +16,7 @@ OMP_NUM_THREADS):
   characters of the model's 256-token window (the rest is cut off; the window's characters are
   measured on the longest texts with the model's tokenizer).
 
-`examflow.registry.EMBEDDING_RATE` holds the figures printed last.
+`examflow.rates.EMBEDDING_RATE` holds the figures printed last.
 """
 
 from __future__ import annotations

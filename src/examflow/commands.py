@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from examflow.errors import Failure, InputError, Problems
 from examflow.options import check_options
-from examflow.registry import QUESTION_LLM_OPTIONS, check_method, check_ranker
+from examflow.registry import QUESTION_LLM_OPTIONS, RANKERS, check_method, check_ranker
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -351,12 +351,15 @@ def check_systems(pairs: list[list[str]], answers: pd.DataFrame) -> None:
 
 
 def ranker_spec(text: str, run: str | None) -> dict:
-    """`--ranker bm25`, or a JSON object `{"kind": "monot5", "model": ...}`; the run ranker reads --run."""
+    """`--ranker bm25`, or a JSON object `{"kind": "monot5", "model": ...}`; a ranker that reads a file
+    (the run ranker) reads --run unless the object names one."""
     spec = json_argument(text, "--ranker") if text.lstrip().startswith("{") else {"kind": text}
-    if spec.get("kind") == "run" and "path" not in spec:
+    kind = spec.get("kind") if isinstance(spec, dict) else None
+    entry = RANKERS.get(kind) if isinstance(kind, str) else None
+    if entry and entry.input_file and entry.input_file not in spec:
         if not run:
-            raise Failure("--ranker run needs --run RUNFILE")
-        spec["path"] = run
+            raise Failure(f"--ranker {kind} needs --run RUNFILE")
+        spec[entry.input_file] = run
     return spec
 
 

@@ -75,7 +75,7 @@ rule plan:
         pool=lambda wildcards, input: Path(input.passages).parent,
         # shlex-quoted JSON, one word a method: no :q in the shell line
         methods=lambda wildcards: " ".join(
-            shlex.quote(json.dumps(method)) for method in METHODS.values()
+            shlex.quote(json.dumps(method.settings)) for method in METHODS.values()
         ),
         cache=lambda wildcards: config["cache_dir"],
         shards=SHARD_COUNT,

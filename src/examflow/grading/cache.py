@@ -13,6 +13,7 @@ from examflow.cache import NULL, NUMBER, TEXT, ContentCache, content_key
 from examflow.grading.backends import Answer, Request
 from examflow.prompts import template
 from examflow.questions.shards import query_folder
+from examflow.registry import BACKENDS
 
 
 class GradeCache:
@@ -22,7 +23,7 @@ class GradeCache:
         self.fields = {
             "text": TEXT,
             "expected": NUMBER if signature.get("decoding") == "fast" else NULL,
-            "score": NUMBER if signature.get("backend") == "embedding" else NULL,
+            "score": NUMBER if BACKENDS[signature["backend"]].by_quantiles else NULL,  # similarities
         }
 
     def _folder(self, query_id: str) -> ContentCache:
