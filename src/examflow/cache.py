@@ -23,6 +23,7 @@ import os
 import uuid
 from collections import Counter
 from pathlib import Path
+from typing import TextIO
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +80,7 @@ class ContentCache:
         """`fields`: each field of a value that its reader needs, with the JSON types it may hold."""
         self.signature, self.fields = signature, {"key": TEXT, **fields}
         self.folder = Path(directory) / kind / signature_digest(signature) / shard
-        self.file = None
+        self.file: TextIO | None = None  # opened by the first add
 
     def key(self, payload: dict) -> str:
         return content_key(self.signature, payload)
@@ -88,7 +89,7 @@ class ContentCache:
         """Every stored entry that passes its checks, by key (the last one wins)."""
         found, unchecked = {}, 0
         for path in sorted(self.folder.glob("*.jsonl")):
-            verdicts = Counter()
+            verdicts: Counter[str] = Counter()
             # Lines end at b"\n" alone: json.dumps escapes it, but not U+2028 and the like.
             for line in path.read_bytes().split(b"\n"):
                 if line:

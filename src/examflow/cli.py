@@ -9,6 +9,7 @@ import logging
 import math
 import sys
 from functools import partial
+from typing import TypedDict
 
 from examflow import __version__, commands
 from examflow.defaults import default
@@ -363,8 +364,15 @@ def _evaluate_parser(subparsers) -> None:
     evaluate.set_defaults(handler=commands.evaluate_command)
 
 
+class _Bounds(TypedDict):
+    """Bounds for `_number`, typed so that `**THRESHOLD` is known to fill only these two keywords."""
+
+    minimum: int
+    maximum: int
+
+
 # The bounds of a grade threshold (`examflow.config.check_taus`): grades run 0 to TOP_GRADE.
-THRESHOLD = {"minimum": 1, "maximum": TOP_GRADE}
+THRESHOLD: _Bounds = {"minimum": 1, "maximum": TOP_GRADE}
 
 
 def _words(key: str) -> str:

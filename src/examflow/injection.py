@@ -268,6 +268,7 @@ def flag_passages(passages: pd.DataFrame, queries: pd.DataFrame) -> pd.DataFrame
     query_text = dict(zip(queries["query_id"], queries["query_text"]))
     found = [injection(text, query_text.get(query)) for text, query in zip(passages["text"], passages["query_id"])]
     flagged = passages.assign(
-        rule=[hit[0] if hit else None for hit in found], phrase=[hit[1] if hit else None for hit in found]
+        rule=[hit[0] if hit else None for hit in found],  # type: ignore[misc]  # pandas-stubs: assign's lists omit None
+        phrase=[hit[1] if hit else None for hit in found],  # type: ignore[misc]  # the same
     )
     return flagged[flagged["rule"].notna()][FLAGGED_COLUMNS].reset_index(drop=True)

@@ -34,7 +34,8 @@ class KeepEarlierLogs(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         if getattr(record, "event", None) == self.event:
-            for log in self.logs_of(record.jobid):
+            jobid: int = record.jobid  # type: ignore[attr-defined]  # an extra field Snakemake's logger adds, like `event`
+            for log in self.logs_of(jobid):
                 try:
                     keep_earlier(log)
                 except OSError as error:  # the job still runs; its log replaces the earlier one

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict, cast
 
 import openai
 
@@ -35,10 +36,15 @@ from examflow.bounds import MESSAGE_CHARS, clip
 from examflow.cache import TEXT, check_entry, parse_json, report_damage, stamped
 from examflow.errors import Failure
 
+if TYPE_CHECKING:
+    from openai.types import Completion, CompletionChoice
+    from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
+    from openai.types.chat.chat_completion import Choice as ChatChoice
+
 try:  # the openai client's HTTP library: httpx2 from openai 3 on, httpx before
     from httpx2 import SyncByteStream
 except ImportError:  # pragma: no cover
-    from httpx import SyncByteStream
+    from httpx import SyncByteStream  # type: ignore[no-redef]  # the same class, before openai 3
 
 log = logging.getLogger(__name__)
 
@@ -185,9 +191,15 @@ class LLMClient:
         with self._calls_lock:
             self.calls += 1
         settings = self.settings
-        options = {"model": settings.model, "temperature": settings.temperature, "max_tokens": settings.max_tokens}
+        options: _Options = {
+            "model": settings.model,
+            "temperature": settings.temperature,
+            "max_tokens": settings.max_tokens,
+        }
+        reply: ChatCompletion | Completion
         if settings.api == "chat":
-            reply = self.client.chat.completions.create(messages=[{"role": "user", "content": prompt}], **options)
+            messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": prompt}]
+            reply = self.client.chat.completions.create(messages=messages, **options)
         else:
             reply = self.client.completions.create(prompt=prompt, **options)
         if isinstance(reply, str):  # the client hands back bodies that are not JSON (an HTML page) as text
@@ -195,7 +207,12 @@ class LLMClient:
         if not reply.choices:
             raise Malformed("the reply has no choices")
         choice = reply.choices[0]
-        text = choice.message.content if settings.api == "chat" else choice.text
+        # cast: the API that settings.api names made the reply, so its choice is that API's kind
+        text = (
+            cast("ChatChoice", choice).message.content
+            if settings.api == "chat"
+            else cast("CompletionChoice", choice).text
+        )
         if not isinstance(text, str):
             raise Malformed("the reply's answer is null")
         return self.kept(text)
@@ -222,6 +239,14 @@ class LLMClient:
 
 MIN_SECRET = 8  # the shortest API key that is redacted
 REDACTED = "[redacted API key]"
+
+
+class _Options(TypedDict):
+    """The decoding settings of a request, the same for both APIs."""
+
+    model: str
+    temperature: float
+    max_tokens: int
 
 
 class Malformed(Exception):

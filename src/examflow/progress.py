@@ -21,6 +21,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from examflow.errors import Failure, InputError
 from examflow.io.tables import write_tables
@@ -125,7 +126,7 @@ def read_progress(results: str | Path) -> RunProgress:
     """This run's grading jobs under `results`: the ones `run.json` names (every job's file when
     there is none), counted only when they started after the run."""
     folder = Path(results) / FOLDER
-    run = _read_json(folder / RUN) if (folder / RUN).is_file() else {"started": 0.0, "jobs": None}
+    run: dict[str, Any] = _read_json(folder / RUN) if (folder / RUN).is_file() else {"started": 0.0, "jobs": None}
     files = {f"{path.parent.name}/{path.stem}": path for path in folder.glob("*/*.json")}
     names = run["jobs"] if run["jobs"] is not None else sorted(files)
     counts = [_job_counts(files[name]) for name in names if name in files]

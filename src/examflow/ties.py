@@ -4,6 +4,8 @@ than summation noise, far finer than any real difference between two systems."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 SIGNIFICANT_DIGITS = 12
@@ -24,4 +26,4 @@ def ranks_of(scores: dict[str, float]) -> dict[str, float]:
     import pandas as pd
 
     ranks = pd.Series(-tie_keys(list(scores.values())), index=list(scores)).rank(method="average")
-    return ranks.to_dict()
+    return cast(dict[str, float], ranks.to_dict())  # cast: indexed by the keys of `scores`

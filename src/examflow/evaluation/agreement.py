@@ -7,6 +7,8 @@ LENIENT (label ≥ 1 against relevant) and STRICT (label ≥ 4 against relevant)
 
 from __future__ import annotations
 
+from typing import cast
+
 import pandas as pd
 
 AGREEMENT_COLUMNS = ["table", "label", "judgment", "count"]
@@ -30,7 +32,8 @@ def cohen_kappa(table: pd.DataFrame) -> float:
     total = table.to_numpy().sum()
     if total == 0:
         return float("nan")
-    observed = sum(table.at[c, c] for c in table.index if c in table.columns) / total
+    # cast: `at` is typed as any scalar; a contingency table's cells are counts
+    observed = sum(cast(int, table.at[c, c]) for c in table.index if c in table.columns) / total
     expected = sum(table.loc[c].sum() * table[c].sum() for c in table.index if c in table.columns) / total**2
     return float("nan") if expected == 1 else float((observed - expected) / (1 - expected))
 

@@ -93,7 +93,8 @@ def tau_ap(scores: dict[str, float], official: dict[str, float]) -> float:
     groups: dict[float, list[str]] = {}
     for run in sorted(runs, key=lambda run: -keys[run]):
         groups.setdefault(keys[run], []).append(run)
-    total, ranked = 0.0, []
+    total = 0.0
+    ranked: list[str] = []  # the runs of the groups placed so far
     for group in groups.values():
         first = len(ranked)  # positions first .. first + |G| - 1, counted from 0
         for run in group:

@@ -112,7 +112,10 @@ def cover_measures(table: pd.DataFrame, n_exam: str = "pool", exam: bool = False
         first = table.drop_duplicates(["run_id", "query_id"])
         rows.append(
             first[["run_id", "query_id"]].assign(
-                measure="exam", tau=pd.NA, value=first["correct"] / first["questions"], weight=1.0
+                measure="exam",
+                tau=pd.NA,  # type: ignore[arg-type]  # pandas-stubs: assign's scalars omit pd.NA
+                value=first["correct"] / first["questions"],
+                weight=1.0,
             )
         )
     return pd.concat(rows, ignore_index=True)[PER_QUERY_COLUMNS]

@@ -108,8 +108,8 @@ def _leave_one_out(
     lost = (answered["_merge"] == "both").to_numpy(float)
     delta = np.zeros((len(questions), len(runs)))
     column = pd.Index(runs).get_indexer(answered["run_id"])
-    covered, size, share = (answered[name].to_numpy() for name in ("covered", "size", "share"))
-    delta[answered["row"].to_numpy(), column] = (covered - lost) / (size - 1) - share
+    n_covered, size, share = (answered[name].to_numpy() for name in ("covered", "size", "share"))
+    delta[answered["row"].to_numpy(), column] = (n_covered - lost) / (size - 1) - share
     kendall = rank_correlations(base + delta / n_queries, ranks)[1] - full
     # A question alone in its query, or of a query no official run ranks, cannot be left out.
     return np.where(questions["query_id"].isin(left_out["query_id"]).to_numpy(), kendall, np.nan)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TypeAlias, cast
 
 import pandas as pd
 
@@ -40,6 +41,8 @@ log = logging.getLogger(__name__)
 
 LEADERBOARD_COLUMNS = ["method", "measure", "tau", "run_id", "kind", "score", "stderr", "n_queries", "failed_pairs"]
 RUN_KINDS = {OVERALL_RUN: "pool", GOLD_RUN: "gold"}  # special rows; every other run is a `system`
+# An output of `evaluate`: a table, a qrels file's text, or (`baselines`, no file) each method's Baseline.
+Output: TypeAlias = pd.DataFrame | str | dict[str, Baseline]
 CORRELATION_COLUMNS = [
     "method", "measure", "tau", "spearman", "kendall", "n_runs", "spearman_low", "spearman_high",
     "kendall_low", "kendall_high", "spearman_random_ties", "kendall_random_ties", "tau_ap", "note",
@@ -108,7 +111,7 @@ def exam_questions(grades: pd.DataFrame, bank: pd.DataFrame | None) -> pd.DataFr
     (questions or nuggets), or, without a bank or for direct grading, what it graded."""
     graded = grades[["query_id", "question_id"]].drop_duplicates()
     known = bank[bank["question_id"].isin(graded["question_id"])] if bank is not None else graded.iloc[:0]
-    if known.empty:
+    if bank is None or known.empty:  # without a bank `known` is empty anyway
         return graded
     if "kind" in bank:
         bank = bank[bank["kind"].isin(set(known["kind"]))]
@@ -126,14 +129,16 @@ def facts_of(inputs: Inputs, official: dict[str, float] | None) -> Facts:
 
 def evaluate(
     inputs: Inputs, settings: Settings, official: dict[str, float] | None, facts: Facts | None = None
-) -> dict[str, pd.DataFrame | str]:
+) -> dict[str, Output]:
     """Output tables by file name, exactly those of `examflow.outputs.EVALUATION` that `facts` ask for
     (default: what the inputs hold) but the impact tables; `baselines` (not a file): each method's
     Baseline for edit impact."""
     facts = facts or facts_of(inputs, official)
-    leaderboards, per_queries, diagnostics, uncovered, outputs = [], [], [], [], {}
-    baselines = {}
-    for method, grades in inputs.grades.groupby("method", sort=True):
+    leaderboards, per_queries, diagnostics, uncovered = [], [], [], []
+    outputs: dict[str, Output] = {}
+    baselines: dict[str, Baseline] = {}
+    for key, grades in inputs.grades.groupby("method", sort=True):
+        method = cast(str, key)  # the method column holds names
         pooled = without_passages(grades, inputs.gold_passages)
         labels = exam_labels(pooled)
         per_query = per_query_values(grades, inputs, settings, labels).assign(method=method)
@@ -250,7 +255,13 @@ def agreement(grades: pd.DataFrame, judgments: pd.DataFrame, settings: Settings)
         tables = agreement_tables(pairs, settings.relevant_judgment)
         summaries += [(method, name, value, len(pairs)) for name, value in kappas(tables).items()]
         for name, table in tables.items():
-            long = table.stack().rename("count").reset_index().set_axis(["label", "judgment", "count"], axis=1)
+            # cast: a table with one level of columns stacks into a Series
+            long = (
+                cast(pd.Series, table.stack())
+                .rename("count")
+                .reset_index()
+                .set_axis(["label", "judgment", "count"], axis=1)
+            )
             counts.append(long.assign(method=method, table=name))
     summary = pd.DataFrame(summaries, columns=["method", "table", "kappa", "n_pairs"])
     return summary, pd.concat(counts)[["method", *AGREEMENT_COLUMNS]]

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, cast
 
 import pandas as pd
 
@@ -60,7 +62,7 @@ class BaselineStore:
         return None
 
     def save(self, digest: str, baseline: Baseline) -> None:
-        tables = {
+        tables: dict[str | Path, pd.DataFrame | str] = {
             self.folder / digest / f"{name}.parquet": getattr(baseline, name) for name in Baseline.__dataclass_fields__
         }
         seen = self.sequence.read_text().split() if self.sequence.exists() else []
@@ -85,7 +87,7 @@ def impact_tables(previous: Baseline | None, current: Baseline) -> dict[str, pd.
 
 
 def question_changes(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
-    rows = []
+    rows: list[tuple[str, str | None, str, str | None, str | None, str | None, str | None]] = []
     for (query_id, facet_id), change in diff_banks(_entries(old), _entries(new)).items():
         rows += [(query_id, facet_id, "added", i.item_id, i.text, None, None) for i in change.added]
         rows += [(query_id, facet_id, "removed", None, None, i.item_id, i.text) for i in change.removed]
@@ -93,10 +95,19 @@ def question_changes(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=QUESTION_CHANGE_COLUMNS)
 
 
+class _Question(Protocol):
+    """A row of Baseline.questions as `itertuples` gives it (a cast: pandas types cells as any scalar)."""
+
+    query_id: str
+    facet_id: str | float | None  # missing for a question of the whole query: None, or NaN once read back
+    question_id: str
+    question_text: str
+
+
 def _entries(questions: pd.DataFrame) -> list[Entry]:
     entries: dict[tuple, Entry] = {}
-    for row in questions.itertuples(index=False):
-        facet = None if pd.isna(row.facet_id) else row.facet_id
+    for row in cast(Iterator[_Question], questions.itertuples(index=False)):
+        facet = None if pd.isna(row.facet_id) else cast(str, row.facet_id)  # cast: not missing, so an id
         entry = entries.setdefault((row.query_id, facet), Entry(row.query_id, facet, None, []))
         entry.items.append(Item(row.query_id, facet, row.question_id, row.question_text))
     return list(entries.values())

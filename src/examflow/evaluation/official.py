@@ -6,6 +6,7 @@ pages. Ranks best first, ties averaged; only the run files' runs, never generate
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import pandas as pd
 
@@ -23,11 +24,12 @@ def official_leaderboard(
     labels = (
         judgments.groupby(["query_id", "passage_id"], as_index=False)["relevance"]
         .max()
-        .rename(columns={"query_id": "qrels_id", "relevance": "label"})
+        .rename(columns={"query_id": "qrels_id", "relevance": "label"})  # type: ignore[call-overload]  # pandas-stubs: with as_index=False max() is a DataFrame
     )
     ranked = rankings[rankings["run_id"].isin(runs - set(RESERVED_RUNS))]
     values = trec_scores(labels, ranked, [relevance_level], [measure])
-    scores = {run: math.fsum(group) / len(group) for run, group in values.groupby("run_id")["value"]}
+    # cast: the run_id column holds ids
+    scores = {cast(str, run): math.fsum(group) / len(group) for run, group in values.groupby("run_id")["value"]}
     ranks = ranks_of(scores)
     table = pd.DataFrame([(run, scores[run], ranks[run]) for run in scores], columns=OFFICIAL_COLUMNS)
     return table.sort_values(["rank", "run_id"], kind="stable").reset_index(drop=True)

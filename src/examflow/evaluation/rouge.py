@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from functools import cache
+from typing import cast
 
 import pandas as pd
 
@@ -56,7 +57,7 @@ def rouge_per_query(rankings: pd.DataFrame, texts: pd.DataFrame, gold: dict[str,
             query_id,
             "rouge_1_f1",
             pd.NA,
-            rouge_1_f1(unigrams(" ".join(group["text"])), references[query_id]),
+            rouge_1_f1(unigrams(" ".join(group["text"])), references[cast(str, query_id)]),  # cast: an id
             1.0,
         )
         for (run_id, query_id), group in ranked.groupby(["run_id", "query_id"], sort=True)

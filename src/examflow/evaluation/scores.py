@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 from functools import cache
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -60,8 +61,8 @@ def aggregate(values: np.ndarray, weights: np.ndarray, exact: bool) -> float:
         total = sum(weight_numerators)
         # an int / int quotient is rounded once, like the Fraction it stands for
         return sum(numerators) * weight_common / (total * common) if total > 0 else 0.0
-    total = math.fsum(weights)
-    return math.fsum(values) / total if total > 0 else 0.0
+    weight_sum = math.fsum(weights)
+    return math.fsum(values) / weight_sum if weight_sum > 0 else 0.0
 
 
 def standard_error(values: np.ndarray, exact: bool) -> float:
@@ -102,7 +103,7 @@ def system_scores(per_query: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (measure, tau, run_id), group in per_query.groupby(keys, sort=True, dropna=False):
         values, weights = group["value"].to_numpy(float), group["weight"].to_numpy(float)
-        n, exact = len(values), is_count_ratio(measure)
+        n, exact = len(values), is_count_ratio(cast(str, measure))  # cast: the measure column holds names
         plain_mean = bool((weights == 1).all())
         stderr = standard_error(values, exact) if n > 1 and plain_mean else (0.0 if plain_mean else math.nan)
         rows.append((measure, tau, run_id, aggregate(values, weights, exact), stderr, n))

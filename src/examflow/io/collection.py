@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -47,8 +48,9 @@ def read_passages(path: str | Path, wanted: set[str], problems: Problems) -> dic
     return found
 
 
-def _irds(spec: str, wanted: set[str]) -> Iterator[tuple[None, str, str]]:
-    for doc_id, text in irds_passages(spec, wanted).items():
+def _irds(spec: str | Path, wanted: set[str]) -> Iterator[tuple[None, str, str]]:
+    # cast: read_passages picks this reader for an ir_datasets id alone, a string (`is_irds`)
+    for doc_id, text in irds_passages(cast(str, spec), wanted).items():
         yield None, doc_id, text
 
 

@@ -25,7 +25,9 @@ class Response:
 
 
 def read_responses(path: str | Path, query_ids: set[str], unknown_queries: Problems) -> list[Response]:
-    responses, first_line, empty = [], {}, []
+    responses: list[Response] = []
+    first_line: dict[tuple[str, str], int] = {}  # (run, query) -> the line of its response
+    empty: list[str] = []
     for number, record in json_lines(path):
         run_id = required_id(path, number, record, "run_id")
         if run_id in RESERVED_RUNS:
@@ -86,6 +88,7 @@ def read_gold_articles(
     for number, record in json_lines(path):
         query_id = required_id(path, number, record, "query_id")
         if query_ids is not None and query_id not in query_ids:
+            assert unknown_queries is not None  # every caller that filters by query_ids passes both
             unknown_queries.report(
                 "gold articles with an unknown query id",
                 InputError(path, f"unknown query id {query_id!r}", number, "query_id"),

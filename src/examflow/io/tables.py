@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -15,13 +16,13 @@ import pyarrow.parquet as pq
 from examflow.errors import Failure, InputError
 
 
-def write_tables(tables: dict[str | Path, pd.DataFrame | pa.Table | str | bytes]) -> None:
+def write_tables(tables: Mapping[str | Path, pd.DataFrame | pa.Table | str | bytes]) -> None:
     """Write each table to a temporary sibling, then rename them all into place.
 
     `.parquet` targets take a DataFrame or an Arrow table (to keep schema metadata); other
     DataFrames are written as TSV, text and bytes (a figure) as they are.
     """
-    staged = []
+    staged: list[tuple[str, Path]] = []  # (temporary file, its target)
     try:
         _stage_all(tables, staged)
         for temporary, target in staged:
@@ -50,7 +51,9 @@ def _reason(error: OSError) -> str:
     return os.strerror(number) if number else str(error)
 
 
-def _stage_all(tables: dict, staged: list) -> None:
+def _stage_all(
+    tables: Mapping[str | Path, pd.DataFrame | pa.Table | str | bytes], staged: list[tuple[str, Path]]
+) -> None:
     for target, frame in tables.items():
         target = Path(target)
         target.parent.mkdir(parents=True, exist_ok=True)

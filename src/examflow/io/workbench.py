@@ -154,6 +154,7 @@ def _line(path, number: int, raw: bytes) -> Line:
         raise InputError(path, f"not valid JSON ({error.msg}, column {error.colno})", number) from None
     except msgspec.ValidationError as error:
         found = _AT.match(str(error))
+        assert found is not None  # every part of the pattern may be empty: it matches any message
         where = re.sub(r"^\[1\]", "paragraphs", found["where"] or "")
         if not where.startswith("paragraphs["):
             raise InputError(path, "expected [query_id, [paragraph, ...]]", number) from None
@@ -177,7 +178,7 @@ def _exam_grade_rows(query_id: str, passage_id: str, grade: ExamGrade) -> list[t
             (key, query_id, None, passage_id, r.question_id or r.nugget_id, r.self_rating, None, None)
             for r in grade.self_ratings
         ]
-    rows = [(key, query_id, None, passage_id, q, None, True, None) for q in grade.correctAnswered]
+    rows: list[tuple] = [(key, query_id, None, passage_id, q, None, True, None) for q in grade.correctAnswered]
     rows += [(key, query_id, None, passage_id, q, None, False, None) for q in grade.wrongAnswered]
     errors = grade.llm_response_errors or {}
     rows += [(key, query_id, None, passage_id, q, None, None, str(e)) for q, e in errors.items()]
@@ -185,14 +186,14 @@ def _exam_grade_rows(query_id: str, passage_id: str, grade: ExamGrade) -> list[t
 
 
 def _direct_grade_row(query_id: str, passage_id: str, grade: DirectGrade) -> tuple:
-    rating = grade.self_ratings if grade.self_ratings is not None else int(bool(grade.correctAnswered))
+    rating: int | None = grade.self_ratings if grade.self_ratings is not None else int(bool(grade.correctAnswered))
     error = grade.llm_response_error
     rating = None if error else rating
     return (_key(grade), query_id, None, passage_id, query_id, rating, None, error)
 
 
 def _method_names(keys: pd.Series) -> pd.Series:
-    models = {}
+    models: dict[str, set[str]] = {}  # prompt class -> the models graded with it
     for prompt_class, llm in set(keys):
         models.setdefault(prompt_class, set()).add(llm)
     names = {key: key[0] if len(models[key[0]]) == 1 else f"{key[0]}:{key[1]}" for key in set(keys)}

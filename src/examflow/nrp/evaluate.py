@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
+from typing import Protocol, cast
 
 import pandas as pd
 import pytrec_eval
@@ -33,6 +35,18 @@ SELECTION_COLUMNS = ["ranker", "dimension", "ndcg_cut_10", "chosen"]
 WILCOXON_COLUMNS = ["llm_a", "prompt_a", "llm_b", "prompt_b", "ranker", "dimension", "denominator", "n_pairs",
                     "mean_difference", "statistic", "p_value"]  # fmt: skip
 EXPERT_COLUMNS = ["ranker", "query_id", "n_items", "kendall", "ci_low", "ci_high"]
+
+
+class _Answer(Protocol):
+    """A row of an answers table (`ANSWER_COLUMNS`) as `itertuples` gives it: a cast, since pandas types
+    cells as any scalar, and every cell of this table is a string."""
+
+    llm: str
+    prompt: str
+    sample: str
+    query_id: str
+    text: str
+    answer: str
 
 
 @dataclass
@@ -109,7 +123,8 @@ def query_items(inputs: NRPInputs, answers: pd.DataFrame, query_ids: list[str]) 
     for query_id in query_ids:
         documents = sorted(set(judged.loc[judged["query_id"] == query_id, "passage_id"]))
         mine = answers[answers["query_id"] == query_id]
-        named = {answer_name(a.llm, a.prompt, a.sample): a.text for a in mine.itertuples(index=False)}
+        rows = cast(Iterator[_Answer], mine.itertuples(index=False))
+        named = {answer_name(a.llm, a.prompt, a.sample): a.text for a in rows}
         items.append(QueryItems(query_id, inputs.queries[query_id], {d: texts.get(d) for d in documents}, named))
     return items
 
@@ -118,7 +133,7 @@ def nrp_per_answer(answers: pd.DataFrame, judgments: pd.DataFrame, scores: Score
     """rank r (zero-based, ties against the answer), |D_q| and NRP of every answer to a judged query."""
     documents = judgments.groupby("query_id")["passage_id"].agg(list).to_dict()
     rows = []
-    for a in answers[answers["query_id"].isin(documents)].itertuples(index=False):
+    for a in cast(Iterator[_Answer], answers[answers["query_id"].isin(documents)].itertuples(index=False)):
         mine = documents[a.query_id]
         score = scores[a.query_id, answer_name(a.llm, a.prompt, a.sample)]
         rank = sum(scores[a.query_id, d] >= score for d in mine)
@@ -140,8 +155,9 @@ def combine(per_answer: pd.DataFrame, weights: dict[str, float]) -> pd.DataFrame
     wide = per_answer.pivot_table("nrp", keys, "dimension", aggfunc="first")
     rankers = "+".join(per_answer.drop_duplicates("dimension")["ranker"])
     # Answers to queries judged in every dimension only: a missing dimension would count as 0.
-    combined = sum(wide[d] * w for d, w in weights.items()).rename("nrp").dropna().reset_index()
-    return combined.assign(ranker=rankers, dimension=COMBINED, rank=pd.NA, n_docs=pd.NA)
+    # cast: every dimension has a weight (`weight_problem`), so the sum has terms and is a Series
+    combined = cast(pd.Series, sum(wide[d] * w for d, w in weights.items())).rename("nrp").dropna().reset_index()
+    return combined.assign(ranker=rankers, dimension=COMBINED, rank=pd.NA, n_docs=pd.NA)  # type: ignore[arg-type]  # pandas-stubs: assign's scalars omit pd.NA
 
 
 def per_system(per_answer: pd.DataFrame) -> pd.DataFrame:
@@ -247,7 +263,7 @@ def _sign(a: float, b: float) -> int:
     return (a > b) - (a < b)  # by comparison: −∞ − (−∞) would be NaN
 
 
-def mean_interval(values: list[float], level: float = 0.95) -> tuple[float, float, float]:
+def mean_interval(values: Sequence[float | Fraction], level: float = 0.95) -> tuple[float, float, float]:
     """The mean and its t-based confidence interval (NaN bounds for fewer than two values)."""
     from scipy.stats import t
 

@@ -21,7 +21,7 @@ import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from examflow.errors import InputError, Problems
 from examflow.io.lines import base_suffix, check_id, json_lines, required_id, split_columns, text_lines
@@ -92,7 +92,8 @@ def read_bank(path: str | Path) -> list[Entry]:
 
 def entry_lines(entries: list[Entry]) -> dict[tuple[str, str | None], int]:
     """Every (query id, facet id) of the bank, with the line of its entry (of its first line, flat)."""
-    return {(entry.query_id, entry.facet_id): entry.line for entry in entries}
+    # cast: the entries come from read_bank, which numbers every one
+    return {(entry.query_id, entry.facet_id): cast(int, entry.line) for entry in entries}
 
 
 def known_targets(
@@ -258,7 +259,11 @@ def _drop_repeated_ids(path, entries) -> None:
     seen: set[str] = set()
     dropped = 0
     for entry in entries:
-        kept = [item for item in entry.items if not (item.item_id in seen or seen.add(item.item_id))]
+        kept = []
+        for item in entry.items:
+            if item.item_id not in seen:
+                seen.add(item.item_id)
+                kept.append(item)
         dropped += len(entry.items) - len(kept)
         entry.items = kept
     if dropped:
@@ -267,7 +272,7 @@ def _drop_repeated_ids(path, entries) -> None:
 
 def entry_record(entry: Entry) -> dict[str, Any]:
     """An entry as a line of the current format."""
-    record = {
+    record: dict[str, Any] = {
         "query_id": entry.query_id,
         "facet_id": entry.facet_id,
         "query_text": entry.query_text,
@@ -281,7 +286,12 @@ def entry_record(entry: Entry) -> dict[str, Any]:
 
 def _item_record(item: Item) -> dict[str, Any]:
     id_field, text_field = KINDS[item.kind]
-    record = {"query_id": item.query_id, "facet_id": item.facet_id, id_field: item.item_id, text_field: item.text}
+    record: dict[str, Any] = {
+        "query_id": item.query_id,
+        "facet_id": item.facet_id,
+        id_field: item.item_id,
+        text_field: item.text,
+    }
     record |= {"gold_answers": item.gold_answers} if item.gold_answers is not None else {}
     record |= {"choices": item.choices} if item.choices is not None else {}
     record |= item.extra

@@ -11,7 +11,9 @@ import ast
 import json
 import logging
 import re
+from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Protocol, cast
 
 import pandas as pd
 
@@ -74,9 +76,19 @@ def _structured(body: str) -> list | None:
     return None
 
 
+class _Target(Protocol):
+    """A row of a queries table (`examflow.io.queries.QUERY_COLUMNS`) as `itertuples` gives it: a cast, since
+    pandas types cells as any scalar; the table's dtype is object, so a whole query's facet is None, not NaN."""
+
+    query_id: str
+    facet_id: str | None
+    query_text: str
+    facet_text: str | None
+
+
 def generate_bank(queries: pd.DataFrame, llm: LLMClient, output_format: str = "json", attempts: int = 3) -> list[Entry]:
     """A bank entry per query (or subtopic); fails, naming every query that got no questions."""
-    targets = list(queries.itertuples(index=False))
+    targets = list(cast(Iterator[_Target], queries.itertuples(index=False)))
     prompts = [prompt_for(t.query_text, t.facet_text, output_format) for t in targets]
     questions: dict[int, list[str]] = {}
     last: dict[int, str | LLMError] = {}
@@ -102,11 +114,13 @@ def _reason(answer: str | LLMError, attempts: int) -> str:
     return f"{attempts} unparsable answers, the last: {answer[:120]!r}"
 
 
-def _name(target) -> str:
+def _name(target: _Target) -> str:
     return f"{target.query_id}/{target.facet_id}" if target.facet_id else target.query_id
 
 
-def _entry(target, texts: list[str], template_name: str, output_format: str, llm: LLMClient, made: str) -> Entry:
+def _entry(
+    target: _Target, texts: list[str], template_name: str, output_format: str, llm: LLMClient, made: str
+) -> Entry:
     info = {
         "generator": "examflow",
         "model": llm.settings.model,

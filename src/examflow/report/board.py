@@ -50,10 +50,11 @@ class Board:
 
     def figure_runs(self) -> list[str]:
         """Official runs in official order (ties by id), then the others in the headline order."""
-        if not self.official:
+        ranks = self.official  # a local, which stays narrowed to a dict in the key function
+        if not ranks:
             return self.runs()
-        official = sorted((r for r in self.runs() if r in self.official), key=lambda r: (self.official[r], r))
-        return official + [r for r in self.runs() if r not in self.official]
+        official = sorted((r for r in self.runs() if r in ranks), key=lambda r: (ranks[r], r))
+        return official + [r for r in self.runs() if r not in ranks]
 
     def group(self, run: str) -> str:
         return self.groups.get(run) or self._group(run, "system")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import html
 import re
+from collections.abc import Iterator
+from typing import Protocol, cast
 
 import pandas as pd
 
@@ -109,9 +111,12 @@ def leaderboard_page(board: Board) -> str:
             rank = board.official.get(run)
             cells.append(_number_cell(rank, "" if rank is None else f"{rank:g}"))
         for measure in board.measures:
-            found = run in scores[measure].index
-            score, stderr = scores[measure].loc[run] if found else (None, None)
-            text = score_text(score, stderr) if found else ""
+            if run in scores[measure].index:
+                # cast: one row per run and measure, so `loc` gives a row (a Series), not a frame
+                score, stderr = cast(pd.Series, scores[measure].loc[run])
+                text = score_text(score, stderr)
+            else:
+                score, text = None, ""
             cells.append(_number_cell(score, text, "best" if run in best[measure] else ""))
         body.append(f"<tr class='{group}'>{''.join(cells)}</tr>")
     table = f"<table id='board' class='board'><thead><tr>{''.join(heads)}</tr></thead><tbody>{''.join(body)}</tbody></table>"
@@ -156,6 +161,7 @@ def _board_note(board: Board) -> str:
 def correlation_page(board: Board) -> str:
     """correlation.tsv of one method, its measures in the method's order, each at every τ."""
     correlation = board.correlation
+    assert correlation is not None  # the report makes this page only with an official leaderboard
     position = {measure: i for i, measure in enumerate(board.measures)}
     correlation = correlation.assign(_order=correlation["measure"].map(position)).sort_values(
         ["_order", "measure", "tau"], kind="stable"
@@ -197,6 +203,15 @@ def impact_page(questions: pd.DataFrame, passages: pd.DataFrame, systems: pd.Dat
     )  # fmt: skip
 
 
+class _Passage(Protocol):
+    """A row of the pooled passages (query_id, passage_id, origin, text) as `itertuples` gives it: a cast,
+    since pandas types cells as any scalar; each of these cells is a string."""
+
+    passage_id: str
+    origin: str
+    text: str
+
+
 def example_page(
     query_id: str, passages: pd.DataFrame, grades: pd.DataFrame, questions: pd.DataFrame, method: str
 ) -> str:
@@ -206,10 +221,11 @@ def example_page(
     best = mine.groupby("passage_id")["rating"].max()
     parts = [f"<p class='note'>{len(passages)} pooled passages, best grade first; a grade cell shows the "
              "model's answer where there is one, and that answer is marked in the passage.</p>"]  # fmt: skip
-    for passage in (
+    for passage in cast(
+        Iterator[_Passage],
         passages.assign(best=passages["passage_id"].map(best))
         .sort_values(["best", "passage_id"], ascending=[False, True])
-        .itertuples()
+        .itertuples(),
     ):
         graded = mine[mine["passage_id"] == passage.passage_id]
         answers = [a for a in graded["answer"].dropna() if len(a) > 2 and not a.replace(".", "").isdigit()]
