@@ -10,7 +10,7 @@ import gzip
 import json
 import logging
 import zlib
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -128,6 +128,20 @@ def check_id(path: str | Path, number: int | None, value: str, field: str) -> No
     if not value or any(ch.isspace() for ch in value) or slash:
         rule = "no whitespace, no /" if field.endswith("query_id") else "no whitespace"
         raise InputError(path, f"invalid id {value!r} ({rule})", number, field)
+
+
+class FirstLines:
+    """The line each key of a file was first read on: a key read again is an error naming both lines."""
+
+    def __init__(self, path: str | Path):
+        self.path = path
+        self.lines: dict[Hashable, int | None] = {}
+
+    def add(self, key: Hashable, number: int | None, field: str, what: str) -> None:
+        """Note `key` read on line `number`; `what` says what a second one is ("document 'd' judged twice")."""
+        if key in self.lines:
+            raise InputError(self.path, f"{what} (first on line {self.lines[key]})", number, field)
+        self.lines[key] = number
 
 
 def line_of(text: str, key: str) -> int | None:

@@ -12,7 +12,7 @@ import pandas as pd
 
 from examflow.errors import InputError, Problems
 from examflow.io.irds import irds_qrels, is_irds
-from examflow.io.lines import split_columns, text_lines
+from examflow.io.lines import FirstLines, split_columns, text_lines
 
 QRELS_FIELDS = ("query_id", "iteration", "doc_id", "relevance")
 JUDGMENT_COLUMNS = ["query_id", "facet_id", "passage_id", "relevance"]
@@ -34,7 +34,7 @@ def read_qrels(
         return _table([(query_id, None, doc_id, grade) for query_id, doc_id, grade in rows])
     facets = set(zip(queries["query_id"], queries["facet_id"].fillna("")))
     query_ids = set(queries["query_id"])
-    rows, first_line = [], {}
+    rows, first_lines = [], FirstLines(path)
     for number, line in text_lines(path):
         qrels_id, _, doc_id, relevance = split_columns(path, number, line, QRELS_FIELDS, None)
         query_id, facet_id = _resolve(qrels_id, query_ids, facets)
@@ -44,15 +44,7 @@ def read_qrels(
                 InputError(path, f"unknown query id {qrels_id!r}", number, "query_id"),
             )
             continue
-        key = (qrels_id, doc_id)
-        if key in first_line:
-            raise InputError(
-                path,
-                f"document {doc_id!r} judged twice for {qrels_id!r} (first on line {first_line[key]})",
-                number,
-                "doc_id",
-            )
-        first_line[key] = number
+        first_lines.add((qrels_id, doc_id), number, "doc_id", f"document {doc_id!r} judged twice for {qrels_id!r}")
         try:
             grade = int(relevance)
         except ValueError:

@@ -14,6 +14,7 @@ import pandas as pd
 from examflow.errors import InputError
 from examflow.io.irds import irds_queries, is_irds
 from examflow.io.lines import (
+    FirstLines,
     base_suffix,
     check_id,
     json_entries,
@@ -34,12 +35,9 @@ def read_queries(path: str | Path) -> pd.DataFrame:
     reader = {".tsv": _tsv_rows, ".txt": _tsv_rows, ".json": _json_rows, ".jsonl": _jsonl_rows}.get(base_suffix(path))
     if reader is None:
         raise InputError(path, "unknown queries format: use .tsv, .json or .jsonl (optionally .gz)")
-    rows, seen = [], {}
+    rows, first_lines = [], FirstLines(path)
     for number, row in reader(path):
-        key = (row[0], row[1])
-        if key in seen:
-            raise InputError(path, f"duplicate query id {row[0]!r} (first on line {seen[key]})", number, "query_id")
-        seen[key] = number
+        first_lines.add((row[0], row[1]), number, "query_id", f"duplicate query id {row[0]!r}")
         rows.append(row)
     return pd.DataFrame(rows, columns=QUERY_COLUMNS, dtype=object)  # object keeps None for no facet
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from examflow.errors import InputError, Problems
-from examflow.io.lines import split_columns, text_lines
+from examflow.io.lines import FirstLines, split_columns, text_lines
 
 RUN_FIELDS = ("query_id", "Q0", "doc_id", "rank", "score", "run_tag")
 RUN_COLUMNS = ["run_id", "query_id", "passage_id", "rank", "score"]
@@ -38,7 +38,7 @@ def read_runs(paths: Iterable[str | Path], query_ids: set[str], unknown_queries:
 
 def read_run(path: str | Path, query_ids: set[str], unknown_queries: Problems) -> pd.DataFrame:
     """One run; negative ranks are kept here, counted in a warning, and re-ranked by pooling."""
-    rows, first_line, tag, negative = [], {}, None, []
+    rows, first_lines, tag, negative = [], FirstLines(path), None, []
     for number, line in text_lines(path):
         query_id, _, doc_id, rank, score, run_tag = split_columns(path, number, line, RUN_FIELDS, None)
         if tag is None:
@@ -47,15 +47,8 @@ def read_run(path: str | Path, query_ids: set[str], unknown_queries: Problems) -
                 raise InputError(path, f"run tag {tag!r} is reserved for examflow's own rows", number, "run_tag")
         elif run_tag != tag:
             raise InputError(path, f"second run tag {run_tag!r} after {tag!r}: one run per file", number, "run_tag")
-        key = (query_id, doc_id)
-        if key in first_line:
-            raise InputError(
-                path,
-                f"document {doc_id!r} ranked twice for query {query_id!r} (first on line {first_line[key]})",
-                number,
-                "doc_id",
-            )
-        first_line[key] = number
+        what = f"document {doc_id!r} ranked twice for query {query_id!r}"
+        first_lines.add((query_id, doc_id), number, "doc_id", what)
         if query_id not in query_ids:
             unknown_queries.report(
                 "run rows with an unknown query id",
