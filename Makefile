@@ -49,6 +49,7 @@ lint: install
 	$(BIN)/snakefmt --check workflow
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/mypy
 
 # Everything under results/ but the grade and LLM cache, which costs model calls to rebuild.
 clean:

@@ -39,6 +39,7 @@ BAD_RUNS = [
     (b"q1 Q0 d1 1 3 runA\nq1 Q0 d\xff2 2 2 runA\n", 2, None, "invalid UTF-8: byte 0xff at offset 7 of the line"),
     ("", None, None, "file is empty"),
     ("\n\n  \n", None, None, "file is empty"),
+    ("q1 Q0 d1 1 2.0 _gold_\n", 1, "run_tag", "run tag '_gold_' is reserved for examflow's own rows"),
 ]  # fmt: skip
 
 
@@ -47,6 +48,38 @@ def test_a_bad_run_file_is_named_at_its_line_and_field(tmp_path, content, line, 
     run = write(tmp_path / "a.run", content)
     with raises_at(run, line, field, pattern):
         read_runs([run], QUERY_IDS, strict())
+
+
+ONE_QUERY = pd.DataFrame({"query_id": ["q1"], "facet_id": [None], "query_text": ["x"], "facet_text": [None]})
+READERS = {
+    "queries": read_queries,
+    "qrels": lambda path: read_qrels(path, ONE_QUERY, strict()),
+    "corpus": lambda path: read_passages(path, {"d1", "d2"}, strict()),
+    "responses": lambda path: read_responses(path, QUERY_IDS, strict()),
+}
+# Other bad files: the reader, the file (None: not there), the line and field of the error, what it says.
+BAD_FILES = [
+    ("queries", "q.tsv", None, None, None, "file not found"),
+    ("queries", "q.tsv", "q1\tfirst query\nq2\t  \n", 2, "text", "empty text"),
+    ("queries", "q.tsv", "q1\tfirst\nq2\tsecond\nq1\tagain\n", 3, "query_id", r"duplicate query id 'q1' \(first on line 1\)"),
+    ("queries", "q.jsonl", '{"query_id": "p", "text": "P"}\n{"query_id": "r", "text": "R", "subtopics": [{"text": "S"}]}\n',
+     2, "subtopics[0].facet_id", "missing"),
+    ("qrels", "q.qrels", "q1 0 d1 1\nq1 0 d2 relevant\n", 2, "relevance", "not an integer: 'relevant'"),
+    ("qrels", "q.qrels", "q1 0 d1 1\nq1 0 d1 0\n", 2, "doc_id", r"document 'd1' judged twice for 'q1' \(first on line 1\)"),
+    ("corpus", "c.tsv", "d1\tone\nd2\t \n", 2, "text", "empty text for passage 'd2'"),
+    ("corpus", "c.tsv", "d1\tone\nd2 two\n", 2, None, "expected 2 tab-separated columns .* found 1"),
+    ("corpus", "c.jsonl", '{"title": "x", "text": "y"}\n', 1, None, "no id field"),
+    # Found by test_reader_properties: `1` is valid JSON, and the reader asked it for a field.
+    ("corpus", "c.jsonl", '{"doc_id": "d1", "text": "first"}\n1\n', 2, None, "expected a JSON object, found int"),
+    ("responses", "r.jsonl", '{"run_id": "a", "query_id": "q1", "text": "ok"}\n{"run_id": "a",\n', 2, None, "not valid JSON"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("reader, name, content, line, field, pattern", BAD_FILES)
+def test_a_bad_input_file_is_named_at_its_line_and_field(tmp_path, reader, name, content, line, field, pattern):
+    path = tmp_path / name if content is None else write(tmp_path / name, content)
+    with raises_at(path, line, field, pattern):
+        READERS[reader](path)
 
 
 def test_two_files_with_the_same_tag(tmp_path):
@@ -66,18 +99,6 @@ def test_run_with_unknown_query_fails_or_is_counted(tmp_path):
     assert lenient.counts == {"run rows with an unknown query id": 2}
 
 
-def test_missing_file(tmp_path):
-    with raises_at(tmp_path / "nope.tsv", None, None, "file not found"):
-        read_queries(tmp_path / "nope.tsv")
-
-
-def test_qrels_with_non_integer_relevance(tmp_path):
-    queries = pd.DataFrame({"query_id": ["q1"], "facet_id": [None], "query_text": ["x"], "facet_text": [None]})
-    qrels = write(tmp_path / "q.qrels", "q1 0 d1 1\nq1 0 d2 relevant\n")
-    with raises_at(qrels, 2, "relevance", "not an integer: 'relevant'"):
-        read_qrels(qrels, queries, strict())
-
-
 def test_qrels_facet_ids_and_unknown_queries(tmp_path):
     queries = read_queries(
         write(
@@ -89,33 +110,6 @@ def test_qrels_facet_ids_and_unknown_queries(tmp_path):
         read_qrels(qrels, queries, strict())
     table = read_qrels(qrels, queries, Problems("warn"))
     assert table.to_dict("records") == [{"query_id": "page", "facet_id": "s1", "passage_id": "d1", "relevance": 2}]
-
-
-def test_queries_tsv_with_empty_text(tmp_path):
-    queries = write(tmp_path / "q.tsv", "q1\tfirst query\nq2\t  \n")
-    with raises_at(queries, 2, "text", "empty text"):
-        read_queries(queries)
-
-
-def test_queries_with_duplicate_id(tmp_path):
-    queries = write(tmp_path / "q.tsv", "q1\tfirst\nq2\tsecond\nq1\tagain\n")
-    with raises_at(queries, 3, "query_id", r"duplicate query id 'q1' \(first on line 1\)"):
-        read_queries(queries)
-
-
-def test_queries_jsonl_with_bad_subtopic(tmp_path):
-    queries = write(
-        tmp_path / "q.jsonl",
-        '{"query_id": "p", "text": "P"}\n{"query_id": "r", "text": "R", "subtopics": [{"text": "S"}]}\n',
-    )
-    with raises_at(queries, 2, "subtopics[0].facet_id", "missing"):
-        read_queries(queries)
-
-
-def test_jsonl_that_is_not_json(tmp_path):
-    responses = write(tmp_path / "r.jsonl", '{"run_id": "a", "query_id": "q1", "text": "ok"}\n{"run_id": "a",\n')
-    with raises_at(responses, 2, None, "not valid JSON"):
-        read_responses(responses, QUERY_IDS, strict())
 
 
 def test_an_empty_response_is_read_as_no_passage_with_a_count_and_a_wrongly_typed_text_is_an_error(tmp_path, caplog):
@@ -145,24 +139,6 @@ def test_collection_missing_pooled_passage(tmp_path):
     lenient = Problems("warn")
     assert read_passages(corpus, {"d1", "d3"}, lenient) == {"d1": "one"}
     assert lenient.counts == {"pooled passages missing from the collection": 1}
-
-
-def test_collection_with_empty_text(tmp_path):
-    corpus = write(tmp_path / "c.tsv", "d1\tone\nd2\t \n")
-    with raises_at(corpus, 2, "text", "empty text for passage 'd2'"):
-        read_passages(corpus, {"d1", "d2"}, strict())
-
-
-def test_collection_with_wrong_column_count(tmp_path):
-    corpus = write(tmp_path / "c.tsv", "d1\tone\nd2 two\n")
-    with raises_at(corpus, 2, None, "expected 2 tab-separated columns .* found 1"):
-        read_passages(corpus, {"d1"}, strict())
-
-
-def test_collection_jsonl_without_id_field(tmp_path):
-    corpus = write(tmp_path / "c.jsonl", '{"title": "x", "text": "y"}\n')
-    with raises_at(corpus, 1, None, "no id field"):
-        read_passages(corpus, {"d1"}, strict())
 
 
 def test_collection_formats_agree(tmp_path):
@@ -199,18 +175,3 @@ def test_gold_articles_are_checked_like_responses(tmp_path):
     write(path, '{"query_id": "q1", "text": "  "}\n')
     with pytest.raises(InputError, match=r"gold.jsonl:1: field 'text': empty text"):
         read_gold_articles(path)
-
-
-def test_reserved_run_names_are_refused(tmp_path):
-    from examflow.io.runs import read_run
-
-    run = write(tmp_path / "x.run", "q1 Q0 d1 1 2.0 _gold_\n")
-    with pytest.raises(InputError, match=r"x.run:1: field 'run_tag': run tag '_gold_' is reserved"):
-        read_run(run, {"q1"}, Problems("error"))
-
-
-def test_corpus_jsonl_line_that_is_json_but_no_object(tmp_path):
-    # Found by test_reader_properties: `1` is valid JSON, and the reader asked it for a field.
-    corpus = write(tmp_path / "c.jsonl", '{"doc_id": "d1", "text": "first"}\n1\n')
-    with raises_at(corpus, 2, None, "expected a JSON object, found int"):
-        read_passages(corpus, {"d1"}, strict())
