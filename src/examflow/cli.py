@@ -16,7 +16,7 @@ from examflow.defaults import default
 from examflow.errors import ConfigError, Failure, a
 from examflow.options import REQUIRED, Option
 from examflow.outputs import FACT_NAMES
-from examflow.registry import DEFAULT_MEASURES, QUESTION_FORMATS, QUESTION_LLM_OPTIONS, TOP_GRADE
+from examflow.registry import DEFAULT_MEASURES, QUESTION_FORMATS, QUESTION_LLM_OPTIONS, RANKERS, TOP_GRADE
 
 POLICIES = ("error", "warn")
 
@@ -253,7 +253,7 @@ def _nrp_parser(subparsers) -> None:
     nrp.add_argument("--answers", required=True, help='answers JSONL {"llm", "prompt", "sample", "query_id", "text"}')
     nrp.add_argument(
         "--ranker", required=True, action="extend", nargs="+", metavar="KIND|JSON",
-        help='monot5, embedding, bm25 or run, or a JSON object with options: {"kind": "monot5", "model": "..."}',
+        help=f'{", ".join(RANKERS)}, or a JSON object with options: {{"kind": "monot5", "model": "..."}}',
     )  # fmt: skip
     nrp.add_argument("--run", help="TREC run over the judged documents and answers (docid llm/prompt/sample)")
     nrp.add_argument(
