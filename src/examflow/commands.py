@@ -7,8 +7,9 @@ import argparse
 import json
 import logging
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, cast
 
 from examflow.errors import Failure, InputError, Problems
 from examflow.options import check_options
@@ -16,6 +17,9 @@ from examflow.registry import QUESTION_LLM_OPTIONS, RANKERS, check_method, check
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from examflow.evaluation.impact import Baseline, BaselineStore
+    from examflow.report.board import Board
 
 log = logging.getLogger("examflow")
 TSV_TABLES = ("summary", "flagged")  # written for people to read
@@ -220,14 +224,15 @@ def evaluate_command(args: argparse.Namespace) -> None:
     if facts.official and not official:
         raise Failure("--facts official: give the official leaderboard (--official)")
     outputs = evaluate(inputs, settings, official, facts)
-    baselines = outputs.pop("baselines")
+    # cast: `baselines` is no file but each method's Baseline, which evaluate puts beside the tables
+    baselines = cast("dict[str, Baseline]", outputs.pop("baselines"))
     stores = {method: BaselineStore(Path(args.baselines) / method) for method in baselines} if args.baselines else {}
     outputs |= edit_impact(baselines, stores)
     check_written(EVALUATION, facts, outputs, methods=baselines)
     write_tables({Path(args.out) / name: table for name, table in outputs.items()})
     for method, store in stores.items():  # only once the outputs are written
         store.save(bank_digest(baselines[method].questions), baselines[method])
-    leaderboard = outputs["leaderboard.tsv"]
+    leaderboard = cast("pd.DataFrame", outputs["leaderboard.tsv"])  # cast: evaluate's leaderboard table
     log.info(
         "%d methods, %d runs, %d measures, tau %s -> %s",
         leaderboard["method"].nunique(),
@@ -314,7 +319,8 @@ def nrp_command(args: argparse.Namespace) -> None:
         if judged.empty:
             what = "judged document with a text" if documents is not None else "judged document"
             raise InputError(qrels[dimension], f"no {what} is left for dimension {dimension!r}")
-    known = {q: set(j) for q, j in pd.concat(judgments.values()).groupby("query_id")["passage_id"]}
+    # cast: the query_id column holds ids
+    known = {cast(str, q): set(j) for q, j in pd.concat(judgments.values()).groupby("query_id")["passage_id"]}
     answers = read_answers(args.answers, set(queries["query_id"]), unknown, known)
     unknown.summarise()
     unjudged = sorted(set(answers["query_id"]) - set(known))
@@ -325,7 +331,7 @@ def nrp_command(args: argparse.Namespace) -> None:
     if not answers["query_id"].isin(known).any():
         raise InputError(args.answers, "no answer to a query with judged documents: nothing to rank")
     check_systems(args.wilcoxon, answers)
-    for a in answers[answers["query_id"].isin(known)].itertuples(index=False):
+    for a in cast(Iterator[_AnswerRow], answers[answers["query_id"].isin(known)].itertuples(index=False)):
         known[a.query_id].add(answer_name(a.llm, a.prompt, a.sample))
     expert = read_expert(args.expert, known) if args.expert else None
     texts = dict(zip(queries["query_id"], queries["query_text"]))
@@ -337,6 +343,16 @@ def nrp_command(args: argparse.Namespace) -> None:
     empty = tables["per_answer.tsv"].drop_duplicates(["llm", "prompt", "sample", "query_id"])["answer"].value_counts()
     log.info("NRP (denominator %s) of %d answers (%d empty, %d missing) to %d queries -> %s", args.denominator,
              len(answers), empty.get("empty", 0), empty.get("missing", 0), len(known), args.out)  # fmt: skip
+
+
+class _AnswerRow(Protocol):
+    """A row of an answers table (`examflow.nrp.inputs.ANSWER_COLUMNS`) as `itertuples` gives it: a cast,
+    since pandas types cells as any scalar; these cells are strings."""
+
+    llm: str
+    prompt: str
+    sample: str
+    query_id: str
 
 
 def check_systems(pairs: list[list[str]], answers: pd.DataFrame) -> None:
@@ -444,7 +460,7 @@ def method_report(args: argparse.Namespace) -> dict[str, bytes | str]:
     correlation = _tsv(table["correlation"], tau=float) if facts.official else None
     kind = read_grades_metadata(args.grades).get("method", {}).get("kind")
     board = Board.of(leaderboard.assign(method=method), tau, kind, args.measures, official, correlation)
-    builders = {
+    builders: dict[str, Callable[[], bytes | str]] = {
         "leaderboard_png": lambda: figures.leaderboard_figure(board),
         "leaderboard_html": lambda: pages.leaderboard_page(board),
         "scatter_png": lambda: figures.scatter_figure(board),
@@ -453,7 +469,7 @@ def method_report(args: argparse.Namespace) -> dict[str, bytes | str]:
         "kappa_png": lambda: figures.kappa_heatmap(_tsv(table["agreement"]), _tsv(table["kappa"])),
         "questions_html": lambda: pages.questions_page(_tsv(table["questions"]), _tsv(table["uncovered"]), tau, method),
         "impact_html": lambda: pages.impact_page(
-            *(_tsv(table[f"impact_{n}"]) for n in ("questions", "passages", "systems")), method
+            _tsv(table["impact_questions"]), _tsv(table["impact_passages"]), _tsv(table["impact_systems"]), method
         ),
         "example_html": lambda: worked_example(args, grades, method),
     }
@@ -508,13 +524,14 @@ def summary_command(args: argparse.Namespace) -> None:
     graded = {meta["method"]["name"]: meta for meta in map(read_grades_metadata, args.grades)}
     flagged = _tsv(Path(args.flagged)) if args.flagged else None
     official = read_leaderboard(args.official) if args.official else None
-    boards = {}
+    boards: dict[str, Board] = {}
     for folder in map(Path, args.eval):
         leaderboard = _tsv(folder / "leaderboard.tsv", tau=float)
         if args.tau not in set(leaderboard["tau"].dropna()):  # the summary's tables would be empty
             raise Failure(f"--tau {args.tau}: {folder / 'leaderboard.tsv'} holds no row at that τ")
         correlation = _tsv(folder / "correlation.tsv", tau=float) if (folder / "correlation.tsv").exists() else None
-        for method, rows in leaderboard.groupby("method", sort=False):
+        for key, rows in leaderboard.groupby("method", sort=False):
+            method = cast(str, key)  # the method column holds names
             kind = graded.get(method, {}).get("method", {}).get("kind")
             mine = correlation[correlation["method"] == method] if correlation is not None else None
             boards[method] = Board.of(rows, args.tau, kind, args.measures, official, mine)
@@ -528,7 +545,7 @@ def summary_command(args: argparse.Namespace) -> None:
     write_tables(files)
 
 
-def edit_impact(baselines: dict, stores: dict) -> dict[str, pd.DataFrame]:
+def edit_impact(baselines: dict[str, Baseline], stores: dict[str, BaselineStore]) -> dict[str, pd.DataFrame]:
     """impact_*.tsv: each method against its latest baseline of another bank (empty on a first run, and
     without a baseline store)."""
     import pandas as pd

@@ -13,7 +13,10 @@ from typing import Any
 from examflow.errors import ConfigError, a, suggestion
 
 REQUIRED = object()  # the default of an option that must be given
-_TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,)}
+# type[Any], not type: a value that passes isinstance stays Any for the range checks, not object
+_TYPES: dict[str, tuple[type[Any], ...]] = {
+    "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
+}  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ to hold: a declared file is always written, and says so inside when there is not
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
 
@@ -88,7 +89,7 @@ NRP = {
 }
 
 
-def wanted(step: dict[str, File], facts: Facts) -> dict[str, File]:
+def wanted(step: Mapping[str, File], facts: Facts) -> dict[str, File]:
     """The files of a step that these facts ask for, by name."""
     return {name: file for name, file in step.items() if file.wanted(facts)}
 

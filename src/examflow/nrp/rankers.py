@@ -22,6 +22,7 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from examflow.cache import NUMBER, ContentCache
 from examflow.errors import InputError, Problems
@@ -43,8 +44,14 @@ class QueryItems:
     answers: dict[str, str]
 
     @property
-    def items(self) -> dict[str, str]:
+    def items(self) -> dict[str, str | None]:
         return self.documents | self.answers
+
+
+def _read(texts: dict[str, str | None]) -> dict[str, str]:
+    """Texts as a ranker that reads them (`reads_texts`) has them: such a ranker runs only with a corpus
+    (`nrp_tables`), so no text is None (a cast)."""
+    return cast(dict[str, str], texts)
 
 
 Scores = dict[tuple[str, str], float]  # (query id, document id or answer name) -> score
@@ -56,7 +63,7 @@ class PairRanker(ABC):
     signature: dict
 
     def scores(self, queries: list[QueryItems], cache_dir: str | Path) -> Scores:
-        pairs = sorted({(q.text, text) for q in queries for text in q.items.values()})
+        pairs = sorted({(q.text, text) for q in queries for text in _read(q.items).values()})
         cache = ContentCache(cache_dir, "nrp", self.signature, "scores", {"score": NUMBER})
         keys = {pair: cache.key({"query": pair[0], "text": pair[1]}) for pair in pairs}
         known = {key: entry["score"] for key, entry in cache.load().items()}
@@ -65,7 +72,9 @@ class PairRanker(ABC):
         cache.add([(keys[pair], {"score": score}) for pair, score in zip(todo, fresh)])
         cache.close()
         known.update({keys[pair]: score for pair, score in zip(todo, fresh)})
-        return {(q.query_id, item): known[keys[(q.text, text)]] for q in queries for item, text in q.items.items()}
+        return {
+            (q.query_id, item): known[keys[(q.text, text)]] for q in queries for item, text in _read(q.items).items()
+        }
 
     @abstractmethod
     def score_pairs(self, pairs: list[tuple[str, str]]) -> list[float]:
@@ -102,7 +111,7 @@ class Embedding(PairRanker):
 
     def score_pairs(self, pairs: list[tuple[str, str]]) -> list[float]:
         answers = self.backend.answer([Request("embedding", {"query": q, "context": t}) for q, t in pairs])
-        return [answer.score for answer in answers]
+        return [cast(float, answer.score) for answer in answers]  # cast: this back end scores every answer
 
 
 class BM25:
@@ -118,12 +127,12 @@ class BM25:
         idf_of, tfc = _select_idf_scorer(self.method), _select_tfc_scorer(self.method)
         scores = {}
         for query in queries:
-            documents = self._tokens(bm25s, list(query.documents.values()))
+            documents = self._tokens(bm25s, list(_read(query.documents).values()))
             frequencies = Counter(token for tokens in documents for token in set(tokens))
             mean_length = sum(map(len, documents)) / len(documents) if documents else 1.0
             terms = self._tokens(bm25s, [query.text])[0]
             idf = {t: idf_of(frequencies[t], N=len(documents)) for t in set(terms) if frequencies[t]}
-            for item, tokens in zip(query.items, self._tokens(bm25s, list(query.items.values()))):
+            for item, tokens in zip(query.items, self._tokens(bm25s, list(_read(query.items).values()))):
                 counts, length = Counter(tokens), len(tokens)
                 scores[query.query_id, item] = math.fsum(
                     weight * tfc(counts[t], length, mean_length, self.k1, self.b, None)
