@@ -54,7 +54,13 @@ def test_question_quantiles_are_taken_over_each_questions_passages():
 
 def test_merge_records_the_calibration_and_only_the_embedding_back_end_takes_one():
     embedding = {"kind": "embedding"}
-    settings = {"name": "m", "kind": "self_rating", "backend": embedding, "calibration": "question", "quantiles": LADDER}
+    settings = {
+        "name": "m",
+        "kind": "self_rating",
+        "backend": embedding,
+        "calibration": "question",
+        "quantiles": LADDER,
+    }
     table = SIMILARITIES.assign(error=None, unparsable=False)
     grades, metadata = merge_grades([table], check_method("m", settings))
     assert metadata["embedding_grades"]["calibration"] == "question"

@@ -13,7 +13,7 @@ from conftest import ROOT, own_collection, snakemake, write
 
 from examflow.config import check_config, check_config_file
 from examflow.errors import ConfigError, InputError
-from examflow.registry import LLM_OPTIONS, options_markdown
+from examflow.registry import BACKENDS, KINDS, LLM_OPTIONS, options_markdown
 
 SCHEMA = ROOT / "workflow/schemas/config.schema.yaml"
 MINIMAL = {"inputs": {"queries": "q.tsv"}}
@@ -274,10 +274,13 @@ def test_a_secret_in_the_config_is_refused_without_repeating_it():
     assert checked({"inputs": {"queries": "q"}, "questions": {"llm": {"api_key_env": "MY_KEY", "max_tokens": 9}}})
 
 
-def test_config_readme_shows_the_option_tables_of_the_registry():
+def test_config_readme_shows_the_option_tables_and_the_kinds_of_the_registry():
     readme = (ROOT / "config/README.md").read_text()
     for table in options_markdown().strip().split("\n\n"):
         assert table in readme
+    rows = {line.split("|")[1].strip(): line for line in readme.splitlines() if line.startswith("| `")}
+    assert re.findall(r"`([a-z0-9_]+)`", rows["`kind`"].split("|")[2]) == list(KINDS)
+    assert re.findall(r"`([a-z0-9_]+)`", rows["`backend`"].split("|")[2]) == list(BACKENDS)
 
 
 @pytest.mark.workflow

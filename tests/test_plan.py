@@ -174,7 +174,9 @@ def test_the_plan_imports_no_torch_without_a_gpu_back_end_and_warns_where_no_gpu
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
         pytest.skip("a GPU is visible here: the warning is for machines without one")
-    both = subprocess.run([*command, json.dumps(cosine.settings), json.dumps(flan.settings)], capture_output=True, text=True, check=True)
+    both = subprocess.run(
+        [*command, json.dumps(cosine.settings), json.dumps(flan.settings)], capture_output=True, text=True, check=True
+    )
     # 5 prompts at 0.64 a second (fast, batch 16, 2 CPU cores) after a 30 s start: 37.8 s = 0.6 CPU-minutes.
     assert (
         "warning: flan: no GPU visible on this machine (the plan runs where snakemake runs; cluster jobs may "

@@ -47,21 +47,21 @@ def keyword_rate(options: dict, on_gpu: bool) -> Rate:
 
 
 def keyword_signature(options: dict, on_gpu: bool, config=None) -> dict:
-    return {"backend": "keyword", "min_length": options["min_length"]}
+    return {"backend": "throwaway", "min_length": options["min_length"]}
 
 
 @pytest.fixture
 def keyword(monkeypatch):
-    """The kind `keyword_match` and the back end `keyword`, registered for one test."""
+    """The kind `throwaway_kind` and the back end `throwaway`, registered for one test."""
     kind = registry.Kind("grade-self-rating", "question", "binary")
     backend = registry.Backend(
         {"min_length": Option("integer", 4, "shortest word that counts", minimum=1)},
         "test_registry:KeywordBackend", keyword_rate, keyword_signature, gpus=0, parse_mode="strict",
-        kinds=frozenset({"keyword_match"}),
+        kinds=frozenset({"throwaway_kind"}),
     )  # fmt: skip
-    monkeypatch.setitem(registry.KINDS, "keyword_match", kind)
-    monkeypatch.setitem(registry.BACKENDS, "keyword", backend)
-    return {"name": "kw", "kind": "keyword_match", "backend": {"kind": "keyword", "min_length": 5}}
+    monkeypatch.setitem(registry.KINDS, "throwaway_kind", kind)
+    monkeypatch.setitem(registry.BACKENDS, "throwaway", backend)
+    return {"name": "kw", "kind": "throwaway_kind", "backend": {"kind": "throwaway", "min_length": 5}}
 
 
 def tables():
@@ -76,19 +76,19 @@ def tables():
 def test_a_throwaway_kind_and_back_end_are_one_entry_each(keyword, tmp_path):
     method = registry.check_method("grading.methods[0]", keyword)
     assert method.mode == "strict" and method.gpu == 0 and method.calibration is None
-    assert method.record() == {"backend": {"kind": "keyword", "min_length": 5}, "gpu": 0, "kind": "keyword_match",
+    assert method.record() == {"backend": {"kind": "throwaway", "min_length": 5}, "gpu": 0, "kind": "throwaway_kind",
                                "mode": "strict", "name": "kw"}  # fmt: skip
     with pytest.raises(registry.ConfigError, match=r"backend\.min_length: must be at least 1, not 0"):
-        registry.check_method("m", keyword | {"backend": {"kind": "keyword", "min_length": 0}})
+        registry.check_method("m", keyword | {"backend": {"kind": "throwaway", "min_length": 0}})
     # The schema, the option tables and the plan know them without another line of code.
     loaded = schema()["$defs"]["method"]["properties"]
-    assert "keyword_match" in loaded["kind"]["enum"] and "keyword" in loaded["backend"]["properties"]["kind"]["enum"]
-    assert "| `keyword` | `min_length` | `4` | shortest word that counts |" in registry.options_markdown()
+    assert "throwaway_kind" in loaded["kind"]["enum"] and "throwaway" in loaded["backend"]["properties"]["kind"]["enum"]
+    assert "| `throwaway` | `min_length` | `4` | shortest word that counts |" in registry.options_markdown()
     passages, questions, queries = tables()
     assert job_share(method, passages, questions, queries).work == 4  # one prompt a pair
     assert job_seconds(method, passages, questions, queries) == pytest.approx(0.5 + 4 / 100)
     plan = plan_method(method, passages, questions, queries, str(tmp_path / "cache"))
-    assert (plan.backend, plan.pairs, plan.work, plan.unit, plan.on) == ("keyword", 4, 4, "prompts", "CPU")
+    assert (plan.backend, plan.pairs, plan.work, plan.unit, plan.on) == ("throwaway", 4, 4, "prompts", "CPU")
     # A grading job and the merge: words of five letters or more, "honey" only, are in p0 alone.
     pairs = [Pair("q1", None, f"p{i}", "q1/a", QUESTION, text) for i, text in enumerate(PASSAGES)]
     grades = ShardGrader(method, str(tmp_path / "cache")).grade(pairs)

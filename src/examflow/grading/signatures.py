@@ -1,7 +1,8 @@
 """What identifies a back end's answers, the grade cache's key: its model and every setting that
 changes an answer, worked out from its checked options without loading a model (the plan asks what
 the cache holds). Each back end's entry in `examflow.registry` names its function here; `on_gpu`
-says what dtype `auto` becomes, `config` is a loaded model's configuration (else read from the hub)."""
+says what dtype `auto` becomes, `config` is a loaded model's configuration (else read from the hub).
+A signature's `backend` is the back end's name in the registry: the grade cache looks it up there."""
 
 from __future__ import annotations
 
