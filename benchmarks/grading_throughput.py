@@ -16,12 +16,21 @@ since random weights rarely emit EOS.
 (c) examflow `fast` mode: one decoder step over the digit tokens;
 (d) with --greedy, examflow `greedy` mode.
 Prints pairs/s for each and the ratios (b)/(a) and (c)/(a).
+
+    python benchmarks/grading_throughput.py --host-only [--prompts 2000] [--chunk 64] [--batch-size 16]
+
+times the preparation alone (templates filled, contexts cut, prompts tokenised and padded into the
+model's tensors), on any CPU: examflow's earlier preparation (each prompt measured and cut on its
+own, the batch tokenised again) against today's (`examflow.grading.preparation`), on the texts above
+and on a grading job's pairs (a query's passages each with its 10 questions), in chunks of the
+requests a grading job sends at once; the model inputs of both must be identical.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import random
 import sys
 import tempfile
@@ -60,9 +69,37 @@ def benchmark_texts(prompts: int, seed: int = 13) -> list[Request]:
     return requests
 
 
+def job_texts(prompts: int, seed: int = 13) -> list[Request]:
+    """As `benchmark_texts`, in a grading job's order: each of a query's 20 passages with each of its 10
+    questions (the words, lengths and template are the same)."""
+    rng = random.Random(seed)
+    texts = benchmark_texts(prompts, seed)
+    questions = [r.fields["question"] for r in texts]
+    passages = [r.fields["context"] for r in texts[::10]]
+    requests = []
+    for query in range(0, len(passages), 20):
+        asked = rng.sample(questions, 10)
+        requests += [
+            Request("grade-self-rating", {"question": q, "context": p})
+            for p in passages[query : query + 20]
+            for q in asked
+        ]
+    return requests[:prompts]
+
+
 def build_model(directory: Path, requests: list[Request], size: str = "base") -> str:
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    build_tokenizer(requests).save_pretrained(directory)
+    torch.manual_seed(0)
+    T5ForConditionalGeneration(T5Config(**FLAN_T5[size])).save_pretrained(directory)
+    return str(directory)
+
+
+def build_tokenizer(requests: list[Request]):
+    """A BPE tokenizer with T5's special tokens, trained on the benchmark's own texts (Metaspace, as T5's)."""
     from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
-    from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
+    from transformers import PreTrainedTokenizerFast
 
     core = Tokenizer(models.BPE(unk_token="<unk>"))
     core.pre_tokenizer = pre_tokenizers.Metaspace()
@@ -71,11 +108,65 @@ def build_model(directory: Path, requests: list[Request], size: str = "base") ->
         texts, trainers.BpeTrainer(vocab_size=8000, special_tokens=["<pad>", "</s>", "<unk>"] + list("012345"))
     )
     core.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 1)])
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
-    torch.manual_seed(0)
-    T5ForConditionalGeneration(T5Config(**FLAN_T5[size])).save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    return str(directory)
+    return PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
+
+
+def earlier_preparation(tokenizer, request: Request, max_input_tokens: int = 512, margin: int = 5) -> str:
+    """examflow's preparation before 0.9 (three tokenisations a prompt; the batch was tokenised again)."""
+    text, fields = template(request.template), dict(request.fields)
+    context = fields.pop("context", "")
+    rest = len(tokenizer(text.format(context="", **fields), add_special_tokens=False).input_ids)
+    budget = max_input_tokens - rest - tokenizer.num_special_tokens_to_add() - margin
+    ends = tokenizer(context, add_special_tokens=False, return_offsets_mapping=True).offset_mapping
+    while True:
+        cut = context if len(ends) <= budget else context[: ends[budget - 1][1]] if budget > 0 else ""
+        prompt = text.format(context=cut, **fields)
+        excess = len(tokenizer(prompt).input_ids) - max_input_tokens
+        if excess <= 0 or not cut:
+            return prompt
+        budget = min(budget, len(ends)) - excess
+
+
+def host_only(requests: list[Request], chunk: int, batch_size: int, repeat: int) -> None:
+    """Preparation alone (templates, cutting, tokenising, padding to tensors), earlier and now: prompts/s."""
+    from examflow.grading.preparation import Preparer
+
+    tokenizer = build_tokenizer(requests)
+    preparer = Preparer(tokenizer, 512)
+    chunks = [requests[start : start + chunk] for start in range(0, len(requests), chunk)]
+
+    def batches(items: list, key) -> list[list]:
+        ordered = sorted(items, key=key)
+        return [ordered[start : start + batch_size] for start in range(0, len(ordered), batch_size)]
+
+    def earlier() -> list:
+        encoded = []
+        for part in chunks:
+            prompts = [earlier_preparation(tokenizer, r) for r in part]
+            for batch in batches(prompts, len):
+                encoded.append(tokenizer(batch, return_tensors="pt", padding=True, truncation=True, max_length=512))
+        return encoded
+
+    def now() -> list:
+        return [
+            preparer.pad(batch) for part in chunks for batch in batches(preparer.prepare(part), lambda p: len(p.text))
+        ]
+
+    before, after = [], []
+    for _ in range(repeat):
+        old, old_seconds = timed(earlier)
+        new, new_seconds = timed(now)
+        before.append(old_seconds)
+        after.append(new_seconds)
+    same = all(torch.equal(a["input_ids"], b["input_ids"]) and torch.equal(a["attention_mask"], b["attention_mask"])
+               for a, b in zip(old, new))  # fmt: skip
+    tokens = sum(len(p.ids) for part in chunks for p in preparer.prepare(part)) / len(requests)
+    print(f"  {len(requests)} prompts of {tokens:.0f} tokens on average, chunks of {chunk} "
+          f"(a grading job's flush), batches of {batch_size}, {os.cpu_count()} cores, best of {repeat}:")  # fmt: skip
+    print(f"  earlier: {len(requests) / min(before):,.0f} prompts/s")
+    print(
+        f"  now:     {len(requests) / min(after):,.0f} prompts/s ({min(before) / min(after):.2f}x); model inputs identical: {same}"
+    )
 
 
 def reference(model_path: str, prompts: list[str], max_new_tokens: int, device: str = "cpu") -> tuple[list[str], str]:
@@ -106,15 +197,15 @@ def reference(model_path: str, prompts: list[str], max_new_tokens: int, device: 
         return answers, "the text2text-generation pipeline's calling pattern (pipeline absent in this transformers)"
 
 
-def near_ties(backend: Seq2SeqBackend, prompts: list[str], max_new_tokens: int) -> int:
+def near_ties(backend: Seq2SeqBackend, requests: list[Request], max_new_tokens: int) -> int:
     """How many prompts have their two best beams within 1e-4 in score."""
-    encoded = backend._encode(prompts)
+    encoded = backend._encode(backend.preparer.prepare(requests))
     with torch.no_grad():
         output = backend.model.generate(
             **encoded, num_beams=5, num_return_sequences=2, early_stopping=True, max_new_tokens=max_new_tokens,
             output_scores=True, return_dict_in_generate=True,
         )  # fmt: skip
-    scores = output.sequences_scores.view(len(prompts), 2)
+    scores = output.sequences_scores.view(len(requests), 2)
     return int(((scores[:, 0] - scores[:, 1]).abs() < 1e-4).sum())
 
 
@@ -138,9 +229,18 @@ def main() -> None:
     parser.add_argument("--fast-batch-size", type=int, help="batch size of `fast` mode (default: --batch-size)")
     parser.add_argument("--skip-reference", action="store_true", help="time examflow's modes only")
     parser.add_argument("--greedy", action="store_true", help="time `greedy` decoding too, at --batch-size")
+    parser.add_argument("--host-only", action="store_true", help="time the prompts' preparation alone (any CPU)")
+    parser.add_argument("--chunk", type=int, default=64, help="requests a grading job sends at once (--host-only)")
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs, best kept (--host-only)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     requests = benchmark_texts(args.prompts)
+    if args.host_only:
+        print("every pair with a question of its own (the texts of the timings below):")
+        host_only(requests, args.chunk, args.batch_size, args.repeat)
+        print("a grading job's pairs (each of a query's passages with each of its 10 questions):")
+        host_only(job_texts(args.prompts), args.chunk, args.batch_size, args.repeat)
+        return
     with tempfile.TemporaryDirectory() as directory:
         model = build_model(Path(directory), requests, args.model)
         options = {"batch_size": args.batch_size, "device": args.device, "dtype": args.dtype}
@@ -171,7 +271,7 @@ def main() -> None:
     print(f"(a) reference, float32, {how}: {rate['a']:.2f} pairs/s ({ref_time:.0f} s)")
     print(f"(b) examflow beam: {rate['b']:.2f} pairs/s ({beam_time:.0f} s); answers differing from (a): {len(differ)}")
     if differ and args.dtype == "float32":
-        ties = near_ties(beam, [prompts[i] for i in differ], args.max_new_tokens)
+        ties = near_ties(beam, [requests[i] for i in differ], args.max_new_tokens)
         print(f"    of those, {ties} have their two best beams within 1e-4 in score (floating-point near-ties)")
     print(f"(c) examflow fast: {rate['c']:.2f} pairs/s ({fast_time:.0f} s)")
     if args.greedy:

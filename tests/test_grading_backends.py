@@ -311,11 +311,13 @@ def test_beam_mode_answers_exactly_as_plain_generate(tmp_path):
     for start in range(0, 8, 4):  # the same batches as the back end: prompts of similar length
         batch = sorted(prompts, key=len)[start : start + 4]
         with torch.inference_mode():
+            encoded = backend.tokenizer(batch, return_tensors="pt", padding=True, truncation=True, max_length=512)
             output = backend.model.generate(
-                **backend._encode(batch), num_beams=5, early_stopping=True, max_new_tokens=4, do_sample=False
+                **encoded, num_beams=5, early_stopping=True, max_new_tokens=4, do_sample=False
             )
         plain += backend.tokenizer.batch_decode(output, skip_special_tokens=True)
     by_prompt = dict(zip(sorted(prompts, key=len), plain))
     assert [a.text for a in backend.answer(requests)] == [by_prompt[p] for p in prompts]
     assert len(set(plain)) > 1  # the answers depend on the passage
-    assert backend._beam_inputs(backend._encode(prompts[:2]))["past_key_values"] is not None  # the shared path ran
+    shared = backend._beam_inputs(backend._encode(backend.preparer.prepare(requests[:2])))
+    assert shared["past_key_values"] is not None  # the shared path ran

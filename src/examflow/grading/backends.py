@@ -19,6 +19,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from examflow.grading.preparation import Preparer, Prompt
 from examflow.grading.signatures import api_signature, embedding_signature, extractive_signature, seq2seq_signature
 from examflow.prompts import template
 from examflow.registry import BackendSettings
@@ -70,6 +71,7 @@ class Seq2SeqBackend:
         self.model.to(self.device).eval()
         self.decoding, self.batch_size, self.num_beams = decoding, batch_size, num_beams
         self.max_input_tokens, self.max_new_tokens = max_input_tokens, max_new_tokens
+        self.preparer = Preparer(self.tokenizer, max_input_tokens)
         self.signature = seq2seq_signature(
             {"model": model, "revision": revision, "dtype": dtype, "decoding": decoding, "num_beams": num_beams,
              "max_new_tokens": max_new_tokens, "max_input_tokens": max_input_tokens},
@@ -79,29 +81,14 @@ class Seq2SeqBackend:
     def prompt(self, request: Request, margin: int = 5) -> str:
         """The filled template, its context cut so that every other part stays whole and the prompt
         fits `max_input_tokens` with `margin` tokens to spare (docs/methods.md §3's budget: 5)."""
-        text = template(request.template)
-        fields = dict(request.fields)
-        context = fields.pop("context", "")
-        rest = len(self.tokenizer(text.format(context="", **fields), add_special_tokens=False).input_ids)
-        budget = self.max_input_tokens - rest - self.tokenizer.num_special_tokens_to_add() - margin
-        ends = self.tokenizer(context, add_special_tokens=False, return_offsets_mapping=True).offset_mapping
-        while True:
-            cut = context if len(ends) <= budget else context[: ends[budget - 1][1]] if budget > 0 else ""
-            prompt = text.format(context=cut, **fields)
-            # Tokens can merge across the context's edges; a text after the context must never be cut.
-            excess = len(self.tokenizer(prompt).input_ids) - self.max_input_tokens
-            if excess <= 0 or not cut:
-                return prompt
-            budget = min(budget, len(ends)) - excess
+        return self.preparer.prepare([request], margin)[0].text
 
     def answer(self, requests: list[Request]) -> list[Answer]:
-        return self.batched(
-            [self.prompt(r) for r in requests], self._rate if self.decoding == "fast" else self._generate
-        )
+        return self.batched(self.preparer.prepare(requests), self._rate if self.decoding == "fast" else self._generate)
 
-    def batched(self, prompts: list[str], step) -> list:
+    def batched(self, prompts: list[Prompt], step) -> list:
         """`step` over batches of prompts of similar length (less padding, same results), in input order."""
-        order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
+        order = sorted(range(len(prompts)), key=lambda i: len(prompts[i].text))
         results: list = [None] * len(prompts)
         for start in range(0, len(order), self.batch_size):
             batch = order[start : start + self.batch_size]
@@ -109,13 +96,10 @@ class Seq2SeqBackend:
                 results[i] = result
         return results
 
-    def _encode(self, prompts: list[str]):
-        encoded = self.tokenizer(
-            prompts, return_tensors="pt", padding=True, truncation=True, max_length=self.max_input_tokens
-        )
-        return encoded.to(self.device)
+    def _encode(self, prompts: list[Prompt]):
+        return self.preparer.pad(prompts).to(self.device)
 
-    def _generate(self, prompts: list[str]) -> list[Answer]:
+    def _generate(self, prompts: list[Prompt]) -> list[Answer]:
         encoded = self._encode(prompts)
         options = {"max_new_tokens": self.max_new_tokens, "do_sample": False, "num_beams": 1}
         with self.torch.inference_mode():
@@ -141,7 +125,7 @@ class Seq2SeqBackend:
     def digit_ids(self) -> list[int]:
         return self.token_ids([str(d) for d in range(6)])
 
-    def first_step_logits(self, prompts: list[str], token_ids: list[int]):
+    def first_step_logits(self, prompts: list[Prompt], token_ids: list[int]):
         """The logits of `token_ids` at the first decoder step, one float32 row per prompt."""
         torch = self.torch
         encoded = self._encode(prompts)
@@ -150,7 +134,7 @@ class Seq2SeqBackend:
             logits = self.model(**encoded, decoder_input_ids=start).logits[:, 0, :]
         return logits[:, token_ids].float()
 
-    def _rate(self, prompts: list[str]) -> list[Answer]:
+    def _rate(self, prompts: list[Prompt]) -> list[Answer]:
         """One decoder step: the most likely of the digit tokens 0–5, and the expected grade."""
         digits = self.first_step_logits(prompts, self.digit_ids)
         probabilities = self.torch.softmax(digits, dim=-1)

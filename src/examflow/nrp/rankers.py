@@ -27,6 +27,7 @@ from typing import cast
 from examflow.cache import NUMBER, ContentCache
 from examflow.errors import InputError, Problems
 from examflow.grading.backends import EmbeddingBackend, Request, Seq2SeqBackend
+from examflow.grading.preparation import Prompt
 from examflow.io.runs import read_run
 from examflow.registry import RANKERS
 
@@ -97,11 +98,12 @@ class MonoT5(PairRanker):
         return self.backend.prompt(Request(self.TEMPLATE, {"query": query, "context": text}), margin=0)
 
     def score_pairs(self, pairs: list[tuple[str, str]]) -> list[float]:
-        def step(prompts: list[str]) -> list[float]:
+        def step(prompts: list[Prompt]) -> list[float]:
             logits = self.backend.first_step_logits(prompts, self.true_false)
             return self.backend.torch.log_softmax(logits, dim=-1)[:, 0].tolist()
 
-        return self.backend.batched([self.prompt(q, t) for q, t in pairs], step)
+        requests = [Request(self.TEMPLATE, {"query": q, "context": t}) for q, t in pairs]
+        return self.backend.batched(self.backend.preparer.prepare(requests, margin=0), step)
 
 
 class Embedding(PairRanker):

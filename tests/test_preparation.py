@@ -1,0 +1,100 @@
+"""Prompts tokenised once: the model's input ids and masks equal those of examflow's earlier preparation
+(each prompt measured and cut on its own, then the batch tokenised again), replayed here as the oracle."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+from tiny_models import build_tiny_t5
+
+from examflow.grading.backends import Request
+from examflow.grading.preparation import Preparer
+from examflow.prompts import template
+
+WORDS = "bees make honey from nectar the moon raises tides lava magma compost feeds soil honeybees".split()
+
+
+def earlier(tokenizer, request: Request, max_input_tokens: int, margin: int) -> str:
+    """The earlier preparation of one prompt, as it was written before prompts were tokenised once."""
+    text, fields = template(request.template), dict(request.fields)
+    context = fields.pop("context", "")
+    rest = len(tokenizer(text.format(context="", **fields), add_special_tokens=False).input_ids)
+    budget = max_input_tokens - rest - tokenizer.num_special_tokens_to_add() - margin
+    ends = tokenizer(context, add_special_tokens=False, return_offsets_mapping=True).offset_mapping
+    while True:
+        cut = context if len(ends) <= budget else context[: ends[budget - 1][1]] if budget > 0 else ""
+        prompt = text.format(context=cut, **fields)
+        excess = len(tokenizer(prompt).input_ids) - max_input_tokens
+        if excess <= 0 or not cut:
+            return prompt
+        budget = min(budget, len(ends)) - excess
+
+
+@pytest.fixture(scope="module")
+def bpe():
+    """A BPE tokenizer with T5's Metaspace pre-tokenizer: tokens merge across spaces' edges as T5's do."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    core = Tokenizer(models.BPE(unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Metaspace()
+    texts = [template(name) for name in ("grade-self-rating", "grade-qa", "direct-thomas")] + [" ".join(WORDS)] * 3
+    core.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=300, special_tokens=["<pad>", "</s>", "<unk>"]))
+    core.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 1)])
+    return PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
+
+
+@pytest.fixture(scope="module")
+def word_level(tmp_path_factory):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(build_tiny_t5(tmp_path_factory.mktemp("tiny"), seed=1))
+
+
+def requests(seed: int, n: int) -> list[Request]:
+    """A grading job's order: each passage with each of its query's questions; some passages far too
+    long, some empty, some with odd spacing at their edges."""
+    rng = random.Random(seed)
+    questions = [" ".join(rng.choices(WORDS, k=rng.randint(1, 30))) + "?" for _ in range(4)]
+    made = []
+    while len(made) < n:
+        words = rng.choices(WORDS, k=rng.choice([0, 1, 5, 40, 200, 900]))
+        passage = rng.choice(["", " ", "\n"]) + " ".join(words) + rng.choice(["", " ", ".", "\n\n"])
+        name = rng.choice(["grade-self-rating", "grade-qa", "direct-thomas"])
+        target = "query" if name == "direct-thomas" else "question"
+        made += [Request(name, {target: question, "context": passage}) for question in questions]
+    return made[:n]
+
+
+@pytest.mark.parametrize("tokenizer_name", ["bpe", "word_level"])
+@pytest.mark.parametrize("max_input_tokens, margin", [(512, 5), (64, 5), (40, 0), (12, 5)])
+def test_prompts_and_model_inputs_equal_the_earlier_preparation(request, tokenizer_name, max_input_tokens, margin):
+    tokenizer = request.getfixturevalue(tokenizer_name)
+    preparer = Preparer(tokenizer, max_input_tokens)
+    for seed in range(3):
+        asked = requests(seed, 60)
+        # In chunks, as a grading job sends them: the second reuses the first's measurements.
+        prompts = [p for start in range(0, 60, 25) for p in preparer.prepare(asked[start : start + 25], margin)]
+        expected = [earlier(tokenizer, r, max_input_tokens, margin) for r in asked]
+        assert [p.text for p in prompts] == expected
+        for start in range(0, 60, 7):  # batches that pad differently
+            old = tokenizer(expected[start : start + 7], return_tensors="pt", padding=True, truncation=True,
+                            max_length=max_input_tokens)  # fmt: skip
+            new = preparer.pad(prompts[start : start + 7])
+            assert torch.equal(old["input_ids"], new["input_ids"])
+            assert torch.equal(old["attention_mask"], new["attention_mask"])
+        # Where the template alone is over, the model reads the prompt's first tokens and its end.
+        over = [p for p in prompts if len(tokenizer(p.text).input_ids) > max_input_tokens]
+        eos = [tokenizer.eos_token_id]
+        assert all(p.ids == tokenizer(p.text).input_ids[: max_input_tokens - 1] + eos for p in over)
+        assert (max_input_tokens == 512 and not over) or (max_input_tokens == 12 and over) or max_input_tokens in (64, 40)
+
+
+def test_a_long_context_is_cut_and_the_question_stays_whole(bpe):
+    question = "how do bees make honey from nectar?"
+    asked = Request("grade-self-rating", {"question": question, "context": " ".join(WORDS * 200)})
+    [prompt] = Preparer(bpe, 400).prepare([asked])
+    assert question in prompt.text and 400 - 5 - 3 <= len(prompt.ids) <= 400
+    assert prompt.ids == bpe(prompt.text).input_ids
