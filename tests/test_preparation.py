@@ -89,7 +89,9 @@ def test_prompts_and_model_inputs_equal_the_earlier_preparation(request, tokeniz
         over = [p for p in prompts if len(tokenizer(p.text).input_ids) > max_input_tokens]
         eos = [tokenizer.eos_token_id]
         assert all(p.ids == tokenizer(p.text).input_ids[: max_input_tokens - 1] + eos for p in over)
-        assert (max_input_tokens == 512 and not over) or (max_input_tokens == 12 and over) or max_input_tokens in (64, 40)
+        assert (
+            (max_input_tokens == 512 and not over) or (max_input_tokens == 12 and over) or max_input_tokens in (64, 40)
+        )
 
 
 def test_a_long_context_is_cut_and_the_question_stays_whole(bpe):
@@ -98,3 +100,15 @@ def test_a_long_context_is_cut_and_the_question_stays_whole(bpe):
     [prompt] = Preparer(bpe, 400).prepare([asked])
     assert question in prompt.text and 400 - 5 - 3 <= len(prompt.ids) <= 400
     assert prompt.ids == bpe(prompt.text).input_ids
+
+
+def test_padding_follows_the_tokenizers_side(bpe):
+    import copy
+
+    left = copy.deepcopy(bpe)
+    left.padding_side = "left"
+    prompts = Preparer(left, 64).prepare(requests(5, 20))
+    old = left([p.text for p in prompts], return_tensors="pt", padding=True, truncation=True, max_length=64)
+    new = Preparer(left, 64).pad(prompts)
+    assert torch.equal(old["input_ids"], new["input_ids"]) and torch.equal(old["attention_mask"], new["attention_mask"])
+    assert new["attention_mask"][:, 0].min() == 0  # some prompt is padded, on the left

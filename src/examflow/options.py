@@ -76,8 +76,3 @@ def check_options(key: str, given: Any, options: dict[str, Option]) -> dict[str,
         else:
             checked[name] = option.default
     return checked
-
-
-def defaults(options: dict[str, Option]) -> dict[str, Any]:
-    """The options that have a default, at their defaults."""
-    return {name: option.default for name, option in options.items() if option.default is not REQUIRED}

@@ -92,7 +92,8 @@ def job_share(method: Method, passages, questions, queries, cache=None) -> Job:
     pairs = int(counts["pairs"].sum())
     cached = int(counts.loc[held, "pairs"].sum()) - len(left)
     if rate.unit == CHARACTERS:  # each distinct text is encoded once a job; a pair's cosine is free
-        texts = _encoded_texts(kind, method.backend.options["unit"], passages, questions, queries, held, left)
+        unit = method.backend.options.get("unit", "passage")  # an encoder may read passages sentence by sentence
+        texts = _encoded_texts(kind, unit, passages, questions, queries, held, left)
         return Job(pairs, cached, len(texts), sum(min(len(text), rate.window or len(text)) for text in texts))
     prompts = (pairs - cached) * (2 if method.entry.verification else 1)  # answer, then verify: at most twice
     return Job(pairs, cached, prompts, prompts)

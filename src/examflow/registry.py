@@ -293,7 +293,8 @@ def check_method(key: str, method: Any) -> Method:
     if spec.by_quantiles:
         return replace(typed, **_calibration(key, method))
     if given := [option for option in MERGE_ONLY if option in method]:
-        raise ConfigError(f"{key}.{given[0]}", "only the embedding back end grades by quantiles")
+        graders = " and ".join(kind for kind, entry in BACKENDS.items() if entry.by_quantiles)
+        raise ConfigError(f"{key}.{given[0]}", f"only the {graders} back end grades by quantiles")
     return typed
 
 

@@ -13,7 +13,10 @@ Each back end has a `signature`: everything that changes its answers, for the gr
 
 from __future__ import annotations
 
+import copy
 import logging
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -71,7 +74,9 @@ class Seq2SeqBackend:
         self.model.to(self.device).eval()
         self.decoding, self.batch_size, self.num_beams = decoding, batch_size, num_beams
         self.max_input_tokens, self.max_new_tokens = max_input_tokens, max_new_tokens
-        self.preparer = Preparer(self.tokenizer, max_input_tokens)
+        # Its own tokenizer: prompts are prepared in a thread beside the model's work, and a fast
+        # tokenizer's settings are not safe to share between threads.
+        self.preparer = Preparer(copy.deepcopy(self.tokenizer), max_input_tokens)
         self.signature = seq2seq_signature(
             {"model": model, "revision": revision, "dtype": dtype, "decoding": decoding, "num_beams": num_beams,
              "max_new_tokens": max_new_tokens, "max_input_tokens": max_input_tokens},
@@ -84,7 +89,23 @@ class Seq2SeqBackend:
         return self.preparer.prepare([request], margin)[0].text
 
     def answer(self, requests: list[Request]) -> list[Answer]:
-        return self.batched(self.preparer.prepare(requests), self._rate if self.decoding == "fast" else self._generate)
+        return self.answer_prepared(self.preparer.prepare(requests))
+
+    def answer_chunks(self, chunks: Iterable[list[Request]]) -> Iterator[list[Answer]]:
+        """The answers of each chunk of requests, in order; the next chunk's prompts are prepared in a
+        background thread while the model answers this one. A failure there is raised here."""
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="prepare") as worker:
+            pending = None
+            for chunk in chunks:
+                prepared = worker.submit(self.preparer.prepare, chunk)
+                if pending is not None:
+                    yield self.answer_prepared(pending.result())
+                pending = prepared
+            if pending is not None:
+                yield self.answer_prepared(pending.result())
+
+    def answer_prepared(self, prompts: list[Prompt]) -> list[Answer]:
+        return self.batched(prompts, self._rate if self.decoding == "fast" else self._generate)
 
     def batched(self, prompts: list[Prompt], step) -> list:
         """`step` over batches of prompts of similar length (less padding, same results), in input order."""

@@ -124,9 +124,13 @@ class ShardGrader:
         if self.progress:
             self.progress.planned(len(requests) - len(todo), len(todo))
         start = time.monotonic()
-        for offset in range(0, len(todo), self.flush_every):
-            batch = todo[offset : offset + self.flush_every]
-            fresh = self.backend.answer([requests[i] for i in batch])
+        batches = [todo[offset : offset + self.flush_every] for offset in range(0, len(todo), self.flush_every)]
+        chunks = [[requests[i] for i in batch] for batch in batches]
+        # A local model prepares the next chunk's prompts while it answers this one.
+        answered = getattr(self.backend, "answer_chunks", None)
+        replies = answered(chunks) if answered else map(self.backend.answer, chunks)
+        # `replies` first: zip ends by exhausting it, which ends the preparing thread.
+        for fresh, offset, batch in zip(replies, range(0, len(todo), self.flush_every), batches):
             self.sent += len(batch)
             self.cache.add_answers([(query_ids[i], keys[i], a) for i, a in zip(batch, fresh)])
             known.update({keys[i]: a for i, a in zip(batch, fresh)})
@@ -139,8 +143,12 @@ class ShardGrader:
         answers = self.answers([request(self.kind, p) for p in pairs], [p.query_id for p in pairs])
         verdicts: list[Answer | None] = [None] * len(pairs)
         if self.method.entry.verification:  # a second prompt: does the answer match the key?
-            needed = [i for i, (p, a) in enumerate(zip(pairs, answers)) if p.gold_answers and a.error is None]
-            asked = [verification_request(self.kind, pairs[i], answers[i].text or "") for i in needed]
+            needed = [
+                i
+                for i, (p, a) in enumerate(zip(pairs, answers))
+                if p.gold_answers and a.error is None and a.text is not None
+            ]
+            asked = [verification_request(self.kind, pairs[i], cast(str, answers[i].text)) for i in needed]
             for i, verdict in zip(needed, self.answers(asked, [pairs[i].query_id for i in needed])):
                 verdicts[i] = verdict
         mode = self.method.mode

@@ -56,8 +56,11 @@ def correct_answer(pair: Pair) -> str | None:
 
 def verification_request(kind: str, pair: Pair, answer: str) -> Request:
     """The second prompt of a kind that verifies each answer: does it match the key?"""
+    name = KINDS[kind].verification
+    if name is None:
+        raise ValueError(f"method kind {kind!r} asks no verification")
     fields = {"question": pair.question_text, "correct_answer": correct_answer(pair), "answer": answer}
-    return Request(str(KINDS[kind].verification), fields)
+    return Request(name, fields)
 
 
 @dataclass
@@ -139,7 +142,7 @@ class Reading:
 
 READINGS = {
     "rating": Reading(_rating, "a grade 0-5"),
-    "correct": Reading(_correct, "an answer"),
+    "correct": Reading(_correct, "an answer"),  # any answer is read: never unparsable
     "verified": Reading(_verified, "yes or no"),
     # Thomas's 0-2 scale has no published reading of other answers: always an error.
     "thomas": Reading(_thomas, "a grade 0-2", always_strict=True),

@@ -41,6 +41,7 @@ class Preparer:
     def __init__(self, tokenizer: Any, max_input_tokens: int):
         self.tokenizer, self.max_input_tokens = tokenizer, max_input_tokens
         self.specials = tokenizer.num_special_tokens_to_add()
+        self.right = tokenizer.padding_side == "right"
         # The last call's measurements: a grading job's next requests pair the same questions with the
         # next passages (and may go on with the last passage).
         self.rests: dict[str, int] = {}
@@ -77,8 +78,19 @@ class Preparer:
             ids = self.tokenizer(prompt).input_ids
 
     def pad(self, prompts: Sequence[Prompt]) -> Any:
-        """A batch of prompts as the model's tensors, padded to the longest (`input_ids`, `attention_mask`)."""
-        return self.tokenizer.pad({"input_ids": [p.ids for p in prompts]}, padding=True, return_tensors="pt")
+        """A batch of prompts as the model's tensors, padded to the longest on the tokenizer's side, as
+        the tokenizer pads (`input_ids`, `attention_mask`); the tokenizer itself is not called."""
+        import numpy as np
+        import torch
+        from transformers import BatchEncoding
+
+        longest = max(len(p.ids) for p in prompts)
+        ids = np.full((len(prompts), longest), self.tokenizer.pad_token_id, dtype=np.int64)
+        mask = np.zeros((len(prompts), longest), dtype=np.int64)
+        for row, prompt in enumerate(prompts):
+            span = slice(0, len(prompt.ids)) if self.right else slice(longest - len(prompt.ids), longest)
+            ids[row, span], mask[row, span] = prompt.ids, 1
+        return BatchEncoding({"input_ids": torch.from_numpy(ids), "attention_mask": torch.from_numpy(mask)})
 
     def _lengths(self, texts: list[str]) -> dict[str, int]:
         found = self.tokenizer(texts, add_special_tokens=False).input_ids if texts else []
