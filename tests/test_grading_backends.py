@@ -4,6 +4,7 @@ the packaged sentence-embedding model."""
 from __future__ import annotations
 
 import json
+import logging
 
 import pandas as pd
 import pytest
@@ -345,3 +346,36 @@ def test_a_failure_while_preparing_is_the_jobs_error_and_leaves_no_thread(tiny_t
             answered.append(len(answers))
     assert answered == [3]  # the chunk before the failure was answered, none after
     assert not [t for t in threading.enumerate() if t.name.startswith("prepare")]
+
+
+@pytest.mark.slow
+def test_the_compiled_scoring_step_rates_as_the_eager_one(tiny_t5):
+    """torch.compile on this CPU (inductor and the system's C++ compiler): about a minute."""
+    requests = [Request("grade-self-rating", {"question": QUESTION, "context": p.passage_text * k})
+                for k in (1, 3) for p in pairs(6)]  # fmt: skip
+    eager = Seq2SeqBackend(tiny_t5, decoding="fast", batch_size=4, compile="never")
+    compiled = Seq2SeqBackend(tiny_t5, decoding="fast", batch_size=4, compile="always")
+    assert eager.compiled is None and compiled.compiled is not None
+    expected, found = eager.answer(requests), compiled.answer(requests)
+    assert compiled.compiled is not None  # it compiled, and ran compiled
+    logits = eager.first_step_logits(eager.preparer.prepare(requests), eager.digit_ids)
+    top = logits.topk(2, dim=-1).values
+    clear = (top[:, 0] - top[:, 1]).abs() > 1e-4  # the two most likely digits not within float noise
+    assert clear.sum() >= 10
+    assert [a.text for a, c in zip(expected, clear) if c] == [a.text for a, c in zip(found, clear) if c]
+    assert [a.expected for a in found] == pytest.approx([a.expected for a in expected], abs=1e-4)
+
+
+def test_a_compile_that_fails_is_logged_and_the_step_runs_eager(tiny_t5, monkeypatch, caplog):
+    import torch._inductor.config as inductor
+
+    monkeypatch.setattr(inductor.cpp, "cxx", ("/nonexistent/c++",))  # no compiler: inductor cannot build
+    requests = [Request("grade-self-rating", {"question": QUESTION, "context": p.passage_text}) for p in pairs(5)]
+    eager = Seq2SeqBackend(tiny_t5, decoding="fast", batch_size=2, compile="never").answer(requests)
+    backend = Seq2SeqBackend(tiny_t5, decoding="fast", batch_size=2, compile="always")
+    with caplog.at_level(logging.WARNING):
+        found = backend.answer(requests)
+    assert [(a.text, a.expected) for a in found] == [(a.text, a.expected) for a in eager]
+    assert backend.compiled is None
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warning.startswith("compiled scoring step unavailable, eager from here on: ")

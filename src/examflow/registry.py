@@ -102,6 +102,7 @@ BACKENDS = {
             "num_beams": Option("integer", 5, "beams of `beam` decoding", minimum=1),
             "device": _DEVICE,
             "dtype": Option("string", "auto", "`auto` (bfloat16 on GPU, float32 on CPU), `float32` or `bfloat16`", ("auto", "float32", "bfloat16")),
+            "compile": Option("string", "auto", "`fast` decoding's scoring step compiled (torch.compile): `auto` (on CUDA), `always` or `never`; a compile that fails is logged and the step runs eager", ("auto", "always", "never")),
         },
         "examflow.grading.backends:Seq2SeqBackend", seq2seq_planning, seq2seq_signature, gpus=1,
         parse_mode="reference", kinds=GENERATIVE, threads=4, mem_mb=16000,

@@ -61,6 +61,7 @@ class Seq2SeqBackend:
         device: str = "auto",
         dtype: str = "auto",
         revision: str | None = None,
+        compile: str = "auto",
     ):
         import torch
         from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
@@ -77,6 +78,9 @@ class Seq2SeqBackend:
         # Its own tokenizer: prompts are prepared in a thread beside the model's work, and a fast
         # tokenizer's settings are not safe to share between threads.
         self.preparer = Preparer(copy.deepcopy(self.tokenizer), max_input_tokens)
+        # The scoring step (encoder and one decoder step) compiled, where asked: on CUDA by default.
+        wanted = compile == "always" or (compile == "auto" and self.device.startswith("cuda"))
+        self.compiled = torch.compile(self._first_step) if wanted else None
         self.signature = seq2seq_signature(
             {"model": model, "revision": revision, "dtype": dtype, "decoding": decoding, "num_beams": num_beams,
              "max_new_tokens": max_new_tokens, "max_input_tokens": max_input_tokens},
@@ -152,8 +156,26 @@ class Seq2SeqBackend:
         encoded = self._encode(prompts)
         start = torch.full((len(prompts), 1), self.model.config.decoder_start_token_id, device=self.device)
         with torch.inference_mode():
-            logits = self.model(**encoded, decoder_input_ids=start).logits[:, 0, :]
+            logits = self._scored(encoded["input_ids"], encoded["attention_mask"], start)
         return logits[:, token_ids].float()
+
+    def _first_step(self, input_ids, attention_mask, decoder_input_ids):
+        return self.model(
+            input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=decoder_input_ids
+        ).logits[:, 0, :]
+
+    def _scored(self, *inputs):
+        """The first decoder step's logits, compiled where it compiles: a compile that fails here (no
+        compiler, no Triton, an unsupported operation) is logged with its reason once, and the job goes
+        on with the eager step, whose results the compiled one equals but for floating-point noise."""
+        if self.compiled is not None:
+            try:
+                return self.compiled(*inputs)
+            except Exception as error:  # torch.compile fails in many kinds (BackendCompilerFailed, ...)
+                reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+                log.warning("compiled scoring step unavailable, eager from here on: %s", reason[:300])
+                self.compiled = None
+        return self._first_step(*inputs)
 
     def _rate(self, prompts: list[Prompt]) -> list[Answer]:
         """One decoder step: the most likely of the digit tokens 0–5, and the expected grade."""
