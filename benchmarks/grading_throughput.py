@@ -40,6 +40,9 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from independent import earlier_prompt  # noqa: E402  examflow's earlier preparation, the tests' oracle
+
 from examflow.grading.backends import Request, Seq2SeqBackend  # noqa: E402
 from examflow.prompts import template  # noqa: E402
 
@@ -111,22 +114,6 @@ def build_tokenizer(requests: list[Request]):
     return PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
 
 
-def earlier_preparation(tokenizer, request: Request, max_input_tokens: int = 512, margin: int = 5) -> str:
-    """examflow's preparation before 0.9 (three tokenisations a prompt; the batch was tokenised again)."""
-    text, fields = template(request.template), dict(request.fields)
-    context = fields.pop("context", "")
-    rest = len(tokenizer(text.format(context="", **fields), add_special_tokens=False).input_ids)
-    budget = max_input_tokens - rest - tokenizer.num_special_tokens_to_add() - margin
-    ends = tokenizer(context, add_special_tokens=False, return_offsets_mapping=True).offset_mapping
-    while True:
-        cut = context if len(ends) <= budget else context[: ends[budget - 1][1]] if budget > 0 else ""
-        prompt = text.format(context=cut, **fields)
-        excess = len(tokenizer(prompt).input_ids) - max_input_tokens
-        if excess <= 0 or not cut:
-            return prompt
-        budget = min(budget, len(ends)) - excess
-
-
 def host_only(requests: list[Request], chunk: int, batch_size: int, repeat: int) -> None:
     """Preparation alone (templates, cutting, tokenising, padding to tensors), earlier and now: prompts/s."""
     from examflow.grading.preparation import Preparer
@@ -142,7 +129,7 @@ def host_only(requests: list[Request], chunk: int, batch_size: int, repeat: int)
     def earlier() -> list:
         encoded = []
         for part in chunks:
-            prompts = [earlier_preparation(tokenizer, r) for r in part]
+            prompts = [earlier_prompt(tokenizer, template(r.template), r.fields, 512, 5) for r in part]
             for batch in batches(prompts, len):
                 encoded.append(tokenizer(batch, return_tensors="pt", padding=True, truncation=True, max_length=512))
         return encoded

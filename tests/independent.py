@@ -1,5 +1,7 @@
 """What the workflow's tables must hold, computed here from the raw input files with plain Python
-(no examflow code): EXAM-Cover per run, EXAM-Qrels labels, NRP of an outside ranker's run.
+(no examflow code): EXAM-Cover per run, EXAM-Qrels labels, NRP of an outside ranker's run; and
+examflow's earlier preparation of a prompt, which today's must equal (`test_preparation.py`, and the
+host side of `benchmarks/grading_throughput.py`).
 
 The matrix tests (`test_matrix.py`) compare each configuration's outputs with these."""
 
@@ -164,3 +166,21 @@ def ndcg_at_10(runs: dict, judged: dict[str, dict[str, int]]) -> dict[str, float
             values.append(dcg / best if best else 0.0)
         scores[run] = statistics.fmean(values)
     return scores
+
+
+def earlier_prompt(tokenizer, text: str, fields: dict, max_input_tokens: int, margin: int) -> str:
+    """A prompt as examflow prepared it before prompts were tokenised once: `text` (a template) filled
+    with `fields`, the template without its context and the context measured apart, the context cut at
+    a token's end to the budget left, the filled prompt measured again and cut further while over."""
+    fields = dict(fields)
+    context = fields.pop("context", "")
+    rest = len(tokenizer(text.format(context="", **fields), add_special_tokens=False).input_ids)
+    budget = max_input_tokens - rest - tokenizer.num_special_tokens_to_add() - margin
+    ends = tokenizer(context, add_special_tokens=False, return_offsets_mapping=True).offset_mapping
+    while True:
+        cut = context if len(ends) <= budget else context[: ends[budget - 1][1]] if budget > 0 else ""
+        prompt = text.format(context=cut, **fields)
+        excess = len(tokenizer(prompt).input_ids) - max_input_tokens
+        if excess <= 0 or not cut:
+            return prompt
+        budget = min(budget, len(ends)) - excess

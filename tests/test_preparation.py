@@ -7,6 +7,7 @@ import random
 
 import pytest
 import torch
+from independent import earlier_prompt
 from tiny_models import build_tiny_t5
 
 from examflow.grading.backends import Request
@@ -17,19 +18,7 @@ WORDS = "bees make honey from nectar the moon raises tides lava magma compost fe
 
 
 def earlier(tokenizer, request: Request, max_input_tokens: int, margin: int) -> str:
-    """The earlier preparation of one prompt, as it was written before prompts were tokenised once."""
-    text, fields = template(request.template), dict(request.fields)
-    context = fields.pop("context", "")
-    rest = len(tokenizer(text.format(context="", **fields), add_special_tokens=False).input_ids)
-    budget = max_input_tokens - rest - tokenizer.num_special_tokens_to_add() - margin
-    ends = tokenizer(context, add_special_tokens=False, return_offsets_mapping=True).offset_mapping
-    while True:
-        cut = context if len(ends) <= budget else context[: ends[budget - 1][1]] if budget > 0 else ""
-        prompt = text.format(context=cut, **fields)
-        excess = len(tokenizer(prompt).input_ids) - max_input_tokens
-        if excess <= 0 or not cut:
-            return prompt
-        budget = min(budget, len(ends)) - excess
+    return earlier_prompt(tokenizer, template(request.template), request.fields, max_input_tokens, margin)
 
 
 @pytest.fixture(scope="module")
