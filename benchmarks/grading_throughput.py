@@ -24,6 +24,10 @@ model's tensors), on any CPU: examflow's earlier preparation (each prompt measur
 own, the batch tokenised again) against today's (`examflow.grading.preparation`), on the texts above
 and on a grading job's pairs (a query's passages each with its 10 questions), in chunks of the
 requests a grading job sends at once; the model inputs of both must be identical.
+
+With --ctranslate2 (pip install ctranslate2), (e): the same prompts through CTranslate2, converted in
+the run from the model's folder, float32 and int8, greedy and beam; pairs/s and answers equal to
+examflow's (b) and, with --greedy, (d).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import random
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -112,6 +117,33 @@ def build_tokenizer(requests: list[Request]):
     )
     core.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 1)])
     return PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
+
+
+def ctranslate2_rates(model: str, backend: Seq2SeqBackend, requests: list[Request], answers: dict, args) -> None:
+    """The same prompts (examflow's ids) through CTranslate2, converted here from the model's folder,
+    in float32 and int8: pairs/s of greedy and beam decoding, and answers equal to examflow's."""
+    import ctranslate2
+
+    device = "cuda" if args.device.startswith("cuda") else "cpu"
+    source = [backend.tokenizer.convert_ids_to_tokens(p.ids) for p in backend.preparer.prepare(requests)]
+    with tempfile.TemporaryDirectory() as folder:
+        for quantization in ("float32", "int8_bfloat16" if device == "cuda" else "int8"):
+            converted = ctranslate2.converters.TransformersConverter(model).convert(
+                f"{folder}/{quantization}", quantization=quantization
+            )
+            translator = ctranslate2.Translator(
+                converted, device=device, compute_type=quantization, intra_threads=args.threads
+            )
+            for name, beams in (("greedy", 1), ("beam", 5)):
+                decode = partial(translator.translate_batch, source, max_batch_size=args.batch_size, beam_size=beams)
+                found, seconds = timed(partial(decode, max_decoding_length=args.max_new_tokens))
+                ids = [backend.tokenizer.convert_tokens_to_ids(f.hypotheses[0]) for f in found]
+                texts = [backend.tokenizer.decode(i, skip_special_tokens=True) for i in ids]
+                same = (
+                    f"{sum(t == a.text for t, a in zip(texts, answers[name]))}/{len(texts)}" if name in answers else "–"
+                )
+                print(f"(e) ctranslate2 {quantization} {name}: {len(requests) / seconds:.2f} pairs/s; "
+                      f"answers equal to examflow {name}'s: {same}")  # fmt: skip
 
 
 def host_only(requests: list[Request], chunk: int, batch_size: int, repeat: int) -> None:
@@ -216,6 +248,7 @@ def main() -> None:
     parser.add_argument("--fast-batch-size", type=int, help="batch size of `fast` mode (default: --batch-size)")
     parser.add_argument("--skip-reference", action="store_true", help="time examflow's modes only")
     parser.add_argument("--greedy", action="store_true", help="time `greedy` decoding too, at --batch-size")
+    parser.add_argument("--ctranslate2", action="store_true", help="time CTranslate2 too (pip install ctranslate2)")
     parser.add_argument("--host-only", action="store_true", help="time the prompts' preparation alone (any CPU)")
     parser.add_argument("--chunk", type=int, default=64, help="requests a grading job sends at once (--host-only)")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs, best kept (--host-only)")
@@ -252,7 +285,10 @@ def main() -> None:
         _, fast_time = timed(lambda: fast.answer(requests))
         if args.greedy:
             greedy = Seq2SeqBackend(model, decoding="greedy", max_new_tokens=args.max_new_tokens, **options)
-            _, greedy_time = timed(lambda: greedy.answer(requests))
+            greedy_answers, greedy_time = timed(lambda: greedy.answer(requests))
+        if args.ctranslate2:
+            answers = {"beam": beam_answers} | ({"greedy": greedy_answers} if args.greedy else {})
+            ctranslate2_rates(model, beam, requests, answers, args)
     differ = [i for i, (a, b) in enumerate(zip(ref_answers or [], beam_answers)) if a != b.text]
     rate = {name: len(prompts) / seconds for name, seconds in (("a", ref_time), ("b", beam_time), ("c", fast_time))}
     print(f"(a) reference, float32, {how}: {rate['a']:.2f} pairs/s ({ref_time:.0f} s)")
