@@ -168,8 +168,9 @@ def test_gold_articles_are_checked_like_responses(tmp_path):
     path = write(
         tmp_path / "gold.jsonl", '{"query_id": "q1", "text": "One.\\n\\nTwo."}\n{"query_id": "zz", "text": "x"}\n'
     )
-    with pytest.raises(InputError, match=r"gold.jsonl:2: field 'query_id': unknown query id 'zz'"):
-        read_gold_articles(path, {"q1"}, Problems("error"))
+    for policy in ([Problems("error")], []):  # an error, also without a policy given
+        with pytest.raises(InputError, match=r"gold.jsonl:2: field 'query_id': unknown query id 'zz'"):
+            read_gold_articles(path, {"q1"}, *policy)
     articles = read_gold_articles(path, {"q1"}, Problems("warn"))
     assert [(r.run_id, r.paragraphs) for r in gold_responses(articles)] == [("_gold_", ("One.", "Two."))]
     write(path, '{"query_id": "q1", "text": "  "}\n')

@@ -83,13 +83,13 @@ def _paragraphs(path, number: int, text) -> tuple[str, ...]:
 def read_gold_articles(
     path: str | Path, query_ids: set[str] | None = None, unknown_queries: Problems | None = None
 ) -> dict[str, str]:
-    """JSONL `{"query_id", "text"}`, one article per query; `text` as in responses."""
+    """JSONL `{"query_id", "text"}`, one article per query; `text` as in responses. An article of a
+    query not in `query_ids` (when given) is reported to `unknown_queries`, by default an error."""
     articles: dict[str, str] = {}
     for number, record in json_lines(path):
         query_id = required_id(path, number, record, "query_id")
         if query_ids is not None and query_id not in query_ids:
-            assert unknown_queries is not None  # every caller that filters by query_ids passes both
-            unknown_queries.report(
+            (unknown_queries or Problems("error")).report(
                 "gold articles with an unknown query id",
                 InputError(path, f"unknown query id {query_id!r}", number, "query_id"),
             )
