@@ -22,7 +22,7 @@ rule official_leaderboard:
             relevance_level=config["evaluation"]["min_relevant_judgment"],
         ),
     shell:
-        "python -m examflow official --pool {params.pool:q} --runs {input.runs:q} {params.settings}"
+        "python -m examflow official --pool {params.pool:q} --runs {input.runs:q} {params.settings}"  # params.settings: shlex-quoted already (see params), no :q
         " --out {output:q} 2> {log:q}"
 
 
@@ -66,4 +66,4 @@ rule evaluate:
         out=lambda wildcards, output: Path(output.leaderboard).parent,
     shell:
         "python -m examflow evaluate --grades {input.grades:q} --pool {params.pool:q}"
-        " {params.inputs} {params.settings} --out {params.out:q} 2> {log:q}"
+        " {params.inputs} {params.settings} --out {params.out:q} 2> {log:q}"  # params.inputs, params.settings: shlex-quoted already (see params), no :q

@@ -24,7 +24,7 @@ rule grade:
         max_error_rate=config["grading"]["max_error_rate"],
         progress=progress_file,
     shell:
-        "python -m examflow grade --method {params.method} --passages {input.passages:q}"
+        "python -m examflow grade --method {params.method} --passages {input.passages:q}"  # params.method: shlex-quoted already (see params), no :q
         " --queries {input.queries:q} --questions {input.questions:q} --shard {wildcards.shard:q}"
         " --cache-dir {params.cache:q} --flush-every {params.flush_every:q}"
         " --max-error-rate {params.max_error_rate:q} --progress {params.progress:q}"
@@ -51,7 +51,7 @@ rule merge_grades:
     params:
         method=method_json,  # shlex-quoted JSON: no :q in the shell line
     shell:
-        "python -m examflow merge-grades --method {params.method} --out {output:q} {input:q} 2> {log:q}"
+        "python -m examflow merge-grades --method {params.method} --out {output:q} {input:q} 2> {log:q}"  # params.method: shlex-quoted already (see params), no :q
 
 
 # Before grading: what each method will grade and cost. The target goes before --configfile, which
@@ -81,5 +81,5 @@ rule plan:
         shards=SHARD_COUNT,
     shell:
         "python -m examflow plan --pool {params.pool:q} --questions {input.questions:q}"
-        " --method {params.methods} --cache-dir {params.cache:q} --shards {params.shards:q}"
+        " --method {params.methods} --cache-dir {params.cache:q} --shards {params.shards:q}"  # params.methods: shlex-quoted already (see params), no :q
         " --out {output:q} 2> {log:q}"

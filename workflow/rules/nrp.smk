@@ -24,7 +24,7 @@ rule nrp:
         out=lambda wildcards, output: Path(output.per_answer).parent,
     shell:
         "python -m examflow nrp --queries {input.queries:q} --answers {input.answers:q}"
-        " {params.inputs} {params.settings} --out {params.out:q} 2> {log:q}"
+        " {params.inputs} {params.settings} --out {params.out:q} 2> {log:q}"  # params.inputs, params.settings: shlex-quoted already (see params), no :q
 
 
 localrules:

@@ -25,9 +25,9 @@ rule pool:
         ),
         out=lambda wildcards, output: Path(output.passages).parent,
     shell:
-        "python -m examflow pool {params.sources} --depth {params.depth:q}"
+        "python -m examflow pool {params.sources} --depth {params.depth:q}"  # params.sources: shlex-quoted already (see params), no :q
         " --on-missing-passage {params.on_missing_passage:q}"
-        " --on-unknown-query {params.on_unknown_query:q} {params.relevance_range}"
+        " --on-unknown-query {params.on_unknown_query:q} {params.relevance_range}"  # params.relevance_range: shlex-quoted already (see params), no :q
         " --out {params.out:q} 2> {log:q}"
 
 

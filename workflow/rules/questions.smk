@@ -22,7 +22,7 @@ if GENERATE_BANK:
             attempts=config["questions"]["attempts"],
             cache=lambda wildcards: f"{config['cache_dir']}/llm",
         shell:
-            "python -m examflow questions {params.queries} {params.llm}"
+            "python -m examflow questions {params.queries} {params.llm}"  # params.queries, params.llm: shlex-quoted already (see params), no :q
             " --format {params.format:q} --attempts {params.attempts:q}"
             " --cache-dir {params.cache:q} --out {output:q} 2> {log:q}"
 

@@ -19,4 +19,4 @@ rule report_method:
         out=lambda wildcards, output: Path(output.leaderboard_png).parent,
     shell:
         "python -m examflow report --method {wildcards.method:q} --grades {input.grades:q}"
-        " {params.inputs} {params.settings} --out {params.out:q} 2> {log:q}"
+        " {params.inputs} {params.settings} --out {params.out:q} 2> {log:q}"  # params.inputs, params.settings: shlex-quoted already (see params), no :q

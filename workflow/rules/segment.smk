@@ -21,6 +21,6 @@ rule segment:
         max_tokens=config["segment"]["max_tokens"],
         on_unknown_query=config["validation"]["unknown_queries"],
     shell:
-        "python -m examflow segment {params.texts}"
+        "python -m examflow segment {params.texts}"  # params.texts: shlex-quoted already (see params), no :q
         " --max-tokens {params.max_tokens:q} --on-unknown-query {params.on_unknown_query:q}"
         " --out {output:q} 2> {log:q}"

@@ -38,6 +38,6 @@ rule summary:
         ),
         results=lambda wildcards, output: Path(output.summary).parent,
     shell:
-        "python -m examflow summary {params.inputs} {params.settings} --results {params.results:q}"
+        "python -m examflow summary {params.inputs} {params.settings} --results {params.results:q}"  # params.inputs, params.settings: shlex-quoted already (see params), no :q
         " --out-summary {output.summary:q} --out-rst {output.page:q}"
         " --out-provenance {output.provenance:q} 2> {log:q}"
