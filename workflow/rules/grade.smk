@@ -23,8 +23,9 @@ rule grade:
         flush_every=config["grading"]["flush_every"],
         max_error_rate=config["grading"]["max_error_rate"],
         progress=progress_file,
+    # params.method: shlex-quoted already (see params), no :q
     shell:
-        "python -m examflow grade --method {params.method} --passages {input.passages:q}"  # params.method: shlex-quoted already (see params), no :q
+        "python -m examflow grade --method {params.method} --passages {input.passages:q}"
         " --queries {input.queries:q} --questions {input.questions:q} --shard {wildcards.shard:q}"
         " --cache-dir {params.cache:q} --flush-every {params.flush_every:q}"
         " --max-error-rate {params.max_error_rate:q} --progress {params.progress:q}"
@@ -50,8 +51,9 @@ rule merge_grades:
         runtime=30,
     params:
         method=method_json,  # shlex-quoted JSON: no :q in the shell line
+    # params.method: shlex-quoted already (see params), no :q
     shell:
-        "python -m examflow merge-grades --method {params.method} --out {output:q} {input:q} 2> {log:q}"  # params.method: shlex-quoted already (see params), no :q
+        "python -m examflow merge-grades --method {params.method} --out {output:q} {input:q} 2> {log:q}"
 
 
 # Before grading: what each method will grade and cost. The target goes before --configfile, which
@@ -79,7 +81,8 @@ rule plan:
         ),
         cache=lambda wildcards: config["cache_dir"],
         shards=SHARD_COUNT,
+    # params.methods: shlex-quoted already (see params), no :q
     shell:
         "python -m examflow plan --pool {params.pool:q} --questions {input.questions:q}"
-        " --method {params.methods} --cache-dir {params.cache:q} --shards {params.shards:q}"  # params.methods: shlex-quoted already (see params), no :q
+        " --method {params.methods} --cache-dir {params.cache:q} --shards {params.shards:q}"
         " --out {output:q} 2> {log:q}"
