@@ -15,7 +15,10 @@ since random weights rarely emit EOS.
     difference is checked for a floating-point near-tie between the two best beams;
 (c) examflow `fast` mode: one decoder step over the digit tokens;
 (d) with --greedy, examflow `greedy` mode.
-Prints pairs/s for each and the ratios (b)/(a) and (c)/(a).
+Prints pairs/s for each (end to end through `Seq2SeqBackend.answer`: templates, cutting, parsing), the
+ratios (b)/(a) and (c)/(a), and beside each decoding its FLOP per pair, the share of the time the GPU
+was busy (kernel time over wall time, CUDA's profiler, in a second run) and the model FLOP utilisation
+(FLOP per pair × pairs/s ÷ the device's bf16 peak: known GPUs by name, else --peak-tflops).
 
     python benchmarks/grading_throughput.py --host-only [--prompts 2000] [--chunk 64] [--batch-size 16]
 
@@ -25,9 +28,9 @@ own, the batch tokenised again) against today's (`examflow.grading.preparation`)
 and on a grading job's pairs (a query's passages each with its 10 questions), in chunks of the
 requests a grading job sends at once; the model inputs of both must be identical.
 
-With --ctranslate2 (pip install ctranslate2), (e): the same prompts through CTranslate2, converted in
-the run from the model's folder, float32 and int8, greedy and beam; pairs/s and answers equal to
-examflow's (b) and, with --greedy, (d).
+With --ctranslate2, (e): the same requests through the `ct2_seq2seq` back end (CTranslate2, the model
+converted in the run from its folder), float32 and int8 (int8_bfloat16 on CUDA), greedy, beam and fast;
+pairs/s and answers equal to examflow's torch path ((d), (b), (c); greedy compared with --greedy).
 """
 
 from __future__ import annotations
@@ -119,31 +122,82 @@ def build_tokenizer(requests: list[Request]):
     return PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
 
 
-def ctranslate2_rates(model: str, backend: Seq2SeqBackend, requests: list[Request], answers: dict, args) -> None:
-    """The same prompts (examflow's ids) through CTranslate2, converted here from the model's folder,
-    in float32 and int8: pairs/s of greedy and beam decoding, and answers equal to examflow's."""
-    import ctranslate2
+# Dense bfloat16 tensor-core peaks (TFLOP/s) from the vendors' data sheets, by device name; the most
+# specific name first. --peak-tflops gives another.
+PEAK_BF16_TFLOPS = {"H100 PCIe": 756.0, "H100": 989.4, "H200": 989.4, "A100": 312.0, "L40S": 362.1, "L4": 121.0}
+
+
+def flop_per_pair(config, input_tokens: float, new_tokens: int, beams: int) -> float:
+    """FLOP (2 × multiply-adds of the matrix products) of one prompt through a T5: the encoder over its
+    input tokens, each decoder layer's cross-attention keys and values over them (once a prompt), and
+    `new_tokens` decoder steps for each of `beams` hypotheses (the cap: early stops are not counted),
+    each step ending in the LM head. flan-t5-large, 195 tokens, one step: about 145 GFLOP."""
+    d, inner, ff, vocab = config.d_model, config.num_heads * config.d_kv, config.d_ff, config.vocab_size
+    projections = 3 * d * ff if config.is_gated_act else 2 * d * ff
+    encoder = config.num_layers * input_tokens * (4 * d * inner + projections + 2 * input_tokens * inner)
+    cross = config.num_decoder_layers * input_tokens * 2 * d * inner
+    step = config.num_decoder_layers * (6 * d * inner + projections + 2 * input_tokens * inner) + d * vocab
+    return 2 * (encoder + cross + new_tokens * beams * step)
+
+
+def peak_tflops(args) -> float | None:
+    if args.peak_tflops or not args.device.startswith("cuda"):
+        return args.peak_tflops
+    name = torch.cuda.get_device_name()
+    return next((peak for key, peak in PEAK_BF16_TFLOPS.items() if key in name), None)
+
+
+def busy_share(function) -> float | None:
+    """The share of `function`'s wall time the GPU spent running kernels (CUDA's profiler, in a run of
+    its own so that its overhead stays out of the timings); None without a GPU."""
+    if not torch.cuda.is_available():
+        return None
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as profiler:
+        _, seconds = timed(lambda: (function(), torch.cuda.synchronize()))
+    kernels = sum(event.self_device_time_total for event in profiler.key_averages()) / 1e6  # microseconds
+    return kernels / seconds
+
+
+def utilisation(pairs_per_second: float, flop: float, peak: float | None, busy: float | None) -> str:
+    """GPU busy share and model FLOP utilisation (FLOP per pair × pairs/s ÷ the peak), where known."""
+    shown = [f"GPU busy {busy:.0%}" if busy is not None else "GPU busy – (no GPU)"]
+    shown.append(f"MFU {flop * pairs_per_second / (peak * 1e12):.1%} of {peak:g} TFLOP/s" if peak else "MFU –")
+    return f"{flop / 1e9:.0f} GFLOP a pair, " + ", ".join(shown)
+
+
+def ctranslate2_rates(model: str, requests: list[Request], answers: dict, args) -> None:
+    """(e): the `ct2_seq2seq` back end end to end (the model converted here, in float32 and int8), each
+    decoding's pairs/s and its answers against examflow's torch path."""
+    from examflow.grading.ctranslate2_backend import CTranslate2Backend
 
     device = "cuda" if args.device.startswith("cuda") else "cpu"
-    source = [backend.tokenizer.convert_ids_to_tokens(p.ids) for p in backend.preparer.prepare(requests)]
-    with tempfile.TemporaryDirectory() as folder:
-        for quantization in ("float32", "int8_bfloat16" if device == "cuda" else "int8"):
-            converted = ctranslate2.converters.TransformersConverter(model).convert(
-                f"{folder}/{quantization}", quantization=quantization
-            )
-            translator = ctranslate2.Translator(
-                converted, device=device, compute_type=quantization, intra_threads=args.threads
-            )
-            for name, beams in (("greedy", 1), ("beam", 5)):
-                decode = partial(translator.translate_batch, source, max_batch_size=args.batch_size, beam_size=beams)
-                found, seconds = timed(partial(decode, max_decoding_length=args.max_new_tokens))
-                ids = [backend.tokenizer.convert_tokens_to_ids(f.hypotheses[0]) for f in found]
-                texts = [backend.tokenizer.decode(i, skip_special_tokens=True) for i in ids]
-                same = (
-                    f"{sum(t == a.text for t, a in zip(texts, answers[name]))}/{len(texts)}" if name in answers else "–"
-                )
-                print(f"(e) ctranslate2 {quantization} {name}: {len(requests) / seconds:.2f} pairs/s; "
-                      f"answers equal to examflow {name}'s: {same}")  # fmt: skip
+    with tempfile.TemporaryDirectory() as cache:
+        for compute_type in ("float32", "int8_bfloat16" if device == "cuda" else "int8"):
+            for decoding in ("greedy", "beam", "fast"):
+                batch = (args.fast_batch_size or args.batch_size) if decoding == "fast" else args.batch_size
+                backend = CTranslate2Backend(
+                    model, cache, decoding=decoding, batch_size=batch, max_new_tokens=args.max_new_tokens,
+                    device=device, compute_type=compute_type, threads=args.threads,
+                )  # fmt: skip
+                backend.answer(requests[: args.batch_size])  # warm-up
+                found, seconds = timed(partial(backend.answer, requests))
+                print(f"(e) ct2_seq2seq {compute_type} {decoding}: {len(requests) / seconds:.2f} pairs/s; "
+                      f"{agreement(found, answers.get(decoding))}")  # fmt: skip
+
+
+def agreement(found: list, torch_answers: list | None) -> str:
+    """How many answers equal the torch path's, and for `fast` the largest difference of expected grades."""
+    if torch_answers is None:
+        return "not compared (add --greedy)"
+    same = (
+        f"answers equal to the torch path's: {sum(a.text == b.text for a, b in zip(found, torch_answers))}/{len(found)}"
+    )
+    if found and found[0].expected is not None:
+        same += f", largest expected-grade difference {max(abs(a.expected - b.expected) for a, b in zip(found, torch_answers)):.4f}"
+    return same
 
 
 def host_only(requests: list[Request], chunk: int, batch_size: int, repeat: int) -> None:
@@ -248,7 +302,8 @@ def main() -> None:
     parser.add_argument("--fast-batch-size", type=int, help="batch size of `fast` mode (default: --batch-size)")
     parser.add_argument("--skip-reference", action="store_true", help="time examflow's modes only")
     parser.add_argument("--greedy", action="store_true", help="time `greedy` decoding too, at --batch-size")
-    parser.add_argument("--ctranslate2", action="store_true", help="time CTranslate2 too (pip install ctranslate2)")
+    parser.add_argument("--ctranslate2", action="store_true", help="time the ct2_seq2seq back end too")
+    parser.add_argument("--peak-tflops", type=float, help="the device's bf16 peak, for MFU (default: known GPUs)")
     parser.add_argument("--host-only", action="store_true", help="time the prompts' preparation alone (any CPU)")
     parser.add_argument("--chunk", type=int, default=64, help="requests a grading job sends at once (--host-only)")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs, best kept (--host-only)")
@@ -281,25 +336,38 @@ def main() -> None:
             ref_answers, how, ref_time = None, "skipped", math.nan
         else:
             (ref_answers, how), ref_time = timed(lambda: reference(model, prompts, args.max_new_tokens, args.device))
-        beam_answers, beam_time = timed(lambda: beam.answer(requests))
-        _, fast_time = timed(lambda: fast.answer(requests))
+        backends = {"beam": beam, "fast": fast}
         if args.greedy:
-            greedy = Seq2SeqBackend(model, decoding="greedy", max_new_tokens=args.max_new_tokens, **options)
-            greedy_answers, greedy_time = timed(lambda: greedy.answer(requests))
+            backends["greedy"] = Seq2SeqBackend(model, decoding="greedy", max_new_tokens=args.max_new_tokens, **options)
+        answers, seconds, busy = {}, {}, {}
+        for name, backend in backends.items():
+            answers[name], seconds[name] = timed(partial(backend.answer, requests))
+            busy[name] = busy_share(partial(backend.answer, requests))
         if args.ctranslate2:
-            answers = {"beam": beam_answers} | ({"greedy": greedy_answers} if args.greedy else {})
-            ctranslate2_rates(model, beam, requests, answers, args)
-    differ = [i for i, (a, b) in enumerate(zip(ref_answers or [], beam_answers)) if a != b.text]
-    rate = {name: len(prompts) / seconds for name, seconds in (("a", ref_time), ("b", beam_time), ("c", fast_time))}
-    print(f"(a) reference, float32, {how}: {rate['a']:.2f} pairs/s ({ref_time:.0f} s)")
-    print(f"(b) examflow beam: {rate['b']:.2f} pairs/s ({beam_time:.0f} s); answers differing from (a): {len(differ)}")
+            ctranslate2_rates(model, requests, answers, args)
+    peak = peak_tflops(args)
+    steps = {"beam": (args.max_new_tokens, 5), "greedy": (args.max_new_tokens, 1), "fast": (1, 1)}
+    flop = {name: flop_per_pair(beam.model.config, tokens, *steps[name]) for name in backends}
+    rate = {name: len(prompts) / seconds[name] for name in backends}
+
+    def line(name: str) -> str:
+        return (
+            f"{rate[name]:.2f} pairs/s ({seconds[name]:.0f} s); {utilisation(rate[name], flop[name], peak, busy[name])}"
+        )
+
+    differ = [i for i, (a, b) in enumerate(zip(ref_answers or [], answers["beam"])) if a != b.text]
+    reference_rate = len(prompts) / ref_time
+    print(f"(a) reference, float32, {how}: {reference_rate:.2f} pairs/s ({ref_time:.0f} s)")
+    print(f"(b) examflow beam: {line('beam')}; answers differing from (a): {len(differ)}")
     if differ and args.dtype == "float32":
         ties = near_ties(beam, [requests[i] for i in differ], args.max_new_tokens)
         print(f"    of those, {ties} have their two best beams within 1e-4 in score (floating-point near-ties)")
-    print(f"(c) examflow fast: {rate['c']:.2f} pairs/s ({fast_time:.0f} s)")
+    print(f"(c) examflow fast: {line('fast')}")
     if args.greedy:
-        print(f"(d) examflow greedy: {len(prompts) / greedy_time:.2f} pairs/s ({greedy_time:.0f} s)")
-    print(f"(b)/(a) = {rate['b'] / rate['a']:.2f}   (c)/(a) = {rate['c'] / rate['a']:.2f}")
+        print(f"(d) examflow greedy: {line('greedy')}")
+    print(f"(b)/(a) = {rate['beam'] / reference_rate:.2f}   (c)/(a) = {rate['fast'] / reference_rate:.2f}")
+    print("FLOP a pair count every new token up to the cap (early stops not subtracted); GPU busy: kernel time "
+          "over wall time in a second, profiled run of the same requests")  # fmt: skip
 
 
 if __name__ == "__main__":

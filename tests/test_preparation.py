@@ -101,3 +101,19 @@ def test_padding_follows_the_tokenizers_side(bpe):
     new = Preparer(left, 64).pad(prompts)
     assert torch.equal(old["input_ids"], new["input_ids"]) and torch.equal(old["attention_mask"], new["attention_mask"])
     assert new["attention_mask"][:, 0].min() == 0  # some prompt is padded, on the left
+
+
+def test_lengths_rounded_up_for_a_compiled_step_are_masked_padding(tmp_path):
+    from examflow.grading.backends import Seq2SeqBackend
+
+    backend = Seq2SeqBackend(str(build_tiny_t5(tmp_path, seed=4, scale=2.0)), decoding="fast")
+    prompts = backend.preparer.prepare(requests(7, 6))
+    exact, rounded = backend.preparer.pad(prompts), backend.preparer.pad(prompts, 64)
+    longest = max(len(p.ids) for p in prompts)
+    assert exact["input_ids"].shape[1] == longest and rounded["input_ids"].shape[1] == -(-longest // 64) * 64 > longest
+    assert torch.equal(rounded["input_ids"][:, :longest], exact["input_ids"])
+    assert rounded["attention_mask"][:, longest:].sum() == 0 and (rounded["input_ids"][:, longest:] == 0).all()
+    start = torch.zeros((len(prompts), 1), dtype=torch.long)
+    with torch.inference_mode():
+        logits = [backend._first_step(e["input_ids"], e["attention_mask"], start) for e in (exact, rounded)]
+    assert torch.allclose(logits[0], logits[1], atol=1e-5) and torch.equal(logits[0].argmax(-1), logits[1].argmax(-1))

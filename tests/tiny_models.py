@@ -33,9 +33,19 @@ def vocabulary() -> list[str]:
     return ["<pad>", "</s>", "<unk>"] + sorted(words)
 
 
-def build_tiny_t5(path: Path, seed: int = 0, digit_boost: float = 0.0, question_answering: bool = False) -> Path:
-    """Save a tiny T5 and its tokenizer to `path`; `digit_boost` scales the digit rows of the LM head.
-    With `question_answering`, a T5ForQuestionAnswering (span extraction, as flan-t5-large-squad2)."""
+def build_tiny_t5(
+    path: Path,
+    seed: int = 0,
+    digit_boost: float = 0.0,
+    question_answering: bool = False,
+    scale: float = 1.0,
+    flan: bool = False,
+) -> Path:
+    """Save a tiny T5 and its tokenizer to `path`; `digit_boost` scales the digit rows of the LM head,
+    `scale` every weight (at 3, answers follow the input: at 1 a tiny model says much the same to all).
+    With `question_answering`, a T5ForQuestionAnswering (span extraction, as flan-t5-large-squad2).
+    With `flan`, configured as T5 v1.1 and FLAN-T5 are: `tie_word_embeddings: false`, which in T5 means
+    that the decoder's outputs are not scaled by d_model^-0.5 before the LM head."""
     import torch
     from tokenizers import Tokenizer, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration, T5ForQuestionAnswering
@@ -49,10 +59,13 @@ def build_tiny_t5(path: Path, seed: int = 0, digit_boost: float = 0.0, question_
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
     config = T5Config(
         vocab_size=len(vocab), d_model=32, d_ff=64, d_kv=16, num_layers=2, num_decoder_layers=2, num_heads=2,
-        pad_token_id=0, eos_token_id=1, decoder_start_token_id=0,
+        pad_token_id=0, eos_token_id=1, decoder_start_token_id=0, **({"tie_word_embeddings": False} if flan else {}),
     )  # fmt: skip
     torch.manual_seed(seed)
     model = (T5ForQuestionAnswering if question_answering else T5ForConditionalGeneration)(config)
+    with torch.no_grad():
+        for weight in model.parameters():
+            weight.mul_(scale)
     if digit_boost:
         with torch.no_grad():
             for digit in "012345":

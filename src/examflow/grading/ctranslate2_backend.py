@@ -1,0 +1,146 @@
+"""`ct2_seq2seq`: a Hugging Face encoder-decoder (FLAN-T5) run by CTranslate2, converted once.
+
+CTranslate2 (https://opennmt.net/CTranslate2/) runs T5 in int8 on a CPU at 4.4× the float32 torch
+path and 3.6× its `fast` ratings (docs/performance.md). The model is converted from its Hugging Face
+checkpoint (a hub id or a local folder) on first use, into the cache folder under the weights'
+version, and loaded from there by every later job; the tokenizer and the prompts are examflow's
+own (`PreparedBackend`), so the converted model reads the very token ids `hf_seq2seq` would.
+Decodings are those of `hf_seq2seq`: beam search, greedy, and `fast` ratings read off the first
+decoder step's logits of the digits 0–5.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy
+
+from examflow.errors import ConfigError
+from examflow.grading.backends import Answer, PreparedBackend, digit_ratings
+from examflow.grading.preparation import Preparer, Prompt
+from examflow.grading.signatures import ctranslate2_signature, weights_version
+
+
+class CTranslate2Backend(PreparedBackend):
+    """An encoder-decoder by hub id or local folder, converted into `cache_dir` and run by CTranslate2."""
+
+    def __init__(
+        self,
+        model: str,
+        cache_dir: str | Path,
+        decoding: str = "beam",
+        batch_size: int = 16,
+        max_input_tokens: int = 512,
+        max_new_tokens: int = 32,
+        num_beams: int = 5,
+        device: str = "auto",
+        compute_type: str = "auto",
+        threads: int = 0,
+        revision: str | None = None,
+    ):
+        import ctranslate2
+        import torch
+        from transformers import AutoConfig, AutoTokenizer
+
+        self.torch, self.ctranslate2 = torch, ctranslate2
+        on_gpu = device.startswith("cuda") or (device == "auto" and ctranslate2.get_cuda_device_count() > 0)
+        config = AutoConfig.from_pretrained(model, revision=revision)
+        options = {"model": model, "revision": revision, "decoding": decoding, "num_beams": num_beams,
+                   "max_new_tokens": max_new_tokens, "max_input_tokens": max_input_tokens,
+                   "compute_type": compute_type}  # fmt: skip
+        self.signature = ctranslate2_signature(options, on_gpu, config)
+        folder = converted(model, revision, weights_version(model, config), Path(cache_dir))
+        wanted = self.signature["compute_type"]
+        where = "cuda" if on_gpu else "cpu"
+        try:
+            self.translator = ctranslate2.Translator(
+                str(folder), device=where, device_index=int(device.partition(":")[2] or 0), compute_type=wanted,
+                intra_threads=threads or torch.get_num_threads(),
+            )  # fmt: skip
+        except ValueError as error:  # "Requested bfloat16 compute type, but the target device ... do not support"
+            if "compute type" not in str(error):
+                raise
+            raise self._unsupported(wanted, where, str(error)) from None
+        if self.translator.compute_type != wanted:  # the signature must say what runs
+            raise self._unsupported(wanted, where, f"it would run {self.translator.compute_type}")
+        self.tokenizer = AutoTokenizer.from_pretrained(model, revision=revision)
+        # Its own tokenizer: the next chunk is prepared in a thread beside the model's work.
+        self.preparer = Preparer(copy.deepcopy(self.tokenizer), max_input_tokens)
+        self.decoding, self.batch_size, self.num_beams, self.max_new_tokens = (
+            decoding, batch_size, num_beams, max_new_tokens
+        )  # fmt: skip
+
+    def _unsupported(self, wanted: str, where: str, why: str) -> ConfigError:
+        supported = ", ".join(sorted(self.ctranslate2.get_supported_compute_types(where)))
+        return ConfigError("backend.compute_type", f"{wanted} is not supported on this {where.upper()} ({why}); "
+                           f"this device supports {supported}")  # fmt: skip
+
+    def answer_prepared(self, prompts: list[Prompt]) -> list[Answer]:
+        if not prompts:
+            return []
+        source = [self.tokenizer.convert_ids_to_tokens(p.ids) for p in prompts]
+        # CTranslate2 sorts the prompts by length into batches itself, and answers in input order; an
+        # answer may end at once, as in transformers (CTranslate2's default is one token at least).
+        options = {"max_batch_size": self.batch_size, "beam_size": 1, "min_decoding_length": 0}
+        if self.decoding == "fast":
+            found = self.translator.translate_batch(source, **options, max_decoding_length=1, return_logits_vocab=True)
+            return digit_ratings(self.torch, self.torch.stack([self._digit_logits(f.logits[0][0]) for f in found]))
+        if self.decoding == "beam":
+            options["beam_size"] = self.num_beams
+        found = self.translator.translate_batch(source, **options, max_decoding_length=self.max_new_tokens)
+        ids = [self.tokenizer.convert_tokens_to_ids(f.hypotheses[0]) for f in found]
+        return [Answer(text) for text in self.tokenizer.batch_decode(ids, skip_special_tokens=True)]
+
+    def _digit_logits(self, step):
+        """The digits' logits from one prompt's first step (a vocabulary-wide row, on the model's device
+        and in its compute type), as float32 on the CPU."""
+        ctranslate2 = self.ctranslate2
+        row = step.to(ctranslate2.DataType.float32).to_device(ctranslate2.Device.cpu)
+        return self.torch.from_numpy(numpy.asarray(row)).reshape(-1)[self.digit_ids]
+
+
+def converted(model: str, revision: str | None, version: str, cache_dir: Path) -> Path:
+    """The model's CTranslate2 conversion under `cache_dir/ctranslate2/`, made on first use. Jobs that
+    convert at once each write a folder of their own and the first to finish is kept: none ever reads a
+    half-written model."""
+    import ctranslate2
+
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(model).name if Path(model).is_dir() else model)
+    target = cache_dir / "ctranslate2" / f"{name}-{version}-ct2-{ctranslate2.__version__}"
+    if (target / "model.bin").is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _register_t5_loader()
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".converting-") as scratch:
+        written = Path(scratch) / "model"
+        ctranslate2.converters.TransformersConverter(model, revision=revision).convert(str(written))
+        try:
+            written.rename(target)
+        except OSError:  # another job's conversion got there first: the same weights, keep it
+            if not (target / "model.bin").is_file():
+                raise
+            shutil.rmtree(written, ignore_errors=True)
+    return target
+
+
+def _register_t5_loader() -> None:
+    """CTranslate2's T5 loader (4.x) scales the decoder's outputs by d_model^-0.5 when the configuration
+    says `tie_word_embeddings`; transformers 5 says so of every T5 and keeps T5's own choice in
+    `scale_decoder_outputs` (False for T5 v1.1 and FLAN-T5). Converted as it is, a FLAN-T5 would read
+    logits d_model^0.5 times too flat: the same greedy answers, but other beams and expected grades.
+    This loader, registered in CTranslate2's own table of loaders, reads the right attribute."""
+    from ctranslate2.converters.transformers import T5Loader, register_loader
+    from ctranslate2.specs import model_spec
+
+    @register_loader("T5Config")
+    class T5OutputScaleLoader(T5Loader):
+        def get_model_spec(self, model):
+            spec = super().get_model_spec(model)
+            config = model.config
+            scaled = getattr(config, "scale_decoder_outputs", config.tie_word_embeddings)
+            spec.decoder.scale_outputs = config.d_model**-0.5 if scaled else model_spec.OPTIONAL
+            return spec
