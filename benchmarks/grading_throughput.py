@@ -168,14 +168,14 @@ def utilisation(pairs_per_second: float, flop: float, peak: float | None, busy: 
     return f"{flop / 1e9:.0f} GFLOP a pair, " + ", ".join(shown)
 
 
-def ctranslate2_rates(model: str, requests: list[Request], answers: dict, args) -> None:
+def ctranslate2_rates(model: str, requests: list[Request], answers: dict, args, flop: dict, peak) -> None:
     """(e): the `ct2_seq2seq` back end end to end (the model converted here, in float32 and int8), each
     decoding's pairs/s and its answers against examflow's torch path."""
     from examflow.grading.ctranslate2_backend import CTranslate2Backend
 
     device = "cuda" if args.device.startswith("cuda") else "cpu"
     with tempfile.TemporaryDirectory() as cache:
-        for compute_type in ("float32", "int8_bfloat16" if device == "cuda" else "int8"):
+        for compute_type in ("float32", "int8_bfloat16" if device == "cuda" else "int8_float32"):
             for decoding in ("greedy", "beam", "fast"):
                 batch = (args.fast_batch_size or args.batch_size) if decoding == "fast" else args.batch_size
                 backend = CTranslate2Backend(
@@ -184,8 +184,10 @@ def ctranslate2_rates(model: str, requests: list[Request], answers: dict, args) 
                 )  # fmt: skip
                 backend.answer(requests[: args.batch_size])  # warm-up
                 found, seconds = timed(partial(backend.answer, requests))
-                print(f"(e) ct2_seq2seq {compute_type} {decoding}: {len(requests) / seconds:.2f} pairs/s; "
-                      f"{agreement(found, answers.get(decoding))}")  # fmt: skip
+                rate = len(requests) / seconds
+                used = f"MFU {flop[decoding] * rate / (peak * 1e12):.1%}" if peak else "MFU –"
+                print(f"(e) ct2_seq2seq {compute_type} {decoding}: {rate:.2f} pairs/s, {used}; "
+                      f"{agreement(found, answers.get(decoding))}", flush=True)  # fmt: skip
 
 
 def agreement(found: list, torch_answers: list | None) -> str:
@@ -343,31 +345,30 @@ def main() -> None:
         for name, backend in backends.items():
             answers[name], seconds[name] = timed(partial(backend.answer, requests))
             busy[name] = busy_share(partial(backend.answer, requests))
+        peak = peak_tflops(args)
+        steps = {"beam": (args.max_new_tokens, 5), "greedy": (args.max_new_tokens, 1), "fast": (1, 1)}
+        flop = {name: flop_per_pair(beam.model.config, tokens, *steps[name]) for name in steps}
+        rate = {name: len(prompts) / seconds[name] for name in backends}
+
+        def line(name: str) -> str:
+            used = utilisation(rate[name], flop[name], peak, busy[name])
+            return f"{rate[name]:.2f} pairs/s ({seconds[name]:.0f} s); {used}"
+
+        differ = [i for i, (a, b) in enumerate(zip(ref_answers or [], answers["beam"])) if a != b.text]
+        reference_rate = len(prompts) / ref_time
+        print(f"(a) reference, float32, {how}: {reference_rate:.2f} pairs/s ({ref_time:.0f} s)")
+        print(f"(b) examflow beam: {line('beam')}; answers differing from (a): {len(differ)}")
+        if differ and args.dtype == "float32":
+            ties = near_ties(beam, [requests[i] for i in differ], args.max_new_tokens)
+            print(f"    of those, {ties} have their two best beams within 1e-4 in score (floating-point near-ties)")
+        print(f"(c) examflow fast: {line('fast')}")
+        if args.greedy:
+            print(f"(d) examflow greedy: {line('greedy')}")
+        print(f"(b)/(a) = {rate['beam'] / reference_rate:.2f}   (c)/(a) = {rate['fast'] / reference_rate:.2f}")
+        print("FLOP a pair count every new token up to the cap (early stops not subtracted); GPU busy: kernel "
+              "time over wall time in a second, profiled run of the same requests", flush=True)  # fmt: skip
         if args.ctranslate2:
-            ctranslate2_rates(model, requests, answers, args)
-    peak = peak_tflops(args)
-    steps = {"beam": (args.max_new_tokens, 5), "greedy": (args.max_new_tokens, 1), "fast": (1, 1)}
-    flop = {name: flop_per_pair(beam.model.config, tokens, *steps[name]) for name in backends}
-    rate = {name: len(prompts) / seconds[name] for name in backends}
-
-    def line(name: str) -> str:
-        return (
-            f"{rate[name]:.2f} pairs/s ({seconds[name]:.0f} s); {utilisation(rate[name], flop[name], peak, busy[name])}"
-        )
-
-    differ = [i for i, (a, b) in enumerate(zip(ref_answers or [], answers["beam"])) if a != b.text]
-    reference_rate = len(prompts) / ref_time
-    print(f"(a) reference, float32, {how}: {reference_rate:.2f} pairs/s ({ref_time:.0f} s)")
-    print(f"(b) examflow beam: {line('beam')}; answers differing from (a): {len(differ)}")
-    if differ and args.dtype == "float32":
-        ties = near_ties(beam, [requests[i] for i in differ], args.max_new_tokens)
-        print(f"    of those, {ties} have their two best beams within 1e-4 in score (floating-point near-ties)")
-    print(f"(c) examflow fast: {line('fast')}")
-    if args.greedy:
-        print(f"(d) examflow greedy: {line('greedy')}")
-    print(f"(b)/(a) = {rate['beam'] / reference_rate:.2f}   (c)/(a) = {rate['fast'] / reference_rate:.2f}")
-    print("FLOP a pair count every new token up to the cap (early stops not subtracted); GPU busy: kernel time "
-          "over wall time in a second, profiled run of the same requests")  # fmt: skip
+            ctranslate2_rates(model, requests, answers, args, flop, peak)
 
 
 if __name__ == "__main__":

@@ -31,12 +31,16 @@ pytestmark = pytest.mark.workflow
 CONFIGS = sorted(p.name.removeprefix("config_") for p in (ROOT / ".test").glob("config_*"))
 
 
-def prepare(tmp_path: Path, name: str, base_url: str = "") -> tuple[Path, tuple[str, ...], dict]:
-    """A project copy with the .test folder, the config's LLM address filled in; (folder, args, config)."""
+def prepare(
+    tmp_path: Path, name: str, base_url: str = "", model_dir: str = ""
+) -> tuple[Path, tuple[str, ...], dict]:
+    """A project copy with the .test folder, the config's LLM address and model folder filled in;
+    (folder, args, config)."""
     project = copy_project(tmp_path if name != "hostile_paths" else tmp_path / "clone $(touch PWNED-root);'c'")
     shutil.copytree(ROOT / ".test", project / ".test")
     config_file = project / ".test" / f"config_{name}" / "config.yaml"
-    config_file.write_text(config_file.read_text().replace("LLM_BASE_URL", base_url))
+    text = config_file.read_text().replace("LLM_BASE_URL", base_url).replace("MODEL_DIR", json.dumps(model_dir))
+    config_file.write_text(text)
     import yaml
 
     return project, ("--configfile", str(config_file.relative_to(project))), yaml.safe_load(config_file.read_text())
@@ -318,6 +322,29 @@ def test_hostile_paths_run_nothing_and_stay_whole(tmp_path):
     assert sorted(p.name for p in project.iterdir() if not p.name.startswith(".")) == sorted(
         ["config", "profiles", "resources", "results", "src", "workflow", data.name]
     )  # no stray file named after the first word of a path
+
+
+def test_local_models_torch_and_ctranslate2_rate_alike(tmp_path):
+    from tiny_models import build_tiny_t5
+
+    model = build_tiny_t5(tmp_path / "tiny flan-t5 (model)", seed=3, digit_boost=4.0, scale=2.0, flan=True)
+    project, args, config = prepare(tmp_path / "project", "local_models", model_dir=str(model))
+    snakemake(project, *args)
+    results = project / config["results_dir"]
+    grades = {}
+    for method in ("torch", "converted", "answers"):
+        check_exam(project, config, method)
+        table = pd.read_parquet(results / "grades" / f"{method}.parquet")
+        assert len(table) > 100 and table["error"].isna().all()
+        grades[method] = table.set_index(["query_id", "passage_id", "question_id"]).sort_index()
+    torch, converted = grades["torch"], grades["converted"]
+    assert torch.index.equals(converted.index) and torch["rating"].nunique() >= 2
+    # Two engines, one model, float32: the same ratings, expected grades equal to float32 noise.
+    assert (torch["rating"] == converted["rating"]).all()
+    assert (torch["expected"] - converted["expected"]).abs().max() < 1e-4
+    [conversion] = (project / "results" / "cache" / "ctranslate2").iterdir()  # made once, for both methods
+    assert conversion.name.startswith("tiny_flan-t5_model_-") and (conversion / "model.bin").is_file()
+    finished(project, args)
 
 
 def shlex_quote(text: str) -> str:

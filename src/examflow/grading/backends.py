@@ -141,7 +141,7 @@ class Seq2SeqBackend(PreparedBackend):
         )  # fmt: skip
 
     def answer_prepared(self, prompts: list[Prompt]) -> list[Answer]:
-        return self.batched(prompts, self._rate if self.decoding == "fast" else self._generate)
+        return self._rate(prompts) if self.decoding == "fast" else self.batched(prompts, self._generate)
 
     def batched(self, prompts: list[Prompt], step) -> list:
         """`step` over batches of prompts of similar length (less padding, same results), in input order."""
@@ -206,8 +206,10 @@ class Seq2SeqBackend(PreparedBackend):
         return self._first_step(*inputs)
 
     def _rate(self, prompts: list[Prompt]) -> list[Answer]:
-        """One decoder step: the most likely of the digit tokens 0–5, and the expected grade."""
-        return digit_ratings(self.torch, self.first_step_logits(prompts, self.digit_ids))
+        """One decoder step: the most likely of the digit tokens 0–5, and the expected grade. Each batch's
+        rows stay on the device until every batch is scored: one copy back to the host, not one a batch."""
+        rows = self.batched(prompts, lambda batch: self.first_step_logits(batch, self.digit_ids))
+        return digit_ratings(self.torch, self.torch.stack(rows)) if rows else []
 
 
 def _device(torch, device: str) -> str:
