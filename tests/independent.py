@@ -75,12 +75,12 @@ def cover(
 
 def grades_from_table(grades) -> dict[tuple[str, str, str], float]:
     """The grade of each (query, passage, question) of a grades table (a QA answer: 5 if correct);
-    failed pairs answer nothing."""
+    failed pairs, and QA answers to a question without an answer key, answer nothing."""
     import pandas as pd
 
     found = {}
     for row in grades.itertuples(index=False):
-        if isinstance(row.error, str):
+        if isinstance(row.error, str) or (pd.isna(row.rating) and pd.isna(row.correct)):
             continue
         value = row.rating if pd.isna(row.correct) else 5 * bool(row.correct)
         found[(row.query_id, row.passage_id, row.question_id)] = float(value)

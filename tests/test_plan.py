@@ -74,8 +74,9 @@ def test_a_grading_job_asks_for_its_shards_pairs_at_the_planning_rate(demo):
     backend = {"kind": "hf_seq2seq", "model": "google/flan-t5-large", "decoding": "beam"}
     on_cpu = check_method("flan", {"name": "flan", "kind": "self_rating", "backend": backend, "gpu": 0})
     minutes = job_minutes(on_cpu, shards / "shard-0.passages.parquet", bank, shards / "shard-0.queries.parquet")
-    # 30 s to start and 3,345 prompts at 0.38 a second on a CPU (8,832.6 s), three times over, plus ten minutes.
-    assert minutes == 10 + 442
+    # 30 s to start and 3,345 prompts at 0.64 a second on a CPU (5,256.6 s), three times over (262.8 minutes,
+    # rounded up), plus ten minutes.
+    assert minutes == 10 + 263
     # A shard not written yet (a dry run): Snakemake reads the error as "to be determined" by its file name.
     with pytest.raises(FileNotFoundError) as missing:
         job_minutes(on_cpu, str(shards / "shard-9.passages.parquet"), bank, shards / "shard-0.queries.parquet")
@@ -104,15 +105,29 @@ def test_the_plan_of_a_car_sized_pool():
         assert (plan.work, plan.unit, plan.jobs) == (5_526_300, "prompts", 1) and plan.warning == ""
         assert plan.hours == pytest.approx(hours, abs=1e-4)
         assert plan.note == "cache not checked: cannot read /nonexistent/flan-t5-large from here"
-    # Where no GPU is visible: a warning, and the same prompts at 0.38 a second on 2 CPU cores (batch 16).
+    # Where no GPU is visible: a warning, and the same prompts at 0.64 a second on 2 CPU cores (batch 16).
     flan = method("flan", "self_rating", kind="hf_seq2seq", model="/nonexistent/flan-t5-large")
     plan = plan_method(flan, passages, questions, queries, "/nonexistent/cache", gpu_here=False)
-    assert plan.cpu_hours == pytest.approx((30 + 5_526_300 / 0.38) / 3600) == pytest.approx(4039.7, abs=0.1)
+    assert plan.cpu_hours == pytest.approx((30 + 5_526_300 / 0.64) / 3600) == pytest.approx(2398.58, abs=0.01)
     assert plan.warning.startswith(
         "no GPU visible on this machine (the plan runs where snakemake runs; cluster jobs may have one); "
-        "on CPU cores it would take 4,039.70 CPU-hours (30 s a job, then 0.38 prompts/s: google/flan-t5-large, "
+        "on CPU cores it would take 2,398.58 CPU-hours (30 s a job, then 0.64 prompts/s: google/flan-t5-large, "
         "2 CPU cores, batch 16)"
     )
+    # ct2_seq2seq holds no GPU by default: `fast` in int8 at 3.66 prompts/s on CPU cores (419.4 hours); with
+    # `gpu: 1`, hf_seq2seq's H100 rate stands in, said so (batch 16: a batch's time on the line through the
+    # measured 256 at 441.9 prompts/s and 512 at 511.0, 87.38 prompts/s).
+    ct2 = method("ct2", "self_rating", kind="ct2_seq2seq", model="/nonexistent/flan-t5-large", decoding="fast")
+    plan = plan_method(ct2, passages, questions, queries, "/nonexistent/cache", gpu_here=False)
+    assert (plan.on, plan.warning) == ("CPU", "") and plan.hours == pytest.approx((30 + 5_526_300 / 3.66) / 3600)
+    assert plan.hours == pytest.approx(419.43, abs=0.01) and "CTranslate2 int8, 2 CPU cores" in plan.rate
+    settings = {"name": "g", "kind": "self_rating", "gpu": 1, "backend": {"kind": "ct2_seq2seq",
+                "model": "/nonexistent/flan-t5-large", "decoding": "fast"}}  # fmt: skip
+    plan = plan_method(check_method("g", settings), passages, questions, queries, "/nonexistent/cache")
+    batch_seconds = 256 / 441.9 + (16 - 256) * (512 / 511.0 - 256 / 441.9) / 256
+    assert 16 / batch_seconds == pytest.approx(87.38, abs=0.01)
+    assert plan.on == "GPU" and plan.hours == pytest.approx((30 + 5_526_300 * batch_seconds / 16) / 3600)
+    assert "an estimate: hf_seq2seq's rates on one H100 (CTranslate2 on a GPU not measured)" in plan.rate
 
 
 def small_collection() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:

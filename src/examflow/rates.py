@@ -50,9 +50,14 @@ SEQ2SEQ_GPU_RATES = {
     "fast": {256: 441.9, 512: 511.0},
 }
 # On a CPU: float32 with 2 threads on this project's 2-core machine (AMD EPYC), batch 16, 40 prompts of
-# 198 tokens (benchmarks/grading_throughput.py --model large --prompts 40 --batch-size 16 --skip-reference
-# --greedy --threads 2: beam 0.38, fast 0.64, greedy 0.58 pairs/s; flan-t5-base is about 4x faster).
-SEQ2SEQ_CPU_RATES = {"beam": 0.38, "greedy": 0.58, "fast": 0.64}
+# 198 tokens, commit 381c63d (benchmarks/grading_throughput.py --model large --prompts 40 --batch-size 16
+# --skip-reference --greedy --threads 2 --ctranslate2: beam 0.64, greedy 0.88, fast 0.99 pairs/s; an
+# earlier run, before this machine's last change of speed, gave 0.38, 0.58 and 0.64; flan-t5-base is
+# about 4x faster).
+SEQ2SEQ_CPU_RATES = {"beam": 0.64, "greedy": 0.88, "fast": 0.99}
+# ct2_seq2seq in int8 (int8_float32), the same run: beam 4.24, greedy 5.01, fast 3.66 pairs/s; a second
+# run of greedy and fast (80 prompts) gave 3.84 and 3.99 then 6.32: the lowest of each is planned with.
+CTRANSLATE2_CPU_RATES = {"beam": 4.24, "greedy": 3.84, "fast": 3.66}
 # An estimate, not measured: the imports take about 6 s here; flan-t5-large's 3 GB of weights are read
 # and moved to the device, from a cluster's shared file system.
 HF_START = 30.0
@@ -72,11 +77,6 @@ def seq2seq_rate(decoding: str, batch_size: int, on_gpu: bool) -> float:
     above = next(i for i, (batch, _) in enumerate(seconds) if batch > batch_size)
     (b0, s0), (b1, s1) = seconds[max(above - 1, 0)], seconds[max(above, 1)]
     return batch_size / (s0 + (s1 - s0) * (batch_size - b0) / (b1 - b0))
-
-
-# ct2_seq2seq on a CPU: google/flan-t5-large converted to CTranslate2, int8, 2 threads of this project's
-# 2-core machine, batch 16 (benchmarks/grading_throughput.py --model large --ctranslate2, as above).
-CTRANSLATE2_CPU_RATES = {"beam": 0.0, "greedy": 0.0, "fast": 0.0}
 
 
 def _where(on_gpu: bool) -> str:
