@@ -31,9 +31,7 @@ pytestmark = pytest.mark.workflow
 CONFIGS = sorted(p.name.removeprefix("config_") for p in (ROOT / ".test").glob("config_*"))
 
 
-def prepare(
-    tmp_path: Path, name: str, base_url: str = "", model_dir: str = ""
-) -> tuple[Path, tuple[str, ...], dict]:
+def prepare(tmp_path: Path, name: str, base_url: str = "", model_dir: str = "") -> tuple[Path, tuple[str, ...], dict]:
     """A project copy with the .test folder, the config's LLM address and model folder filled in;
     (folder, args, config)."""
     project = copy_project(tmp_path if name != "hostile_paths" else tmp_path / "clone $(touch PWNED-root);'c'")
