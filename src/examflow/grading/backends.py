@@ -178,32 +178,34 @@ class Seq2SeqBackend(PreparedBackend):
 
     def first_step_logits(self, prompts: list[Prompt], token_ids: list[int]):
         """The logits of `token_ids` at the first decoder step, one float32 row per prompt."""
-        torch = self.torch
-        # A compiled step compiles again for every new shape: lengths rounded up to a multiple of 64 (the
-        # padding is masked, so the ratings are the same but for floating-point noise).
-        encoded = self._encode(prompts, COMPILED_LENGTHS if self.compiled is not None else 1)
-        start = torch.full((len(prompts), 1), self.model.config.decoder_start_token_id, device=self.device)
-        with torch.inference_mode():
-            logits = self._scored(encoded["input_ids"], encoded["attention_mask"], start)
-        return logits[:, token_ids].float()
+        with self.torch.inference_mode():
+            return self._scored(prompts)[:, token_ids].float()
 
     def _first_step(self, input_ids, attention_mask, decoder_input_ids):
         return self.model(
             input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=decoder_input_ids
         ).logits[:, 0, :]
 
-    def _scored(self, *inputs):
+    def _inputs(self, prompts: list[Prompt], multiple: int = 1) -> tuple:
+        encoded = self._encode(prompts, multiple)
+        start = self.torch.full((len(prompts), 1), self.model.config.decoder_start_token_id, device=self.device)
+        return encoded["input_ids"], encoded["attention_mask"], start
+
+    def _scored(self, prompts: list[Prompt]):
         """The first decoder step's logits, compiled where it compiles: a compile that fails here (no
         compiler, no Triton, an unsupported operation) is logged with its reason once, and the job goes
-        on with the eager step, whose results the compiled one equals but for floating-point noise."""
+        on with the eager step, whose results the compiled one equals but for floating-point noise.
+        A compiled step compiles again for every new shape: its prompts are padded to a length that is a
+        multiple of 64 (masked padding: the same ratings but for floating-point noise); the eager step's
+        are padded to the longest, as ever."""
         if self.compiled is not None:
             try:
-                return self.compiled(*inputs)
+                return self.compiled(*self._inputs(prompts, COMPILED_LENGTHS))
             except Exception as error:  # torch.compile fails in many kinds (BackendCompilerFailed, ...)
                 reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
                 log.warning("compiled scoring step unavailable, eager from here on: %s", reason[:300])
                 self.compiled = None
-        return self._first_step(*inputs)
+        return self._first_step(*self._inputs(prompts))
 
     def _rate(self, prompts: list[Prompt]) -> list[Answer]:
         """One decoder step: the most likely of the digit tokens 0–5, and the expected grade. Each batch's
