@@ -122,3 +122,13 @@ def test_a_grading_job_caches_every_answer(model, tmp_path):
     assert (tmp_path / "ctranslate2").is_dir()  # converted into the method's cache folder
     again = ShardGrader(method, str(tmp_path))
     assert again.grade(pairs).equals(table) and again.sent == 0
+
+
+@pytest.mark.parametrize("backend", [CTranslate2Backend, Seq2SeqBackend])
+def test_a_model_that_is_neither_a_folder_nor_a_hub_model_is_one_line(tmp_path, backend):
+    missing = str(tmp_path / "models" / "does not exist")
+    options = {"cache_dir": tmp_path} if backend is CTranslate2Backend else {}
+    with pytest.raises(ConfigError) as error:
+        backend(missing, decoding="fast", **options)
+    assert str(error.value).startswith(f"config backend.model: {missing!r}: not a model folder, nor a hub model")
+    assert "\n" not in str(error.value)

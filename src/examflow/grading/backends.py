@@ -22,6 +22,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from examflow.errors import ConfigError
 from examflow.grading.preparation import Preparer, Prompt
 from examflow.grading.signatures import api_signature, embedding_signature, extractive_signature, seq2seq_signature
 from examflow.prompts import template
@@ -121,6 +122,7 @@ class Seq2SeqBackend(PreparedBackend):
 
         self.torch = torch
         self.device = _device(torch, device)
+        model_config(model, revision)
         if dtype == "auto":
             dtype = "bfloat16" if self.device.startswith("cuda") else "float32"
         self.tokenizer = AutoTokenizer.from_pretrained(model, revision=revision)
@@ -214,6 +216,20 @@ class Seq2SeqBackend(PreparedBackend):
         return digit_ratings(self.torch, self.torch.stack(rows)) if rows else []
 
 
+def model_config(model: str, revision: str | None):
+    """The model's Hugging Face configuration; a model that is neither a folder nor a hub model this
+    machine can read is one line naming it, not the hub client's traceback."""
+    from transformers import AutoConfig
+
+    try:
+        return AutoConfig.from_pretrained(model, revision=revision)
+    except (OSError, ValueError) as error:  # HFValidationError, RepositoryNotFoundError, no connection...
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ConfigError(
+            "backend.model", f"{model!r}: not a model folder, nor a hub model readable from here ({first[:200]})"
+        ) from None
+
+
 def _device(torch, device: str) -> str:
     return ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
 
@@ -236,6 +252,7 @@ class ExtractiveQABackend:
 
         self.torch = torch
         self.device = _device(torch, device)
+        model_config(model, revision)
         self.tokenizer = AutoTokenizer.from_pretrained(model, revision=revision)
         self.model = AutoModelForQuestionAnswering.from_pretrained(model, revision=revision).to(self.device).eval()
         self.batch_size, self.max_input_tokens, self.max_answer_tokens = batch_size, max_input_tokens, max_answer_tokens

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy
 
 from examflow.errors import ConfigError
-from examflow.grading.backends import Answer, PreparedBackend, digit_ratings
+from examflow.grading.backends import Answer, PreparedBackend, digit_ratings, model_config
 from examflow.grading.preparation import Preparer, Prompt
 from examflow.grading.signatures import ctranslate2_signature, weights_version
 
@@ -44,11 +44,11 @@ class CTranslate2Backend(PreparedBackend):
     ):
         import ctranslate2
         import torch
-        from transformers import AutoConfig, AutoTokenizer
+        from transformers import AutoTokenizer
 
         self.torch, self.ctranslate2 = torch, ctranslate2
         on_gpu = device.startswith("cuda") or (device == "auto" and ctranslate2.get_cuda_device_count() > 0)
-        config = AutoConfig.from_pretrained(model, revision=revision)
+        config = model_config(model, revision)
         options = {"model": model, "revision": revision, "decoding": decoding, "num_beams": num_beams,
                    "max_new_tokens": max_new_tokens, "max_input_tokens": max_input_tokens,
                    "compute_type": compute_type}  # fmt: skip
@@ -65,6 +65,8 @@ class CTranslate2Backend(PreparedBackend):
             if "compute type" not in str(error):
                 raise
             raise self._unsupported(wanted, where, str(error)) from None
+        except RuntimeError as error:  # "CUDA failed with error ...": no usable GPU here
+            raise ConfigError("backend.device", f"{device}: {str(error).strip()[:200]}") from None
         if self.translator.compute_type != wanted:  # the signature must say what runs
             raise self._unsupported(wanted, where, f"it would run {self.translator.compute_type}")
         self.tokenizer = AutoTokenizer.from_pretrained(model, revision=revision)

@@ -144,6 +144,10 @@ _AT = re.compile(r"^(?P<message>.*?)(?: - at `\$(?P<where>.*)`)?$", re.DOTALL)
 
 def _line(path, number: int, raw: bytes) -> Line:
     """One line, `[query_id, [paragraph, ...]]`, checked; an error names the line and the field."""
+    try:
+        return _DECODER.decode(raw)  # the bytes as they are: the common case, without a copy as text
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+        pass  # read again below, to name the problem (or to read Python's NaN)
     text = decode(path, number, raw)
     try:
         try:
