@@ -344,6 +344,16 @@ def test_local_models_torch_and_ctranslate2_rate_alike(tmp_path):
     [conversion] = (project / "results" / "cache" / "ctranslate2").iterdir()  # made once, for both methods
     assert conversion.name.startswith("tiny_flan-t5_model_-") and (conversion / "model.bin").is_file()
     finished(project, args)
+    # New weights in the same folder: every grading job reruns, with a new conversion, and grades anew.
+    build_tiny_t5(model, seed=4, digit_boost=4.0, scale=2.0, flan=True)
+    planned = snakemake(project, *args, "-n").stdout
+    assert re.search(r"^grade\s+6$", planned, re.MULTILINE), planned  # 3 methods × 2 shards
+    snakemake(project, *args)
+    regraded = pd.read_parquet(results / "grades" / "torch.parquet").set_index(torch.index.names).sort_index()
+    assert not regraded["expected"].equals(torch["expected"])
+    assert len(list((project / "results" / "cache" / "ctranslate2").iterdir())) == 2
+    check_exam(project, config, "converted")
+    finished(project, args)
 
 
 def shlex_quote(text: str) -> str:

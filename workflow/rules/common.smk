@@ -13,6 +13,7 @@ from snakemake_interface_executor_plugins.settings import DeploymentMethod
 sys.path.insert(0, str(Path(workflow.basedir).parent / "src"))
 from examflow.config import check_config, check_config_file, config_digest, methods
 from examflow.errors import ConfigError, Failure
+from examflow.grading.signatures import local_weights
 from examflow.io.irds import is_irds
 from examflow.outputs import EVALUATION, NRP as NRP_FILES, REPORT, paths, wanted
 from examflow.plan import job_minutes
@@ -233,6 +234,11 @@ def method_json(wildcards, leave_out=()):
 
 def grading_json(wildcards):
     return method_json(wildcards, MERGE_ONLY)
+
+
+def model_weights(wildcards):
+    """A local model folder's version: new weights in the same folder rerun grading."""
+    return local_weights(METHODS[wildcards.method].backend.options)
 
 
 def method_gpus(wildcards):

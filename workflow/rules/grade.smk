@@ -23,6 +23,7 @@ rule grade:
         flush_every=config["grading"]["flush_every"],
         max_error_rate=config["grading"]["max_error_rate"],
         progress=progress_file,
+        weights=model_weights,  # not in the command: its change reruns the job (--rerun-triggers params)
     # params.method: shlex-quoted already (see params), no :q
     shell:
         "python -m examflow grade --method {params.method} --passages {input.passages:q}"
