@@ -122,9 +122,12 @@ def build_tokenizer(requests: list[Request]):
     return PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
 
 
-# Dense bfloat16 tensor-core peaks (TFLOP/s) from the vendors' data sheets, by device name; the most
-# specific name first. --peak-tflops gives another.
-PEAK_BF16_TFLOPS = {"H100 PCIe": 756.0, "H100": 989.4, "H200": 989.4, "A100": 312.0, "L40S": 362.1, "L4": 121.0}
+# Dense bfloat16 tensor-core peaks (TFLOP/s) from the vendors' data sheets, by device name, the first
+# name the device's contains (so the more specific first; None: not known here). --peak-tflops gives another.
+PEAK_BF16_TFLOPS: dict[str, float | None] = {
+    "H100 PCIe": 756.0, "H100 NVL": None, "H100": 989.4, "H200": 989.4, "A100": 312.0,
+    "L40S": 362.1, "L40": None, "L4": 121.0,
+}  # fmt: skip
 
 
 def flop_per_pair(config, input_tokens: float, new_tokens: int, beams: int) -> float:
@@ -333,7 +336,7 @@ def main() -> None:
             f"{where}, {args.max_new_tokens} new tokens, examflow in {args.dtype}, batch {args.batch_size} "
             f"(fast: {fast.batch_size})"
         )
-        fast.answer(requests[: args.batch_size])  # warm-up: kernels, allocator
+        fast.answer(requests[: fast.batch_size])  # warm-up at its batch size: kernels, allocator, a compile
         if args.skip_reference:
             ref_answers, how, ref_time = None, "skipped", math.nan
         else:

@@ -76,8 +76,12 @@ def test_int8_is_the_cpu_default_and_answers_every_prompt(model, tmp_path):
 
 
 def test_the_conversion_is_made_once_and_again_when_the_weights_change(tmp_path):
+    import ctranslate2
+
     folder = build_tiny_t5(tmp_path / "model", seed=1)
-    first = converted(str(folder), None, weights_version(str(folder)), tmp_path / "cache")
+    version = weights_version(str(folder))
+    first = converted(str(folder), None, version, tmp_path / "cache")
+    assert first.name == f"model-{version}-ct2-{ctranslate2.__version__}-c1"
     written = (first / "model.bin").stat().st_mtime_ns
     CTranslate2Backend(str(folder), tmp_path / "cache", decoding="fast", compute_type="float32")
     assert (first / "model.bin").stat().st_mtime_ns == written
@@ -85,7 +89,43 @@ def test_the_conversion_is_made_once_and_again_when_the_weights_change(tmp_path)
     build_tiny_t5(folder, seed=2)  # new weights in the same folder
     second = CTranslate2Backend(str(folder), tmp_path / "cache", decoding="fast", compute_type="float32")
     assert len(list((tmp_path / "cache" / "ctranslate2").iterdir())) == 2
-    assert second.signature["revision"] == weights_version(str(folder)) != first.name.rpartition("-")[2]
+    assert second.signature["revision"] == weights_version(str(folder)) != version
+
+
+def test_a_budget_above_1024_tokens_is_read_whole(tmp_path):
+    # CTranslate2 cuts a prompt at 1,024 tokens unless told not to: here the passages differ only past it.
+    model = str(build_tiny_t5(tmp_path / "model", seed=5, scale=3.0, flan=True))
+    ends = ["bees honey nectar " * 20, "moon tides ocean " * 20, "compost soil water " * 20]
+    long = [Request("grade-qa", {"question": QUESTIONS[0], "context": "lava magma " * 520 + end}) for end in ends]
+    torch_answers = Seq2SeqBackend(model, decoding="greedy", max_new_tokens=4, max_input_tokens=2048).answer(long)
+    backend = CTranslate2Backend(
+        model, tmp_path, decoding="greedy", max_new_tokens=4, max_input_tokens=2048, compute_type="float32"
+    )
+    assert min(len(p.ids) for p in backend.preparer.prepare(long)) > 1100
+    assert len({a.text for a in torch_answers}) > 1  # the passages' ends change the answers
+    assert [a.text for a in backend.answer(long)] == [a.text for a in torch_answers]
+
+
+def test_a_model_of_another_architecture_is_refused(tmp_path):
+    # mT5 keeps its output scaling apart from `tie_word_embeddings` as T5 does, but under its own loader.
+    import json
+
+    folder = build_tiny_t5(tmp_path / "mt5", seed=1)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(
+        json.dumps(config | {"model_type": "mt5", "architectures": ["MT5ForConditionalGeneration"]})
+    )
+    with pytest.raises(ConfigError, match=r"config backend\.model: '.*mt5' is a MT5Config: ct2_seq2seq converts T5"):
+        CTranslate2Backend(str(folder), tmp_path / "cache", decoding="fast")
+
+
+@pytest.mark.parametrize(
+    ("device", "message"),
+    [("gpu", r"'gpu': ct2_seq2seq runs on `auto`, `cpu`, `cuda` or `cuda:N`"), ("cuda:x", r"'cuda:x': ct2_seq2seq")],
+)
+def test_a_device_it_cannot_use_is_one_line(model, tmp_path, device, message):
+    with pytest.raises(ConfigError, match=rf"config backend\.device: {message}"):
+        CTranslate2Backend(model, tmp_path, decoding="fast", device=device)
 
 
 def test_conversions_at_once_leave_one_whole_model(tmp_path):

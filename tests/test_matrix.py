@@ -348,6 +348,10 @@ def test_local_models_torch_and_ctranslate2_rate_alike(tmp_path):
     build_tiny_t5(model, seed=4, digit_boost=4.0, scale=2.0, flan=True)
     planned = snakemake(project, *args, "-n").stdout
     assert re.search(r"^grade\s+6$", planned, re.MULTILINE), planned  # 3 methods × 2 shards
+    # The jobs that hold no GPU see none (`device: auto` is then their CPU); `answers` holds one.
+    commands = [line for line in planned.splitlines() if "python -m examflow grade" in line]
+    hidden = [line for line in commands if "CUDA_VISIBLE_DEVICES= python -m examflow grade" in line]
+    assert len(commands) == 6 and len(hidden) == 4 and all('"answers"' not in line for line in hidden)
     snakemake(project, *args)
     regraded = pd.read_parquet(results / "grades" / "torch.parquet").set_index(torch.index.names).sort_index()
     assert not regraded["expected"].equals(torch["expected"])

@@ -74,9 +74,8 @@ def test_a_grading_job_asks_for_its_shards_pairs_at_the_planning_rate(demo):
     backend = {"kind": "hf_seq2seq", "model": "google/flan-t5-large", "decoding": "beam"}
     on_cpu = check_method("flan", {"name": "flan", "kind": "self_rating", "backend": backend, "gpu": 0})
     minutes = job_minutes(on_cpu, shards / "shard-0.passages.parquet", bank, shards / "shard-0.queries.parquet")
-    # 30 s to start and 3,345 prompts at 0.64 a second on a CPU (5,256.6 s), three times over (262.8 minutes,
-    # rounded up), plus ten minutes.
-    assert minutes == 10 + 263
+    # 30 s to start and 3,345 prompts at 0.38 a second on a CPU (8,832.6 s), three times over, plus ten minutes.
+    assert minutes == 10 + 442
     # A shard not written yet (a dry run): Snakemake reads the error as "to be determined" by its file name.
     with pytest.raises(FileNotFoundError) as missing:
         job_minutes(on_cpu, str(shards / "shard-9.passages.parquet"), bank, shards / "shard-0.queries.parquet")
@@ -105,13 +104,13 @@ def test_the_plan_of_a_car_sized_pool():
         assert (plan.work, plan.unit, plan.jobs) == (5_526_300, "prompts", 1) and plan.warning == ""
         assert plan.hours == pytest.approx(hours, abs=1e-4)
         assert plan.note == "cache not checked: cannot read /nonexistent/flan-t5-large from here"
-    # Where no GPU is visible: a warning, and the same prompts at 0.64 a second on 2 CPU cores (batch 16).
+    # Where no GPU is visible: a warning, and the same prompts at 0.38 a second on 2 CPU cores (batch 16).
     flan = method("flan", "self_rating", kind="hf_seq2seq", model="/nonexistent/flan-t5-large")
     plan = plan_method(flan, passages, questions, queries, "/nonexistent/cache", gpu_here=False)
-    assert plan.cpu_hours == pytest.approx((30 + 5_526_300 / 0.64) / 3600) == pytest.approx(2398.58, abs=0.01)
+    assert plan.cpu_hours == pytest.approx((30 + 5_526_300 / 0.38) / 3600) == pytest.approx(4039.7, abs=0.1)
     assert plan.warning.startswith(
         "no GPU visible on this machine (the plan runs where snakemake runs; cluster jobs may have one); "
-        "on CPU cores it would take 2,398.58 CPU-hours (30 s a job, then 0.64 prompts/s: google/flan-t5-large, "
+        "on CPU cores it would take 4,039.70 CPU-hours (30 s a job, then 0.38 prompts/s: google/flan-t5-large, "
         "2 CPU cores, batch 16)"
     )
     # ct2_seq2seq holds no GPU by default: `fast` in int8 at 3.66 prompts/s on CPU cores (419.4 hours); with

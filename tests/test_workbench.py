@@ -181,3 +181,10 @@ def test_malformed_files_name_line_and_field(tmp_path):
     write(path, json.dumps(ungraded[0]) + "\n")
     with pytest.raises(InputError, match="no grades"):
         read_workbench_graded(path)
+    # Invalid UTF-8 is refused wherever it is, a field examflow does not read included.
+    graded = paragraph("a", [("r", "q", 1)], [], [qa_grade(["q/x"], [])])
+    path.write_bytes(
+        json.dumps(["q", [graded | {"other": "x"}]]).replace('"x"}', '"\xff"}', 1).encode("latin-1") + b"\n"
+    )
+    with pytest.raises(InputError, match=r"bad.jsonl:1: invalid UTF-8: byte 0xff"):
+        read_workbench_graded(path)

@@ -50,13 +50,13 @@ SEQ2SEQ_GPU_RATES = {
     "fast": {256: 441.9, 512: 511.0},
 }
 # On a CPU: float32 with 2 threads on this project's 2-core machine (AMD EPYC), batch 16, 40 prompts of
-# 198 tokens, commit 381c63d (benchmarks/grading_throughput.py --model large --prompts 40 --batch-size 16
-# --skip-reference --greedy --threads 2 --ctranslate2: beam 0.64, greedy 0.88, fast 0.99 pairs/s; an
-# earlier run, before this machine's last change of speed, gave 0.38, 0.58 and 0.64; flan-t5-base is
+# 198 tokens (benchmarks/grading_throughput.py --model large --prompts 40 --batch-size 16 --skip-reference
+# --greedy --threads 2: beam 0.38, greedy 0.58, fast 0.64 pairs/s; at commit 381c63d, with --ctranslate2,
+# 0.64, 0.88 and 0.99: this machine's speed drifts; the lowest of each is planned with; flan-t5-base is
 # about 4x faster).
-SEQ2SEQ_CPU_RATES = {"beam": 0.64, "greedy": 0.88, "fast": 0.99}
-# ct2_seq2seq in int8 (int8_float32), the same run: beam 4.24, greedy 5.01, fast 3.66 pairs/s; a second
-# run of greedy and fast (80 prompts) gave 3.84 and 3.99 then 6.32: the lowest of each is planned with.
+SEQ2SEQ_CPU_RATES = {"beam": 0.38, "greedy": 0.58, "fast": 0.64}
+# ct2_seq2seq in int8 (int8_float32), the run at 381c63d: beam 4.24, greedy 5.01, fast 3.66 pairs/s; a
+# second run of greedy and fast (80 prompts) gave 3.84, and 3.99 then 6.32: the lowest of each.
 CTRANSLATE2_CPU_RATES = {"beam": 4.24, "greedy": 3.84, "fast": 3.66}
 # An estimate, not measured: the imports take about 6 s here; flan-t5-large's 3 GB of weights are read
 # and moved to the device, from a cluster's shared file system.

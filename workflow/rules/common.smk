@@ -245,6 +245,11 @@ def method_gpus(wildcards):
     return METHODS[wildcards.method].gpu
 
 
+def gpu_visibility(wildcards):
+    """A grading job that holds no GPU sees none: `device: auto` then runs on its CPU cores, as planned."""
+    return "CUDA_VISIBLE_DEVICES= " if method_gpus(wildcards) == 0 else ""
+
+
 def method_resource(name):
     """A grading job's threads or memory, by its method's back end (examflow.registry)."""
     return lambda wildcards: getattr(METHODS[wildcards.method].backend.entry, name)

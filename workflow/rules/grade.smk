@@ -24,9 +24,10 @@ rule grade:
         max_error_rate=config["grading"]["max_error_rate"],
         progress=progress_file,
         weights=model_weights,  # not in the command: its change reruns the job (--rerun-triggers params)
-    # params.method: shlex-quoted already (see params), no :q
+        gpus=gpu_visibility,
+    # params.method: shlex-quoted already (see params), no :q; params.gpus: empty or a fixed assignment
     shell:
-        "python -m examflow grade --method {params.method} --passages {input.passages:q}"
+        "{params.gpus}python -m examflow grade --method {params.method} --passages {input.passages:q}"
         " --queries {input.queries:q} --questions {input.questions:q} --shard {wildcards.shard:q}"
         " --cache-dir {params.cache:q} --flush-every {params.flush_every:q}"
         " --max-error-rate {params.max_error_rate:q} --progress {params.progress:q}"

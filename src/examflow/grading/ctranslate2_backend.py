@@ -24,6 +24,9 @@ from examflow.grading.backends import Answer, PreparedBackend, digit_ratings, mo
 from examflow.grading.preparation import Preparer, Prompt
 from examflow.grading.signatures import ctranslate2_signature, weights_version
 
+# How examflow converts (its T5 loader, below): a new value names new conversions, never reusing old ones.
+CONVERSION = "c1"
+
 
 class CTranslate2Backend(PreparedBackend):
     """An encoder-decoder by hub id or local folder, converted into `cache_dir` and run by CTranslate2."""
@@ -48,24 +51,29 @@ class CTranslate2Backend(PreparedBackend):
 
         self.torch, self.ctranslate2 = torch, ctranslate2
         on_gpu = device.startswith("cuda") or (device == "auto" and ctranslate2.get_cuda_device_count() > 0)
+        where, index = _device(device, on_gpu)
         config = model_config(model, revision)
+        if type(config).__name__ != "T5Config":  # its T5 loader is the one examflow has checked (below)
+            raise ConfigError("backend.model", f"{model!r} is a {type(config).__name__}: ct2_seq2seq converts T5 "
+                              "models (T5, T5 v1.1, FLAN-T5); hf_seq2seq runs any encoder-decoder")  # fmt: skip
         options = {"model": model, "revision": revision, "decoding": decoding, "num_beams": num_beams,
                    "max_new_tokens": max_new_tokens, "max_input_tokens": max_input_tokens,
                    "compute_type": compute_type}  # fmt: skip
         self.signature = ctranslate2_signature(options, on_gpu, config)
         folder = converted(model, revision, weights_version(model, config), Path(cache_dir))
         wanted = self.signature["compute_type"]
-        where = "cuda" if on_gpu else "cpu"
         try:
             self.translator = ctranslate2.Translator(
-                str(folder), device=where, device_index=int(device.partition(":")[2] or 0), compute_type=wanted,
+                str(folder), device=where, device_index=index, compute_type=wanted,
                 intra_threads=threads or torch.get_num_threads(),
             )  # fmt: skip
         except ValueError as error:  # "Requested bfloat16 compute type, but the target device ... do not support"
             if "compute type" not in str(error):
                 raise
             raise self._unsupported(wanted, where, str(error)) from None
-        except RuntimeError as error:  # "CUDA failed with error ...": no usable GPU here
+        except RuntimeError as error:
+            if "CUDA" not in str(error):  # not the device's fault: as it is
+                raise
             raise ConfigError("backend.device", f"{device}: {str(error).strip()[:200]}") from None
         if self.translator.compute_type != wanted:  # the signature must say what runs
             raise self._unsupported(wanted, where, f"it would run {self.translator.compute_type}")
@@ -86,8 +94,9 @@ class CTranslate2Backend(PreparedBackend):
             return []
         source = [self.tokenizer.convert_ids_to_tokens(p.ids) for p in prompts]
         # CTranslate2 sorts the prompts by length into batches itself, and answers in input order; an
-        # answer may end at once, as in transformers (CTranslate2's default is one token at least).
-        options = {"max_batch_size": self.batch_size, "beam_size": 1, "min_decoding_length": 0}
+        # answer may end at once, as in transformers (CTranslate2's default is one token at least), and
+        # a prompt is read whole: it fits the budget already (CTranslate2 would cut it at 1,024 tokens).
+        options = {"max_batch_size": self.batch_size, "beam_size": 1, "min_decoding_length": 0, "max_input_length": 0}
         if self.decoding == "fast":
             found = self.translator.translate_batch(source, **options, max_decoding_length=1, return_logits_vocab=True)
             return digit_ratings(self.torch, self.torch.stack([self._digit_logits(f.logits[0][0]) for f in found]))
@@ -105,6 +114,14 @@ class CTranslate2Backend(PreparedBackend):
         return self.torch.from_numpy(numpy.asarray(row)).reshape(-1)[self.digit_ids]
 
 
+def _device(device: str, on_gpu: bool) -> tuple[str, int]:
+    """CTranslate2's device and index: `cpu`, `cuda`, `cuda:N`, or `auto` (CUDA when present)."""
+    kind, _, index = device.partition(":")
+    if kind not in ("auto", "cpu", "cuda") or (index and (kind != "cuda" or not index.isdigit())):
+        raise ConfigError("backend.device", f"{device!r}: ct2_seq2seq runs on `auto`, `cpu`, `cuda` or `cuda:N`")
+    return ("cuda" if on_gpu else "cpu"), int(index or 0)
+
+
 def converted(model: str, revision: str | None, version: str, cache_dir: Path) -> Path:
     """The model's CTranslate2 conversion under `cache_dir/ctranslate2/`, made on first use. Jobs that
     convert at once each write a folder of their own and the first to finish is kept: none ever reads a
@@ -112,7 +129,7 @@ def converted(model: str, revision: str | None, version: str, cache_dir: Path) -
     import ctranslate2
 
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(model).name if Path(model).is_dir() else model)
-    target = cache_dir / "ctranslate2" / f"{name}-{version}-ct2-{ctranslate2.__version__}"
+    target = cache_dir / "ctranslate2" / f"{name}-{version}-ct2-{ctranslate2.__version__}-{CONVERSION}"
     if (target / "model.bin").is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -144,10 +144,11 @@ _AT = re.compile(r"^(?P<message>.*?)(?: - at `\$(?P<where>.*)`)?$", re.DOTALL)
 
 def _line(path, number: int, raw: bytes) -> Line:
     """One line, `[query_id, [paragraph, ...]]`, checked; an error names the line and the field."""
-    try:
-        return _DECODER.decode(raw)  # the bytes as they are: the common case, without a copy as text
-    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
-        pass  # read again below, to name the problem (or to read Python's NaN)
+    if raw.isascii():  # the common case, read without a copy as text (msgspec checks the UTF-8 of only
+        try:  # the fields it keeps: anything else goes through the strict decoding below)
+            return _DECODER.decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            pass  # read again below, to name the problem (or to read Python's NaN)
     text = decode(path, number, raw)
     try:
         try:
