@@ -172,3 +172,8 @@ def test_a_model_that_is_neither_a_folder_nor_a_hub_model_is_one_line(tmp_path, 
         backend(missing, decoding="fast", **options)
     assert str(error.value).startswith(f"config backend.model: {missing!r}: not a model folder, nor a hub model")
     assert "\n" not in str(error.value)
+    broken = tmp_path / "broken model"
+    broken.mkdir()
+    (broken / "config.json").write_text("{not json")
+    with pytest.raises(ConfigError, match=r"'.*broken model': a folder without a readable model configuration"):
+        backend(str(broken), decoding="fast", **options)

@@ -225,9 +225,9 @@ def model_config(model: str, revision: str | None):
         return AutoConfig.from_pretrained(model, revision=revision)
     except (OSError, ValueError) as error:  # HFValidationError, RepositoryNotFoundError, no connection...
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ConfigError(
-            "backend.model", f"{model!r}: not a model folder, nor a hub model readable from here ({first[:200]})"
-        ) from None
+        what = "a folder without a readable model configuration" if Path(model).is_dir() else (
+            "not a model folder, nor a hub model readable from here")  # fmt: skip
+        raise ConfigError("backend.model", f"{model!r}: {what} ({first[:200]})") from None
 
 
 def _device(torch, device: str) -> str:
