@@ -1,7 +1,7 @@
-"""`ct2_seq2seq`: a Hugging Face encoder-decoder (FLAN-T5) run by CTranslate2, converted once.
+"""`ct2_seq2seq`: a T5 model (FLAN-T5) from Hugging Face run by CTranslate2, converted once.
 
-CTranslate2 (https://opennmt.net/CTranslate2/) runs T5 in int8 on a CPU at 4.4× the float32 torch
-path and 3.6× its `fast` ratings (docs/performance.md). The model is converted from its Hugging Face
+CTranslate2 (https://opennmt.net/CTranslate2/) runs T5 in int8 on a CPU at four to six times the
+float32 torch path, in every decoding (docs/performance.md). The model is converted from its Hugging Face
 checkpoint (a hub id or a local folder) on first use, into the cache folder under the weights'
 version, and loaded from there by every later job; the tokenizer and the prompts are examflow's
 own (`PreparedBackend`), so the converted model reads the very token ids `hf_seq2seq` would.
