@@ -436,6 +436,9 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"examflow: error: {error.filename or 'output'}: cannot write: {error.strerror}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C reaches Snakemake's jobs too: one line in their logs, not a traceback
+        print("examflow: interrupted (outputs are written only when a step completes)", file=sys.stderr)
+        return 130
     return 0
 
 
