@@ -142,8 +142,18 @@ def test_a_compute_type_the_cpu_lacks_is_a_config_error(model, tmp_path):
     lacking = [t for t in ("bfloat16", "int8_bfloat16") if t not in ctranslate2.get_supported_compute_types("cpu")]
     if not lacking:
         pytest.skip("this CPU supports bfloat16 in CTranslate2: no compute type to refuse")
-    with pytest.raises(ConfigError, match=rf"config backend\.compute_type: {lacking[0]} is not supported on this CPU"):
+    with pytest.raises(
+        ConfigError, match=rf"config backend\.compute_type: {lacking[0]} is not supported on this CPU"
+    ) as error:
         CTranslate2Backend(model, tmp_path, decoding="fast", device="cpu", compute_type=lacking[0])
+    assert str(error.value).endswith("this device supports float32, int8_float32")  # the types a config may name
+
+
+def test_cuda_without_a_gpu_held_is_refused_by_the_config_check(model):
+    settings = {"kind": "ct2_seq2seq", "model": model, "device": "cuda:1"}
+    with pytest.raises(ConfigError, match=r"config m\.backend\.device: cuda:1 needs `gpu: 1` \(or more\) beside it"):
+        check_method("m", {"name": "m", "kind": "self_rating", "backend": settings})
+    assert check_method("m", {"name": "m", "kind": "self_rating", "gpu": 1, "backend": settings}).gpu == 1
 
 
 def test_float16_is_refused_by_the_config_check(model):

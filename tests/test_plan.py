@@ -119,7 +119,12 @@ def test_the_plan_of_a_car_sized_pool():
     ct2 = method("ct2", "self_rating", kind="ct2_seq2seq", model="/nonexistent/flan-t5-large", decoding="fast")
     plan = plan_method(ct2, passages, questions, queries, "/nonexistent/cache", gpu_here=False)
     assert (plan.on, plan.warning) == ("CPU", "") and plan.hours == pytest.approx((30 + 5_526_300 / 3.66) / 3600)
-    assert plan.hours == pytest.approx(419.43, abs=0.01) and "CTranslate2 int8, 2 CPU cores" in plan.rate
+    assert plan.hours == pytest.approx(419.43, abs=0.01) and "CTranslate2 int8_float32, 2 CPU cores" in plan.rate
+    f32 = method(
+        "f32", "self_rating", kind="ct2_seq2seq", model="/nonexistent/t5", decoding="fast", compute_type="float32"
+    )
+    plan = plan_method(f32, passages, questions, queries, "/nonexistent/cache", gpu_here=False)
+    assert plan.hours == pytest.approx((30 + 5_526_300 / 1.93) / 3600) and "CTranslate2 float32" in plan.rate
     settings = {"name": "g", "kind": "self_rating", "gpu": 1, "backend": {"kind": "ct2_seq2seq",
                 "model": "/nonexistent/flan-t5-large", "decoding": "fast"}}  # fmt: skip
     plan = plan_method(check_method("g", settings), passages, questions, queries, "/nonexistent/cache")

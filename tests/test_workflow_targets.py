@@ -117,10 +117,12 @@ def test_a_run_from_another_directory_prints_a_report_command_that_finds_the_wor
     with LLMServer(default=lambda prompt: "4") as server:
         config = own_config(project, elsewhere / "results/mine", server.base_url)
         write(elsewhere / "mine.yaml", config.read_text())
+        write(elsewhere / "more.yaml", "evaluation:\n  bootstrap: 20\n")  # a second file, over the first
         snakefile = os.path.relpath(project / "workflow/Snakefile", elsewhere)
-        run = snakemake(elsewhere, "--snakefile", snakefile, "--configfile", "mine.yaml")
+        run = snakemake(elsewhere, "--snakefile", snakefile, "--configfile", "mine.yaml", "more.yaml")
     report = f"{elsewhere}/results/mine/report.html"
-    printed = f"snakemake --report '{report}' --snakefile {snakefile} --configfile mine.yaml"
+    # Both files after one --configfile: Snakemake keeps only the last of repeated options.
+    printed = f"snakemake --report '{report}' --snakefile {snakefile} --configfile mine.yaml more.yaml"
     assert printed in run.stdout and printed in (elsewhere / "results/mine/summary.md").read_text()
     subprocess.run(printed, shell=True, cwd=elsewhere, check=True, capture_output=True,
                    env=dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"))  # fmt: skip

@@ -55,9 +55,13 @@ SEQ2SEQ_GPU_RATES = {
 # 0.64, 0.88 and 0.99: this machine's speed drifts; the lowest of each is planned with; flan-t5-base is
 # about 4x faster).
 SEQ2SEQ_CPU_RATES = {"beam": 0.38, "greedy": 0.58, "fast": 0.64}
-# ct2_seq2seq in int8 (int8_float32), the run at 381c63d: beam 4.24, greedy 5.01, fast 3.66 pairs/s; a
-# second run of greedy and fast (80 prompts) gave 3.84, and 3.99 then 6.32: the lowest of each.
-CTRANSLATE2_CPU_RATES = {"beam": 4.24, "greedy": 3.84, "fast": 3.66}
+# ct2_seq2seq by compute type, the run at 381c63d. int8 (int8_float32): beam 4.24, greedy 5.01, fast 3.66
+# pairs/s; a second run of greedy and fast (80 prompts) gave 3.84, and 3.99 then 6.32: the lowest of each.
+# float32: beam 1.53, greedy 1.90, fast 1.93 (measured once).
+CTRANSLATE2_CPU_RATES = {
+    "int8_float32": {"beam": 4.24, "greedy": 3.84, "fast": 3.66},
+    "float32": {"beam": 1.53, "greedy": 1.90, "fast": 1.93},
+}
 # An estimate, not measured: the imports take about 6 s here; flan-t5-large's 3 GB of weights are read
 # and moved to the device, from a cluster's shared file system.
 HF_START = 30.0
@@ -96,8 +100,11 @@ def ctranslate2_planning(options: dict[str, Any], on_gpu: bool) -> Rate:
         return Rate(
             HF_START, rate, PROMPTS, "an estimate: hf_seq2seq's rates on one H100 (CTranslate2 on a GPU not measured)"
         )
-    where = f"google/flan-t5-large in CTranslate2 int8, {_where(False)}, batch 16"
-    return Rate(HF_START, CTRANSLATE2_CPU_RATES[options["decoding"]], PROMPTS, where)
+    compute = "int8_float32" if options["compute_type"] == "auto" else options["compute_type"]
+    # A type a CPU lacks fails the job; its plan is int8's.
+    rates = CTRANSLATE2_CPU_RATES.get(compute, CTRANSLATE2_CPU_RATES["int8_float32"])
+    where = f"google/flan-t5-large in CTranslate2 {compute}, {_where(False)}, batch 16"
+    return Rate(HF_START, rates[options["decoding"]], PROMPTS, where)
 
 
 def extractive_planning(options: dict[str, Any], on_gpu: bool) -> Rate:

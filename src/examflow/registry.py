@@ -313,6 +313,9 @@ def check_method(key: str, method: Any) -> Method:
     checked = dict(method, backend={"kind": backend["kind"], **options})
     checked.setdefault("mode", spec.parse_mode or "reference")
     checked.setdefault("gpu", spec.gpus)
+    if str(options.get("device", "")).startswith("cuda") and not checked["gpu"]:
+        raise ConfigError(f"{key}.backend.device", f"{options['device']} needs `gpu: 1` (or more) beside it: a grading "
+                          "job that holds no GPU sees none")  # fmt: skip
     typed = Method(
         checked["name"], kind, BackendSettings(backend["kind"], options), checked["mode"], checked["gpu"], checked
     )

@@ -123,10 +123,11 @@ def report_command(report: str, configfiles, snakefile: str | None = None) -> st
     to the working directory where they lie below it), and with `snakefile` where the run named one
     that snakemake would not find by itself."""
     words = ["snakemake", "--report", report] + (["--snakefile", snakefile] if snakefile else [])
-    for file in map(str, configfiles):
-        relative = os.path.relpath(file)
-        words += ["--configfile", file if relative.startswith("..") else relative]
-    return shlex.join(words)
+    files = [
+        file if (relative := os.path.relpath(file)).startswith("..") else relative for file in map(str, configfiles)
+    ]
+    # One --configfile with every file: Snakemake keeps only the last of repeated --configfile options.
+    return shlex.join(words + (["--configfile", *files] if files else []))
 
 
 def report_target(argv: list[str]) -> str | None:

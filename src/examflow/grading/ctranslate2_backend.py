@@ -23,6 +23,7 @@ from examflow.errors import ConfigError
 from examflow.grading.backends import Answer, PreparedBackend, digit_ratings, model_config
 from examflow.grading.preparation import Preparer, Prompt
 from examflow.grading.signatures import ctranslate2_signature, weights_version
+from examflow.registry import BACKENDS
 
 # How examflow converts (its T5 loader, below): a new value names new conversions, never reusing old ones.
 CONVERSION = "c1"
@@ -85,7 +86,8 @@ class CTranslate2Backend(PreparedBackend):
         )  # fmt: skip
 
     def _unsupported(self, wanted: str, where: str, why: str) -> ConfigError:
-        supported = ", ".join(sorted(self.ctranslate2.get_supported_compute_types(where)))
+        offered = set(BACKENDS["ct2_seq2seq"].options["compute_type"].choices or ()) - {"auto"}
+        supported = ", ".join(sorted(offered & set(self.ctranslate2.get_supported_compute_types(where))))
         return ConfigError("backend.compute_type", f"{wanted} is not supported on this {where.upper()} ({why}); "
                            f"this device supports {supported}")  # fmt: skip
 
