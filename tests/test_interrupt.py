@@ -22,6 +22,8 @@ def test_an_interrupted_grading_job_says_so_in_one_line(demo, tmp_path):
          str(pool / "passages.parquet"), "--queries", str(pool / "queries.parquet"), "--questions", str(bank[0]),
          "--shard", "shard-0", "--cache-dir", str(tmp_path / "cache"), "--out", str(out)],
         stderr=subprocess.PIPE, text=True,
+        # As from a terminal: a shell's background job (as CI runs this) starts with SIGINT ignored.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     assert job.stderr is not None
     lines = []
