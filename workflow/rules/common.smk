@@ -1,3 +1,4 @@
+import functools
 import glob
 import json
 import logging
@@ -238,7 +239,12 @@ def grading_json(wildcards):
 
 def model_weights(wildcards):
     """A local model folder's version: new weights in the same folder rerun grading."""
-    return local_weights(METHODS[wildcards.method].backend.options)
+    return _weights_of(wildcards.method)
+
+
+@functools.cache  # once a method, not once a grading job (its shards share the model)
+def _weights_of(method):
+    return local_weights(METHODS[method].backend.options)
 
 
 def method_gpus(wildcards):

@@ -21,10 +21,11 @@ rule official_leaderboard:
             measure=config["evaluation"]["official_measure"],
             relevance_level=config["evaluation"]["min_relevant_judgment"],
         ),
-    # params.settings: shlex-quoted already (see params), no :q
     shell:
-        "python -m examflow official --pool {params.pool:q} --runs {input.runs:q} {params.settings}"
-        " --out {output:q} 2> {log:q}"
+        (
+            "python -m examflow official --pool {params.pool:q} --runs {input.runs:q} {params.settings}"  # params.settings: shlex-quoted already, no :q
+            " --out {output:q} 2> {log:q}"
+        )
 
 
 rule evaluate:
@@ -65,7 +66,8 @@ rule evaluate:
         ),
         pool=lambda wildcards, input: Path(input.rankings).parent,
         out=lambda wildcards, output: Path(output.leaderboard).parent,
-    # params.inputs, params.settings: shlex-quoted already (see params), no :q
     shell:
-        "python -m examflow evaluate --grades {input.grades:q} --pool {params.pool:q}"
-        " {params.inputs} {params.settings} --out {params.out:q} 2> {log:q}"
+        (
+            "python -m examflow evaluate --grades {input.grades:q} --pool {params.pool:q}"
+            " {params.inputs} {params.settings} --out {params.out:q} 2> {log:q}"  # params.inputs, params.settings: shlex-quoted already, no :q
+        )

@@ -24,14 +24,15 @@ rule grade:
         max_error_rate=config["grading"]["max_error_rate"],
         progress=progress_file,
         weights=model_weights,  # not in the command: its change reruns the job (--rerun-triggers params)
-        gpus=gpu_visibility,
-    # params.method: shlex-quoted already (see params), no :q; params.gpus: empty or a fixed assignment
+        gpus=gpu_visibility,  # shlex-quoted already: nothing, or the fixed `CUDA_VISIBLE_DEVICES= `; no :q
     shell:
-        "{params.gpus}python -m examflow grade --method {params.method} --passages {input.passages:q}"
-        " --queries {input.queries:q} --questions {input.questions:q} --shard {wildcards.shard:q}"
-        " --cache-dir {params.cache:q} --flush-every {params.flush_every:q}"
-        " --max-error-rate {params.max_error_rate:q} --progress {params.progress:q}"
-        " --out {output:q} 2> {log:q}"
+        (
+            "{params.gpus}python -m examflow grade --method {params.method} --passages {input.passages:q}"  # params.gpus: empty or `CUDA_VISIBLE_DEVICES= `, params.method: shlex-quoted already, no :q
+            " --queries {input.queries:q} --questions {input.questions:q} --shard {wildcards.shard:q}"
+            " --cache-dir {params.cache:q} --flush-every {params.flush_every:q}"
+            " --max-error-rate {params.max_error_rate:q} --progress {params.progress:q}"
+            " --out {output:q} 2> {log:q}"
+        )
 
 
 localrules:
@@ -53,9 +54,10 @@ rule merge_grades:
         runtime=30,
     params:
         method=method_json,  # shlex-quoted JSON: no :q in the shell line
-    # params.method: shlex-quoted already (see params), no :q
     shell:
-        "python -m examflow merge-grades --method {params.method} --out {output:q} {input:q} 2> {log:q}"
+        (
+            "python -m examflow merge-grades --method {params.method} --out {output:q} {input:q} 2> {log:q}"  # params.method: shlex-quoted already, no :q
+        )
 
 
 # Before grading: what each method will grade and cost. The target goes before --configfile, which
@@ -83,8 +85,9 @@ rule plan:
         ),
         cache=lambda wildcards: config["cache_dir"],
         shards=SHARD_COUNT,
-    # params.methods: shlex-quoted already (see params), no :q
     shell:
-        "python -m examflow plan --pool {params.pool:q} --questions {input.questions:q}"
-        " --method {params.methods} --cache-dir {params.cache:q} --shards {params.shards:q}"
-        " --out {output:q} 2> {log:q}"
+        (
+            "python -m examflow plan --pool {params.pool:q} --questions {input.questions:q}"
+            " --method {params.methods} --cache-dir {params.cache:q} --shards {params.shards:q}"  # params.methods: shlex-quoted already, no :q
+            " --out {output:q} 2> {log:q}"
+        )

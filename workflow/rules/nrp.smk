@@ -22,10 +22,11 @@ rule nrp:
         inputs=nrp_inputs,
         settings=nrp_settings,
         out=lambda wildcards, output: Path(output.per_answer).parent,
-    # params.inputs, params.settings: shlex-quoted already (see params), no :q
     shell:
-        "python -m examflow nrp --queries {input.queries:q} --answers {input.answers:q}"
-        " {params.inputs} {params.settings} --out {params.out:q} 2> {log:q}"
+        (
+            "python -m examflow nrp --queries {input.queries:q} --answers {input.answers:q}"
+            " {params.inputs} {params.settings} --out {params.out:q} 2> {log:q}"  # params.inputs, params.settings: shlex-quoted already, no :q
+        )
 
 
 localrules:

@@ -24,12 +24,13 @@ rule pool:
             relevance_range=config["validation"]["relevance_range"]
         ),
         out=lambda wildcards, output: Path(output.passages).parent,
-    # params.sources, params.relevance_range: shlex-quoted already (see params), no :q
     shell:
-        "python -m examflow pool {params.sources} --depth {params.depth:q}"
-        " --on-missing-passage {params.on_missing_passage:q}"
-        " --on-unknown-query {params.on_unknown_query:q} {params.relevance_range}"
-        " --out {params.out:q} 2> {log:q}"
+        (
+            "python -m examflow pool {params.sources} --depth {params.depth:q}"  # params.sources: shlex-quoted already, no :q
+            " --on-missing-passage {params.on_missing_passage:q}"
+            " --on-unknown-query {params.on_unknown_query:q} {params.relevance_range}"  # params.relevance_range: shlex-quoted already, no :q
+            " --out {params.out:q} 2> {log:q}"
+        )
 
 
 localrules:

@@ -21,11 +21,12 @@ if GENERATE_BANK:
             format=config["questions"]["format"],
             attempts=config["questions"]["attempts"],
             cache=lambda wildcards: f"{config['cache_dir']}/llm",
-        # params.queries, params.llm: shlex-quoted already (see params), no :q
         shell:
-            "python -m examflow questions {params.queries} {params.llm}"
-            " --format {params.format:q} --attempts {params.attempts:q}"
-            " --cache-dir {params.cache:q} --out {output:q} 2> {log:q}"
+            (
+                "python -m examflow questions {params.queries} {params.llm}"  # params.queries, params.llm: shlex-quoted already, no :q
+                " --format {params.format:q} --attempts {params.attempts:q}"
+                " --cache-dir {params.cache:q} --out {output:q} 2> {log:q}"
+            )
 
 
 localrules:

@@ -17,7 +17,8 @@ rule report_method:
         inputs=report_inputs_options,
         settings=report_settings,
         out=lambda wildcards, output: Path(output.leaderboard_png).parent,
-    # params.inputs, params.settings: shlex-quoted already (see params), no :q
     shell:
-        "python -m examflow report --method {wildcards.method:q} --grades {input.grades:q}"
-        " {params.inputs} {params.settings} --out {params.out:q} 2> {log:q}"
+        (
+            "python -m examflow report --method {wildcards.method:q} --grades {input.grades:q}"
+            " {params.inputs} {params.settings} --out {params.out:q} 2> {log:q}"  # params.inputs, params.settings: shlex-quoted already, no :q
+        )

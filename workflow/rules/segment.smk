@@ -20,8 +20,9 @@ rule segment:
         ),
         max_tokens=config["segment"]["max_tokens"],
         on_unknown_query=config["validation"]["unknown_queries"],
-    # params.texts: shlex-quoted already (see params), no :q
     shell:
-        "python -m examflow segment {params.texts}"
-        " --max-tokens {params.max_tokens:q} --on-unknown-query {params.on_unknown_query:q}"
-        " --out {output:q} 2> {log:q}"
+        (
+            "python -m examflow segment {params.texts}"  # params.texts: shlex-quoted already, no :q
+            " --max-tokens {params.max_tokens:q} --on-unknown-query {params.on_unknown_query:q}"
+            " --out {output:q} 2> {log:q}"
+        )

@@ -37,8 +37,9 @@ rule summary:
             snakefile=SNAKEFILE,
         ),
         results=lambda wildcards, output: Path(output.summary).parent,
-    # params.inputs, params.settings: shlex-quoted already (see params), no :q
     shell:
-        "python -m examflow summary {params.inputs} {params.settings} --results {params.results:q}"
-        " --out-summary {output.summary:q} --out-rst {output.page:q}"
-        " --out-provenance {output.provenance:q} 2> {log:q}"
+        (
+            "python -m examflow summary {params.inputs} {params.settings} --results {params.results:q}"  # params.inputs, params.settings: shlex-quoted already, no :q
+            " --out-summary {output.summary:q} --out-rst {output.page:q}"
+            " --out-provenance {output.provenance:q} 2> {log:q}"
+        )

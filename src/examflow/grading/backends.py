@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import logging
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -49,7 +50,7 @@ class Answer:
     score: float | None = None  # embedding back end: cosine similarity
 
 
-class PreparedBackend:
+class PreparedBackend(ABC):
     """What the local encoder-decoder back ends share: prompts prepared once by examflow (templates
     filled, contexts cut on token ids, `examflow.grading.preparation`), the next chunk's in a
     background thread, and the ids of the digit tokens `fast` ratings read. A subclass sets
@@ -80,8 +81,9 @@ class PreparedBackend:
             if pending is not None:
                 yield self.answer_prepared(pending.result())
 
+    @abstractmethod
     def answer_prepared(self, prompts: list[Prompt]) -> list[Answer]:
-        raise NotImplementedError
+        """The answers of prepared prompts, in their order (each back end's own decoding)."""
 
     def token_ids(self, words: list[str]) -> list[int]:
         """The id of each word's token (T5 may write a word as "▁" + word: the word's own id counts)."""

@@ -1,7 +1,7 @@
 """`ct2_seq2seq`: a T5 model (FLAN-T5) from Hugging Face run by CTranslate2, converted once.
 
-CTranslate2 (https://opennmt.net/CTranslate2/) runs T5 in int8 on a CPU at four to six times the
-float32 torch path, in every decoding (docs/performance.md). The model is converted from its Hugging Face
+CTranslate2 (https://opennmt.net/CTranslate2/) runs T5 in int8 on a CPU at 3.7 to 6.6 times the
+float32 torch path, in every decoding measured (docs/performance.md). The model is converted from its Hugging Face
 checkpoint (a hub id or a local folder) on first use, into the cache folder under the weights'
 version, and loaded from there by every later job; the tokenizer and the prompts are examflow's
 own (`PreparedBackend`), so the converted model reads the very token ids `hf_seq2seq` would.
@@ -15,6 +15,8 @@ import copy
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 
 import numpy
@@ -51,8 +53,8 @@ class CTranslate2Backend(PreparedBackend):
         from transformers import AutoTokenizer
 
         self.torch, self.ctranslate2 = torch, ctranslate2
-        on_gpu = device.startswith("cuda") or (device == "auto" and ctranslate2.get_cuda_device_count() > 0)
-        where, index = _device(device, on_gpu)
+        where, index = _device(device, ctranslate2.get_cuda_device_count)
+        on_gpu = where == "cuda"
         config = model_config(model, revision)
         if type(config).__name__ != "T5Config":  # its T5 loader is the one examflow has checked (below)
             raise ConfigError("backend.model", f"{model!r} is a {type(config).__name__}: ct2_seq2seq converts T5 "
@@ -116,12 +118,14 @@ class CTranslate2Backend(PreparedBackend):
         return self.torch.from_numpy(numpy.asarray(row)).reshape(-1)[self.digit_ids]
 
 
-def _device(device: str, on_gpu: bool) -> tuple[str, int]:
-    """CTranslate2's device and index: `cpu`, `cuda`, `cuda:N`, or `auto` (CUDA when present)."""
+def _device(device: str, gpus: Callable[[], int]) -> tuple[str, int]:
+    """CTranslate2's device and index: `cpu`, `cuda`, `cuda:N`, or `auto` (CUDA when `gpus()` sees one)."""
     kind, _, index = device.partition(":")
     if kind not in ("auto", "cpu", "cuda") or (index and (kind != "cuda" or not index.isdigit())):
         raise ConfigError("backend.device", f"{device!r}: ct2_seq2seq runs on `auto`, `cpu`, `cuda` or `cuda:N`")
-    return ("cuda" if on_gpu else "cpu"), int(index or 0)
+    if kind == "auto":
+        kind = "cuda" if gpus() > 0 else "cpu"
+    return kind, int(index or 0)
 
 
 def converted(model: str, revision: str | None, version: str, cache_dir: Path) -> Path:
@@ -148,6 +152,7 @@ def converted(model: str, revision: str | None, version: str, cache_dir: Path) -
     return target
 
 
+@cache  # once a process: CTranslate2's table of loaders is the process's
 def _register_t5_loader() -> None:
     """CTranslate2's T5 loader (4.x) scales the decoder's outputs by d_model^-0.5 when the configuration
     says `tie_word_embeddings`; transformers 5 says so of every T5 and keeps T5's own choice in
