@@ -40,12 +40,14 @@ def build_tiny_t5(
     question_answering: bool = False,
     scale: float = 1.0,
     flan: bool = False,
+    eos_boost: float = 1.0,
 ) -> Path:
     """Save a tiny T5 and its tokenizer to `path`; `digit_boost` scales the digit rows of the LM head,
     `scale` every weight (at 3, answers follow the input: at 1 a tiny model says much the same to all).
     With `question_answering`, a T5ForQuestionAnswering (span extraction, as flan-t5-large-squad2).
     With `flan`, configured as T5 v1.1 and FLAN-T5 are: `tie_word_embeddings: false`, which in T5 means
-    that the decoder's outputs are not scaled by d_model^-0.5 before the LM head."""
+    that the decoder's outputs are not scaled by d_model^-0.5 before the LM head. `eos_boost` scales the
+    LM head's row of `</s>`: above 1, answers end (input by input) at different lengths."""
     import torch
     from tokenizers import Tokenizer, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration, T5ForQuestionAnswering
@@ -66,6 +68,9 @@ def build_tiny_t5(
     with torch.no_grad():
         for weight in model.parameters():
             weight.mul_(scale)
+    if eos_boost != 1.0:
+        with torch.no_grad():
+            model.lm_head.weight[vocab["</s>"]] *= eos_boost
     if digit_boost:
         with torch.no_grad():
             for digit in "012345":

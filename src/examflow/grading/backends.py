@@ -164,21 +164,18 @@ class Seq2SeqBackend(PreparedBackend):
         return encoded.to(self.device)
 
     def _generate(self, prompts: list[Prompt]) -> list[Answer]:
+        from examflow.grading.beam_search import beam_search, searchable
+
         encoded = self._encode(prompts)
-        options = {"max_new_tokens": self.max_new_tokens, "do_sample": False, "num_beams": 1}
+        beams = self.num_beams if self.decoding == "beam" else 1  # greedy: a search of one beam
         with self.torch.inference_mode():
-            if self.decoding == "beam":
-                options |= {"num_beams": self.num_beams, "early_stopping": True} | self._beam_inputs(encoded)
-            output = self.model.generate(**encoded, **options)
+            if searchable(self.model):
+                output = beam_search(self.model, encoded["input_ids"], encoded["attention_mask"], beams,
+                                     self.max_new_tokens)  # fmt: skip
+            else:
+                output = self.model.generate(**encoded, max_new_tokens=self.max_new_tokens, do_sample=False,
+                                             num_beams=beams, early_stopping=beams > 1)  # fmt: skip
         return [Answer(text) for text in self.tokenizer.batch_decode(output, skip_special_tokens=True)]
-
-    def _beam_inputs(self, encoded) -> dict:
-        """The encoder run once, and cross-attention keys and values projected once per prompt."""
-        from examflow.grading.beam_cache import shared_cross_attention_cache
-
-        encoder_outputs = self.model.get_encoder()(**encoded)
-        cache = shared_cross_attention_cache(self.model, encoder_outputs.last_hidden_state, self.num_beams)
-        return {"encoder_outputs": encoder_outputs, "past_key_values": cache} if cache is not None else {}
 
     def first_step_logits(self, prompts: list[Prompt], token_ids: list[int]):
         """The logits of `token_ids` at the first decoder step, one float32 row per prompt."""

@@ -1,0 +1,92 @@
+"""examflow's beam search against `generate(num_beams=5, early_stopping=True)` on tiny T5 models."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from tests.tiny_models import build_tiny_t5
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    """Tiny T5s whose answers differ in length: some end at once, some run to the limit."""
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    built = []
+    for seed, scale, flan, eos_boost in ((1, 3.0, False, 4.0), (2, 2.0, True, 4.0), (8, 3.0, False, 2.5)):
+        path = build_tiny_t5(tmp_path_factory.mktemp(f"beam{seed}"), seed=seed, scale=scale, flan=flan,
+                             eos_boost=eos_boost)  # fmt: skip
+        built.append((AutoTokenizer.from_pretrained(path), AutoModelForSeq2SeqLM.from_pretrained(path).eval()))
+    return built
+
+
+def texts(tokenizer, seed: int, count: int = 12) -> list[str]:
+    words = [w for w in tokenizer.get_vocab() if not w.startswith("<")]
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(words) for _ in range(rng.randint(1, 30))) for _ in range(count)]
+
+
+def answers(tokenizer, model, batch: list[str], max_new_tokens: int, ours: bool, beams: int = 5) -> list[str]:
+    from examflow.grading.beam_search import beam_search
+
+    encoded = tokenizer(batch, return_tensors="pt", padding=True)
+    with torch.inference_mode():
+        if ours:
+            output = beam_search(model, encoded["input_ids"], encoded["attention_mask"], beams, max_new_tokens)
+        else:  # one beam: greedy decoding
+            output = model.generate(**encoded, num_beams=beams, early_stopping=beams > 1, max_new_tokens=max_new_tokens,
+                                    do_sample=False)  # fmt: skip
+    return tokenizer.batch_decode(output, skip_special_tokens=True)
+
+
+@pytest.mark.parametrize("beams", [5, 1])
+@pytest.mark.parametrize("max_new_tokens", [1, 3, 9])
+@pytest.mark.parametrize("batch_size", [1, 5, 12])
+def test_answers_equal_generate(models, beams, max_new_tokens, batch_size):
+    for index, (tokenizer, model) in enumerate(models):
+        prompts = texts(tokenizer, seed=index)
+        for start in range(0, len(prompts), batch_size):
+            batch = prompts[start : start + batch_size]
+            ours = answers(tokenizer, model, batch, max_new_tokens, ours=True, beams=beams)
+            assert ours == answers(tokenizer, model, batch, max_new_tokens, ours=False, beams=beams)
+
+
+def test_finished_prompts_leave_the_batch(models):
+    """The rows each step decodes: all prompts' beams at first, fewer once some prompts are finished,
+    and no step past the longest answer; generate's answers all the same."""
+    from examflow.grading.beam_search import beam_search
+
+    tokenizer, model = models[0]
+    batch = texts(tokenizer, seed=0)
+    rows: list[int] = []
+    hook = model.decoder.register_forward_pre_hook(lambda _, args, kwargs: rows.append(len(kwargs["input_ids"])),
+                                                   with_kwargs=True)  # fmt: skip
+    encoded = tokenizer(batch, return_tensors="pt", padding=True)
+    try:
+        with torch.inference_mode():
+            tokens = beam_search(model, encoded["input_ids"], encoded["attention_mask"], 5, 9)
+    finally:
+        hook.remove()
+    assert tokenizer.batch_decode(tokens, skip_special_tokens=True) == answers(tokenizer, model, batch, 9, ours=False)
+    lengths = [len(t) for t in tokens]  # an answer's tokens, its EOS included
+    assert min(lengths) < max(lengths)  # some answers end early, some late (else this test shows nothing)
+    # every open prompt decodes its 5 beams; prompts leave as they finish, and none comes back
+    assert rows[0] == 5 * len(batch) and all(r % 5 == 0 for r in rows)
+    assert rows == sorted(rows, reverse=True) and rows[-1] < rows[0]
+
+
+def test_a_model_with_other_generation_settings_is_left_to_generate(models):
+    from examflow.grading.beam_search import searchable
+
+    tokenizer, model = models[1]
+    assert searchable(model)
+    model.generation_config.repetition_penalty = 1.3  # generate would add a logits processor
+    try:
+        assert not searchable(model)
+    finally:
+        model.generation_config.repetition_penalty = None
+    assert searchable(model)
