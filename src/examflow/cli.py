@@ -35,6 +35,7 @@ def parser() -> argparse.ArgumentParser:
     _grading_parsers(subparsers)
     _evaluate_parser(subparsers)
     _official_parser(subparsers)
+    _compare_judges_parser(subparsers)
     _nrp_parser(subparsers)
     plan = subparsers.add_parser("plan", help="before grading: pairs per method, how many are cached, and the cost")
     plan.add_argument("--pool", required=True, help="directory of the pool tables (`examflow pool --out`)")
@@ -297,6 +298,40 @@ def _official_parser(subparsers) -> None:
     )  # fmt: skip
     official.add_argument("--out", required=True, help="TSV file to write: run_id, score, rank")
     official.set_defaults(handler=commands.official_command)
+
+
+def _compare_judges_parser(subparsers) -> None:
+    compare = subparsers.add_parser(
+        "compare-judges", help="label sets (judges) compared by their leaderboards and labels (docs/judges.md)"
+    )
+    compare.add_argument(
+        "--runs", nargs="+", required=True, help="run files (TREC format), or quoted patterns such as 'runs/*'"
+    )
+    compare.add_argument("--official-qrels", required=True, help="the official judgments (TREC qrels)")
+    compare.add_argument(
+        "--official-measure", default="ndcg_cut_10",
+        help="the measure of the official leaderboard (default ndcg_cut_10)",
+    )  # fmt: skip
+    compare.add_argument(
+        "--official", help="instead: the official leaderboard, JSON {run_id: rank} or a TSV of run_id and rank or score"
+    )
+    compare.add_argument(
+        "--labels", nargs="+", default=[], metavar="NAME=QRELS", help="the label sets to compare, each a qrels file"
+    )
+    compare.add_argument(
+        "--measure", action="append", dest="measures",
+        help="a measure, trec_eval's name (ndcg_cut_10, map) or ir-measures' (nDCG@10, Compat(p=0.9)); "
+        "repeat for more (default: the official measure)",
+    )  # fmt: skip
+    _number(compare, "--top-k", minimum=2, default=10, help="tau_at_k: the official top k runs (default 10)")
+    _number(compare, "--rbo-p", kind="number", minimum=0.01, maximum=0.99, default=0.9,
+            help="rbo: persistence p (default 0.9)")  # fmt: skip
+    _number(compare, "--bootstrap", minimum=0, default=1000, help="bootstrap replicates over queries (0: none)")
+    _number(compare, "--seed", default=0, help="seed of the bootstrap (default 0)")
+    compare.add_argument(
+        "--out", required=True, help="directory for leaderboards.tsv, agreement.tsv, labels.tsv, confusion.tsv"
+    )
+    compare.set_defaults(handler=commands.compare_judges_command)
 
 
 def _evaluate_parser(subparsers) -> None:

@@ -270,6 +270,67 @@ def official_command(args: argparse.Namespace) -> None:
     log.info("official leaderboard of %d runs by %s on the official qrels -> %s", len(board), args.measure, args.out)
 
 
+def compare_judges_command(args: argparse.Namespace) -> None:
+    from examflow.evaluation.judges import Judges, Settings, compare_judges, parse_measure
+    from examflow.io.leaderboard import read_leaderboard
+    from examflow.io.qrels import read_labels
+    from examflow.io.runs import read_runs
+    from examflow.io.tables import write_tables
+
+    measures = {name: parse_measure(name) for name in dict.fromkeys(args.measures or [args.official_measure])}
+    official_measure = None if args.official else (args.official_measure, parse_measure(args.official_measure))
+    official_labels = read_labels(args.official_qrels)
+    label_sets = {name: read_labels(path) for name, path in label_arguments(args.labels).items()}
+    unknown = Problems("warn")  # run rows of queries no label set judges are left out, counted
+    judged = set(official_labels["query_id"]).union(*(set(labels["query_id"]) for labels in label_sets.values()))
+    runs = read_runs(run_files(args.runs), judged, unknown)
+    unknown.summarise()
+    official_ranks = read_leaderboard(args.official) if args.official else None
+    if official_ranks is not None:
+        missing = sorted(set(runs["run_id"]) - set(official_ranks))
+        if missing:
+            log.warning("%s ranks no run %s: on the leaderboards, left out of the agreement", args.official,
+                        ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else ""))  # fmt: skip
+    judges = Judges(official_labels, label_sets, runs, measures, official_measure, official_ranks)
+    settings = Settings(args.top_k, args.rbo_p, args.bootstrap, args.seed)
+    tables = compare_judges(judges, settings)
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    write_tables({Path(args.out) / name: table for name, table in tables.items()})
+    log.info("%d label sets, %d measures, %d runs -> %s", len(label_sets) + 1, len(measures),
+             runs["run_id"].nunique(), args.out)  # fmt: skip
+
+
+def label_arguments(arguments: list[str]) -> dict[str, str]:
+    """`NAME=QRELS` arguments by name; a name is given once, and `official` is the official qrels'."""
+    from examflow.evaluation.judges import OFFICIAL
+
+    named: dict[str, str] = {}
+    for argument in arguments:
+        name, equals, path = argument.partition("=")
+        if not equals or not name.strip() or not path:
+            raise Failure(f"--labels {argument!r}: expected NAME=QRELS, e.g. umbrela=labels/umbrela.qrels")
+        if name == OFFICIAL or name in named:
+            raise Failure(
+                f"--labels {argument!r}: the name {name!r} is taken"
+                + (" (the official qrels')" if name == OFFICIAL else "")
+            )
+        named[name] = path
+    return named
+
+
+def run_files(patterns: list[str]) -> list[str]:
+    """Files by name or by pattern (`runs/*`, quoted so that the shell leaves it alone), in sorted order."""
+    import glob
+
+    files: list[str] = []
+    for pattern in patterns:
+        matched = [pattern] if Path(pattern).is_file() else sorted(p for p in glob.glob(pattern) if Path(p).is_file())
+        if not matched:
+            raise InputError(pattern, "no such run file, and no file matches it as a pattern")
+        files += [path for path in matched if path not in files]
+    return files
+
+
 def nrp_command(args: argparse.Namespace) -> None:
     import pandas as pd
 

@@ -6,6 +6,7 @@ judgment then belongs to that facet.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
 
@@ -29,13 +30,10 @@ def read_qrels(
     """Judgments; a relevance outside `relevance_range` is an error (TREC CAR's −2 is valid, non-relevant)."""
     if is_irds(path):  # cast: an ir_datasets id is a string (`is_irds`)
         return _irds_judgments(cast(str, path), queries, unknown_queries, relevance_range)
-    low, high = relevance_range
     facets = set(zip(queries["query_id"], queries["facet_id"].fillna("")))
     query_ids = set(queries["query_id"])
     rows: list[Judgment] = []
-    first_lines = FirstLines(path)
-    for number, line in text_lines(path):
-        qrels_id, _, doc_id, relevance = split_columns(path, number, line, QRELS_FIELDS, None)
+    for number, qrels_id, doc_id, grade in qrels_lines(path, relevance_range):
         query_id, facet_id = _resolve(qrels_id, query_ids, facets)
         if query_id is None:
             unknown_queries.report(
@@ -43,6 +41,22 @@ def read_qrels(
                 InputError(path, f"unknown query id {qrels_id!r}", number, "query_id"),
             )
             continue
+        rows.append((query_id, facet_id, doc_id, grade))
+    return _table(rows)
+
+
+def read_labels(path: str | Path, relevance_range: tuple[int, int] = DEFAULT_RANGE) -> pd.DataFrame:
+    """A qrels file as it is, `query_id, doc_id, relevance` (its query ids unresolved: `q/facet` stays one id)."""
+    rows = [(qrels_id, doc_id, grade) for _, qrels_id, doc_id, grade in qrels_lines(path, relevance_range)]
+    return pd.DataFrame(rows, columns=["query_id", "doc_id", "relevance"]).astype({"relevance": "int64"})
+
+
+def qrels_lines(path: str | Path, relevance_range: tuple[int, int]) -> Iterator[tuple[int, str, str, int]]:
+    """(line number, qrels id, doc id, relevance) of each judgment, checked."""
+    low, high = relevance_range
+    first_lines = FirstLines(path)
+    for number, line in text_lines(path):
+        qrels_id, _, doc_id, relevance = split_columns(path, number, line, QRELS_FIELDS, None)
         first_lines.add((qrels_id, doc_id), number, "doc_id", f"document {doc_id!r} judged twice for {qrels_id!r}")
         try:
             grade = int(relevance)
@@ -52,8 +66,7 @@ def read_qrels(
             raise InputError(
                 path, f"{grade} is outside {low}..{high} (validation.relevance_range)", number, "relevance"
             )
-        rows.append((query_id, facet_id, doc_id, grade))
-    return _table(rows)
+        yield number, qrels_id, doc_id, grade
 
 
 def _irds_judgments(

@@ -1,0 +1,298 @@
+"""Judges compared (docs/judges.md): the leaderboards that label sets give, and the labels themselves.
+
+A label set is a qrels file: the official judgments, another team's LLM labels, examflow's EXAM-Qrels.
+Every label set ranks the same runs under every measure; each leaderboard is compared with the
+official one (the official qrels under the official measure, or a given leaderboard) by the
+statistics of `STATISTICS`, each with a bootstrap interval over queries. The labels are compared with
+the official ones pair by pair: Cohen's κ, Krippendorff's α (ordinal), a confusion table.
+
+Measures come from ir-measures (trec_eval's through pytrec_eval; `Compat(p=0.9)` and the rest of
+ir-measures' syntax as well). A run's score under a label set is its mean over the queries that label
+set judges, a query the run does not rank counting 0 (trec_eval -c): every label set ranks every run
+on the same footing. Bootstrap replicates resample the queries once for all label sets, so the
+official leaderboard and a judge's see the same queries.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from examflow.errors import Failure
+from examflow.evaluation.agreement import cohen_kappa
+from examflow.evaluation.correlation import leaderboard_correlation, tau_ap
+from examflow.ties import tie_keys
+
+OFFICIAL = "official"
+LEADERBOARD_COLUMNS = ["label_set", "measure", "run_id", "score", "rank"]
+AGREEMENT_COLUMNS = ["label_set", "measure", "statistic", "value", "low", "high", "runs"]
+LABEL_COLUMNS = ["label_set", "statistic", "value", "pairs"]
+CONFUSION_COLUMNS = ["label_set", "label", "official", "count"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    top_k: int = 10  # τ@k: the runs the official leaderboard ranks in its top k
+    persistence: float = 0.9  # RBO's p
+    replicates: int = 1000
+    seed: int = 0
+    level: float = 0.95
+
+
+def parse_measure(name: str):
+    """An ir-measures measure from a trec_eval name (`ndcg_cut_10`) or ir-measures' own (`nDCG@10`, `Compat(p=0.9)`)."""
+    import ir_measures
+
+    try:
+        parsed = ir_measures.parse_trec_measure(name)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        parsed = []
+    if len(parsed) == 1:
+        return parsed[0]
+    if len(parsed) > 1:
+        raise Failure(f"--measure {name!r}: trec_eval computes it as {len(parsed)} measures; name one (e.g. P_10)")
+    try:
+        return ir_measures.parse_measure(name)
+    except (ValueError, NameError, SyntaxError, TypeError, AttributeError) as error:
+        raise Failure(
+            f"--measure {name!r}: neither a trec_eval measure (ndcg_cut_10, map, P_20) nor ir-measures' syntax "
+            f"(nDCG@10, AP(rel=2), Compat(p=0.9)): {error}"
+        ) from None
+
+
+def per_query_values(labels: pd.DataFrame, runs: pd.DataFrame, measure, queries: list[str]) -> np.ndarray:
+    """Runs (sorted by id) × `queries`: each run's value on each query the label set judges, 0 where the
+    run does not rank it (trec_eval -c), NaN for a query the label set does not judge."""
+    import ir_measures
+
+    evaluator = ir_measures.evaluator([measure], labels[["query_id", "doc_id", "relevance"]])
+    judged = set(labels["query_id"])
+    column = {query: i for i, query in enumerate(queries)}
+    table = np.where([query in judged for query in queries], 0.0, np.nan)[None, :].repeat(runs["run_id"].nunique(), 0)
+    ranked = runs.rename(columns={"passage_id": "doc_id"})
+    for row, (_, run) in enumerate(ranked.groupby("run_id", sort=True)):
+        for metric in evaluator.iter_calc(run[["query_id", "doc_id", "score"]]):
+            table[row, column[metric.query_id]] = metric.value
+    return table
+
+
+# -- leaderboard agreement: each statistic of (judge's scores, official scores), runs aligned -----------------
+
+
+def _ranks(scores: np.ndarray) -> dict[str, float]:
+    return {str(i): float(r) for i, r in enumerate(pd.Series(-tie_keys(scores)).rank(method="average"))}
+
+
+def _as_dict(scores: np.ndarray) -> dict[str, float]:
+    return {str(i): float(s) for i, s in enumerate(scores)}
+
+
+def kendall(scores: np.ndarray, official: np.ndarray, settings: Settings) -> float:
+    return leaderboard_correlation(_as_dict(scores), _ranks(official)).kendall
+
+
+def spearman(scores: np.ndarray, official: np.ndarray, settings: Settings) -> float:
+    return leaderboard_correlation(_as_dict(scores), _ranks(official)).spearman
+
+
+def pearson(scores: np.ndarray, official: np.ndarray, settings: Settings) -> float:
+    if np.ptp(scores) == 0 or np.ptp(official) == 0:
+        return math.nan  # a constant leaderboard has no linear relation to anything
+    return float(np.corrcoef(scores, official)[0, 1])
+
+
+def ap_correlation(scores: np.ndarray, official: np.ndarray, settings: Settings) -> float:
+    return tau_ap(_as_dict(scores), _ranks(official))
+
+
+def kendall_at_k(scores: np.ndarray, official: np.ndarray, settings: Settings) -> float:
+    """Kendall's τ-b over the runs the official leaderboard ranks in its top k (ranks ≤ k, ties averaged)."""
+    top = np.array([rank <= settings.top_k for rank in _ranks(official).values()])
+    return kendall(scores[top], official[top], settings) if top.sum() >= 2 else math.nan
+
+
+def rank_biased_overlap(scores: np.ndarray, official: np.ndarray, settings: Settings) -> float:
+    """RBO_ext (Webber, Moffat and Zobel 2010, eq. 32) of the two orders of the same runs, with
+    persistence p; runs tied on either side are in every order among themselves with equal chance, and
+    the result is its expectation over those orders (exact: RBO is linear in the overlaps)."""
+    p, n = settings.persistence, len(scores)
+    overlap = (_inclusion(scores) * _inclusion(official)).sum(axis=0)  # E|S_d ∩ T_d|, d = 1..n
+    depth = np.arange(1, n + 1)
+    return float(overlap[-1] / n * p**n + (1 - p) / p * np.sum(overlap / depth * p**depth))
+
+
+def _inclusion(scores: np.ndarray) -> np.ndarray:
+    """runs × depths: the chance that a run is among the first d of the order, ties in random order."""
+    keys = tie_keys(scores)
+    above = np.array([(keys > key).sum() for key in keys])[:, None]  # runs strictly better
+    group = np.array([(keys == key).sum() for key in keys])[:, None]
+    depth = np.arange(1, len(keys) + 1)[None, :]
+    return np.clip((depth - above) / group, 0.0, 1.0)
+
+
+Statistic = Callable[[np.ndarray, np.ndarray, Settings], float]
+# Every statistic by its name in agreement.tsv, the report and docs/judges.md (tests check the docs).
+STATISTICS: dict[str, Statistic] = {
+    "kendall": kendall,
+    "spearman": spearman,
+    "pearson": pearson,
+    "tau_ap": ap_correlation,
+    "tau_at_k": kendall_at_k,
+    "rbo": rank_biased_overlap,
+}
+
+
+@dataclass(frozen=True)
+class Board:
+    """One label set's view of the runs under one measure: per-query values, NaN where it judges no query."""
+
+    label_set: str
+    measure: str
+    values: np.ndarray  # runs × all queries
+    linear: bool = True  # scores, not ranks: Pearson's r means something
+
+    def scores(self, counts: np.ndarray | None = None) -> np.ndarray:
+        """Each run's mean over the queries judged, each query counted `counts` times (once by default)."""
+        judged = ~np.isnan(self.values[0])
+        if counts is None:  # math.fsum: the same sum in any query order
+            return np.array([math.fsum(row[judged]) / judged.sum() for row in self.values])
+        weights = counts * judged
+        total = weights.sum()
+        return np.nan_to_num(self.values) @ weights / total if total else np.full(len(self.values), np.nan)
+
+    @classmethod
+    def of_ranks(cls, ranks: np.ndarray, queries: int) -> Board:
+        """A given leaderboard: the same on every sample of queries, its scores its negated ranks."""
+        return cls(OFFICIAL, "given", np.repeat(-ranks[:, None], max(queries, 1), axis=1), linear=False)
+
+
+def leaderboard_agreement(board: Board, official: Board, settings: Settings) -> list[tuple]:
+    """(statistic, value, low, high) of the board against the official one; Pearson's r needs official
+    scores, and is NaN against a leaderboard of ranks."""
+    scores, truth = board.scores(), official.scores()
+    replicates = _replicates(board, official, settings)
+    rows = []
+    for name, statistic in STATISTICS.items():
+        if name == "pearson" and not official.linear:
+            rows.append((name, math.nan, math.nan, math.nan))
+            continue
+        value = statistic(scores, truth, settings)
+        draws = np.array([statistic(s, t, settings) for s, t in replicates])
+        tail = (1 - settings.level) / 2 * 100
+        low, high = np.nanpercentile(draws, [tail, 100 - tail]) if np.isfinite(draws).any() else (math.nan,) * 2
+        rows.append((name, value, float(low), float(high)))
+    return rows
+
+
+def _replicates(board: Board, official: Board, settings: Settings) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Both leaderboards on each bootstrap sample of the queries (one sample for both)."""
+    queries = board.values.shape[1]
+    rng = np.random.default_rng(settings.seed)
+    counts = rng.multinomial(queries, np.full(queries, 1 / queries), size=settings.replicates)
+    return [(board.scores(c), official.scores(c)) for c in counts]
+
+
+# -- label agreement ---------------------------------------------------------------------------------------------
+
+
+def label_agreement(labels: pd.DataFrame, official: pd.DataFrame) -> tuple[list[tuple], pd.DataFrame]:
+    """(statistic, value, pairs) rows and the confusion table of the pairs both judge."""
+    pairs = labels.merge(official, on=["query_id", "doc_id"], suffixes=("", "_official"))
+    mine, theirs = pairs["relevance"].to_numpy(), pairs["relevance_official"].to_numpy()
+    values = sorted(set(mine) | set(theirs))
+    table = pd.crosstab(mine, theirs).reindex(index=values, columns=values, fill_value=0)
+    rows = [("cohen_kappa", cohen_kappa(table), len(pairs)), ("krippendorff_alpha", _alpha(mine, theirs), len(pairs))]
+    counts = table.to_numpy()
+    confusion = [(label, other, int(counts[i, j])) for i, label in enumerate(values) for j, other in enumerate(values)]
+    return rows, pd.DataFrame(confusion, columns=["label", "official", "count"])
+
+
+def _alpha(mine: np.ndarray, theirs: np.ndarray) -> float:
+    """Krippendorff's α, ordinal; NaN when both sides use one label (no disagreement to measure against)."""
+    import krippendorff
+
+    values = sorted(set(mine) | set(theirs))
+    if len(values) < 2:
+        return math.nan
+    data = np.vstack([mine, theirs]).astype(float)
+    return float(krippendorff.alpha(reliability_data=data, level_of_measurement="ordinal", value_domain=values))
+
+
+# -- the whole comparison ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Judges:
+    official_labels: pd.DataFrame  # query_id, doc_id, relevance
+    label_sets: dict[str, pd.DataFrame]  # by name, each as the official labels
+    runs: pd.DataFrame  # run_id, query_id, passage_id, rank, score
+    measures: dict[str, object]  # by name as given, each parsed by `parse_measure`
+    official_measure: tuple[str, object] | None  # (name, parsed): the official leaderboard's measure ...
+    official_ranks: dict[str, float] | None = None  # ... or the official leaderboard as given
+
+
+def compare_judges(judges: Judges, settings: Settings) -> dict[str, pd.DataFrame]:
+    """leaderboards.tsv, agreement.tsv, labels.tsv and confusion.tsv. Runs a given official leaderboard
+    lacks are on the leaderboards and left out of the agreement."""
+    every = {OFFICIAL: judges.official_labels, **judges.label_sets}
+    queries = sorted(set().union(*(set(labels["query_id"]) for labels in every.values())))
+    run_ids = sorted(set(judges.runs["run_id"]))
+    boards = [
+        Board(name, measure, per_query_values(labels, judges.runs, parsed, queries))
+        for name, labels in every.items()
+        for measure, parsed in judges.measures.items()
+    ]
+    truth, compared = _official_board(judges, boards, queries, run_ids)
+    leaderboards, agreement = [], []
+    for board in boards:
+        leaderboards += _leaderboard_rows(board, run_ids)
+        if board.values is truth.values:
+            continue  # the official leaderboard itself
+        subset = Board(board.label_set, board.measure, board.values[compared])
+        agreement += [(board.label_set, board.measure, *row, int(compared.sum()))
+                      for row in leaderboard_agreement(subset, truth, settings)]  # fmt: skip
+    labels, confusion = _label_tables(judges)
+    return {
+        "leaderboards.tsv": pd.DataFrame(leaderboards, columns=LEADERBOARD_COLUMNS),
+        "agreement.tsv": pd.DataFrame(agreement, columns=AGREEMENT_COLUMNS),
+        "labels.tsv": labels,
+        "confusion.tsv": confusion,
+    }
+
+
+def _official_board(judges: Judges, boards: list[Board], queries: list[str], run_ids: list[str]):
+    """The official leaderboard as a board of the runs compared, and which runs those are (a mask)."""
+    if judges.official_ranks is not None:
+        compared = np.array([run in judges.official_ranks for run in run_ids])
+        ranks = np.array([judges.official_ranks[run] for run in run_ids if run in judges.official_ranks])
+        return Board.of_ranks(ranks, len(queries)), compared
+    assert judges.official_measure is not None  # the command asks for one of the two
+    name, parsed = judges.official_measure
+    found = [b for b in boards if b.label_set == OFFICIAL and b.measure == name]
+    truth = (
+        found[0]
+        if found
+        else Board(OFFICIAL, name, per_query_values(judges.official_labels, judges.runs, parsed, queries))
+    )
+    return truth, np.ones(len(run_ids), dtype=bool)
+
+
+def _leaderboard_rows(board: Board, run_ids: list[str]) -> list[tuple]:
+    from examflow.ties import ranks_of
+
+    scores = dict(zip(run_ids, board.scores().tolist()))
+    ranks = ranks_of(scores)
+    return [(board.label_set, board.measure, run, scores[run], ranks[run]) for run in run_ids]
+
+
+def _label_tables(judges: Judges) -> tuple[pd.DataFrame, pd.DataFrame]:
+    rows, confusions = [], [pd.DataFrame(columns=CONFUSION_COLUMNS)]
+    for name, labels in judges.label_sets.items():
+        statistics, confusion = label_agreement(labels, judges.official_labels)
+        rows += [(name, *row) for row in statistics]
+        confusions.append(confusion.assign(label_set=name)[CONFUSION_COLUMNS])
+    return pd.DataFrame(rows, columns=LABEL_COLUMNS), pd.concat(confusions, ignore_index=True)

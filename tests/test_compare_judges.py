@@ -1,0 +1,277 @@
+"""`examflow compare-judges`: label sets compared by their leaderboards and labels, each number checked
+against a library (scipy, pytrec_eval, ir-measures) or a computation by hand written here."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import pytrec_eval
+from scipy import stats
+
+from examflow.cli import main
+from examflow.evaluation.judges import STATISTICS, Settings, parse_measure, per_query_values
+from examflow.io.runs import read_run
+
+SETTINGS = Settings(top_k=4, persistence=0.8, replicates=0)
+
+
+# -- a campaign: 6 queries, 10 runs of growing skill, three judges --------------------------------------------
+
+
+def campaign(root: Path, seed: int = 3) -> dict[str, Path]:
+    rng = random.Random(seed)
+    queries, docs = [f"q{i}" for i in range(6)], [f"d{j}" for j in range(25)]
+    truth = {(q, d): rng.choice([0, 0, 0, 1, 2, 3]) for q in queries for d in docs}
+    noisy = {key: max(0, min(3, grade + rng.choice([-1, 0, 0, 1]))) for key, grade in truth.items()}
+    files = {"official": root / "official.qrels", "noisy": root / "noisy labels.qrels", "copy": root / "copy.qrels"}
+    for name, labels in (("official", truth), ("noisy", noisy), ("copy", truth)):
+        files[name].write_text("".join(f"{q} 0 {d} {g}\n" for (q, d), g in labels.items()))
+    (root / "runs [all]").mkdir()
+    for k in range(10):
+        lines = []
+        for q in queries[: 5 if k == 0 else 6]:  # run 0 does not rank q5: it scores 0 there
+            ranked = sorted(docs, key=lambda d: -(truth[(q, d)] * k / 8 + rng.random() * 2))
+            lines += [f"{q} Q0 {d} {i + 1} {20 - i} r{k}\n" for i, d in enumerate(ranked[:20])]
+        (root / "runs [all]" / f"r{k}.txt").write_text("".join(lines))
+    return files
+
+
+def qrels_dict(path: Path) -> dict[str, dict[str, int]]:
+    qrels: dict[str, dict[str, int]] = {}
+    for line in path.read_text().splitlines():
+        q, _, d, g = line.split()
+        qrels.setdefault(q, {})[d] = int(g)
+    return qrels
+
+
+def by_hand_ndcg10(qrels_path: Path, runs: Path) -> dict[str, float]:
+    """Each run's nDCG@10 from pytrec_eval directly, a query the run lacks counting 0."""
+    qrels = qrels_dict(qrels_path)
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut_10"})
+    scores = {}
+    for path in sorted(runs.iterdir()):
+        run: dict[str, dict[str, float]] = {}
+        for line in path.read_text().splitlines():
+            q, _, d, _, score, tag = line.split()
+            run.setdefault(q, {})[d] = float(score)
+        values = evaluator.evaluate(run)
+        scores[tag] = sum(values[q]["ndcg_cut_10"] if q in values else 0.0 for q in qrels) / len(qrels)
+    return scores
+
+
+def test_the_command_writes_leaderboards_and_agreements_checked_by_hand(tmp_path):
+    files = campaign(tmp_path)
+    out = tmp_path / "out"
+    assert main(["compare-judges", "--runs", str(tmp_path / "runs [[]all]" / "*"), "--official-qrels",
+                 str(files["official"]), "--labels", f"noisy={files['noisy']}", f"copy={files['copy']}",
+                 "--measure", "ndcg_cut_10", "--measure", "Compat(p=0.9)", "--bootstrap", "200",
+                 "--out", str(out)]) == 0  # fmt: skip
+    boards = pd.read_csv(out / "leaderboards.tsv", sep="\t")
+    for name in ("official", "noisy"):
+        mine = boards[(boards["label_set"] == name) & (boards["measure"] == "ndcg_cut_10")]
+        expected = by_hand_ndcg10(files[name], tmp_path / "runs [all]")
+        assert dict(zip(mine["run_id"], mine["score"])) == pytest.approx(expected, abs=1e-12)
+    agreement = pd.read_csv(out / "agreement.tsv", sep="\t").set_index(["label_set", "measure", "statistic"])
+    assert set(agreement.index.get_level_values("statistic")) == set(STATISTICS)
+    # The official leaderboard is not compared with itself; the official qrels under Compat are.
+    assert ("official", "ndcg_cut_10", "kendall") not in agreement.index
+    assert ("official", "Compat(p=0.9)", "kendall") in agreement.index
+    official = by_hand_ndcg10(files["official"], tmp_path / "runs [all]")
+    noisy = by_hand_ndcg10(files["noisy"], tmp_path / "runs [all]")
+    runs = sorted(official)
+    tau = stats.kendalltau([noisy[r] for r in runs], [official[r] for r in runs]).statistic
+    row = agreement.loc[("noisy", "ndcg_cut_10", "kendall")]
+    assert row["value"] == pytest.approx(tau, abs=1e-12) and row["runs"] == 10
+    assert row["low"] <= row["high"] and row["low"] < 1
+    # A judge that labels as the officials did agrees in every bootstrap sample: the samples are paired.
+    for statistic in STATISTICS:
+        same = agreement.loc[("copy", "ndcg_cut_10", statistic)]
+        assert same["value"] == pytest.approx(1.0) and same["low"] == pytest.approx(1.0) == same["high"]
+    labels = pd.read_csv(out / "labels.tsv", sep="\t").set_index(["label_set", "statistic"])
+    assert labels.loc[("copy", "cohen_kappa"), "value"] == 1.0 and labels.loc[("copy", "cohen_kappa"), "pairs"] == 150
+    confusion = pd.read_csv(out / "confusion.tsv", sep="\t")
+    noisy_cells = confusion[confusion["label_set"] == "noisy"]
+    truth, noisy_labels = qrels_dict(files["official"]), qrels_dict(files["noisy"])
+    counted = pd.Series([(noisy_labels[q][d], g) for q in truth for d, g in truth[q].items()]).value_counts()
+    assert {(a, b): c for a, b, c in noisy_cells[["label", "official", "count"]].itertuples(index=False) if c} == (
+        counted.to_dict()
+    )
+
+
+def test_a_given_official_leaderboard_and_runs_it_lacks(tmp_path, caplog):
+    files = campaign(tmp_path)
+    (tmp_path / "official.json").write_text('{"r9": 1, "r8": 2, "r7": 3, "r6": 4, "r5": 5, "r4": 6, "r3": 7, "r2": 8}')
+    out = tmp_path / "out"
+    runs = [str(p) for p in sorted((tmp_path / "runs [all]").iterdir())]
+    assert main(["compare-judges", "--runs", *runs, "--official-qrels", str(files["official"]), "--official",
+                 str(tmp_path / "official.json"), "--labels", f"noisy={files['noisy']}", "--bootstrap", "0",
+                 "--out", str(out)]) == 0  # fmt: skip
+    assert "ranks no run r0, r1" in caplog.text
+    agreement = pd.read_csv(out / "agreement.tsv", sep="\t").set_index(["label_set", "statistic"])
+    noisy = by_hand_ndcg10(files["noisy"], tmp_path / "runs [all]")
+    shared = [f"r{k}" for k in range(2, 10)]
+    expected = stats.spearmanr([noisy[r] for r in shared], list(range(2, 10))).statistic  # r9 is first
+    assert agreement.loc[("noisy", "spearman"), "value"] == pytest.approx(expected, abs=1e-12)
+    assert agreement.loc[("noisy", "spearman"), "runs"] == 8
+    assert math.isnan(agreement.loc[("noisy", "pearson"), "value"])  # ranks are no scores
+    assert agreement["low"].isna().all()  # no bootstrap
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--labels", "noisy"], "--labels 'noisy': expected NAME=QRELS"),
+        (["--labels", "official=x.qrels"], "the name 'official' is taken"),
+        (["--measure", "ndcg_cutt_10"], "--measure 'ndcg_cutt_10': neither a trec_eval measure"),
+        (["--measure", "P"], "name one"),
+        (["--runs", "nothing/*"], "nothing/*: no such run file, and no file matches it as a pattern"),
+        (["--rbo-p", "1.5"], "--rbo-p"),
+    ],
+)
+def test_wrong_arguments_are_one_line(tmp_path, arguments, message):
+    files = campaign(tmp_path)
+    command = ["compare-judges", "--runs", str(tmp_path / "runs [all]" / "r1.txt"), "--official-qrels",
+               str(files["official"]), "--out", str(tmp_path / "out"), *arguments]  # fmt: skip
+    result = subprocess.run([sys.executable, "-m", "examflow", *command], capture_output=True, text=True)
+    assert result.returncode != 0 and message in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_bad_qrels_line_names_file_line_and_field(tmp_path):
+    files = campaign(tmp_path)
+    files["noisy"].write_text("q0 0 d1 2\nq0 0 d2 high\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "examflow", "compare-judges", "--runs", str(tmp_path / "runs [all]" / "r1.txt"),
+         "--official-qrels", str(files["official"]), "--labels", f"noisy={files['noisy']}", "--out",
+         str(tmp_path / "out")], capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert f"{files['noisy']}:2: field 'relevance': not an integer: 'high'" in result.stderr
+
+
+# -- each statistic against a library or by hand ---------------------------------------------------------------
+
+
+def leaderboards(seed: int, runs: int = 9, ties: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    official = rng.random(runs)
+    judge = official + rng.normal(0, 0.3, runs)
+    if ties:  # a few runs tie, on either side
+        judge[:3], official[3:5] = judge[0], official[3]
+    return judge, official
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_correlations_equal_scipys(seed):
+    for ties in (False, True):
+        judge, official = leaderboards(seed, ties=ties)
+        assert STATISTICS["kendall"](judge, official, SETTINGS) == pytest.approx(
+            stats.kendalltau(judge, official).statistic
+        )
+        assert STATISTICS["spearman"](judge, official, SETTINGS) == pytest.approx(
+            stats.spearmanr(judge, official).statistic
+        )
+        assert STATISTICS["pearson"](judge, official, SETTINGS) == pytest.approx(
+            stats.pearsonr(judge, official).statistic
+        )
+        top = stats.rankdata(-official) <= 4
+        expected = stats.kendalltau(judge[top], official[top]).statistic
+        assert STATISTICS["tau_at_k"](judge, official, SETTINGS) == pytest.approx(expected)
+
+
+def plain_rbo(first: list[int], second: list[int], p: float) -> float:
+    """RBO_ext of two untied orders of the same items, from its definition with sets."""
+    n = len(first)
+    overlaps = [len(set(first[:d]) & set(second[:d])) for d in range(1, n + 1)]
+    return overlaps[-1] / n * p**n + (1 - p) / p * sum(x / d * p**d for d, x in enumerate(overlaps, 1))
+
+
+def orders(scores: np.ndarray) -> list[list[int]]:
+    """Every order of the items, best first, that breaks the ties of `scores`."""
+    groups = [sorted(i for i in range(len(scores)) if scores[i] == s) for s in sorted(set(scores), reverse=True)]
+    return [sum(map(list, choice), []) for choice in itertools.product(*(itertools.permutations(g) for g in groups))]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_rbo_is_the_mean_over_the_orders_ties_allow(seed):
+    judge, official = leaderboards(seed, runs=7, ties=seed % 2 == 1)
+    expected = np.mean([plain_rbo(a, b, 0.8) for a in orders(judge) for b in orders(official)])
+    assert STATISTICS["rbo"](judge, official, SETTINGS) == pytest.approx(expected, abs=1e-12)
+    untied = np.arange(7.0)
+    assert STATISTICS["rbo"](untied, untied + 1, SETTINGS) == pytest.approx(1.0)  # the same order
+
+
+def test_compat_is_ir_measures_and_by_hand():
+    """Compat (Clarke et al. 2020) of run d2, d1 against the ideal d1, d2 at p = 0.9: RBO's sums
+    Σ p^(d-1) |overlap_d| / d over the run and over the ideal itself, 0.9 · 1 / (1 + 0.9)."""
+    labels = pd.DataFrame({"query_id": ["q", "q"], "doc_id": ["d1", "d2"], "relevance": [2, 1]})
+    run = pd.DataFrame(
+        {"run_id": "r", "query_id": "q", "passage_id": ["d2", "d1"], "score": [2.0, 1.0], "rank": [1, 2]}
+    )
+    values = per_query_values(labels, run, parse_measure("Compat(p=0.9)"), ["q"])
+    assert values[0, 0] == pytest.approx(0.9 / 1.9)
+
+
+def test_measures_equal_ir_measures_on_random_runs(tmp_path):
+    import ir_measures
+
+    rng = random.Random(7)
+    labels = pd.DataFrame([(f"q{q}", f"d{d}", rng.choice([0, 1, 2])) for q in range(4) for d in range(12)],
+                          columns=["query_id", "doc_id", "relevance"])  # fmt: skip
+    lines = [f"q{q} Q0 d{d} {i + 1} {12 - i} r\n" for q in range(3) for i, d in enumerate(rng.sample(range(12), 8))]
+    (tmp_path / "run").write_text("".join(lines))
+    from examflow.errors import Problems
+
+    run = read_run(tmp_path / "run", {f"q{q}" for q in range(4)}, Problems("error"))
+    for name in ("Compat(p=0.9)", "ndcg_cut_10", "P_5", "AP(rel=2)"):
+        measure = parse_measure(name)
+        values = per_query_values(labels, run, measure, ["q0", "q1", "q2", "q3", "q4"])
+        theirs = {
+            m.query_id: m.value
+            for m in ir_measures.iter_calc([measure], labels, run.rename(columns={"passage_id": "doc_id"}))
+        }
+        assert values[0, :3].tolist() == pytest.approx([theirs[f"q{q}"] for q in range(3)])
+        assert values[0, 3] == 0.0 and math.isnan(values[0, 4])  # not ranked: 0; not judged: no value
+
+
+def krippendorff_ordinal_by_hand(first: list[int], second: list[int]) -> float:
+    """Krippendorff's α, ordinal, two coders, every unit coded by both (Krippendorff 2011, §C)."""
+    values = sorted(set(first) | set(second))
+    coincidence = {(c, k): 0.0 for c in values for k in values}
+    for a, b in zip(first, second):
+        coincidence[(a, b)] += 1
+        coincidence[(b, a)] += 1
+    marginal = {c: sum(coincidence[(c, k)] for k in values) for c in values}
+    n = sum(marginal.values())
+
+    def delta(c: int, k: int) -> float:
+        low, high = min(c, k), max(c, k)
+        return (sum(marginal[g] for g in values if low <= g <= high) - (marginal[c] + marginal[k]) / 2) ** 2
+
+    observed = sum(coincidence[(c, k)] * delta(c, k) for c in values for k in values)
+    expected = sum(marginal[c] * marginal[k] * delta(c, k) for c in values for k in values) / (n - 1)
+    return 1 - observed / expected
+
+
+def test_label_agreement_by_hand():
+    from examflow.evaluation.judges import label_agreement
+
+    rng = random.Random(2)
+    official = [rng.choice([0, 1, 2, 3]) for _ in range(40)]
+    mine = [max(0, min(3, g + rng.choice([-1, 0, 1]))) for g in official]
+    table = lambda grades: pd.DataFrame({"query_id": "q", "doc_id": [f"d{i}" for i in range(40)], "relevance": grades})  # noqa: E731
+    rows, confusion = label_agreement(table(mine), table(official))
+    statistics = {name: value for name, value, _ in rows}
+    assert statistics["krippendorff_alpha"] == pytest.approx(krippendorff_ordinal_by_hand(mine, official))
+    observed = sum(a == b for a, b in zip(mine, official)) / 40
+    chance = sum(mine.count(g) * official.count(g) for g in range(4)) / 40**2
+    assert statistics["cohen_kappa"] == pytest.approx((observed - chance) / (1 - chance))
+    assert confusion["count"].sum() == 40 and {n for _, _, n in rows} == {40}
