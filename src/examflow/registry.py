@@ -110,6 +110,10 @@ KINDS = {
     "sun": Kind("direct-sun", "query", "binary"),
     "sun_few": Kind("direct-sun-few", "query", "binary"),
     "thomas": Kind("direct-thomas", "query", "thomas"),
+    # UMBRELA (Upadhyay et al. 2024): zero-shot and few-shot "bing", zero-shot "basic"; labels 0-3
+    "umbrela": Kind("direct-umbrela-bing", "query", "umbrela"),
+    "umbrela_few": Kind("direct-umbrela-bing-few", "query", "umbrela"),
+    "umbrela_basic": Kind("direct-umbrela-basic", "query", "umbrela"),
 }
 # Grades run 0-5 (self-ratings; direct grading gives 0-1 or 0-2): a threshold τ above this answers nothing.
 TOP_GRADE = 5

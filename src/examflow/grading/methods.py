@@ -4,7 +4,7 @@ Question methods pair every pooled passage with every exam question of its query
 `self_rating` (EXAM++), `qa_verify` (answer, then check it against the answer key),
 `qa_llm_verify` (answer, then ask the LLM whether it matches the key), `extractive_qa`
 (a SQuAD2 span, checked against the key). `nugget_rating` pairs passages with nuggets.
-The direct-grading baselines pair passages with the query itself (for a subtopic:
+The direct-grading baselines and UMBRELA pair passages with the query itself (for a subtopic:
 "query / subtopic"). The kinds themselves are listed in `examflow.registry.KINDS`.
 
 An answer that is not a grade is *unparsable*: in the `reference` and `paper` parse modes it
@@ -18,7 +18,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from examflow.grading.backends import Answer, Request
-from examflow.grading.parsing import FALSE_WORDS, TRUE_WORDS, is_bare_rating, parse_self_rating, verify_answer
+from examflow.grading.parsing import (
+    FALSE_WORDS,
+    TRUE_WORDS,
+    is_bare_rating,
+    parse_self_rating,
+    parse_umbrela,
+    verify_answer,
+)
 from examflow.registry import KINDS
 
 _THOMAS = re.compile(r"[^\w]*([0-2])[^\w]*")
@@ -123,6 +130,12 @@ def _thomas(grade: Grade, text: str, pair: Pair, mode: str, verdict: Answer | No
     return text
 
 
+def _umbrela(grade: Grade, text: str, pair: Pair, mode: str, verdict: Answer | None) -> str:
+    grade.rating = parse_umbrela(text)
+    grade.unparsable = grade.rating is None
+    return text
+
+
 def _binary(grade: Grade, text: str, pair: Pair, mode: str, verdict: Answer | None) -> str:
     """Relevant iff the answer is yes, correct or true."""
     word = text.strip().lower()
@@ -147,4 +160,6 @@ READINGS = {
     # Thomas's 0-2 scale has no published reading of other answers: always an error.
     "thomas": Reading(_thomas, "a grade 0-2", always_strict=True),
     "binary": Reading(_binary, "yes or no"),
+    # UMBRELA grades an answer it cannot read 0; here that is a failure, in every parse mode.
+    "umbrela": Reading(_umbrela, "a grade 0-3", always_strict=True),
 }

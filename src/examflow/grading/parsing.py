@@ -117,3 +117,39 @@ def verify_answer(answer: str, gold_answers: list[str]) -> bool:
         if len(normalised) >= 4 and fuzz_ratio(normalised, gold) > 80:
             return True
     return False
+
+
+# UMBRELA's reading of a 0-3 label (castorini/umbrela, `parse_fewshot_response`): the answer lower-cased,
+# then each pattern in turn, and the first that matches anywhere gives the label of its last match. Two
+# departures, both so that no answer becomes a grade it does not state: where no pattern matches,
+# UMBRELA grades 0 and examflow records a failure; and a final score stated outside 0-3 ("##final score: 4")
+# is a failure too, where UMBRELA's later patterns would read some other digit of the answer.
+_UMBRELA_PATTERNS = [re.compile(pattern, re.IGNORECASE | re.MULTILINE | re.DOTALL) for pattern in (
+    r'"o"\s*[:-=]?\s*(0|1|2|3)', r"\'o\'\s*[:-=]?\s*(0|1|2|3)", r"o\s*[:-=]?\s*(0|1|2|3)",
+    r'"overall_score"\s*[:-=]?\s*(0|1|2|3)', r'"overall"\s*[:-=]?\s*(0|1|2|3)',
+    r'"overall score"\s*[:-=]?\s*(0|1|2|3)', r'"final score"\s*[:-=]?\s*(0|1|2|3)',
+    r"final score\s*[:-=]?\s*(0|1|2|3)", r"final score is (0|1|2|3)", r'"final_score"\s*[:-=]?\s*(0|1|2|3)',
+    r'"score"\s*[:-=]?\s*(0|1|2|3)', r'"o_score"\s*[:-=]?\s*(0|1|2|3)', r"output score is (0|1|2|3)",
+    r"score is (0|1|2|3)", r"score of\s+(0|1|2|3)", r"assign(?:ing)?\s+(?:it\s+)?(?:a\s+)?score of\s+(0|1|2|3)",
+    r"conclude(?:s|d)?\s+with\s+(?:a\s+)?score of\s+(0|1|2|3)",
+    r"give(?:n)?\s+(?:it\s+)?(?:a\s+)?score of\s+(0|1|2|3)",
+    r"i (?:would )?(?:give|assign)\s+(?:it\s+)?(?:a\s+)?score of\s+(0|1|2|3)", r"score:\s*(0|1|2|3)",
+    r"[a-zA-Z]+\s+is\s+(0|1|2|3)\s", r"relevance category\s*[:-=]?\s*(0|1|2|3)",
+    r"relevance category is (0|1|2|3)", r"it falls into the category (0|1|2|3)", r"category\s*(0|1|2|3)",
+    r"relevance category (0|1|2|3)", r"relevance category for this passage would be (0|1|2|3)",
+    r"the relevance category would be (0|1|2|3)", r"\n*(0|1|2|3)",
+)]  # fmt: skip
+_STATED_SCORE = re.compile(r"final score\s*(?:is|[:-=])?\s*(\d+)", re.IGNORECASE)
+
+
+def parse_umbrela(text: str) -> int | None:
+    """UMBRELA's label 0-3 of an answer, or None where it states none (or one outside 0-3)."""
+    answer = text.strip().lower()
+    stated = _STATED_SCORE.findall(answer)
+    if stated and int(stated[-1]) > 3:
+        return None
+    for pattern in _UMBRELA_PATTERNS:
+        matches = pattern.findall(answer)
+        if matches:
+            return int(matches[-1])
+    return None

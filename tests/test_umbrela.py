@@ -1,0 +1,107 @@
+"""UMBRELA direct grading: the published prompts, UMBRELA's reading of a label, grades over real HTTP."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from llm_server import LLMServer
+from test_grading_backends import direct_inputs, grader, openai_method, values
+
+from examflow.grading.grader import make_pairs
+from examflow.grading.parsing import parse_umbrela
+from examflow.prompts import template
+from examflow.registry import KINDS
+
+REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "umbrela" / "prompt_templates"
+PUBLISHED = {
+    "umbrela": "qrel_zeroshot_bing",
+    "umbrela_few": "qrel_fewshot_bing",
+    "umbrela_basic": "qrel_zeroshot_basic",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(PUBLISHED))
+def test_prompts_render_as_the_published_templates(kind):
+    if not REFERENCE.is_dir():
+        pytest.skip(f"the published UMBRELA templates are not at {REFERENCE} (../shared/reference is absent)")
+    import yaml
+
+    published = yaml.safe_load((REFERENCE / f"{PUBLISHED[kind]}.yaml").read_text())
+    assert published["system_message"] == ""  # UMBRELA's whole prompt is the user message, as examflow's
+    query, passage = "how long is life cycle of flea", "The life cycle of a flea can last 20 days {to} a year."
+    expected = published["prefix_user"].format(query=query, passage=passage)
+    assert template(KINDS[kind].template).format(query=query, context=passage) == expected
+
+
+@pytest.mark.parametrize(
+    ("answer", "label"),
+    [
+        ("##final score: 2", 2),
+        (
+            "1. Consider the intent ... the passage matches (M) ...\n4. decide on a final score (O).\n##final score: 3",
+            3,
+        ),
+        ('{"M": 2, "T": 1, "O": 1}', 1),  # UMBRELA reads "o" first
+        ("The passage is related but does not answer it.\nRelevance category: 1", 1),
+        ("Explanation: it answers the query exactly.\n\n3", 3),
+        ("I would give it a score of 2 because ...", 2),
+        ("FINAL SCORE: 0", 0),
+    ],
+)
+def test_answers_read_as_umbrela_reads_them(answer, label):
+    assert parse_umbrela(answer) == label
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "I cannot help with judging this content.",  # a refusal: no label (UMBRELA: 0)
+        "##final score: 4",  # out of range (UMBRELA: 0, no pattern matches)
+        "Step 1 says a lot.\n##final score: 7",  # out of range (UMBRELA would read the 1 of "Step 1")
+        "",
+    ],
+)
+def test_answers_without_a_label_0_to_3_are_failures(answer):
+    assert parse_umbrela(answer) is None
+
+
+def test_grades_over_http_labels_and_failures(tmp_path):
+    """Each kind through the OpenAI client against a local server with canned replies: labels 0-3,
+    and a refusal or an out-of-range label is a failure in every parse mode, never a grade."""
+    queries, passages = direct_inputs()
+    with LLMServer() as server:
+        server.script("Passage: bees make honey\n", "Considering the intent...\n##final score: 3")
+        server.script("Passage: tides\n", "##final score: 5")
+        for kind in PUBLISHED:
+            for mode in ("strict", "reference"):
+                table = grader(openai_method(server, kind, mode=mode), str(tmp_path / kind / mode)).grade(
+                    make_pairs(kind, passages, pd.DataFrame(), queries)
+                )
+                assert values(table["rating"]) == [3, None]
+                assert table["error"].tolist()[1] == "unparsable: not a grade 0-3: '##final score: 5'"
+        prompts = [r["body"]["messages"][0]["content"] for r in server.requests]
+        rendered = {template(KINDS[kind].template).format(query="how bees make honey", context=text)
+                    for kind in PUBLISHED for text in ("bees make honey", "tides")}  # fmt: skip
+        assert len(prompts) == 12 and set(prompts) == rendered  # 3 kinds × 2 modes × 2 passages, as published
+
+
+def test_a_local_model_grades_as_umbrela_reads_its_answers(tmp_path):
+    """A tiny FLAN-T5-shaped model built here: each pair's rating is UMBRELA's reading of its answer,
+    and an answer without a label 0-3 is a failure."""
+    from tiny_models import build_tiny_t5
+
+    model = str(build_tiny_t5(tmp_path / "model", seed=3, digit_boost=4.0, scale=2.0, flan=True))
+    queries = pd.DataFrame([("q1", None, "how bees make honey", None), ("q2", None, "lava 2 magma", None)],
+                           columns=["query_id", "facet_id", "query_text", "facet_text"], dtype=object)  # fmt: skip
+    texts = ["bees make honey", "tides 3", "lava and magma", "compost 1 feeds soil", "the moon", "honey 0"]
+    passages = pd.DataFrame({"query_id": ["q1", "q2"] * 3, "passage_id": [f"p{i}" for i in range(6)], "text": texts})
+    backend = {"kind": "hf_seq2seq", "model": model, "decoding": "greedy", "max_new_tokens": 3, "batch_size": 4}
+    method = {"name": "u", "kind": "umbrela", "backend": backend}
+    table = grader(method, str(tmp_path / "cache")).grade(make_pairs("umbrela", passages, pd.DataFrame(), queries))
+    assert len(table) == 6
+    for raw, rating, error in zip(table["raw"], values(table["rating"]), table["error"]):
+        label = parse_umbrela(raw)
+        assert rating == label and (error is None) == (label is not None), (raw, rating, error)
+    assert table["rating"].notna().any()  # the tiny model says digits: some labels are read
