@@ -125,24 +125,64 @@ def test_a_given_official_leaderboard_and_runs_it_lacks(tmp_path, caplog):
     assert agreement["low"].isna().all()  # no bootstrap
 
 
+def test_a_judge_of_few_queries_and_a_given_leaderboard_of_scores(tmp_path):
+    """A label set that judges one query no run ranks: every run ties at 0, so no rank correlation, and
+    the bootstrap samples that do not draw that query are left out (the rest all give the same RBO).
+    A given leaderboard of scores is compared by Pearson's r on them; runs given twice add up; the
+    official leaderboard is written though no --measure names it; τ@k counts its top k runs."""
+    files = campaign(tmp_path)
+    (tmp_path / "q99.qrels").write_text("q99 0 d1 2\nq99 0 d2 0\n")
+    official = {f"r{k}": 0.1 * k + (0.05 if k == 4 else 0) for k in range(10)}
+    (tmp_path / "official.tsv").write_text("run_id\tscore\n" + "".join(f"{r}\t{v}\n" for r, v in official.items()))
+    runs = sorted(str(p) for p in (tmp_path / "runs [all]").iterdir())
+    out = tmp_path / "out"
+    assert main(["compare-judges", "--runs", *runs[:5], "--runs", *runs[5:], "--official-qrels", str(files["official"]),
+                 "--official", str(tmp_path / "official.tsv"), "--labels", f"q99={tmp_path / 'q99.qrels'}",
+                 f"noisy={files['noisy']}", "--measure", "P_5", "--top-k", "3", "--bootstrap", "300",
+                 "--out", str(out)]) == 0  # fmt: skip
+    agreement = pd.read_csv(out / "agreement.tsv", sep="\t").set_index(["label_set", "statistic"])
+    for statistic in ("kendall", "spearman", "pearson", "tau_ap"):
+        assert agreement.loc[("q99", statistic), ["value", "low", "high"]].isna().all()
+    rbo = agreement.loc[("q99", "rbo")]
+    assert rbo["low"] == pytest.approx(rbo["value"]) and rbo["high"] == pytest.approx(rbo["value"])
+    boards = pd.read_csv(out / "leaderboards.tsv", sep="\t")
+    noisy = boards[(boards["label_set"] == "noisy")].set_index("run_id")["score"]
+    expected = stats.pearsonr([noisy[r] for r in official], list(official.values())).statistic
+    assert agreement.loc[("noisy", "pearson"), "value"] == pytest.approx(expected)
+    assert agreement.loc[("noisy", "pearson"), "runs"] == 10 and agreement.loc[("noisy", "tau_at_k"), "runs"] == 3
+    given = boards[boards["label_set"] == "official"].set_index(["measure", "run_id"])
+    assert given.loc[("given", "r9"), "score"] == pytest.approx(0.9) and given.loc[("given", "r9"), "rank"] == 1
+
+
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
         (["--labels", "noisy"], "--labels 'noisy': expected NAME=QRELS"),
         (["--labels", "official=x.qrels"], "the name 'official' is taken"),
         (["--measure", "ndcg_cutt_10"], "--measure 'ndcg_cutt_10': neither a trec_eval measure"),
-        (["--measure", "P"], "name one"),
+        (["--measure", "P"], "--measure 'P': trec_eval computes it as P_10"),
+        (["--measure", "ndcg_cut_10(rel=2)"], "'ndcg_cut_10(rel=2)': trec_eval computes it as ndcg_cut_10: name each"),
+        (["--measure", "ndcg_cut_10xyz"], "'ndcg_cut_10xyz': trec_eval computes it as ndcg_cut_10"),
+        (["--measure", "RBP(p=0.8)"], "--measure 'RBP(p=0.8)': no provider of ir-measures computes it"),
+        (["--measure", "ndcg_cut_10", "--measure", "nDCG@10"], "two names for the same measure (nDCG@10)"),
+        (["--official-measure", "foo"], "--official-measure 'foo': neither"),
+        (["--official", "OFFICIAL_JSON"], "ranks 0 of the 1 runs given: agreement needs two or more"),
+        (["--out", "OUT_FILE"], "not a folder"),
         (["--runs", "nothing/*"], "nothing/*: no such run file, and no file matches it as a pattern"),
         (["--rbo-p", "1.5"], "--rbo-p"),
     ],
 )
 def test_wrong_arguments_are_one_line(tmp_path, arguments, message):
     files = campaign(tmp_path)
+    (tmp_path / "official.json").write_text('{"ghost": 1, "other": 2}')
+    (tmp_path / "a file").write_text("")
+    given = {"OFFICIAL_JSON": str(tmp_path / "official.json"), "OUT_FILE": str(tmp_path / "a file")}
     command = ["compare-judges", "--runs", str(tmp_path / "runs [all]" / "r1.txt"), "--official-qrels",
-               str(files["official"]), "--out", str(tmp_path / "out"), *arguments]  # fmt: skip
+               str(files["official"]), "--out", str(tmp_path / "out"), *(given.get(a, a) for a in arguments)]  # fmt: skip
     result = subprocess.run([sys.executable, "-m", "examflow", *command], capture_output=True, text=True)
     assert result.returncode != 0 and message in result.stderr and "Traceback" not in result.stderr
-    assert not (tmp_path / "out").exists()
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists() and (tmp_path / "a file").read_text() == ""
 
 
 def test_a_bad_qrels_line_names_file_line_and_field(tmp_path):

@@ -34,7 +34,7 @@ def test_a_minimal_config_gets_the_schema_defaults_and_nothing_of_the_demo():
     assert config["results_dir"] == "results" and config["cache_dir"] == "results/cache"
     assert config["inputs"] == {
         "queries": "q.tsv", "runs": [], "corpus": None, "qrels": None, "responses": None,
-        "official_leaderboard": None, "gold_articles": None, "bank": None,
+        "official_leaderboard": None, "gold_articles": None, "bank": None, "labels": None,
     }  # fmt: skip
     assert config["grading"] == {"methods": [], "shards": 16, "flush_every": 64, "max_error_rate": 0}
     assert config["evaluation"] == {
@@ -48,8 +48,26 @@ def test_a_minimal_config_gets_the_schema_defaults_and_nothing_of_the_demo():
     assert config["questions"]["llm"] == {name: option.default for name, option in LLM_OPTIONS.items()} | {
         "model": "gpt-3.5-turbo"
     }
+    assert config["judges"] == {"measures": ["ndcg_cut_10", "Compat(p=0.9)"], "top_k": 10, "rbo_p": 0.9}
     assert config["nrp"] is None
     assert MINIMAL == {"inputs": {"queries": "q.tsv"}}  # the caller's dict is left alone
+
+
+def test_judges_measures_and_outside_label_names_are_checked():
+    assert "judges.measures[1]: 'ndcg_cutt_10': neither a trec_eval measure" in rejected(
+        {"inputs": {"queries": "q"}, "judges": {"measures": ["map", "ndcg_cutt_10"]}}
+    )
+    assert "judges.measures[0]: 'P': trec_eval computes it as" in rejected(
+        {"inputs": {"queries": "q"}, "judges": {"measures": ["P"]}}
+    )
+    assert "inputs.labels.official: the name is the official qrels'" in rejected(
+        {"inputs": {"queries": "q", "labels": {"official": "x.qrels"}}}
+    )
+    method = {"name": "flan", "kind": "self_rating", "backend": {"kind": "embedding"}}
+    assert "inputs.labels.flan: the name is a grading method's" in rejected(
+        {"inputs": {"queries": "q", "bank": "b", "labels": {"flan": "x.qrels"}}, "grading": {"methods": [method]}}
+    )
+    assert "inputs.labels" in rejected({"inputs": {"queries": "q", "labels": {"a b": "x.qrels"}}})
 
 
 def test_one_run_pattern_may_be_written_as_a_string():

@@ -64,6 +64,7 @@ def parser() -> argparse.ArgumentParser:
     report.add_argument("--pool", help="directory of the pool tables")
     report.add_argument("--questions", nargs="*", default=[], help=f"bank shards, {TABLE} each")
     report.add_argument("--nrp", help="instead: the NRP tables' folder (`examflow nrp --out`)")
+    report.add_argument("--judges", help="instead: the judges' tables folder (`examflow compare-judges --out`)")
     _facts(report, "scatter.png and correlation.html (official), kappa.png (judgments)")
     report.add_argument("--out", required=True, help="directory for the figures (PNG) and pages (HTML)")
     report.set_defaults(handler=commands.report_command)
@@ -305,8 +306,9 @@ def _compare_judges_parser(subparsers) -> None:
         "compare-judges", help="label sets (judges) compared by their leaderboards and labels (docs/judges.md)"
     )
     compare.add_argument(
-        "--runs", nargs="+", required=True, help="run files (TREC format), or quoted patterns such as 'runs/*'"
-    )
+        "--runs", nargs="+", action="extend", required=True,
+        help="run files (TREC format), or quoted patterns such as 'runs/*'",
+    )  # fmt: skip
     compare.add_argument("--official-qrels", required=True, help="the official judgments (TREC qrels)")
     compare.add_argument(
         "--official-measure", default="ndcg_cut_10",
@@ -316,12 +318,17 @@ def _compare_judges_parser(subparsers) -> None:
         "--official", help="instead: the official leaderboard, JSON {run_id: rank} or a TSV of run_id and rank or score"
     )
     compare.add_argument(
-        "--labels", nargs="+", default=[], metavar="NAME=QRELS", help="the label sets to compare, each a qrels file"
-    )
+        "--labels", nargs="+", action="extend", default=[], metavar="NAME=QRELS",
+        help="the label sets to compare, each a qrels file",
+    )  # fmt: skip
     compare.add_argument(
-        "--measure", action="append", dest="measures",
-        help="a measure, trec_eval's name (ndcg_cut_10, map) or ir-measures' (nDCG@10, Compat(p=0.9)); "
-        "repeat for more (default: the official measure)",
+        "--measure", nargs="+", action="extend", dest="measures",
+        help="measures, trec_eval's names (ndcg_cut_10, map) or ir-measures' (nDCG@10, Compat(p=0.9)); "
+        "may be repeated (default: the official measure)",
+    )  # fmt: skip
+    compare.add_argument(
+        "--per-page", action="store_true",
+        help="qrels ids `query/facet` judge the page `query`: a document's highest label on the page counts",
     )  # fmt: skip
     _number(compare, "--top-k", minimum=2, default=10, help="tau_at_k: the official top k runs (default 10)")
     _number(compare, "--rbo-p", kind="number", minimum=0.01, maximum=0.99, default=0.9,

@@ -271,33 +271,71 @@ def official_command(args: argparse.Namespace) -> None:
 
 
 def compare_judges_command(args: argparse.Namespace) -> None:
-    from examflow.evaluation.judges import Judges, Settings, compare_judges, parse_measure
-    from examflow.io.leaderboard import read_leaderboard
+    from examflow.evaluation.judges import Settings, compare_judges
+    from examflow.io.tables import write_tables
+    from examflow.outputs import JUDGES, Facts, check_written
+
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():  # before the work, not after it
+        raise Failure(f"--out {args.out}: not a folder")
+    judges = judges_inputs(args)
+    tables = compare_judges(judges, Settings(args.top_k, args.rbo_p, args.bootstrap, args.seed))
+    check_written(JUDGES, Facts(), tables)
+    out.mkdir(parents=True, exist_ok=True)
+    write_tables({out / name: table for name, table in tables.items()})
+    log.info("label sets %s; measures %s; %d runs -> %s", ", ".join(["official", *judges.label_sets]),
+             ", ".join(judges.measures), judges.runs["run_id"].nunique(), args.out)  # fmt: skip
+
+
+def judges_inputs(args: argparse.Namespace):
+    """What `compare-judges` compares, read and checked: a problem is one line, before any work."""
+    from examflow.config import repeated
+    from examflow.evaluation.judges import Judges, parse_measure, per_page
+    from examflow.io.leaderboard import read_leaderboard, read_leaderboard_scores
     from examflow.io.qrels import read_labels
     from examflow.io.runs import read_runs
-    from examflow.io.tables import write_tables
 
-    measures = {name: parse_measure(name) for name in dict.fromkeys(args.measures or [args.official_measure])}
-    official_measure = None if args.official else (args.official_measure, parse_measure(args.official_measure))
-    official_labels = read_labels(args.official_qrels)
-    label_sets = {name: read_labels(path) for name, path in label_arguments(args.labels).items()}
+    def measure(option: str, name: str):
+        try:
+            return parse_measure(name)
+        except ValueError as error:
+            raise Failure(f"{option} {name!r}: {error}") from None
+
+    option = "--measure" if args.measures else "--official-measure"  # by default, the official measure
+    measures = {name: measure(option, name) for name in dict.fromkeys(args.measures or [args.official_measure])}
+    if name := repeated(str(parsed) for parsed in measures.values()):
+        raise Failure(f"--measure: two names for the same measure ({name}): name it once")
+    official_measure = (
+        None if args.official else (args.official_measure, measure("--official-measure", args.official_measure))
+    )
+    read = (lambda path: per_page(read_labels(path))) if args.per_page else read_labels
+    official_labels = read(args.official_qrels)
+    label_sets = {name: read(path) for name, path in label_arguments(args.labels).items()}
     unknown = Problems("warn")  # run rows of queries no label set judges are left out, counted
     judged = set(official_labels["query_id"]).union(*(set(labels["query_id"]) for labels in label_sets.values()))
     runs = read_runs(run_files(args.runs), judged, unknown)
     unknown.summarise()
-    official_ranks = read_leaderboard(args.official) if args.official else None
-    if official_ranks is not None:
-        missing = sorted(set(runs["run_id"]) - set(official_ranks))
-        if missing:
-            log.warning("%s ranks no run %s: on the leaderboards, left out of the agreement", args.official,
-                        ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else ""))  # fmt: skip
-    judges = Judges(official_labels, label_sets, runs, measures, official_measure, official_ranks)
-    settings = Settings(args.top_k, args.rbo_p, args.bootstrap, args.seed)
-    tables = compare_judges(judges, settings)
-    Path(args.out).mkdir(parents=True, exist_ok=True)
-    write_tables({Path(args.out) / name: table for name, table in tables.items()})
-    log.info("%d label sets, %d measures, %d runs -> %s", len(label_sets) + 1, len(measures),
-             runs["run_id"].nunique(), args.out)  # fmt: skip
+    official_given = None
+    if args.official:
+        scores = read_leaderboard_scores(args.official)
+        official_given = (scores, True) if scores is not None else (read_leaderboard(args.official), False)
+        _check_official_runs(args.official, official_given[0], set(runs["run_id"]))
+    elif runs["run_id"].nunique() < 2:
+        raise Failure("--runs: one run; agreement between leaderboards needs two or more")
+    for name, labels in label_sets.items():
+        if not set(labels["query_id"]) & set(runs["query_id"]):
+            log.warning("--labels %s: judges no query that a run ranks: every run scores 0 under it", name)
+    return Judges(official_labels, label_sets, runs, measures, official_measure, official_given)
+
+
+def _check_official_runs(path: str, official: dict[str, float], runs: set[str]) -> None:
+    shared = runs & set(official)
+    if len(shared) < 2:
+        raise InputError(path, f"ranks {len(shared)} of the {len(runs)} runs given: agreement needs two or more")
+    for what, names in (("ranks no run", runs - shared), ("ranks runs not given (--runs)", set(official) - shared)):
+        if names:
+            listed = ", ".join(sorted(names)[:5]) + (" ..." if len(names) > 5 else "")
+            log.warning("%s %s %s: left out of the agreement", path, what, listed)
 
 
 def label_arguments(arguments: list[str]) -> dict[str, str]:
@@ -479,11 +517,14 @@ def plan_command(args: argparse.Namespace) -> None:
 
 
 def report_command(args: argparse.Namespace) -> None:
-    """The figures and pages of one method's evaluation, or of NRP (`--nrp`)."""
+    """The figures and pages of one method's evaluation, of NRP (`--nrp`), or of the judges (`--judges`)."""
     from examflow.io.tables import write_tables
     from examflow.report import figures, pages
 
     out = Path(args.out)
+    if args.judges:
+        write_tables(judges_report(Path(args.judges), out))
+        return
     if args.nrp:
         nrp = Path(args.nrp)
         per_system, denominator = nrp_per_system(nrp / "per_system.tsv")
@@ -499,6 +540,18 @@ def report_command(args: argparse.Namespace) -> None:
     if not (args.eval and args.grades and args.method):
         raise Failure("examflow report: give --method, --eval and --grades, or --nrp")
     write_tables({out / path: content for path, content in method_report(args).items()})
+
+
+def judges_report(tables: Path, out: Path) -> dict[str | Path, bytes | str]:
+    """The judges' figure and page (examflow.outputs.JUDGES_REPORT) from the tables of `compare-judges`."""
+    from examflow.outputs import JUDGES, JUDGES_REPORT
+    from examflow.report import figures, pages
+
+    agreement, labels = _tsv(tables / JUDGES["agreement"].path), _tsv(tables / JUDGES["labels"].path)
+    return {
+        out / JUDGES_REPORT["judges_png"].path: figures.judges_figure(agreement),
+        out / JUDGES_REPORT["judges_html"].path: pages.judges_page(agreement, labels),
+    }
 
 
 def method_report(args: argparse.Namespace) -> dict[str, bytes | str]:

@@ -78,6 +78,7 @@ def check_config(config: dict, path: str | Path = SCHEMA) -> dict:
         _check_measures([checked["evaluation"]["official_measure"]], "evaluation.official_measure")
     check_relevance_range("validation.relevance_range", *checked["validation"]["relevance_range"])
     _check_exam_inputs(checked)
+    _check_judges(checked)
     if checked["evaluation"]["n_exam"] == "gold" and not (checked["inputs"] or {}).get("gold_articles"):
         raise ConfigError(
             "evaluation.n_exam", "'gold' divides by what the gold articles answer: set inputs.gold_articles"
@@ -101,6 +102,22 @@ def _check_exam_inputs(checked: dict) -> None:
         raise ConfigError("questions.generate", "set inputs.bank, the file the generated bank is written to")
     if checked["grading"]["methods"] and not inputs.get("bank"):
         raise ConfigError("grading.methods", "grading needs a question bank (inputs.bank)")
+
+
+def _check_judges(checked: dict) -> None:
+    """Every judges measure is one, and an outside label set's name is no method's (nor the official qrels')."""
+    from examflow.evaluation.judges import OFFICIAL, parse_measure
+
+    for index, name in enumerate(checked["judges"]["measures"]):
+        try:
+            parse_measure(name)
+        except ValueError as error:
+            raise ConfigError(f"judges.measures[{index}]", f"{name!r}: {error}") from None
+    methods = {method["name"] for method in checked["grading"]["methods"]}
+    for name in (checked["inputs"] or {}).get("labels") or {}:
+        if name in methods or name == OFFICIAL:
+            taken = "a grading method's" if name in methods else "the official qrels'"
+            raise ConfigError(f"inputs.labels.{name}", f"the name is {taken}: the judges are told apart by name")
 
 
 def default_tau(taus: list[int]) -> int:

@@ -79,6 +79,20 @@ REPORT = {
     "example_html": ReportFile("example.html", None, "example", "6 Worked example"),
 }
 
+# `examflow compare-judges`, into judges/ (docs/judges.md).
+JUDGES = {
+    "leaderboards": File("leaderboards.tsv"),
+    "agreement": File("agreement.tsv"),
+    "labels": File("labels.tsv"),
+    "confusion": File("confusion.tsv"),
+}
+
+# `examflow report --judges`, into report/judges/.
+JUDGES_REPORT = {
+    "judges_png": ReportFile("judges.png", None, "judges", "Judges"),
+    "judges_html": ReportFile("judges.html", None, "judges_table", "Judges"),
+}
+
 # `examflow nrp`, into nrp/.
 NRP = {
     "per_answer": File("per_answer.tsv"),

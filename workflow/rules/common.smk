@@ -16,7 +16,15 @@ from examflow.config import check_config, check_config_file, config_digest, meth
 from examflow.errors import ConfigError, Failure
 from examflow.grading.signatures import local_weights
 from examflow.io.irds import is_irds
-from examflow.outputs import EVALUATION, NRP as NRP_FILES, REPORT, paths, wanted
+from examflow.outputs import (
+    EVALUATION,
+    JUDGES as JUDGES_FILES,
+    JUDGES_REPORT,
+    NRP as NRP_FILES,
+    REPORT,
+    paths,
+    wanted,
+)
 from examflow.plan import job_minutes
 from examflow.registry import MERGE_ONLY, ranker_files, ranker_gpus
 from examflow.results import (
@@ -138,7 +146,10 @@ def check_input_files():
     """Every configured input file exists (a bank to be generated does not yet)."""
     for key, spec in INPUTS.items():
         to_generate = key == "bank" and config["questions"]["generate"]
-        if key != "runs" and spec and not is_irds(spec) and not to_generate:
+        if key == "labels":
+            for name, path in (spec or {}).items():
+                existing_file(f"labels.{name}", path)
+        elif key != "runs" and spec and not is_irds(spec) and not to_generate:
             existing_file(key, spec)
 
 
@@ -352,6 +363,57 @@ def pool_sources(wildcards, input):
 
 
 NRP = config["nrp"]
+
+
+# Judges compared (docs/judges.md): every method's EXAM-Qrels and each outside label set against the
+# official qrels, by the leaderboards they give and by their labels, page by page (runs rank pages).
+OUTSIDE_LABELS = INPUTS.get("labels") or {}
+JUDGES = bool(
+    EXAM
+    and INPUTS.get("qrels")
+    and RUN_FILES
+    and FACTS.official
+    and (METHODS or OUTSIDE_LABELS)
+)
+
+
+def judges_outputs():
+    """Every table `examflow compare-judges` writes (examflow.outputs.JUDGES)."""
+    return {
+        name: results(f"judges/{path}")
+        for name, path in paths(JUDGES_FILES, FACTS).items()
+    }
+
+
+def judges_report_outputs():
+    """The judges' figure and page (examflow.outputs.JUDGES_REPORT)."""
+    return {
+        name: report(
+            results(f"report/judges/{file.path}"),
+            caption=f"../report/{file.caption}.rst",
+            category=file.section,
+            labels={"item": file.path},
+        )
+        for name, file in wanted(JUDGES_REPORT, FACTS).items()
+    }
+
+
+def judges_labels(wildcards, input):
+    """`NAME=QRELS` of each method's EXAM-Qrels, then of each outside label set (shlex-quoted)."""
+    named = list(zip(METHODS, input.methods)) + list(zip(OUTSIDE_LABELS, input.outside))
+    return cli_options(labels=[f"{name}={path}" for name, path in named])
+
+
+def judges_settings(wildcards):
+    judges, evaluation = config["judges"], config["evaluation"]
+    options = cli_options(
+        measure=judges["measures"],
+        top_k=judges["top_k"],
+        rbo_p=judges["rbo_p"],
+        bootstrap=evaluation["bootstrap"],
+        seed=evaluation["seed"],
+    )
+    return f"--per-page {options}"  # runs rank pages: subtopic judgments count for their page
 
 
 def nrp_outputs():

@@ -71,3 +71,57 @@ rule evaluate:
             "python -m examflow evaluate --grades {input.grades:q} --pool {params.pool:q}"
             " {params.inputs} {params.settings} --out {params.out:q} 2> {log:q}"  # params.inputs, params.settings: shlex-quoted already, no :q
         )
+
+
+if JUDGES:
+
+    localrules:
+        report_judges,
+
+    # Every method's EXAM-Qrels and each outside label set against the official qrels (docs/judges.md).
+    rule judges:
+        input:
+            runs=[literal(run) for run in RUN_FILES],
+            qrels=input_file("qrels"),
+            official=official_input,
+            methods=[
+                results(
+                    f"eval/{method}/{EVALUATION['qrels'].path.format(method=method)}"
+                )
+                for method in METHODS
+            ],
+            outside=[literal(path) for path in OUTSIDE_LABELS.values()],
+        output:
+            **judges_outputs(),
+        log:
+            logs("judges.log"),
+        conda:
+            ENV
+        resources:
+            runtime=60,
+        params:
+            # labels and settings: shlex-quoted options (cli_options): no :q in the shell line
+            labels=judges_labels,
+            settings=judges_settings,
+            out=lambda wildcards, output: Path(output.leaderboards).parent,
+        shell:
+            (
+                "python -m examflow compare-judges --runs {input.runs:q} --official-qrels {input.qrels:q}"
+                " --official {input.official:q} {params.labels} {params.settings}"  # params.labels, params.settings: shlex-quoted already, no :q
+                " --out {params.out:q} 2> {log:q}"
+            )
+
+    rule report_judges:
+        input:
+            rules.judges.output,
+        output:
+            **judges_report_outputs(),
+        log:
+            logs("report/judges.log"),
+        conda:
+            ENV
+        params:
+            tables=lambda wildcards, input: Path(input[0]).parent,
+            out=lambda wildcards, output: Path(output.judges_png).parent,
+        shell:
+            "python -m examflow report --judges {params.tables:q} --out {params.out:q} 2> {log:q}"

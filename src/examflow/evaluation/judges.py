@@ -25,6 +25,7 @@ import pandas as pd
 from examflow.errors import Failure
 from examflow.evaluation.agreement import cohen_kappa
 from examflow.evaluation.correlation import leaderboard_correlation, tau_ap
+from examflow.outputs import JUDGES
 from examflow.ties import tie_keys
 
 OFFICIAL = "official"
@@ -44,24 +45,31 @@ class Settings:
 
 
 def parse_measure(name: str):
-    """An ir-measures measure from a trec_eval name (`ndcg_cut_10`) or ir-measures' own (`nDCG@10`, `Compat(p=0.9)`)."""
+    """An ir-measures measure from a trec_eval name as pytrec_eval spells it (`ndcg_cut_10`) or from
+    ir-measures' syntax (`nDCG@10`, `Compat(p=0.9)`) that an installed provider computes; a ValueError
+    says why a name is none of these."""
     import ir_measures
 
+    from examflow.evaluation.exam_qrels import unknown_measures
+
+    why = unknown_measures([name]).get(name)
+    if why is None:  # exactly a trec_eval measure, which ir-measures reads as one
+        return ir_measures.parse_trec_measure(name)[0]
+    if why.startswith("trec_eval computes it as"):  # `P`: nine measures
+        raise ValueError(why)
     try:
-        parsed = ir_measures.parse_trec_measure(name)
-    except (ValueError, KeyError, TypeError, AttributeError):
-        parsed = []
-    if len(parsed) == 1:
-        return parsed[0]
-    if len(parsed) > 1:
-        raise Failure(f"--measure {name!r}: trec_eval computes it as {len(parsed)} measures; name one (e.g. P_10)")
-    try:
-        return ir_measures.parse_measure(name)
+        measure = ir_measures.parse_measure(name)
     except (ValueError, NameError, SyntaxError, TypeError, AttributeError) as error:
-        raise Failure(
-            f"--measure {name!r}: neither a trec_eval measure (ndcg_cut_10, map, P_20) nor ir-measures' syntax "
+        raise ValueError(
+            "neither a trec_eval measure (ndcg_cut_10, map, P_20) nor ir-measures' syntax "
             f"(nDCG@10, AP(rel=2), Compat(p=0.9)): {error}"
         ) from None
+    providers = [p for p in ir_measures.DefaultPipeline.providers if p.supports(measure)]
+    if not any(p.is_available() for p in providers):
+        names = ", ".join(sorted(p.NAME for p in providers))
+        raise ValueError(f"only ir-measures' {names} computes it, not installed" if providers
+                         else "no provider of ir-measures computes it")  # fmt: skip
+    return measure
 
 
 def per_query_values(labels: pd.DataFrame, runs: pd.DataFrame, measure, queries: list[str]) -> np.ndarray:
@@ -75,9 +83,20 @@ def per_query_values(labels: pd.DataFrame, runs: pd.DataFrame, measure, queries:
     table = np.where([query in judged for query in queries], 0.0, np.nan)[None, :].repeat(runs["run_id"].nunique(), 0)
     ranked = runs.rename(columns={"passage_id": "doc_id"})
     for row, (_, run) in enumerate(ranked.groupby("run_id", sort=True)):
-        for metric in evaluator.iter_calc(run[["query_id", "doc_id", "score"]]):
+        try:
+            metrics = list(evaluator.iter_calc(run[["query_id", "doc_id", "score"]]))
+        except Exception as error:  # a provider's own failure (a missing program, ...), of any kind
+            raise Failure(f"{measure}: ir-measures could not compute it: {str(error).strip()[:300]}") from None
+        for metric in metrics:
             table[row, column[metric.query_id]] = metric.value
     return table
+
+
+def per_page(labels: pd.DataFrame) -> pd.DataFrame:
+    """Judgments of subtopics (`query/facet` ids) as judgments of their pages: a document's highest
+    label on the page, since runs rank pages (as the official leaderboard takes them, docs/evaluation.md)."""
+    pages = labels.assign(query_id=[query.partition("/")[0] for query in labels["query_id"]])
+    return pages.groupby(["query_id", "doc_id"], sort=False)["relevance"].max().reset_index()
 
 
 # -- leaderboard agreement: each statistic of (judge's scores, official scores), runs aligned -----------------
@@ -111,7 +130,7 @@ def ap_correlation(scores: np.ndarray, official: np.ndarray, settings: Settings)
 
 def kendall_at_k(scores: np.ndarray, official: np.ndarray, settings: Settings) -> float:
     """Kendall's τ-b over the runs the official leaderboard ranks in its top k (ranks ≤ k, ties averaged)."""
-    top = np.array([rank <= settings.top_k for rank in _ranks(official).values()])
+    top = _top(official, settings.top_k)
     return kendall(scores[top], official[top], settings) if top.sum() >= 2 else math.nan
 
 
@@ -165,27 +184,37 @@ class Board:
         return np.nan_to_num(self.values) @ weights / total if total else np.full(len(self.values), np.nan)
 
     @classmethod
-    def of_ranks(cls, ranks: np.ndarray, queries: int) -> Board:
-        """A given leaderboard: the same on every sample of queries, its scores its negated ranks."""
-        return cls(OFFICIAL, "given", np.repeat(-ranks[:, None], max(queries, 1), axis=1), linear=False)
+    def given(cls, scores: np.ndarray, queries: int, linear: bool) -> Board:
+        """A leaderboard given as it is (scores, or negated ranks): the same on every sample of queries."""
+        return cls(OFFICIAL, "given", np.repeat(scores[:, None], max(queries, 1), axis=1), linear=linear)
 
 
 def leaderboard_agreement(board: Board, official: Board, settings: Settings) -> list[tuple]:
-    """(statistic, value, low, high) of the board against the official one; Pearson's r needs official
-    scores, and is NaN against a leaderboard of ranks."""
+    """(statistic, value, low, high, runs) of the board against the official one. Pearson's r needs
+    official scores (NaN against ranks); τ@k counts only the official top k runs. A bootstrap sample
+    that draws no query one of the two judges judges gives that judge no leaderboard, and is left out."""
     scores, truth = board.scores(), official.scores()
-    replicates = _replicates(board, official, settings)
+    replicates = [
+        (s, t) for s, t in _replicates(board, official, settings) if np.isfinite(s).all() and np.isfinite(t).all()
+    ]
+    tail = (1 - settings.level) / 2 * 100
     rows = []
     for name, statistic in STATISTICS.items():
+        runs = int(_top(truth, settings.top_k).sum()) if name == "tau_at_k" else len(scores)
         if name == "pearson" and not official.linear:
-            rows.append((name, math.nan, math.nan, math.nan))
+            rows.append((name, math.nan, math.nan, math.nan, runs))
             continue
         value = statistic(scores, truth, settings)
         draws = np.array([statistic(s, t, settings) for s, t in replicates])
-        tail = (1 - settings.level) / 2 * 100
-        low, high = np.nanpercentile(draws, [tail, 100 - tail]) if np.isfinite(draws).any() else (math.nan,) * 2
-        rows.append((name, value, float(low), float(high)))
+        finite = draws[np.isfinite(draws)]
+        low, high = np.percentile(finite, [tail, 100 - tail]) if len(finite) else (math.nan,) * 2
+        rows.append((name, value, float(low), float(high), runs))
     return rows
+
+
+def _top(official: np.ndarray, k: int) -> np.ndarray:
+    """The runs the official leaderboard ranks in its top k (ranks ≤ k, ties averaged)."""
+    return np.array([rank <= k for rank in _ranks(official).values()])
 
 
 def _replicates(board: Board, official: Board, settings: Settings) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -232,12 +261,13 @@ class Judges:
     runs: pd.DataFrame  # run_id, query_id, passage_id, rank, score
     measures: dict[str, object]  # by name as given, each parsed by `parse_measure`
     official_measure: tuple[str, object] | None  # (name, parsed): the official leaderboard's measure ...
-    official_ranks: dict[str, float] | None = None  # ... or the official leaderboard as given
+    official_given: tuple[dict[str, float], bool] | None = None  # ... or the leaderboard given: (values, scores?)
 
 
 def compare_judges(judges: Judges, settings: Settings) -> dict[str, pd.DataFrame]:
-    """leaderboards.tsv, agreement.tsv, labels.tsv and confusion.tsv. Runs a given official leaderboard
-    lacks are on the leaderboards and left out of the agreement."""
+    """The tables of `examflow.outputs.JUDGES`, by file name. The official leaderboard is on the
+    leaderboards too; runs a given official leaderboard lacks are on the leaderboards and left out of
+    the agreement."""
     every = {OFFICIAL: judges.official_labels, **judges.label_sets}
     queries = sorted(set().union(*(set(labels["query_id"]) for labels in every.values())))
     run_ids = sorted(set(judges.runs["run_id"]))
@@ -247,44 +277,48 @@ def compare_judges(judges: Judges, settings: Settings) -> dict[str, pd.DataFrame
         for measure, parsed in judges.measures.items()
     ]
     truth, compared = _official_board(judges, boards, queries, run_ids)
-    leaderboards, agreement = [], []
-    for board in boards:
-        leaderboards += _leaderboard_rows(board, run_ids)
-        if board.values is truth.values:
-            continue  # the official leaderboard itself
-        subset = Board(board.label_set, board.measure, board.values[compared])
-        agreement += [(board.label_set, board.measure, *row, int(compared.sum()))
-                      for row in leaderboard_agreement(subset, truth, settings)]  # fmt: skip
+    leaderboards = [row for board in boards for row in _leaderboard_rows(board, run_ids)]
+    if not any(board is truth for board in boards):
+        leaderboards += _leaderboard_rows(truth, [run for run, kept in zip(run_ids, compared) if kept])
+    agreement = [
+        (board.label_set, board.measure, *row)
+        for board in boards
+        if board is not truth  # the official leaderboard itself
+        for row in leaderboard_agreement(Board(board.label_set, board.measure, board.values[compared]), truth, settings)
+    ]
     labels, confusion = _label_tables(judges)
-    return {
-        "leaderboards.tsv": pd.DataFrame(leaderboards, columns=LEADERBOARD_COLUMNS),
-        "agreement.tsv": pd.DataFrame(agreement, columns=AGREEMENT_COLUMNS),
-        "labels.tsv": labels,
-        "confusion.tsv": confusion,
+    tables = {
+        "leaderboards": pd.DataFrame(leaderboards, columns=LEADERBOARD_COLUMNS),
+        "agreement": pd.DataFrame(agreement, columns=AGREEMENT_COLUMNS),
+        "labels": labels,
+        "confusion": confusion,
     }
+    return {JUDGES[name].path: table for name, table in tables.items()}
 
 
 def _official_board(judges: Judges, boards: list[Board], queries: list[str], run_ids: list[str]):
     """The official leaderboard as a board of the runs compared, and which runs those are (a mask)."""
-    if judges.official_ranks is not None:
-        compared = np.array([run in judges.official_ranks for run in run_ids])
-        ranks = np.array([judges.official_ranks[run] for run in run_ids if run in judges.official_ranks])
-        return Board.of_ranks(ranks, len(queries)), compared
+    if judges.official_given is not None:
+        given, are_scores = judges.official_given
+        compared = np.array([run in given for run in run_ids])
+        values = np.array([given[run] if are_scores else -given[run] for run in run_ids if run in given])
+        return Board.given(values, len(queries), linear=are_scores), compared
     assert judges.official_measure is not None  # the command asks for one of the two
     name, parsed = judges.official_measure
     found = [b for b in boards if b.label_set == OFFICIAL and b.measure == name]
-    truth = (
-        found[0]
-        if found
-        else Board(OFFICIAL, name, per_query_values(judges.official_labels, judges.runs, parsed, queries))
-    )
-    return truth, np.ones(len(run_ids), dtype=bool)
+    if found:
+        return found[0], np.ones(len(run_ids), dtype=bool)
+    values = per_query_values(judges.official_labels, judges.runs, parsed, queries)
+    return Board(OFFICIAL, name, values), np.ones(len(run_ids), dtype=bool)
 
 
 def _leaderboard_rows(board: Board, run_ids: list[str]) -> list[tuple]:
+    """(label set, measure, run, score, rank); a given leaderboard of ranks has its ranks and no scores."""
     from examflow.ties import ranks_of
 
     scores = dict(zip(run_ids, board.scores().tolist()))
+    if not board.linear:  # negated ranks
+        return [(board.label_set, board.measure, run, math.nan, -scores[run]) for run in run_ids]
     ranks = ranks_of(scores)
     return [(board.label_set, board.measure, run, scores[run], ranks[run]) for run in run_ids]
 

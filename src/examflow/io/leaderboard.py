@@ -37,12 +37,26 @@ def _json_ranks(path: str | Path) -> dict[str, float]:
     return ranks
 
 
+def read_leaderboard_scores(path: str | Path) -> dict[str, float] | None:
+    """The scores of a TSV leaderboard with a `score` column (higher is better); None where it holds ranks only."""
+    if _looks_like_json(path):
+        return None
+    column, scores = _tsv_values(path, ("score", "rank"))
+    return scores if column == "score" else None
+
+
 def _tsv_ranks(path: str | Path) -> dict[str, float]:
+    column, values = _tsv_values(path, ("rank", "score"))
+    return values if column == "rank" else ranks_of(values)
+
+
+def _tsv_values(path: str | Path, preference: tuple[str, str]) -> tuple[str, dict[str, float]]:
+    """The run's value of the first column of `preference` that the header names, by run."""
     lines = iter(text_lines(path))
     number, header = next(lines, (1, ""))
     names = tuple(header.split("\t"))
     run_column = next((name for name in ("run_id", "run") if name in names), None)
-    value_column = next((name for name in ("rank", "score") if name in names), None)
+    value_column = next((name for name in preference if name in names), None)
     if run_column is None or value_column is None or len(names) != len(set(names)):
         raise InputError(path, f"expected {SHAPES}; found the header {header.strip()!r}", number)
     values: dict[str, float] = {}
@@ -55,7 +69,7 @@ def _tsv_ranks(path: str | Path) -> dict[str, float]:
         values[run] = _number(path, number, value_column, _float(row[value_column]), value_column)
     if not values:
         raise InputError(path, f"no run: expected {SHAPES}")
-    return values if value_column == "rank" else ranks_of(values)
+    return value_column, values
 
 
 def _float(text: str) -> float | str:

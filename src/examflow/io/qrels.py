@@ -45,15 +45,15 @@ def read_qrels(
     return _table(rows)
 
 
-def read_labels(path: str | Path, relevance_range: tuple[int, int] = DEFAULT_RANGE) -> pd.DataFrame:
-    """A qrels file as it is, `query_id, doc_id, relevance` (its query ids unresolved: `q/facet` stays one id)."""
-    rows = [(qrels_id, doc_id, grade) for _, qrels_id, doc_id, grade in qrels_lines(path, relevance_range)]
+def read_labels(path: str | Path) -> pd.DataFrame:
+    """A qrels file as it is, `query_id, doc_id, relevance` (its query ids unresolved: `q/facet` stays one
+    id), labels any integers (a judge's scale is its own: EXAM-Qrels run 0-5, UMBRELA's 0-3)."""
+    rows = [(qrels_id, doc_id, grade) for _, qrels_id, doc_id, grade in qrels_lines(path, None)]
     return pd.DataFrame(rows, columns=["query_id", "doc_id", "relevance"]).astype({"relevance": "int64"})
 
 
-def qrels_lines(path: str | Path, relevance_range: tuple[int, int]) -> Iterator[tuple[int, str, str, int]]:
-    """(line number, qrels id, doc id, relevance) of each judgment, checked."""
-    low, high = relevance_range
+def qrels_lines(path: str | Path, relevance_range: tuple[int, int] | None) -> Iterator[tuple[int, str, str, int]]:
+    """(line number, qrels id, doc id, relevance) of each judgment, checked (its range, unless None)."""
     first_lines = FirstLines(path)
     for number, line in text_lines(path):
         qrels_id, _, doc_id, relevance = split_columns(path, number, line, QRELS_FIELDS, None)
@@ -62,7 +62,8 @@ def qrels_lines(path: str | Path, relevance_range: tuple[int, int]) -> Iterator[
             grade = int(relevance)
         except ValueError:
             raise InputError(path, f"not an integer: {relevance!r}", number, "relevance") from None
-        if not low <= grade <= high:
+        if relevance_range is not None and not relevance_range[0] <= grade <= relevance_range[1]:
+            low, high = relevance_range
             raise InputError(
                 path, f"{grade} is outside {low}..{high} (validation.relevance_range)", number, "relevance"
             )

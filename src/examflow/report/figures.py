@@ -1,5 +1,6 @@
 """The report's figures (matplotlib, PNG): the leaderboard as small multiples (docs/methods.md §5's figure, one
-panel per measure), each measure against the official leaderboard, the grade distribution, the κ contingency table, and NRP per system."""
+panel per measure), each measure against the official leaderboard, the grade distribution, the κ contingency table, NRP
+per system, and the judges' agreement with the official leaderboard."""
 
 from __future__ import annotations
 
@@ -156,6 +157,29 @@ def nrp_figure(per_system: pd.DataFrame, denominator: str) -> bytes:
     ax.set_ylabel("NRP (1 = above every judged document)")
     ax.set_title(f"NRP per system (denominator {denominator}: NRP = {DENOMINATORS[denominator]})")
     ax.legend(fontsize=7)
+    return _png(fig)
+
+
+def judges_figure(agreement: pd.DataFrame, statistic: str = "kendall") -> bytes:
+    """Each judge's agreement with the official leaderboard under each measure: the statistic with its
+    bootstrap interval, one row per judge (best first under the first measure), one marker per measure."""
+    chosen = agreement[agreement["statistic"] == statistic]
+    measures = list(dict.fromkeys(chosen["measure"]))
+    first = chosen[chosen["measure"] == measures[0]].sort_values("value", ascending=True, na_position="first")
+    judges = list(dict.fromkeys([*first["label_set"], *chosen["label_set"]]))
+    fig, ax = plt.subplots(figsize=(7.5, 1.2 + 0.45 * len(judges) * max(1, len(measures) / 2)))
+    offsets = np.linspace(-0.25, 0.25, len(measures)) if len(measures) > 1 else [0.0]
+    for offset, measure in zip(offsets, measures):
+        rows = chosen[chosen["measure"] == measure].set_index("label_set").reindex(judges)
+        y = np.arange(len(judges)) + offset
+        error = np.vstack([rows["value"] - rows["low"], rows["high"] - rows["value"]])
+        ax.errorbar(rows["value"], y, xerr=np.nan_to_num(error.clip(min=0)), fmt="o", capsize=3, label=measure)
+    ax.set_yticks(np.arange(len(judges)), judges)
+    ax.axvline(0, color="0.7", linewidth=0.8)
+    ax.set_xlim(-1.05, 1.05)
+    ax.set_xlabel(f"{statistic} with the official leaderboard (95 % bootstrap interval)")
+    ax.set_title("Judges: agreement with the official leaderboard")
+    ax.legend(fontsize=8, loc="lower left")
     return _png(fig)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import html
+import math
 import re
 from collections.abc import Iterator
 from typing import Protocol, cast
@@ -271,3 +272,24 @@ def nrp_page(
         parts += ["<h2>Agreement with the expert (Kendall's τ-b, t-based 95 % interval)</h2>",
                   table(agreement[agreement["query_id"] == "_mean_"])]  # fmt: skip
     return page("NRP", *parts)
+
+
+def judges_page(agreement: pd.DataFrame, labels: pd.DataFrame) -> str:
+    """Judge × measure × statistic (value and interval), and the labels' agreement with the official ones."""
+    cells: dict[tuple[str, str], dict[str, str]] = {}
+    names = zip(*(agreement[c].astype(str).tolist() for c in ("label_set", "measure", "statistic")))
+    numbers = zip(*(agreement[c].astype(float).tolist() for c in ("value", "low", "high")))
+    for (judge, measure, statistic), (value, low, high) in zip(names, numbers):
+        shown = "" if math.isnan(value) else f"{value:.3f}"
+        interval = "" if math.isnan(low) else f" [{low:.3f}, {high:.3f}]"
+        cells.setdefault((judge, measure), {})[statistic] = shown + interval
+    wide = pd.DataFrame([{"label set": judge, "measure": measure, **by} for (judge, measure), by in cells.items()])
+    parts = [
+        "<h2>Leaderboards against the official leaderboard</h2>",
+        "<p class='note'>Each value with its 95 % bootstrap interval over queries; empty: not defined "
+        "(a leaderboard of ties, or Pearson's r against official ranks).</p>",
+        table(wide),
+        "<h2>Labels against the official labels</h2>",
+        table(labels),
+    ]
+    return page("Judges", *parts)
