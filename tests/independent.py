@@ -141,17 +141,24 @@ def nrp_of_run(run_file, qrels_file, answers_file, denominator: str, cannot_judg
     return per_system
 
 
-def ndcg_at_10(runs: dict, judged: dict[str, dict[str, int]]) -> dict[str, float]:
-    """nDCG@10 per run as trec_eval computes it: gain = judgment (negative as 0), discount log2(rank + 1),
-    the ideal list of the query's judgments; the run's list by score, ties by document id descending;
-    the mean over the judged queries the run ranks. Judgments of subtopics (`q/f`) count per page (max)."""
-    import math
-
+def per_page(judged: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """Judgments of subtopics (`q/f`) as judgments of the page `q`: each document's highest."""
     pages: dict = defaultdict(dict)
     for query, docs in judged.items():
         for doc, label in docs.items():
             page = query.split("/")[0]
             pages[page][doc] = max(pages[page].get(doc, label), label)
+    return pages
+
+
+def ndcg_at_10(runs: dict, judged: dict[str, dict[str, int]], complete: bool = False) -> dict[str, float]:
+    """nDCG@10 per run as trec_eval computes it: gain = judgment (negative as 0), discount log2(rank + 1),
+    the ideal list of the query's judgments; the run's list by score, ties by document id descending;
+    the mean over the judged queries the run ranks (`complete`: over every judged query, one the run
+    lacks counting 0, trec_eval -c). Judgments of subtopics (`q/f`) count per page (max)."""
+    import math
+
+    pages = per_page(judged)
     scores = {}
     for run, lists in runs.items():
         values = []
@@ -164,7 +171,8 @@ def ndcg_at_10(runs: dict, judged: dict[str, dict[str, int]]) -> dict[str, float
             ideal = sorted((max(g, 0) for g in pages[query].values()), reverse=True)[:10]
             best = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
             values.append(dcg / best if best else 0.0)
-        scores[run] = statistics.fmean(values)
+        missing = len(set(pages) - set(lists)) if complete else 0
+        scores[run] = statistics.fmean(values + [0.0] * missing)
     return scores
 
 

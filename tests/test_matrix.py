@@ -21,6 +21,7 @@ from independent import (
     grades_from_table,
     ndcg_at_10,
     nrp_of_run,
+    per_page,
     qrels_lines,
     read_qrels,
     read_runs,
@@ -268,6 +269,71 @@ def test_flaky_api_within_the_allowance(tmp_path):
         assert int(board[board["run_id"] == "_overall_"]["failed_pairs"].iloc[0]) == expected
         assert f"{expected}" in (results / "summary.md").read_text()
         finished(project, args)
+
+
+def umbrela_label(passage: str) -> int | None:
+    """The test server's UMBRELA label of a passage, by a digest of its text; None: it refuses (1 in 16)."""
+    value = int(hashlib.md5(passage.encode()).hexdigest(), 16)
+    return None if value % 16 == 0 else value % 4
+
+
+def umbrela_judge(prompt: str) -> str:
+    passage = prompt.split("\nPassage: ", 1)[1].split("\n\nSplit this problem into steps:", 1)[0]
+    label = umbrela_label(passage)
+    return "I cannot assess this passage." if label is None else f"The intent is clear.\n##final score: {label}"
+
+
+def test_judges_umbrela_and_outside_labels_per_page(tmp_path):
+    with LLMServer(default=umbrela_judge) as server:
+        project, args, config = prepare(tmp_path, "judges", server.base_url)
+        snakemake(project, *args)
+    results, inputs = project / config["results_dir"], config["inputs"]
+    pool = pd.read_parquet(results / "pool/passages.parquet")
+    labels = {(q, p): umbrela_label(text) for q, p, text in zip(pool["query_id"], pool["passage_id"], pool["text"])}
+    expected = {f"{q} 0 {p} {label}" for (q, p), label in labels.items() if label is not None}
+    assert set((results / "eval/umbrela/qrels/umbrela.qrels").read_text().splitlines()) == expected
+    assert None in labels.values()  # some refusals: failures, within grading.max_error_rate
+    runs = read_runs(sorted((project / "resources/demo/runs").glob("*.run")))
+    umbrela = {q: {} for q, _ in labels}
+    for (q, p), label in labels.items():
+        if label is not None:
+            umbrela[q][p] = label
+    official = read_qrels(project / inputs["qrels"])
+    second = read_qrels(project / inputs["labels"]["second-assessor"])
+    boards = numbers(table(results / "judges/leaderboards.tsv"), "score", "rank")
+    for name, judged in (("umbrela", umbrela), ("second-assessor", second), ("official", official)):
+        mine = boards[(boards["label_set"] == name) & (boards["measure"] == "ndcg_cut_10")]
+        expected_scores = ndcg_at_10(runs, {q: d for q, d in judged.items() if d}, complete=True)
+        assert dict(zip(mine["run_id"], mine["score"])) == pytest.approx(expected_scores, abs=1e-12), name
+    official_scores = {run: -rank for run, rank in official_ranks(project, config, runs).items()}
+    agreement = numbers(table(results / "judges/agreement.tsv"), "value", "low", "high", "runs")
+    agreement = agreement.set_index(["label_set", "measure", "statistic"])
+    second_scores = ndcg_at_10(runs, second, complete=True)
+    shared = sorted(official_scores)
+    tau = scipy.stats.kendalltau([second_scores[r] for r in shared], [official_scores[r] for r in shared]).statistic
+    assert agreement.loc[("second-assessor", "ndcg_cut_10", "kendall"), "value"] == pytest.approx(tau, abs=1e-12)
+    computed = numbers(table(results / "official/leaderboard.tsv"), "score")
+    official_by_score = dict(zip(computed["run_id"], computed["score"]))
+    r = scipy.stats.pearsonr([second_scores[r] for r in shared], [official_by_score[r] for r in shared]).statistic
+    assert agreement.loc[("second-assessor", "ndcg_cut_10", "pearson"), "value"] == pytest.approx(r, abs=1e-12)
+    assert agreement.loc[("umbrela", "ndcg_cut_10", "tau_at_k"), "runs"] == 3
+    # Labels per page (a document's highest judgment on the page) against the official ones: Cohen's κ by hand.
+    mine_pages, official_pages = per_page(second), per_page(official)
+    pairs = [
+        (mine_pages[q][d], g)
+        for q, docs in official_pages.items()
+        for d, g in docs.items()
+        if d in mine_pages.get(q, {})
+    ]
+    observed = sum(a == b for a, b in pairs) / len(pairs)
+    grades = {a for a, _ in pairs} | {b for _, b in pairs}
+    chance = sum(sum(a == g for a, _ in pairs) * sum(b == g for _, b in pairs) for g in grades) / len(pairs) ** 2
+    kappas = numbers(table(results / "judges/labels.tsv"), "value", "pairs").set_index(["label_set", "statistic"])
+    assert kappas.loc[("second-assessor", "cohen_kappa"), "value"] == pytest.approx((observed - chance) / (1 - chance))
+    assert kappas.loc[("second-assessor", "cohen_kappa"), "pairs"] == len(pairs)
+    page = (results / "report/judges/judges.html").read_text()
+    assert "second-assessor" in page and "umbrela" in page and (results / "report/judges/judges.png").stat().st_size
+    finished(project, args)
 
 
 def test_nrp_only(tmp_path):
