@@ -106,7 +106,9 @@ def placeholders(name: str) -> set[str]:
 def test_every_kind_names_a_reading_and_prompts_that_take_its_fields(name):
     kind = registry.KINDS[name]
     assert kind.grade in READINGS
-    assert placeholders(kind.template) == {kind.target, "context"}
+    # a listed target goes as nuggetizer's assigner asks: the nuggets as a list, their number, the query
+    fields = {"query", "nuggets", "num_nuggets"} if kind.listed else {kind.target}
+    assert placeholders(kind.template) == fields | {"context"}
     if kind.verification:
         assert placeholders(kind.verification) == {"question", "correct_answer", "answer"}
 

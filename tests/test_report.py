@@ -33,7 +33,14 @@ def is_a_picture(path: Path, smallest: int = 300) -> bool:
 
 def test_every_figure_is_a_real_picture(demo):
     figures = sorted((demo / "results/demo/report").rglob("*.png"))
-    assert {f.name for f in figures} == {"leaderboard.png", "scatter.png", "grades.png", "kappa.png", "nrp.png"}
+    assert {f.name for f in figures} == {
+        "leaderboard.png",
+        "scatter.png",
+        "grades.png",
+        "kappa.png",
+        "nrp.png",
+        "judges.png",
+    }
     for figure in figures:
         assert figure.stat().st_size > 10_000 and is_a_picture(figure), figure
 
@@ -176,6 +183,18 @@ def test_the_report_opens_on_the_headline_leaderboard(demo, tmp_path):
         shown = table.evaluate(READ_TABLE)
         assert shown["runs"] == rows["run_id"].tolist() and shown["wrapped"] == []
         page.screenshot(path=tmp_path / "table.png")
+
+        # The judges' section: each judge's agreement with the official leaderboard, as judges/ holds it.
+        judges = read_tsv(results / "judges/agreement.tsv").set_index(["label_set", "measure", "statistic"])
+        tau = judges.loc[("second-assessor", "ndcg_cut_10", "kendall")]
+        page.goto((results / "report.html").as_uri())  # back to the first page and its menu of sections
+        page.get_by_text("examflow run summary").first.wait_for()
+        menu.get_by_text("Judges", exact=True).click()
+        menu.get_by_text("judges.html").click()
+        page.locator("a[iconname=eye]").first.click()
+        cells = page.frame_locator("iframe").locator("table").first
+        cells.wait_for()
+        assert f"{float(tau['value']):.3f} [{float(tau['low']):.3f}, {float(tau['high']):.3f}]" in cells.inner_text()
         browser.close()
     for screenshot in ("landing.png", "figure.png", "table.png"):
         assert is_a_picture(tmp_path / screenshot), screenshot

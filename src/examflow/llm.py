@@ -126,36 +126,41 @@ class LLMClient:
             http_client=openai.DefaultHttpxClient(event_hooks={"response": [self._bound_body]}),
         )
 
-    def cache_key(self, prompt: str, attempt: int = 0) -> str:
-        payload = json.dumps({**answer_settings(self.settings), "prompt": prompt, "attempt": attempt}, sort_keys=True)
+    def cache_key(self, prompt: str, attempt: int = 0, system: str | None = None) -> str:
+        asked = {"prompt": prompt, "attempt": attempt} | ({"system": system} if system is not None else {})
+        payload = json.dumps({**answer_settings(self.settings), **asked}, sort_keys=True)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
-    def complete(self, prompt: str, attempt: int = 0) -> str:
-        """The model's answer to `prompt`; `attempt` > 0 asks again past a cached answer."""
-        key = self.cache_key(prompt, attempt)
+    def complete(self, prompt: str, attempt: int = 0, system: str | None = None) -> str:
+        """The model's answer to `prompt` (after the `system` message, if any); `attempt` > 0 asks again
+        past a cached answer."""
+        key = self.cache_key(prompt, attempt, system)
         cached = self.cache.get(key)
         # A reply cached before the bound existed is asked again if it would not pass it now.
         if cached is not None and len(cached.encode("utf-8", "surrogatepass")) <= self.settings.max_reply_bytes:
             return self.kept(cached)
-        response = self._call_with_retries(prompt)
-        self.cache.put(key, {"model": self.settings.model, "prompt": prompt, "attempt": attempt, "response": response})
+        response = self._call_with_retries(prompt, system)
+        record = {"model": self.settings.model, "prompt": prompt, "attempt": attempt, "response": response}
+        self.cache.put(key, record | ({"system": system} if system is not None else {}))
         return response
 
-    def complete_many(self, prompts: Sequence[str], attempt: int = 0) -> list[str | LLMError]:
-        def one(prompt: str) -> str | LLMError:
+    def complete_many(
+        self, prompts: Sequence[str], attempt: int = 0, systems: Sequence[str | None] | None = None
+    ) -> list[str | LLMError]:
+        def one(asked: tuple[str, str | None]) -> str | LLMError:
             try:
-                return self.complete(prompt, attempt)
+                return self.complete(asked[0], attempt, asked[1])
             except LLMError as error:
                 return error
 
         with ThreadPoolExecutor(max_workers=self.settings.concurrency) as pool:
-            return list(pool.map(one, prompts))
+            return list(pool.map(one, zip(prompts, systems or [None] * len(prompts))))
 
-    def _call_with_retries(self, prompt: str) -> str:
+    def _call_with_retries(self, prompt: str, system: str | None = None) -> str:
         delay = self.settings.backoff
         for attempt in range(1, self.settings.max_attempts + 1):
             try:
-                return self._call(prompt)
+                return self._call(prompt, system)
             except ReplyTooLarge as error:
                 raise self.failure("too-large", str(error)) from None
             except openai.APIStatusError as error:
@@ -187,7 +192,7 @@ class LLMClient:
             delay *= 2
         raise AssertionError("unreachable")
 
-    def _call(self, prompt: str) -> str:
+    def _call(self, prompt: str, system: str | None = None) -> str:
         with self._calls_lock:
             self.calls += 1
         settings = self.settings
@@ -199,9 +204,13 @@ class LLMClient:
         reply: ChatCompletion | Completion
         if settings.api == "chat":
             messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": prompt}]
+            if system is not None:
+                messages.insert(0, {"role": "system", "content": system})
             reply = self.client.chat.completions.create(messages=messages, **options)
-        else:
-            reply = self.client.completions.create(prompt=prompt, **options)
+        else:  # no roles: the system message first, as `examflow.prompts.template` writes it
+            reply = self.client.completions.create(
+                prompt=prompt if system is None else f"{system}\n\n{prompt}", **options
+            )
         if isinstance(reply, str):  # the client hands back bodies that are not JSON (an HTML page) as text
             raise Malformed(f"the reply is not the API's JSON: {clip(self.kept(reply), 80)!r}")
         if not reply.choices:

@@ -96,6 +96,7 @@ class Kind:
     target: str  # what a passage is paired with: question, nugget or query
     grade: str  # how an answer becomes a grade (examflow.grading.methods.READINGS)
     verification: str | None = None  # a second prompt asks whether each answer matches the key
+    listed: bool = False  # the target goes as a list of one with the query (nuggetizer's assigner)
 
 
 KINDS = {
@@ -104,6 +105,9 @@ KINDS = {
     "qa_llm_verify": Kind("grade-qa", "question", "verified", "grade-answer-verification"),
     "extractive_qa": Kind("grade-qa", "question", "correct"),  # the span extractor reads question and passage
     "nugget_rating": Kind("grade-nugget-rating", "nugget", "rating"),
+    # AutoNuggetizer (Pradeep et al. 2024): support / partial_support / not_support, or support / not_support
+    "nugget_support": Kind("nugget-assign", "nugget", "support", listed=True),
+    "nugget_support_2grade": Kind("nugget-assign-2grade", "nugget", "support_2grade", listed=True),
     "faggioli": Kind("direct-faggioli", "query", "binary"),
     "faggioli_few": Kind("direct-faggioli-few", "query", "binary"),
     "helm": Kind("direct-helm", "query", "binary"),

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from examflow.errors import ConfigError
 from examflow.grading.preparation import Preparer, Prompt
 from examflow.grading.signatures import api_signature, embedding_signature, extractive_signature, seq2seq_signature
-from examflow.prompts import template
+from examflow.prompts import chat_template, template
 from examflow.registry import BackendSettings
 
 if TYPE_CHECKING:
@@ -310,8 +310,9 @@ class OpenAIBackend:
         self.signature = api_signature(settings, False)
 
     def answer(self, requests: list[Request]) -> list[Answer]:
-        prompts = [template(r.template).format(**r.fields) for r in requests]
-        replies = self.client.complete_many(prompts)
+        parts = [chat_template(r.template) for r in requests]  # a system message goes as one (nuggetizer)
+        prompts = [user.format(**r.fields) for (_, user), r in zip(parts, requests)]
+        replies = self.client.complete_many(prompts, systems=[system for system, _ in parts])
         return [Answer(r) if isinstance(r, str) else Answer(None, error=str(r)) for r in replies]
 
 

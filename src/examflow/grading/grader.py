@@ -59,13 +59,14 @@ class _Question(Protocol):
     choices: str | float | None  # JSON of {key: choice}
 
 
-def make_pairs(kind: str, passages: pd.DataFrame, questions: pd.DataFrame, queries: pd.DataFrame) -> list[Pair]:
+def make_pairs(kind: str, passages: pd.DataFrame, questions: pd.DataFrame, queries: pd.DataFrame | None) -> list[Pair]:
     """Every pooled passage of a query with each of the query's questions, nuggets or facets."""
     by_query: dict[str, list[Target]] = {}
     for target in pair_targets(kind, questions, queries):
         by_query.setdefault(target[0], []).append(target)
+    query_texts = dict(zip(queries["query_id"], queries["query_text"])) if queries is not None and len(queries) else {}
     return [
-        Pair(query_id, facet_id, p.passage_id, target_id, text, p.text, gold, choices)
+        Pair(query_id, facet_id, p.passage_id, target_id, text, p.text, gold, choices, query_texts.get(query_id))
         for p in cast(Iterator[_Passage], passages.itertuples(index=False))
         for query_id, facet_id, target_id, text, gold, choices in by_query.get(p.query_id, [])
     ]

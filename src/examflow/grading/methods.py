@@ -23,9 +23,14 @@ from examflow.grading.parsing import (
     TRUE_WORDS,
     is_bare_rating,
     parse_self_rating,
+    parse_nugget_label,
     parse_umbrela,
     verify_answer,
 )
+
+# A nugget's assignment as a grade: EXAM-Cover at τ 2 counts the nuggets a run supports (nuggetizer's
+# strict scores), at τ 1 those it supports at least partly.
+SUPPORT_GRADES = {"support": 2, "partial_support": 1, "not_support": 0}
 from examflow.registry import KINDS
 
 _THOMAS = re.compile(r"[^\w]*([0-2])[^\w]*")
@@ -41,11 +46,15 @@ class Pair:
     passage_text: str
     gold_answers: tuple[str, ...] | None = None
     choices: tuple[tuple[str, str], ...] | None = None
+    query_text: str | None = None  # the query's own text (nuggetizer's assigner names it beside the nugget)
 
 
 def request(kind: str, pair: Pair) -> Request:
     spec = KINDS[kind]
-    return Request(spec.template, {spec.target: pair.question_text, "context": pair.passage_text})
+    fields = {spec.target: pair.question_text, "context": pair.passage_text}
+    if spec.listed:  # as nuggetizer fills its assigner's template: the nuggets as a Python list, and the query
+        fields |= {"query": pair.query_text, "nuggets": str([pair.question_text]), "num_nuggets": 1}
+    return Request(spec.template, fields)
 
 
 def correct_answer(pair: Pair) -> str | None:
@@ -136,6 +145,18 @@ def _umbrela(grade: Grade, text: str, pair: Pair, mode: str, verdict: Answer | N
     return text
 
 
+def _assigned(labels: tuple[str, ...]) -> Callable[[Grade, str, Pair, str, Answer | None], str]:
+    """The reading of nuggetizer's assigner answer whose label must be one of `labels`."""
+
+    def read(grade: Grade, text: str, pair: Pair, mode: str, verdict: Answer | None) -> str:
+        label = parse_nugget_label(text)
+        grade.rating = SUPPORT_GRADES[label] if label in labels else None
+        grade.unparsable = grade.rating is None
+        return text
+
+    return read
+
+
 def _binary(grade: Grade, text: str, pair: Pair, mode: str, verdict: Answer | None) -> str:
     """Relevant iff the answer is yes, correct or true."""
     word = text.strip().lower()
@@ -162,4 +183,12 @@ READINGS = {
     "binary": Reading(_binary, "yes or no"),
     # UMBRELA grades an answer it cannot read 0; here that is a failure, in every parse mode.
     "umbrela": Reading(_umbrela, "a grade 0-3", always_strict=True),
+    "support": Reading(
+        _assigned(("support", "partial_support", "not_support")),
+        "a list of one label: support, partial_support or not_support",
+        always_strict=True,
+    ),
+    "support_2grade": Reading(
+        _assigned(("support", "not_support")), "a list of one label: support or not_support", always_strict=True
+    ),
 }

@@ -153,3 +153,24 @@ def parse_umbrela(text: str) -> int | None:
         if matches:
             return int(matches[-1])
     return None
+
+
+_LIST = re.compile(r"\[.*?\]", re.DOTALL)
+
+
+def parse_nugget_label(text: str) -> str | None:
+    """The one label of nuggetizer's assigner answer for a list of one nugget: the first Python list in the
+    answer (`['support']`), lower-cased; None where there is no such list, or it does not hold exactly one
+    string."""
+    import ast
+
+    found = _LIST.search(text)
+    if found is None:
+        return None
+    try:
+        labels = ast.literal_eval(found.group())
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if not isinstance(labels, list) or len(labels) != 1 or not isinstance(labels[0], str):
+        return None
+    return labels[0].strip().lower()

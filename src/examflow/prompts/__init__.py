@@ -1,12 +1,31 @@
-"""Prompt templates shipped as text files (one per prompt, verbatim from the papers)."""
+"""Prompt templates shipped as text files (one per prompt, verbatim from the papers).
+
+A template whose method has a system message (nuggetizer's, for one) starts with a line `[system]`, the
+system message, a line `[user]`, then the user message. A chat API gets the two as two messages;
+`template` gives them as one text, the system message first and a blank line between, which is what a
+model without roles (FLAN-T5) reads and what identifies the prompt (cache keys, digests).
+"""
 
 from __future__ import annotations
 
 from functools import cache
 from importlib.resources import files
 
+SYSTEM, USER = "[system]\n", "\n[user]\n"
+
+
+@cache
+def chat_template(name: str) -> tuple[str | None, str]:
+    """(system message or None, user template) of the template `name` (file name without `.txt`)."""
+    text = (files(__package__) / f"{name}.txt").read_text(encoding="utf-8").removesuffix("\n")
+    if not text.startswith(SYSTEM):
+        return None, text
+    system, _, user = text.removeprefix(SYSTEM).partition(USER)
+    return system, user
+
 
 @cache
 def template(name: str) -> str:
-    """The template `name` (file name without `.txt`), without its final newline."""
-    return (files(__package__) / f"{name}.txt").read_text(encoding="utf-8").removesuffix("\n")
+    """The template `name` as one text: its system message (if any), a blank line, its user message."""
+    system, user = chat_template(name)
+    return user if system is None else f"{system}\n\n{user}"

@@ -167,7 +167,7 @@ def judges_figure(agreement: pd.DataFrame, statistic: str = "kendall") -> bytes:
     measures = list(dict.fromkeys(chosen["measure"]))
     first = chosen[chosen["measure"] == measures[0]].sort_values("value", ascending=True, na_position="first")
     judges = list(dict.fromkeys([*first["label_set"], *chosen["label_set"]]))
-    fig, ax = plt.subplots(figsize=(7.5, 1.2 + 0.45 * len(judges) * max(1, len(measures) / 2)))
+    fig, ax = plt.subplots(figsize=(7.5, max(3.2, 1.2 + 0.45 * len(judges) * max(1, len(measures) / 2))))
     offsets = np.linspace(-0.25, 0.25, len(measures)) if len(measures) > 1 else [0.0]
     for offset, measure in zip(offsets, measures):
         rows = chosen[chosen["measure"] == measure].set_index("label_set").reindex(judges)
