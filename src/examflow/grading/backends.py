@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from examflow.errors import ConfigError
 from examflow.grading.preparation import Preparer, Prompt
 from examflow.grading.signatures import api_signature, embedding_signature, extractive_signature, seq2seq_signature
-from examflow.prompts import chat_template, template
+from examflow.prompts import chat_template
 from examflow.registry import BackendSettings
 
 if TYPE_CHECKING:

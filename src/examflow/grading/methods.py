@@ -22,17 +22,16 @@ from examflow.grading.parsing import (
     FALSE_WORDS,
     TRUE_WORDS,
     is_bare_rating,
-    parse_self_rating,
     parse_nugget_label,
+    parse_self_rating,
     parse_umbrela,
     verify_answer,
 )
+from examflow.registry import KINDS
 
 # A nugget's assignment as a grade: EXAM-Cover at τ 2 counts the nuggets a run supports (nuggetizer's
 # strict scores), at τ 1 those it supports at least partly.
 SUPPORT_GRADES = {"support": 2, "partial_support": 1, "not_support": 0}
-from examflow.registry import KINDS
-
 _THOMAS = re.compile(r"[^\w]*([0-2])[^\w]*")
 
 
