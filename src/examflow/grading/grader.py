@@ -59,11 +59,12 @@ class _Question(Protocol):
     choices: str | float | None  # JSON of {key: choice}
 
 
-def make_pairs(kind: str, passages: pd.DataFrame, questions: pd.DataFrame, queries: pd.DataFrame | None) -> list[Pair]:
+def make_pairs(kind: str, passages: pd.DataFrame, questions: pd.DataFrame, queries: pd.DataFrame) -> list[Pair]:
     """Every pooled passage of a query with each of the query's questions, nuggets or facets."""
     by_query: dict[str, list[Target]] = {}
     for target in pair_targets(kind, questions, queries):
         by_query.setdefault(target[0], []).append(target)
+    # (tests pair questions without a queries table: None)
     query_texts = dict(zip(queries["query_id"], queries["query_text"])) if queries is not None and len(queries) else {}
     return [
         Pair(query_id, facet_id, p.passage_id, target_id, text, p.text, gold, choices, query_texts.get(query_id))

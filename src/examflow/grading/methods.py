@@ -50,7 +50,7 @@ class Pair:
 
 def request(kind: str, pair: Pair) -> Request:
     spec = KINDS[kind]
-    fields = {spec.target: pair.question_text, "context": pair.passage_text}
+    fields: dict[str, object] = {spec.target: pair.question_text, "context": pair.passage_text}
     if spec.listed:  # as nuggetizer fills its assigner's template: the nuggets as a Python list, and the query
         fields |= {"query": pair.query_text, "nuggets": str([pair.question_text]), "num_nuggets": 1}
     return Request(spec.template, fields)
