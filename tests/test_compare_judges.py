@@ -52,8 +52,9 @@ def qrels_dict(path: Path) -> dict[str, dict[str, int]]:
     return qrels
 
 
-def by_hand_ndcg10(qrels_path: Path, runs: Path) -> dict[str, float]:
-    """Each run's nDCG@10 from pytrec_eval directly, a query the run lacks counting 0."""
+def by_hand_ndcg10(qrels_path: Path, runs: Path, complete: bool = False) -> dict[str, float]:
+    """Each run's nDCG@10 from pytrec_eval directly: the mean over the judged queries it ranks, or over
+    all judged queries, a query the run lacks counting 0 (`complete`)."""
     qrels = qrels_dict(qrels_path)
     evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut_10"})
     scores = {}
@@ -63,7 +64,8 @@ def by_hand_ndcg10(qrels_path: Path, runs: Path) -> dict[str, float]:
             q, _, d, _, score, tag = line.split()
             run.setdefault(q, {})[d] = float(score)
         values = evaluator.evaluate(run)
-        scores[tag] = sum(values[q]["ndcg_cut_10"] if q in values else 0.0 for q in qrels) / len(qrels)
+        counted = qrels if complete else [q for q in qrels if q in values]
+        scores[tag] = sum(values[q]["ndcg_cut_10"] if q in values else 0.0 for q in counted) / len(counted)
     return scores
 
 
@@ -95,6 +97,13 @@ def test_the_command_writes_leaderboards_and_agreements_checked_by_hand(tmp_path
     for statistic in STATISTICS:
         same = agreement.loc[("copy", "ndcg_cut_10", statistic)]
         assert same["value"] == pytest.approx(1.0) and same["low"] == pytest.approx(1.0) == same["high"]
+    # --query-mode all: a query a run does not rank counts 0 (run r0 lacks q5)
+    assert main(["compare-judges", "--runs", str(tmp_path / "runs [[]all]" / "*"), "--official-qrels",
+                 str(files["official"]), "--query-mode", "all", "--bootstrap", "0", "--out", str(tmp_path / "all")]) == 0  # fmt: skip
+    complete = pd.read_csv(tmp_path / "all" / "leaderboards.tsv", sep="\t")
+    expected = by_hand_ndcg10(files["official"], tmp_path / "runs [all]", complete=True)
+    assert dict(zip(complete["run_id"], complete["score"])) == pytest.approx(expected, abs=1e-12)
+    assert expected["r0"] < official["r0"]
     labels = pd.read_csv(out / "labels.tsv", sep="\t").set_index(["label_set", "statistic"])
     assert labels.loc[("copy", "cohen_kappa"), "value"] == 1.0 and labels.loc[("copy", "cohen_kappa"), "pairs"] == 150
     confusion = pd.read_csv(out / "confusion.tsv", sep="\t")
@@ -126,8 +135,8 @@ def test_a_given_official_leaderboard_and_runs_it_lacks(tmp_path, caplog):
 
 
 def test_a_judge_of_few_queries_and_a_given_leaderboard_of_scores(tmp_path):
-    """A label set that judges one query no run ranks: every run ties at 0, so no rank correlation, and
-    the bootstrap samples that do not draw that query are left out (the rest all give the same RBO).
+    """A label set that judges one query no run ranks: no run has a score under it, so there is nothing
+    to compare (every statistic empty, on 0 runs).
     A given leaderboard of scores is compared by Pearson's r on them; runs given twice add up; the
     official leaderboard is written though no --measure names it; τ@k counts its top k runs."""
     files = campaign(tmp_path)
@@ -141,10 +150,9 @@ def test_a_judge_of_few_queries_and_a_given_leaderboard_of_scores(tmp_path):
                  f"noisy={files['noisy']}", "--measure", "P_5", "--top-k", "3", "--bootstrap", "300",
                  "--out", str(out)]) == 0  # fmt: skip
     agreement = pd.read_csv(out / "agreement.tsv", sep="\t").set_index(["label_set", "statistic"])
-    for statistic in ("kendall", "spearman", "pearson", "tau_ap"):
+    for statistic in STATISTICS:
         assert agreement.loc[("q99", statistic), ["value", "low", "high"]].isna().all()
-    rbo = agreement.loc[("q99", "rbo")]
-    assert rbo["low"] == pytest.approx(rbo["value"]) and rbo["high"] == pytest.approx(rbo["value"])
+        assert agreement.loc[("q99", statistic), "runs"] == 0
     boards = pd.read_csv(out / "leaderboards.tsv", sep="\t")
     noisy = boards[(boards["label_set"] == "noisy")].set_index("run_id")["score"]
     expected = stats.pearsonr([noisy[r] for r in official], list(official.values())).statistic
@@ -274,12 +282,14 @@ def test_measures_equal_ir_measures_on_random_runs(tmp_path):
     for name in ("Compat(p=0.9)", "ndcg_cut_10", "P_5", "AP(rel=2)"):
         measure = parse_measure(name)
         values = per_query_values(labels, run, measure, ["q0", "q1", "q2", "q3", "q4"])
+        complete = per_query_values(labels, run, measure, ["q0", "q1", "q2", "q3", "q4"], complete=True)
         theirs = {
             m.query_id: m.value
             for m in ir_measures.iter_calc([measure], labels, run.rename(columns={"passage_id": "doc_id"}))
         }
         assert values[0, :3].tolist() == pytest.approx([theirs[f"q{q}"] for q in range(3)])
-        assert values[0, 3] == 0.0 and math.isnan(values[0, 4])  # not ranked: 0; not judged: no value
+        assert math.isnan(values[0, 3]) and complete[0, 3] == 0.0  # judged, not ranked: left out, or 0
+        assert math.isnan(values[0, 4]) and math.isnan(complete[0, 4])  # not judged: no value
 
 
 def krippendorff_ordinal_by_hand(first: list[int], second: list[int]) -> float:

@@ -68,6 +68,38 @@ def test_judges_measures_and_outside_label_names_are_checked():
         {"inputs": {"queries": "q", "bank": "b", "labels": {"flan": "x.qrels"}}, "grading": {"methods": [method]}}
     )
     assert "inputs.labels" in rejected({"inputs": {"queries": "q", "labels": {"a b": "x.qrels"}}})
+    assert "judges.measures[1]: 'nDCG@10' is 'ndcg_cut_10' again (nDCG@10): name each measure once" in rejected(
+        {"inputs": {"queries": "q"}, "judges": {"measures": ["ndcg_cut_10", "nDCG@10"]}}
+    )
+    assert "grading.methods: a method is named 'official'" in rejected(
+        {"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [{**method, "name": "official"}]}}
+    )
+    # outside labels without what they are compared with: refused, not left out in silence
+    for inputs in ({"labels": {"a": "x"}}, {"labels": {"a": "x"}, "qrels": "q.txt"},
+                   {"labels": {"a": "x"}, "qrels": "q.txt", "runs": ["r"], "official_leaderboard": None}):  # fmt: skip
+        config = {"inputs": {"queries": "q", **inputs}, "evaluation": {"official_measure": None}}
+        assert "inputs.labels: outside labels are compared with the official qrels" in rejected(config)
+    assert checked({"inputs": {"queries": "q", "labels": {"a": "x"}, "qrels": "q.txt", "runs": ["r"]}})
+
+
+def test_a_judges_measure_that_does_not_compute_is_refused_before_anything_runs():
+    import shutil
+
+    measure = "ERR@10"  # gdeval, a Perl script: computes only where Perl runs it
+    if shutil.which("perl") is None:
+        assert "could not compute it" in rejected({"inputs": {"queries": "q"}, "judges": {"measures": [measure]}})
+    problem = rejected({"inputs": {"queries": "q"}, "judges": {"measures": ["RBP(p=0.8)"]}})
+    assert "judges.measures[0]: 'RBP(p=0.8)': no provider of ir-measures computes it" in problem
+
+
+def test_a_method_whose_grades_stop_below_the_report_threshold_is_warned_about(caplog):
+    backend = {"kind": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1"}
+    method = {"name": "umb", "kind": "umbrela", "backend": backend}
+    checked({"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [method]}})
+    assert "method umb (umbrela) grades 0-3, below report.tau = 4" in caplog.text
+    caplog.clear()
+    checked({"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [method]}, "report": {"tau": 3}})
+    assert "below report.tau" not in caplog.text
 
 
 def test_one_run_pattern_may_be_written_as_a_string():
@@ -359,7 +391,7 @@ def test_config_mistakes_stop_the_workflow_at_parse_time_in_one_line(project):
     write(project / "config/bad.yaml", yaml.safe_dump(config))
     result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
     refused_in_one_line(result, "config inputs.qrels: file not found: resources/demo/qrels-typo.txt")
-    del config["inputs"]["qrels"]
+    del config["inputs"]["qrels"], config["inputs"]["labels"]  # outside labels need the qrels
     write(project / "config/bad.yaml", yaml.safe_dump(config))
     result = snakemake(project, "-n", "--configfile", "config/bad.yaml", "--rerun-triggers", "mtime", check=False)
     refused_in_one_line(result, "--rerun-triggers must include 'params'")

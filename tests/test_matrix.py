@@ -293,7 +293,8 @@ def test_judges_umbrela_and_outside_labels_per_page(tmp_path):
     expected = {f"{q} 0 {p} {label}" for (q, p), label in labels.items() if label is not None}
     assert set((results / "eval/umbrela/qrels/umbrela.qrels").read_text().splitlines()) == expected
     assert None in labels.values()  # some refusals: failures, within grading.max_error_rate
-    runs = read_runs(sorted((project / "resources/demo/runs").glob("*.run")))
+    runs = read_runs([*sorted((project / "resources/demo/runs").glob("*.run")), project / ".test/data/partial.run"])
+    assert len(runs["partial"]) == 3  # a run that ranks 3 of the 6 queries: its mean is over those
     umbrela = {q: {} for q, _ in labels}
     for (q, p), label in labels.items():
         if label is not None:
@@ -303,12 +304,21 @@ def test_judges_umbrela_and_outside_labels_per_page(tmp_path):
     boards = numbers(table(results / "judges/leaderboards.tsv"), "score", "rank")
     for name, judged in (("umbrela", umbrela), ("second-assessor", second), ("official", official)):
         mine = boards[(boards["label_set"] == name) & (boards["measure"] == "ndcg_cut_10")]
-        expected_scores = ndcg_at_10(runs, {q: d for q, d in judged.items() if d}, complete=True)
+        expected_scores = ndcg_at_10(runs, {q: d for q, d in judged.items() if d})
         assert dict(zip(mine["run_id"], mine["score"])) == pytest.approx(expected_scores, abs=1e-12), name
     official_scores = {run: -rank for run, rank in official_ranks(project, config, runs).items()}
     agreement = numbers(table(results / "judges/agreement.tsv"), "value", "low", "high", "runs")
-    agreement = agreement.set_index(["label_set", "measure", "statistic"])
-    second_scores = ndcg_at_10(runs, second, complete=True)
+    agreement = agreement.set_index(["label_set", "measure", "statistic"]).sort_index()
+    second_scores = ndcg_at_10(runs, second)
+    # the official qrels under the official measure give the official leaderboard itself
+    assert agreement.loc[("official", "ndcg_cut_10", "kendall"), "value"] == pytest.approx(1.0)
+    assert agreement.loc[("official", "Compat(p=0.9)", "kendall"), "runs"] == len(official_scores) == 8
+    # as `examflow evaluate` compares a method's EXAM-Qrels nDCG@10 with the official leaderboard
+    correlation = numbers(table(results / "eval/umbrela/correlation.tsv"), "kendall", "spearman")
+    row = correlation[correlation["measure"] == "ndcg_cut_10"].iloc[0]
+    judged_row = agreement.loc[("umbrela", "ndcg_cut_10")]
+    assert judged_row.loc["kendall", "value"] == pytest.approx(row["kendall"], abs=1e-12)
+    assert judged_row.loc["spearman", "value"] == pytest.approx(row["spearman"], abs=1e-12)
     shared = sorted(official_scores)
     tau = scipy.stats.kendalltau([second_scores[r] for r in shared], [official_scores[r] for r in shared]).statistic
     assert agreement.loc[("second-assessor", "ndcg_cut_10", "kendall"), "value"] == pytest.approx(tau, abs=1e-12)

@@ -59,6 +59,7 @@ def test_answers_read_as_umbrela_reads_them(answer, label):
     [
         "I cannot help with judging this content.",  # a refusal: no label (UMBRELA: 0)
         "##final score: 4",  # out of range (UMBRELA: 0, no pattern matches)
+        "##final score: -1",  # out of range (UMBRELA would read the 1)
         "Step 1 says a lot.\n##final score: 7",  # out of range (UMBRELA would read the 1 of "Step 1")
         "",
     ],

@@ -327,6 +327,11 @@ def _compare_judges_parser(subparsers) -> None:
         "may be repeated (default: the official measure)",
     )  # fmt: skip
     compare.add_argument(
+        "--query-mode", choices=["present", "all"], default="present",
+        help="a run's mean over the judged queries it ranks (present, default, as trec_eval and the official "
+        "leaderboard) or over all judged queries, missing ones as 0 (trec_eval -c)",
+    )  # fmt: skip
+    compare.add_argument(
         "--per-page", action="store_true",
         help="qrels ids `query/facet` judge the page `query`: a document's highest label on the page counts",
     )  # fmt: skip

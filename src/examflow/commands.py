@@ -279,7 +279,8 @@ def compare_judges_command(args: argparse.Namespace) -> None:
     if out.exists() and not out.is_dir():  # before the work, not after it
         raise Failure(f"--out {args.out}: not a folder")
     judges = judges_inputs(args)
-    tables = compare_judges(judges, Settings(args.top_k, args.rbo_p, args.bootstrap, args.seed))
+    settings = Settings(args.top_k, args.rbo_p, args.bootstrap, args.seed, complete=args.query_mode == "all")
+    tables = compare_judges(judges, settings)
     check_written(JUDGES, Facts(), tables)
     out.mkdir(parents=True, exist_ok=True)
     write_tables({out / name: table for name, table in tables.items()})
@@ -290,14 +291,14 @@ def compare_judges_command(args: argparse.Namespace) -> None:
 def judges_inputs(args: argparse.Namespace):
     """What `compare-judges` compares, read and checked: a problem is one line, before any work."""
     from examflow.config import repeated
-    from examflow.evaluation.judges import Judges, parse_measure, per_page
+    from examflow.evaluation.judges import Judges, check_measure, per_page
     from examflow.io.leaderboard import read_leaderboard, read_leaderboard_scores
     from examflow.io.qrels import read_labels
     from examflow.io.runs import read_runs
 
     def measure(option: str, name: str):
         try:
-            return parse_measure(name)
+            return check_measure(name)
         except ValueError as error:
             raise Failure(f"{option} {name!r}: {error}") from None
 

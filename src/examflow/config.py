@@ -89,6 +89,7 @@ def check_config(config: dict, path: str | Path = SCHEMA) -> dict:
         report["tau"] = default_tau(taus)
     elif report["tau"] not in taus:
         raise ConfigError("report.tau", f"{report['tau']} is none of evaluation.tau ({', '.join(map(str, taus))})")
+    _warn_about_scales(checked)
     if checked["nrp"]:
         checked["nrp"] = _check_nrp(checked["nrp"])
     return checked
@@ -105,24 +106,54 @@ def _check_exam_inputs(checked: dict) -> None:
 
 
 def _check_judges(checked: dict) -> None:
-    """Every judges measure is one, and an outside label set's name is no method's (nor the official qrels')."""
-    from examflow.evaluation.judges import OFFICIAL, parse_measure
+    """Every judges measure is one that computes, each once; an outside label set's name is no method's,
+    no method is named `official`, and outside labels come with what the comparison needs."""
+    from examflow.evaluation.judges import OFFICIAL, check_measure
 
+    seen: dict[str, str] = {}
     for index, name in enumerate(checked["judges"]["measures"]):
+        key = f"judges.measures[{index}]"
         try:
-            parse_measure(name)
+            parsed = str(check_measure(name))
         except ValueError as error:
-            raise ConfigError(f"judges.measures[{index}]", f"{name!r}: {error}") from None
+            raise ConfigError(key, f"{name!r}: {error}") from None
+        if parsed in seen:
+            raise ConfigError(key, f"{name!r} is {seen[parsed]!r} again ({parsed}): name each measure once")
+        seen[parsed] = name
     methods = {method["name"] for method in checked["grading"]["methods"]}
-    for name in (checked["inputs"] or {}).get("labels") or {}:
+    if OFFICIAL in methods:
+        raise ConfigError("grading.methods", f"a method is named {OFFICIAL!r}, the name of the official judgments")
+    inputs = checked["inputs"] or {}
+    for name in inputs.get("labels") or {}:
         if name in methods or name == OFFICIAL:
             taken = "a grading method's" if name in methods else "the official qrels'"
             raise ConfigError(f"inputs.labels.{name}", f"the name is {taken}: the judges are told apart by name")
+    official = inputs.get("official_leaderboard") or checked["evaluation"]["official_measure"]
+    if inputs.get("labels") and not (inputs.get("qrels") and inputs.get("runs") and official):
+        raise ConfigError(
+            "inputs.labels",
+            "outside labels are compared with the official qrels on the runs' leaderboards: set inputs.qrels, "
+            "inputs.runs and an official leaderboard (inputs.official_leaderboard, or evaluation.official_measure)",
+        )
 
 
 def default_tau(taus: list[int]) -> int:
     """The threshold the report, the summary and the question diagnostics look at: 4, or the highest."""
     return 4 if 4 in taus else max(taus)
+
+
+def _warn_about_scales(checked: dict) -> None:
+    """A method whose grades stop below report.tau (UMBRELA's 0-3, Thomas's 0-2, yes/no) shows no relevant
+    passage in the report's figures and the summary: say so before anything runs."""
+    tau = checked["report"]["tau"]
+    for method in checked["grading"]["methods"]:
+        top = KINDS[method["kind"]].top
+        if tau > top:
+            log.warning(
+                "method %s (%s) grades 0-%d, below report.tau = %d: its figures and summary at that threshold "
+                "show no relevant passage; set report.tau (and evaluation.tau) to %d or less",
+                method["name"], method["kind"], top, tau, top,
+            )  # fmt: skip
 
 
 def _warn_about_the_budget(checked: dict) -> None:

@@ -97,6 +97,7 @@ class Kind:
     grade: str  # how an answer becomes a grade (examflow.grading.methods.READINGS)
     verification: str | None = None  # a second prompt asks whether each answer matches the key
     listed: bool = False  # the target goes as a list of one with the query (nuggetizer's assigner)
+    top: int = 5  # its highest grade (QA grades answer at every τ: 5)
 
 
 KINDS = {
@@ -106,18 +107,18 @@ KINDS = {
     "extractive_qa": Kind("grade-qa", "question", "correct"),  # the span extractor reads question and passage
     "nugget_rating": Kind("grade-nugget-rating", "nugget", "rating"),
     # AutoNuggetizer (Pradeep et al. 2024): support / partial_support / not_support, or support / not_support
-    "nugget_support": Kind("nugget-assign", "nugget", "support", listed=True),
-    "nugget_support_2grade": Kind("nugget-assign-2grade", "nugget", "support_2grade", listed=True),
-    "faggioli": Kind("direct-faggioli", "query", "binary"),
-    "faggioli_few": Kind("direct-faggioli-few", "query", "binary"),
-    "helm": Kind("direct-helm", "query", "binary"),
-    "sun": Kind("direct-sun", "query", "binary"),
-    "sun_few": Kind("direct-sun-few", "query", "binary"),
-    "thomas": Kind("direct-thomas", "query", "thomas"),
+    "nugget_support": Kind("nugget-assign", "nugget", "support", listed=True, top=2),
+    "nugget_support_2grade": Kind("nugget-assign-2grade", "nugget", "support_2grade", listed=True, top=2),
+    "faggioli": Kind("direct-faggioli", "query", "binary", top=1),
+    "faggioli_few": Kind("direct-faggioli-few", "query", "binary", top=1),
+    "helm": Kind("direct-helm", "query", "binary", top=1),
+    "sun": Kind("direct-sun", "query", "binary", top=1),
+    "sun_few": Kind("direct-sun-few", "query", "binary", top=1),
+    "thomas": Kind("direct-thomas", "query", "thomas", top=2),
     # UMBRELA (Upadhyay et al. 2024): zero-shot and few-shot "bing", zero-shot "basic"; labels 0-3
-    "umbrela": Kind("direct-umbrela-bing", "query", "umbrela"),
-    "umbrela_few": Kind("direct-umbrela-bing-few", "query", "umbrela"),
-    "umbrela_basic": Kind("direct-umbrela-basic", "query", "umbrela"),
+    "umbrela": Kind("direct-umbrela-bing", "query", "umbrela", top=3),
+    "umbrela_few": Kind("direct-umbrela-bing-few", "query", "umbrela", top=3),
+    "umbrela_basic": Kind("direct-umbrela-basic", "query", "umbrela", top=3),
 }
 # Grades run 0-5 (self-ratings; direct grading gives 0-1 or 0-2): a threshold τ above this answers nothing.
 TOP_GRADE = 5

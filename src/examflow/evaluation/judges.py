@@ -42,6 +42,7 @@ class Settings:
     replicates: int = 1000
     seed: int = 0
     level: float = 0.95
+    complete: bool = False  # a judged query a run does not rank counts 0 (trec_eval -c), or is left out
 
 
 def parse_measure(name: str):
@@ -72,23 +73,39 @@ def parse_measure(name: str):
     return measure
 
 
-def per_query_values(labels: pd.DataFrame, runs: pd.DataFrame, measure, queries: list[str]) -> np.ndarray:
-    """Runs (sorted by id) × `queries`: each run's value on each query the label set judges, 0 where the
-    run does not rank it (trec_eval -c), NaN for a query the label set does not judge."""
+def check_measure(name: str):
+    """`parse_measure`, and the measure computed once on a made-up query: a provider that cannot (gdeval's
+    ERR without Perl) is a ValueError now, not a failure after the grading."""
+    import ir_measures
+
+    measure = parse_measure(name)
+    qrels = pd.DataFrame({"query_id": ["q", "q"], "doc_id": ["a", "b"], "relevance": [1, 0]})
+    run = pd.DataFrame({"query_id": ["q", "q"], "doc_id": ["a", "b"], "score": [2.0, 1.0]})
+    try:
+        list(ir_measures.iter_calc([measure], qrels, run))
+    except Exception as error:  # a provider's own failure, of any kind
+        raise ValueError(f"ir-measures could not compute it: {str(error).strip()[:200]}") from None
+    return measure
+
+
+def per_query_values(labels: pd.DataFrame, runs: pd.DataFrame, measure, queries: list[str], complete: bool = False):
+    """Runs (sorted by id) × `queries`: each run's value on each query the label set judges and the run
+    ranks. A judged query the run does not rank is left out of its mean (NaN: trec_eval's mean, as the
+    official leaderboard and `examflow evaluate` take it) or counts 0 (`complete`: trec_eval -c); a
+    query the label set does not judge is NaN."""
     import ir_measures
 
     evaluator = ir_measures.evaluator([measure], labels[["query_id", "doc_id", "relevance"]])
-    judged = set(labels["query_id"])
-    column = {query: i for i, query in enumerate(queries)}
-    table = np.where([query in judged for query in queries], 0.0, np.nan)[None, :].repeat(runs["run_id"].nunique(), 0)
-    ranked = runs.rename(columns={"passage_id": "doc_id"})
-    for row, (_, run) in enumerate(ranked.groupby("run_id", sort=True)):
+    judged, column = sorted(set(labels["query_id"])), {query: i for i, query in enumerate(queries)}
+    table = np.full((runs["run_id"].nunique(), len(queries)), np.nan)
+    for row, (_, run) in enumerate(runs.rename(columns={"passage_id": "doc_id"}).groupby("run_id", sort=True)):
         try:
-            metrics = list(evaluator.iter_calc(run[["query_id", "doc_id", "score"]]))
+            values = {m.query_id: m.value for m in evaluator.iter_calc(run[["query_id", "doc_id", "score"]])}
         except Exception as error:  # a provider's own failure (a missing program, ...), of any kind
             raise Failure(f"{measure}: ir-measures could not compute it: {str(error).strip()[:300]}") from None
-        for metric in metrics:
-            table[row, column[metric.query_id]] = metric.value
+        ranked = set(run["query_id"])
+        for query in judged:
+            table[row, column[query]] = values.get(query, 0.0) if query in ranked else 0.0 if complete else np.nan
     return table
 
 
@@ -175,13 +192,15 @@ class Board:
     linear: bool = True  # scores, not ranks: Pearson's r means something
 
     def scores(self, counts: np.ndarray | None = None) -> np.ndarray:
-        """Each run's mean over the queries judged, each query counted `counts` times (once by default)."""
-        judged = ~np.isnan(self.values[0])
-        if counts is None:  # math.fsum: the same sum in any query order
-            return np.array([math.fsum(row[judged]) / judged.sum() for row in self.values])
-        weights = counts * judged
-        total = weights.sum()
-        return np.nan_to_num(self.values) @ weights / total if total else np.full(len(self.values), np.nan)
+        """Each run's mean over its queries (those with a value), each query counted `counts` times (once
+        by default, summed with math.fsum: the same in any query order); NaN for a run without any."""
+        present = np.isfinite(self.values)
+        if counts is None:
+            return np.array([math.fsum(row[kept]) / kept.sum() if kept.any() else math.nan
+                             for row, kept in zip(self.values, present)])  # fmt: skip
+        weights = present.astype(float) @ counts
+        totals = np.nan_to_num(self.values) @ counts
+        return np.divide(totals, weights, out=np.full(len(totals), math.nan), where=weights > 0)
 
     @classmethod
     def given(cls, scores: np.ndarray, queries: int, linear: bool) -> Board:
@@ -190,18 +209,20 @@ class Board:
 
 
 def leaderboard_agreement(board: Board, official: Board, settings: Settings) -> list[tuple]:
-    """(statistic, value, low, high, runs) of the board against the official one. Pearson's r needs
-    official scores (NaN against ranks); τ@k counts only the official top k runs. A bootstrap sample
-    that draws no query one of the two judges judges gives that judge no leaderboard, and is left out."""
+    """(statistic, value, low, high, runs) of the board against the official one, over the runs both
+    score. Pearson's r needs official scores (NaN against ranks); τ@k counts only the official top k
+    runs. A bootstrap sample in which one of the two judges has no score for a run (it drew none of
+    the run's judged queries) is left out."""
     scores, truth = board.scores(), official.scores()
-    replicates = [
-        (s, t) for s, t in _replicates(board, official, settings) if np.isfinite(s).all() and np.isfinite(t).all()
-    ]
+    both = np.isfinite(scores) & np.isfinite(truth)
+    scores, truth = scores[both], truth[both]
+    replicates = [(s[both], t[both]) for s, t in _replicates(board, official, settings)]
+    replicates = [(s, t) for s, t in replicates if np.isfinite(s).all() and np.isfinite(t).all()]
     tail = (1 - settings.level) / 2 * 100
     rows = []
     for name, statistic in STATISTICS.items():
         runs = int(_top(truth, settings.top_k).sum()) if name == "tau_at_k" else len(scores)
-        if name == "pearson" and not official.linear:
+        if (name == "pearson" and not official.linear) or len(scores) < 2:
             rows.append((name, math.nan, math.nan, math.nan, runs))
             continue
         value = statistic(scores, truth, settings)
@@ -272,11 +293,11 @@ def compare_judges(judges: Judges, settings: Settings) -> dict[str, pd.DataFrame
     queries = sorted(set().union(*(set(labels["query_id"]) for labels in every.values())))
     run_ids = sorted(set(judges.runs["run_id"]))
     boards = [
-        Board(name, measure, per_query_values(labels, judges.runs, parsed, queries))
+        Board(name, measure, per_query_values(labels, judges.runs, parsed, queries, settings.complete))
         for name, labels in every.items()
         for measure, parsed in judges.measures.items()
     ]
-    truth, compared = _official_board(judges, boards, queries, run_ids)
+    truth, compared = _official_board(judges, boards, queries, run_ids, settings.complete)
     leaderboards = [row for board in boards for row in _leaderboard_rows(board, run_ids)]
     if not any(board is truth for board in boards):
         leaderboards += _leaderboard_rows(truth, [run for run, kept in zip(run_ids, compared) if kept])
@@ -296,7 +317,7 @@ def compare_judges(judges: Judges, settings: Settings) -> dict[str, pd.DataFrame
     return {JUDGES[name].path: table for name, table in tables.items()}
 
 
-def _official_board(judges: Judges, boards: list[Board], queries: list[str], run_ids: list[str]):
+def _official_board(judges: Judges, boards: list[Board], queries: list[str], run_ids: list[str], complete: bool):
     """The official leaderboard as a board of the runs compared, and which runs those are (a mask)."""
     if judges.official_given is not None:
         given, are_scores = judges.official_given
@@ -308,7 +329,7 @@ def _official_board(judges: Judges, boards: list[Board], queries: list[str], run
     found = [b for b in boards if b.label_set == OFFICIAL and b.measure == name]
     if found:
         return found[0], np.ones(len(run_ids), dtype=bool)
-    values = per_query_values(judges.official_labels, judges.runs, parsed, queries)
+    values = per_query_values(judges.official_labels, judges.runs, parsed, queries, complete)
     return Board(OFFICIAL, name, values), np.ones(len(run_ids), dtype=bool)
 
 

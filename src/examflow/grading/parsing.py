@@ -139,14 +139,14 @@ _UMBRELA_PATTERNS = [re.compile(pattern, re.IGNORECASE | re.MULTILINE | re.DOTAL
     r"relevance category (0|1|2|3)", r"relevance category for this passage would be (0|1|2|3)",
     r"the relevance category would be (0|1|2|3)", r"\n*(0|1|2|3)",
 )]  # fmt: skip
-_STATED_SCORE = re.compile(r"final score\s*(?:is|[:-=])?\s*(\d+)", re.IGNORECASE)
+_STATED_SCORE = re.compile(r"final score\s*(?:is|[:=])?\s*(-?\d+)", re.IGNORECASE)
 
 
 def parse_umbrela(text: str) -> int | None:
     """UMBRELA's label 0-3 of an answer, or None where it states none (or one outside 0-3)."""
     answer = text.strip().lower()
     stated = _STATED_SCORE.findall(answer)
-    if stated and int(stated[-1]) > 3:
+    if stated and not 0 <= int(stated[-1]) <= 3:
         return None
     for pattern in _UMBRELA_PATTERNS:
         matches = pattern.findall(answer)
