@@ -412,7 +412,9 @@ def judges_settings(wildcards):
         rbo_p=judges["rbo_p"],
         bootstrap=evaluation["bootstrap"],
         seed=evaluation["seed"],
-        query_mode=evaluation["query_mode"],  # as the EXAM-Qrels measures of `examflow evaluate`
+        query_mode=evaluation[
+            "query_mode"
+        ],  # as the EXAM-Qrels measures of `examflow evaluate`
     )
     return f"--per-page {options}"  # runs rank pages: subtopic judgments count for their page
 
