@@ -4,6 +4,7 @@ raw inputs, not just its exit code. `.test/README.md` says what each configurati
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import re
@@ -283,8 +284,24 @@ def umbrela_judge(prompt: str) -> str:
     return "I cannot assess this passage." if label is None else f"The intent is clear.\n##final score: {label}"
 
 
-def test_judges_umbrela_and_outside_labels_per_page(tmp_path):
-    with LLMServer(default=umbrela_judge) as server:
+def nugget_label(passage: str, nugget: str) -> str:
+    """The test server's nuggetizer label of a nugget for a passage, by a digest of both: mostly
+    not_support, so that a run's top 20 leave some nuggets unsupported."""
+    value = int(hashlib.md5(f"{passage}|{nugget}".encode()).hexdigest(), 16) % 30
+    return ("support", "partial_support")[value] if value < 2 else "not_support"
+
+
+def judge(prompt: str) -> str:
+    """UMBRELA's answer, or nuggetizer's assigner's for its prompt (a list of one label)."""
+    if "\nNugget List: " not in prompt:
+        return umbrela_judge(prompt)
+    passage, rest = prompt.split("\nPassage: ", 1)[1].split("\nNugget List: ", 1)
+    nugget = ast.literal_eval(rest.split("\n", 1)[0])[0]
+    return str([nugget_label(passage, nugget)])
+
+
+def test_judges_umbrela_nuggets_and_outside_labels_per_page(tmp_path):
+    with LLMServer(default=judge) as server:
         project, args, config = prepare(tmp_path, "judges", server.base_url)
         snakemake(project, *args)
     results, inputs = project / config["results_dir"], config["inputs"]
@@ -341,8 +358,31 @@ def test_judges_umbrela_and_outside_labels_per_page(tmp_path):
     kappas = numbers(table(results / "judges/labels.tsv"), "value", "pairs").set_index(["label_set", "statistic"])
     assert kappas.loc[("second-assessor", "cohen_kappa"), "value"] == pytest.approx((observed - chance) / (1 - chance))
     assert kappas.loc[("second-assessor", "cohen_kappa"), "pairs"] == len(pairs)
+    # Nugget scores: a nugget's best grade over a run's passages ranked <= 20, support 1, partial 0.5
+    nuggets = pd.read_csv(project / inputs["bank"], sep="\t")
+    texts = dict(zip(zip(pool["query_id"], pool["passage_id"]), pool["text"]))
+    credit = {"support": 1.0, "partial_support": 0.5, "not_support": 0.0}
+    expected_all = {}
+    for run, lists in runs.items():
+        values = []
+        for query, ranked in lists.items():
+            top = [texts[(query, doc)] for rank, doc, _ in ranked if rank <= 20]
+            bank = nuggets[nuggets["query_id"] == query]["nugget"].tolist()
+            best = [max((credit[nugget_label(text, n)] for text in top), default=0.0) for n in bank]
+            values.append(sum(best) / len(bank))
+        expected_all[run] = sum(values) / len(values)
+    board = numbers(table(results / "eval/nuggets/leaderboard.tsv"), "score")
+    shown = board[board["measure"] == "nugget_all"]
+    assert dict(zip(shown["run_id"], shown["score"])) == pytest.approx(expected_all, abs=1e-12)
+    assert 0 < min(expected_all.values()) < max(expected_all.values()) < 1  # the runs differ: a real check
+    assert set(board["measure"]) >= {"nugget_vital", "nugget_strict_all", "nugget_weighted", "exam_cover"}
     page = (results / "report/judges/judges.html").read_text()
-    assert "second-assessor" in page and "umbrela" in page and (results / "report/judges/judges.png").stat().st_size
+    assert (
+        "second-assessor" in page
+        and "umbrela" in page
+        and "nuggets" in page
+        and (results / "report/judges/judges.png").stat().st_size
+    )
     finished(project, args)
 
 

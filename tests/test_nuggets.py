@@ -110,3 +110,86 @@ def test_a_local_model_reads_the_system_message_first(tmp_path):
     for raw, rating, error in zip(table["raw"], values(table["rating"]), table["error"]):
         expected = SUPPORT_GRADES.get(parse_nugget_label(raw) or "")
         assert rating == expected and (error is None) == (expected is not None), (raw, rating, error)
+
+
+# -- nugget scores by hand, on a hand-made assignment ---------------------------------------------------------
+
+LEVELS = pd.DataFrame(  # (query, passage, nugget, grade): 2 support, 1 partial_support, 0 not_support
+    [("q", "p1", "n1", 2.0), ("q", "p1", "n3", 1.0), ("q", "p2", "n1", 1.0), ("q", "p2", "n4", 2.0),
+     ("q", "p3", "n2", 1.0), ("q", "p3", "n1", 0.0)],
+    columns=["query_id", "passage_id", "question_id", "level"],
+)  # fmt: skip
+RANKINGS = pd.DataFrame(  # run A ranks p1 and p2; run B p3, and p1 past the budget of 20
+    [("A", "q", "p1", 1), ("A", "q", "p2", 2), ("B", "q", "p3", 1), ("B", "q", "p1", 25)],
+    columns=["run_id", "query_id", "passage_id", "rank"],
+)
+NUGGETS = pd.DataFrame({"query_id": "q", "question_id": ["n1", "n2", "n3", "n4"],
+                        "importance": ["vital", "vital", "okay", "okay"]})  # fmt: skip
+# Run A: n1 support, n2 nothing, n3 partial, n4 support. Run B: n2 partial.
+BY_HAND = {
+    "A": {"nugget_all": (1 + 0 + 0.5 + 1) / 4, "nugget_strict_all": 2 / 4, "nugget_vital": (1 + 0) / 2,
+          "nugget_strict_vital": 1 / 2, "nugget_weighted": (1 * 1 + 1 * 0 + 0.5 * 0.5 + 0.5 * 1) / (1 + 1 + 0.5 + 0.5)},
+    "B": {"nugget_all": 0.5 / 4, "nugget_strict_all": 0.0, "nugget_vital": 0.5 / 2, "nugget_strict_vital": 0.0,
+          "nugget_weighted": (1 * 0.5) / 3},
+}  # fmt: skip
+
+
+def test_nugget_scores_by_hand():
+    from examflow.evaluation.nuggets import nugget_values
+
+    rows = nugget_values(LEVELS, RANKINGS, NUGGETS, k=20)
+    found = {run: dict(zip(group["measure"], group["value"])) for run, group in rows.groupby("run_id")}
+    assert found == {run: pytest.approx(scores) for run, scores in BY_HAND.items()}
+    unrated = nugget_values(LEVELS, RANKINGS, NUGGETS.assign(importance=None), k=20)
+    assert set(unrated["measure"]) == {"nugget_all", "nugget_strict_all"}  # no importance: no vital scores
+
+
+def test_nugget_scores_equal_nuggetizers_own():
+    metrics = REFERENCE.parent / "metrics.py"
+    if not metrics.is_file():
+        pytest.skip(f"nuggetizer's metrics are not at {metrics} (../shared/reference is absent)")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("nuggetizer_metrics", metrics)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assignments = {"A": ["support", "not_support", "partial_support", "support"],
+                   "B": ["not_support", "partial_support", "not_support", "not_support"]}  # fmt: skip
+    for run, labels in assignments.items():
+        nuggets = [{"importance": i, "assignment": a} for i, a in zip(NUGGETS["importance"], labels)]
+        theirs = module.calculate_nugget_scores("q", nuggets)
+        mine = BY_HAND[run]
+        assert (theirs.all_score, theirs.strict_all_score, theirs.vital_score, theirs.strict_vital_score) == (
+            pytest.approx(mine["nugget_all"]), pytest.approx(mine["nugget_strict_all"]),
+            pytest.approx(mine["nugget_vital"]), pytest.approx(mine["nugget_strict_vital"]),
+        )  # fmt: skip
+
+
+def test_nugget_banks_as_tsv_and_as_nuggetizer_writes_them(tmp_path):
+    import json
+
+    from examflow.errors import InputError
+    from examflow.questions.bank import read_bank
+
+    tsv = tmp_path / "nuggets.tsv"
+    tsv.write_text("query_id\tnugget_id\tnugget\timportance\nq1\tq1-n1\tBees make honey\tvital\nq1\t\tCombs\tokay\n")
+    items = read_bank(tsv)[0].items
+    assert [(i.item_id, i.text, i.kind, i.importance) for i in items][0] == (
+        "q1-n1",
+        "Bees make honey",
+        "nugget",
+        "vital",
+    )
+    assert items[1].importance == "okay" and items[1].item_id.startswith("q1/")
+    jsonl = tmp_path / "nuggets.jsonl"
+    jsonl.write_text(json.dumps({"qid": "q1", "query": "bees", "nuggets": [
+        {"text": "Bees make honey", "importance": "vital"}, {"text": "Combs", "importance": "okay", "assignment": "support"}]}) + "\n")  # fmt: skip
+    entry = read_bank(jsonl)[0]
+    assert entry.query_text == "bees" and [i.importance for i in entry.items] == ["vital", "okay"]
+    assert entry.items[1].extra == {"assignment": "support"}
+    tsv.write_text("query_id\tnugget\timportance\nq1\tBees\tvital\nq1\tCombs\tmaybe\n")
+    with pytest.raises(InputError, match="nuggets.tsv:3: field 'importance': expected vital or okay, found 'maybe'"):
+        read_bank(tsv)
+    tsv.write_text("query_id\tnugget\timportance\nq1\tBees\tvital\nq1\tCombs\t\n")
+    with pytest.raises(InputError, match="has no importance, and others have one"):
+        read_bank(tsv)

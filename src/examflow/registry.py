@@ -123,6 +123,7 @@ KINDS = {
 # Grades run 0-5 (self-ratings; direct grading gives 0-1 or 0-2): a threshold τ above this answers nothing.
 TOP_GRADE = 5
 GENERATIVE = frozenset(kind for kind in KINDS if kind != "extractive_qa")
+NUGGET_SUPPORT = frozenset(kind for kind, entry in KINDS.items() if entry.grade in ("support", "support_2grade"))
 
 BACKENDS = {
     "hf_seq2seq": Backend(
@@ -219,20 +220,23 @@ DEFAULT_QUANTILES = (0.8, 0.85, 0.9, 0.95, 0.98)
 DEFAULT_MEASURES = ("map", "ndcg_cut_10", "ndcg_cut_20", "Rprec", "P_20", "recip_rank")  # on EXAM-Qrels
 # EXAM-Cover, n-EXAM and the original EXAM (methods with answer keys), as `examflow evaluate` names them.
 COVER_MEASURES = ("exam_cover", "n_exam_cover", "exam")
+# The nugget scores of a nugget-support method (examflow.evaluation.nuggets), its headline first.
+NUGGET_MEASURES = ("nugget_all", "nugget_vital", "nugget_strict_all", "nugget_strict_vital", "nugget_weighted")
 
 
 def measure_order(kind: str | None, measures, present) -> list[str]:
     """The measures of a method in the order the report and the summary show them, headline first.
 
     A method that grades passages against questions or nuggets leads with EXAM-Cover, n-EXAM and the
-    original EXAM, then the EXAM-Qrels measures in the configured order (`measures`); direct grading (a
+    original EXAM (a nugget-support method with its nugget scores before them), then the EXAM-Qrels measures in the configured order (`measures`); direct grading (a
     passage against its query: no exam to cover) leads with the EXAM-Qrels measures. Only the measures
     `present` are returned; any other (rouge_1_f1) comes last, by name. `kind` None: a cover method.
     """
     present = set(present)
     cover, qrels = list(COVER_MEASURES), list(measures)
     direct = kind is not None and KINDS[kind].target == "query"
-    ordered = [m for m in dict.fromkeys(qrels + cover if direct else cover + qrels) if m in present]
+    nuggets = list(NUGGET_MEASURES) if kind in NUGGET_SUPPORT else []
+    ordered = [m for m in dict.fromkeys(nuggets + (qrels + cover if direct else cover + qrels)) if m in present]
     return ordered + sorted(present - set(ordered))
 
 

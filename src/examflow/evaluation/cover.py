@@ -48,8 +48,7 @@ def cover_counts(
     The gold run keeps all its passages; every other run its passages ranked ≤ k.
     """
     counts = questions.groupby("query_id")["question_id"].nunique()
-    ranked = rankings[(rankings["rank"] <= k) | (rankings["run_id"] == GOLD_RUN)]
-    ranked = ranked[ranked["query_id"].isin(counts.index)][["run_id", *KEYS]].drop_duplicates()
+    ranked = ranked_passages(rankings, set(counts.index), k)
     best = ranked.merge(levels, on=KEYS).groupby(["run_id", "query_id", "question_id"])[["level", "correct"]].max()
     pooled = levels if excluded is None else without_passages(levels, excluded)
     pool_best = pooled.groupby(["query_id", "question_id"])[["level", "correct"]].max()
@@ -75,6 +74,12 @@ def cover_counts(
     gold = table[table["run_id"] == GOLD_RUN].set_index(["query_id", "tau"])["covered"]
     table["gold"] = _lookup(gold, table, ["query_id", "tau"])  # NaN: the query has no gold article
     return table.astype({"covered": int, "correct": int, "questions": int, "answerable": int})
+
+
+def ranked_passages(rankings: pd.DataFrame, query_ids: set[str], k: int) -> pd.DataFrame:
+    """(run, query, passage) of each run's passages ranked ≤ k (the gold run's all) for these queries."""
+    ranked = rankings[(rankings["rank"] <= k) | (rankings["run_id"] == GOLD_RUN)]
+    return ranked[ranked["query_id"].isin(query_ids)][["run_id", *KEYS]].drop_duplicates()
 
 
 def complete(table: pd.DataFrame, query_ids: list[str]) -> pd.DataFrame:

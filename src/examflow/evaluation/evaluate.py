@@ -31,10 +31,12 @@ from examflow.evaluation.diagnostics import (
 )
 from examflow.evaluation.exam_qrels import DEFAULT_MEASURES, exam_labels, format_qrels, trec_scores
 from examflow.evaluation.impact import Baseline
+from examflow.evaluation.nuggets import nugget_values
 from examflow.evaluation.rouge import rouge_per_query
 from examflow.evaluation.scores import system_scores
 from examflow.io.runs import GOLD_RUN, OVERALL_RUN, RESERVED_RUNS
 from examflow.outputs import Facts
+from examflow.registry import NUGGET_SUPPORT
 from examflow.ties import tie_keys
 
 log = logging.getLogger(__name__)
@@ -98,12 +100,23 @@ def per_query_values(
             labels = exam_labels(without_passages(grades, gold_only))
         values = trec_scores(labels, runs, settings.taus, settings.measures, complete=settings.query_mode == "all")
         parts.append(values.assign(weight=1.0))
+    if "kind" in grades and set(grades["kind"].dropna()) & NUGGET_SUPPORT:  # (published grades name no kind)
+        nuggets = nugget_values(best_levels(grades), inputs.rankings, _nuggets(questions, inputs.questions), settings.k)
+        if settings.query_mode == "all":
+            nuggets = pd.concat([_fill_missing(part, query_ids) for _, part in nuggets.groupby("measure")])
+        parts.append(nuggets)
     if inputs.gold:
         rouge = rouge_per_query(runs, inputs.passages, inputs.gold, settings.k)
         with_gold = sorted(set(query_ids) & set(inputs.gold))
         parts.append(_fill_missing(rouge, with_gold) if settings.query_mode == "all" else rouge)
     table = pd.concat([part[PER_QUERY_COLUMNS] for part in parts], ignore_index=True)
     return table.astype({"tau": "Int64"})
+
+
+def _nuggets(exam: pd.DataFrame, bank: pd.DataFrame | None) -> pd.DataFrame:
+    """The exam's nuggets with their importance (None where the bank rates none)."""
+    rated = bank[["question_id", "importance"]] if bank is not None and "importance" in bank else None
+    return exam.merge(rated, on="question_id", how="left") if rated is not None else exam.assign(importance=None)
 
 
 def exam_questions(grades: pd.DataFrame, bank: pd.DataFrame | None) -> pd.DataFrame:

@@ -1,10 +1,12 @@
 """Question banks: the reference implementation's JSONL formats and a simple TSV.
 
 A bank holds, per query and facet, an ordered list of items: exam questions (optionally
-with answer keys and multiple-choice options) or nuggets. Three JSONL variants are read:
+with answer keys and multiple-choice options) or nuggets (optionally with their importance, `vital`
+or `okay`, as AutoNuggetizer rates them). Four JSONL variants are read:
 - current: one object per query × facet with `items` (what examflow writes);
 - older: the same with `questions` instead of `items`;
-- oldest: one flat line per question `{query_id, query_text, qid, question, choices, correctKey, correct, facet_id}`.
+- oldest: one flat line per question `{query_id, query_text, qid, question, choices, correctKey, correct, facet_id}`;
+- nuggetizer's: one object per query `{qid, query, nuggets: [{text, importance}, ...]}`.
 Fields examflow does not use are kept, so read → write → read is lossless.
 
 Ids follow docs/methods.md §2: `{query_id}[/{facet_id}]/{md5(text.strip())}`. In the current format an
@@ -29,6 +31,7 @@ from examflow.io.lines import base_suffix, check_id, json_lines, required_id, sp
 log = logging.getLogger(__name__)
 
 KINDS = {"question": ("question_id", "question_text"), "nugget": ("nugget_id", "nugget_text")}
+IMPORTANCE = ("vital", "okay")  # AutoNuggetizer's ratings of a nugget
 
 
 @dataclass
@@ -41,6 +44,7 @@ class Item:
     gold_answers: list[str] | None = None
     choices: dict[str, str] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    importance: str | None = None  # a nugget's: vital or okay
 
 
 @dataclass
@@ -71,7 +75,10 @@ def read_bank(path: str | Path) -> list[Entry]:
     edited = 0
     for number, record in json_lines(path):
         flat = "qid" in record and "question" in record
-        entry, changed = _flat_question(path, number, record) if flat else _entry(path, number, record)
+        if "qid" in record and "nuggets" in record:
+            entry, changed = _nuggetizer_entry(path, number, record)
+        else:
+            entry, changed = _flat_question(path, number, record) if flat else _entry(path, number, record)
         edited += changed
         key = (entry.query_id, entry.facet_id)
         entry.line = number
@@ -87,7 +94,46 @@ def read_bank(path: str | Path) -> list[Entry]:
     if blank:  # published banks hold a few parsing leftovers; they count in |Q_q| there, so they stay
         log.warning("%s: %d items with blank text", path, blank)
     _drop_repeated_ids(path, entries.values())
+    _check_importance(path, entries.values())
     return _not_empty(path, list(entries.values()))
+
+
+def _check_importance(path, entries) -> None:
+    """A bank rates the importance of all its nuggets or of none: a nugget without one would count as
+    neither vital nor okay in the scores that weigh them."""
+    nuggets = [(entry, item) for entry in entries for item in entry.items if item.kind == "nugget"]
+    rated = [item.importance is not None for _, item in nuggets]
+    if any(rated) and not all(rated):
+        entry, item = next((e, i) for e, i in nuggets if i.importance is None)
+        raise InputError(path, f"nugget {item.item_id!r} has no importance, and others have one: rate all or none",
+                         entry.line, "importance")  # fmt: skip
+
+
+def _importance(path, number: int | None, value, field: str) -> str | None:
+    if value is None:
+        return None
+    if value not in IMPORTANCE:
+        raise InputError(path, f"expected vital or okay, found {value!r}", number, field)
+    return value
+
+
+def _nuggetizer_entry(path, number: int, record: dict) -> tuple[Entry, int]:
+    """nuggetizer's nugget file: `{qid, query, nuggets: [{text, importance, ...}]}`, one line a query."""
+    query_id = required_id(path, number, record, "qid")
+    if not isinstance(record["nuggets"], list):
+        raise InputError(path, "expected a list of nuggets", number, "nuggets")
+    entry = Entry(query_id, None, record.get("query"), [], extra={k: v for k, v in record.items()
+                                                                   if k not in ("qid", "query", "nuggets")})  # fmt: skip
+    for index, raw in enumerate(record["nuggets"]):
+        where = f"nuggets[{index}]"
+        if not isinstance(raw, dict) or not isinstance(raw.get("text"), str):
+            raise InputError(path, "expected an object with a text", number, where)
+        importance = _importance(path, number, raw.get("importance"), f"{where}.importance")
+        extra = {k: v for k, v in raw.items() if k not in ("text", "importance")}
+        text = raw["text"]
+        entry.items.append(Item(query_id, None, item_id(query_id, None, text), text, "nugget", extra=extra,
+                                importance=importance))  # fmt: skip
+    return entry, 0
 
 
 def entry_lines(entries: list[Entry]) -> dict[tuple[str, str | None], int]:
@@ -175,10 +221,13 @@ def _item(path, number: int, where: str, raw, query_id: str, facet_id: str | Non
     if answers is not None and not (isinstance(answers, list) and all(isinstance(a, str) for a in answers)):
         raise InputError(path, "expected a list of strings", number, f"{where}.gold_answers")
     choices = _choices(path, number, raw, f"{where}.choices")
+    importance = _importance(path, number, raw.get("importance"), f"{where}.importance") if kind == "nugget" else None
     known = {"query_id", "facet_id", id_field, text_field, "gold_answers", "choices", "keep_id"}
+    known |= {"importance"} if kind == "nugget" else set()
     extra = {k: v for k, v in raw.items() if k not in known}
     given = required_id(path, number, raw, id_field, f"{where}.") if raw.get(id_field) is not None else None
-    return Item(query_id, facet_id, given or item_id(query_id, facet_id, text), text, kind, answers, choices, extra)
+    item_key = given or item_id(query_id, facet_id, text)
+    return Item(query_id, facet_id, item_key, text, kind, answers, choices, extra, importance)
 
 
 def _choices(path, number: int, record: dict, field: str) -> dict[str, str] | None:
@@ -210,48 +259,55 @@ def _flat_question(path, number: int, record: dict) -> tuple[Entry, int]:
     return Entry(query_id, facet_id, record.get("query_text"), [item]), 0
 
 
-def _read_tsv(path) -> list[Entry]:
-    """Hand-written banks: header `query_id<TAB>question` and optional `facet_id`, `answers`, `choices`.
+TSV_COLUMNS = {
+    "question": {"query_id", "facet_id", "question", "answers", "choices"},
+    "nugget": {"query_id", "facet_id", "nugget", "nugget_id", "importance"},
+}
 
-    `answers` and `choices` separate their values with ` | `; choices get keys A, B, C, ...
+
+def _read_tsv(path) -> list[Entry]:
+    """Hand-written banks: a header naming `query_id` and either `question` (optional `facet_id`,
+    `answers`, `choices`) or `nugget` (optional `facet_id`, `nugget_id`, `importance`).
+
+    `answers` and `choices` separate their values with ` | `; choices get keys A, B, C, ...; a nugget's
+    importance is `vital` or `okay`, and a `nugget_id` given is kept as its id.
     """
     lines = text_lines(path)
     _, header = next(lines)
     names = tuple(header.split("\t"))
-    if not {"query_id", "question"} <= set(names) or not set(names) <= {
-        "query_id",
-        "facet_id",
-        "question",
-        "answers",
-        "choices",
-    }:
-        raise InputError(path, "header must name query_id and question, and may name facet_id, answers, choices", 1)
+    kind = next((k for k, allowed in TSV_COLUMNS.items() if {"query_id", k} <= set(names) <= allowed), None)
+    if kind is None:
+        raise InputError(path, "header must name query_id and question (and may name facet_id, answers, choices), "
+                         "or query_id and nugget (and may name facet_id, nugget_id, importance)", 1)  # fmt: skip
     entries: dict[tuple[str, str | None], Entry] = {}
     for number, line in lines:
         row = dict(zip(names, (c.strip() for c in split_columns(path, number, line, names, "\t"))))
-        if not row["question"]:
-            raise InputError(path, "empty", number, "question")
+        if not row[kind]:
+            raise InputError(path, "empty", number, kind)
         check_id(path, number, row["query_id"], "query_id")
         facet_id = row.get("facet_id") or None
         if facet_id:
             check_id(path, number, facet_id, "facet_id")
-        answers = [a.strip() for a in row.get("answers", "").split("|") if a.strip()] or None
-        options = [c.strip() for c in row.get("choices", "").split("|") if c.strip()]
-        choices = {chr(ord("A") + i): option for i, option in enumerate(options)} or None
         entry = entries.setdefault((row["query_id"], facet_id), Entry(row["query_id"], facet_id, None, [], line=number))
-        entry.items.append(
-            Item(
-                row["query_id"],
-                facet_id,
-                item_id(row["query_id"], facet_id, row["question"]),
-                row["question"],
-                "question",
-                answers,
-                choices,
-            )
-        )
+        entry.items.append(_tsv_item(path, number, kind, row, facet_id))
     _drop_repeated_ids(path, entries.values())
+    _check_importance(path, entries.values())
     return _not_empty(path, list(entries.values()))
+
+
+def _tsv_item(path, number: int, kind: str, row: dict[str, str], facet_id: str | None) -> Item:
+    query_id, text = row["query_id"], row[kind]
+    if kind == "nugget":
+        given = row.get("nugget_id") or None
+        if given:
+            check_id(path, number, given, "nugget_id")
+        importance = _importance(path, number, row.get("importance") or None, "importance")
+        return Item(query_id, facet_id, given or item_id(query_id, facet_id, text), text, "nugget",
+                    importance=importance)  # fmt: skip
+    answers = [a.strip() for a in row.get("answers", "").split("|") if a.strip()] or None
+    options = [c.strip() for c in row.get("choices", "").split("|") if c.strip()]
+    choices = {chr(ord("A") + i): option for i, option in enumerate(options)} or None
+    return Item(query_id, facet_id, item_id(query_id, facet_id, text), text, "question", answers, choices)
 
 
 def _drop_repeated_ids(path, entries) -> None:
@@ -294,6 +350,7 @@ def _item_record(item: Item) -> dict[str, Any]:
     }
     record |= {"gold_answers": item.gold_answers} if item.gold_answers is not None else {}
     record |= {"choices": item.choices} if item.choices is not None else {}
+    record |= {"importance": item.importance} if item.importance is not None else {}
     record |= item.extra
     if item.item_id != item_id(item.query_id, item.facet_id, item.text):
         record["keep_id"] = True  # imported id: keep it when reading this file back

@@ -17,7 +17,8 @@ import pandas as pd
 from examflow.errors import ConfigError
 from examflow.questions.bank import Entry
 
-QUESTION_COLUMNS = ["query_id", "facet_id", "question_id", "question_text", "kind", "gold_answers", "choices"]
+QUESTION_COLUMNS = ["query_id", "facet_id", "question_id", "question_text", "kind", "gold_answers", "choices",
+                    "importance"]  # fmt: skip
 
 
 NAME_MAX = 255  # the longest file name most file systems take, in bytes (here ASCII characters)
@@ -63,7 +64,8 @@ def shard_rows(entries: list[Entry], shards: int) -> dict[str, list[tuple]]:
         mine = rows.setdefault(shard_of(entry.query_id, shards), [])
         for item in entry.items:
             choices = json.dumps(item.choices, ensure_ascii=False, sort_keys=True) if item.choices is not None else None
-            mine.append((item.query_id, item.facet_id, item.item_id, item.text, item.kind, item.gold_answers, choices))
+            mine.append((item.query_id, item.facet_id, item.item_id, item.text, item.kind, item.gold_answers, choices,
+                         item.importance))  # fmt: skip
     return rows
 
 
@@ -73,8 +75,10 @@ def shard_table(entries: list[Entry], shard: str, shards: int) -> pd.DataFrame:
 
 def shard_digests(entries: list[Entry], shards: int) -> dict[str, str]:
     """Content digest of every shard in the bank: what a grading job's params carry."""
+    # A nugget's importance counts when it is rated; a bank without (any question bank) keeps the digests
+    # it had before importance was read, so that nothing reruns for it.
     return {
-        name: hashlib.md5(json.dumps(rows).encode()).hexdigest()
+        name: hashlib.md5(json.dumps([row if row[-1] is not None else row[:-1] for row in rows]).encode()).hexdigest()
         for name, rows in sorted(shard_rows(entries, shards).items())
     }
 
