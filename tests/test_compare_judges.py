@@ -205,6 +205,16 @@ def test_a_bad_qrels_line_names_file_line_and_field(tmp_path):
     assert f"{files['noisy']}:2: field 'relevance': not an integer: 'high'" in result.stderr
 
 
+def test_the_docs_name_every_statistic_and_nugget_score():
+    from examflow.registry import NUGGET_MEASURES
+
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    judges = (docs / "judges.md").read_text()
+    assert all(f"| `{name}` |" in judges for name in STATISTICS)
+    methods = (docs / "methods.md").read_text()
+    assert all(f"`{name}`" in methods for name in NUGGET_MEASURES)
+
+
 # -- each statistic against a library or by hand ---------------------------------------------------------------
 
 

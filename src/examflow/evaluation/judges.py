@@ -8,9 +8,10 @@ the official ones pair by pair: Cohen's κ, Krippendorff's α (ordinal), a confu
 
 Measures come from ir-measures (trec_eval's through pytrec_eval; `Compat(p=0.9)` and the rest of
 ir-measures' syntax as well). A run's score under a label set is its mean over the queries that label
-set judges, a query the run does not rank counting 0 (trec_eval -c): every label set ranks every run
-on the same footing. Bootstrap replicates resample the queries once for all label sets, so the
-official leaderboard and a judge's see the same queries.
+set judges and the run ranks, as trec_eval, the official leaderboard and `examflow evaluate` average
+(or, `complete`, over all the judged queries, a missing one counting 0: trec_eval -c). Bootstrap
+replicates resample the queries once for all label sets, so the official leaderboard and a judge's see
+the same queries.
 """
 
 from __future__ import annotations
