@@ -335,3 +335,35 @@ def test_label_agreement_by_hand():
     chance = sum(mine.count(g) * official.count(g) for g in range(4)) / 40**2
     assert statistics["cohen_kappa"] == pytest.approx((observed - chance) / (1 - chance))
     assert confusion["count"].sum() == 40 and {n for _, _, n in rows} == {40}
+
+
+def test_an_ensemble_votes_as_umbrela_and_keeps_the_margin(tmp_path):
+    from examflow.evaluation.judges import ensemble
+
+    table = lambda grades: pd.DataFrame({"query_id": "q", "doc_id": ["a", "b", "c", "d"][: len(grades)],  # noqa: E731
+                                         "relevance": grades})  # fmt: skip
+    labels, votes = ensemble({"x": table([3, 1, 0, 2]), "y": table([3, 2, 1, 2]), "z": table([2, 0, 2])})
+    # a: 3,3,2 -> 3 by 2 to 1; b: 1,2,0 -> a three-way tie, the lowest: 0; c: 0,1,2 -> 0; d: only two judges
+    assert labels.values.tolist() == [["q", "a", 3], ["q", "b", 0], ["q", "c", 0]]
+    assert votes[["votes", "margin"]].values.tolist() == [[2, 1], [1, 0], [1, 0]]
+    files = campaign(tmp_path)
+    out = tmp_path / "out"
+    assert main(["compare-judges", "--runs", str(tmp_path / "runs [[]all]" / "*"), "--official-qrels",
+                 str(files["official"]), "--labels", f"noisy={files['noisy']}", f"copy={files['copy']}",
+                 f"official2={files['official']}", "--ensemble", "vote=noisy,copy,official2", "--bootstrap", "0",
+                 "--out", str(out)]) == 0  # fmt: skip
+    kept = pd.read_csv(out / "votes.tsv", sep="\t")
+    assert set(kept["label_set"]) == {"vote"} and len(kept) == 150 and kept["votes"].min() >= 2
+    boards = pd.read_csv(out / "leaderboards.tsv", sep="\t")
+    vote = boards[boards["label_set"] == "vote"].set_index("run_id")["score"]
+    official = boards[boards["label_set"] == "official"].set_index("run_id")["score"]
+    assert vote.to_dict() == pytest.approx(official.to_dict())  # two of three judges are the official labels
+    for bad, message in ((["vote=noisy"], "two or more"), (["vote=noisy,ghost"], "'ghost' is no label set"),
+                         (["noisy=copy,official2"], "the name 'noisy' is taken")):  # fmt: skip
+        result = subprocess.run(
+            [sys.executable, "-m", "examflow", "compare-judges", "--runs", str(tmp_path / "runs [all]" / "r1.txt"),
+             "--official-qrels", str(files["official"]), "--labels", f"noisy={files['noisy']}",
+             f"copy={files['copy']}", f"official2={files['official']}", "--ensemble", *bad, "--out", str(tmp_path / "x")],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        assert result.returncode != 0 and message in result.stderr and "Traceback" not in result.stderr

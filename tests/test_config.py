@@ -82,6 +82,21 @@ def test_judges_measures_and_outside_label_names_are_checked():
     assert checked({"inputs": {"queries": "q", "labels": {"a": "x"}, "qrels": "q.txt", "runs": ["r"]}})
 
 
+def test_an_ensemble_names_judges_the_configuration_has():
+    backend = {"kind": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1"}
+    umbrela = {"name": "umb", "kind": "umbrela", "backend": backend}
+    inputs = {"queries": "q", "bank": "b", "qrels": "q.txt", "runs": ["r"], "labels": {"team": "t.qrels"}}
+    config = {"inputs": inputs, "grading": {"methods": [umbrela]}}
+    assert checked({**config, "judges": {"ensembles": {"vote": ["umb", "team"]}}})["judges"]["ensembles"]
+    assert "judges.ensembles.vote: 'tema' is no method or outside label set (did you mean 'team'?)" in rejected(
+        {**config, "judges": {"ensembles": {"vote": ["umb", "tema"]}}}
+    )
+    assert "judges.ensembles.team: the name is a method's" in rejected(
+        {**config, "judges": {"ensembles": {"team": ["umb", "team"]}}}
+    )
+    assert "judges.ensembles.vote" in rejected({**config, "judges": {"ensembles": {"vote": ["umb"]}}})
+
+
 def test_a_judges_measure_that_does_not_compute_is_refused_before_anything_runs():
     import shutil
 

@@ -376,6 +376,17 @@ def test_judges_umbrela_nuggets_and_outside_labels_per_page(tmp_path):
     assert dict(zip(shown["run_id"], shown["score"])) == pytest.approx(expected_all, abs=1e-12)
     assert 0 < min(expected_all.values()) < max(expected_all.values()) < 1  # the runs differ: a real check
     assert set(board["measure"]) >= {"nugget_vital", "nugget_strict_all", "nugget_weighted", "exam_cover"}
+    # The ensemble: per (query, passage) the label most of the three gave, a tie to the lowest
+    nugget_qrels = read_qrels(results / "eval/nuggets/qrels/nuggets.qrels")
+    votes = table(results / "judges/votes.tsv")
+    pages_second = per_page(second)
+    for query, doc, label in votes[["query_id", "doc_id", "label"]].head(40).itertuples(index=False):
+        given = [umbrela[query][doc], pages_second[query][doc], nugget_qrels[query][doc]]
+        top = max(given.count(g) for g in given)
+        assert int(label) == min(g for g in given if given.count(g) == top), (query, doc, given)
+    assert len(votes) == sum(
+        1 for q in umbrela for d in umbrela[q] if d in pages_second.get(q, {}) and d in nugget_qrels.get(q, {})
+    )
     page = (results / "report/judges/judges.html").read_text()
     assert (
         "second-assessor" in page

@@ -322,6 +322,10 @@ def _compare_judges_parser(subparsers) -> None:
         help="the label sets to compare, each a qrels file",
     )  # fmt: skip
     compare.add_argument(
+        "--ensemble", nargs="+", action="extend", default=[], metavar="NAME=A,B,...",
+        help="a label set by majority vote of label sets of --labels (UMBRELA's ensemble; ties to the lowest label)",
+    )  # fmt: skip
+    compare.add_argument(
         "--measure", nargs="+", action="extend", dest="measures",
         help="measures, trec_eval's names (ndcg_cut_10, map) or ir-measures' (nDCG@10, Compat(p=0.9)); "
         "may be repeated (default: the official measure)",

@@ -291,7 +291,7 @@ def compare_judges_command(args: argparse.Namespace) -> None:
 def judges_inputs(args: argparse.Namespace):
     """What `compare-judges` compares, read and checked: a problem is one line, before any work."""
     from examflow.config import repeated
-    from examflow.evaluation.judges import Judges, check_measure, per_page
+    from examflow.evaluation.judges import Judges, check_measure, ensemble, per_page
     from examflow.io.leaderboard import read_leaderboard, read_leaderboard_scores
     from examflow.io.qrels import read_labels
     from examflow.io.runs import read_runs
@@ -312,6 +312,9 @@ def judges_inputs(args: argparse.Namespace):
     read = (lambda path: per_page(read_labels(path))) if args.per_page else read_labels
     official_labels = read(args.official_qrels)
     label_sets = {name: read(path) for name, path in label_arguments(args.labels).items()}
+    votes = {}
+    for name, members in ensemble_arguments(args.ensemble, set(label_sets)).items():
+        label_sets[name], votes[name] = ensemble({member: label_sets[member] for member in members})
     unknown = Problems("warn")  # run rows of queries no label set judges are left out, counted
     judged = set(official_labels["query_id"]).union(*(set(labels["query_id"]) for labels in label_sets.values()))
     runs = read_runs(run_files(args.runs), judged, unknown)
@@ -326,7 +329,7 @@ def judges_inputs(args: argparse.Namespace):
     for name, labels in label_sets.items():
         if not set(labels["query_id"]) & set(runs["query_id"]):
             log.warning("--labels %s: judges no query that a run ranks: every run scores 0 under it", name)
-    return Judges(official_labels, label_sets, runs, measures, official_measure, official_given)
+    return Judges(official_labels, label_sets, runs, measures, official_measure, official_given, votes)
 
 
 def _check_official_runs(path: str, official: dict[str, float], runs: set[str]) -> None:
@@ -355,6 +358,26 @@ def label_arguments(arguments: list[str]) -> dict[str, str]:
             )
         named[name] = path
     return named
+
+
+def ensemble_arguments(arguments: list[str], names: set[str]) -> dict[str, list[str]]:
+    """`NAME=A,B,...` arguments: an ensemble of two or more of the label sets given (`--labels`), by name."""
+    from examflow.evaluation.judges import OFFICIAL
+
+    ensembles: dict[str, list[str]] = {}
+    for argument in arguments:
+        name, equals, listed = argument.partition("=")
+        members = [member.strip() for member in listed.split(",") if member.strip()]
+        if not equals or not name.strip() or len(members) < 2:
+            raise Failure(f"--ensemble {argument!r}: expected NAME=A,B,... (two or more label sets of --labels)")
+        if name in names or name in ensembles or name == OFFICIAL:
+            raise Failure(f"--ensemble {argument!r}: the name {name!r} is taken")
+        unknown = [member for member in members if member not in names]
+        if unknown or len(set(members)) < len(members):
+            problem = f"{unknown[0]!r} is no label set of --labels" if unknown else "a member is named twice"
+            raise Failure(f"--ensemble {argument!r}: {problem}")
+        ensembles[name] = members
+    return ensembles
 
 
 def run_files(patterns: list[str]) -> list[str]:

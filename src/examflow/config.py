@@ -128,6 +128,15 @@ def _check_judges(checked: dict) -> None:
         if name in methods or name == OFFICIAL:
             taken = "a grading method's" if name in methods else "the official qrels'"
             raise ConfigError(f"inputs.labels.{name}", f"the name is {taken}: the judges are told apart by name")
+    judges = methods | set(inputs.get("labels") or {})
+    for name, members in checked["judges"]["ensembles"].items():
+        key = f"judges.ensembles.{name}"
+        if name in judges or name == OFFICIAL:
+            raise ConfigError(key, "the name is a method's, an outside label set's or the official qrels'")
+        unknown = [member for member in members if member not in judges]
+        if unknown or len(set(members)) < len(members):
+            problem = f"{unknown[0]!r} is no method or outside label set" if unknown else "a judge is named twice"
+            raise ConfigError(key, f"{problem}{suggestion(unknown[0], judges) if unknown else ''}")
     official = inputs.get("official_leaderboard") or checked["evaluation"]["official_measure"]
     if inputs.get("labels") and not (inputs.get("qrels") and inputs.get("runs") and official):
         raise ConfigError(

@@ -85,6 +85,7 @@ JUDGES = {
     "agreement": File("agreement.tsv"),
     "labels": File("labels.tsv"),
     "confusion": File("confusion.tsv"),
+    "votes": File("votes.tsv"),
 }
 
 # `examflow report --judges`, into report/judges/.

@@ -412,9 +412,12 @@ def judges_settings(wildcards):
         rbo_p=judges["rbo_p"],
         bootstrap=evaluation["bootstrap"],
         seed=evaluation["seed"],
-        query_mode=evaluation[
-            "query_mode"
-        ],  # as the EXAM-Qrels measures of `examflow evaluate`
+        # as the EXAM-Qrels measures of `examflow evaluate`
+        query_mode=evaluation["query_mode"],
+        ensemble=[
+            f"{name}={','.join(members)}"
+            for name, members in judges["ensembles"].items()
+        ],
     )
     return f"--per-page {options}"  # runs rank pages: subtopic judgments count for their page
 

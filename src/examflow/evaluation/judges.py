@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -34,6 +34,7 @@ LEADERBOARD_COLUMNS = ["label_set", "measure", "run_id", "score", "rank"]
 AGREEMENT_COLUMNS = ["label_set", "measure", "statistic", "value", "low", "high", "runs"]
 LABEL_COLUMNS = ["label_set", "statistic", "value", "pairs"]
 CONFUSION_COLUMNS = ["label_set", "label", "official", "count"]
+VOTE_COLUMNS = ["label_set", "query_id", "doc_id", "label", "votes", "margin"]
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,27 @@ def per_page(labels: pd.DataFrame) -> pd.DataFrame:
     label on the page, since runs rank pages (as the official leaderboard takes them, docs/evaluation.md)."""
     pages = labels.assign(query_id=[query.partition("/")[0] for query in labels["query_id"]])
     return pages.groupby(["query_id", "doc_id"], sort=False)["relevance"].max().reset_index()
+
+
+def ensemble(members: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """UMBRELA's ensemble (`ensemble_judge`): over the (query, doc) pairs every member judges, the label
+    most members gave, a tie going to the lowest such label; with each pair's vote kept: how many
+    members gave the label, and by how many it beat the runner-up (0: a tie)."""
+    from collections import Counter
+
+    names = list(members)
+    merged = members[names[0]].rename(columns={"relevance": names[0]})
+    for name in names[1:]:
+        merged = merged.merge(members[name].rename(columns={"relevance": name}), on=["query_id", "doc_id"])
+    rows = []
+    for query, doc, *labels in merged[["query_id", "doc_id", *names]].itertuples(index=False):
+        counts = Counter(labels).most_common()
+        top = counts[0][1]
+        label = min(value for value, count in counts if count == top)
+        runner = max((count for value, count in counts if value != label), default=0)
+        rows.append((query, doc, label, top, top - runner))
+    votes = pd.DataFrame(rows, columns=["query_id", "doc_id", "relevance", "votes", "margin"])
+    return votes[["query_id", "doc_id", "relevance"]], votes
 
 
 # -- leaderboard agreement: each statistic of (judge's scores, official scores), runs aligned -----------------
@@ -284,6 +306,7 @@ class Judges:
     measures: dict[str, object]  # by name as given, each parsed by `parse_measure`
     official_measure: tuple[str, object] | None  # (name, parsed): the official leaderboard's measure ...
     official_given: tuple[dict[str, float], bool] | None = None  # ... or the leaderboard given: (values, scores?)
+    votes: dict[str, pd.DataFrame] = field(default_factory=dict)  # each ensemble's votes (`ensemble`)
 
 
 def compare_judges(judges: Judges, settings: Settings) -> dict[str, pd.DataFrame]:
@@ -309,11 +332,15 @@ def compare_judges(judges: Judges, settings: Settings) -> dict[str, pd.DataFrame
         for row in leaderboard_agreement(Board(board.label_set, board.measure, board.values[compared]), truth, settings)
     ]
     labels, confusion = _label_tables(judges)
+    votes = [
+        table.rename(columns={"relevance": "label"}).assign(label_set=name) for name, table in judges.votes.items()
+    ]
     tables = {
         "leaderboards": pd.DataFrame(leaderboards, columns=LEADERBOARD_COLUMNS),
         "agreement": pd.DataFrame(agreement, columns=AGREEMENT_COLUMNS),
         "labels": labels,
         "confusion": confusion,
+        "votes": pd.concat([pd.DataFrame(columns=VOTE_COLUMNS), *votes], ignore_index=True)[VOTE_COLUMNS],
     }
     return {JUDGES[name].path: table for name, table in tables.items()}
 
