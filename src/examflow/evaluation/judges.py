@@ -207,7 +207,8 @@ STATISTICS: dict[str, Statistic] = {
 
 @dataclass(frozen=True)
 class Board:
-    """One label set's view of the runs under one measure: per-query values, NaN where it judges no query."""
+    """One label set's view of the runs under one measure: per-query values, NaN where it judges no query
+    (or, as trec_eval averages, where the run does not rank the query: left out of its mean)."""
 
     label_set: str
     measure: str
