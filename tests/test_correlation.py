@@ -125,3 +125,16 @@ def test_bootstrap_intervals_resample_queries_with_a_fixed_seed():
     assert first == bootstrap_intervals(mixed, official, replicates=200, seed=3)  # fixed seed, same interval
     assert first.spearman_low == -1.0 and first.spearman_high == 1.0
     assert math.isnan(bootstrap_intervals(agree[agree["run_id"] == "a"], official).kendall_low)  # one run: none
+
+
+def test_a_bootstrap_sample_without_any_query_of_a_run_is_left_out():
+    """Run C ranks q1 only: a sample that draws q2 alone gives C no score (its mean is over the queries it
+    has), not a score of 0, which would put it last. Every other sample orders the runs as the official
+    leaderboard does."""
+    per_query = pd.DataFrame(
+        [("A", "q1", 0.9), ("A", "q2", 0.9), ("B", "q1", 0.5), ("B", "q2", 0.5), ("C", "q1", 0.7)],
+        columns=["run_id", "query_id", "value"],
+    ).assign(weight=1.0)
+    interval = bootstrap_intervals(per_query, {"A": 1, "C": 2, "B": 3}, replicates=200)
+    assert interval.kendall_low == interval.kendall_high == 1.0
+    assert interval.spearman_low == interval.spearman_high == 1.0

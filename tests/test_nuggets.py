@@ -175,7 +175,7 @@ def test_nugget_banks_as_tsv_and_as_nuggetizer_writes_them(tmp_path):
     tsv.write_text("query_id\tnugget_id\tnugget\timportance\nq1\tq1-n1\tBees make honey\tvital\nq1\t\tCombs\tokay\n")
     items = read_bank(tsv)[0].items
     assert [(i.item_id, i.text, i.kind, i.importance) for i in items][0] == (
-        "q1-n1",
+        "q1/q1-n1",
         "Bees make honey",
         "nugget",
         "vital",
@@ -190,6 +190,39 @@ def test_nugget_banks_as_tsv_and_as_nuggetizer_writes_them(tmp_path):
     tsv.write_text("query_id\tnugget\timportance\nq1\tBees\tvital\nq1\tCombs\tmaybe\n")
     with pytest.raises(InputError, match="nuggets.tsv:3: field 'importance': expected vital or okay, found 'maybe'"):
         read_bank(tsv)
-    tsv.write_text("query_id\tnugget\timportance\nq1\tBees\tvital\nq1\tCombs\t\n")
-    with pytest.raises(InputError, match="has no importance, and others have one"):
+    tsv.write_text("query_id\tnugget\timportance\nq1\tBees\tvital\nq1\tWax\tokay\nq1\tCombs\t\n")
+    with pytest.raises(InputError, match="nuggets.tsv:4: field 'importance': nugget .* has no importance, and earlier"):
+        read_bank(tsv)  # the line of the nugget without one
+    # nugget files number each query's nuggets 1, 2, 3: every nugget of every query is kept
+    tsv.write_text("query_id\tnugget_id\tnugget\nq1\t1\tBees\nq1\t2\tWax\nq2\t1\tTides\nq2\t2\tMoon\n")
+    assert [[i.item_id for i in e.items] for e in read_bank(tsv)] == [["q1/1", "q1/2"], ["q2/1", "q2/2"]]
+    tsv.write_text("query_id\tnugget\timportance\nq1\tBees\tvital\nq1\tBees\tokay\n")
+    with pytest.raises(InputError, match="nuggets.tsv:3: field 'nugget': nugget 'q1/.*' twice \\(first on line 2\\)"):
         read_bank(tsv)
+    jsonl.write_text(json.dumps({"qid": "q1", "nuggets": [{"text": "A", "importance": "vital"}, {"text": "B"}]}) + "\n")
+    with pytest.raises(InputError, match="nuggets.jsonl:1: field 'nuggets\\[1\\].importance'"):
+        read_bank(jsonl)
+
+
+def test_a_method_finds_its_kind_of_items_in_the_bank_and_ratings_count_as_edits(tmp_path):
+    from examflow.errors import ConfigError
+    from examflow.evaluation.impact import bank_digest
+    from examflow.scheduling import check_bank_kinds
+
+    nuggets = tmp_path / "nuggets.tsv"
+    nuggets.write_text("query_id\tnugget\timportance\nq1\tBees\tvital\n")
+    questions = tmp_path / "questions.tsv"
+    questions.write_text("query_id\tquestion\nq1\tWhat do bees make?\n")
+    backend = {"kind": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1"}
+    grading = {"shards": 1, "methods": [{"name": "n", "kind": "nugget_support", "backend": backend}]}
+    check_bank_kinds(str(nuggets), False, grading)
+    with pytest.raises(
+        ConfigError, match="grading.methods.n: 'nugget_support' grades nuggets; the bank .* holds questions"
+    ):
+        check_bank_kinds(str(questions), False, grading)
+    with pytest.raises(ConfigError, match="holds questions"):  # a generated bank holds questions
+        check_bank_kinds(str(nuggets), True, grading)
+    bank = pd.DataFrame({"query_id": ["q1"], "facet_id": [None], "question_id": ["q1/n"], "question_text": ["Bees"]})
+    unrated = bank_digest(bank)
+    assert bank_digest(bank.assign(importance=None)) == unrated  # no ratings: the digest it always had
+    assert bank_digest(bank.assign(importance="vital")) != bank_digest(bank.assign(importance="okay")) != unrated

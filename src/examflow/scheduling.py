@@ -28,6 +28,7 @@ class BankQueries:
     digests: dict[str, str]  # content digest of each shard's questions
     lines: dict[tuple[str, str | None], int]  # every (query id, facet id) in the bank -> line of its entry
     items: dict[tuple[str, str | None], int]  # (query id, facet id) -> its questions or nuggets
+    kinds: frozenset[str] = frozenset()  # what its items are: question, nugget
 
 
 @functools.cache
@@ -35,7 +36,22 @@ def bank_queries(path: str, modified: float, shards: int = 16) -> BankQueries:
     """The bank read once per version of the file (`modified` keys the cache)."""
     entries = read_bank(path)
     items = {(entry.query_id, entry.facet_id): len(entry.items) for entry in entries}
-    return BankQueries(shard_digests(entries, shards), entry_lines(entries), items)
+    kinds = frozenset(item.kind for entry in entries for item in entry.items)
+    return BankQueries(shard_digests(entries, shards), entry_lines(entries), items, kinds)
+
+
+def check_bank_kinds(bank: str, generate: bool, grading: dict) -> None:
+    """Every method that grades questions or nuggets finds some in the bank (a generated bank holds
+    questions): a nugget method on a question bank would grade nothing, and evaluate nothing."""
+    kinds = {"question"} if generate else bank_queries(bank, os.path.getmtime(bank), grading["shards"]).kinds
+    for method in grading["methods"]:
+        target = KINDS[method["kind"]].target
+        if target in ("question", "nugget") and target not in kinds:
+            holds = " and ".join(f"{kind}s" for kind in sorted(kinds)) or "nothing"
+            raise ConfigError(
+                f"grading.methods.{method['name']}",
+                f"{method['kind']!r} grades {target}s; the bank {bank} holds {holds}",
+            )
 
 
 @functools.cache

@@ -36,6 +36,7 @@ from examflow.results import (
 )
 from examflow.scheduling import (
     bank_queries,
+    check_bank_kinds,
     check_example_query,
     check_leaderboard,
     configured_facts,
@@ -196,6 +197,8 @@ SHARDS = (
     if BANK
     else []
 )
+if BANK and config["grading"]["methods"]:
+    checked(check_bank_kinds, BANK, GENERATE_BANK, config["grading"])
 if INPUTS.get("official_leaderboard"):
     checked(check_leaderboard, INPUTS, RUN_FILES, VALIDATION)
 if EXAM:

@@ -134,7 +134,12 @@ def bootstrap_intervals(
     n_queries = values.shape[1]
     counts = np.random.default_rng(seed).multinomial(n_queries, np.full(n_queries, 1 / n_queries), size=replicates)
     numerator, denominator = counts @ values.to_numpy().T, counts @ weights.to_numpy().T
-    scores = np.divide(numerator, denominator, out=np.zeros_like(numerator), where=denominator > 0)
+    # A run none of whose queries a replicate drew has no score there (its mean is over the queries it
+    # has, as `present` takes it): such a replicate is left out, not read as a score of 0.
+    scores = np.divide(numerator, denominator, out=np.full_like(numerator, np.nan), where=denominator > 0)
+    scores = scores[np.isfinite(scores).all(axis=1)]
+    if not len(scores):
+        return Interval(*[math.nan] * 4)
     spearman, kendall = rank_correlations(scores, np.array([official[run] for run in runs]))
     tail = (1 - level) / 2 * 100
     bounds = [

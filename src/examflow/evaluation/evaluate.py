@@ -4,6 +4,7 @@ official leaderboard, agreement with official judgments, and the EXAM-Qrels file
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TypeAlias, cast
@@ -13,7 +14,13 @@ import pandas as pd
 from examflow.defaults import default
 from examflow.errors import InputError
 from examflow.evaluation.agreement import AGREEMENT_COLUMNS, agreement_tables, kappas, paired, per_page
-from examflow.evaluation.correlation import bootstrap_intervals, leaderboard_correlation, random_tie_correlation, tau_ap
+from examflow.evaluation.correlation import (
+    Interval,
+    bootstrap_intervals,
+    leaderboard_correlation,
+    random_tie_correlation,
+    tau_ap,
+)
 from examflow.evaluation.cover import (
     KEYS,
     PER_QUERY_COLUMNS,
@@ -235,7 +242,13 @@ def correlations(per_query: pd.DataFrame, official: dict[str, float], settings: 
         scores = dict(zip(board["run_id"], board["score"]))
         plain, random_ties = leaderboard_correlation(scores, official), random_tie_correlation(scores, official)
         note = blank_reason(scores, official, settings.bootstrap)
-        interval = bootstrap_intervals(values, official, settings.bootstrap, settings.seed)
+        # no order to compare (every run tied): no interval either
+        undefined = math.isnan(plain.spearman) and math.isnan(plain.kendall)
+        interval = (
+            Interval(*[math.nan] * 4)
+            if undefined
+            else bootstrap_intervals(values, official, settings.bootstrap, settings.seed)
+        )
         rows.append(
             (*key, plain.spearman, plain.kendall, plain.n_runs, interval.spearman_low, interval.spearman_high,
              interval.kendall_low, interval.kendall_high, random_ties.spearman, random_ties.kendall,

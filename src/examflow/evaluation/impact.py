@@ -39,7 +39,11 @@ class Baseline:
 
 
 def bank_digest(questions: pd.DataFrame) -> str:
-    rows = questions[["query_id", "facet_id", "question_id", "question_text"]].astype(str).sort_values("question_id")
+    # a nugget's importance changes the nugget scores: an edit of it is a bank edit (a bank without
+    # ratings keeps the digest it had before they were read)
+    rated = ["importance"] if "importance" in questions and questions["importance"].notna().any() else []
+    columns = ["query_id", "facet_id", "question_id", "question_text", *rated]
+    rows = questions[columns].astype(str).sort_values("question_id")
     return hashlib.sha256(json.dumps(rows.to_numpy().tolist()).encode()).hexdigest()[:16]
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from examflow.errors import InputError, Problems
-from examflow.io.lines import base_suffix, check_id, json_lines, required_id, split_columns, text_lines
+from examflow.io.lines import FirstLines, base_suffix, check_id, json_lines, required_id, split_columns, text_lines
 
 log = logging.getLogger(__name__)
 
@@ -72,13 +72,18 @@ def read_bank(path: str | Path) -> list[Entry]:
     if base_suffix(path) != ".jsonl":
         raise InputError(path, "unknown bank format: use .jsonl (optionally .gz) or .tsv")
     entries: dict[tuple[str, str | None], Entry] = {}
-    edited = 0
+    edited, rated = 0, Rated(path)
     for number, record in json_lines(path):
         flat = "qid" in record and "question" in record
-        if "qid" in record and "nuggets" in record:
+        nuggetizer = "qid" in record and "nuggets" in record
+        if nuggetizer:
             entry, changed = _nuggetizer_entry(path, number, record)
         else:
             entry, changed = _flat_question(path, number, record) if flat else _entry(path, number, record)
+        listed = "nuggets" if nuggetizer else "items" if "items" in record else "questions"
+        for index, item in enumerate(entry.items):
+            if item.kind == "nugget":
+                rated.add(item, number, f"{listed}[{index}].importance")
         edited += changed
         key = (entry.query_id, entry.facet_id)
         entry.line = number
@@ -94,19 +99,27 @@ def read_bank(path: str | Path) -> list[Entry]:
     if blank:  # published banks hold a few parsing leftovers; they count in |Q_q| there, so they stay
         log.warning("%s: %d items with blank text", path, blank)
     _drop_repeated_ids(path, entries.values())
-    _check_importance(path, entries.values())
     return _not_empty(path, list(entries.values()))
 
 
-def _check_importance(path, entries) -> None:
+class Rated:
     """A bank rates the importance of all its nuggets or of none: a nugget without one would count as
-    neither vital nor okay in the scores that weigh them."""
-    nuggets = [(entry, item) for entry in entries for item in entry.items if item.kind == "nugget"]
-    rated = [item.importance is not None for _, item in nuggets]
-    if any(rated) and not all(rated):
-        entry, item = next((e, i) for e, i in nuggets if i.importance is None)
-        raise InputError(path, f"nugget {item.item_id!r} has no importance, and others have one: rate all or none",
-                         entry.line, "importance")  # fmt: skip
+    neither vital nor okay in the scores that weigh them. The first nugget read decides."""
+
+    def __init__(self, path):
+        self.path, self.first = path, None
+
+    def add(self, item: Item, number: int | None, field: str) -> None:
+        rated = item.importance is not None
+        if self.first is None:
+            self.first = rated
+        elif rated != self.first:
+            which = (
+                "has no importance, and earlier nuggets have one"
+                if not rated
+                else "has an importance, and earlier nuggets none"
+            )
+            raise InputError(self.path, f"nugget {item.item_id!r} {which}: rate all or none", number, field)
 
 
 def _importance(path, number: int | None, value, field: str) -> str | None:
@@ -280,6 +293,7 @@ def _read_tsv(path) -> list[Entry]:
         raise InputError(path, "header must name query_id and question (and may name facet_id, answers, choices), "
                          "or query_id and nugget (and may name facet_id, nugget_id, importance)", 1)  # fmt: skip
     entries: dict[tuple[str, str | None], Entry] = {}
+    rated, first_lines = Rated(path), FirstLines(path)
     for number, line in lines:
         row = dict(zip(names, (c.strip() for c in split_columns(path, number, line, names, "\t"))))
         if not row[kind]:
@@ -289,9 +303,12 @@ def _read_tsv(path) -> list[Entry]:
         if facet_id:
             check_id(path, number, facet_id, "facet_id")
         entry = entries.setdefault((row["query_id"], facet_id), Entry(row["query_id"], facet_id, None, [], line=number))
-        entry.items.append(_tsv_item(path, number, kind, row, facet_id))
+        item = _tsv_item(path, number, kind, row, facet_id)
+        if kind == "nugget":  # a nugget twice would count twice in nuggetizer's scores, or lose a rating
+            rated.add(item, number, "importance")
+            first_lines.add(item.item_id, number, "nugget", f"nugget {item.item_id!r} twice")
+        entry.items.append(item)
     _drop_repeated_ids(path, entries.values())
-    _check_importance(path, entries.values())
     return _not_empty(path, list(entries.values()))
 
 
@@ -302,8 +319,10 @@ def _tsv_item(path, number: int, kind: str, row: dict[str, str], facet_id: str |
         if given:
             check_id(path, number, given, "nugget_id")
         importance = _importance(path, number, row.get("importance") or None, "importance")
-        return Item(query_id, facet_id, given or item_id(query_id, facet_id, text), text, "nugget",
-                    importance=importance)  # fmt: skip
+        # A nugget id is its query's (nugget files number each query's nuggets 1, 2, 3, ...)
+        scope = f"{query_id}/{facet_id}/" if facet_id else f"{query_id}/"
+        key = (given if given.startswith(scope) else scope + given) if given else item_id(query_id, facet_id, text)
+        return Item(query_id, facet_id, key, text, "nugget", importance=importance)
     answers = [a.strip() for a in row.get("answers", "").split("|") if a.strip()] or None
     options = [c.strip() for c in row.get("choices", "").split("|") if c.strip()]
     choices = {chr(ord("A") + i): option for i, option in enumerate(options)} or None
