@@ -48,7 +48,12 @@ def test_a_minimal_config_gets_the_schema_defaults_and_nothing_of_the_demo():
     assert config["questions"]["llm"] == {name: option.default for name, option in LLM_OPTIONS.items()} | {
         "model": "gpt-3.5-turbo"
     }
-    assert config["judges"] == {"measures": ["ndcg_cut_10", "Compat(p=0.9)"], "top_k": 10, "rbo_p": 0.9, "ensembles": {}}
+    assert config["judges"] == {
+        "measures": ["ndcg_cut_10", "Compat(p=0.9)"],
+        "top_k": 10,
+        "rbo_p": 0.9,
+        "ensembles": {},
+    }
     assert config["nrp"] is None
     assert MINIMAL == {"inputs": {"queries": "q.tsv"}}  # the caller's dict is left alone
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import math
 import re
 import shutil
 import threading
@@ -291,8 +292,17 @@ def nugget_label(passage: str, nugget: str) -> str:
     return ("support", "partial_support")[value] if value < 2 else "not_support"
 
 
+def criterion_grade(passage: str, criterion: str) -> int:
+    """The test server's grade 0-3 of a passage on a criterion, by a digest of both."""
+    return int(hashlib.md5(f"{passage}|{criterion}".encode()).hexdigest(), 16) % 4
+
+
 def judge(prompt: str) -> str:
-    """UMBRELA's answer, or nuggetizer's assigner's for its prompt (a list of one label)."""
+    """UMBRELA's answer, a criterion's grade, or nuggetizer's assigner's (a list of one label)."""
+    if prompt.startswith("Please rate how well the given passage meets the "):
+        criterion = prompt.removeprefix("Please rate how well the given passage meets the ").split(" criterion", 1)[0]
+        passage = prompt.split("\nPassage: ", 1)[1].removesuffix("\nScore:")
+        return f"Score: {criterion_grade(passage, criterion)}"
     if "\nNugget List: " not in prompt:
         return umbrela_judge(prompt)
     passage, rest = prompt.split("\nPassage: ", 1)[1].split("\nNugget List: ", 1)
@@ -376,6 +386,14 @@ def test_judges_umbrela_nuggets_and_outside_labels_per_page(tmp_path):
     assert dict(zip(shown["run_id"], shown["score"])) == pytest.approx(expected_all, abs=1e-12)
     assert 0 < min(expected_all.values()) < max(expected_all.values()) < 1  # the runs differ: a real check
     assert set(board["measure"]) >= {"nugget_vital", "nugget_strict_all", "nugget_weighted", "exam_cover"}
+    # Criteria: a passage's label is the mean of its four criterion grades, rounded half up
+    names = ("Exactness", "Topicality", "Coverage", "Contextual Fit")
+    expected_criteria = {
+        f"{q} 0 {p} {math.floor(sum(criterion_grade(text, n) for n in names) / 4 + 0.5)}"
+        for (q, p), text in texts.items()
+    }
+    assert set((results / "eval/criteria/qrels/criteria.qrels").read_text().splitlines()) == expected_criteria
+    assert ("criteria", "ndcg_cut_10", "kendall") in agreement.index
     # The ensemble: per (query, passage) the label most of the three gave, a tie to the lowest
     nugget_qrels = read_qrels(results / "eval/nuggets/qrels/nuggets.qrels")
     votes = table(results / "judges/votes.tsv")

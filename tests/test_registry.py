@@ -108,6 +108,7 @@ def test_every_kind_names_a_reading_and_prompts_that_take_its_fields(name):
     assert kind.grade in READINGS
     # a listed target goes as nuggetizer's assigner asks: the nuggets as a list, their number, the query
     fields = {"query", "nuggets", "num_nuggets"} if kind.listed else {kind.target}
+    fields |= {"criterion", "definition"} if kind.criteria else set()  # each criterion named and defined
     assert placeholders(kind.template) == fields | {"context"}
     if kind.verification:
         assert placeholders(kind.verification) == {"question", "correct_answer", "answer"}

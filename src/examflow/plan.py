@@ -68,8 +68,8 @@ class Job:
 def pair_counts(kind: str, passages: pd.DataFrame, questions: pd.DataFrame, queries: pd.DataFrame) -> pd.DataFrame:
     """Per query: pooled passages, targets (questions, nuggets or the query's facets) and their product."""
     target = KINDS[kind].target
-    if target == "query":
-        targets = queries.groupby("query_id").size()
+    if target == "query":  # a criteria-based kind asks each criterion of the query: four targets
+        targets = queries.groupby("query_id").size() * max(1, len(KINDS[kind].criteria))
     else:
         targets = questions[questions["kind"] == target].groupby("query_id").size()
     table = pd.DataFrame({"passages": passages.groupby("query_id").size(), "targets": targets}).fillna(0).astype(int)
@@ -223,6 +223,7 @@ def _prompt_characters(kind: str, passages, questions, queries, counts: pd.DataF
     target = KINDS[kind].target
     if target == "query":
         texts = queries["query_text"].str.len() + queries["facet_text"].fillna("").str.len()
+        texts = texts * max(1, len(KINDS[kind].criteria))
     else:
         texts = questions["question_text"].str.len().where(questions["kind"] == target, 0)
     per_query_targets = texts.groupby((queries if target == "query" else questions)["query_id"]).sum()

@@ -98,6 +98,21 @@ class Kind:
     verification: str | None = None  # a second prompt asks whether each answer matches the key
     listed: bool = False  # the target goes as a list of one with the query (nuggetizer's assigner)
     top: int = 5  # its highest grade (QA grades answer at every τ: 5)
+    criteria: tuple[tuple[str, str], ...] = ()  # each target graded once per criterion (name, definition)
+
+
+# Farzi & Dietz 2025, "Criteria-based LLM relevance judgments": the four criteria and their definitions.
+CRITERIA = (
+    ("Exactness", "How precisely does the passage answer the query."),
+    ("Topicality", "Is the passage about the same subject as the whole query (not only a single word of it)."),
+    ("Coverage", "How much of the passage is dedicated to discussing the query and its related topics."),
+    ("Contextual Fit", "Does the passage provide relevant background or context."),
+)
+
+
+def criterion_id(name: str) -> str:
+    """A criterion as the last part of a target id: `contextual-fit` (ids hold no spaces)."""
+    return name.lower().replace(" ", "-")
 
 
 KINDS = {
@@ -119,10 +134,13 @@ KINDS = {
     "umbrela": Kind("direct-umbrela-bing", "query", "umbrela", top=3),
     "umbrela_few": Kind("direct-umbrela-bing-few", "query", "umbrela", top=3),
     "umbrela_basic": Kind("direct-umbrela-basic", "query", "umbrela", top=3),
+    # Criteria-based judgments (Farzi & Dietz 2025): each criterion 0-3, a passage's label their mean, rounded
+    "criteria": Kind("criteria-grade", "query", "criterion", top=3, criteria=CRITERIA),
 }
 # Grades run 0-5 (self-ratings; direct grading gives 0-1 or 0-2): a threshold τ above this answers nothing.
 TOP_GRADE = 5
 GENERATIVE = frozenset(kind for kind in KINDS if kind != "extractive_qa")
+CRITERIA_KINDS = frozenset(kind for kind, entry in KINDS.items() if entry.criteria)
 NUGGET_SUPPORT = frozenset(kind for kind, entry in KINDS.items() if entry.grade in ("support", "support_2grade"))
 
 BACKENDS = {

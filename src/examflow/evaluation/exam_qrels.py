@@ -13,7 +13,7 @@ from __future__ import annotations
 import pandas as pd
 import pytrec_eval
 
-from examflow.registry import DEFAULT_MEASURES
+from examflow.registry import CRITERIA, CRITERIA_KINDS, DEFAULT_MEASURES
 
 # Not per-query numbers that an arithmetic mean over queries summarises.
 _NOT_MEANS = {"relstring": "a string", "runid": "a string", "num_q": "a count of queries",
@@ -62,9 +62,23 @@ def exam_labels(grades: pd.DataFrame, per_facet: bool = False) -> pd.DataFrame:
     graded["qrels_id"] = graded["query_id"] if not per_facet else [
         q if pd.isna(f) else f"{q}/{f}" for q, f in zip(graded["query_id"], graded["facet_id"])
     ]  # fmt: skip
+    if "kind" in graded and graded["kind"].isin(CRITERIA_KINDS).any():
+        graded = criteria_labels(graded)
     how = "sum" if qa.all() and len(graded) else "max"
     labels = graded.groupby(["qrels_id", "passage_id"])["value"].agg(how).fillna(0).astype(int)
     return labels.rename("label").reset_index()
+
+
+def criteria_labels(graded: pd.DataFrame) -> pd.DataFrame:
+    """Criteria-based judgments: per (passage, query or subtopic) the mean of its four criterion grades,
+    rounded half up (examflow's deterministic aggregation); a target whose criteria did not all get a
+    grade gets no label."""
+    import math
+
+    targets = graded.assign(target=graded["question_id"].str.rsplit("/", n=1).str[0])
+    sums = targets.groupby(["qrels_id", "passage_id", "target"])["value"].agg(["sum", "count"]).reset_index()
+    whole = sums[sums["count"] == len(CRITERIA)]
+    return whole.assign(value=[math.floor(total / len(CRITERIA) + 0.5) for total in whole["sum"]])
 
 
 def format_qrels(labels: pd.DataFrame) -> str:

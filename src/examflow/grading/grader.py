@@ -19,7 +19,7 @@ from examflow.grading.grades import GRADE_COLUMNS, GRADE_DTYPES
 from examflow.grading.methods import Grade, Pair, interpret, request, verification_request
 from examflow.progress import JobProgress
 from examflow.prompts import template
-from examflow.registry import KINDS, Method
+from examflow.registry import KINDS, Method, criterion_id
 
 log = logging.getLogger(__name__)
 
@@ -76,14 +76,18 @@ def make_pairs(kind: str, passages: pd.DataFrame, questions: pd.DataFrame, queri
 def pair_targets(kind: str, questions: pd.DataFrame, queries: pd.DataFrame) -> list[Target]:
     """What a method grades each passage against: (query_id, facet_id, target_id, text, gold answers,
     choices) for each question or nugget of `kind`'s target, or each query (or facet) for direct grading."""
-    target = KINDS[kind].target
+    target, criteria = KINDS[kind].target, KINDS[kind].criteria
     if target == "query":
-        return [
+        queried: list[Target] = [
             (q.query_id, facet, f"{q.query_id}/{facet}" if facet else q.query_id,
              f"{q.query_text} / {q.facet_text}" if facet else q.query_text, None, None)
             for q in cast(Iterator[_Query], queries.itertuples(index=False))
             for facet in [_optional(q.facet_id)]
         ]  # fmt: skip
+        if not criteria:
+            return queried
+        # criteria-based: the query once per criterion, `query[/facet]/criterion`
+        return [(q, f, f"{i}/{criterion_id(name)}", t, g, c) for q, f, i, t, g, c in queried for name, _ in criteria]
     chosen = questions[questions["kind"] == target]
     return [_question_target(q) for q in cast(Iterator[_Question], chosen.itertuples(index=False))]
 

@@ -27,7 +27,7 @@ from examflow.grading.parsing import (
     parse_umbrela,
     verify_answer,
 )
-from examflow.registry import KINDS
+from examflow.registry import KINDS, criterion_id
 
 # A nugget's assignment as a grade: EXAM-Cover at τ 2 counts the nuggets a run supports (nuggetizer's
 # strict scores), at τ 1 those it supports at least partly.
@@ -53,6 +53,9 @@ def request(kind: str, pair: Pair) -> Request:
     fields: dict[str, object] = {spec.target: pair.question_text, "context": pair.passage_text}
     if spec.listed:  # as nuggetizer fills its assigner's template: the nuggets as a Python list, and the query
         fields |= {"query": pair.query_text, "nuggets": str([pair.question_text]), "num_nuggets": 1}
+    if spec.criteria:  # the target's id ends in its criterion
+        name, definition = next(c for c in spec.criteria if criterion_id(c[0]) == pair.question_id.rsplit("/", 1)[1])
+        fields |= {"criterion": name, "definition": definition}
     return Request(spec.template, fields)
 
 
@@ -156,6 +159,18 @@ def _assigned(labels: tuple[str, ...]) -> Callable[[Grade, str, Pair, str, Answe
     return read
 
 
+_CRITERION = re.compile(r"\b[0-3]\b")
+
+
+def _criterion(grade: Grade, text: str, pair: Pair, mode: str, verdict: Answer | None) -> str:
+    """The first stand-alone digit 0-3 of the answer, as the criteria paper's code reads it (`find_first_number`;
+    where it finds none it grades 0, and examflow records a failure)."""
+    found = _CRITERION.search(text)
+    grade.rating = int(found.group()) if found else None
+    grade.unparsable = found is None
+    return text
+
+
 def _binary(grade: Grade, text: str, pair: Pair, mode: str, verdict: Answer | None) -> str:
     """Relevant iff the answer is yes, correct or true."""
     word = text.strip().lower()
@@ -187,6 +202,7 @@ READINGS = {
         "a list of one label: support, partial_support or not_support",
         always_strict=True,
     ),
+    "criterion": Reading(_criterion, "a grade 0-3", always_strict=True),
     "support_2grade": Reading(
         _assigned(("support", "not_support")), "a list of one label: support or not_support", always_strict=True
     ),

@@ -1,0 +1,74 @@
+"""Criteria-based judgments (Farzi & Dietz 2025): four criterion prompts as the paper's code writes them,
+the grade read as it reads it (but a failure where it finds none), the label aggregated by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from llm_server import LLMServer
+from test_grading_backends import direct_inputs, grader, openai_method, values
+
+from examflow.evaluation.exam_qrels import exam_labels
+from examflow.grading.grader import make_pairs
+from examflow.grading.methods import request
+from examflow.prompts import chat_template
+from examflow.registry import CRITERIA, KINDS
+
+REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "criteria-based-judgments" / "src"
+
+
+def test_prompts_as_the_papers_code_writes_them():
+    """relevance_scoring.get_criteria_score: f"{criteria_prompt}\\nQuery: {query}\\nPassage: {passage}\\nScore:",
+    with SYSTEM_MESSAGE_DECOMPOSITION as the system message."""
+    queries, passages = direct_inputs()
+    pairs = make_pairs("criteria", passages, pd.DataFrame(), queries)
+    assert [p.question_id for p in pairs[:4]] == ["q1/exactness", "q1/topicality", "q1/coverage", "q1/contextual-fit"]
+    system, user = chat_template(KINDS["criteria"].template)
+    for pair, (name, definition) in zip(pairs, CRITERIA):
+        criteria_prompt = (f"Please rate how well the given passage meets the {name} criterion "
+                           f"in relation to the query. The output should be a single score (0-3) "
+                           f"indicating {definition}")  # fmt: skip
+        expected = f"{criteria_prompt}\nQuery: how bees make honey\nPassage: bees make honey\nScore:"
+        assert user.format(**request("criteria", pair).fields) == expected
+    if REFERENCE.is_dir():  # the system message, character for character
+        source = (REFERENCE / "relevance_scoring.py").read_text()
+        published = source.split('SYSTEM_MESSAGE_DECOMPOSITION = """', 1)[1].split('"""', 1)[0]
+        assert system == published
+        for name, definition in CRITERIA:
+            assert f'"{name}": "{definition}"' in source
+
+
+def test_grades_over_http_and_the_label_by_hand(tmp_path):
+    """Each criterion's first stand-alone digit 0-3; none is a failure. The label: the mean of the four,
+    rounded half up; a passage with a failed criterion gets none."""
+    queries, passages = direct_inputs()
+    with LLMServer() as server:
+        for name, answers in (("Exactness", ("3", "0")), ("Topicality", ("Score: 3", "1")),
+                              ("Coverage", ("2.", "I cannot say.")), ("Contextual Fit", ("2", "0"))):  # fmt: skip
+            for text, answer in zip(("bees make honey", "tides"), answers):
+                server.script(f"meets the {name} criterion in relation to the query. The output should be a single "
+                              f"score (0-3) indicating {dict(CRITERIA)[name]}\nQuery: how bees make honey\n"
+                              f"Passage: {text}\n", answer)  # fmt: skip
+        table = grader(openai_method(server, "criteria"), str(tmp_path)).grade(
+            make_pairs("criteria", passages, pd.DataFrame(), queries)
+        )
+        systems = {r["body"]["messages"][0]["content"] for r in server.requests}
+    assert values(table["rating"]) == [3, 3, 2, 2, 0, 1, None, 0]
+    assert table["error"].tolist()[6] == "unparsable: not a grade 0-3: 'I cannot say.'"
+    assert systems == {chat_template("criteria-grade")[0]}
+    labels = exam_labels(table)
+    # p0: (3 + 3 + 2 + 2) / 4 = 2.5 -> 3; p1: a criterion failed -> no label
+    assert labels.values.tolist() == [["q1", "p0", 3]]
+
+
+@pytest.mark.parametrize(
+    ("grades", "label"), [((3, 3, 2, 2), 3), ((1, 1, 2, 1), 1), ((0, 1, 1, 0), 1), ((0, 0, 1, 0), 0)]
+)
+def test_the_mean_rounded_half_up(grades, label):
+    rows = [("q", None, "p", f"q/{c}", g, None, None) for c, g in zip("abcd", grades)]
+    graded = pd.DataFrame(
+        rows, columns=["query_id", "facet_id", "passage_id", "question_id", "rating", "correct", "error"]
+    )
+    assert exam_labels(graded.assign(kind="criteria")).values.tolist() == [["q", "p", label]]
