@@ -85,6 +85,10 @@ def test_judges_measures_and_outside_label_names_are_checked():
         config = {"inputs": {"queries": "q", **inputs}, "evaluation": {"official_measure": None}}
         assert "inputs.labels: outside labels are compared with the official qrels" in rejected(config)
     assert checked({"inputs": {"queries": "q", "labels": {"a": "x"}, "qrels": "q.txt", "runs": ["r"]}})
+    irds = {
+        "inputs": {"queries": "q", "labels": {"a": "x"}, "qrels": "irds:msmarco-passage/trec-dl-2019", "runs": ["r"]}
+    }
+    assert "set inputs.qrels (a file)" in rejected(irds)
 
 
 def test_an_ensemble_names_judges_the_configuration_has():

@@ -328,7 +328,7 @@ def judges_inputs(args: argparse.Namespace):
         raise Failure("--runs: one run; agreement between leaderboards needs two or more")
     for name, labels in label_sets.items():
         if not set(labels["query_id"]) & set(runs["query_id"]):
-            log.warning("--labels %s: judges no query that a run ranks: every run scores 0 under it", name)
+            log.warning("--labels %s: judges no query that a run ranks: no run has a score under it", name)
     return Judges(official_labels, label_sets, runs, measures, official_measure, official_given, votes)
 
 

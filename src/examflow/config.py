@@ -22,6 +22,7 @@ import yaml
 
 from examflow.defaults import SCHEMA
 from examflow.errors import ConfigError, InputError, a, suggestion
+from examflow.io.irds import is_irds
 from examflow.options import check_options
 from examflow.registry import (
     BACKENDS,
@@ -138,10 +139,11 @@ def _check_judges(checked: dict) -> None:
             problem = f"{unknown[0]!r} is no method or outside label set" if unknown else "a judge is named twice"
             raise ConfigError(key, f"{problem}{suggestion(unknown[0], judges) if unknown else ''}")
     official = inputs.get("official_leaderboard") or checked["evaluation"]["official_measure"]
-    if inputs.get("labels") and not (inputs.get("qrels") and inputs.get("runs") and official):
+    qrels_file = inputs.get("qrels") and not is_irds(inputs["qrels"])  # ir_datasets qrels: not compared yet
+    if inputs.get("labels") and not (qrels_file and inputs.get("runs") and official):
         raise ConfigError(
             "inputs.labels",
-            "outside labels are compared with the official qrels on the runs' leaderboards: set inputs.qrels, "
+            "outside labels are compared with the official qrels on the runs' leaderboards: set inputs.qrels (a file), "
             "inputs.runs and an official leaderboard (inputs.official_leaderboard, or evaluation.official_measure)",
         )
 

@@ -373,7 +373,7 @@ NRP = config["nrp"]
 OUTSIDE_LABELS = INPUTS.get("labels") or {}
 JUDGES = bool(
     EXAM
-    and INPUTS.get("qrels")
+    and input_file("qrels")  # a file: ir_datasets qrels are not compared (yet)
     and RUN_FILES
     and FACTS.official
     and (METHODS or OUTSIDE_LABELS)
