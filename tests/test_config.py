@@ -120,10 +120,15 @@ def test_a_method_whose_grades_stop_below_the_report_threshold_is_warned_about(c
     backend = {"kind": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1"}
     method = {"name": "umb", "kind": "umbrela", "backend": backend}
     checked({"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [method]}})
-    assert "method umb (umbrela) grades 0-3, below report.tau = 4" in caplog.text
+    assert "method umb (umbrela) grades 0-3: at evaluation.tau 4, 5 no passage reaches" in caplog.text
+    assert "figures and summary at report.tau = 4 show no relevant passage" in caplog.text
     caplog.clear()
     checked({"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [method]}, "report": {"tau": 3}})
-    assert "below report.tau" not in caplog.text
+    assert "at evaluation.tau 4, 5" in caplog.text and "report.tau = 3" not in caplog.text
+    caplog.clear()
+    taus = {"evaluation": {"tau": [1, 2, 3]}}
+    checked({"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [method]}, **taus})
+    assert "grades 0-3" not in caplog.text
 
 
 def test_one_run_pattern_may_be_written_as_a_string():

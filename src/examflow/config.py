@@ -156,14 +156,17 @@ def default_tau(taus: list[int]) -> int:
 def _warn_about_scales(checked: dict) -> None:
     """A method whose grades stop below report.tau (UMBRELA's 0-3, Thomas's 0-2, yes/no) shows no relevant
     passage in the report's figures and the summary: say so before anything runs."""
-    tau = checked["report"]["tau"]
+    tau, taus = checked["report"]["tau"], checked["evaluation"]["tau"]
     for method in checked["grading"]["methods"]:
         top = KINDS[method["kind"]].top
-        if tau > top:
+        above = [t for t in taus if t > top]
+        if above:
             log.warning(
-                "method %s (%s) grades 0-%d, below report.tau = %d: its figures and summary at that threshold "
-                "show no relevant passage; set report.tau (and evaluation.tau) to %d or less",
-                method["name"], method["kind"], top, tau, top,
+                "method %s (%s) grades 0-%d: at evaluation.tau %s no passage reaches the threshold (those rows of its "
+                "tables are all 0)%s; set evaluation.tau (and report.tau) to %d or less",
+                method["name"], method["kind"], top, ", ".join(map(str, above)),
+                f", and its figures and summary at report.tau = {tau} show no relevant passage" if tau > top else "",
+                top,
             )  # fmt: skip
 
 

@@ -347,9 +347,11 @@ def _grading_section(doc: Document, graded: dict[str, dict]) -> None:
         if made := _similarity_grades(meta).get("similarity_grades"):
             ladder = ", ".join(f"{q:g}" for q in made["quantiles"])
             doc.paragraph("Method {} grades similarities by {} quantiles ({}).", name, made["calibration"], ladder)
-    doc.paragraph("Failed pairs answer no question (they can only lower a score); `leaderboard.tsv` counts them "
-                  "per run in `failed_pairs`. Unparsable answers are failed pairs under `mode: strict`, and were read "
-                  "as docs/methods.md §3 says under `reference` or `paper`.")  # fmt: skip
+    doc.paragraph("Failed pairs answer no question (they can only lower EXAM-Cover); in the EXAM-Qrels a passage "
+                  "keeps the best grade of its other pairs, and one left without any is out of the qrels, which can "
+                  "move other runs' measures either way. `leaderboard.tsv` counts them per run in `failed_pairs`. "
+                  "Unparsable answers are failed pairs under `mode: strict`, and were read as docs/methods.md §3 says "
+                  "under `reference` or `paper` (for UMBRELA, nugget and criteria kinds, in every mode).")  # fmt: skip
 
 
 def _injection_section(doc: Document, flagged: pd.DataFrame) -> None:

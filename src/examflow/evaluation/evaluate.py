@@ -225,7 +225,7 @@ def sort_leaderboard(board: pd.DataFrame) -> pd.DataFrame:
 
 def failed_pairs(grades: pd.DataFrame, rankings: pd.DataFrame, k: int, gold_passages: pd.DataFrame) -> pd.Series:
     """Per run, the failed (passage, question) pairs among the passages it is scored on (rank ≤ k);
-    `_overall_`: every failed pair of the pool. They answer nothing, so they can only lower a score."""
+    `_overall_`: every failed pair of the pool. They answer nothing, so they can only lower EXAM-Cover."""
     failed = grades.loc[grades["error"].notna(), KEYS].value_counts().rename("failed").reset_index()
     if failed.empty:
         return pd.Series(dtype=int)
