@@ -172,14 +172,15 @@ checked(check_input_files)
 
 
 def cli_options(**options):
-    """`--name value` pairs for the examflow CLI, each value quoted; None leaves an option out."""
+    """`--name value` words for the examflow CLI, a list that the shell line quotes word by word
+    (`{params.x:q}`); None or an empty list leaves an option out."""
     words = []
     for name, value in options.items():
         values = list(value) if isinstance(value, (list, tuple)) else [value]
         if value is None or not values:
             continue
-        words += [f"--{name.replace('_', '-')}"] + [shlex.quote(str(v)) for v in values]
-    return " ".join(words)
+        words += [f"--{name.replace('_', '-')}"] + [str(v) for v in values]
+    return words
 
 
 BANK = INPUTS.get("bank")
@@ -244,7 +245,7 @@ METHODS = {method.name: method for method in methods(config["grading"]["methods"
 # Keys sorted at every level (examflow.registry.Method.record); a grading job is not given what only
 # the merge reads (MERGE_ONLY): a new calibration reruns the merge and what follows, never a grading job.
 def method_json(wildcards, leave_out=()):
-    return shlex.quote(json.dumps(METHODS[wildcards.method].record(leave_out)))
+    return json.dumps(METHODS[wildcards.method].record(leave_out))
 
 
 def grading_json(wildcards):
@@ -266,8 +267,9 @@ def method_gpus(wildcards):
 
 
 def gpu_visibility(wildcards):
-    """A grading job that holds no GPU sees none: `device: auto` then runs on its CPU cores, as planned."""
-    return "CUDA_VISIBLE_DEVICES= " if method_gpus(wildcards) == 0 else ""
+    """A grading job that holds no GPU sees none: `device: auto` then runs on its CPU cores, as planned.
+    The words `env` takes before the command: the emptied variable, or none."""
+    return ["CUDA_VISIBLE_DEVICES="] if method_gpus(wildcards) == 0 else []
 
 
 def method_resource(name):
@@ -402,7 +404,7 @@ def judges_report_outputs():
 
 
 def judges_labels(wildcards, input):
-    """`NAME=QRELS` of each method's EXAM-Qrels, then of each outside label set (shlex-quoted)."""
+    """`NAME=QRELS` of each method's EXAM-Qrels, then of each outside label set."""
     named = list(zip(METHODS, input.methods)) + list(zip(OUTSIDE_LABELS, input.outside))
     return cli_options(labels=[f"{name}={path}" for name, path in named])
 
@@ -422,7 +424,10 @@ def judges_settings(wildcards):
             for name, members in judges["ensembles"].items()
         ],
     )
-    return f"--per-page {options}"  # runs rank pages: subtopic judgments count for their page
+    return [
+        "--per-page",
+        *options,
+    ]  # runs rank pages: subtopic judgments count for their page
 
 
 def nrp_outputs():
@@ -442,7 +447,7 @@ def nrp_inputs(wildcards, input):
 
 def nrp_settings(wildcards):
     dimensions = NRP["dimensions"]
-    wilcoxon = [f"--wilcoxon {shlex.join(pair)}" for pair in NRP["wilcoxon"]]
+    wilcoxon = [word for pair in NRP["wilcoxon"] for word in ("--wilcoxon", *pair)]
     options = cli_options(
         weight=[f"{n}={d['weight']}" for n, d in dimensions.items() if "weight" in d],
         fix_ranker=[f"{n}={d['ranker']}" for n, d in dimensions.items() if d["ranker"]],
@@ -455,7 +460,7 @@ def nrp_settings(wildcards):
         on_unknown_query=config["validation"]["unknown_queries"],
         on_missing_passage=config["validation"]["missing_passages"],
     )
-    return " ".join([*wilcoxon, options])
+    return [*wilcoxon, *options]
 
 
 from snakemake.logging import logger as snakemake_logger

@@ -16,14 +16,14 @@ rule official_leaderboard:
         ENV
     params:
         pool=lambda wildcards, input: Path(input.rankings).parent,
-        # shlex-quoted options (cli_options): no :q in the shell line
+        # option words (cli_options), each quoted by :q in the shell line
         settings=lambda wildcards: cli_options(
             measure=config["evaluation"]["official_measure"],
             relevance_level=config["evaluation"]["min_relevant_judgment"],
         ),
     shell:
         (
-            "python -m examflow official --pool {params.pool:q} --runs {input.runs:q} {params.settings}"  # params.settings: shlex-quoted already, no :q
+            "python -m examflow official --pool {params.pool:q} --runs {input.runs:q} {params.settings:q}"
             " --out {output:q} 2> {log:q}"
         )
 
@@ -47,7 +47,7 @@ rule evaluate:
         mem_mb=lambda wildcards, input: 2000 + 40 * size_mb(wildcards, input.grades),
         runtime=60,
     params:
-        # inputs and settings: shlex-quoted options (cli_options): no :q in the shell line
+        # option words (cli_options), each quoted by :q in the shell line
         inputs=lambda wildcards, input: cli_options(
             questions=input.questions,
             official=input.official or None,
@@ -69,7 +69,7 @@ rule evaluate:
     shell:
         (
             "python -m examflow evaluate --grades {input.grades:q} --pool {params.pool:q}"
-            " {params.inputs} {params.settings} --out {params.out:q} 2> {log:q}"  # params.inputs, params.settings: shlex-quoted already, no :q
+            " {params.inputs:q} {params.settings:q} --out {params.out:q} 2> {log:q}"
         )
 
 
@@ -100,14 +100,14 @@ if JUDGES:
         resources:
             runtime=60,
         params:
-            # labels and settings: shlex-quoted options (cli_options): no :q in the shell line
+            # option words (cli_options), each quoted by :q in the shell line
             labels=judges_labels,
             settings=judges_settings,
             out=lambda wildcards, output: Path(output.leaderboards).parent,
         shell:
             (
                 "python -m examflow compare-judges --runs {input.runs:q} --official-qrels {input.qrels:q}"
-                " --official {input.official:q} {params.labels} {params.settings}"  # params.labels, params.settings: shlex-quoted already, no :q
+                " --official {input.official:q} {params.labels:q} {params.settings:q}"
                 " --out {params.out:q} 2> {log:q}"
             )
 

@@ -18,16 +18,16 @@ rule grade:
         mem_mb=method_resource("mem_mb"),
         runtime=grade_runtime,
     params:
-        method=grading_json,  # shlex-quoted JSON (method_json): no :q in the shell line
+        method=grading_json,  # the method as JSON (method_json)
         cache=lambda wildcards: config["cache_dir"],
         flush_every=config["grading"]["flush_every"],
         max_error_rate=config["grading"]["max_error_rate"],
         progress=progress_file,
         weights=model_weights,  # not in the command: its change reruns the job (--rerun-triggers params)
-        gpus=gpu_visibility,  # shlex-quoted already: nothing, or the fixed `CUDA_VISIBLE_DEVICES= `; no :q
+        gpus=gpu_visibility,  # `env`'s words: CUDA_VISIBLE_DEVICES= for a job that holds no GPU, or none
     shell:
         (
-            "{params.gpus}python -m examflow grade --method {params.method} --passages {input.passages:q}"  # params.gpus: empty or `CUDA_VISIBLE_DEVICES= `, params.method: shlex-quoted already, no :q
+            "env {params.gpus:q} python -m examflow grade --method {params.method:q} --passages {input.passages:q}"
             " --queries {input.queries:q} --questions {input.questions:q} --shard {wildcards.shard:q}"
             " --cache-dir {params.cache:q} --flush-every {params.flush_every:q}"
             " --max-error-rate {params.max_error_rate:q} --progress {params.progress:q}"
@@ -53,10 +53,10 @@ rule merge_grades:
         mem_mb=lambda wildcards, input: 1000 + 20 * size_mb(wildcards, input),
         runtime=30,
     params:
-        method=method_json,  # shlex-quoted JSON: no :q in the shell line
+        method=method_json,  # the method as JSON
     shell:
         (
-            "python -m examflow merge-grades --method {params.method} --out {output:q} {input:q} 2> {log:q}"  # params.method: shlex-quoted already, no :q
+            "python -m examflow merge-grades --method {params.method:q} --out {output:q} {input:q} 2> {log:q}"
         )
 
 
@@ -79,15 +79,15 @@ rule plan:
         ENV
     params:
         pool=lambda wildcards, input: Path(input.passages).parent,
-        # shlex-quoted JSON, one word a method: no :q in the shell line
-        methods=lambda wildcards: " ".join(
-            shlex.quote(json.dumps(method.settings)) for method in METHODS.values()
-        ),
+        # each method as JSON, one word a method
+        methods=lambda wildcards: [
+            json.dumps(method.settings) for method in METHODS.values()
+        ],
         cache=lambda wildcards: config["cache_dir"],
         shards=SHARD_COUNT,
     shell:
         (
             "python -m examflow plan --pool {params.pool:q} --questions {input.questions:q}"
-            " --method {params.methods} --cache-dir {params.cache:q} --shards {params.shards:q}"  # params.methods: shlex-quoted already, no :q
+            " --method {params.methods:q} --cache-dir {params.cache:q} --shards {params.shards:q}"
             " --out {output:q} 2> {log:q}"
         )

@@ -18,14 +18,14 @@ rule nrp:
         mem_mb=8000,
         runtime=120,
     params:
-        # inputs and settings: shlex-quoted options (cli_options, shlex.join): no :q in the shell line
+        # option words (cli_options), each quoted by :q in the shell line
         inputs=nrp_inputs,
         settings=nrp_settings,
         out=lambda wildcards, output: Path(output.per_answer).parent,
     shell:
         (
             "python -m examflow nrp --queries {input.queries:q} --answers {input.answers:q}"
-            " {params.inputs} {params.settings} --out {params.out:q} 2> {log:q}"  # params.inputs, params.settings: shlex-quoted already, no :q
+            " {params.inputs:q} {params.settings:q} --out {params.out:q} 2> {log:q}"
         )
 
 

@@ -16,19 +16,19 @@ rule pool:
         mem_mb=8000,
         runtime=60,
     params:
-        sources=pool_sources,  # shlex-quoted options (cli_options): no :q in the shell line
+        sources=pool_sources,  # option words (cli_options), each quoted by :q in the shell line
         depth=config["pool"]["depth"],
         on_missing_passage=config["validation"]["missing_passages"],
         on_unknown_query=config["validation"]["unknown_queries"],
-        relevance_range=cli_options(  # shlex-quoted options: no :q in the shell line
+        relevance_range=cli_options(  # option words (cli_options), each quoted by :q
             relevance_range=config["validation"]["relevance_range"]
         ),
         out=lambda wildcards, output: Path(output.passages).parent,
     shell:
         (
-            "python -m examflow pool {params.sources} --depth {params.depth:q}"  # params.sources: shlex-quoted already, no :q
+            "python -m examflow pool {params.sources:q} --depth {params.depth:q}"
             " --on-missing-passage {params.on_missing_passage:q}"
-            " --on-unknown-query {params.on_unknown_query:q} {params.relevance_range}"  # params.relevance_range: shlex-quoted already, no :q
+            " --on-unknown-query {params.on_unknown_query:q} {params.relevance_range:q}"
             " --out {params.out:q} 2> {log:q}"
         )
 

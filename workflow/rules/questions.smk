@@ -13,7 +13,7 @@ if GENERATE_BANK:
         conda:
             ENV
         params:
-            # queries and llm: shlex-quoted options (cli_options): no :q in the shell line
+            # option words (cli_options), each quoted by :q in the shell line
             queries=lambda wildcards, input: cli_options(
                 queries=source(input, "queries")
             ),
@@ -23,7 +23,7 @@ if GENERATE_BANK:
             cache=lambda wildcards: f"{config['cache_dir']}/llm",
         shell:
             (
-                "python -m examflow questions {params.queries} {params.llm}"  # params.queries, params.llm: shlex-quoted already, no :q
+                "python -m examflow questions {params.queries:q} {params.llm:q}"
                 " --format {params.format:q} --attempts {params.attempts:q}"
                 " --cache-dir {params.cache:q} --out {output:q} 2> {log:q}"
             )

@@ -13,12 +13,12 @@ rule report_method:
     conda:
         ENV
     params:
-        # inputs and settings: shlex-quoted options (cli_options): no :q in the shell line
+        # option words (cli_options), each quoted by :q in the shell line
         inputs=report_inputs_options,
         settings=report_settings,
         out=lambda wildcards, output: Path(output.leaderboard_png).parent,
     shell:
         (
             "python -m examflow report --method {wildcards.method:q} --grades {input.grades:q}"
-            " {params.inputs} {params.settings} --out {params.out:q} 2> {log:q}"  # params.inputs, params.settings: shlex-quoted already, no :q
+            " {params.inputs:q} {params.settings:q} --out {params.out:q} 2> {log:q}"
         )

@@ -13,7 +13,7 @@ rule segment:
         mem_mb=2000,
         runtime=30,
     params:
-        texts=lambda wildcards, input: cli_options(  # shlex-quoted options: no :q in the shell line
+        texts=lambda wildcards, input: cli_options(  # option words (cli_options), each quoted by :q
             responses=input.responses or None,
             gold_articles=input.gold_articles or None,
             queries=source(input, "queries"),
@@ -22,7 +22,7 @@ rule segment:
         on_unknown_query=config["validation"]["unknown_queries"],
     shell:
         (
-            "python -m examflow segment {params.texts}"  # params.texts: shlex-quoted already, no :q
+            "python -m examflow segment {params.texts:q}"
             " --max-tokens {params.max_tokens:q} --on-unknown-query {params.on_unknown_query:q}"
             " --out {output:q} 2> {log:q}"
         )

@@ -16,7 +16,7 @@ rule summary:
     conda:
         ENV
     params:
-        # inputs and settings: shlex-quoted options (cli_options): no :q in the shell line
+        # option words (cli_options), each quoted by :q in the shell line
         inputs=lambda wildcards, input: cli_options(
             grades=input.grades,
             flagged=input.flagged or None,
@@ -39,7 +39,7 @@ rule summary:
         results=lambda wildcards, output: Path(output.summary).parent,
     shell:
         (
-            "python -m examflow summary {params.inputs} {params.settings} --results {params.results:q}"  # params.inputs, params.settings: shlex-quoted already, no :q
+            "python -m examflow summary {params.inputs:q} {params.settings:q} --results {params.results:q}"
             " --out-summary {output.summary:q} --out-rst {output.page:q}"
             " --out-provenance {output.provenance:q} 2> {log:q}"
         )
