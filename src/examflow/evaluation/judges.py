@@ -27,7 +27,7 @@ from examflow.errors import Failure
 from examflow.evaluation.agreement import cohen_kappa
 from examflow.evaluation.correlation import leaderboard_correlation, tau_ap
 from examflow.outputs import JUDGES
-from examflow.ties import tie_keys
+from examflow.ties import ranks_of, tie_keys
 
 OFFICIAL = "official"
 LEADERBOARD_COLUMNS = ["label_set", "measure", "run_id", "score", "rank"]
@@ -143,7 +143,7 @@ def ensemble(members: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFra
 
 
 def _ranks(scores: np.ndarray) -> dict[str, float]:
-    return {str(i): float(r) for i, r in enumerate(pd.Series(-tie_keys(scores)).rank(method="average"))}
+    return ranks_of(_as_dict(scores))
 
 
 def _as_dict(scores: np.ndarray) -> dict[str, float]:
@@ -217,14 +217,15 @@ class Board:
 
     def scores(self, counts: np.ndarray | None = None) -> np.ndarray:
         """Each run's mean over its queries (those with a value), each query counted `counts` times (once
-        by default, summed with math.fsum: the same in any query order); NaN for a run without any."""
+        by default, summed with math.fsum: the same in any query order); NaN for a run without any. For
+        a matrix of counts, one row of scores per row of counts."""
         present = np.isfinite(self.values)
         if counts is None:
             return np.array([math.fsum(row[kept]) / kept.sum() if kept.any() else math.nan
                              for row, kept in zip(self.values, present)])  # fmt: skip
-        weights = present.astype(float) @ counts
-        totals = np.nan_to_num(self.values) @ counts
-        return np.divide(totals, weights, out=np.full(len(totals), math.nan), where=weights > 0)
+        # counts: one sample (queries) or many (samples × queries), all in one product
+        weights, totals = counts @ present.T.astype(float), counts @ np.nan_to_num(self.values).T
+        return np.divide(totals, weights, out=np.full(totals.shape, math.nan), where=weights > 0)
 
     @classmethod
     def given(cls, scores: np.ndarray, queries: int, linear: bool) -> Board:
@@ -267,7 +268,7 @@ def _replicates(board: Board, official: Board, settings: Settings) -> list[tuple
     queries = board.values.shape[1]
     rng = np.random.default_rng(settings.seed)
     counts = rng.multinomial(queries, np.full(queries, 1 / queries), size=settings.replicates)
-    return [(board.scores(c), official.scores(c)) for c in counts]
+    return list(zip(board.scores(counts), official.scores(counts)))
 
 
 # -- label agreement ---------------------------------------------------------------------------------------------
@@ -364,8 +365,6 @@ def _official_board(judges: Judges, boards: list[Board], queries: list[str], run
 
 def _leaderboard_rows(board: Board, run_ids: list[str]) -> list[tuple]:
     """(label set, measure, run, score, rank); a given leaderboard of ranks has its ranks and no scores."""
-    from examflow.ties import ranks_of
-
     scores = dict(zip(run_ids, board.scores().tolist()))
     if not board.linear:  # negated ranks
         return [(board.label_set, board.measure, run, math.nan, -scores[run]) for run in run_ids]

@@ -122,6 +122,8 @@ class Seq2SeqBackend(PreparedBackend):
         import torch
         from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
+        from examflow.grading.beam_search import searchable
+
         self.torch = torch
         self.device = _device(torch, device)
         model_config(model, revision)
@@ -138,6 +140,7 @@ class Seq2SeqBackend(PreparedBackend):
         # The scoring step (encoder and one decoder step) compiled, where asked: on CUDA by default.
         wanted = compile == "always" or (compile == "auto" and self.device.startswith("cuda"))
         self.compiled = torch.compile(self._first_step) if wanted else None
+        self.searchable = searchable(self.model)  # examflow's search gives `generate`'s answers for it
         self.signature = seq2seq_signature(
             {"model": model, "revision": revision, "dtype": dtype, "decoding": decoding, "num_beams": num_beams,
              "max_new_tokens": max_new_tokens, "max_input_tokens": max_input_tokens},
@@ -164,12 +167,12 @@ class Seq2SeqBackend(PreparedBackend):
         return encoded.to(self.device)
 
     def _generate(self, prompts: list[Prompt]) -> list[Answer]:
-        from examflow.grading.beam_search import beam_search, searchable
+        from examflow.grading.beam_search import beam_search
 
         encoded = self._encode(prompts)
         beams = self.num_beams if self.decoding == "beam" else 1  # greedy: a search of one beam
         with self.torch.inference_mode():
-            if searchable(self.model):
+            if self.searchable:
                 output = beam_search(self.model, encoded["input_ids"], encoded["attention_mask"], beams,
                                      self.max_new_tokens)  # fmt: skip
             else:
