@@ -3,6 +3,7 @@ the grade read as it reads it (but a failure where it finds none), the label agg
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pandas as pd
@@ -12,7 +13,7 @@ from test_grading_backends import direct_inputs, grader, openai_method, values
 
 from examflow.evaluation.exam_qrels import exam_labels
 from examflow.grading.grader import make_pairs
-from examflow.grading.methods import request
+from examflow.grading.methods import aggregation_request, request
 from examflow.prompts import chat_template
 from examflow.registry import CRITERIA, KINDS
 
@@ -61,6 +62,63 @@ def test_grades_over_http_and_the_label_by_hand(tmp_path):
     labels = exam_labels(table)
     # p0: (3 + 3 + 2 + 2) / 4 = 2.5 -> 3; p1: a criterion failed -> no label
     assert labels.values.tolist() == [["q1", "p0", 3]]
+
+
+AGGREGATION = ("Please rate how the given passage is relevant to the query based on the given scores. The output "
+               "must be only a score (0-3) that indicates how relevant they are.\nScore:")  # fmt: skip
+
+
+def test_the_aggregation_prompt_as_the_papers_code_writes_it():
+    """relevance_scoring.aggregate_scores: "Query: {query}\\nPassage: {passage}\\n", "\\n{name}: {score}" per
+    criterion, then "\\n\\n" and the request; the system message prompts.create_system_message("3210")."""
+    queries, passages = direct_inputs()
+    pair = make_pairs("criteria_llm", passages, pd.DataFrame(), queries)[0]
+    asked = aggregation_request("criteria_llm", pair, [3, 3, 2, 1])
+    system, user = chat_template(asked.template)
+    expected = ("Query: how bees make honey\nPassage: bees make honey\n\nExactness: 3\nTopicality: 3\nCoverage: 2"
+                f"\nContextual Fit: 1\n\n{AGGREGATION}")  # fmt: skip
+    assert user.format(**asked.fields) == expected
+    assert system is not None and system.startswith("You are a search quality rater") and system.endswith("mark it 0.")
+    with pytest.raises(ValueError, match="asks no aggregation"):
+        aggregation_request("criteria", pair, [3, 3, 2, 1])
+    if REFERENCE.is_dir():  # the paper's code, run: its system message and its aggregation request, verbatim
+        spec = importlib.util.spec_from_file_location("criteria_prompts", REFERENCE / "prompts.py")
+        assert spec is not None and spec.loader is not None
+        published = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(published)
+        assert system == published.create_system_message("3210")
+        source = (REFERENCE / "relevance_scoring.py").read_text()
+        assert '"that indicates how relevant they are.\\nScore:"' in source and 'f"\\n{name}: {score}"' in source
+
+
+def test_aggregation_by_the_model_over_http(tmp_path):
+    """criteria_llm: the four criterion grades go into a fifth prompt whose grade is the label (not the
+    mean); a passage with a failed criterion is not asked; an unreadable aggregation is a failure."""
+    queries, passages = direct_inputs()
+    passages = pd.concat([passages, pd.DataFrame({"query_id": ["q1"], "passage_id": ["p2"], "text": ["wax"]})])
+    with LLMServer() as server:
+        for name, answers in (("Exactness", ("3", "0", "1")), ("Topicality", ("3", "1", "1")),
+                              ("Coverage", ("2", "none", "0")), ("Contextual Fit", ("2", "0", "0"))):  # fmt: skip
+            for text, answer in zip(("bees make honey", "tides", "wax"), answers):
+                server.script(f"meets the {name} criterion in relation to the query. The output should be a single "
+                              f"score (0-3) indicating {dict(CRITERIA)[name]}\nQuery: how bees make honey\n"
+                              f"Passage: {text}\n", answer)  # fmt: skip
+        server.script("Passage: bees make honey\n\nExactness: 3\nTopicality: 3\nCoverage: 2\nContextual Fit: 2\n", "1")
+        server.script("Passage: wax\n\nExactness: 1\nTopicality: 1\nCoverage: 0\nContextual Fit: 0\n", "maybe")
+        method = openai_method(server, "criteria_llm")
+        pairs = make_pairs("criteria_llm", passages, pd.DataFrame(), queries)
+        table = grader(method, str(tmp_path)).grade(pairs)
+        sent = len(server.requests)
+        again = grader(method, str(tmp_path)).grade(pairs)  # every answer from the cache
+        assert len(server.requests) == sent == 12 + 2
+    aggregated = table[table["question_id"] == "q1/relevance"]
+    assert aggregated["passage_id"].tolist() == ["p0", "p2"]
+    assert values(aggregated["rating"]) == [1, None]
+    assert aggregated["error"].tolist()[1] == "unparsable: not a grade 0-3: 'maybe'"
+    assert set(aggregated["prompt"]) == {"criteria-relevance"}
+    assert len(table) == 12 + 2 and table.equals(again)
+    # p0: the model's aggregation, 1, not the mean 2.5 -> 3; p1: a failed criterion; p2: a failed aggregation
+    assert exam_labels(table).values.tolist() == [["q1", "p0", 1]]
 
 
 @pytest.mark.parametrize(

@@ -298,7 +298,13 @@ def criterion_grade(passage: str, criterion: str) -> int:
 
 
 def judge(prompt: str) -> str:
-    """UMBRELA's answer, a criterion's grade, or nuggetizer's assigner's (a list of one label)."""
+    """UMBRELA's answer, a criterion's grade, the criteria's aggregation (their highest grade), or
+    nuggetizer's assigner's (a list of one label)."""
+    if prompt.endswith(
+        "based on the given scores. The output must be only a score (0-3) that indicates how relevant they are.\nScore:"
+    ):
+        scores = prompt.rsplit("\n\nPlease rate how", 1)[0].splitlines()[-4:]
+        return str(max(int(line.rsplit(": ", 1)[1]) for line in scores))
     if prompt.startswith("Please rate how well the given passage meets the "):
         criterion = prompt.removeprefix("Please rate how well the given passage meets the ").split(" criterion", 1)[0]
         passage = prompt.split("\nPassage: ", 1)[1].removesuffix("\nScore:")
@@ -393,6 +399,10 @@ def test_judges_umbrela_nuggets_and_outside_labels_per_page(tmp_path):
         for (q, p), text in texts.items()
     }
     assert set((results / "eval/criteria/qrels/criteria.qrels").read_text().splitlines()) == expected_criteria
+    # ... and asked of the model (criteria_llm): the server's aggregation is the highest of the four grades
+    expected_asked = {f"{q} 0 {p} {max(criterion_grade(text, n) for n in names)}" for (q, p), text in texts.items()}
+    assert expected_asked != expected_criteria  # the two aggregations differ on this pool: a real check
+    assert set((results / "eval/criteria-llm/qrels/criteria-llm.qrels").read_text().splitlines()) == expected_asked
     assert ("criteria", "ndcg_cut_10", "kendall") in agreement.index
     # The ensemble: per (query, passage) the label most of the three gave, a tie to the lowest
     nugget_qrels = read_qrels(results / "eval/nuggets/qrels/nuggets.qrels")

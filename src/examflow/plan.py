@@ -68,8 +68,8 @@ class Job:
 def pair_counts(kind: str, passages: pd.DataFrame, questions: pd.DataFrame, queries: pd.DataFrame) -> pd.DataFrame:
     """Per query: pooled passages, targets (questions, nuggets or the query's facets) and their product."""
     target = KINDS[kind].target
-    if target == "query":  # a criteria-based kind asks each criterion of the query: four targets
-        targets = queries.groupby("query_id").size() * max(1, len(KINDS[kind].criteria))
+    if target == "query":  # a criteria-based kind asks each criterion of the query (and may aggregate them)
+        targets = queries.groupby("query_id").size() * KINDS[kind].rows_per_target
     else:
         targets = questions[questions["kind"] == target].groupby("query_id").size()
     table = pd.DataFrame({"passages": passages.groupby("query_id").size(), "targets": targets}).fillna(0).astype(int)
@@ -90,7 +90,10 @@ def job_share(method: Method, passages, questions, queries, cache=None) -> Job:
         mine = passages[passages["query_id"].isin(held)]
         left = [p for p in make_pairs(kind, mine, questions, queries) if cache.key(request(kind, p)) not in known]
     pairs = int(counts["pairs"].sum())
-    cached = int(counts.loc[held, "pairs"].sum()) - len(left)
+    # An aggregation prompt's key holds the criterion grades: unknown until they are; it is counted as
+    # left with the criteria of its target that are.
+    entry = KINDS[kind]
+    cached = int(counts.loc[held, "pairs"].sum()) - len(left) * entry.rows_per_target // max(1, len(entry.criteria))
     if rate.unit == CHARACTERS:  # each distinct text is encoded once a job; a pair's cosine is free
         unit = method.backend.options.get("unit", "passage")  # an encoder may read passages sentence by sentence
         texts = _encoded_texts(kind, unit, passages, questions, queries, held, left)
@@ -223,7 +226,7 @@ def _prompt_characters(kind: str, passages, questions, queries, counts: pd.DataF
     target = KINDS[kind].target
     if target == "query":
         texts = queries["query_text"].str.len() + queries["facet_text"].fillna("").str.len()
-        texts = texts * max(1, len(KINDS[kind].criteria))
+        texts = texts * KINDS[kind].rows_per_target
     else:
         texts = questions["question_text"].str.len().where(questions["kind"] == target, 0)
     per_query_targets = texts.groupby((queries if target == "query" else questions)["query_id"]).sum()

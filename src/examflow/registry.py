@@ -99,6 +99,17 @@ class Kind:
     listed: bool = False  # the target goes as a list of one with the query (nuggetizer's assigner)
     top: int = 5  # its highest grade (QA grades answer at every τ: 5)
     criteria: tuple[tuple[str, str], ...] = ()  # each target graded once per criterion (name, definition)
+    aggregation: str | None = None  # a last prompt per target, given the criterion grades, gives its label
+
+    @property
+    def templates(self) -> list[str]:
+        """Every prompt template the kind sends."""
+        return [name for name in (self.template, self.verification, self.aggregation) if name]
+
+    @property
+    def rows_per_target(self) -> int:
+        """The grades one (passage, target) pair gets: one per criterion and one of the aggregation, else one."""
+        return max(1, len(self.criteria)) + (1 if self.aggregation else 0)
 
 
 # Farzi & Dietz 2025, "Criteria-based LLM relevance judgments": the four criteria and their definitions.
@@ -108,6 +119,10 @@ CRITERIA = (
     ("Coverage", "How much of the passage is dedicated to discussing the query and its related topics."),
     ("Contextual Fit", "Does the passage provide relevant background or context."),
 )
+
+
+# The target id suffix of the grade the aggregation prompt gives (criteria-based judgments).
+AGGREGATE = "relevance"
 
 
 def criterion_id(name: str) -> str:
@@ -136,11 +151,16 @@ KINDS = {
     "umbrela_basic": Kind("direct-umbrela-basic", "query", "umbrela", top=3),
     # Criteria-based judgments (Farzi & Dietz 2025): each criterion 0-3, a passage's label their mean, rounded
     "criteria": Kind("criteria-grade", "query", "criterion", top=3, criteria=CRITERIA),
+    # ... and the label from the paper's own aggregation: a fifth prompt shows the model the four grades
+    "criteria_llm": Kind(
+        "criteria-grade", "query", "criterion", top=3, criteria=CRITERIA, aggregation="criteria-relevance"
+    ),
 }
 # Grades run 0-5 (self-ratings; direct grading gives 0-1 or 0-2): a threshold τ above this answers nothing.
 TOP_GRADE = 5
 GENERATIVE = frozenset(kind for kind in KINDS if kind != "extractive_qa")
 CRITERIA_KINDS = frozenset(kind for kind, entry in KINDS.items() if entry.criteria)
+AGGREGATED_KINDS = frozenset(kind for kind, entry in KINDS.items() if entry.aggregation)
 NUGGET_SUPPORT = frozenset(kind for kind, entry in KINDS.items() if entry.grade in ("support", "support_2grade"))
 
 BACKENDS = {

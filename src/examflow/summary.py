@@ -46,10 +46,8 @@ def versions() -> dict[str, str | None]:
 
 
 def prompt_digests(kind: str) -> dict[str, str]:
-    """md5 of every prompt template a method kind sends (the verification prompt too)."""
-    entry = KINDS[kind]
-    names = [entry.template] + ([entry.verification] if entry.verification else [])
-    return {name: hashlib.md5(template(name).encode()).hexdigest() for name in names}
+    """md5 of every prompt template a method kind sends (verification and aggregation prompts too)."""
+    return {name: hashlib.md5(template(name).encode()).hexdigest() for name in KINDS[kind].templates}
 
 
 def provenance(graded: dict[str, dict], config_digest: str) -> dict:

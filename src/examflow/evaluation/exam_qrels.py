@@ -13,7 +13,7 @@ from __future__ import annotations
 import pandas as pd
 import pytrec_eval
 
-from examflow.registry import CRITERIA, CRITERIA_KINDS, DEFAULT_MEASURES
+from examflow.registry import AGGREGATE, AGGREGATED_KINDS, CRITERIA, CRITERIA_KINDS, DEFAULT_MEASURES
 
 # Not per-query numbers that an arithmetic mean over queries summarises.
 _NOT_MEANS = {"relstring": "a string", "runid": "a string", "num_q": "a count of queries",
@@ -70,15 +70,19 @@ def exam_labels(grades: pd.DataFrame, per_facet: bool = False) -> pd.DataFrame:
 
 
 def criteria_labels(graded: pd.DataFrame) -> pd.DataFrame:
-    """Criteria-based judgments: per (passage, query or subtopic) the mean of its four criterion grades,
-    rounded half up (examflow's deterministic aggregation); a target whose criteria did not all get a
-    grade gets no label."""
+    """Criteria-based judgments: per (passage, query or subtopic) the grade of the aggregation prompt for a
+    kind that asks one (`criteria_llm`), else the mean of the four criterion grades, rounded half up
+    (examflow's deterministic aggregation); a target whose criteria did not all get a grade gets none."""
     import math
 
-    targets = graded.assign(target=graded["question_id"].str.rsplit("/", n=1).str[0])
-    sums = targets.groupby(["qrels_id", "passage_id", "target"])["value"].agg(["sum", "count"]).reset_index()
+    parts = graded["question_id"].str.rsplit("/", n=1)
+    targets = graded.assign(target=parts.str[0])
+    asked = targets["kind"].isin(AGGREGATED_KINDS)
+    aggregated = targets[asked & (parts.str[1] == AGGREGATE)]
+    sums = targets[~asked].groupby(["qrels_id", "passage_id", "target"])["value"].agg(["sum", "count"]).reset_index()
     whole = sums[sums["count"] == len(CRITERIA)]
-    return whole.assign(value=[math.floor(total / len(CRITERIA) + 0.5) for total in whole["sum"]])
+    averaged = whole.assign(value=[math.floor(total / len(CRITERIA) + 0.5) for total in whole["sum"]])
+    return pd.concat([aggregated, averaged], ignore_index=True)
 
 
 def format_qrels(labels: pd.DataFrame) -> str:

@@ -8,6 +8,7 @@ import logging
 import math
 import time
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import Protocol, cast
 
 import pandas as pd
@@ -16,10 +17,10 @@ from examflow.bounds import STORED_CHARS, clip
 from examflow.grading.backends import Answer, make_backend
 from examflow.grading.cache import GradeCache
 from examflow.grading.grades import GRADE_COLUMNS, GRADE_DTYPES
-from examflow.grading.methods import Grade, Pair, interpret, request, verification_request
+from examflow.grading.methods import Grade, Pair, aggregation_request, interpret, request, verification_request
 from examflow.progress import JobProgress
 from examflow.prompts import template
-from examflow.registry import KINDS, Method, criterion_id
+from examflow.registry import AGGREGATE, KINDS, Method, criterion_id
 
 log = logging.getLogger(__name__)
 
@@ -159,11 +160,31 @@ class ShardGrader:
                 verdicts[i] = verdict
         mode = self.method.mode
         grades = [interpret(self.kind, a, p, mode, v) for p, a, v in zip(pairs, answers, verdicts)]
+        tables = [self.table(pairs, grades, request(self.kind, pairs[0]).template if pairs else "")]
+        if self.method.entry.aggregation:
+            tables.append(self.table(*self.aggregate(pairs, grades), self.method.entry.aggregation))
         self.cache.close()
-        return self.table(pairs, grades)
+        return pd.concat(tables, ignore_index=True) if len(tables) > 1 else tables[0]
 
-    def table(self, pairs: list[Pair], grades: list[Grade]) -> pd.DataFrame:
-        name = request(self.kind, pairs[0]).template if pairs else ""
+    def aggregate(self, pairs: list[Pair], grades: list[Grade]) -> tuple[list[Pair], list[Grade]]:
+        """The aggregation prompt's grade of each (passage, query or subtopic) whose criteria all got one,
+        as a pair `target/relevance`; a target with a failed criterion is not asked (its failure is counted)."""
+        criteria = [criterion_id(name) for name, _ in self.method.entry.criteria]
+        graded: dict[tuple[str, str], dict[str, int]] = {}
+        first: dict[tuple[str, str], Pair] = {}
+        for pair, grade in zip(pairs, grades):
+            target, criterion = pair.question_id.rsplit("/", 1)
+            if grade.error is None and grade.rating is not None:
+                graded.setdefault((pair.passage_id, target), {})[criterion] = grade.rating
+                first.setdefault((pair.passage_id, target), pair)
+        whole = [key for key, found in graded.items() if len(found) == len(criteria)]
+        asked = [replace(first[key], question_id=f"{key[1]}/{AGGREGATE}") for key in whole]
+        requests = [aggregation_request(self.kind, p, [graded[k][c] for c in criteria]) for p, k in zip(asked, whole)]
+        answers = self.answers(requests, [p.query_id for p in asked])
+        return asked, [interpret(self.kind, a, p, self.method.mode) for p, a in zip(asked, answers)]
+
+    def table(self, pairs: list[Pair], grades: list[Grade], name: str) -> pd.DataFrame:
+        """The grades table of `pairs`, asked with the template `name`."""
         prompt_hash = hashlib.md5(template(name).encode()).hexdigest()[:12] if name else ""
         model = self.backend.signature.get("model")
         # The grade was read off the whole answer; the table keeps a bounded part of it.

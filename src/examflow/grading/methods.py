@@ -59,6 +59,16 @@ def request(kind: str, pair: Pair) -> Request:
     return Request(spec.template, fields)
 
 
+def aggregation_request(kind: str, pair: Pair, grades: list[int]) -> Request:
+    """The last prompt of a criteria-based kind that aggregates by LLM: the query, the passage and each
+    criterion's grade (`name: grade` lines, in the criteria's order), as the paper's `aggregate_scores`."""
+    spec = KINDS[kind]
+    if spec.aggregation is None:
+        raise ValueError(f"method kind {kind!r} asks no aggregation")
+    scores = "\n".join(f"{name}: {grade}" for (name, _), grade in zip(spec.criteria, grades, strict=True))
+    return Request(spec.aggregation, {"query": pair.question_text, "context": pair.passage_text, "scores": scores})
+
+
 def correct_answer(pair: Pair) -> str | None:
     """The answer key as the verification prompt states it (docs/methods.md §3)."""
     if not pair.gold_answers:
