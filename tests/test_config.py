@@ -53,6 +53,8 @@ def test_a_minimal_config_gets_the_schema_defaults_and_nothing_of_the_demo():
         "top_k": 10,
         "rbo_p": 0.9,
         "ensembles": {},
+        "leaderboards": {},
+        "leaderboard_layout": "tot",
     }
     assert config["nrp"] is None
     assert MINIMAL == {"inputs": {"queries": "q.tsv"}}  # the caller's dict is left alone
@@ -83,7 +85,7 @@ def test_judges_measures_and_outside_label_names_are_checked():
     for inputs in ({"labels": {"a": "x"}}, {"labels": {"a": "x"}, "qrels": "q.txt"},
                    {"labels": {"a": "x"}, "qrels": "q.txt", "runs": ["r"], "official_leaderboard": None}):  # fmt: skip
         config = {"inputs": {"queries": "q", **inputs}, "evaluation": {"official_measure": None}}
-        assert "inputs.labels: outside labels are compared with the official qrels" in rejected(config)
+        assert "inputs.labels: outside judges are compared with the official qrels" in rejected(config)
     assert checked({"inputs": {"queries": "q", "labels": {"a": "x"}, "qrels": "q.txt", "runs": ["r"]}})
     irds = {
         "inputs": {"queries": "q", "labels": {"a": "x"}, "qrels": "irds:msmarco-passage/trec-dl-2019", "runs": ["r"]}
@@ -104,6 +106,14 @@ def test_an_ensemble_names_judges_the_configuration_has():
         {**config, "judges": {"ensembles": {"team": ["umb", "team"]}}}
     )
     assert "judges.ensembles.vote" in rejected({**config, "judges": {"ensembles": {"vote": ["umb"]}}})
+    # other judges' AutoJudge leaderboards: a name of their own, and what the comparison needs
+    assert checked({**config, "judges": {"leaderboards": {"team-x": "x.eval.txt"}}})["judges"]["leaderboards"]
+    for taken in ("umb", "team", "official", "vote"):
+        judges = {"leaderboards": {taken: "x.eval.txt"}, "ensembles": {"vote": ["umb", "team"]}}
+        assert f"judges.leaderboards.{taken}: the name is a method's" in rejected({**config, "judges": judges})
+    alone = {"inputs": {"queries": "q"}, "judges": {"leaderboards": {"x": "x.eval.txt"}}}
+    assert "judges.leaderboards: outside judges are compared with the official qrels" in rejected(alone)
+    assert "judges.leaderboard_layout" in rejected({**config, "judges": {"leaderboard_layout": "trec"}})
 
 
 def test_a_judges_measure_that_does_not_compute_is_refused_before_anything_runs():

@@ -360,6 +360,28 @@ def test_judges_umbrela_nuggets_and_outside_labels_per_page(tmp_path):
     r = scipy.stats.pearsonr([second_scores[r] for r in shared], [official_by_score[r] for r in shared]).statistic
     assert agreement.loc[("second-assessor", "ndcg_cut_10", "pearson"), "value"] == pytest.approx(r, abs=1e-12)
     assert agreement.loc[("umbrela", "ndcg_cut_10", "tau_at_k"), "runs"] == 3
+    # Another judge's AutoJudge leaderboard: its means (SCORE) and its per-topic values (HITS), as given
+    team: dict[str, dict[str, dict[str, float]]] = {}
+    for line in (project / config["judges"]["leaderboards"]["team-x"]).read_text().splitlines():
+        run, measure, topic, value = line.split()
+        team.setdefault(measure, {}).setdefault(run, {})[topic] = float(value)
+    given = {run: topics["all"] for run, topics in team["SCORE"].items()}
+    hits = {run: sum(topics.values()) / len(topics) for run, topics in team["HITS"].items()}
+    for measure, expected_board in (("SCORE", given), ("HITS", hits)):
+        tau = scipy.stats.kendalltau(
+            [expected_board[r] for r in shared], [official_scores[r] for r in shared]
+        ).statistic
+        assert agreement.loc[("team-x", measure, "kendall"), "value"] == pytest.approx(tau, abs=1e-12), measure
+        mine = boards[(boards["label_set"] == "team-x") & (boards["measure"] == measure)]
+        assert dict(zip(mine["run_id"], mine["score"])) == pytest.approx(expected_board, abs=1e-12), measure
+    # ... and every label set's leaderboards as AutoJudge reads them: per topic, then `all`, the board's score
+    written = [line.split("\t") for line in (results / "judges/autojudge.eval.txt").read_text().splitlines()]
+    means = {(run, measure): float(value) for run, measure, topic, value in written if topic == "all"}
+    umbrela_board = boards[(boards["label_set"] == "umbrela") & (boards["measure"] == "ndcg_cut_10")]
+    assert {run: means[(run, "umbrela:ndcg_cut_10")] for run in umbrela_board["run_id"]} == pytest.approx(
+        dict(zip(umbrela_board["run_id"], umbrela_board["score"])), abs=1e-12
+    )
+    assert not any(measure.startswith("team-x:") for _, measure, _, _ in written)  # theirs is not re-exported
     # Labels per page (a document's highest judgment on the page) against the official ones: Cohen's κ by hand.
     mine_pages, official_pages = per_page(second), per_page(official)
     pairs = [

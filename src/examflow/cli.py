@@ -322,6 +322,16 @@ def _compare_judges_parser(subparsers) -> None:
         help="the label sets to compare, each a qrels file",
     )  # fmt: skip
     compare.add_argument(
+        "--leaderboard", nargs="+", action="extend", default=[], metavar="NAME=FILE",
+        help="another judge's leaderboard, a TREC AutoJudge file (run, measure, topic, value; docs/judges.md): "
+        "each of its measures compared as it is",
+    )  # fmt: skip
+    compare.add_argument(
+        "--leaderboard-layout", choices=("tot", "ir_measures"), default="tot",
+        help="the columns of --leaderboard files: tot (run measure topic value, the track's upload file; "
+        "default) or ir_measures (run topic measure value)",
+    )  # fmt: skip
+    compare.add_argument(
         "--ensemble", nargs="+", action="extend", default=[], metavar="NAME=A,B,...",
         help="a label set by majority vote of label sets of --labels (UMBRELA's ensemble; ties to the lowest label)",
     )  # fmt: skip

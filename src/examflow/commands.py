@@ -326,10 +326,11 @@ def judges_inputs(args: argparse.Namespace):
         _check_official_runs(args.official, official_given[0], set(runs["run_id"]))
     elif runs["run_id"].nunique() < 2:
         raise Failure("--runs: one run; agreement between leaderboards needs two or more")
+    leaderboards = outside_leaderboards(args, set(label_sets), set(runs["run_id"]))
     for name, labels in label_sets.items():
         if not set(labels["query_id"]) & set(runs["query_id"]):
             log.warning("--labels %s: judges no query that a run ranks: no run has a score under it", name)
-    return Judges(official_labels, label_sets, runs, measures, official_measure, official_given, votes)
+    return Judges(official_labels, label_sets, runs, measures, official_measure, official_given, votes, leaderboards)
 
 
 def _check_official_runs(path: str, official: dict[str, float], runs: set[str]) -> None:
@@ -342,22 +343,37 @@ def _check_official_runs(path: str, official: dict[str, float], runs: set[str]) 
             log.warning("%s %s %s: left out of the agreement", path, what, listed)
 
 
-def label_arguments(arguments: list[str]) -> dict[str, str]:
-    """`NAME=QRELS` arguments by name; a name is given once, and `official` is the official qrels'."""
+def label_arguments(arguments: list[str], option: str = "--labels", taken=frozenset()) -> dict[str, str]:
+    """`NAME=FILE` arguments by name; a name is given once, and `official` is the official qrels'."""
     from examflow.evaluation.judges import OFFICIAL
 
     named: dict[str, str] = {}
     for argument in arguments:
         name, equals, path = argument.partition("=")
         if not equals or not name.strip() or not path:
-            raise Failure(f"--labels {argument!r}: expected NAME=QRELS, e.g. umbrela=labels/umbrela.qrels")
-        if name == OFFICIAL or name in named:
+            shape = "NAME=QRELS, e.g. umbrela=labels/umbrela.qrels" if option == "--labels" else "NAME=FILE"
+            raise Failure(f"{option} {argument!r}: expected {shape}")
+        if name == OFFICIAL or name in named or name in taken:
             raise Failure(
-                f"--labels {argument!r}: the name {name!r} is taken"
+                f"{option} {argument!r}: the name {name!r} is taken"
                 + (" (the official qrels')" if name == OFFICIAL else "")
             )
         named[name] = path
     return named
+
+
+def outside_leaderboards(args: argparse.Namespace, taken: set[str], run_ids: set[str]) -> dict:
+    """Other judges' AutoJudge leaderboards (`--leaderboard NAME=FILE`), each measure's runs among the runs."""
+    from examflow.io.autojudge import read_autojudge
+
+    boards = {}
+    for name, path in label_arguments(args.leaderboard, "--leaderboard", taken).items():
+        boards[name] = read_autojudge(path, args.leaderboard_layout)
+        for measured in boards[name].values():
+            for run, line in measured.lines.items():
+                if run not in run_ids:
+                    raise InputError(path, f"run {run!r} is not among the runs of --runs", line, "run_id")
+    return boards
 
 
 def ensemble_arguments(arguments: list[str], names: set[str]) -> dict[str, list[str]]:

@@ -130,6 +130,10 @@ def _check_judges(checked: dict) -> None:
             taken = "a grading method's" if name in methods else "the official qrels'"
             raise ConfigError(f"inputs.labels.{name}", f"the name is {taken}: the judges are told apart by name")
     judges = methods | set(inputs.get("labels") or {})
+    for name in checked["judges"]["leaderboards"]:
+        if name in judges or name in checked["judges"]["ensembles"] or name == OFFICIAL:
+            raise ConfigError(f"judges.leaderboards.{name}", "the name is a method's, an outside label set's, an "
+                              "ensemble's or the official qrels': the judges are told apart by name")  # fmt: skip
     for name, members in checked["judges"]["ensembles"].items():
         key = f"judges.ensembles.{name}"
         if name in judges or name == OFFICIAL:
@@ -140,12 +144,15 @@ def _check_judges(checked: dict) -> None:
             raise ConfigError(key, f"{problem}{suggestion(unknown[0], judges) if unknown else ''}")
     official = inputs.get("official_leaderboard") or checked["evaluation"]["official_measure"]
     qrels_file = inputs.get("qrels") and not is_irds(inputs["qrels"])  # ir_datasets qrels: not compared yet
-    if inputs.get("labels") and not (qrels_file and inputs.get("runs") and official):
-        raise ConfigError(
-            "inputs.labels",
-            "outside labels are compared with the official qrels on the runs' leaderboards: set inputs.qrels (a file), "
-            "inputs.runs and an official leaderboard (inputs.official_leaderboard, or evaluation.official_measure)",
-        )
+    outside = {"inputs.labels": inputs.get("labels"), "judges.leaderboards": checked["judges"]["leaderboards"]}
+    for key, given in outside.items():
+        if given and not (qrels_file and inputs.get("runs") and official):
+            raise ConfigError(
+                key,
+                "outside judges are compared with the official qrels on the runs' leaderboards: set inputs.qrels (a "
+                "file), inputs.runs and an official leaderboard (inputs.official_leaderboard, or "
+                "evaluation.official_measure)",
+            )
 
 
 def default_tau(taus: list[int]) -> int:

@@ -86,6 +86,7 @@ JUDGES = {
     "labels": File("labels.tsv"),
     "confusion": File("confusion.tsv"),
     "votes": File("votes.tsv"),
+    "autojudge": File("autojudge.eval.txt"),  # the label sets' leaderboards as TREC AutoJudge reads them
 }
 
 # `examflow report --judges`, into report/judges/.

@@ -378,7 +378,7 @@ JUDGES = bool(
     and input_file("qrels")  # a file: ir_datasets qrels are not compared (yet)
     and RUN_FILES
     and FACTS.official
-    and (METHODS or OUTSIDE_LABELS)
+    and (METHODS or OUTSIDE_LABELS or config["judges"]["leaderboards"])
 )
 
 
@@ -404,9 +404,19 @@ def judges_report_outputs():
 
 
 def judges_labels(wildcards, input):
-    """`NAME=QRELS` of each method's EXAM-Qrels, then of each outside label set."""
+    """`NAME=QRELS` of each method's EXAM-Qrels, then of each outside label set; `NAME=FILE` of each
+    other judge's AutoJudge leaderboard."""
     named = list(zip(METHODS, input.methods)) + list(zip(OUTSIDE_LABELS, input.outside))
-    return cli_options(labels=[f"{name}={path}" for name, path in named])
+    boards = zip(config["judges"]["leaderboards"], input.leaderboards)
+    return cli_options(
+        labels=[f"{name}={path}" for name, path in named],
+        leaderboard=[f"{name}={path}" for name, path in boards],
+        leaderboard_layout=(
+            config["judges"]["leaderboard_layout"]
+            if config["judges"]["leaderboards"]
+            else None
+        ),
+    )
 
 
 def judges_settings(wildcards):

@@ -91,6 +91,9 @@ if JUDGES:
                 for method in METHODS
             ],
             outside=[literal(path) for path in OUTSIDE_LABELS.values()],
+            leaderboards=[
+                literal(path) for path in config["judges"]["leaderboards"].values()
+            ],
         output:
             **judges_outputs(),
         log:

@@ -26,6 +26,7 @@ import pandas as pd
 from examflow.errors import Failure
 from examflow.evaluation.agreement import cohen_kappa
 from examflow.evaluation.correlation import leaderboard_correlation, tau_ap
+from examflow.io.autojudge import Measured, format_leaderboard
 from examflow.outputs import JUDGES
 from examflow.ties import ranks_of, tie_keys
 
@@ -309,19 +310,27 @@ class Judges:
     official_measure: tuple[str, object] | None  # (name, parsed): the official leaderboard's measure ...
     official_given: tuple[dict[str, float], bool] | None = None  # ... or the leaderboard given: (values, scores?)
     votes: dict[str, pd.DataFrame] = field(default_factory=dict)  # each ensemble's votes (`ensemble`)
+    leaderboards: dict[str, dict[str, Measured]] = field(default_factory=dict)  # other judges' (AutoJudge files)
 
 
-def compare_judges(judges: Judges, settings: Settings) -> dict[str, pd.DataFrame]:
+def compare_judges(judges: Judges, settings: Settings) -> dict[str, pd.DataFrame | str]:
     """The tables of `examflow.outputs.JUDGES`, by file name. The official leaderboard is on the
     leaderboards too; runs a given official leaderboard lacks are on the leaderboards and left out of
-    the agreement."""
+    the agreement. Other judges' leaderboards (AutoJudge files) are compared as they are given."""
     every = {OFFICIAL: judges.official_labels, **judges.label_sets}
-    queries = sorted(set().union(*(set(labels["query_id"]) for labels in every.values())))
+    topics = [set(m.per_topic.get(run, ())) for given in judges.leaderboards.values()
+              for m in given.values() for run in m.per_topic]  # fmt: skip
+    queries = sorted(set().union(*(set(labels["query_id"]) for labels in every.values()), *topics))
     run_ids = sorted(set(judges.runs["run_id"]))
-    boards = [
+    labelled = [
         Board(name, measure, per_query_values(labels, judges.runs, parsed, queries, settings.complete))
         for name, labels in every.items()
         for measure, parsed in judges.measures.items()
+    ]
+    boards = labelled + [
+        outside_board(name, measure, given, run_ids, queries)
+        for name, measures in judges.leaderboards.items()
+        for measure, given in measures.items()
     ]
     truth, compared = _official_board(judges, boards, queries, run_ids, settings.complete)
     leaderboards = [row for board in boards for row in _leaderboard_rows(board, run_ids)]
@@ -337,12 +346,13 @@ def compare_judges(judges: Judges, settings: Settings) -> dict[str, pd.DataFrame
     votes = [
         table.rename(columns={"relevance": "label"}).assign(label_set=name) for name, table in judges.votes.items()
     ]
-    tables = {
+    tables: dict[str, pd.DataFrame | str] = {
         "leaderboards": pd.DataFrame(leaderboards, columns=LEADERBOARD_COLUMNS),
         "agreement": pd.DataFrame(agreement, columns=AGREEMENT_COLUMNS),
         "labels": labels,
         "confusion": confusion,
         "votes": pd.concat([pd.DataFrame(columns=VOTE_COLUMNS), *votes], ignore_index=True)[VOTE_COLUMNS],
+        "autojudge": format_leaderboard(_per_topic(labelled, run_ids, queries)),
     }
     return {JUDGES[name].path: table for name, table in tables.items()}
 
@@ -361,6 +371,32 @@ def _official_board(judges: Judges, boards: list[Board], queries: list[str], run
         return found[0], np.ones(len(run_ids), dtype=bool)
     values = per_query_values(judges.official_labels, judges.runs, parsed, queries, complete)
     return Board(OFFICIAL, name, values), np.ones(len(run_ids), dtype=bool)
+
+
+def outside_board(name: str, measure: str, given: Measured, run_ids: list[str], queries: list[str]) -> Board:
+    """Another judge's leaderboard under one of its measures: its per-topic values (NaN where it has none),
+    or where it gives only `all` lines, those scores on every sample of queries."""
+    column = {query: i for i, query in enumerate(queries)}
+    values = np.full((len(run_ids), max(len(queries), 1)), np.nan)
+    for row, run in enumerate(run_ids):
+        if given.per_topic:
+            for topic, value in given.per_topic.get(run, {}).items():
+                values[row, column[topic]] = value
+        elif run in given.overall:
+            values[row, :] = given.overall[run]
+    return Board(name, measure, values)
+
+
+def _per_topic(boards: list[Board], run_ids: list[str], queries: list[str]) -> pd.DataFrame:
+    """Every board's per-query values, a row each (AutoJudge's leaderboard lines; the measure named
+    `label_set:measure`)."""
+    rows = [
+        (run, f"{board.label_set}:{board.measure}", query, value)
+        for board in boards
+        for run, values in zip(run_ids, board.values)
+        for query, value in zip(queries, values)
+    ]
+    return pd.DataFrame(rows, columns=["run_id", "measure", "topic_id", "value"])
 
 
 def _leaderboard_rows(board: Board, run_ids: list[str]) -> list[tuple]:

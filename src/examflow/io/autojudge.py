@@ -1,0 +1,92 @@
+"""TREC AutoJudge leaderboards (trec-auto-judge's `autojudge_base.leaderboard`): one line per run, measure and
+topic, and one `all` line per run and measure, the mean of its topics' values.
+
+Two column orders are read and written, whitespace-separated, without a header:
+- `tot`: `run_id measure topic_id value`, the track's upload file (`trec-leaderboard.txt`, "congruent to
+  trec_eval -q");
+- `ir_measures`: `run_id topic_id measure value`, what `Leaderboard.write` writes by default.
+A judge's leaderboard from another team enters `examflow compare-judges` as a label set of its own
+(`--leaderboard NAME=FILE`): each of its measures is one leaderboard, its per-topic values resampled by the
+bootstrap like every other; the `all` lines are the scores only where a measure has no per-topic line.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from examflow.errors import InputError
+from examflow.io.lines import FirstLines, check_id, split_columns, text_lines
+
+ALL = "all"  # the topic id of a run's mean over its topics
+LAYOUTS = {
+    "tot": ("run_id", "measure", "topic_id", "value"),
+    "ir_measures": ("run_id", "topic_id", "measure", "value"),
+}
+
+
+def format_leaderboard(values: pd.DataFrame, layout: str = "tot") -> str:
+    """`values` (run_id, measure, topic_id, value; NaN where a run has no value on a topic) as AutoJudge
+    lines: per topic, then the `all` line of each run and measure (math.fsum of its values / their count)."""
+    kept = values[np.isfinite(values["value"].to_numpy(dtype=float))]
+    kept = kept.sort_values(["run_id", "measure", "topic_id"], kind="stable")
+    means = [
+        (run, measure, ALL, math.fsum(group["value"]) / len(group))
+        for (run, measure), group in kept.groupby(["run_id", "measure"], sort=True)
+    ]
+    rows = [*kept[["run_id", "measure", "topic_id", "value"]].itertuples(index=False, name=None), *means]
+    order = [LAYOUTS["tot"].index(column) for column in LAYOUTS[layout]]
+    return "".join("\t".join(_cell(row[i]) for i in order) + "\n" for row in rows)
+
+
+def _cell(value) -> str:
+    return repr(float(value)) if isinstance(value, float | np.floating) else str(value)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One measure of an AutoJudge leaderboard: per-topic values, or (none given) the `all` scores."""
+
+    per_topic: dict[str, dict[str, float]]  # run -> topic -> value
+    overall: dict[str, float]  # run -> the `all` line's value
+    lines: dict[str, int]  # run -> its first line (for errors)
+
+
+def read_autojudge(path, layout: str = "tot") -> dict[str, Measured]:
+    """The measures of an AutoJudge leaderboard file, by name; a line that is not four columns, a value that
+    is not a finite number, a bad id or a repeated (run, measure, topic) is an error naming its line."""
+    columns = LAYOUTS[layout]
+    seen = FirstLines(path)
+    measures: dict[str, Measured] = {}
+    for number, line in text_lines(path):
+        row = dict(zip(columns, split_columns(path, number, line, columns, None)))
+        for name in ("run_id", "measure", "topic_id"):
+            check_id(path, number, row[name], name)
+        key = (row["run_id"], row["measure"], row["topic_id"])
+        seen.add(key, number, "topic_id", f"run {key[0]!r}, measure {key[1]!r}, topic {key[2]!r} again")
+        value = _value(path, number, row["value"])
+        entry = measures.setdefault(row["measure"], Measured({}, {}, {}))
+        entry.lines.setdefault(row["run_id"], number)
+        if row["topic_id"] == ALL:
+            entry.overall[row["run_id"]] = value
+        else:
+            entry.per_topic.setdefault(row["run_id"], {})[row["topic_id"]] = value
+    for name, entry in measures.items():
+        only_all = sorted(set(entry.overall) - set(entry.per_topic))
+        if entry.per_topic and only_all:
+            raise InputError(path, f"measure {name!r}: run {only_all[0]!r} has only an `all` line, other runs "
+                             "per-topic lines: give every run its topics, or every run only `all`")  # fmt: skip
+    return measures
+
+
+def _value(path, number: int, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(path, f"value {text!r} is not a number", number, "value") from None
+    if not math.isfinite(value):
+        raise InputError(path, f"value {text!r} is not a finite number", number, "value")
+    return value
