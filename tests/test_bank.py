@@ -205,6 +205,54 @@ def test_bank_diff_command(tmp_path):
     )
 
 
+def test_a_nugget_bank_edit_is_diffed_like_questions_and_a_new_importance_is_re_rated(tmp_path):
+    """A TSV nugget bank: a reworded nugget, a removed one, and one whose importance changed (re-rated: its
+    grades stand, the weighted scores change)."""
+    old = write(tmp_path / "old.tsv", "query_id\tnugget\timportance\nq1\tBees make honey from nectar\tvital\n"
+                "q1\tHoney keeps for years\tokay\nq1\tWax comes from glands\tokay\n")  # fmt: skip
+    new = write(tmp_path / "new.tsv", "query_id\tnugget\timportance\nq1\tBees make honey out of nectar\tvital\n"
+                "q1\tHoney keeps for years\tvital\n")  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "examflow", "bank-diff", str(old), str(new)], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == (
+        "q1: 0 added, 1 removed, 1 reworded, 1 re-rated\n  - Wax comes from glands\n"
+        "  ~ Bees make honey from nectar\n    → Bees make honey out of nectar\n"
+        "  ! Honey keeps for years: okay → vital\n"
+    )
+
+
+def test_trec_autojudge_nuggetizer_banks_are_read_with_their_extra_fields(tmp_path):
+    """AutoJudge's `NuggetizerNuggetBanks` line: nuggetizer's `qid, query, nuggets` with `full_query`, and each
+    nugget's `reasoning`, `trace`, `assignment` (kept); its `failed` importance is no rating (an error)."""
+    nugget = {"text": "Bees make honey from nectar", "reasoning": "core", "trace": None, "importance": "vital",
+              "assignment": "support"}  # fmt: skip
+    line = {"query": "how bees make honey", "qid": "q1", "full_query": "how do bees make honey?", "nuggets": [nugget]}
+    path = write(tmp_path / "bank.jsonl", json.dumps(line) + "\n")
+    (entry,) = read_bank(path)
+    (item,) = entry.items
+    assert (entry.query_id, entry.query_text, entry.extra) == (
+        "q1",
+        "how bees make honey",
+        {"full_query": line["full_query"]},
+    )
+    assert (item.kind, item.text, item.importance, item.item_id) == (
+        "nugget",
+        nugget["text"],
+        "vital",
+        item_id("q1", None, nugget["text"]),
+    )
+    assert item.extra == {"reasoning": "core", "trace": None, "assignment": "support"}
+    write_bank([entry], tmp_path / "again.jsonl")
+    assert read_bank(tmp_path / "again.jsonl") == [entry]  # lossless through examflow's own format
+    failed = write(
+        tmp_path / "failed.jsonl", json.dumps({**line, "nuggets": [{**nugget, "importance": "failed"}]}) + "\n"
+    )
+    with pytest.raises(InputError, match=r"failed.jsonl:1: field 'nuggets\[0\].importance': expected vital or okay"):
+        read_bank(failed)
+
+
 def stored_id_bank(path, items: list[tuple[str, str]]):
     """A hand-written bank in the current format whose items keep the ids written in it."""
     record = {

@@ -3,7 +3,9 @@
 The text decides, not the id: an item whose text (stripped) is in both lists is unchanged, whatever
 its ids. Of the rest, an old and a new item are a rewording when they share an id (banks that store
 their ids keep them across edits), else when their texts are similar (ratio ≥ 0.6), or else when
-they sit at the same position in their lists; what remains is added or removed.
+they sit at the same position in their lists; what remains is added or removed. A nugget whose text
+stays and whose importance (vital, okay) changes is re-rated: its grades stand, the scores that weigh
+nuggets change.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ class Change:
     added: list[Item] = field(default_factory=list)
     removed: list[Item] = field(default_factory=list)
     reworded: list[tuple[Item, Item]] = field(default_factory=list)
+    rerated: list[tuple[Item, Item]] = field(default_factory=list)  # the same nugget, another importance
 
 
 def diff_banks(old: list[Entry], new: list[Entry]) -> dict[tuple[str, str | None], Change]:
@@ -30,16 +33,17 @@ def diff_banks(old: list[Entry], new: list[Entry]) -> dict[tuple[str, str | None
     changes = {}
     for key in list(before) + [k for k in after if k not in before]:
         change = _diff_items(before.get(key, []), after.get(key, []))
-        if change.added or change.removed or change.reworded:
+        if change.added or change.removed or change.reworded or change.rerated:
             changes[key] = change
     return changes
 
 
 def _diff_items(old: list[Item], new: list[Item]) -> Change:
     removed, added = dict(enumerate(old)), dict(enumerate(new))
-    _match(removed, added, lambda i: (i.item_id, i.text.strip()))  # unchanged
-    _match(removed, added, lambda i: i.text.strip())  # unchanged text under a new id
+    kept = _match(removed, added, lambda i: (i.item_id, i.text.strip()))  # unchanged
+    kept += _match(removed, added, lambda i: i.text.strip())  # unchanged text under a new id
     change = Change(reworded=_match(removed, added, lambda i: i.item_id))  # a stored id, new text
+    change.rerated = [(a, b) for a, b in kept if a.importance != b.importance]
     pairs = sorted(
         ((SequenceMatcher(None, a.text, b.text).ratio(), p, q) for p, a in removed.items() for q, b in added.items()),
         reverse=True,
@@ -73,9 +77,10 @@ def format_diff(changes: dict[tuple[str, str | None], Change]) -> str:
     for (query_id, facet_id), change in changes.items():
         name = f"{query_id} / {facet_id}" if facet_id else query_id
         counts = f"{len(change.added)} added, {len(change.removed)} removed, {len(change.reworded)} reworded"
-        lines.append(f"{name}: {counts}")
+        lines.append(f"{name}: {counts}" + (f", {len(change.rerated)} re-rated" if change.rerated else ""))
         lines += [f"  + {item.text}" for item in change.added]
         lines += [f"  - {item.text}" for item in change.removed]
         for before, after in change.reworded:
             lines += [f"  ~ {before.text}", f"    → {after.text}"]
+        lines += [f"  ! {after.text}: {before.importance} → {after.importance}" for before, after in change.rerated]
     return "\n".join(lines) + "\n"
