@@ -28,9 +28,9 @@ def test_bank_queries_that_match_no_query_are_an_error_or_a_counted_warning(tmp_
     files = own_collection(tmp_path)
     bank = write(tmp_path / "bank.tsv", files["bank"].read_text() + "Q2\tWhy is the sky blue, capitalised?\n")
     with raises_at(bank, 6, "query_id", "unknown query id 'Q2'"):
-        graded_shards(str(files["queries"]), str(bank), False, VALIDATION)
+        graded_shards(str(files["queries"]), str(bank), None, VALIDATION)
     with caplog.at_level(logging.WARNING):
-        shards = graded_shards(str(files["queries"]), str(bank), False, VALIDATION | {"unknown_queries": "warn"})
+        shards = graded_shards(str(files["queries"]), str(bank), None, VALIDATION | {"unknown_queries": "warn"})
     assert shards == sorted({shard_of("q1", 16), shard_of("q2", 16)})  # q3 has no questions, Q2 is no query
     assert "1 × bank entries with an unknown query id, dropped" in caplog.text
     assert "1 of 3 queries have no questions" in caplog.text
@@ -58,9 +58,9 @@ def test_bank_facets_that_are_no_subtopic_of_their_query_are_an_error_or_a_count
     queries, bank = facet_collection(tmp_path)
     subtopic = "unknown facet id 'nosuchfacet': not a subtopic of query 'coffee' (its subtopics: beans, brewing)"
     with raises_at(bank, 5, "facet_id", re.escape(subtopic)):
-        graded_shards(str(queries), str(bank), False, VALIDATION)
+        graded_shards(str(queries), str(bank), None, VALIDATION)
     with caplog.at_level(logging.WARNING):
-        shards = graded_shards(str(queries), str(bank), False, VALIDATION | {"unknown_queries": "warn"})
+        shards = graded_shards(str(queries), str(bank), None, VALIDATION | {"unknown_queries": "warn"})
     # wind's only question is left out, so its bucket (shard-05, no other query's) gets no grading job
     assert shards == ["shard-02", "shard-04"] == sorted({shard_of("coffee", 16), shard_of("tea", 16)})
     assert f"3 × bank entries with an unknown facet id, dropped (first: {bank}:5: field 'facet_id': {subtopic})" in (
@@ -90,9 +90,9 @@ def test_a_facet_on_a_query_without_subtopics_is_named_as_such(tmp_path, capsys)
     )
     # Nor does it make the run write per-subtopic outputs (the facets qrels) when no subtopic has questions.
     grading = {"methods": [{"kind": "self_rating"}], "shards": 1}
-    assert not graded_facets({"queries": str(queries), "bank": str(bank)}, False, grading)
+    assert not graded_facets({"queries": str(queries), "bank": str(bank)}, None, grading)
     with_subtopic = write(tmp_path / "subtopic.tsv", "query_id\tfacet_id\tquestion\ncoffee\tbeans\tWhere?\n")
-    assert graded_facets({"queries": str(queries), "bank": str(with_subtopic)}, False, grading)
+    assert graded_facets({"queries": str(queries), "bank": str(with_subtopic)}, None, grading)
 
 
 def test_official_leaderboards_are_checked(tmp_path):

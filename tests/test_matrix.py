@@ -162,6 +162,75 @@ def test_generate_and_grade_in_one_run(tmp_path):
         finished(project, args)
 
 
+def created_nuggets(documents: list[str]) -> list[str]:
+    """The test server's creator replayed: each document adds its first four words, once, at most 30."""
+    nuggets: list[str] = []
+    for start in range(0, len(documents), 10):
+        nuggets = (nuggets + [n for n in dict.fromkeys(" ".join(d.split()[:4]) for d in documents[start:start + 10])
+                              if n not in nuggets])[:30]  # fmt: skip
+    return nuggets
+
+
+def nugget_importance(nugget: str) -> str:
+    return "vital" if int(hashlib.md5(nugget.encode()).hexdigest(), 16) % 3 == 0 else "okay"
+
+
+def nuggetizer(prompt: str) -> str:
+    """AutoNuggetizer's creator (the list so far and each document's first four words, in a fence), its
+    scorer (vital by a digest of the nugget, `Vital` capitalised as models write it) and its assigner."""
+    if prompt.startswith("Update the list of atomic nuggets"):
+        initial = ast.literal_eval(prompt.split("\nInitial Nugget List: ", 1)[1].split("\n", 1)[0])
+        context = prompt.split("\nContext:\n", 1)[1].split("\nSearch Query: ", 1)[0]
+        documents = re.split(r"(?:^|\n)\[\d+\] ", context)[1:]
+        added = dict.fromkeys(" ".join(d.split()[:4]) for d in documents)
+        return "```python\n" + repr((initial + [n for n in added if n not in initial])[:30]) + "\n```"
+    if prompt.startswith("Based on the query, label each of the"):
+        listed = ast.literal_eval(prompt.split("\nNugget List: ", 1)[1].split("\n", 1)[0])
+        return str([nugget_importance(n).capitalize() if nugget_importance(n) == "vital" else "okay" for n in listed])
+    return judge(prompt)
+
+
+def test_nuggets_created_assigned_and_scored_in_one_run(tmp_path):
+    with LLMServer(default=nuggetizer) as server:
+        project, args, config = prepare(tmp_path, "nuggetize", server.base_url)
+        snakemake(project, *args)
+    results = project / config["results_dir"]
+    pool = pd.read_parquet(results / "pool/passages.parquet")
+    pool = pool[pool["origin"] != "gold"]
+    best: dict[tuple[str, str], int] = {}
+    for query, docs in read_qrels(project / config["inputs"]["qrels"]).items():
+        for doc, label in docs.items():
+            key = (query.split("/")[0], doc)
+            best[key] = max(best.get(key, label), label)
+    texts = dict(zip(zip(pool["query_id"], pool["passage_id"]), pool["text"]))
+    expected = {}
+    for query in sorted(set(pool["query_id"])):
+        judged = sorted((-best[(q, p)], p) for q, p in texts if q == query and best.get((q, p), 0) >= 1)
+        if judged:
+            expected[query] = created_nuggets([texts[(query, p)] for _, p in judged])
+    bank = [json.loads(line) for line in (project / config["inputs"]["bank"]).read_text().splitlines()]
+    assert {e["query_id"]: [i["nugget_text"] for i in e["items"]] for e in bank} == expected
+    assert all(i["importance"] == nugget_importance(i["nugget_text"]) for e in bank for i in e["items"])
+    assert {i["importance"] for e in bank for i in e["items"]} == {"vital", "okay"}  # both, lower-cased
+    # nuggetizer's scores of each run: a nugget's best assignment over its passages ranked <= 20
+    runs = read_runs(sorted((project / "resources/demo/runs").glob("*.run")))
+    credit = {"support": 1.0, "partial_support": 0.5, "not_support": 0.0}
+    expected_all = {}
+    for run, lists in runs.items():
+        values = []
+        for query, ranked in lists.items():
+            top = [texts[(query, doc)] for rank, doc, _ in ranked if rank <= 20 and (query, doc) in texts]
+            if query in expected:
+                best_of = [max((credit[nugget_label(t, n)] for t in top), default=0.0) for n in expected[query]]
+                values.append(sum(best_of) / len(best_of))
+        expected_all[run] = sum(values) / len(values)
+    board = numbers(table(results / "eval/nuggets/leaderboard.tsv"), "score")
+    shown = board[board["measure"] == "nugget_all"]
+    assert dict(zip(shown["run_id"], shown["score"])) == pytest.approx(expected_all, abs=1e-12)
+    assert 0 < min(expected_all.values()) < max(expected_all.values())  # the runs differ: a real check
+    finished(project, args)
+
+
 def test_tsv_facetless_bank_on_subtopic_queries(tmp_path):
     project, args, config, results = evaluated(tmp_path, "tsv_facetless")
     assert not (results / "eval/cosine/qrels/cosine.facets.qrels").exists()

@@ -215,13 +215,14 @@ def test_a_method_finds_its_kind_of_items_in_the_bank_and_ratings_count_as_edits
     questions.write_text("query_id\tquestion\nq1\tWhat do bees make?\n")
     backend = {"kind": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1"}
     grading = {"shards": 1, "methods": [{"name": "n", "kind": "nugget_support", "backend": backend}]}
-    check_bank_kinds(str(nuggets), False, grading)
+    check_bank_kinds(str(nuggets), None, grading)
     with pytest.raises(
         ConfigError, match="grading.methods.n: 'nugget_support' grades nuggets; the bank .* holds questions"
     ):
-        check_bank_kinds(str(questions), False, grading)
-    with pytest.raises(ConfigError, match="holds questions"):  # a generated bank holds questions
-        check_bank_kinds(str(nuggets), True, grading)
+        check_bank_kinds(str(questions), None, grading)
+    with pytest.raises(ConfigError, match="holds questions"):  # a generated bank of questions
+        check_bank_kinds(str(nuggets), "question", grading)
+    check_bank_kinds(str(questions), "nugget", grading)  # a bank to be generated with nuggets
     bank = pd.DataFrame({"query_id": ["q1"], "facet_id": [None], "question_id": ["q1/n"], "question_text": ["Bees"]})
     unrated = bank_digest(bank)
     assert bank_digest(bank.assign(importance=None)) == unrated  # no ratings: the digest it always had

@@ -26,6 +26,21 @@ def test_the_worked_example_marks_extracted_answers_in_the_passage():
     assert "<td class='grade'>correct</td>" in html and "What is honey made from?" in html
 
 
+def test_the_worked_example_names_each_criterion_and_the_aggregation():
+    """criteria_llm: the four criterion grades of a passage and the aggregation's, each row named."""
+    passages = pd.DataFrame({"query_id": "q", "passage_id": ["p1"], "origin": "judged", "text": ["Bees."]})
+    targets = ["q/exactness", "q/topicality", "q/coverage", "q/contextual-fit", "q/relevance"]
+    grades = pd.DataFrame({"query_id": "q", "passage_id": "p1", "question_id": targets, "rating": [3, 2, 1, 0, 2],
+                           "correct": None, "answer": ["3", "2", "1", "0", "2"], "error": None})  # fmt: skip
+    html = example_page("q", passages, grades, pd.DataFrame({"question_id": [], "question_text": []}), "crit")
+    cells = [
+        (name, grade) for name, grade in zip(("Exactness", "Topicality", "Coverage", "Contextual Fit"), (3, 2, 1, 0))
+    ]
+    for name, grade in cells:
+        assert f"<td>criterion {name}</td><td class='grade'>{grade}</td>" in html
+    assert "<td>relevance: the aggregation of the four criteria (the label)</td><td class='grade'>2</td>" in html
+
+
 def hand_board(official=None, correlation=None) -> Board:
     """Two official runs, a response that beats them under map, the pool row; exam_cover ties a and r."""
     rows = [("exam_cover", 4.0, "b", "system", 0.123456, 0.01), ("exam_cover", 4.0, "a", "system", 0.654321, 0.02),

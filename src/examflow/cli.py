@@ -59,7 +59,7 @@ def parser() -> argparse.ArgumentParser:
     report.add_argument(
         "--example-query",
         help="the topic of the worked example page (needs --pool and --questions; default: the first topic, "
-        "sorted by id, with questions and pooled passages)",
+        "sorted by id, with grades and pooled passages)",
     )
     report.add_argument("--pool", help="directory of the pool tables")
     report.add_argument("--questions", nargs="*", default=[], help=f"bank shards, {TABLE} each")
@@ -190,6 +190,26 @@ def _questions_parser(subparsers) -> None:
     questions.add_argument("--cache-dir", required=True, help="directory of cached raw LLM answers")
     add_llm_options(questions)
     questions.set_defaults(handler=commands.questions_command)
+    nuggets = subparsers.add_parser(
+        "nuggets", help="create a nugget bank with an LLM from the pool, as AutoNuggetizer does (docs/banks.md)"
+    )
+    nuggets.add_argument("--pool", required=True, help="directory of the pool tables (`examflow pool --out`)")
+    nuggets.add_argument(
+        "--documents", choices=("judged", "pool"), default=default("questions.documents"),
+        help="the documents: pooled passages judged relevant, best first (judged), or every pooled passage "
+        f"(pool) (default {default('questions.documents')})",
+    )  # fmt: skip
+    nuggets.add_argument("--out", required=True, help="bank file to write (JSONL, .gz for gzip); never overwritten")
+    _number(
+        nuggets, "--attempts", minimum=1, default=default("questions.attempts"),
+        help=f"tries per call on unparsable answers (default {default('questions.attempts')})",
+    )  # fmt: skip
+    _number(
+        nuggets, "--max-nuggets", minimum=1, default=30, help="most nuggets a query keeps (default 30, nuggetizer's)"
+    )
+    nuggets.add_argument("--cache-dir", required=True, help="directory of cached raw LLM answers")
+    add_llm_options(nuggets)
+    nuggets.set_defaults(handler=commands.nuggets_command)
 
     shard = subparsers.add_parser("bank-shard", help="one bucket of queries' questions as a table for grading")
     shard.add_argument("--bank", required=True, help="question bank: JSONL (optionally .gz) or TSV")

@@ -111,6 +111,41 @@ def questions_command(args: argparse.Namespace) -> None:
     )
 
 
+def nuggets_command(args: argparse.Namespace) -> None:
+    """A nugget bank created from the pool by AutoNuggetizer's creator and scorer prompts."""
+    out = Path(args.out)
+    if out.exists():
+        raise InputError(out, "exists: the bank is generated once and never overwritten (delete it to generate anew)")
+    from examflow.io.tables import read_table
+    from examflow.llm import LLMClient, LLMSettings
+    from examflow.questions.bank import write_bank
+    from examflow.questions.nuggetize import create_nugget_banks, pool_documents
+
+    settings = LLMSettings(
+        **check_options("--llm", {n: getattr(args, n) for n in QUESTION_LLM_OPTIONS}, QUESTION_LLM_OPTIONS)
+    )
+    pool = Path(args.pool)
+    queries = read_table(pool / "queries.parquet")
+    passages, judgments = read_table(pool / "passages.parquet"), read_table(pool / "judgments.parquet")
+    if args.documents == "judged" and judgments.empty:
+        raise InputError(pool / "judgments.parquet", "no judgment: give qrels, or create from --documents pool")
+    documents = pool_documents(passages, judgments, args.documents)
+    texts = queries.drop_duplicates("query_id").sort_values("query_id")
+    asked = [(q, text, documents[q]) for q, text in zip(texts["query_id"], texts["query_text"]) if q in documents]
+    left = sorted(set(texts["query_id"]) - set(documents))
+    if not asked:
+        raise InputError(pool / "passages.parquet", f"no query has {args.documents} documents to create nuggets from")
+    if left:  # no document, no nugget: such a query is not graded by nuggets, and said so
+        log.warning("%d queries have no %s documents and get no nuggets: %s", len(left), args.documents,
+                    ", ".join(left[:5]) + (", ..." if len(left) > 5 else ""))  # fmt: skip
+    llm = LLMClient(settings, args.cache_dir)
+    bank = create_nugget_banks(asked, llm, args.attempts, args.max_nuggets)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_bank(bank, out)
+    log.info("wrote %d nuggets for %d queries to %s (%d API calls)", sum(len(e.items) for e in bank), len(bank), out,
+             llm.calls)  # fmt: skip
+
+
 def bank_shard_command(args: argparse.Namespace) -> None:
     from examflow.io import read_queries
     from examflow.io.queries import subtopics
@@ -644,10 +679,11 @@ def worked_example(args: argparse.Namespace, grades: pd.DataFrame, method: str) 
     passages = read_table(Path(args.pool) / "passages.parquet")
     passages = passages[passages["origin"] != "gold"]
     questions = pd.concat([read_table(path) for path in args.questions])
-    topics = sorted(set(questions["query_id"]) & set(passages["query_id"]))
+    # the topics graded: those with questions (or nuggets), or for direct grading any with pooled passages
+    topics = sorted(set(grades["query_id"]) & set(passages["query_id"]))
     query_id = args.example_query or (topics[0] if topics else None)
     if query_id is None:
-        return pages.page(f"Worked example of {method}", "<p>No topic has both questions and pooled passages.</p>")
+        return pages.page(f"Worked example of {method}", "<p>No topic has both grades and pooled passages.</p>")
     mine = passages[passages["query_id"] == query_id]
     return pages.example_page(query_id, mine, grades, questions, method)
 

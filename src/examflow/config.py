@@ -102,6 +102,14 @@ def _check_exam_inputs(checked: dict) -> None:
         raise ConfigError("inputs", "required, and missing: the collection to evaluate (or `nrp:` for NRP alone)")
     if checked["questions"]["generate"] and not inputs.get("bank"):
         raise ConfigError("questions.generate", "set inputs.bank, the file the generated bank is written to")
+    questions = checked["questions"]
+    if questions["generate"] and questions["items"] == "nuggets":  # created from the pool's documents
+        if not (inputs.get("runs") or inputs.get("responses")):
+            raise ConfigError(
+                "questions.items", "nuggets are created from the pool: set inputs.runs or inputs.responses"
+            )
+        if questions["documents"] == "judged" and not inputs.get("qrels"):
+            raise ConfigError("questions.documents", "judged documents need inputs.qrels (or use `pool`)")
     if checked["grading"]["methods"] and not inputs.get("bank"):
         raise ConfigError("grading.methods", "grading needs a question bank (inputs.bank)")
 

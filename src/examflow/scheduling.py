@@ -40,10 +40,10 @@ def bank_queries(path: str, modified: float, shards: int = 16) -> BankQueries:
     return BankQueries(shard_digests(entries, shards), entry_lines(entries), items, kinds)
 
 
-def check_bank_kinds(bank: str, generate: bool, grading: dict) -> None:
-    """Every method that grades questions or nuggets finds some in the bank (a generated bank holds
-    questions): a nugget method on a question bank would grade nothing, and evaluate nothing."""
-    kinds = {"question"} if generate else bank_queries(bank, os.path.getmtime(bank), grading["shards"]).kinds
+def check_bank_kinds(bank: str, generated: str | None, grading: dict) -> None:
+    """Every method that grades questions or nuggets finds some in the bank (a generated bank holds the
+    `generated` kind of items): a nugget method on a question bank would grade nothing, and evaluate nothing."""
+    kinds = {generated} if generated else bank_queries(bank, os.path.getmtime(bank), grading["shards"]).kinds
     for method in grading["methods"]:
         target = KINDS[method["kind"]].target
         if target in ("question", "nugget") and target not in kinds:
@@ -64,7 +64,7 @@ def has_facets(spec: str) -> bool:
     return bool(query_table(spec)["facet_id"].notna().any())
 
 
-def configured_facts(config: dict, generate: bool) -> Facts:
+def configured_facts(config: dict, generate: str | None) -> Facts:
     """The facts that decide which files the steps write (examflow.outputs), from the configuration."""
     inputs, nrp = config["inputs"] or {}, config["nrp"] or {}
     return Facts(
@@ -85,27 +85,28 @@ def official_from_qrels(config: dict) -> bool:
     )  # fmt: skip
 
 
-def graded_facets(inputs: dict, generate: bool, grading: dict) -> bool:
+def graded_facets(inputs: dict, generate: str | None, grading: dict) -> bool:
     """Whether some method grades targets with subtopic ids: questions or nuggets the bank gives a facet
-    id (a generated bank: one per subtopic), or, in direct grading, the queries' own subtopics."""
+    id (generated questions: one entry per subtopic; generated nuggets: none), or, in direct grading, the
+    queries' own subtopics."""
     if not has_facets(inputs["queries"]):
         return False
-    if generate or any(KINDS[method["kind"]].target == "query" for method in grading["methods"]):
+    if generate == "question" or any(KINDS[method["kind"]].target == "query" for method in grading["methods"]):
         return True
     bank = inputs["bank"]
-    if not bank:
+    if not bank or generate:
         return False
     found = bank_queries(bank, os.path.getmtime(bank), grading["shards"])
     known = subtopics(query_table(inputs["queries"]))
     return any(facet in known.get(query, ()) and found.items[query, facet] for query, facet in found.items)
 
 
-def graded_shards(queries_spec: str, bank: str, generate: bool, validation: dict, shards: int = 16) -> list[str]:
+def graded_shards(queries_spec: str, bank: str, generate: str | None, validation: dict, shards: int = 16) -> list[str]:
     """Shards of the queries that have questions. Bank entries whose query is not a query, or whose facet
     is not one of its query's subtopics, are problems; `examflow bank-shard` leaves them out."""
     queries = query_table(queries_spec)
     query_ids = set(queries["query_id"])
-    if generate:  # every query gets questions, or generation fails naming it
+    if generate:  # every query gets questions (or, with documents, nuggets), or generation fails naming it
         return sorted({shard_of(q, shards) for q in query_ids})
     found = bank_queries(bank, os.path.getmtime(bank), shards)
     unknown = Problems(validation["unknown_queries"])

@@ -188,25 +188,25 @@ BANK = INPUTS.get("bank")
 GENERATE_BANK = (
     bool(BANK) and config["questions"]["generate"] and not Path(BANK).exists()
 )
+# what a generated bank holds: questions, or nuggets (examflow.questions.nuggetize)
+GENERATED = config["questions"]["items"].removesuffix("s") if GENERATE_BANK else None
 VALIDATION = config["validation"]
 SHARD_COUNT = config["grading"]["shards"]
 # One shard per query with questions: a query without any gets no jobs at all.
 SHARDS = (
-    checked(
-        graded_shards, INPUTS["queries"], BANK, GENERATE_BANK, VALIDATION, SHARD_COUNT
-    )
+    checked(graded_shards, INPUTS["queries"], BANK, GENERATED, VALIDATION, SHARD_COUNT)
     if BANK
     else []
 )
 if BANK and config["grading"]["methods"]:
-    checked(check_bank_kinds, BANK, GENERATE_BANK, config["grading"])
+    checked(check_bank_kinds, BANK, GENERATED, config["grading"])
 if INPUTS.get("official_leaderboard"):
     checked(check_leaderboard, INPUTS, RUN_FILES, VALIDATION)
 if EXAM:
     checked(check_example_query, INPUTS["queries"], config["report"]["example_query"])
 
 # What the configuration gives decides which files each step writes (examflow.outputs).
-FACTS = checked(configured_facts, config, GENERATE_BANK)
+FACTS = checked(configured_facts, config, GENERATED)
 # Without an official leaderboard file, one is computed from the official qrels (rule official_leaderboard).
 OFFICIAL_FROM_QRELS = official_from_qrels(config)
 

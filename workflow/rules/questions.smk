@@ -1,4 +1,4 @@
-if GENERATE_BANK:
+if GENERATED == "question":
 
     localrules:
         questions,
@@ -25,6 +25,37 @@ if GENERATE_BANK:
             (
                 "python -m examflow questions {params.queries:q} {params.llm:q}"
                 " --format {params.format:q} --attempts {params.attempts:q}"
+                " --cache-dir {params.cache:q} --out {output:q} 2> {log:q}"
+            )
+
+elif GENERATED == "nugget":
+
+    localrules:
+        questions,
+
+    # AutoNuggetizer's creator and scorer over the pool's documents (docs/banks.md)
+    checkpoint questions:
+        input:
+            passages=results("pool/passages.parquet"),
+            queries=results("pool/queries.parquet"),
+            judgments=results("pool/judgments.parquet"),
+        output:
+            literal(BANK),
+        log:
+            logs("questions.log"),
+        conda:
+            ENV
+        params:
+            # option words (cli_options), each quoted by :q in the shell line
+            llm=lambda wildcards: cli_options(**config["questions"]["llm"]),
+            documents=config["questions"]["documents"],
+            attempts=config["questions"]["attempts"],
+            cache=lambda wildcards: f"{config['cache_dir']}/llm",
+            pool=lambda wildcards, input: Path(input.passages).parent,
+        shell:
+            (
+                "python -m examflow nuggets --pool {params.pool:q} {params.llm:q}"
+                " --documents {params.documents:q} --attempts {params.attempts:q}"
                 " --cache-dir {params.cache:q} --out {output:q} 2> {log:q}"
             )
 

@@ -11,6 +11,7 @@ from typing import Protocol, cast
 
 import pandas as pd
 
+from examflow.registry import AGGREGATE, CRITERIA, criterion_id
 from examflow.report.board import Board, plain, score_text, with_interval
 
 STYLE = """<style>
@@ -231,7 +232,7 @@ def example_page(
         graded = mine[mine["passage_id"] == passage.passage_id]
         answers = [a for a in graded["answer"].dropna() if len(a) > 2 and not a.replace(".", "").isdigit()]
         rows = "".join(
-            f"<tr><td>{html.escape(texts.get(g.question_id, g.question_id))}</td><td class='grade'>{_grade(g)}</td>"
+            f"<tr><td>{html.escape(_asked(texts, str(g.question_id)))}</td><td class='grade'>{_grade(g)}</td>"
             f"<td>{html.escape(str(g.answer or ''))}</td></tr>"
             for g in graded.itertuples()
         )
@@ -240,6 +241,18 @@ def example_page(
             f"<p>{_marked(passage.text, answers)}</p><table><tr><th>question</th><th>grade</th><th>answer</th></tr>{rows}</table></div>"
         )
     return page(f"Worked example of {method}: topic {query_id}", *parts)
+
+
+def _asked(texts: dict[str, str], target_id: str) -> str:
+    """What a grade answers: the question's (or nugget's) text; for criteria-based judgments the criterion
+    (`query[/facet]/criterion`), or the aggregation prompt's label; else the target's id."""
+    if target_id in texts:
+        return texts[target_id]
+    last = target_id.rsplit("/", 1)[-1]
+    if last == AGGREGATE:
+        return "relevance: the aggregation of the four criteria (the label)"
+    named = {criterion_id(name): name for name, _ in CRITERIA}
+    return f"criterion {named[last]}" if last in named else target_id
 
 
 def _grade(row) -> str:

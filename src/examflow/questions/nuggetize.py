@@ -1,0 +1,162 @@
+"""Nugget banks created by an LLM as AutoNuggetizer creates them (Pradeep et al. 2024, castorini/nuggetizer's
+`Nuggetizer.create`), with its creator and scorer prompts (docs/banks.md).
+
+Per query, the documents go to the creator in windows of `WINDOW`, `[1] text` a line, each call given the
+nugget list so far and returning the updated list (at most `max_nuggets`, read as nuggetizer reads it: a
+Python list after ```python fences are dropped). The final list goes to the scorer in windows of
+`WINDOW` nuggets, which labels each `vital` or `okay`. Where nuggetizer asks again up to 500 times and
+then keeps the previous list (or labels a window `okay`), examflow asks again up to `attempts` times and
+then fails the query: a bank is never silently short. Every answer is cached (`LLMClient`), so a rerun
+makes no call.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import partial
+
+import pandas as pd
+
+from examflow.llm import LLMClient, LLMError
+from examflow.prompts import chat_template
+from examflow.questions.bank import IMPORTANCE, Entry, Item, item_id
+from examflow.questions.generate import GenerationError
+
+WINDOW = 10  # nuggetizer's creator_window_size and scorer_window_size
+MAX_NUGGETS = 30  # nuggetizer's creator_max_nuggets
+CREATOR, SCORER = "nugget-create", "nugget-score"
+
+
+def creator_prompt(query: str, documents: list[str], nuggets: list[str], max_nuggets: int) -> tuple[str, str]:
+    """(system, user) of the creator for one window of documents, as nuggetizer's `create_nugget_prompt`."""
+    system, user = chat_template(CREATOR)
+    context = "\n".join(f"[{i + 1}] {text}" for i, text in enumerate(documents))
+    fields = {"query": query, "context": context, "nuggets": nuggets, "nuggets_length": len(nuggets),
+              "creator_max_nuggets": max_nuggets}  # fmt: skip
+    return str(system), user.format(**fields)
+
+
+def scorer_prompt(query: str, nuggets: list[str]) -> tuple[str, str]:
+    """(system, user) of the scorer for one window of nuggets, as nuggetizer's `create_score_prompt`."""
+    system, user = chat_template(SCORER)
+    return str(system), user.format(query=query, nuggets=nuggets, num_nuggets=len(nuggets))
+
+
+def parse_list(answer: str) -> list[str] | None:
+    """The answer as nuggetizer reads it: fences dropped, a Python literal that must be a list of strings."""
+    cleaned = answer.replace("```python", "").replace("```", "").strip()
+    try:
+        value = ast.literal_eval(cleaned)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        return None
+    return value
+
+
+def parse_labels(answer: str, count: int) -> list[str] | None:
+    """`count` labels, each vital or okay (lower-cased, as nuggetizer keeps them); else None (nuggetizer
+    would zip a short list with its nuggets and drop the rest)."""
+    labels = parse_list(answer)
+    if labels is None or len(labels) != count:
+        return None
+    lowered = [label.strip().lower() for label in labels]
+    return lowered if all(label in IMPORTANCE for label in lowered) else None
+
+
+@dataclass
+class _Query:
+    query_id: str
+    text: str
+    documents: list[str]
+    nuggets: list[str] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+    failure: str | None = None
+
+
+def create_nugget_banks(
+    queries: list[tuple[str, str, list[str]]], llm: LLMClient, attempts: int = 3, max_nuggets: int = MAX_NUGGETS
+) -> list[Entry]:
+    """A nugget bank entry per (query id, query text, documents); the queries go window by window side by
+    side (each window's calls in parallel). Fails naming every query left without nuggets."""
+    states = [_Query(query_id, text, documents) for query_id, text, documents in queries]
+    for query in states:
+        if not query.documents:
+            query.failure = "no documents to create nuggets from"
+    for start in range(0, max((len(q.documents) for q in states), default=0), WINDOW):
+        asked = [q for q in states if q.failure is None and start < len(q.documents)]
+        prompts = [creator_prompt(q.text, q.documents[start : start + WINDOW], q.nuggets, max_nuggets) for q in asked]
+        for query, answer in zip(asked, _asked(llm, prompts, [parse_list] * len(asked), attempts)):
+            if isinstance(answer, str):
+                query.failure = f"documents {start + 1}-{start + WINDOW}: {answer}"
+            else:
+                query.nuggets = answer[:max_nuggets]
+    for start in range(0, max_nuggets, WINDOW):
+        asked = [q for q in states if q.failure is None and start < len(q.nuggets)]
+        windows = [q.nuggets[start : start + WINDOW] for q in asked]
+        prompts = [scorer_prompt(q.text, window) for q, window in zip(asked, windows)]
+        parsers = [partial(parse_labels, count=len(window)) for window in windows]
+        for query, window, answer in zip(asked, windows, _asked(llm, prompts, parsers, attempts)):
+            if isinstance(answer, str):
+                query.failure = f"nuggets {start + 1}-{start + len(window)}: {answer}"
+            else:
+                query.labels += answer
+    for query in states:
+        if query.failure is None and not query.nuggets:
+            query.failure = "the creator's list is empty"
+    failed = [q for q in states if q.failure is not None]
+    if failed:
+        lines = "\n".join(f"  {q.query_id}: {q.failure}" for q in failed)
+        raise GenerationError(f"no nuggets for {len(failed)} of {len(states)} queries:\n{lines}")
+    made = datetime.now(UTC).isoformat(timespec="seconds")
+    return [_entry(query, llm, made) for query in states]
+
+
+def _asked(llm: LLMClient, prompts: list[tuple[str, str]], parsers: list, attempts: int) -> list[list[str] | str]:
+    """Each (system, user) prompt's answer as its parser reads it, asked again while unparsable (the cache
+    keeps each attempt); where none parses in `attempts` tries, or the call fails, the reason (a string)."""
+    results: list[list[str] | str | None] = [None] * len(prompts)
+    last: dict[int, str] = {}
+    for attempt in range(attempts):
+        pending = [i for i, result in enumerate(results) if result is None]
+        users, systems = [prompts[i][1] for i in pending], [prompts[i][0] for i in pending]
+        for i, answer in zip(pending, llm.complete_many(users, attempt, systems)):
+            if isinstance(answer, LLMError):
+                results[i] = f"LLM call failed ({answer})"
+                continue
+            parsed = parsers[i](answer)
+            if parsed is not None:
+                results[i] = parsed
+            last[i] = answer
+    return [r if r is not None else f"{attempts} unparsable answers, the last: {last[i][:120]!r}"
+            for i, r in enumerate(results)]  # fmt: skip
+
+
+def _entry(query: _Query, llm: LLMClient, made: str) -> Entry:
+    info = {"generator": "examflow (AutoNuggetizer's creator and scorer)", "model": llm.settings.model,
+            "prompt_template": f"{CREATOR}, {SCORER}", "documents": len(query.documents), "generated_at": made}  # fmt: skip
+    items = [
+        Item(query.query_id, None, item_id(query.query_id, None, text), text, "nugget", importance=label)
+        for text, label in zip(query.nuggets, query.labels, strict=True)
+    ]
+    return Entry(query.query_id, None, query.text, items, info=info)
+
+
+def pool_documents(passages: pd.DataFrame, judgments: pd.DataFrame, which: str) -> dict[str, list[str]]:
+    """Each query's documents for the creator: `judged`, its pooled passages judged relevant (label ≥ 1 for
+    the query or any subtopic), best label first, then by passage id; `pool`, every pooled passage but the
+    gold articles, by passage id."""
+    pooled = passages[passages["origin"] != "gold"]
+    if which == "pool":
+        ordered = pooled.sort_values(["query_id", "passage_id"], kind="stable")
+        return _by_query(ordered)
+    best = judgments.groupby(["query_id", "passage_id"], as_index=False)["relevance"].max()
+    relevant = pooled.merge(best[best["relevance"] >= 1], on=["query_id", "passage_id"])
+    ordered = relevant.sort_values(["query_id", "relevance", "passage_id"], ascending=[True, False, True])
+    return _by_query(ordered)
+
+
+def _by_query(ordered: pd.DataFrame) -> dict[str, list[str]]:
+    return {str(query): group["text"].tolist() for query, group in ordered.groupby("query_id", sort=True)}
