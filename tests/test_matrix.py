@@ -395,6 +395,11 @@ def test_judges_umbrela_nuggets_and_outside_labels_per_page(tmp_path):
     expected = {f"{q} 0 {p} {label}" for (q, p), label in labels.items() if label is not None}
     assert set((results / "eval/umbrela/qrels/umbrela.qrels").read_text().splitlines()) == expected
     assert None in labels.values()  # some refusals: failures, within grading.max_error_rate
+    # three samples a pair, which this server answers alike: every vote 3 to 0
+    voted = pd.read_parquet(results / "grades/umbrela.parquet")
+    answered = voted[voted["error"].isna()]
+    assert len(answered) > len(expected) / 2 and set(answered["votes"]) == {3} and set(answered["margin"]) == {3}
+    assert voted["votes"][voted["error"].notna()].isna().all()  # a failed pair has no vote
     runs = read_runs([*sorted((project / "resources/demo/runs").glob("*.run")), project / ".test/data/partial.run"])
     assert len(runs["partial"]) == 3  # a run that ranks 3 of the 6 queries: its mean is over those
     umbrela = {q: {} for q, _ in labels}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -86,6 +87,48 @@ def test_grades_over_http_labels_and_failures(tmp_path):
         rendered = {template(KINDS[kind].template).format(query="how bees make honey", context=text)
                     for kind in PUBLISHED for text in ("bees make honey", "tides")}  # fmt: skip
         assert len(prompts) == 12 and set(prompts) == rendered  # 3 kinds × 2 modes × 2 passages, as published
+
+
+def test_a_vote_over_samples_keeps_its_count_and_margin(tmp_path):
+    """samples: 3 at temperature 0.7: each pair asked three times (three API calls, three cache entries), the
+    grade the majority label (a three-way tie to the lowest), votes and margin kept; a failed sample fails
+    the pair. A second run asks nothing."""
+    queries, _ = direct_inputs()
+    passages = pd.DataFrame({"query_id": "q1", "passage_id": ["p0", "p1", "p2"], "text": ["bees", "tides", "wax"]})
+    with LLMServer() as server:
+        server.script("Passage: bees\n", *(f"##final score: {label}" for label in (2, 3, 2)))
+        server.script("Passage: tides\n", *(f"##final score: {label}" for label in (1, 3, 0)))
+        server.script("Passage: wax\n", "##final score: 1", "I will not judge this.", "##final score: 1")
+        method = openai_method(server, "umbrela", samples=3)
+        method["backend"]["temperature"] = 0.7
+        pairs = make_pairs("umbrela", passages, pd.DataFrame(), queries)
+        table = grader(method, str(tmp_path)).grade(pairs)
+        sent = len(server.requests)
+        again = grader(method, str(tmp_path)).grade(pairs)
+        assert len(server.requests) == sent == 9
+    assert values(table["rating"]) == [2, 0, None]
+    assert values(table["votes"]) == [2, 1, None] and values(table["margin"]) == [1, 0, None]
+    assert table["error"].tolist()[2] == "unparsable: not a grade 0-3: 'I will not judge this.'"
+    assert table["raw"].tolist()[0].count("[sample ") == 3
+    assert table.equals(again)
+    assert sorted(r["body"]["temperature"] for r in server.requests) == [0.7] * 9
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [({"samples": 3}, "samples differ only when drawn: the openai back end with a temperature above 0"),
+     ({"samples": 3, "kind": "sun"}, "a vote over samples is UMBRELA's: kinds umbrela, umbrela_few, umbrela_basic"),
+     ({"samples": 0}, "expected a whole number, 1 or more, found 0"),
+     ({"samples": True}, "expected a whole number")],
+)  # fmt: skip
+def test_samples_only_where_a_vote_means_something(change, message):
+    from examflow.errors import ConfigError
+    from examflow.registry import check_method
+
+    method = {"name": "u", "kind": "umbrela", "backend": {"kind": "openai", "model": "m"}} | change
+    with pytest.raises(ConfigError, match=f"methods.u.samples: {re.escape(message)}"):
+        check_method("methods.u", method)
+    assert check_method("m", {**method, "samples": 1}).samples == 1
 
 
 def test_a_local_model_grades_as_umbrela_reads_its_answers(tmp_path):

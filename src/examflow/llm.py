@@ -145,16 +145,19 @@ class LLMClient:
         return response
 
     def complete_many(
-        self, prompts: Sequence[str], attempt: int = 0, systems: Sequence[str | None] | None = None
+        self, prompts: Sequence[str], attempt: int | Sequence[int] = 0, systems: Sequence[str | None] | None = None
     ) -> list[str | LLMError]:
-        def one(asked: tuple[str, str | None]) -> str | LLMError:
+        """Every prompt's answer (or its failure), `concurrency` at a time; `attempt` one for all, or each's."""
+
+        def one(asked: tuple[str, int, str | None]) -> str | LLMError:
             try:
-                return self.complete(asked[0], attempt, asked[1])
+                return self.complete(*asked)
             except LLMError as error:
                 return error
 
+        attempts = [attempt] * len(prompts) if isinstance(attempt, int) else list(attempt)
         with ThreadPoolExecutor(max_workers=self.settings.concurrency) as pool:
-            return list(pool.map(one, zip(prompts, systems or [None] * len(prompts))))
+            return list(pool.map(one, zip(prompts, attempts, systems or [None] * len(prompts))))
 
     def _call_with_retries(self, prompt: str, system: str | None = None) -> str:
         delay = self.settings.backoff

@@ -98,7 +98,8 @@ def job_share(method: Method, passages, questions, queries, cache=None) -> Job:
         unit = method.backend.options.get("unit", "passage")  # an encoder may read passages sentence by sentence
         texts = _encoded_texts(kind, unit, passages, questions, queries, held, left)
         return Job(pairs, cached, len(texts), sum(min(len(text), rate.window or len(text)) for text in texts))
-    prompts = (pairs - cached) * (2 if method.entry.verification else 1)  # answer, then verify: at most twice
+    # answer, then verify: at most twice; each sample of a vote once
+    prompts = (pairs - cached) * (2 if method.entry.verification else 1) * method.samples
     return Job(pairs, cached, prompts, prompts)
 
 

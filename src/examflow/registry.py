@@ -319,6 +319,7 @@ class Method:
     settings: dict[str, Any]  # the method as checked: what a job is given and the grades table records
     calibration: str | None = None  # back ends graded by quantiles: the pairs a ladder is taken over
     quantiles: tuple[float, ...] | None = None  # ... and the ladder
+    samples: int = 1  # answers asked per pair, their grades put to a majority vote (UMBRELA's)
 
     @property
     def entry(self) -> Kind:
@@ -368,7 +369,13 @@ def check_method(key: str, method: Any) -> Method:
         raise ConfigError(f"{key}.backend.device", f"{options['device']} needs `gpu: 1` (or more) beside it: a grading "
                           "job that holds no GPU sees none")  # fmt: skip
     typed = Method(
-        checked["name"], kind, BackendSettings(backend["kind"], options), checked["mode"], checked["gpu"], checked
+        checked["name"],
+        kind,
+        BackendSettings(backend["kind"], options),
+        checked["mode"],
+        checked["gpu"],
+        checked,
+        samples=_samples(key, checked, options),
     )
     if spec.by_quantiles:
         return replace(typed, **_calibration(key, method))
@@ -376,6 +383,23 @@ def check_method(key: str, method: Any) -> Method:
         graders = " and ".join(kind for kind, entry in BACKENDS.items() if entry.by_quantiles)
         raise ConfigError(f"{key}.{given[0]}", f"only the {graders} back end grades by quantiles")
     return typed
+
+
+def _samples(key: str, method: dict, options: dict) -> int:
+    """Answers asked per pair: more than one only where they can differ (an API that samples, temperature
+    above 0) and a vote means something (a kind graded 0-3 by UMBRELA's reading)."""
+    samples = method.get("samples", 1)
+    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+        raise ConfigError(f"{key}.samples", f"expected a whole number, 1 or more, found {samples!r}")
+    if samples == 1:
+        return 1
+    if KINDS[method["kind"]].grade != "umbrela":
+        voting = ", ".join(kind for kind, entry in KINDS.items() if entry.grade == "umbrela")
+        raise ConfigError(f"{key}.samples", f"a vote over samples is UMBRELA's: kinds {voting}")
+    if method["backend"]["kind"] != "openai" or not options.get("temperature"):
+        raise ConfigError(f"{key}.samples", "samples differ only when drawn: the openai back end with a "
+                          "temperature above 0")  # fmt: skip
+    return samples
 
 
 def _calibration(key: str, method: dict) -> dict[str, Any]:

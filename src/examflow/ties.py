@@ -27,3 +27,15 @@ def ranks_of(scores: dict[str, float]) -> dict[str, float]:
 
     ranks = pd.Series(-tie_keys(list(scores.values())), index=list(scores)).rank(method="average")
     return cast(dict[str, float], ranks.to_dict())  # cast: indexed by the keys of `scores`
+
+
+def majority(labels) -> tuple[int, int, int]:
+    """(label, votes, margin) of a majority vote as UMBRELA's ensemble takes it: the label given most often,
+    a tie going to the lowest such label; how many gave it, and by how many it beat the runner-up (0: a tie)."""
+    from collections import Counter
+
+    counts = Counter(labels).most_common()
+    top = counts[0][1]
+    label = min(value for value, count in counts if count == top)
+    runner = max((count for value, count in counts if value != label), default=0)
+    return label, top, top - runner

@@ -28,7 +28,7 @@ from examflow.evaluation.agreement import cohen_kappa
 from examflow.evaluation.correlation import leaderboard_correlation, tau_ap
 from examflow.io.autojudge import Measured, format_leaderboard
 from examflow.outputs import JUDGES
-from examflow.ties import ranks_of, tie_keys
+from examflow.ties import majority, ranks_of, tie_keys
 
 OFFICIAL = "official"
 LEADERBOARD_COLUMNS = ["label_set", "measure", "run_id", "score", "rank"]
@@ -123,19 +123,13 @@ def ensemble(members: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFra
     """UMBRELA's ensemble (`ensemble_judge`): over the (query, doc) pairs every member judges, the label
     most members gave, a tie going to the lowest such label; with each pair's vote kept: how many
     members gave the label, and by how many it beat the runner-up (0: a tie)."""
-    from collections import Counter
-
     names = list(members)
     merged = members[names[0]].rename(columns={"relevance": names[0]})
     for name in names[1:]:
         merged = merged.merge(members[name].rename(columns={"relevance": name}), on=["query_id", "doc_id"])
     rows = []
     for query, doc, *labels in merged[["query_id", "doc_id", *names]].itertuples(index=False):
-        counts = Counter(labels).most_common()
-        top = counts[0][1]
-        label = min(value for value, count in counts if count == top)
-        runner = max((count for value, count in counts if value != label), default=0)
-        rows.append((query, doc, label, top, top - runner))
+        rows.append((query, doc, *majority(labels)))
     votes = pd.DataFrame(rows, columns=["query_id", "doc_id", "relevance", "votes", "margin"])
     return votes[["query_id", "doc_id", "relevance"]], votes
 

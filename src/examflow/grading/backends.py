@@ -315,7 +315,9 @@ class OpenAIBackend:
     def answer(self, requests: list[Request]) -> list[Answer]:
         parts = [chat_template(r.template) for r in requests]  # a system message goes as one (nuggetizer)
         prompts = [user.format(**r.fields) for (_, user), r in zip(parts, requests)]
-        replies = self.client.complete_many(prompts, systems=[system for system, _ in parts])
+        # a sample past the first is asked as a new attempt: its own answer, its own cache entry
+        samples = [r.fields.get("sample", 0) for r in requests]
+        replies = self.client.complete_many(prompts, samples, systems=[system for system, _ in parts])
         return [Answer(r) if isinstance(r, str) else Answer(None, error=str(r)) for r in replies]
 
 

@@ -17,7 +17,15 @@ from examflow.bounds import STORED_CHARS, clip
 from examflow.grading.backends import Answer, make_backend
 from examflow.grading.cache import GradeCache
 from examflow.grading.grades import GRADE_COLUMNS, GRADE_DTYPES
-from examflow.grading.methods import Grade, Pair, aggregation_request, interpret, request, verification_request
+from examflow.grading.methods import (
+    Grade,
+    Pair,
+    aggregation_request,
+    interpret,
+    request,
+    verification_request,
+    vote,
+)
 from examflow.progress import JobProgress
 from examflow.prompts import template
 from examflow.registry import AGGREGATE, KINDS, Method, criterion_id
@@ -147,6 +155,8 @@ class ShardGrader:
         return [known[key] for key in keys]
 
     def grade(self, pairs: list[Pair]) -> pd.DataFrame:
+        if self.method.samples > 1:
+            return self.voted(pairs)
         answers = self.answers([request(self.kind, p) for p in pairs], [p.query_id for p in pairs])
         verdicts: list[Answer | None] = [None] * len(pairs)
         if self.method.entry.verification:  # a second prompt: does the answer match the key?
@@ -165,6 +175,20 @@ class ShardGrader:
             tables.append(self.table(*self.aggregate(pairs, grades), self.method.entry.aggregation))
         self.cache.close()
         return pd.concat(tables, ignore_index=True) if len(tables) > 1 else tables[0]
+
+    def voted(self, pairs: list[Pair]) -> pd.DataFrame:
+        """Each pair asked `samples` times (sample i > 0 a field of its own, so that each has its own cache
+        entry and API attempt), the grade their majority (`examflow.grading.methods.vote`)."""
+        n = self.method.samples
+        asked = [request(self.kind, p) for p in pairs]
+        sampled = [replace(r, fields=r.fields | {"sample": i}) if i else r for r in asked for i in range(n)]
+        answers = self.answers(sampled, [p.query_id for p in pairs for _ in range(n)])
+        mode = self.method.mode
+        grades = [
+            vote([interpret(self.kind, a, p, mode) for a in answers[j * n : (j + 1) * n]]) for j, p in enumerate(pairs)
+        ]
+        self.cache.close()
+        return self.table(pairs, grades, asked[0].template if asked else "")
 
     def aggregate(self, pairs: list[Pair], grades: list[Grade]) -> tuple[list[Pair], list[Grade]]:
         """The aggregation prompt's grade of each (passage, query or subtopic) whose criteria all got one,
@@ -190,7 +214,8 @@ class ShardGrader:
         # The grade was read off the whole answer; the table keeps a bounded part of it.
         rows = [
             (p.query_id, p.facet_id, p.passage_id, p.question_id, self.method.name, self.kind, model, name, prompt_hash,
-             _kept(g.raw), _kept(g.answer), g.rating, g.correct, g.expected, g.score, g.unparsable, _kept(g.error))
+             _kept(g.raw), _kept(g.answer), g.rating, g.correct, g.expected, g.score, g.unparsable, _kept(g.error),
+             g.votes, g.margin)
             for p, g in zip(pairs, grades)
         ]  # fmt: skip
         table = pd.DataFrame(rows, columns=GRADE_COLUMNS, dtype=object)

@@ -14,11 +14,12 @@ log = logging.getLogger(__name__)
 
 GRADE_COLUMNS = [
     "query_id", "facet_id", "passage_id", "question_id", "method", "kind", "model", "prompt", "prompt_hash",
-    "raw", "answer", "rating", "correct", "expected", "score", "unparsable", "error",
+    "raw", "answer", "rating", "correct", "expected", "score", "unparsable", "error", "votes", "margin",
 ]  # fmt: skip
 
 GRADE_DTYPES: dict[str, str | type] = {
     "rating": "Int64", "correct": "boolean", "expected": "Float64", "score": "Float64", "unparsable": bool,
+    "votes": "Int64", "margin": "Int64",
 }  # fmt: skip
 
 

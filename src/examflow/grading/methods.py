@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 from examflow.grading.backends import Answer, Request
 from examflow.grading.parsing import (
@@ -28,6 +29,7 @@ from examflow.grading.parsing import (
     verify_answer,
 )
 from examflow.registry import KINDS, criterion_id
+from examflow.ties import majority
 
 # A nugget's assignment as a grade: EXAM-Cover at τ 2 counts the nuggets a run supports (nuggetizer's
 # strict scores), at τ 1 those it supports at least partly.
@@ -101,6 +103,20 @@ class Grade:
     score: float | None = None
     unparsable: bool = False  # the answer was not a grade; read as docs/methods.md §3 says
     error: str | None = None  # `kind: message`; a failed pair has no grade
+    votes: int | None = None  # a vote over samples: how many gave the rating ...
+    margin: int | None = None  # ... and by how many it beat the runner-up (0: a tie)
+
+
+def vote(grades: list[Grade]) -> Grade:
+    """One grade from the grades of a pair's samples: their majority (a tie to the lowest rating), the
+    vote's count and margin kept, every answer in `raw`; a failed sample fails the pair (its error)."""
+    failed = next((grade for grade in grades if grade.error is not None), None)
+    if failed is not None:
+        return Grade(failed.raw, answer=failed.answer, unparsable=failed.unparsable, error=failed.error)
+    rating, votes, margin = majority([cast(int, grade.rating) for grade in grades])
+    raw = "\n".join(f"[sample {i + 1}] {grade.raw}" for i, grade in enumerate(grades))
+    chosen = next(grade for grade in grades if grade.rating == rating)
+    return Grade(raw, answer=chosen.answer, rating=rating, votes=votes, margin=margin)
 
 
 def interpret(kind: str, answer: Answer, pair: Pair, mode: str = "reference", verdict: Answer | None = None) -> Grade:
