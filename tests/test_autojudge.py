@@ -4,6 +4,9 @@ a label set of its own. Values checked against pytrec_eval and scipy."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 import subprocess
 import sys
 
@@ -14,7 +17,9 @@ from scipy import stats
 from test_compare_judges import by_hand_ndcg10, campaign, qrels_dict
 
 from examflow.cli import main
+from examflow.errors import InputError
 from examflow.io.autojudge import format_leaderboard, read_autojudge
+from examflow.questions.bank import item_id, read_bank
 
 
 def compare(tmp_path, *extra: str) -> pd.DataFrame:
@@ -107,7 +112,12 @@ def test_both_layouts_round_trip(tmp_path):
             ":2: field 'topic_id': run 'r1', measure 'M', topic 'q0' again (first on line 1)",
         ),
         ("r1 M q0 0.5\nghost M q0 0.6\n", ":2: field 'run_id': run 'ghost' is not among the runs of --runs"),
-        ("r1 M q0 0.5\nr2 M all 0.6\n", "measure 'M': run 'r2' has only an `all` line"),
+        ("r1 M q0 0.5\nr2 M all 0.6\n", ":2: field 'topic_id': measure 'M': run 'r2' has only an `all` line"),
+        (
+            "run measure topic value\nr1 M q0 0.5\n",
+            ":1: field 'value': value 'value' is not a number (AutoJudge leaderboards have no header line)",
+        ),
+        ("r1 q0 M 0.5\nr2 q1 M 0.6\n", "no topic (M, ...) is a judged query: is the column order `tot`"),
     ],
 )
 def test_a_bad_leaderboard_is_one_line_naming_file_and_line(tmp_path, text, message):
@@ -121,6 +131,34 @@ def test_a_bad_leaderboard_is_one_line_naming_file_and_line(tmp_path, text, mess
     assert result.returncode != 0 and "Traceback" not in result.stderr, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr, result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_topics_no_label_set_judges_are_left_out_and_a_mean_that_is_not_one_is_said(tmp_path, caplog):
+    """A topic that is no judged query (a typo) would move a run's mean: left out, warned; an `all` line
+    that is not the mean of its topics: warned, the topics compared; a given score stays exactly itself."""
+    lines = [f"r{k} M q{q} {(k + q) / 10}" for k in range(10) for q in range(6)]
+    lines += ["r3 M typo 0.99", "r4 M all 0.01", *(f"r{k} S all 0.95" for k in range(10))]
+    (tmp_path / "team.txt").write_text("\n".join(lines) + "\n")
+    compare(tmp_path / "t", "--leaderboard", f"team={tmp_path / 'team.txt'}")
+    assert "team.txt: 1 topics are no judged query and are left out of the means: typo" in caplog.text
+    assert "measure 'M', run 'r4': the `all` line (0.01) is not the mean of its topics (0.65)" in caplog.text
+    boards = pd.read_csv(tmp_path / "t" / "out" / "leaderboards.tsv", sep="\t")
+    team = boards[boards["label_set"] == "team"].set_index(["measure", "run_id"])["score"]
+    assert team[("M", "r3")] == pytest.approx(sum((3 + q) / 10 for q in range(6)) / 6, abs=1e-15)
+    assert set(team.loc["S"]) == {0.95}  # exactly, not 0.9499999999999998
+
+
+@pytest.mark.parametrize("option", ["--labels", "--leaderboard", "--ensemble"])
+def test_a_judge_name_is_letters_digits_underscore_and_dash(tmp_path, option):
+    files = campaign(tmp_path)
+    value = {"--labels": f"a b={files['noisy']}", "--leaderboard": f"bad/name={files['noisy']}",
+             "--ensemble": "v:1=x,y"}[option]  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "examflow", "compare-judges", "--runs", str(tmp_path / "runs [all]" / "r1.txt"),
+         str(tmp_path / "runs [all]" / "r2.txt"), "--official-qrels", str(files["official"]), option, value,
+         "--out", str(tmp_path / "out")], capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode != 0 and "a name is letters, digits, _ and -" in result.stderr, result.stderr
 
 
 def test_a_leaderboard_name_is_given_once(tmp_path):
@@ -137,3 +175,83 @@ def test_a_leaderboard_name_is_given_once(tmp_path):
         and "--leaderboard 'team=" in result.stderr
         and "the name 'team' is taken" in result.stderr
     )
+
+
+# -- banks: AutoJudge's question banks (NuggetBanks v3) and nuggetizer's nugget banks ----------------------
+
+
+def v3_line(query_id: str, questions) -> str:
+    return json.dumps({"query_id": query_id, "title_query": "Rising demand for avocado", "format_version": "v3",
+                       "nugget_bank": questions}) + "\n"  # fmt: skip
+
+
+def test_a_v3_question_bank_is_read_and_written_back(tmp_path):
+    """Questions keyed by text (or listed), answers keyed by text (or listed): the answer key; examflow's
+    ids beside AutoJudge's; a subtopic from the question's metadata; written back as it was read."""
+    first = {"question": "Which country supplies most avocados?", "question_id": "abc", "query_id": "q1",
+             "answers": {"Mexico": {"answer": "Mexico", "references": [{"doc_id": "d1"}]}}}  # fmt: skip
+    second = {"question": "When do avocados ripen?", "query_id": "q1", "answers": [{"answer": "after picking"}],
+              "metadata": {"facet_id": "ripening"}}  # fmt: skip
+    bank = tmp_path / "bank.jsonl"
+    bank.write_text(v3_line("q1", {first["question"]: first, second["question"]: second}) + v3_line("q2", []))
+    entries = read_bank(bank)
+    assert [(e.query_id, e.facet_id, e.query_text) for e in entries] == [
+        ("q1", None, "Rising demand for avocado"), ("q1", "ripening", "Rising demand for avocado"),
+        ("q2", None, "Rising demand for avocado")]  # fmt: skip
+    assert [(i.item_id, i.gold_answers) for i in entries[0].items] == [
+        (item_id("q1", None, first["question"]), ["Mexico"])
+    ]
+    assert entries[1].items[0].item_id == item_id("q1", "ripening", second["question"])
+    assert entries[1].items[0].gold_answers == ["after picking"]
+    assert main(["bank-export", str(bank), "--format", "examflow", "--out", str(tmp_path / "mine.jsonl")]) == 0
+    assert main(["bank-export", str(tmp_path / "mine.jsonl"), "--format", "autojudge",
+                 "--out", str(tmp_path / "back.jsonl")]) == 0  # fmt: skip
+    back = [json.loads(line) for line in (tmp_path / "back.jsonl").read_text().splitlines()]
+    # a question without AutoJudge's id gets theirs: the md5 of its text
+    with_id = {**second, "question_id": hashlib.md5(second["question"].encode()).hexdigest()}
+    assert back[0]["nugget_bank"] == [first, with_id] and back[0]["format_version"] == "v3"
+    assert back[1] == {"query_id": "q2", "title_query": "Rising demand for avocado", "format_version": "v3",
+                       "nugget_bank": []}  # fmt: skip
+
+
+def test_a_nugget_bank_goes_to_autojudge_as_nuggetizer_lines(tmp_path):
+    bank = tmp_path / "nuggets.tsv"
+    bank.write_text("query_id\tnugget\timportance\nq1\tBees make honey\tvital\nq1\tWax\tokay\nq2\tLava\tvital\n")
+    assert main(["bank-export", str(bank), "--format", "autojudge", "--out", str(tmp_path / "out.jsonl")]) == 0
+    lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert lines[0] == {"qid": "q1", "nuggets": [{"text": "Bees make honey", "importance": "vital"},
+                                                 {"text": "Wax", "importance": "okay"}]}  # fmt: skip
+    again = read_bank(tmp_path / "out.jsonl")
+    assert [(i.text, i.importance) for e in again for i in e.items] == [
+        ("Bees make honey", "vital"), ("Wax", "okay"), ("Lava", "vital")]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [(v3_line("q1", "many"), "bank.jsonl:1: field 'nugget_bank': expected an object or a list of questions"),
+     (v3_line("q1", [{"text": "x"}]), "field 'nugget_bank[0]': expected a question object with a `question` text"),
+     (v3_line("q1", [{"question": "x", "answers": [3]}]), "field 'nugget_bank[0].answers': expected an object keyed"),
+     (v3_line("q1", [{"question": "x", "metadata": {"facet_id": 2}}]), "field 'nugget_bank[0].metadata.facet_id'"),
+     (v3_line("q1", []) + v3_line("q1", []), "bank.jsonl:2: field 'query_id': second entry for query 'q1'")],
+)  # fmt: skip
+def test_a_bad_v3_bank_names_file_line_and_field(tmp_path, text, message):
+    (tmp_path / "bank.jsonl").write_text(text)
+    with pytest.raises(InputError, match=re.escape(message)):
+        read_bank(tmp_path / "bank.jsonl")
+
+
+def test_what_autojudge_banks_cannot_hold_is_refused(tmp_path):
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text(
+        json.dumps({"query_id": "q1", "items": [{"question_text": "Why?"}, {"nugget_text": "Bees"}]}) + "\n"
+    )
+    facets = tmp_path / "facets.tsv"
+    facets.write_text("query_id\tfacet_id\tnugget\nq1\tf\tBees\n")
+    for bank, message in (
+        (mixed, "holds questions and nuggets"),
+        (facets, "nuggets of subtopics have no nuggetizer form"),
+    ):
+        result = subprocess.run([sys.executable, "-m", "examflow", "bank-export", str(bank), "--format", "autojudge",
+                                 "--out", str(tmp_path / "out.jsonl")], capture_output=True, text=True)  # fmt: skip
+        assert result.returncode != 0 and message in result.stderr and "Traceback" not in result.stderr
+        assert not (tmp_path / "out.jsonl").exists()

@@ -430,6 +430,12 @@ def test_config_mistakes_stop_the_workflow_at_parse_time_in_one_line(project):
     write(project / "config/bad.yaml", yaml.safe_dump(config))
     result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
     refused_in_one_line(result, "config inputs.qrels: file not found: resources/demo/qrels-typo.txt")
+    config["inputs"]["qrels"] = "resources/demo/qrels.txt"
+    config["judges"] = {"leaderboards": {"team-x": "team-x.eval.txt"}}  # another judge's, not there
+    write(project / "config/bad.yaml", yaml.safe_dump(config))
+    result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
+    refused_in_one_line(result, "config judges.leaderboards.team-x: file not found: team-x.eval.txt")
+    del config["judges"]
     del config["inputs"]["qrels"], config["inputs"]["labels"]  # outside labels need the qrels
     write(project / "config/bad.yaml", yaml.safe_dump(config))
     result = snakemake(project, "-n", "--configfile", "config/bad.yaml", "--rerun-triggers", "mtime", check=False)

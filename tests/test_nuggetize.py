@@ -95,6 +95,17 @@ def test_windows_of_ten_over_http_and_replayed_from_the_cache(tmp_path):
     assert [item.text for item in again[0].items] == texts
 
 
+def test_blank_and_repeated_nuggets_are_dropped_before_scoring(tmp_path):
+    """A blank nugget would count in |Q|, a repeated one twice: the creator's list is stripped, blanks and
+    repeats dropped (the first kept), before the scorer sees it."""
+    with LLMServer(default=creator) as server:
+        server.script("Update the list", '["A", "a ", "A", "", "  ", "B"]')
+        (entry,) = create_nugget_banks([("q1", "q", ["doc"])], client(server, tmp_path))
+        scored = server.requests[-1]["body"]["messages"][1]["content"]
+    assert [item.text for item in entry.items] == ["A", "a", "B"]
+    assert "Nugget List: ['A', 'a', 'B']\n" in scored and "label each of the 3 nuggets" in scored
+
+
 def test_a_query_the_model_fails_fails_the_bank_naming_it(tmp_path):
     documents = ["Bees fan nectar"]
     with LLMServer(default=creator) as server:
@@ -111,6 +122,7 @@ def test_a_query_the_model_fails_fails_the_bank_naming_it(tmp_path):
     assert "q2: nuggets 1-2: 2 unparsable answers, the last: \"['vital']\"" in message
     assert "q3: documents 1-10: LLM call failed" in message
     assert "q5: no documents to create nuggets from" in message and "q4" not in message
+    assert "every answer is cached, so a rerun replays these: raise `attempts`" in message
 
 
 def pool(root: Path) -> Path:

@@ -96,6 +96,16 @@ def parser() -> argparse.ArgumentParser:
     diff.add_argument("old", help="the bank before the edit (JSONL, optionally .gz, or TSV)")
     diff.add_argument("new", help="the bank after the edit (same formats)")
     diff.set_defaults(handler=commands.bank_diff_command)
+    export = subparsers.add_parser(
+        "bank-export", help="a bank written in another format (TREC AutoJudge's, examflow's)"
+    )
+    export.add_argument("bank", help="the bank (any format examflow reads)")
+    export.add_argument(
+        "--format", choices=("autojudge", "examflow"), required=True,
+        help="autojudge: questions as NuggetBanks v3, nuggets as nuggetizer's lines; examflow: its JSONL",
+    )  # fmt: skip
+    export.add_argument("--out", required=True, help="the file to write (JSONL, .gz for gzip)")
+    export.set_defaults(handler=commands.bank_export_command)
     return main
 
 
@@ -375,8 +385,9 @@ def _compare_judges_parser(subparsers) -> None:
     _number(compare, "--bootstrap", minimum=0, default=1000, help="bootstrap replicates over queries (0: none)")
     _number(compare, "--seed", default=0, help="seed of the bootstrap (default 0)")
     compare.add_argument(
-        "--out", required=True, help="directory for leaderboards.tsv, agreement.tsv, labels.tsv, confusion.tsv"
-    )
+        "--out", required=True,
+        help="directory for leaderboards.tsv, agreement.tsv, labels.tsv, confusion.tsv, votes.tsv, autojudge.eval.txt",
+    )  # fmt: skip
     compare.set_defaults(handler=commands.compare_judges_command)
 
 

@@ -179,6 +179,21 @@ def bank_diff_command(args: argparse.Namespace) -> None:
     sys.stdout.write(format_diff(diff_banks(read_bank(args.old), read_bank(args.new))))
 
 
+def bank_export_command(args: argparse.Namespace) -> None:
+    from examflow.questions.autojudge import write_autojudge
+    from examflow.questions.bank import read_bank, write_bank
+
+    entries = read_bank(args.bank)
+    if Path(args.out).resolve() == Path(args.bank).resolve():
+        raise Failure(f"--out {args.out}: the bank itself; write the export to another file")
+    if args.format == "autojudge":
+        write_autojudge(entries, args.bank, args.out)
+    else:
+        write_bank(entries, args.out)
+    log.info("wrote %d items of %d entries to %s (%s)", sum(len(e.items) for e in entries), len(entries), args.out,
+             args.format)  # fmt: skip
+
+
 def grade_command(args: argparse.Namespace) -> None:
     from examflow.grading.grader import ShardGrader, make_pairs
     from examflow.grading.grades import check_failures, empty_grades
@@ -319,7 +334,7 @@ def compare_judges_command(args: argparse.Namespace) -> None:
     check_written(JUDGES, Facts(), tables)
     out.mkdir(parents=True, exist_ok=True)
     write_tables({out / name: table for name, table in tables.items()})
-    log.info("label sets %s; measures %s; %d runs -> %s", ", ".join(["official", *judges.label_sets]),
+    log.info("label sets %s; measures %s; %d runs -> %s", ", ".join(["official", *judges.label_sets, *judges.leaderboards]),
              ", ".join(judges.measures), judges.runs["run_id"].nunique(), args.out)  # fmt: skip
 
 
@@ -361,7 +376,7 @@ def judges_inputs(args: argparse.Namespace):
         _check_official_runs(args.official, official_given[0], set(runs["run_id"]))
     elif runs["run_id"].nunique() < 2:
         raise Failure("--runs: one run; agreement between leaderboards needs two or more")
-    leaderboards = outside_leaderboards(args, set(label_sets), set(runs["run_id"]))
+    leaderboards = outside_leaderboards(args, set(label_sets), set(runs["run_id"]), judged)
     for name, labels in label_sets.items():
         if not set(labels["query_id"]) & set(runs["query_id"]):
             log.warning("--labels %s: judges no query that a run ranks: no run has a score under it", name)
@@ -388,6 +403,7 @@ def label_arguments(arguments: list[str], option: str = "--labels", taken=frozen
         if not equals or not name.strip() or not path:
             shape = "NAME=QRELS, e.g. umbrela=labels/umbrela.qrels" if option == "--labels" else "NAME=FILE"
             raise Failure(f"{option} {argument!r}: expected {shape}")
+        _check_judge_name(option, argument, name)
         if name == OFFICIAL or name in named or name in taken:
             raise Failure(
                 f"{option} {argument!r}: the name {name!r} is taken"
@@ -397,9 +413,18 @@ def label_arguments(arguments: list[str], option: str = "--labels", taken=frozen
     return named
 
 
-def outside_leaderboards(args: argparse.Namespace, taken: set[str], run_ids: set[str]) -> dict:
-    """Other judges' AutoJudge leaderboards (`--leaderboard NAME=FILE`), each measure's runs among the runs."""
-    from examflow.io.autojudge import read_autojudge
+def _check_judge_name(option: str, argument: str, name: str) -> None:
+    """A judge's name goes into file columns and measure names (`name:measure`): letters, digits, _ and -."""
+    import re
+
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
+        raise Failure(f"{option} {argument!r}: a name is letters, digits, _ and - (it names columns), not {name!r}")
+
+
+def outside_leaderboards(args: argparse.Namespace, taken: set[str], run_ids: set[str], judged: set[str]) -> dict:
+    """Other judges' AutoJudge leaderboards (`--leaderboard NAME=FILE`): each measure's runs among the runs, its
+    topics among the queries judged (others left out, counted in a warning; none judged is an error)."""
+    from examflow.io.autojudge import judged_topics, read_autojudge
 
     boards = {}
     for name, path in label_arguments(args.leaderboard, "--leaderboard", taken).items():
@@ -408,6 +433,7 @@ def outside_leaderboards(args: argparse.Namespace, taken: set[str], run_ids: set
             for run, line in measured.lines.items():
                 if run not in run_ids:
                     raise InputError(path, f"run {run!r} is not among the runs of --runs", line, "run_id")
+        boards[name] = judged_topics(path, boards[name], judged, args.leaderboard_layout)
     return boards
 
 
@@ -421,6 +447,7 @@ def ensemble_arguments(arguments: list[str], names: set[str]) -> dict[str, list[
         members = [member.strip() for member in listed.split(",") if member.strip()]
         if not equals or not name.strip() or len(members) < 2:
             raise Failure(f"--ensemble {argument!r}: expected NAME=A,B,... (two or more label sets of --labels)")
+        _check_judge_name("--ensemble", argument, name)
         if name in names or name in ensembles or name == OFFICIAL:
             raise Failure(f"--ensemble {argument!r}: the name {name!r} is taken")
         unknown = [member for member in members if member not in names]

@@ -125,8 +125,9 @@ def logs(path):
 
 
 def existing_file(key, path):
+    """`path`, which must be a file; `key`, its configuration key, names it in the error."""
     if not Path(path).is_file():
-        raise ConfigError(f"inputs.{key}", f"file not found: {path}")
+        raise ConfigError(key, f"file not found: {path}")
     return path
 
 
@@ -138,7 +139,9 @@ def expand_runs(patterns):
         if not matches:
             raise ConfigError("inputs.runs", f"no file matches {pattern!r}")
         files += [
-            existing_file("runs", match) for match in matches if match not in files
+            existing_file("inputs.runs", match)
+            for match in matches
+            if match not in files
         ]
     return files
 
@@ -149,9 +152,11 @@ def check_input_files():
         to_generate = key == "bank" and config["questions"]["generate"]
         if key == "labels":
             for name, path in (spec or {}).items():
-                existing_file(f"labels.{name}", path)
+                existing_file(f"inputs.labels.{name}", path)
         elif key != "runs" and spec and not is_irds(spec) and not to_generate:
-            existing_file(key, spec)
+            existing_file(f"inputs.{key}", spec)
+    for name, path in config["judges"]["leaderboards"].items():
+        existing_file(f"judges.leaderboards.{name}", path)
 
 
 def check_rerun_triggers():

@@ -216,8 +216,7 @@ class Board:
         a matrix of counts, one row of scores per row of counts."""
         present = np.isfinite(self.values)
         if counts is None:
-            return np.array([math.fsum(row[kept]) / kept.sum() if kept.any() else math.nan
-                             for row, kept in zip(self.values, present)])  # fmt: skip
+            return np.array([_mean(row[kept]) for row, kept in zip(self.values, present)])
         # counts: one sample (queries) or many (samples × queries), all in one product
         weights, totals = counts @ present.T.astype(float), counts @ np.nan_to_num(self.values).T
         return np.divide(totals, weights, out=np.full(totals.shape, math.nan), where=weights > 0)
@@ -226,6 +225,13 @@ class Board:
     def given(cls, scores: np.ndarray, queries: int, linear: bool) -> Board:
         """A leaderboard given as it is (scores, or negated ranks): the same on every sample of queries."""
         return cls(OFFICIAL, "given", np.repeat(scores[:, None], max(queries, 1), axis=1), linear=linear)
+
+
+def _mean(values: np.ndarray) -> float:
+    """math.fsum's mean; NaN of none; a value repeated (a given score) exactly itself, not one ulp off."""
+    if not len(values):
+        return math.nan
+    return float(values[0]) if (values == values[0]).all() else math.fsum(values) / len(values)
 
 
 def leaderboard_agreement(board: Board, official: Board, settings: Settings) -> list[tuple]:

@@ -12,6 +12,7 @@ bootstrap like every other; the `all` lines are the scores only where a measure 
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
 
@@ -20,6 +21,8 @@ import pandas as pd
 
 from examflow.errors import InputError
 from examflow.io.lines import FirstLines, check_id, split_columns, text_lines
+
+log = logging.getLogger(__name__)
 
 ALL = "all"  # the topic id of a run's mean over its topics
 LAYOUTS = {
@@ -78,15 +81,44 @@ def read_autojudge(path, layout: str = "tot") -> dict[str, Measured]:
         only_all = sorted(set(entry.overall) - set(entry.per_topic))
         if entry.per_topic and only_all:
             raise InputError(path, f"measure {name!r}: run {only_all[0]!r} has only an `all` line, other runs "
-                             "per-topic lines: give every run its topics, or every run only `all`")  # fmt: skip
+                             "per-topic lines: give every run its topics, or every run only `all`",
+                             entry.lines[only_all[0]], "topic_id")  # fmt: skip
     return measures
+
+
+def judged_topics(path, measures: dict[str, Measured], judged: set[str], layout: str) -> dict[str, Measured]:
+    """The measures with their per-topic values of the judged queries only; the others are left out, counted
+    in one warning (a typo would otherwise move a run's mean). None judged at all is an error; an `all`
+    line that is not the mean of its topics (AutoJudge's `fix_aggregate` may count missing topics) is a
+    warning: the topics' values are what is compared."""
+    topics = {t for m in measures.values() for values in m.per_topic.values() for t in values}
+    if topics and not topics & judged:
+        shown = ", ".join(sorted(topics)[:3])
+        raise InputError(path, f"no topic ({shown}, ...) is a judged query: is the column order `{layout}` "
+                         "(--leaderboard-layout) right?")  # fmt: skip
+    if unknown := sorted(topics - judged):
+        log.warning("%s: %d topics are no judged query and are left out of the means: %s", path, len(unknown),
+                    ", ".join(unknown[:5]) + (", ..." if len(unknown) > 5 else ""))  # fmt: skip
+    kept = {}
+    for name, measured in measures.items():
+        per_topic = {
+            run: {t: v for t, v in values.items() if t in judged} for run, values in measured.per_topic.items()
+        }
+        kept[name] = Measured(per_topic, measured.overall, measured.lines)
+        for run, overall in measured.overall.items():
+            values = list(measured.per_topic.get(run, {}).values())
+            if values and not math.isclose(overall, math.fsum(values) / len(values), rel_tol=1e-9, abs_tol=1e-12):
+                log.warning("%s: measure %r, run %r: the `all` line (%g) is not the mean of its topics (%g); the "
+                            "topics are compared", path, name, run, overall, math.fsum(values) / len(values))  # fmt: skip
+    return kept
 
 
 def _value(path, number: int, text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise InputError(path, f"value {text!r} is not a number", number, "value") from None
+        header = " (AutoJudge leaderboards have no header line)" if number == 1 else ""
+        raise InputError(path, f"value {text!r} is not a number{header}", number, "value") from None
     if not math.isfinite(value):
         raise InputError(path, f"value {text!r} is not a finite number", number, "value")
     return value

@@ -71,9 +71,15 @@ def read_bank(path: str | Path) -> list[Entry]:
         return _read_tsv(path)
     if base_suffix(path) != ".jsonl":
         raise InputError(path, "unknown bank format: use .jsonl (optionally .gz) or .tsv")
+    from examflow.questions.autojudge import is_v3, v3_entries  # (it reads and writes these entries)
+
     entries: dict[tuple[str, str | None], Entry] = {}
     edited, rated = 0, Rated(path)
     for number, record in json_lines(path):
+        if is_v3(record):  # TREC AutoJudge's question bank: a line a query, its subtopics in the questions
+            for entry in v3_entries(path, number, record):
+                _add(path, entries, entry, number)
+            continue
         flat = "qid" in record and "question" in record
         nuggetizer = "qid" in record and "nuggets" in record
         if nuggetizer:
@@ -85,14 +91,10 @@ def read_bank(path: str | Path) -> list[Entry]:
             if item.kind == "nugget":
                 rated.add(item, number, f"{listed}[{index}].importance")
         edited += changed
-        key = (entry.query_id, entry.facet_id)
-        entry.line = number
-        if key not in entries:
-            entries[key] = entry
-        elif flat:
-            entries[key].items += entry.items
+        if flat and (entry.query_id, entry.facet_id) in entries:
+            entries[entry.query_id, entry.facet_id].items += entry.items
         else:
-            raise InputError(path, f"second entry for query {key[0]!r}, facet {key[1]!r}", number, "query_id")
+            _add(path, entries, entry, number)
     if edited:
         log.info("%s: %d edited items got new ids derived from their text", path, edited)
     blank = sum(not item.text.strip() for entry in entries.values() for item in entry.items)
@@ -100,6 +102,15 @@ def read_bank(path: str | Path) -> list[Entry]:
         log.warning("%s: %d items with blank text", path, blank)
     _drop_repeated_ids(path, entries.values())
     return _not_empty(path, list(entries.values()))
+
+
+def _add(path, entries: dict[tuple[str, str | None], Entry], entry: Entry, number: int) -> None:
+    """`entry`, read on line `number`; a second entry for its query and facet is an error."""
+    key = (entry.query_id, entry.facet_id)
+    if key in entries:
+        raise InputError(path, f"second entry for query {key[0]!r}, facet {key[1]!r}", number, "query_id")
+    entry.line = number
+    entries[key] = entry
 
 
 class Rated:
@@ -378,10 +389,15 @@ def _item_record(item: Item) -> dict[str, Any]:
 
 def write_bank(entries: list[Entry], path: str | Path) -> None:
     """Write in the current format (gzipped for `.gz`), atomically."""
+    write_records([entry_record(entry) for entry in entries], path)
+
+
+def write_records(records: list[dict[str, Any]], path: str | Path) -> None:
+    """JSON lines (gzipped for `.gz`), written to a temporary sibling and renamed into place."""
     path = Path(path)
     temporary = path.with_name(f".{path.name}.tmp")
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(temporary, "wt", encoding="utf-8") as out:
-        for entry in entries:
-            out.write(json.dumps(entry_record(entry), ensure_ascii=False) + "\n")
+        for record in records:
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
     temporary.replace(path)

@@ -34,6 +34,11 @@ class GenerationError(Failure):
     """Queries left without questions after every attempt."""
 
 
+# Every attempt's answer is cached: a rerun replays the same answers, even after the server is mended.
+RERUN_HINT = ("(every answer is cached, so a rerun replays these: raise `attempts` (questions.attempts, "
+              "--attempts) to ask again past them, or delete the cache's llm folder)")  # fmt: skip
+
+
 def prompt_for(query_text: str, facet_text: str | None, output_format: str) -> tuple[str, str]:
     """(prompt, template name): CAR style for a subtopic, DL style for a whole query."""
     name = "qgen-car" if facet_text else "qgen-dl"
@@ -103,7 +108,9 @@ def generate_bank(queries: pd.DataFrame, llm: LLMClient, output_format: str = "j
     failed = [i for i in range(len(targets)) if i not in questions]
     if failed:
         lines = [f"  {_name(targets[i])}: {_reason(last[i], attempts)}" for i in failed]
-        raise GenerationError(f"no questions for {len(failed)} of {len(targets)} queries:\n" + "\n".join(lines))
+        raise GenerationError(
+            f"no questions for {len(failed)} of {len(targets)} queries:\n" + "\n".join(lines) + f"\n{RERUN_HINT}"
+        )
     made = datetime.now(UTC).isoformat(timespec="seconds")
     return [_entry(targets[i], questions[i], prompts[i][1], output_format, llm, made) for i in range(len(targets))]
 

@@ -22,7 +22,7 @@ import pandas as pd
 from examflow.llm import LLMClient, LLMError
 from examflow.prompts import chat_template
 from examflow.questions.bank import IMPORTANCE, Entry, Item, item_id
-from examflow.questions.generate import GenerationError
+from examflow.questions.generate import RERUN_HINT, GenerationError
 
 WINDOW = 10  # nuggetizer's creator_window_size and scorer_window_size
 MAX_NUGGETS = 30  # nuggetizer's creator_max_nuggets
@@ -93,6 +93,8 @@ def create_nugget_banks(
                 query.failure = f"documents {start + 1}-{start + WINDOW}: {answer}"
             else:
                 query.nuggets = answer[:max_nuggets]
+    for query in states:  # a blank nugget would count in |Q|, a repeated one twice (nuggetizer keeps both)
+        query.nuggets = list(dict.fromkeys(n.strip() for n in query.nuggets if n.strip()))
     for start in range(0, max_nuggets, WINDOW):
         asked = [q for q in states if q.failure is None and start < len(q.nuggets)]
         windows = [q.nuggets[start : start + WINDOW] for q in asked]
@@ -109,7 +111,7 @@ def create_nugget_banks(
     failed = [q for q in states if q.failure is not None]
     if failed:
         lines = "\n".join(f"  {q.query_id}: {q.failure}" for q in failed)
-        raise GenerationError(f"no nuggets for {len(failed)} of {len(states)} queries:\n{lines}")
+        raise GenerationError(f"no nuggets for {len(failed)} of {len(states)} queries:\n{lines}\n{RERUN_HINT}")
     made = datetime.now(UTC).isoformat(timespec="seconds")
     return [_entry(query, llm, made) for query in states]
 

@@ -1,0 +1,120 @@
+"""TREC AutoJudge's bank formats (trec-auto-judge's `autojudge_base.nugget_data`), read and written.
+
+- Question banks, `NuggetBanks` v3: one line per query `{"query_id", "title_query", "format_version": "v3",
+  "nugget_bank": {question text: {"question", "question_id", "query_id", "answers"?, ...}}}` (or the
+  questions as a list); `answers` keyed by answer text (or a list of `{"answer", ...}`) become the answer
+  key. examflow's ids are its own (`query/md5(text)`); AutoJudge's `question_id` (md5 of the text) and
+  every other field are kept. A subtopic goes in the question's `metadata.facet_id` and comes back from
+  there.
+- Nugget banks, `NuggetizerNuggetBanks`: nuggetizer's own lines `{"qid", "query", "nuggets": [{"text",
+  "importance"}]}`, which `examflow.questions.bank.read_bank` reads as nuggetizer's; a nugget bank with
+  subtopics has no such form and is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from examflow.errors import InputError
+from examflow.io.lines import required_id
+from examflow.questions.bank import Entry, Item, item_id, write_records
+
+V3 = "v3"
+
+
+def is_v3(record: dict) -> bool:
+    return record.get("format_version") == V3 or "nugget_bank" in record
+
+
+def v3_entries(path, number: int, record: dict) -> list[Entry]:
+    """The entries (one per subtopic named in the questions' metadata, and the query's own) of a v3 line."""
+    query_id = required_id(path, number, record, "query_id")
+    listed = record.get("nugget_bank")
+    questions = list(listed.values()) if isinstance(listed, dict) else listed
+    if not isinstance(questions, list):
+        raise InputError(path, "expected an object or a list of questions", number, "nugget_bank")
+    extra = {k: v for k, v in record.items() if k not in ("query_id", "title_query", "format_version", "nugget_bank")}
+    entries: dict[str | None, Entry] = {}
+    for index, raw in enumerate(questions):
+        where = f"nugget_bank[{index}]"
+        if not isinstance(raw, dict) or not isinstance(raw.get("question"), str):
+            raise InputError(path, "expected a question object with a `question` text", number, where)
+        metadata = raw["metadata"] if isinstance(raw.get("metadata"), dict) else {}
+        facet = metadata.get("facet_id")
+        if facet is not None and not isinstance(facet, str):
+            raise InputError(path, "expected a string", number, f"{where}.metadata.facet_id")
+        entry = entries.setdefault(facet, Entry(query_id, facet, record.get("title_query"), [], extra=extra))
+        text = raw["question"]
+        kept = {k: v for k, v in raw.items() if k not in ("question", "query_id")}  # answers kept whole
+        entry.items.append(Item(query_id, facet, item_id(query_id, facet, text), text,
+                                gold_answers=_answers(path, number, raw.get("answers"), f"{where}.answers"),
+                                extra={"autojudge": kept}))  # fmt: skip
+    return list(entries.values()) or [Entry(query_id, None, record.get("title_query"), [], extra=extra)]
+
+
+def _answers(path, number: int, answers: Any, where: str) -> list[str] | None:
+    """An answer key from AutoJudge's answers: a dict keyed by answer text, or a list of `{"answer"}`."""
+    if answers is None:
+        return None
+    texts: list | None = None
+    if isinstance(answers, dict):
+        texts = list(answers)
+    elif isinstance(answers, list):
+        texts = [answer.get("answer") if isinstance(answer, dict) else answer for answer in answers]
+    if texts is None or not all(isinstance(text, str) for text in texts):
+        raise InputError(path, "expected an object keyed by answer text, or a list of {answer: text}", number, where)
+    return texts or None
+
+
+def autojudge_records(entries: list[Entry], path) -> list[dict[str, Any]]:
+    """A line per query: AutoJudge v3 for a question bank, nuggetizer's for a nugget bank."""
+    kinds = {item.kind for entry in entries for item in entry.items}
+    if len(kinds) > 1:
+        raise InputError(path, "holds questions and nuggets: AutoJudge banks hold one or the other")
+    by_query: dict[str, list[Entry]] = {}
+    for entry in entries:
+        by_query.setdefault(entry.query_id, []).append(entry)
+    if kinds == {"nugget"}:
+        return [_nuggetizer_record(path, query, group) for query, group in by_query.items()]
+    return [_v3_record(query, group) for query, group in by_query.items()]
+
+
+def _v3_record(query_id: str, entries: list[Entry]) -> dict[str, Any]:
+    bank = []
+    for entry in entries:
+        for item in entry.items:
+            kept = dict(item.extra.get("autojudge", {}))
+            question = {"question": item.text, "question_id": kept.pop("question_id", _md5(item.text)),
+                        "query_id": query_id}  # fmt: skip
+            given = kept.pop("answers", None)
+            if item.gold_answers and _answers(None, 0, given, "") != item.gold_answers:  # a key edited here
+                given = {answer: {"answer": answer} for answer in item.gold_answers}
+            if given is not None and item.gold_answers:
+                question["answers"] = given
+            if entry.facet_id is not None:
+                kept["metadata"] = {**kept.get("metadata", {}), "facet_id": entry.facet_id}
+            bank.append(question | kept)
+    title = next((e.query_text for e in entries if e.facet_id is None and e.query_text), entries[0].query_text)
+    extra = next((e.extra for e in entries if e.extra), {})
+    return {"query_id": query_id, "title_query": title, "format_version": V3} | extra | {"nugget_bank": bank}
+
+
+def _nuggetizer_record(path, query_id: str, entries: list[Entry]) -> dict[str, Any]:
+    if any(entry.facet_id is not None for entry in entries):
+        raise InputError(path, f"query {query_id!r}: nuggets of subtopics have no nuggetizer form (a line a query)")
+    (entry,) = entries
+    nuggets = [{"text": item.text} | ({"importance": item.importance} if item.importance else {}) | item.extra
+               for item in entry.items]  # fmt: skip
+    query = {"query": entry.query_text} if entry.query_text is not None else {}  # a TSV bank has none
+    return {"qid": query_id} | query | entry.extra | {"nuggets": nuggets}
+
+
+def _md5(text: str) -> str:
+    return hashlib.md5(text.encode("utf-8")).hexdigest()
+
+
+def write_autojudge(entries: list[Entry], source, path: str | Path) -> None:
+    """Write `entries` (read from `source`) in AutoJudge's form (gzipped for `.gz`), atomically."""
+    write_records(autojudge_records(entries, source), path)
