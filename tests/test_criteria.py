@@ -121,6 +121,35 @@ def test_aggregation_by_the_model_over_http(tmp_path):
     assert exam_labels(table).values.tolist() == [["q1", "p0", 1]]
 
 
+def test_a_local_model_grades_each_criterion_then_aggregates(tmp_path):
+    """A tiny FLAN-T5-shaped model built here (criteria_llm): each criterion's grade is the first digit 0-3 of
+    its answer (none: a failure); a passage whose four criteria all got one is asked the aggregation, whose
+    grade is the label; the others are not asked."""
+    import re
+
+    from tiny_models import build_tiny_t5
+
+    model = str(build_tiny_t5(tmp_path / "model", seed=4, digit_boost=4.0, scale=3.0, flan=True))
+    queries, _ = direct_inputs()
+    texts = ["bees make honey", "tides 3", "lava and magma", "compost 1 feeds soil", "the moon", "honey 0"]
+    passages = pd.DataFrame({"query_id": "q1", "passage_id": [f"p{i}" for i in range(6)], "text": texts})
+    backend = {"kind": "hf_seq2seq", "model": model, "decoding": "greedy", "max_new_tokens": 3, "batch_size": 4}
+    method = {"name": "c", "kind": "criteria_llm", "backend": backend}
+    table = grader(method, str(tmp_path / "cache")).grade(make_pairs("criteria_llm", passages, pd.DataFrame(), queries))
+    for raw, rating, error in zip(table["raw"], values(table["rating"]), table["error"]):
+        found = re.search(r"\b[0-3]\b", raw or "")
+        assert rating == (int(found.group()) if found else None) and (error is None) == (found is not None), raw
+    criteria = table[table["question_id"] != "q1/relevance"]
+    whole = criteria.groupby("passage_id")["rating"].count()
+    asked = table[table["question_id"] == "q1/relevance"]
+    assert len(criteria) == 24 and sorted(asked["passage_id"]) == sorted(whole[whole == 4].index)
+    assert set(asked["prompt"]) == {"criteria-relevance"} and 0 < len(asked) < 6  # some passages not asked
+    assert table["rating"].nunique() >= 2 and table["error"].notna().any()  # grades that differ, and failures
+    labels = exam_labels(table)
+    graded = asked[asked["rating"].notna()]
+    assert dict(zip(labels["passage_id"], labels["label"])) == dict(zip(graded["passage_id"], graded["rating"]))
+
+
 @pytest.mark.parametrize(
     ("grades", "label"), [((3, 3, 2, 2), 3), ((1, 1, 2, 1), 1), ((0, 1, 1, 0), 1), ((0, 0, 1, 0), 0)]
 )
