@@ -429,6 +429,9 @@ def test_judges_umbrela_nuggets_and_outside_labels_per_page(tmp_path):
     shared = sorted(official_scores)
     tau = scipy.stats.kendalltau([second_scores[r] for r in shared], [official_scores[r] for r in shared]).statistic
     assert agreement.loc[("second-assessor", "ndcg_cut_10", "kendall"), "value"] == pytest.approx(tau, abs=1e-12)
+    summary = (results / "summary.md").read_text()
+    row = next(line for line in summary.splitlines() if line.startswith("| second-assessor | ndcg_cut_10 |"))
+    assert row.split(" | ")[2].startswith(f"{tau:.3f} ") and "## Judges against the official leaderboard" in summary
     computed = numbers(table(results / "official/leaderboard.tsv"), "score")
     official_by_score = dict(zip(computed["run_id"], computed["score"]))
     r = scipy.stats.pearsonr([second_scores[r] for r in shared], [official_by_score[r] for r in shared]).statistic

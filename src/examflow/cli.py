@@ -87,6 +87,7 @@ def parser() -> argparse.ArgumentParser:
     )
     _measure_order(summary)
     summary.add_argument("--nrp", help="NRP's per_system.tsv")
+    summary.add_argument("--judges", help="the judges' agreement.tsv (`examflow compare-judges --out`)")
     _number(summary, "--tau", **THRESHOLD, default=4, help="the threshold the summary reports (default 4)")
     summary.add_argument("--out-summary", required=True, help="Markdown file to write")
     summary.add_argument("--out-rst", help="the same summary as reStructuredText (the report's first page)")

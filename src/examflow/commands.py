@@ -754,7 +754,10 @@ def summary_command(args: argparse.Namespace) -> None:
             boards[method] = Board.of(rows, args.tau, kind, args.measures, official, mine)
     nrp = nrp_per_system(Path(args.nrp))[0] if args.nrp else None
     official_source = OfficialSource(args.official, args.official_measure) if args.official else None
-    document = run_summary(graded, flagged, args.results, boards, nrp, args.configfile, official_source, args.snakefile)
+    judges = _tsv(Path(args.judges)) if args.judges else None
+    document = run_summary(
+        graded, flagged, args.results, boards, nrp, args.configfile, official_source, args.snakefile, judges
+    )
     record = json.dumps(provenance(graded, args.config_digest), indent=2, sort_keys=True) + "\n"
     files = {args.out_summary: document.markdown(), args.out_provenance: record}
     if args.out_rst:

@@ -212,6 +212,7 @@ def run_summary(
     configfiles: Sequence[str] = (),
     official: OfficialSource | None = None,
     snakefile: str | None = None,
+    judges: pd.DataFrame | None = None,
 ) -> Document:
     """`boards`: each method's leaderboard at the report's τ. The report's first page opens on each
     method's headline leaderboard (the report's own table and figure, embedded)."""
@@ -227,6 +228,8 @@ def run_summary(
         _headline_section(doc, boards[method])
     for method in sorted(boards):
         _leaderboard_section(doc, boards[method])
+    if judges is not None:
+        _judges_section(doc, judges)
     if flagged is not None:  # EXAM ran (NRP alone has no pool and no grades)
         _grading_section(doc, graded)
         _injection_section(doc, flagged)
@@ -369,6 +372,34 @@ def _injection_section(doc: Document, flagged: pd.DataFrame) -> None:
         ["query", "passage", "origin", "rule", "words that fired it"],
         list(flagged.head(50)[["query_id", "passage_id", "origin", "rule", "phrase"]].itertuples(index=False)),
     )
+
+
+def _judges_section(doc: Document, agreement: pd.DataFrame) -> None:
+    """Every judge's leaderboards against the official one (judges/agreement.tsv), best Kendall's τ first."""
+    doc.heading("Judges against the official leaderboard")
+    doc.paragraph("Every method's EXAM-Qrels, each outside label set, ensemble and other judge's leaderboard, "
+                  "ranking the runs under each measure, against the official leaderboard: Kendall's τ-b with its "
+                  "95 % bootstrap interval, Spearman's ρ, τ_AP and RBO (all statistics, and the labels' agreement, "
+                  "in `judges/`).")  # fmt: skip
+    found = {(r["label_set"], r["measure"], r["statistic"]): r for r in agreement.to_dict("records")}
+    boards = sorted({(label_set, measure) for label_set, measure, _ in found},
+                    key=lambda board: (-_or_nan(found[(*board, "kendall")]["value"]), board))  # fmt: skip
+    rows = []
+    for label_set, measure in boards:
+        tau = found[(label_set, measure, "kendall")]
+        interval = f" [{tau['low']:.3f}, {tau['high']:.3f}]" if not math.isnan(tau["low"]) else ""
+        others = (_number(found[(label_set, measure, s)]["value"]) for s in ("spearman", "tau_ap", "rbo"))
+        rows.append((label_set, measure, _number(tau["value"]) + interval, *others, int(tau["runs"])))
+    doc.table(["judge", "measure", "Kendall τ [95 %]", "Spearman ρ", "τ_AP", "RBO", "runs"], rows)
+
+
+def _number(value: float) -> str:
+    return "" if math.isnan(value) else f"{value:.3f}"
+
+
+def _or_nan(value: float) -> float:
+    """NaN sorted last (as -inf) where the best comes first."""
+    return -math.inf if math.isnan(value) else value
 
 
 def _nrp_section(doc: Document, per_system: pd.DataFrame) -> None:

@@ -7,6 +7,7 @@ rule summary:
         ),
         nrp=rules.nrp.output.per_system if NRP else [],
         official=official_input if EXAM else [],
+        judges=rules.judges.output.agreement if JUDGES else [],
     output:
         summary=results("summary.md"),
         page=results("summary.rst"),
@@ -23,6 +24,7 @@ rule summary:
             eval=[Path(path).parent for path in input.leaderboards],
             nrp=input.nrp or None,
             official=input.official or None,
+            judges=input.judges or None,
         ),
         settings=lambda wildcards: cli_options(
             tau=config["report"]["tau"],
