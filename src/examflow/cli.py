@@ -201,6 +201,20 @@ def _questions_parser(subparsers) -> None:
     questions.add_argument("--cache-dir", required=True, help="directory of cached raw LLM answers")
     add_llm_options(questions)
     questions.set_defaults(handler=commands.questions_command)
+    _nuggets_parser(subparsers)
+
+    shard = subparsers.add_parser("bank-shard", help="one bucket of queries' questions as a table for grading")
+    shard.add_argument("--bank", required=True, help="question bank: JSONL (optionally .gz) or TSV")
+    shard.add_argument("--queries", required=True, help=QUERIES_HELP)
+    _policy(
+        shard, "--on-unknown-query", "bank entries whose query is not in --queries, or whose facet is no subtopic of it"
+    )
+    _shard_options(shard)
+    shard.add_argument("--out", required=True, help="Parquet table to write")
+    shard.set_defaults(handler=commands.bank_shard_command)
+
+
+def _nuggets_parser(subparsers) -> None:
     nuggets = subparsers.add_parser(
         "nuggets", help="create a nugget bank with an LLM from the pool, as AutoNuggetizer does (docs/banks.md)"
     )
@@ -221,16 +235,6 @@ def _questions_parser(subparsers) -> None:
     nuggets.add_argument("--cache-dir", required=True, help="directory of cached raw LLM answers")
     add_llm_options(nuggets)
     nuggets.set_defaults(handler=commands.nuggets_command)
-
-    shard = subparsers.add_parser("bank-shard", help="one bucket of queries' questions as a table for grading")
-    shard.add_argument("--bank", required=True, help="question bank: JSONL (optionally .gz) or TSV")
-    shard.add_argument("--queries", required=True, help=QUERIES_HELP)
-    _policy(
-        shard, "--on-unknown-query", "bank entries whose query is not in --queries, or whose facet is no subtopic of it"
-    )
-    _shard_options(shard)
-    shard.add_argument("--out", required=True, help="Parquet table to write")
-    shard.set_defaults(handler=commands.bank_shard_command)
 
 
 def _grading_parsers(subparsers) -> None:
