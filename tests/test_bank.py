@@ -223,6 +223,17 @@ def test_a_nugget_bank_edit_is_diffed_like_questions_and_a_new_importance_is_re_
     )
 
 
+def test_a_nugget_tsv_may_name_its_text_column_text_beside_nugget_ids(tmp_path):
+    """`query_id, nugget_id, text, importance`: the nuggets, their ids scoped to the query."""
+    path = write(tmp_path / "n.tsv", "query_id\tnugget_id\ttext\timportance\nq1\t1\tBees make honey\tvital\n"
+                 "q1\t2\tWax\tokay\n")  # fmt: skip
+    (entry,) = read_bank(path)
+    assert [(i.item_id, i.text, i.importance, i.kind) for i in entry.items] == [
+        ("q1/1", "Bees make honey", "vital", "nugget"), ("q1/2", "Wax", "okay", "nugget")]  # fmt: skip
+    with pytest.raises(InputError, match="header must name query_id and question"):
+        read_bank(write(tmp_path / "q.tsv", "query_id\ttext\nq1\tBees\n"))  # `text` alone names nothing
+
+
 def test_trec_autojudge_nuggetizer_banks_are_read_with_their_extra_fields(tmp_path):
     """AutoJudge's `NuggetizerNuggetBanks` line: nuggetizer's `qid, query, nuggets` with `full_query`, and each
     nugget's `reasoning`, `trace`, `assignment` (kept); its `failed` importance is no rating (an error)."""

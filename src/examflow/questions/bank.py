@@ -299,10 +299,13 @@ def _read_tsv(path) -> list[Entry]:
     lines = text_lines(path)
     _, header = next(lines)
     names = tuple(header.split("\t"))
+    if {"nugget_id", "text"} <= set(names) and "nugget" not in names:  # `query_id, nugget_id, text, importance`
+        names = tuple("nugget" if name == "text" else name for name in names)
     kind = next((k for k, allowed in TSV_COLUMNS.items() if {"query_id", k} <= set(names) <= allowed), None)
     if kind is None:
         raise InputError(path, "header must name query_id and question (and may name facet_id, answers, choices), "
-                         "or query_id and nugget (and may name facet_id, nugget_id, importance)", 1)  # fmt: skip
+                         "or query_id and nugget (and may name facet_id, nugget_id, importance; with nugget_id the "
+                         "text may be named text)", 1)  # fmt: skip
     entries: dict[tuple[str, str | None], Entry] = {}
     rated, first_lines = Rated(path), FirstLines(path)
     for number, line in lines:
