@@ -61,6 +61,30 @@ def test_the_label_is_the_one_string_of_the_first_list(answer, label):
     assert parse_nugget_label(answer) == label
 
 
+def test_an_edited_nugget_regrades_only_its_pairs(tmp_path):
+    """Bank → shard → grades, then one nugget reworded: only its pairs reach the model again (the grade
+    cache answers the rest), and the other nugget's grades are the same."""
+    from examflow.questions.bank import read_bank
+    from examflow.questions.shards import shard_table
+
+    queries, passages, _ = nugget_inputs()
+    bank = tmp_path / "bank.tsv"
+    tables = []
+    with LLMServer(default=lambda prompt: "['support']" if "Bees" in prompt else "['not_support']") as server:
+        for nuggets in (("Bees make honey from nectar", "Honey is stored in combs"),
+                        ("Bees make honey from nectar", "Honey is kept in wax combs")):  # fmt: skip
+            bank.write_text("query_id\tnugget\n" + "".join(f"q1\t{n}\n" for n in nuggets))
+            shard = shard_table(read_bank(bank), "shard-0", 1)
+            method = openai_method(server, "nugget_support")
+            tables.append(
+                grader(method, str(tmp_path / "cache")).grade(make_pairs("nugget_support", passages, shard, queries))
+            )
+        asked = [r["body"]["messages"][1]["content"] for r in server.requests]
+    assert len(asked) == 4 + 2 and all("Honey is kept in wax combs" in prompt for prompt in asked[4:])
+    first, second = (t[t["question_id"].str.endswith(tables[0]["question_id"].iat[0][-32:])] for t in tables)
+    assert first[["passage_id", "rating"]].equals(second[["passage_id", "rating"]])
+
+
 def test_grades_over_http_with_the_system_message(tmp_path):
     """2 support, 1 partial_support, 0 not_support; a 2-grade method refuses partial_support; an answer
     without one label is a failure in every parse mode."""
