@@ -190,7 +190,7 @@ def nuggetizer(prompt: str) -> str:
     return judge(prompt)
 
 
-def test_nuggets_created_assigned_and_scored_in_one_run(tmp_path):
+def test_nuggetize_creates_assigns_and_scores_in_one_run(tmp_path):
     with LLMServer(default=nuggetizer) as server:
         project, args, config = prepare(tmp_path, "nuggetize", server.base_url)
         snakemake(project, *args)
