@@ -232,12 +232,24 @@ def test_a_nugget_bank_goes_to_autojudge_as_nuggetizer_lines(tmp_path):
      (v3_line("q1", [{"text": "x"}]), "field 'nugget_bank[0]': expected a question object with a `question` text"),
      (v3_line("q1", [{"question": "x", "answers": [3]}]), "field 'nugget_bank[0].answers': expected an object keyed"),
      (v3_line("q1", [{"question": "x", "metadata": {"facet_id": 2}}]), "field 'nugget_bank[0].metadata.facet_id'"),
-     (v3_line("q1", []) + v3_line("q1", []), "bank.jsonl:2: field 'query_id': second entry for query 'q1'")],
+     (v3_line("q1", []) + v3_line("q1", []), "bank.jsonl:2: field 'query_id': second entry for query 'q1'"),
+     (v3_line("q1", []).replace('"v3"', '"v2"'), "field 'format_version': format_version 'v2': examflow reads")],
 )  # fmt: skip
 def test_a_bad_v3_bank_names_file_line_and_field(tmp_path, text, message):
     (tmp_path / "bank.jsonl").write_text(text)
     with pytest.raises(InputError, match=re.escape(message)):
         read_bank(tmp_path / "bank.jsonl")
+
+
+def test_an_export_goes_into_a_new_folder_and_a_folder_it_cannot_write_is_one_line(tmp_path):
+    bank = tmp_path / "n.tsv"
+    bank.write_text("query_id\tnugget\nq1\tBees\n")
+    assert (
+        main(["bank-export", str(bank), "--format", "autojudge", "--out", str(tmp_path / "new dir" / "x.jsonl")]) == 0
+    )
+    result = subprocess.run([sys.executable, "-m", "examflow", "bank-export", str(bank), "--format", "examflow",
+                             "--out", "/proc/examflow-test/x.jsonl"], capture_output=True, text=True)  # fmt: skip
+    assert result.returncode != 0 and "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
 def test_what_autojudge_banks_cannot_hold_is_refused(tmp_path):

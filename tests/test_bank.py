@@ -210,7 +210,7 @@ def test_a_nugget_bank_edit_is_diffed_like_questions_and_a_new_importance_is_re_
     grades stand, the weighted scores change)."""
     old = write(tmp_path / "old.tsv", "query_id\tnugget\timportance\nq1\tBees make honey from nectar\tvital\n"
                 "q1\tHoney keeps for years\tokay\nq1\tWax comes from glands\tokay\n")  # fmt: skip
-    new = write(tmp_path / "new.tsv", "query_id\tnugget\timportance\nq1\tBees make honey out of nectar\tvital\n"
+    new = write(tmp_path / "new.tsv", "query_id\tnugget\timportance\nq1\tBees make honey out of nectar\tokay\n"
                 "q1\tHoney keeps for years\tvital\n")  # fmt: skip
     result = subprocess.run(
         [sys.executable, "-m", "examflow", "bank-diff", str(old), str(new)], capture_output=True, text=True
@@ -218,8 +218,8 @@ def test_a_nugget_bank_edit_is_diffed_like_questions_and_a_new_importance_is_re_
     assert result.returncode == 0, result.stderr
     assert result.stdout == (
         "q1: 0 added, 1 removed, 1 reworded, 1 re-rated\n  - Wax comes from glands\n"
-        "  ~ Bees make honey from nectar\n    → Bees make honey out of nectar\n"
-        "  ! Honey keeps for years: okay → vital\n"
+        "  ~ Bees make honey from nectar\n    → Bees make honey out of nectar (vital → okay)\n"
+        "  ! Honey keeps for years: (okay → vital)\n"
     )
 
 

@@ -186,6 +186,10 @@ def bank_export_command(args: argparse.Namespace) -> None:
     entries = read_bank(args.bank)
     if Path(args.out).resolve() == Path(args.bank).resolve():
         raise Failure(f"--out {args.out}: the bank itself; write the export to another file")
+    try:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise Failure(f"--out {args.out}: cannot make its folder: {error.strerror or error}") from None
     if args.format == "autojudge":
         write_autojudge(entries, args.bank, args.out)
     else:

@@ -351,8 +351,9 @@ def _grading_section(doc: Document, graded: dict[str, dict]) -> None:
     doc.paragraph("Failed pairs answer no question (they can only lower EXAM-Cover); in the EXAM-Qrels a passage "
                   "keeps the best grade of its other pairs, and one left without any is out of the qrels, which can "
                   "move other runs' measures either way. `leaderboard.tsv` counts them per run in `failed_pairs`. "
-                  "Unparsable answers are failed pairs under `mode: strict`, and were read as docs/methods.md §3 says "
-                  "under `reference` or `paper` (for UMBRELA, nugget and criteria kinds, in every mode).")  # fmt: skip
+                  "Unparsable answers are failed pairs under `mode: strict` (and, for the UMBRELA, nugget and "
+                  "criteria kinds and Thomas's, in every mode), and were read as docs/methods.md §3 says under "
+                  "`reference` or `paper` otherwise.")  # fmt: skip
 
 
 def _injection_section(doc: Document, flagged: pd.DataFrame) -> None:

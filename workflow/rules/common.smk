@@ -424,6 +424,15 @@ def judges_labels(wildcards, input):
     )
 
 
+def judges_official(wildcards, input):
+    """The official leaderboard: computed from the qrels as `examflow official` computes it, but query by
+    query, so that the bootstrap resamples it with every judge's (and the official qrels are not compared
+    with themselves); or the file given."""
+    if OFFICIAL_FROM_QRELS:
+        return cli_options(official_measure=config["evaluation"]["official_measure"])
+    return cli_options(official=input.official)
+
+
 def judges_settings(wildcards):
     judges, evaluation = config["judges"], config["evaluation"]
     options = cli_options(

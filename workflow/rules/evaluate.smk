@@ -83,7 +83,7 @@ if JUDGES:
         input:
             runs=[literal(run) for run in RUN_FILES],
             qrels=input_file("qrels"),
-            official=official_input,
+            official=[] if OFFICIAL_FROM_QRELS else official_input,
             methods=[
                 results(
                     f"eval/{method}/{EVALUATION['qrels'].path.format(method=method)}"
@@ -105,12 +105,13 @@ if JUDGES:
         params:
             # option words (cli_options), each quoted by :q in the shell line
             labels=judges_labels,
+            official=judges_official,
             settings=judges_settings,
             out=lambda wildcards, output: Path(output.leaderboards).parent,
         shell:
             (
                 "python -m examflow compare-judges --runs {input.runs:q} --official-qrels {input.qrels:q}"
-                " --official {input.official:q} {params.labels:q} {params.settings:q}"
+                " {params.official:q} {params.labels:q} {params.settings:q}"
                 " --out {params.out:q} 2> {log:q}"
             )
 

@@ -110,9 +110,11 @@ class Grade:
 def vote(grades: list[Grade]) -> Grade:
     """One grade from the grades of a pair's samples: their majority (a tie to the lowest rating), the
     vote's count and margin kept, every answer in `raw`; a failed sample fails the pair (its error)."""
-    failed = next((grade for grade in grades if grade.error is not None), None)
-    if failed is not None:
-        return Grade(failed.raw, answer=failed.answer, unparsable=failed.unparsable, error=failed.error)
+    failed = next((i for i, grade in enumerate(grades) if grade.error is not None), None)
+    if failed is not None:  # its error first (the failure's kind leads), then which sample it was
+        grade = grades[failed]
+        error = f"{grade.error} (sample {failed + 1} of {len(grades)})"
+        return Grade(grade.raw, answer=grade.answer, unparsable=grade.unparsable, error=error)
     rating, votes, margin = majority([cast(int, grade.rating) for grade in grades])
     raw = "\n".join(f"[sample {i + 1}] {grade.raw}" for i, grade in enumerate(grades))
     chosen = next(grade for grade in grades if grade.rating == rating)

@@ -31,6 +31,9 @@ def is_v3(record: dict) -> bool:
 def v3_entries(path, number: int, record: dict) -> list[Entry]:
     """The entries (one per subtopic named in the questions' metadata, and the query's own) of a v3 line."""
     query_id = required_id(path, number, record, "query_id")
+    if record.get("format_version", V3) != V3:
+        raise InputError(path, f"format_version {record['format_version']!r}: examflow reads AutoJudge's v3", number,
+                         "format_version")  # fmt: skip
     listed = record.get("nugget_bank")
     questions = list(listed.values()) if isinstance(listed, dict) else listed
     if not isinstance(questions, list):

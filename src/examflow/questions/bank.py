@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from examflow.errors import InputError, Problems
+from examflow.errors import Failure, InputError, Problems
 from examflow.io.lines import FirstLines, base_suffix, check_id, json_lines, required_id, split_columns, text_lines
 
 log = logging.getLogger(__name__)
@@ -400,7 +400,11 @@ def write_records(records: list[dict[str, Any]], path: str | Path) -> None:
     path = Path(path)
     temporary = path.with_name(f".{path.name}.tmp")
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(temporary, "wt", encoding="utf-8") as out:
-        for record in records:
-            out.write(json.dumps(record, ensure_ascii=False) + "\n")
-    temporary.replace(path)
+    try:
+        with opener(temporary, "wt", encoding="utf-8") as out:
+            for record in records:
+                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        temporary.replace(path)
+    except OSError as error:  # a missing or read-only folder, a full disk: one line, nothing half-written
+        temporary.unlink(missing_ok=True)
+        raise Failure(f"{path}: cannot write: {error.strerror or error}") from None
