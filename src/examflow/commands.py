@@ -140,7 +140,6 @@ def nuggets_command(args: argparse.Namespace) -> None:
                     ", ".join(left[:5]) + (", ..." if len(left) > 5 else ""))  # fmt: skip
     llm = LLMClient(settings, args.cache_dir)
     bank = create_nugget_banks(asked, llm, args.attempts, args.max_nuggets)
-    out.parent.mkdir(parents=True, exist_ok=True)
     write_bank(bank, out)
     log.info("wrote %d nuggets for %d queries to %s (%d API calls)", sum(len(e.items) for e in bank), len(bank), out,
              llm.calls)  # fmt: skip
@@ -186,10 +185,6 @@ def bank_export_command(args: argparse.Namespace) -> None:
     entries = read_bank(args.bank)
     if Path(args.out).resolve() == Path(args.bank).resolve():
         raise Failure(f"--out {args.out}: the bank itself; write the export to another file")
-    try:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise Failure(f"--out {args.out}: cannot make its folder: {error.strerror or error}") from None
     if args.format == "autojudge":
         write_autojudge(entries, args.bank, args.out)
     else:
@@ -419,9 +414,9 @@ def label_arguments(arguments: list[str], option: str = "--labels", taken=frozen
 
 def _check_judge_name(option: str, argument: str, name: str) -> None:
     """A judge's name goes into file columns and measure names (`name:measure`): letters, digits, _ and -."""
-    import re
+    from examflow.registry import NAME
 
-    if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
+    if not NAME.fullmatch(name):
         raise Failure(f"{option} {argument!r}: a name is letters, digits, _ and - (it names columns), not {name!r}")
 
 

@@ -34,6 +34,9 @@ from examflow.rates import (
     seq2seq_planning,
 )
 
+# A name that becomes part of file names, columns and measure names (a method's, a judge's).
+NAME = re.compile(r"[A-Za-z0-9_-]+")
+
 LLM_OPTIONS = {
     "model": Option("string", help="model name sent to the endpoint"),
     "base_url": Option(
@@ -342,7 +345,7 @@ def check_method(key: str, method: Any) -> Method:
     if not isinstance(method, dict) or not isinstance(method.get("backend"), dict):
         raise ConfigError(key, "expected a mapping with name, kind and backend: {kind, ...}")
     kind, backend = method.get("kind"), method["backend"]
-    if not isinstance(method.get("name"), str) or not re.fullmatch(r"[A-Za-z0-9_-]+", method["name"]):
+    if not isinstance(method.get("name"), str) or not NAME.fullmatch(method["name"]):
         raise ConfigError(f"{key}.name", "required: letters, digits, _ and - (it names the method's outputs)")
     if method.get("mode", "reference") not in PARSE_MODES:
         raise ConfigError(f"{key}.mode", f"must be one of {', '.join(PARSE_MODES)}, not {method['mode']!r}")

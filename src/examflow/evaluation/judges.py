@@ -318,8 +318,8 @@ def compare_judges(judges: Judges, settings: Settings) -> dict[str, pd.DataFrame
     leaderboards too; runs a given official leaderboard lacks are on the leaderboards and left out of
     the agreement. Other judges' leaderboards (AutoJudge files) are compared as they are given."""
     every = {OFFICIAL: judges.official_labels, **judges.label_sets}
-    topics = [set(m.per_topic.get(run, ())) for given in judges.leaderboards.values()
-              for m in given.values() for run in m.per_topic]  # fmt: skip
+    topics = [set(values) for given in judges.leaderboards.values() for m in given.values()
+              for values in m.per_topic.values()]  # fmt: skip
     queries = sorted(set().union(*(set(labels["query_id"]) for labels in every.values()), *topics))
     run_ids = sorted(set(judges.runs["run_id"]))
     labelled = [

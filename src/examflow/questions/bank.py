@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from examflow.errors import Failure, InputError, Problems
+from examflow.errors import InputError, Problems
 from examflow.io.lines import FirstLines, base_suffix, check_id, json_lines, required_id, split_columns, text_lines
+from examflow.io.tables import write_tables
 
 log = logging.getLogger(__name__)
 
@@ -396,15 +397,7 @@ def write_bank(entries: list[Entry], path: str | Path) -> None:
 
 
 def write_records(records: list[dict[str, Any]], path: str | Path) -> None:
-    """JSON lines (gzipped for `.gz`), written to a temporary sibling and renamed into place."""
-    path = Path(path)
-    temporary = path.with_name(f".{path.name}.tmp")
-    opener = gzip.open if path.suffix == ".gz" else open
-    try:
-        with opener(temporary, "wt", encoding="utf-8") as out:
-            for record in records:
-                out.write(json.dumps(record, ensure_ascii=False) + "\n")
-        temporary.replace(path)
-    except OSError as error:  # a missing or read-only folder, a full disk: one line, nothing half-written
-        temporary.unlink(missing_ok=True)
-        raise Failure(f"{path}: cannot write: {error.strerror or error}") from None
+    """JSON lines (gzipped for `.gz`), written as every table is (`write_tables`: its folder made, nothing
+    half-written, a failure one line)."""
+    text = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+    write_tables({path: gzip.compress(text.encode("utf-8")) if Path(path).suffix == ".gz" else text})

@@ -81,13 +81,13 @@ def format_diff(changes: dict[tuple[str, str | None], Change]) -> str:
         lines += [f"  + {item.text}" for item in change.added]
         lines += [f"  - {item.text}" for item in change.removed]
         for before, after in change.reworded:
-            lines += [f"  ~ {before.text}", f"    → {after.text}{_rating(before, after, ' ')}"]
-        lines += [f"  ! {after.text}:{_rating(before, after, ' ')}" for before, after in change.rerated]
+            lines += [f"  ~ {before.text}", f"    → {after.text}{_rating(before, after)}"]
+        lines += [f"  ! {after.text}:{_rating(before, after)}" for before, after in change.rerated]
     return "\n".join(lines) + "\n"
 
 
-def _rating(before: Item, after: Item, lead: str) -> str:
-    """A nugget's change of importance (`okay → vital`, `unrated` for none), or nothing."""
+def _rating(before: Item, after: Item) -> str:
+    """A nugget's change of importance (` (okay → vital)`, `unrated` for none), or nothing."""
     if before.importance == after.importance:
         return ""
-    return f"{lead}({before.importance or 'unrated'} → {after.importance or 'unrated'})"
+    return f" ({before.importance or 'unrated'} → {after.importance or 'unrated'})"

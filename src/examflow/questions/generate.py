@@ -11,7 +11,7 @@ import ast
 import json
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Protocol, cast
 
@@ -95,30 +95,42 @@ def generate_bank(queries: pd.DataFrame, llm: LLMClient, output_format: str = "j
     """A bank entry per query (or subtopic); fails, naming every query that got no questions."""
     targets = list(cast(Iterator[_Target], queries.itertuples(index=False)))
     prompts = [prompt_for(t.query_text, t.facet_text, output_format) for t in targets]
-    questions: dict[int, list[str]] = {}
-    last: dict[int, str | LLMError] = {}
-    for attempt in range(attempts):
-        # Unparsable answers are asked again; LLM failures were already retried by the client.
-        pending = [i for i in range(len(targets)) if i not in questions and not isinstance(last.get(i), LLMError)]
-        for i, answer in zip(pending, llm.complete_many([prompts[i][0] for i in pending], attempt)):
-            last[i] = answer
-            parsed = None if isinstance(answer, LLMError) else parse_questions(answer)
-            if parsed:
-                questions[i] = parsed
-    failed = [i for i in range(len(targets)) if i not in questions]
+    questions = ask_until_parsed(llm, [(None, p) for p, _ in prompts], [parse_questions] * len(prompts), attempts)
+    failed = [i for i, got in enumerate(questions) if isinstance(got, str)]
     if failed:
-        lines = [f"  {_name(targets[i])}: {_reason(last[i], attempts)}" for i in failed]
+        lines = [f"  {_name(targets[i])}: {questions[i]}" for i in failed]
         raise GenerationError(
             f"no questions for {len(failed)} of {len(targets)} queries:\n" + "\n".join(lines) + f"\n{RERUN_HINT}"
         )
     made = datetime.now(UTC).isoformat(timespec="seconds")
-    return [_entry(targets[i], questions[i], prompts[i][1], output_format, llm, made) for i in range(len(targets))]
+    return [_entry(t, cast(list[str], q), name, output_format, llm, made)
+            for t, q, (_, name) in zip(targets, questions, prompts)]  # fmt: skip
 
 
-def _reason(answer: str | LLMError, attempts: int) -> str:
-    if isinstance(answer, LLMError):
-        return f"LLM call failed ({answer})"
-    return f"{attempts} unparsable answers, the last: {answer[:120]!r}"
+def ask_until_parsed(
+    llm: LLMClient,
+    prompts: Sequence[tuple[str | None, str]],
+    parsers: Sequence[Callable[[str], list[str] | None]],
+    attempts: int,
+) -> list[list[str] | str]:
+    """Each (system, user) prompt's answer as its parser reads it, asked again while unparsable (the cache
+    keeps each attempt: attempt i is its own entry); where none parses in `attempts` tries, or the call
+    fails (the client retried it already), the reason, a string."""
+    results: list[list[str] | str | None] = [None] * len(prompts)
+    last: dict[int, str] = {}
+    for attempt in range(attempts):
+        pending = [i for i, result in enumerate(results) if result is None]
+        users, systems = [prompts[i][1] for i in pending], [prompts[i][0] for i in pending]
+        for i, answer in zip(pending, llm.complete_many(users, attempt, systems)):
+            if isinstance(answer, LLMError):
+                results[i] = f"LLM call failed ({answer})"
+                continue
+            parsed = parsers[i](answer)
+            if parsed is not None:
+                results[i] = parsed
+            last[i] = answer
+    return [r if r is not None else f"{attempts} unparsable answers, the last: {last[i][:120]!r}"
+            for i, r in enumerate(results)]  # fmt: skip
 
 
 def _name(target: _Target) -> str:

@@ -19,10 +19,10 @@ from functools import partial
 
 import pandas as pd
 
-from examflow.llm import LLMClient, LLMError
+from examflow.llm import LLMClient
 from examflow.prompts import chat_template
 from examflow.questions.bank import IMPORTANCE, Entry, Item, item_id
-from examflow.questions.generate import RERUN_HINT, GenerationError
+from examflow.questions.generate import RERUN_HINT, GenerationError, ask_until_parsed
 
 WINDOW = 10  # nuggetizer's creator_window_size and scorer_window_size
 MAX_NUGGETS = 30  # nuggetizer's creator_max_nuggets
@@ -88,7 +88,7 @@ def create_nugget_banks(
     for start in range(0, max((len(q.documents) for q in states), default=0), WINDOW):
         asked = [q for q in states if q.failure is None and start < len(q.documents)]
         prompts = [creator_prompt(q.text, q.documents[start : start + WINDOW], q.nuggets, max_nuggets) for q in asked]
-        for query, answer in zip(asked, _asked(llm, prompts, [parse_list] * len(asked), attempts)):
+        for query, answer in zip(asked, ask_until_parsed(llm, prompts, [parse_list] * len(asked), attempts)):
             if isinstance(answer, str):
                 query.failure = f"documents {start + 1}-{start + WINDOW}: {answer}"
             else:
@@ -100,7 +100,7 @@ def create_nugget_banks(
         windows = [q.nuggets[start : start + WINDOW] for q in asked]
         prompts = [scorer_prompt(q.text, window) for q, window in zip(asked, windows)]
         parsers = [partial(parse_labels, count=len(window)) for window in windows]
-        for query, window, answer in zip(asked, windows, _asked(llm, prompts, parsers, attempts)):
+        for query, window, answer in zip(asked, windows, ask_until_parsed(llm, prompts, parsers, attempts)):
             if isinstance(answer, str):
                 query.failure = f"nuggets {start + 1}-{start + len(window)}: {answer}"
             else:
@@ -114,26 +114,6 @@ def create_nugget_banks(
         raise GenerationError(f"no nuggets for {len(failed)} of {len(states)} queries:\n{lines}\n{RERUN_HINT}")
     made = datetime.now(UTC).isoformat(timespec="seconds")
     return [_entry(query, llm, made) for query in states]
-
-
-def _asked(llm: LLMClient, prompts: list[tuple[str, str]], parsers: list, attempts: int) -> list[list[str] | str]:
-    """Each (system, user) prompt's answer as its parser reads it, asked again while unparsable (the cache
-    keeps each attempt); where none parses in `attempts` tries, or the call fails, the reason (a string)."""
-    results: list[list[str] | str | None] = [None] * len(prompts)
-    last: dict[int, str] = {}
-    for attempt in range(attempts):
-        pending = [i for i, result in enumerate(results) if result is None]
-        users, systems = [prompts[i][1] for i in pending], [prompts[i][0] for i in pending]
-        for i, answer in zip(pending, llm.complete_many(users, attempt, systems)):
-            if isinstance(answer, LLMError):
-                results[i] = f"LLM call failed ({answer})"
-                continue
-            parsed = parsers[i](answer)
-            if parsed is not None:
-                results[i] = parsed
-            last[i] = answer
-    return [r if r is not None else f"{attempts} unparsable answers, the last: {last[i][:120]!r}"
-            for i, r in enumerate(results)]  # fmt: skip
 
 
 def _entry(query: _Query, llm: LLMClient, made: str) -> Entry:
