@@ -86,14 +86,21 @@ def test_another_judges_leaderboard_is_compared_as_it_is(tmp_path):
     assert dict(zip(shown["run_id"], shown["score"])) == pytest.approx(scores)
 
 
-def test_both_layouts_round_trip(tmp_path):
+FIRST_LINES = {
+    "tot": "a\tM\t1\t0.5",
+    "ir_measures": "a\t1\tM\t0.5",
+    "jsonl": '{"run_id": "a", "topic_id": "1", "measure": "M", "value": 0.5}',
+}
+
+
+def test_every_layout_round_trips(tmp_path):
     values = pd.DataFrame(
         [("a", "M", "1", 0.5), ("a", "M", "2", 0.25), ("b", "M", "1", float("nan")), ("b", "M", "2", 1.0)],
         columns=["run_id", "measure", "topic_id", "value"],
     )
-    for layout in ("tot", "ir_measures"):
+    for layout, first in FIRST_LINES.items():
         text = format_leaderboard(values, layout)
-        assert text.splitlines()[0] == ("a\tM\t1\t0.5" if layout == "tot" else "a\t1\tM\t0.5")
+        assert text.splitlines()[0] == first
         path = tmp_path / f"{layout}.txt"
         path.write_text(text)
         read = read_autojudge(path, layout)["M"]
@@ -120,17 +127,38 @@ def test_both_layouts_round_trip(tmp_path):
         ("r1 q0 M 0.5\nr2 q1 M 0.6\n", "no topic (M, ...) is a judged query: is the column order `tot`"),
     ],
 )
-def test_a_bad_leaderboard_is_one_line_naming_file_and_line(tmp_path, text, message):
+def test_a_bad_leaderboard_is_one_line_naming_file_and_line(tmp_path, text, message, layout="tot"):
     files = campaign(tmp_path)
     (tmp_path / "team.txt").write_text(text)
     result = subprocess.run(
         [sys.executable, "-m", "examflow", "compare-judges", "--runs", str(tmp_path / "runs [all]" / "r1.txt"),
          str(tmp_path / "runs [all]" / "r2.txt"), "--official-qrels", str(files["official"]), "--leaderboard",
-         f"team={tmp_path / 'team.txt'}", "--out", str(tmp_path / "out")], capture_output=True, text=True,
+         f"team={tmp_path / 'team.txt'}", "--leaderboard-layout", layout, "--out", str(tmp_path / "out")],
+        capture_output=True, text=True,
     )  # fmt: skip
     assert result.returncode != 0 and "Traceback" not in result.stderr, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr, result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def jsonl(**fields) -> str:
+    return json.dumps({"run_id": "r1", "topic_id": "q0", "measure": "M", "value": 0.5, **fields}) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (jsonl() + "r1 M q1 0.5\n", ":2: not valid JSON (Expecting value, column 1)"),
+        (jsonl() + "[1]\n", ":2: expected a JSON object, found list"),
+        (jsonl() + jsonl(topic_id="q1", value=None), ":2: field 'value': missing"),
+        (jsonl() + jsonl(topic_id="q1", value=[1]), ":2: field 'value': expected a string or number, found [1]"),
+        (jsonl() + jsonl(topic_id="q1", value="high"), ":2: field 'value': value 'high' is not a number"),
+        (jsonl() + jsonl(measure=True), ":2: field 'measure': expected a string or number, found true"),
+        (jsonl() + jsonl(value=0.6), ":2: field 'topic_id': run 'r1', measure 'M', topic 'q0' again"),
+    ],
+)
+def test_a_bad_jsonl_leaderboard_is_one_line_naming_file_line_and_field(tmp_path, text, message):
+    test_a_bad_leaderboard_is_one_line_naming_file_and_line(tmp_path, text, message, "jsonl")
 
 
 def test_topics_no_label_set_judges_are_left_out_and_a_mean_that_is_not_one_is_said(tmp_path, caplog):
@@ -215,12 +243,22 @@ def test_a_v3_question_bank_is_read_and_written_back(tmp_path):
 
 
 def test_a_nugget_bank_goes_to_autojudge_as_nuggetizer_lines(tmp_path):
+    """With the query's text, which nuggetizer's lines require: from the bank, or (a TSV bank has none) from
+    --queries; without, refused in one line naming the query."""
     bank = tmp_path / "nuggets.tsv"
     bank.write_text("query_id\tnugget\timportance\nq1\tBees make honey\tvital\nq1\tWax\tokay\nq2\tLava\tvital\n")
-    assert main(["bank-export", str(bank), "--format", "autojudge", "--out", str(tmp_path / "out.jsonl")]) == 0
-    lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
-    assert lines[0] == {"qid": "q1", "nuggets": [{"text": "Bees make honey", "importance": "vital"},
-                                                 {"text": "Wax", "importance": "okay"}]}  # fmt: skip
+    out = tmp_path / "out.jsonl"
+    result = subprocess.run([sys.executable, "-m", "examflow", "bank-export", str(bank), "--format", "autojudge",
+                             "--out", str(out)], capture_output=True, text=True)  # fmt: skip
+    assert result.returncode == 2 and not out.exists() and "Traceback" not in result.stderr
+    assert "query 'q1': nuggetizer's lines need the query's text" in result.stderr and "--queries" in result.stderr
+    (tmp_path / "queries.tsv").write_text("q1\tHoney bees\nq2\tVolcanoes\n")
+    assert main(["bank-export", str(bank), "--format", "autojudge", "--queries", str(tmp_path / "queries.tsv"),
+                 "--out", str(out)]) == 0  # fmt: skip
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert lines[0] == {"qid": "q1", "query": "Honey bees", "nuggets": [
+        {"text": "Bees make honey", "importance": "vital"}, {"text": "Wax", "importance": "okay"}]}  # fmt: skip
+    assert lines[1]["query"] == "Volcanoes"
     again = read_bank(tmp_path / "out.jsonl")
     assert [(i.text, i.importance) for e in again for i in e.items] == [
         ("Bees make honey", "vital"), ("Wax", "okay"), ("Lava", "vital")]  # fmt: skip
@@ -244,9 +282,7 @@ def test_a_bad_v3_bank_names_file_line_and_field(tmp_path, text, message):
 def test_an_export_goes_into_a_new_folder_and_a_folder_it_cannot_write_is_one_line(tmp_path):
     bank = tmp_path / "n.tsv"
     bank.write_text("query_id\tnugget\nq1\tBees\n")
-    assert (
-        main(["bank-export", str(bank), "--format", "autojudge", "--out", str(tmp_path / "new dir" / "x.jsonl")]) == 0
-    )
+    assert main(["bank-export", str(bank), "--format", "examflow", "--out", str(tmp_path / "new dir" / "x.jsonl")]) == 0
     result = subprocess.run([sys.executable, "-m", "examflow", "bank-export", str(bank), "--format", "examflow",
                              "--out", "/proc/examflow-test/x.jsonl"], capture_output=True, text=True)  # fmt: skip
     assert result.returncode != 0 and "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1

@@ -16,7 +16,14 @@ from examflow.defaults import default
 from examflow.errors import ConfigError, Failure, a
 from examflow.options import REQUIRED, Option
 from examflow.outputs import FACT_NAMES
-from examflow.registry import DEFAULT_MEASURES, QUESTION_FORMATS, QUESTION_LLM_OPTIONS, RANKERS, TOP_GRADE
+from examflow.registry import (
+    DEFAULT_MEASURES,
+    LEADERBOARD_LAYOUTS,
+    QUESTION_FORMATS,
+    QUESTION_LLM_OPTIONS,
+    RANKERS,
+    TOP_GRADE,
+)
 
 POLICIES = ("error", "warn")
 
@@ -106,6 +113,10 @@ def parser() -> argparse.ArgumentParser:
         help="autojudge: questions as NuggetBanks v3, nuggets as nuggetizer's lines; examflow: its JSONL",
     )  # fmt: skip
     export.add_argument("--out", required=True, help="the file to write (JSONL, .gz for gzip)")
+    export.add_argument(
+        "--queries", help="the queries (as inputs.queries): their texts where the bank has none (nuggetizer's "
+        "lines need them)",
+    )  # fmt: skip
     export.set_defaults(handler=commands.bank_export_command)
     return main
 
@@ -362,9 +373,9 @@ def _compare_judges_parser(subparsers) -> None:
         "each of its measures compared as it is",
     )  # fmt: skip
     compare.add_argument(
-        "--leaderboard-layout", choices=("tot", "ir_measures"), default="tot",
-        help="the columns of --leaderboard files: tot (run measure topic value, the track's upload file; "
-        "default) or ir_measures (run topic measure value)",
+        "--leaderboard-layout", choices=list(LEADERBOARD_LAYOUTS), default="tot",
+        help="the layout of --leaderboard files: tot (run measure topic value, the track's upload file; "
+        "default), ir_measures (run topic measure value) or jsonl (run_id, topic_id, measure, value a line)",
     )  # fmt: skip
     compare.add_argument(
         "--ensemble", nargs="+", action="extend", default=[], metavar="NAME=A,B,...",

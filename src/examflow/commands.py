@@ -183,6 +183,8 @@ def bank_export_command(args: argparse.Namespace) -> None:
     from examflow.questions.bank import read_bank, write_bank
 
     entries = read_bank(args.bank)
+    if args.queries:
+        entries = _with_query_texts(entries, args.queries)
     if Path(args.out).resolve() == Path(args.bank).resolve():
         raise Failure(f"--out {args.out}: the bank itself; write the export to another file")
     if args.format == "autojudge":
@@ -191,6 +193,17 @@ def bank_export_command(args: argparse.Namespace) -> None:
         write_bank(entries, args.out)
     log.info("wrote %d items of %d entries to %s (%s)", sum(len(e.items) for e in entries), len(entries), args.out,
              args.format)  # fmt: skip
+
+
+def _with_query_texts(entries: list, queries_path: str) -> list:
+    """The entries, each without a query text given its query's from the queries file."""
+    import dataclasses
+
+    from examflow.io.queries import read_queries
+
+    queries = read_queries(queries_path)
+    texts = dict(zip(queries["query_id"], queries["query_text"]))
+    return [e if e.query_text else dataclasses.replace(e, query_text=texts.get(e.query_id)) for e in entries]
 
 
 def grade_command(args: argparse.Namespace) -> None:

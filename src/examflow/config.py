@@ -29,6 +29,7 @@ from examflow.registry import (
     CALIBRATIONS,
     DEFAULT_MEASURES,
     KINDS,
+    LEADERBOARD_LAYOUTS,
     QUESTION_FORMATS,
     QUESTION_LLM_OPTIONS,
     TOP_GRADE,
@@ -50,6 +51,7 @@ def schema(path: str | Path = SCHEMA) -> dict:
     method["backend"]["properties"]["kind"]["enum"] = list(BACKENDS)
     loaded["$defs"]["llm"]["properties"] = {name: o.json_schema() for name, o in QUESTION_LLM_OPTIONS.items()}
     loaded["properties"]["questions"]["properties"]["format"]["enum"] = list(QUESTION_FORMATS)
+    loaded["properties"]["judges"]["properties"]["leaderboard_layout"]["enum"] = list(LEADERBOARD_LAYOUTS)
     loaded["properties"]["evaluation"]["properties"]["measures"]["default"] = list(DEFAULT_MEASURES)
     return loaded
 

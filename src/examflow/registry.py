@@ -282,6 +282,13 @@ def measure_order(kind: str | None, measures, present) -> list[str]:
 
 
 QUESTION_FORMATS = ("json", "python-list")  # the output-format instructions, prompts/qgen-format-*.txt
+# TREC AutoJudge's leaderboard layouts (examflow.io.autojudge), each with its columns in their order (jsonl:
+# the order of an object's keys); the first is the default.
+LEADERBOARD_LAYOUTS = {
+    "tot": ("run_id", "measure", "topic_id", "value"),
+    "ir_measures": ("run_id", "topic_id", "measure", "value"),
+    "jsonl": ("run_id", "topic_id", "measure", "value"),
+}
 
 PARSE_MODES = ("reference", "paper", "strict")
 # A key named like one of these holds a secret (`api_key_env` names a variable: it does not).

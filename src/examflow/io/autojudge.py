@@ -1,10 +1,11 @@
 """TREC AutoJudge leaderboards (trec-auto-judge's `autojudge_base.leaderboard`): one line per run, measure and
 topic, and one `all` line per run and measure, the mean of its topics' values.
 
-Two column orders are read and written, whitespace-separated, without a header:
-- `tot`: `run_id measure topic_id value`, the track's upload file (`trec-leaderboard.txt`, "congruent to
-  trec_eval -q");
-- `ir_measures`: `run_id topic_id measure value`, what `Leaderboard.write` writes by default.
+Three layouts are read and written:
+- `tot`: `run_id measure topic_id value`, whitespace-separated, no header: the track's upload file
+  (`trec-leaderboard.txt`, "congruent to trec_eval -q");
+- `ir_measures`: `run_id topic_id measure value`, what `Leaderboard.write` writes by default;
+- `jsonl`: one object `{"run_id", "topic_id", "measure", "value"}` a line, the official `*.eval.jsonl` files.
 A judge's leaderboard from another team enters `examflow compare-judges` as a label set of its own
 (`--leaderboard NAME=FILE`): each of its measures is one leaderboard, its per-topic values resampled by the
 bootstrap like every other; the `all` lines are the scores only where a measure has no per-topic line.
@@ -12,23 +13,23 @@ bootstrap like every other; the `all` lines are the scores only where a measure 
 
 from __future__ import annotations
 
+import json
 import logging
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from examflow.errors import InputError
-from examflow.io.lines import FirstLines, check_id, split_columns, text_lines
+from examflow.io.lines import FirstLines, check_id, json_lines, split_columns, text_lines
+from examflow.registry import LEADERBOARD_LAYOUTS
 
 log = logging.getLogger(__name__)
 
 ALL = "all"  # the topic id of a run's mean over its topics
-LAYOUTS = {
-    "tot": ("run_id", "measure", "topic_id", "value"),
-    "ir_measures": ("run_id", "topic_id", "measure", "value"),
-}
+LAYOUTS = LEADERBOARD_LAYOUTS
 
 
 def format_leaderboard(values: pd.DataFrame, layout: str = "tot") -> str:
@@ -42,7 +43,13 @@ def format_leaderboard(values: pd.DataFrame, layout: str = "tot") -> str:
     ]
     rows = [*kept[["run_id", "measure", "topic_id", "value"]].itertuples(index=False, name=None), *means]
     order = [LAYOUTS["tot"].index(column) for column in LAYOUTS[layout]]
+    if layout == "jsonl":
+        return "".join(json.dumps({LAYOUTS["tot"][i]: _json(row[i]) for i in order}) + "\n" for row in rows)
     return "".join("\t".join(_cell(row[i]) for i in order) + "\n" for row in rows)
+
+
+def _json(value):
+    return float(value) if isinstance(value, float | np.floating) else str(value)
 
 
 def _cell(value) -> str:
@@ -61,11 +68,9 @@ class Measured:
 def read_autojudge(path, layout: str = "tot") -> dict[str, Measured]:
     """The measures of an AutoJudge leaderboard file, by name; a line that is not four columns, a value that
     is not a finite number, a bad id or a repeated (run, measure, topic) is an error naming its line."""
-    columns = LAYOUTS[layout]
     seen = FirstLines(path)
     measures: dict[str, Measured] = {}
-    for number, line in text_lines(path):
-        row = dict(zip(columns, split_columns(path, number, line, columns, None)))
+    for number, row in _rows(path, layout):
         for name in ("run_id", "measure", "topic_id"):
             check_id(path, number, row[name], name)
         key = (row["run_id"], row["measure"], row["topic_id"])
@@ -84,6 +89,24 @@ def read_autojudge(path, layout: str = "tot") -> dict[str, Measured]:
                              "per-topic lines: give every run its topics, or every run only `all`",
                              entry.lines[only_all[0]], "topic_id")  # fmt: skip
     return measures
+
+
+def _rows(path, layout: str) -> Iterator[tuple[int, dict[str, str]]]:
+    """(line number, {column: text}) for each line; a JSON line's ids may be numbers, its value a number."""
+    columns = LAYOUTS[layout]
+    if layout != "jsonl":
+        for number, line in text_lines(path):
+            yield number, dict(zip(columns, split_columns(path, number, line, columns, None)))
+        return
+    for number, record in json_lines(path):
+        row = {}
+        for name in columns:
+            value = record.get(name)
+            if value is None or isinstance(value, bool) or not isinstance(value, str | int | float):
+                found = "missing" if value is None else f"expected a string or number, found {json.dumps(value)}"
+                raise InputError(path, found, number, name)
+            row[name] = value if isinstance(value, str) else repr(value)
+        yield number, row
 
 
 def judged_topics(path, measures: dict[str, Measured], judged: set[str], layout: str) -> dict[str, Measured]:

@@ -7,8 +7,8 @@
   every other field are kept. A subtopic goes in the question's `metadata.facet_id` and comes back from
   there.
 - Nugget banks, `NuggetizerNuggetBanks`: nuggetizer's own lines `{"qid", "query", "nuggets": [{"text",
-  "importance"}]}`, which `examflow.questions.bank.read_bank` reads as nuggetizer's; a nugget bank with
-  subtopics has no such form and is refused.
+  "importance"}]}`, which `examflow.questions.bank.read_bank` reads as nuggetizer's; the query's text is
+  required there, and a nugget bank with subtopics has no such form: both are refused.
 """
 
 from __future__ import annotations
@@ -110,8 +110,10 @@ def _nuggetizer_record(path, query_id: str, entries: list[Entry]) -> dict[str, A
     (entry,) = entries
     nuggets = [{"text": item.text} | ({"importance": item.importance} if item.importance else {}) | item.extra
                for item in entry.items]  # fmt: skip
-    query = {"query": entry.query_text} if entry.query_text is not None else {}  # a TSV bank has none
-    return {"qid": query_id} | query | entry.extra | {"nuggets": nuggets}
+    if entry.query_text is None:  # a TSV bank has none; AutoJudge's model requires it
+        raise InputError(path, f"query {query_id!r}: nuggetizer's lines need the query's text, which the bank does "
+                         "not hold: give the queries (--queries FILE)")  # fmt: skip
+    return {"qid": query_id, "query": entry.query_text} | entry.extra | {"nuggets": nuggets}
 
 
 def _md5(text: str) -> str:
