@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+import random
 import re
 
 import pandas as pd
 import pytest
+import pytrec_eval
 from conftest import write
 from test_input_errors import raises_at
 
@@ -100,3 +102,66 @@ def test_a_rank_written_as_a_json_string_is_no_number(tmp_path):
     quoted = write(tmp_path / "q.json", '{"a": 1, "b": "2"}')
     with raises_at(quoted, 1, "b", "rank '2' is not a number"):
         read_leaderboard(quoted)
+
+
+@pytest.mark.parametrize("query_mode", ["present", "all"])
+def test_compare_judges_ranks_by_the_leaderboard_examflow_official_writes(tmp_path, query_mode):
+    """map at relevance level 2 (TREC DL's), with a run that lacks a query: `examflow official` and
+    compare-judges' official leaderboard (the workflow's judges use it) are the same, and pytrec_eval's."""
+    rng = random.Random(7)
+    queries, docs = ["q1", "q2", "q3", "q4"], [f"d{i}" for i in range(12)]
+    qrels = {q: {d: rng.choice([0, 0, 1, 2, 3]) for d in docs} for q in queries}
+    write(tmp_path / "qrels.txt", "".join(f"{q} 0 {d} {g}\n" for q in qrels for d, g in qrels[q].items()))
+    rows, runs = [], {}
+    for k in range(5):
+        runs[f"run{k}"] = {q: {d: rng.random() for d in rng.sample(docs, 8)} for q in queries[: 3 if k == 4 else 4]}
+        ranked = [(q, d, s) for q, scored in runs[f"run{k}"].items() for d, s in scored.items()]
+        ranked.sort(key=lambda row: (row[0], -row[2]))
+        lines = [f"{q} Q0 {d} {i + 1} {s!r} run{k}\n" for i, (q, d, s) in enumerate(ranked)]
+        write(tmp_path / "runs" / f"run{k}.txt", "".join(lines))
+        rows += [(f"run{k}", q, d, i + 1, s) for i, (q, d, s) in enumerate(ranked)]
+    pool = tmp_path / "pool"
+    pool.mkdir()
+    pd.DataFrame(rows, columns=["run_id", "query_id", "passage_id", "rank", "score"]).to_parquet(
+        pool / "rankings.parquet"
+    )
+    judged = [(q, None, d, g) for q in qrels for d, g in qrels[q].items()]
+    pd.DataFrame(judged, columns=["query_id", "facet_id", "passage_id", "relevance"]).to_parquet(
+        pool / "judgments.parquet"
+    )
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"map"}, relevance_level=2)
+    by_hand = {}
+    for run, ranked in runs.items():
+        values = evaluator.evaluate(ranked)
+        counted = queries if query_mode == "all" else sorted(values)
+        by_hand[run] = math.fsum(values[q]["map"] if q in values else 0.0 for q in counted) / len(counted)
+    files = sorted(str(path) for path in (tmp_path / "runs").iterdir())
+    assert main(["official", "--pool", str(pool), "--runs", *files, "--measure", "map", "--relevance-level", "2",
+                 "--query-mode", query_mode, "--out", str(tmp_path / "official.tsv")]) == 0  # fmt: skip
+    official = pd.read_csv(tmp_path / "official.tsv", sep="\t")
+    assert dict(zip(official["run_id"], official["score"])) == pytest.approx(by_hand, abs=1e-12)
+    assert main(["compare-judges", "--runs", *files, "--official-qrels", str(tmp_path / "qrels.txt"),
+                 "--official-measure", "map", "--official-relevance-level", "2", "--query-mode", query_mode,
+                 "--labels", f"copy={tmp_path / 'qrels.txt'}", "--bootstrap", "0",
+                 "--out", str(tmp_path / "judges")]) == 0  # fmt: skip
+    boards = pd.read_csv(tmp_path / "judges" / "leaderboards.tsv", sep="\t")
+    truth = boards[(boards["label_set"] == "official") & (boards["measure"] == "AP(rel=2)")]
+    assert dict(zip(truth["run_id"], truth["score"])) == pytest.approx(by_hand, abs=1e-12)
+    assert dict(zip(truth["run_id"], truth["rank"])) == dict(zip(official["run_id"], official["rank"]))
+    # the level is the official leaderboard's: the label sets' map stays trec_eval's default, level 1
+    assert set(boards.loc[boards["label_set"] == "copy", "measure"]) == {"map"}
+
+
+def test_a_relevance_level_only_where_the_official_measure_takes_one(tmp_path, capsys):
+    write(tmp_path / "qrels.txt", "q 0 d 2\nq 0 e 0\n")
+    write(tmp_path / "a.run", "q Q0 d 1 2.0 a\nq Q0 e 2 1.0 a\n")
+    write(tmp_path / "b.run", "q Q0 e 1 2.0 b\nq Q0 d 2 1.0 b\n")
+    common = ["compare-judges", "--runs", str(tmp_path / "a.run"), str(tmp_path / "b.run"), "--official-qrels",
+              str(tmp_path / "qrels.txt"), "--official-relevance-level", "2", "--bootstrap", "0"]  # fmt: skip
+    assert main([*common, "--official-measure", "AP", "--out", str(tmp_path / "x")]) == 2
+    assert "a relevance level goes into ir-measures' syntax itself (AP(rel=2))" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+    # nDCG weighs the labels themselves: the level leaves it, and its name, alone
+    assert main([*common, "--official-measure", "ndcg_cut_10", "--out", str(tmp_path / "n")]) == 0
+    boards = pd.read_csv(tmp_path / "n" / "leaderboards.tsv", sep="\t")
+    assert set(boards["measure"]) == {"ndcg_cut_10"}

@@ -343,6 +343,11 @@ def _official_parser(subparsers) -> None:
         help="the lowest judgment counted relevant by the measure, trec_eval -l "
         f"(default {default('evaluation.min_relevant_judgment')}; TREC DL: 2)",
     )  # fmt: skip
+    official.add_argument(
+        "--query-mode", choices=["present", "all"], default=default("evaluation.query_mode"),
+        help="a run's mean over the judged queries it ranks (present, default, trec_eval's) or over all, missing "
+        "ones as 0 (trec_eval -c), as `examflow evaluate --query-mode`",
+    )  # fmt: skip
     official.add_argument("--out", required=True, help="TSV file to write: run_id, score, rank")
     official.set_defaults(handler=commands.official_command)
 
@@ -359,6 +364,12 @@ def _compare_judges_parser(subparsers) -> None:
     compare.add_argument(
         "--official-measure", default="ndcg_cut_10",
         help="the measure of the official leaderboard (default ndcg_cut_10)",
+    )  # fmt: skip
+    _number(
+        compare, "--official-relevance-level", default=1,
+        help="the lowest official judgment the official measure counts relevant, trec_eval -l, as `examflow "
+        "official --relevance-level` (default 1; TREC DL: 2); the leaderboard is then named as ir-measures "
+        "writes it (map: AP(rel=2))",
     )  # fmt: skip
     compare.add_argument(
         "--official", help="instead: the official leaderboard, JSON {run_id: rank} or a TSV of run_id and rank or score"

@@ -323,7 +323,9 @@ def official_command(args: argparse.Namespace) -> None:
     for tag, path in runs.items():  # a leaderboard that silently leaves a run out is a wrong number
         if tag not in pooled:
             raise InputError(path, f"run {tag!r} is not in {pool / 'rankings.parquet'}: pool its run file first")
-    board = official_leaderboard(rankings, judgments, args.measure, args.relevance_level, set(runs))
+    board = official_leaderboard(
+        rankings, judgments, args.measure, args.relevance_level, set(runs), args.query_mode == "all"
+    )
     unjudged = sorted(set(runs) - set(board["run_id"]))
     if unjudged:
         log.warning("%d runs rank no judged query and are not on the official leaderboard: %s",
@@ -368,9 +370,7 @@ def judges_inputs(args: argparse.Namespace):
     measures = {name: measure(option, name) for name in dict.fromkeys(args.measures or [args.official_measure])}
     if name := repeated(str(parsed) for parsed in measures.values()):
         raise Failure(f"--measure: two names for the same measure ({name}): name it once")
-    official_measure = (
-        None if args.official else (args.official_measure, measure("--official-measure", args.official_measure))
-    )
+    official_measure = None if args.official else _official_measure(args, measure)
     read = (lambda path: per_page(read_labels(path))) if args.per_page else read_labels
     official_labels = read(args.official_qrels)
     label_sets = {name: read(path) for name, path in label_arguments(args.labels).items()}
@@ -393,6 +393,20 @@ def judges_inputs(args: argparse.Namespace):
         if not set(labels["query_id"]) & set(runs["query_id"]):
             log.warning("--labels %s: judges no query that a run ranks: no run has a score under it", name)
     return Judges(official_labels, label_sets, runs, measures, official_measure, official_given, votes, leaderboards)
+
+
+def _official_measure(args: argparse.Namespace, measure: Callable) -> tuple[str, object]:
+    """(name, measure) of the official leaderboard; at a relevance level other than 1, named as ir-measures
+    writes it (`AP(rel=2)`), since the label sets' `map` stays at level 1."""
+    from examflow.evaluation.judges import at_relevance_level
+
+    name, level = args.official_measure, args.official_relevance_level
+    given = measure("--official-measure", name)
+    try:
+        parsed = at_relevance_level(name, given, level)
+    except ValueError as error:
+        raise Failure(f"--official-relevance-level {level}: {name!r}: {error}") from None
+    return (name, parsed) if parsed is given else (str(parsed), parsed)
 
 
 def _check_official_runs(path: str, official: dict[str, float], runs: set[str]) -> None:

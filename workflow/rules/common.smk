@@ -429,7 +429,10 @@ def judges_official(wildcards, input):
     query, so that the bootstrap resamples it with every judge's (and the official qrels are not compared
     with themselves); or the file given."""
     if OFFICIAL_FROM_QRELS:
-        return cli_options(official_measure=config["evaluation"]["official_measure"])
+        return cli_options(
+            official_measure=config["evaluation"]["official_measure"],
+            official_relevance_level=config["evaluation"]["min_relevant_judgment"],
+        )
     return cli_options(official=input.official)
 
 

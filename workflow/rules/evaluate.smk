@@ -20,6 +20,7 @@ rule official_leaderboard:
         settings=lambda wildcards: cli_options(
             measure=config["evaluation"]["official_measure"],
             relevance_level=config["evaluation"]["min_relevant_judgment"],
+            query_mode=config["evaluation"]["query_mode"],
         ),
     shell:
         (

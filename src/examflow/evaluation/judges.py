@@ -91,6 +91,22 @@ def check_measure(name: str):
     return measure
 
 
+def at_relevance_level(name: str, measure, level: int):
+    """The official measure at trec_eval's relevance level `level` (-l), as `examflow official` computes
+    it: a trec_eval name's measure with ir-measures' `rel=level` (computed by pytrec_eval at that level),
+    or as it is where the level leaves it alone (nDCG); a ValueError where it cannot take one."""
+    from examflow.evaluation.exam_qrels import level_free, unknown_measures
+
+    trec_name = name not in unknown_measures([name])
+    if level == 1 or (trec_name and level_free(name)):
+        return measure
+    if not trec_name:
+        raise ValueError(f"a relevance level goes into ir-measures' syntax itself (AP(rel={level})), not beside it")
+    if "rel" not in measure.SUPPORTED_PARAMS:
+        raise ValueError(f"ir-measures' {measure} takes no relevance level")
+    return measure(rel=level)
+
+
 def per_query_values(labels: pd.DataFrame, runs: pd.DataFrame, measure, queries: list[str], complete: bool = False):
     """Runs (sorted by id) × `queries`: each run's value on each query the label set judges and the run
     ranks. A judged query the run does not rank is left out of its mean (NaN: trec_eval's mean, as the

@@ -1,7 +1,8 @@
 """The official leaderboard computed from the official qrels, when none is given: every run's mean of
-one trec_eval measure (nDCG@10 by default) over the queries it ranks, as trec_eval averages, with the
-judgments of subtopics taken per page (a passage's highest judgment on the page), since runs rank
-pages. Ranks best first, ties averaged; only the run files' runs, never generated responses."""
+one trec_eval measure (nDCG@10 by default) over the queries it ranks, as trec_eval averages (or, with
+`complete`, over every judged query, one it lacks counting 0: trec_eval -c), with the judgments of
+subtopics taken per page (a passage's highest judgment on the page), since runs rank pages. Ranks best
+first, ties averaged; only the run files' runs, never generated responses."""
 
 from __future__ import annotations
 
@@ -18,7 +19,12 @@ OFFICIAL_COLUMNS = ["run_id", "score", "rank"]
 
 
 def official_leaderboard(
-    rankings: pd.DataFrame, judgments: pd.DataFrame, measure: str, relevance_level: int, runs: set[str]
+    rankings: pd.DataFrame,
+    judgments: pd.DataFrame,
+    measure: str,
+    relevance_level: int,
+    runs: set[str],
+    complete: bool = False,
 ) -> pd.DataFrame:
     """`run_id, score, rank` of the given runs under `measure` on the official judgments."""
     labels = (
@@ -27,7 +33,7 @@ def official_leaderboard(
         .rename(columns={"query_id": "qrels_id", "relevance": "label"})  # type: ignore[call-overload]  # pandas-stubs: with as_index=False max() is a DataFrame
     )
     ranked = rankings[rankings["run_id"].isin(runs - set(RESERVED_RUNS))]
-    values = trec_scores(labels, ranked, [relevance_level], [measure])
+    values = trec_scores(labels, ranked, [relevance_level], [measure], complete)
     # cast: the run_id column holds ids
     scores = {cast(str, run): math.fsum(group) / len(group) for run, group in values.groupby("run_id")["value"]}
     ranks = ranks_of(scores)
