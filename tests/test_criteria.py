@@ -159,3 +159,26 @@ def test_the_mean_rounded_half_up(grades, label):
         rows, columns=["query_id", "facet_id", "passage_id", "question_id", "rating", "correct", "error"]
     )
     assert exam_labels(graded.assign(kind="criteria")).values.tolist() == [["q", "p", label]]
+
+
+def test_criteria_llms_exam_is_the_four_criteria_and_its_aggregation_the_label():
+    """EXAM-Cover of criteria_llm counts the criteria a run's passages meet, out of four, as criteria's does;
+    the aggregation prompt's grade is the passage's label, not a fifth item of the exam."""
+    from examflow.evaluation.evaluate import Inputs, Settings, per_query_values
+
+    ids = [f"q/{name.lower().replace(' ', '-')}" for name, _ in CRITERIA]
+    grades = {"p1": (3, 1, 1, 0, 1), "p2": (0, 3, 1, 0, 3)}  # four criteria, then the aggregation
+    rows = [("q", None, p, target, g) for p, row in grades.items() for target, g in zip([*ids, "q/relevance"], row)]
+    table = pd.DataFrame(rows, columns=["query_id", "facet_id", "passage_id", "question_id", "rating"])
+    table = table.assign(correct=pd.NA, error=None, kind="criteria_llm").astype({"correct": "boolean"})
+    rankings = pd.DataFrame([("r1", "q", "p1", 1, 2.0), ("r2", "q", "p1", 1, 2.0), ("r2", "q", "p2", 2, 1.0)],
+                            columns=["run_id", "query_id", "passage_id", "rank", "score"])  # fmt: skip
+    passages = pd.DataFrame({"query_id": ["q", "q"], "passage_id": ["p1", "p2"], "origin": "retrieved"})
+    judgments = pd.DataFrame(columns=["query_id", "facet_id", "passage_id", "relevance"])
+    inputs = Inputs(table.assign(method="m"), rankings, None, passages, judgments)
+    values = per_query_values(table, inputs, Settings(taus=[3], measures=[]))
+    cover = values[values["measure"] == "exam_cover"].set_index("run_id")["value"]
+    # r1: p1 meets Exactness at 3 (1 of 4); r2: p1 and p2 meet Exactness and Topicality (2 of 4)
+    assert cover["r1"] == pytest.approx(1 / 4) and cover["r2"] == pytest.approx(2 / 4)
+    labels = exam_labels(table)
+    assert dict(zip(labels["passage_id"], labels["label"])) == {"p1": 1, "p2": 3}

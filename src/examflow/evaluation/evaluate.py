@@ -36,7 +36,7 @@ from examflow.evaluation.diagnostics import (
     question_diagnostics,
     uncovered_passages,
 )
-from examflow.evaluation.exam_qrels import DEFAULT_MEASURES, exam_labels, format_qrels, trec_scores
+from examflow.evaluation.exam_qrels import DEFAULT_MEASURES, aggregations, exam_labels, format_qrels, trec_scores
 from examflow.evaluation.impact import Baseline
 from examflow.evaluation.nuggets import nugget_values
 from examflow.evaluation.rouge import rouge_per_query
@@ -94,9 +94,10 @@ def per_query_values(
     gold_only = inputs.gold_passages
     if settings.n_exam == "gold" and gold_only.empty:
         raise InputError("config: inputs.gold_articles", "n-EXAM 'gold' needs graded gold articles, and there are none")
-    questions = exam_questions(grades, inputs.questions)
+    examined = grades[~aggregations(grades)]  # criteria_llm's exam is the four criteria; its fifth grade a label
+    questions = exam_questions(examined, inputs.questions)
     query_ids = sorted(set(questions["query_id"]))
-    counts = cover_counts(best_levels(grades), inputs.rankings, questions, settings.taus, settings.k, gold_only)
+    counts = cover_counts(best_levels(examined), inputs.rankings, questions, settings.taus, settings.k, gold_only)
     if settings.query_mode == "all":
         counts = complete(counts, query_ids)
     has_answer_keys = bool(grades["correct"].notna().any())
@@ -169,7 +170,7 @@ def evaluate(
         outputs[f"qrels/{method}.qrels"] = format_qrels(labels)
         if facts.facets:  # CAR-style subtopics: one qrels query per facet too
             outputs[f"qrels/{method}.facets.qrels"] = facet_qrels(pooled, method)
-        exam = exam_texts(exam_questions(grades, inputs.questions), inputs.questions)
+        exam = exam_texts(exam_questions(grades[~aggregations(grades)], inputs.questions), inputs.questions)
         tau = settings.diagnostics_tau
         diagnostics.append(
             question_diagnostics(best_levels(pooled), exam, inputs.judgments, inputs.rankings, official, tau,

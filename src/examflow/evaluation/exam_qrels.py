@@ -69,16 +69,24 @@ def exam_labels(grades: pd.DataFrame, per_facet: bool = False) -> pd.DataFrame:
     return labels.rename("label").reset_index()
 
 
+def aggregations(grades: pd.DataFrame) -> pd.Series:
+    """Which rows are the grades of an aggregation prompt (`criteria_llm`'s fifth, target `.../relevance`):
+    a label, not an item of the exam."""
+    if "kind" not in grades:  # published grades name no kind and hold none
+        return pd.Series(False, index=grades.index)
+    asked = grades["kind"].isin(AGGREGATED_KINDS)
+    return asked & (grades["question_id"].str.rsplit("/", n=1).str[1] == AGGREGATE)
+
+
 def criteria_labels(graded: pd.DataFrame) -> pd.DataFrame:
     """Criteria-based judgments: per (passage, query or subtopic) the grade of the aggregation prompt for a
     kind that asks one (`criteria_llm`), else the mean of the four criterion grades, rounded half up
     (examflow's deterministic aggregation); a target whose criteria did not all get a grade gets none."""
     import math
 
-    parts = graded["question_id"].str.rsplit("/", n=1)
-    targets = graded.assign(target=parts.str[0])
+    targets = graded.assign(target=graded["question_id"].str.rsplit("/", n=1).str[0])
     asked = targets["kind"].isin(AGGREGATED_KINDS)
-    aggregated = targets[asked & (parts.str[1] == AGGREGATE)]
+    aggregated = targets[aggregations(targets)]
     sums = targets[~asked].groupby(["qrels_id", "passage_id", "target"])["value"].agg(["sum", "count"]).reset_index()
     whole = sums[sums["count"] == len(CRITERIA)]
     averaged = whole.assign(value=[math.floor(total / len(CRITERIA) + 0.5) for total in whole["sum"]])
