@@ -182,3 +182,16 @@ def test_criteria_llms_exam_is_the_four_criteria_and_its_aggregation_the_label()
     assert cover["r1"] == pytest.approx(1 / 4) and cover["r2"] == pytest.approx(2 / 4)
     labels = exam_labels(table)
     assert dict(zip(labels["passage_id"], labels["label"])) == {"p1": 1, "p2": 3}
+
+
+@pytest.mark.parametrize(
+    ("answer", "reference", "strict"),
+    [("2", 2, 2), ("Score: 3", 3, 3), ("**1**", 1, 1), ("2/3", 2, 2), ("0.\n\nThe passage is off topic.", 0, 0),
+     ("I cannot rate this; see section 2.", 2, None), ("1.5", 1, None), ("2 - fairly relevant", 2, None),
+     ("It is relevant.", None, None)],
+)  # fmt: skip
+def test_strict_reads_only_a_first_line_that_is_the_score(answer, reference, strict):
+    from examflow.grading.parsing import parse_criterion
+
+    assert parse_criterion(answer) == reference
+    assert parse_criterion(answer, strict=True) == strict

@@ -152,3 +152,38 @@ def test_a_local_model_grades_as_umbrela_reads_its_answers(tmp_path):
         label = parse_umbrela(raw)
         assert rating == label and (error is None) == (label is not None), (raw, rating, error)
     assert table["rating"].notna().any()  # the tiny model says digits: some labels are read
+
+
+@pytest.mark.parametrize(
+    ("answer", "reference", "strict"),
+    [
+        ("The intent is clear.\n##final score: 2", 2, 2),
+        ("**Final Score: 1**", 1, 1),
+        ("Explanation: it answers the query exactly.\n\n3", 3, 3),
+        ("It is related.\nRelevance category: 1", 1, 1),
+        ("I cannot judge this; see section 2 of the policy.", 2, None),  # a refusal that cites a number
+        ("I cannot rate this on a scale 0 to 3", 3, None),
+        ("##final score: 2.5", 2, None),
+        ("##final score: 2\nBecause the passage ...", 2, None),  # the prompt asks for no reasoning after it
+        ('{"M": 2, "T": 1, "O": 1}', 1, None),
+    ],
+)
+def test_strict_reads_only_a_label_stated_on_the_last_line(answer, reference, strict):
+    assert parse_umbrela(answer) == reference
+    assert parse_umbrela(answer, strict=True) == strict
+
+
+def test_a_refusal_that_cites_a_number_is_a_failure_in_strict_mode(tmp_path):
+    queries, passages = direct_inputs()
+    with LLMServer() as server:
+        server.script("Passage: bees make honey\n", "I cannot judge this; see section 2 of the policy.")
+        server.script("Passage: tides\n", "The intent is unclear.\n##final score: 1")
+        ratings = {}
+        for mode in ("strict", "reference"):
+            table = grader(openai_method(server, "umbrela", mode=mode), str(tmp_path)).grade(
+                make_pairs("umbrela", passages, pd.DataFrame(), queries)
+            )
+            ratings[mode] = values(table["rating"])
+        assert len(server.requests) == 2  # the second mode rereads the cached answers
+    assert table["error"].isna().all()
+    assert ratings == {"strict": [None, 1], "reference": [2, 1]}

@@ -23,6 +23,7 @@ from examflow.grading.parsing import (
     FALSE_WORDS,
     TRUE_WORDS,
     is_bare_rating,
+    parse_criterion,
     parse_nugget_label,
     parse_self_rating,
     parse_umbrela,
@@ -170,7 +171,7 @@ def _thomas(grade: Grade, text: str, pair: Pair, mode: str, verdict: Answer | No
 
 
 def _umbrela(grade: Grade, text: str, pair: Pair, mode: str, verdict: Answer | None) -> str:
-    grade.rating = parse_umbrela(text)
+    grade.rating = parse_umbrela(text, strict=mode == "strict")
     grade.unparsable = grade.rating is None
     return text
 
@@ -187,15 +188,9 @@ def _assigned(labels: tuple[str, ...]) -> Callable[[Grade, str, Pair, str, Answe
     return read
 
 
-_CRITERION = re.compile(r"\b[0-3]\b")
-
-
 def _criterion(grade: Grade, text: str, pair: Pair, mode: str, verdict: Answer | None) -> str:
-    """The first stand-alone digit 0-3 of the answer, as the criteria paper's code reads it (`find_first_number`;
-    where it finds none it grades 0, and examflow records a failure)."""
-    found = _CRITERION.search(text)
-    grade.rating = int(found.group()) if found else None
-    grade.unparsable = found is None
+    grade.rating = parse_criterion(text, strict=mode == "strict")
+    grade.unparsable = grade.rating is None
     return text
 
 

@@ -142,8 +142,44 @@ _UMBRELA_PATTERNS = [re.compile(pattern, re.IGNORECASE | re.MULTILINE | re.DOTAL
 _STATED_SCORE = re.compile(r"final score\s*(?:is|[:=])?\s*(-?\d+)", re.IGNORECASE)
 
 
-def parse_umbrela(text: str) -> int | None:
-    """UMBRELA's label 0-3 of an answer, or None where it states none (or one outside 0-3)."""
+# `strict`: the label stated as the prompts ask for it, on the answer's last line ("##final score: 2"; the
+# basic prompt: "the relevance category on the last line"), a whole number 0-3 and nothing else there.
+# UMBRELA's cascade reads any digit it finds, so that a refusal that cites "section 2" or "a scale 0 to 3"
+# becomes a grade; strict makes it a failure.
+_UMBRELA_LAST_LINE = re.compile(
+    r"#*\s*(?:(?:final score|relevance category|category|score)\s*(?:is)?\s*[:=-]?\s*)?([0-3])\.?", re.IGNORECASE
+)
+# `strict` for a criterion's or an aggregation's grade: the answer's first line is the score the prompt asks for
+# ("2", "Score: 2", "2/3") and nothing else.
+_CRITERION_LINE = re.compile(r"(?:score\s*[:=-]?\s*)?([0-3])(?:\s*/\s*3)?\.?", re.IGNORECASE)
+
+
+_CRITERION = re.compile(r"\b[0-3]\b")
+
+
+def parse_criterion(text: str, strict: bool = False) -> int | None:
+    """A criterion's (or the aggregation's) grade 0-3: the answer's first stand-alone digit 0-3, as the criteria
+    paper's code reads it (`find_first_number`; where it finds none it grades 0, here None); `strict`: only
+    a first line that is the score."""
+    if strict:
+        return stated_line(text, _CRITERION_LINE, last=False)
+    found = _CRITERION.search(text)
+    return int(found.group()) if found else None
+
+
+def stated_line(text: str, pattern: re.Pattern[str], last: bool) -> int | None:
+    """The grade a line of the answer (its last, or its first, non-empty one; markdown emphasis aside)
+    states in full by `pattern`, or None."""
+    lines = [line.strip().strip("*_`").strip() for line in text.splitlines() if line.strip()]
+    found = pattern.fullmatch(lines[-1 if last else 0]) if lines else None
+    return int(found.group(1)) if found else None
+
+
+def parse_umbrela(text: str, strict: bool = False) -> int | None:
+    """UMBRELA's label 0-3 of an answer, or None where it states none (or one outside 0-3); `strict`: only
+    a label stated in full on the last line."""
+    if strict:
+        return stated_line(text, _UMBRELA_LAST_LINE, last=True)
     answer = text.strip().lower()
     stated = _STATED_SCORE.findall(answer)
     if stated and not 0 <= int(stated[-1]) <= 3:
