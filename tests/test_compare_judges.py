@@ -176,7 +176,7 @@ def test_a_judge_of_few_queries_and_a_given_leaderboard_of_scores(tmp_path):
         (["--official-measure", "foo"], "--official-measure 'foo': neither"),
         (["--official", "OFFICIAL_JSON"], "ranks 0 of the 1 runs given: agreement needs two or more"),
         (["--out", "OUT_FILE"], "not a folder"),
-        (["--runs", "nothing/*"], "nothing/*: no such run file, and no file matches it as a pattern"),
+        (["--runs", "nothing/*"], "--runs: no such run file, and no file matches 'nothing/*' as a pattern"),
         (["--rbo-p", "1.5"], "--rbo-p"),
     ],
 )

@@ -424,7 +424,9 @@ def test_config_mistakes_stop_the_workflow_at_parse_time_in_one_line(project):
     config["inputs"]["runs"] = ["resources/demo/runs/*.trec"]
     write(project / "config/bad.yaml", yaml.safe_dump(config))
     result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
-    refused_in_one_line(result, "config inputs.runs: no file matches 'resources/demo/runs/*.trec'")
+    refused_in_one_line(
+        result, "config inputs.runs: no such run file, and no file matches 'resources/demo/runs/*.trec' as a pattern"
+    )
     config["inputs"]["runs"] = ["resources/demo/runs/*.run"]
     config["inputs"]["qrels"] = "resources/demo/qrels-typo.txt"
     write(project / "config/bad.yaml", yaml.safe_dump(config))

@@ -64,7 +64,9 @@ def check_exam(project: Path, config: dict, method: str, answers=None) -> None:
     inputs = config["inputs"]
     grades = pd.read_parquet(results / "grades" / f"{method}.parquet")
     answers = answers if answers is not None else grades_from_table(grades)
-    runs = read_runs(sorted(project.glob(inputs["runs"][0] if isinstance(inputs["runs"], list) else inputs["runs"])))
+    patterns = inputs["runs"] if isinstance(inputs["runs"], list) else [inputs["runs"]]
+    named = {path for p in patterns for path in ([project / p] if (project / p).is_file() else project.glob(p))}
+    runs = read_runs(sorted(named))
     questions = bank_questions(project / inputs["bank"])
     evaluation = config.get("evaluation", {})
     board = numbers(table(results / "eval" / method / "leaderboard.tsv"), "score", "tau")
@@ -576,6 +578,7 @@ def test_hostile_paths_run_nothing_and_stay_whole(tmp_path):
     shutil.copytree(ROOT / "resources/demo-nrp", data / "nrp")
     for plain, key in (("corpus.tsv", "corpus"), ("qrels.txt", "qrels"), ("bank.jsonl", "bank")):
         (data / plain).rename(project / config["inputs"][key])
+    (data / "runs/oracle.run").rename(project / config["inputs"]["runs"][1])  # named, not matched: `[1]` as written
     result = snakemake(project, *args)
     check_exam(project, config, "cosine")
     results = project / config["results_dir"]

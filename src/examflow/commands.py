@@ -358,7 +358,7 @@ def judges_inputs(args: argparse.Namespace):
     from examflow.evaluation.judges import Judges, check_measure, ensemble, per_page
     from examflow.io.leaderboard import read_leaderboard, read_leaderboard_scores
     from examflow.io.qrels import read_labels
-    from examflow.io.runs import read_runs
+    from examflow.io.runs import read_runs, run_files
 
     def measure(option: str, name: str):
         try:
@@ -379,7 +379,7 @@ def judges_inputs(args: argparse.Namespace):
         label_sets[name], votes[name] = ensemble({member: label_sets[member] for member in members})
     unknown = Problems("warn")  # run rows of queries no label set judges are left out, counted
     judged = set(official_labels["query_id"]).union(*(set(labels["query_id"]) for labels in label_sets.values()))
-    runs = read_runs(run_files(args.runs), judged, unknown)
+    runs = read_runs(run_files(args.runs, "--runs"), judged, unknown)
     unknown.summarise()
     official_given = None
     if args.official:
@@ -482,19 +482,6 @@ def ensemble_arguments(arguments: list[str], names: set[str]) -> dict[str, list[
             raise Failure(f"--ensemble {argument!r}: {problem}")
         ensembles[name] = members
     return ensembles
-
-
-def run_files(patterns: list[str]) -> list[str]:
-    """Files by name or by pattern (`runs/*`, quoted so that the shell leaves it alone), in sorted order."""
-    import glob
-
-    files: list[str] = []
-    for pattern in patterns:
-        matched = [pattern] if Path(pattern).is_file() else sorted(p for p in glob.glob(pattern) if Path(p).is_file())
-        if not matched:
-            raise InputError(pattern, "no such run file, and no file matches it as a pattern")
-        files += [path for path in matched if path not in files]
-    return files
 
 
 def nrp_command(args: argparse.Namespace) -> None:

@@ -1,5 +1,4 @@
 import functools
-import glob
 import json
 import logging
 import os
@@ -16,6 +15,7 @@ from examflow.config import check_config, check_config_file, config_digest, meth
 from examflow.errors import ConfigError, Failure
 from examflow.grading.signatures import local_weights
 from examflow.io.irds import is_irds
+from examflow.io.runs import run_files
 from examflow.outputs import (
     EVALUATION,
     JUDGES as JUDGES_FILES,
@@ -131,21 +131,6 @@ def existing_file(key, path):
     return path
 
 
-def expand_runs(patterns):
-    """Run files named by the `inputs.runs` paths and glob patterns, sorted, each once."""
-    files = []
-    for pattern in patterns:
-        matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
-        if not matches:
-            raise ConfigError("inputs.runs", f"no file matches {pattern!r}")
-        files += [
-            existing_file("inputs.runs", match)
-            for match in matches
-            if match not in files
-        ]
-    return files
-
-
 def check_input_files():
     """Every configured input file exists (a bank to be generated does not yet)."""
     for key, spec in INPUTS.items():
@@ -172,7 +157,7 @@ def input_file(key):
     return [] if spec is None or is_irds(spec) else literal(spec)
 
 
-RUN_FILES = checked(expand_runs, INPUTS.get("runs", []))
+RUN_FILES = checked(run_files, INPUTS.get("runs", []), "inputs.runs")
 checked(check_input_files)
 
 

@@ -10,7 +10,7 @@ from typing import cast
 
 import pandas as pd
 
-from examflow.errors import InputError, Problems
+from examflow.errors import ConfigError, InputError, Problems
 from examflow.io.lines import FirstLines, split_columns, text_lines
 
 RUN_FIELDS = ("query_id", "Q0", "doc_id", "rank", "score", "run_tag")
@@ -85,3 +85,18 @@ def _finite(path, number: int, text: str) -> float:
     if not math.isfinite(value):
         raise InputError(path, f"not a finite number: {text!r}", number, "score")
     return value
+
+
+def run_files(patterns: Iterable[str], key: str) -> list[str]:
+    """Run files by name or by pattern (`runs/*.run`), each once, a pattern's in sorted order. A name that
+    is a file is taken as it is, even with `[` or `*` in it; `key` (the option or configuration key) names a
+    pattern that matches no file."""
+    import glob
+
+    files: list[str] = []
+    for pattern in patterns:
+        matched = [pattern] if Path(pattern).is_file() else sorted(p for p in glob.glob(pattern) if Path(p).is_file())
+        if not matched:
+            raise ConfigError(key, f"no such run file, and no file matches {pattern!r} as a pattern")
+        files += [path for path in matched if path not in files]
+    return files
