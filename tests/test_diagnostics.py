@@ -96,3 +96,37 @@ def test_baselines_are_compared_with_the_last_other_bank(tmp_path):
         bank_digest(first.questions),
         bank_digest(second.questions),
     ]
+
+
+def test_a_nugget_re_rated_is_a_bank_edit_listed_with_its_importance(tmp_path):
+    """A nugget bank's importance reaches the baseline through the evaluation: a nugget whose importance alone
+    changes is a bank edit (another digest), listed as re-rated with both importances; a baseline kept
+    without importance (older, or unrated) still compares."""
+    from examflow.evaluation.evaluate import Inputs, Settings, evaluate
+
+    def baseline(importance: dict[str, str], text: str = "Bees make honey") -> Baseline:
+        bank = pd.DataFrame({"query_id": "q", "facet_id": None, "question_id": ["q/1", "q/2"],
+                             "question_text": [text, "Wax is made by bees"], "kind": "nugget",
+                             "importance": [importance["q/1"], importance["q/2"]]})  # fmt: skip
+        grades = pd.DataFrame({"query_id": "q", "facet_id": None, "passage_id": "p", "question_id": ["q/1", "q/2"],
+                               "rating": [2, 0], "correct": pd.NA, "error": None, "method": "m",
+                               "kind": "nugget_support"}).astype({"rating": "Int64", "correct": "boolean"})  # fmt: skip
+        rankings = pd.DataFrame({"run_id": ["a"], "query_id": "q", "passage_id": "p", "rank": 1, "score": 1.0})
+        passages = pd.DataFrame({"query_id": ["q"], "passage_id": "p", "origin": "retrieved", "text": "Bees."})
+        judgments = pd.DataFrame(columns=["query_id", "facet_id", "passage_id", "relevance"])
+        outputs = evaluate(Inputs(grades, rankings, bank, passages, judgments), Settings(measures=[]), None)
+        return outputs["baselines"]["m"]
+
+    before = baseline({"q/1": "okay", "q/2": "vital"})
+    after = baseline({"q/1": "vital", "q/2": "vital"})
+    assert bank_digest(before.questions) != bank_digest(after.questions)
+    changes = impact_tables(before, after)["questions"]
+    assert changes[["change", "question_text", "old_importance", "importance"]].values.tolist() == [
+        ["re-rated", "Bees make honey", "okay", "vital"]
+    ]
+    reworded = impact_tables(before, baseline({"q/1": "vital", "q/2": "vital"}, "Bees make honey from nectar"))
+    assert reworded["questions"][["change", "old_question_text", "old_importance", "importance"]].values.tolist() == [
+        ["reworded", "Bees make honey", "okay", "vital"]
+    ]
+    older = Baseline(before.questions.drop(columns=["importance"]), before.labels, before.leaderboard)
+    assert impact_tables(older, after)["questions"].empty  # no importance known before: none re-rated

@@ -182,7 +182,7 @@ def evaluate(
             )
         )
         systems = board[~board["run_id"].isin(RESERVED_RUNS)][["measure", "tau", "run_id", "score"]]
-        baselines[method] = Baseline(exam.drop(columns=["query_text"], errors="ignore"), labels, systems)
+        baselines[method] = Baseline(_rated(exam, inputs.questions), labels, systems)
     leaderboard = sort_leaderboard(pd.concat(leaderboards, ignore_index=True))
     per_query = pd.concat(per_queries, ignore_index=True)
     outputs["leaderboard.tsv"] = leaderboard
@@ -214,6 +214,15 @@ def exam_texts(exam: pd.DataFrame, bank: pd.DataFrame | None) -> pd.DataFrame:
         facet_id=texts.get("facet_id", pd.Series(None, index=texts.index)).to_numpy(),
         question_text=texts.get("question_text", pd.Series("", index=texts.index)).fillna("").to_numpy(),
     )[["query_id", "facet_id", "question_id", "question_text"]]
+
+
+def _rated(exam: pd.DataFrame, bank: pd.DataFrame | None) -> pd.DataFrame:
+    """The exam with each nugget's importance where the bank rates its nuggets: a change of importance is a
+    bank edit (the weighted nugget scores change), listed as re-rated."""
+    if bank is None or "importance" not in bank or bank["importance"].isna().all():
+        return exam
+    importance = bank.drop_duplicates("question_id").set_index("question_id")["importance"]
+    return exam.assign(importance=exam["question_id"].map(importance))
 
 
 def sort_leaderboard(board: pd.DataFrame) -> pd.DataFrame:

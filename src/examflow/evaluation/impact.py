@@ -25,7 +25,7 @@ from examflow.questions.diff import diff_banks
 from examflow.ties import tie_keys
 
 QUESTION_CHANGE_COLUMNS = ["query_id", "facet_id", "change", "question_id", "question_text", "old_question_id",
-                           "old_question_text"]  # fmt: skip
+                           "old_question_text", "importance", "old_importance"]  # fmt: skip
 PASSAGE_CHANGE_COLUMNS = ["query_id", "passage_id", "old_label", "new_label"]
 SYSTEM_CHANGE_COLUMNS = ["measure", "tau", "run_id", "old_score", "new_score", "delta", "old_rank", "new_rank"]
 IMPACT_FILES = {name: EVALUATION[f"impact_{name}"].path for name in ("questions", "passages", "systems")}
@@ -33,7 +33,7 @@ IMPACT_FILES = {name: EVALUATION[f"impact_{name}"].path for name in ("questions"
 
 @dataclass
 class Baseline:
-    questions: pd.DataFrame  # query_id, facet_id, question_id, question_text
+    questions: pd.DataFrame  # query_id, facet_id, question_id, question_text (and a nugget's importance)
     labels: pd.DataFrame  # qrels_id, passage_id, label
     leaderboard: pd.DataFrame  # measure, tau, run_id, score (systems only)
 
@@ -91,12 +91,19 @@ def impact_tables(previous: Baseline | None, current: Baseline) -> dict[str, pd.
 
 
 def question_changes(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
-    rows: list[tuple[str, str | None, str, str | None, str | None, str | None, str | None]] = []
+    """Questions (nuggets) added, removed, reworded, and nuggets re-rated (the same text, another importance)."""
+    rows: list[tuple] = []
+    known = "importance" in old  # a baseline kept before importances were: none was rated, or none is known
     for (query_id, facet_id), change in diff_banks(_entries(old), _entries(new)).items():
-        rows += [(query_id, facet_id, "added", i.item_id, i.text, None, None) for i in change.added]
-        rows += [(query_id, facet_id, "removed", None, None, i.item_id, i.text) for i in change.removed]
-        rows += [(query_id, facet_id, "reworded", b.item_id, b.text, a.item_id, a.text) for a, b in change.reworded]
+        rows += [(query_id, facet_id, "added", *_now(i), None, None, i.importance, None) for i in change.added]
+        rows += [(query_id, facet_id, "removed", None, None, *_now(i), None, i.importance) for i in change.removed]
+        for name, pairs in (("reworded", change.reworded), ("re-rated", change.rerated if known else [])):
+            rows += [(query_id, facet_id, name, *_now(b), *_now(a), b.importance, a.importance) for a, b in pairs]
     return pd.DataFrame(rows, columns=QUESTION_CHANGE_COLUMNS)
+
+
+def _now(item: Item) -> tuple[str, str]:
+    return item.item_id, item.text
 
 
 class _Question(Protocol):
@@ -109,11 +116,14 @@ class _Question(Protocol):
 
 
 def _entries(questions: pd.DataFrame) -> list[Entry]:
+    # a baseline kept before importance was (or of a bank without ratings) has no importance column
+    rated = questions if "importance" in questions else questions.assign(importance=None)
     entries: dict[tuple, Entry] = {}
-    for row in cast(Iterator[_Question], questions.itertuples(index=False)):
+    for row, importance in zip(cast(Iterator[_Question], questions.itertuples(index=False)), rated["importance"]):
         facet = None if pd.isna(row.facet_id) else cast(str, row.facet_id)  # cast: not missing, so an id
         entry = entries.setdefault((row.query_id, facet), Entry(row.query_id, facet, None, []))
-        entry.items.append(Item(row.query_id, facet, row.question_id, row.question_text))
+        rating = None if pd.isna(importance) else cast(str, importance)
+        entry.items.append(Item(row.query_id, facet, row.question_id, row.question_text, importance=rating))
     return list(entries.values())
 
 
