@@ -178,13 +178,16 @@ def test_a_judge_of_few_queries_and_a_given_leaderboard_of_scores(tmp_path):
         (["--out", "OUT_FILE"], "not a folder"),
         (["--runs", "nothing/*"], "--runs: no such run file, and no file matches 'nothing/*' as a pattern"),
         (["--rbo-p", "1.5"], "--rbo-p"),
+        (["--official-qrels", "FACETS"], "no rows for any known query: the labels judge subtopics (`query/facet`)"),
     ],
 )
 def test_wrong_arguments_are_one_line(tmp_path, arguments, message):
     files = campaign(tmp_path)
+    (tmp_path / "facets.qrels").write_text("q1/f1 0 d1 2\nq1/f2 0 d2 1\n")
     (tmp_path / "official.json").write_text('{"ghost": 1, "other": 2}')
     (tmp_path / "a file").write_text("")
-    given = {"OFFICIAL_JSON": str(tmp_path / "official.json"), "OUT_FILE": str(tmp_path / "a file")}
+    given = {"OFFICIAL_JSON": str(tmp_path / "official.json"), "OUT_FILE": str(tmp_path / "a file"),
+             "FACETS": str(tmp_path / "facets.qrels")}  # fmt: skip
     command = ["compare-judges", "--runs", str(tmp_path / "runs [all]" / "r1.txt"), "--official-qrels",
                str(files["official"]), "--out", str(tmp_path / "out"), *(given.get(a, a) for a in arguments)]  # fmt: skip
     result = subprocess.run([sys.executable, "-m", "examflow", *command], capture_output=True, text=True)

@@ -358,7 +358,7 @@ def judges_inputs(args: argparse.Namespace):
     from examflow.evaluation.judges import Judges, check_measure, ensemble, per_page
     from examflow.io.leaderboard import read_leaderboard, read_leaderboard_scores
     from examflow.io.qrels import read_labels
-    from examflow.io.runs import read_runs, run_files
+    from examflow.io.runs import NO_KNOWN_QUERY, read_runs, run_files
 
     def measure(option: str, name: str):
         try:
@@ -379,7 +379,14 @@ def judges_inputs(args: argparse.Namespace):
         label_sets[name], votes[name] = ensemble({member: label_sets[member] for member in members})
     unknown = Problems("warn")  # run rows of queries no label set judges are left out, counted
     judged = set(official_labels["query_id"]).union(*(set(labels["query_id"]) for labels in label_sets.values()))
-    runs = read_runs(run_files(args.runs, "--runs"), judged, unknown)
+    try:
+        runs = read_runs(run_files(args.runs, "--runs"), judged, unknown)
+    except InputError as error:
+        subtopics = not args.per_page and any("/" in query for query in judged)
+        if subtopics and error.message == NO_KNOWN_QUERY:  # runs rank pages; qrels judge `page/facet`
+            raise InputError(error.path, f"{error.message}: the labels judge subtopics (`query/facet`), which runs "
+                             "rank as their page: give --per-page") from None  # fmt: skip
+        raise
     unknown.summarise()
     official_given = None
     if args.official:

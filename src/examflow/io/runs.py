@@ -38,6 +38,9 @@ def read_runs(paths: Iterable[str | Path], query_ids: set[str], unknown_queries:
     return pd.concat(tables, ignore_index=True)
 
 
+NO_KNOWN_QUERY = "no rows for any known query"
+
+
 def read_run(path: str | Path, query_ids: set[str], unknown_queries: Problems) -> pd.DataFrame:
     """One run; negative ranks are kept here, counted in a warning, and re-ranked by pooling."""
     rows, first_lines, tag, negative = [], FirstLines(path), None, []
@@ -61,7 +64,7 @@ def read_run(path: str | Path, query_ids: set[str], unknown_queries: Problems) -
         if rows[-1][3] < 0:
             negative.append(number)
     if not rows:
-        raise InputError(path, "no rows for any known query")
+        raise InputError(path, NO_KNOWN_QUERY)
     if negative:
         log.warning(
             "%s: %d negative ranks (first on line %d, field 'rank'): their lists are re-ranked by score, from 1",
