@@ -22,13 +22,19 @@ from examflow.io.autojudge import format_leaderboard, read_autojudge
 from examflow.questions.bank import item_id, read_bank
 
 
+def judge_campaign(root, *extra: str, bootstrap: int = 100):
+    """compare-judges on test_compare_judges' campaign (its noisy label set) in `root`; its output folder."""
+    root.mkdir(exist_ok=True)
+    files = campaign(root)
+    assert main(["compare-judges", "--runs", str(root / "runs [[]all]" / "*"), "--official-qrels",
+                 str(files["official"]), "--labels", f"noisy={files['noisy']}", "--bootstrap", str(bootstrap),
+                 "--out", str(root / "out"), *extra]) == 0  # fmt: skip
+    return root / "out"
+
+
 def compare(tmp_path, *extra: str) -> pd.DataFrame:
-    tmp_path.mkdir(exist_ok=True)
-    files = campaign(tmp_path)
-    assert main(["compare-judges", "--runs", str(tmp_path / "runs [[]all]" / "*"), "--official-qrels",
-                 str(files["official"]), "--labels", f"noisy={files['noisy']}", "--bootstrap", "100",
-                 "--out", str(tmp_path / "out"), *extra]) == 0  # fmt: skip
-    return pd.read_csv(tmp_path / "out" / "agreement.tsv", sep="\t").set_index(["label_set", "measure", "statistic"])
+    out = judge_campaign(tmp_path, *extra)
+    return pd.read_csv(out / "agreement.tsv", sep="\t").set_index(["label_set", "measure", "statistic"])
 
 
 def per_query_ndcg(qrels_path, run_path) -> dict[str, float]:

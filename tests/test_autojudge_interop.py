@@ -12,7 +12,7 @@ from importlib import resources
 import nltk
 import pandas as pd
 import pytest
-from test_autojudge import campaign
+from test_autojudge import judge_campaign
 
 from examflow.cli import main
 from examflow.questions.bank import read_bank
@@ -37,12 +37,8 @@ def autojudge(tmp_path_factory):
 
 
 def compare(root, *extra: str) -> pd.DataFrame:
-    root.mkdir(exist_ok=True)
-    files = campaign(root)
-    assert main(["compare-judges", "--runs", str(root / "runs [[]all]" / "*"), "--official-qrels",
-                 str(files["official"]), "--labels", f"noisy={files['noisy']}", "--bootstrap", "0",
-                 "--out", str(root / "out"), *extra]) == 0  # fmt: skip
-    return pd.read_csv(root / "out" / "leaderboards.tsv", sep="\t", dtype={"run_id": str})
+    out = judge_campaign(root, *extra, bootstrap=0)
+    return pd.read_csv(out / "leaderboards.tsv", sep="\t", dtype={"run_id": str})
 
 
 def test_autojudge_loads_the_leaderboards_examflow_writes(tmp_path, autojudge):
