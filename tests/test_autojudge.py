@@ -19,7 +19,8 @@ from test_compare_judges import by_hand_ndcg10, campaign, qrels_dict
 from examflow.cli import main
 from examflow.errors import InputError
 from examflow.io.autojudge import format_leaderboard, read_autojudge
-from examflow.questions.bank import item_id, read_bank
+from examflow.questions.bank import read_bank
+from examflow.questions.items import item_id
 
 
 def judge_campaign(root, *extra: str, bootstrap: int = 100):

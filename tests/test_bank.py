@@ -14,8 +14,9 @@ from conftest import DEMO, REFERENCE, needs_reference, write
 from examflow.cli import main
 from examflow.errors import InputError
 from examflow.io.tables import write_tables
-from examflow.questions.bank import item_id, read_bank, write_bank
+from examflow.questions.bank import read_bank, write_bank
 from examflow.questions.diff import diff_banks, format_diff
+from examflow.questions.items import item_id
 from examflow.questions.shards import query_folder, shard_digests, shard_of, shard_table
 
 REFERENCE_BANKS = sorted(

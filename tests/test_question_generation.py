@@ -9,8 +9,8 @@ import pytest
 from llm_server import LLMServer, Slow, Status
 
 from examflow.llm import LLMClient, LLMError, LLMSettings
-from examflow.questions.bank import item_id
 from examflow.questions.generate import GenerationError, generate_bank, parse_questions
+from examflow.questions.items import item_id
 
 QUERIES = pd.DataFrame(
     [("q1", None, "how do bees make honey", None), ("page", "sec", "Volcanoes", "Formation")],

@@ -20,8 +20,8 @@ import pandas as pd
 
 from examflow.io.tables import write_tables
 from examflow.outputs import EVALUATION
-from examflow.questions.bank import Entry, Item
 from examflow.questions.diff import diff_banks
+from examflow.questions.items import Entry, Item
 from examflow.ties import tie_keys
 
 QUESTION_CHANGE_COLUMNS = ["query_id", "facet_id", "change", "question_id", "question_text", "old_question_id",

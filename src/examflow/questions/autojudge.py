@@ -19,7 +19,7 @@ from typing import Any
 
 from examflow.errors import InputError
 from examflow.io.lines import required_id
-from examflow.questions.bank import Entry, Item, item_id, write_records
+from examflow.questions.items import Entry, Item, item_id, write_records
 
 V3 = "v3"
 

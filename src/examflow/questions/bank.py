@@ -17,54 +17,16 @@ ids were made differently and are joined with published grades) keep theirs.
 
 from __future__ import annotations
 
-import gzip
-import hashlib
-import json
 import logging
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
 from examflow.errors import InputError, Problems
 from examflow.io.lines import FirstLines, base_suffix, check_id, json_lines, required_id, split_columns, text_lines
-from examflow.io.tables import write_tables
+from examflow.questions.autojudge import is_v3, v3_entries
+from examflow.questions.items import IMPORTANCE, KINDS, Entry, Item, item_id, write_records
 
 log = logging.getLogger(__name__)
-
-KINDS = {"question": ("question_id", "question_text"), "nugget": ("nugget_id", "nugget_text")}
-IMPORTANCE = ("vital", "okay")  # AutoNuggetizer's ratings of a nugget
-
-
-@dataclass
-class Item:
-    query_id: str
-    facet_id: str | None
-    item_id: str
-    text: str
-    kind: str = "question"
-    gold_answers: list[str] | None = None
-    choices: dict[str, str] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    importance: str | None = None  # a nugget's: vital or okay
-
-
-@dataclass
-class Entry:
-    """The items of one query (and facet), in bank order."""
-
-    query_id: str
-    facet_id: str | None
-    query_text: str | None
-    items: list[Item]
-    test_collection: str | None = None
-    info: dict[str, Any] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    line: int | None = field(default=None, compare=False)  # where it starts in the bank file
-
-
-def item_id(query_id: str, facet_id: str | None, text: str) -> str:
-    digest = hashlib.md5(text.strip().encode("utf-8")).hexdigest()
-    return f"{query_id}/{facet_id}/{digest}" if facet_id else f"{query_id}/{digest}"
 
 
 def read_bank(path: str | Path) -> list[Entry]:
@@ -72,7 +34,6 @@ def read_bank(path: str | Path) -> list[Entry]:
         return _read_tsv(path)
     if base_suffix(path) != ".jsonl":
         raise InputError(path, "unknown bank format: use .jsonl (optionally .gz) or .tsv")
-    from examflow.questions.autojudge import is_v3, v3_entries  # (it reads and writes these entries)
 
     entries: dict[tuple[str, str | None], Entry] = {}
     edited, rated = 0, Rated(path)
@@ -394,10 +355,3 @@ def _item_record(item: Item) -> dict[str, Any]:
 def write_bank(entries: list[Entry], path: str | Path) -> None:
     """Write in the current format (gzipped for `.gz`), atomically."""
     write_records([entry_record(entry) for entry in entries], path)
-
-
-def write_records(records: list[dict[str, Any]], path: str | Path) -> None:
-    """JSON lines (gzipped for `.gz`), written as every table is (`write_tables`: its folder made, nothing
-    half-written, a failure one line)."""
-    text = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
-    write_tables({path: gzip.compress(text.encode("utf-8")) if Path(path).suffix == ".gz" else text})

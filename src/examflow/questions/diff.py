@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 
-from examflow.questions.bank import Entry, Item
+from examflow.questions.items import Entry, Item
 
 SIMILAR = 0.6
 

@@ -20,7 +20,7 @@ import pandas as pd
 from examflow.errors import Failure
 from examflow.llm import LLMClient, LLMError
 from examflow.prompts import template
-from examflow.questions.bank import Entry, Item, item_id
+from examflow.questions.items import Entry, Item, item_id
 
 log = logging.getLogger(__name__)
 

@@ -21,8 +21,8 @@ import pandas as pd
 
 from examflow.llm import LLMClient
 from examflow.prompts import chat_template
-from examflow.questions.bank import IMPORTANCE, Entry, Item, item_id
 from examflow.questions.generate import RERUN_HINT, GenerationError, ask_until_parsed
+from examflow.questions.items import IMPORTANCE, Entry, Item, item_id
 
 WINDOW = 10  # nuggetizer's creator_window_size and scorer_window_size
 MAX_NUGGETS = 30  # nuggetizer's creator_max_nuggets

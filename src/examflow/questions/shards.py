@@ -15,7 +15,7 @@ import re
 import pandas as pd
 
 from examflow.errors import ConfigError
-from examflow.questions.bank import Entry
+from examflow.questions.items import Entry
 
 QUESTION_COLUMNS = ["query_id", "facet_id", "question_id", "question_text", "kind", "gold_answers", "choices",
                     "importance"]  # fmt: skip
