@@ -177,3 +177,23 @@ def test_a_results_folder_written_by_another_configuration_is_refused(tmp_path):
     assert report.returncode != 0 and message in report.stdout + report.stderr
     assert not (results / "report.html").exists()
     assert "Nothing to be done" in snakemake(first, "--configfile", str(configs[0]), "-n").stdout
+
+
+def test_a_changed_judges_setting_reruns_the_judges(tmp_path):
+    """The judges' params come from the configuration alone: Snakemake reruns no job for a param computed
+    from its input, so that a new official measure or level, or a renamed label set, left judges/ as it was."""
+    project = copy_project(tmp_path)
+    base = yaml.safe_load((project / "config/config.yaml").read_text())
+    base["inputs"]["official_leaderboard"] = None  # computed from the qrels: evaluation.official_measure
+    write(project / "config/base.yaml", yaml.safe_dump(base))
+    snakemake(project, "--configfile", "config/base.yaml")
+    renamed = yaml.safe_load(yaml.safe_dump(base))  # a copy
+    renamed["inputs"]["labels"] = {"assessor-b": renamed["inputs"]["labels"].pop("second-assessor")}
+    for name, config, steps in (
+        ("measure", merged(base, {"evaluation": {"official_measure": "map"}}), {"official_leaderboard", "judges"}),
+        ("level", merged(base, {"evaluation": {"min_relevant_judgment": 2}}), {"official_leaderboard", "judges"}),
+        ("renamed", renamed, {"judges"}),
+    ):
+        write(project / "config" / f"{name}.yaml", yaml.safe_dump(config))
+        planned = snakemake(project, "-n", "--configfile", f"config/{name}.yaml").stdout
+        assert steps <= set(re.findall(r"^(?:local)?rule (\w+):", planned, re.M)), (name, planned)

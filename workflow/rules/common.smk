@@ -347,14 +347,18 @@ def pool_inputs(wildcards):
     return inputs
 
 
-def source(input, key):
-    """A rule's input file for `key`, else the config's ir_datasets id (or None)."""
-    return input.get(key) or INPUTS.get(key)
+def input_files(input, *keys):
+    """`--key file` for each of `keys` that the rule's input holds (ir_datasets ids: `irds_sources`)."""
+    return cli_options(**{key: input.get(key) or None for key in keys})
 
 
-def pool_sources(wildcards, input):
-    keys = ("queries", "runs", "qrels", "corpus", "segments")
-    return cli_options(**{key: source(input, key) for key in keys})
+def irds_sources(*keys):
+    """`--key id` for each of `keys` configured as an ir_datasets id, from the configuration: a param
+    computed from `input` does not rerun a job when it changes, and another id must."""
+    return cli_options(**{key: INPUTS.get(key) for key in keys if is_irds(INPUTS.get(key))})
+
+
+POOL_SOURCES = ("queries", "runs", "qrels", "corpus", "segments")
 
 
 NRP = config["nrp"]
@@ -393,11 +397,18 @@ def judges_report_outputs():
     }
 
 
-def judges_labels(wildcards, input):
+def method_qrels(method):
+    """A method's EXAM-Qrels (examflow.outputs.EVALUATION), a path: `literal` makes it a pattern."""
+    return f"{RESULTS}/eval/{method}/{EVALUATION['qrels'].path.format(method=method)}"
+
+
+# The judges' params are made of the configuration alone, the files' paths included (the same paths as
+# the rule's input): a param computed from `input` does not rerun the job when, say, a label set is renamed.
+def judges_labels(wildcards):
     """`NAME=QRELS` of each method's EXAM-Qrels, then of each outside label set; `NAME=FILE` of each
     other judge's AutoJudge leaderboard."""
-    named = list(zip(METHODS, input.methods)) + list(zip(OUTSIDE_LABELS, input.outside))
-    boards = zip(config["judges"]["leaderboards"], input.leaderboards)
+    named = [(method, method_qrels(method)) for method in METHODS] + list(OUTSIDE_LABELS.items())
+    boards = config["judges"]["leaderboards"].items()
     return cli_options(
         labels=[f"{name}={path}" for name, path in named],
         leaderboard=[f"{name}={path}" for name, path in boards],
@@ -409,7 +420,7 @@ def judges_labels(wildcards, input):
     )
 
 
-def judges_official(wildcards, input):
+def judges_official(wildcards):
     """The official leaderboard: computed from the qrels as `examflow official` computes it, but query by
     query, so that the bootstrap resamples it with every judge's (and the official qrels are not compared
     with themselves); or the file given."""
@@ -418,7 +429,7 @@ def judges_official(wildcards, input):
             official_measure=config["evaluation"]["official_measure"],
             official_relevance_level=config["evaluation"]["min_relevant_judgment"],
         )
-    return cli_options(official=input.official)
+    return cli_options(official=INPUTS["official_leaderboard"])
 
 
 def judges_settings(wildcards):
@@ -449,11 +460,13 @@ def nrp_outputs():
     }
 
 
-def nrp_inputs(wildcards, input):
+def nrp_inputs(wildcards):
+    """From the configuration, as the rule's input (a param computed from `input` would not rerun the job
+    when a dimension is renamed)."""
     return cli_options(
-        corpus=input.corpus or None,
-        qrels=[f"{name}={path}" for name, path in zip(NRP["dimensions"], input.qrels)],
-        expert=input.expert or None,
+        corpus=NRP["corpus"],
+        qrels=[f"{name}={d['qrels']}" for name, d in NRP["dimensions"].items()],
+        expert=NRP["expert"],
     )
 
 

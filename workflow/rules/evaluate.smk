@@ -85,12 +85,7 @@ if JUDGES:
             runs=[literal(run) for run in RUN_FILES],
             qrels=input_file("qrels"),
             official=[] if OFFICIAL_FROM_QRELS else official_input,
-            methods=[
-                results(
-                    f"eval/{method}/{EVALUATION['qrels'].path.format(method=method)}"
-                )
-                for method in METHODS
-            ],
+            methods=[literal(method_qrels(method)) for method in METHODS],
             outside=[literal(path) for path in OUTSIDE_LABELS.values()],
             leaderboards=[
                 literal(path) for path in config["judges"]["leaderboards"].values()

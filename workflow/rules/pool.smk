@@ -16,7 +16,9 @@ rule pool:
         mem_mb=8000,
         runtime=60,
     params:
-        sources=pool_sources,  # option words (cli_options), each quoted by :q in the shell line
+        # option words (cli_options), each quoted by :q in the shell line
+        files=lambda wildcards, input: input_files(input, *POOL_SOURCES),
+        datasets=lambda wildcards: irds_sources(*POOL_SOURCES),
         depth=config["pool"]["depth"],
         on_missing_passage=config["validation"]["missing_passages"],
         on_unknown_query=config["validation"]["unknown_queries"],
@@ -26,7 +28,7 @@ rule pool:
         out=lambda wildcards, output: Path(output.passages).parent,
     shell:
         (
-            "python -m examflow pool {params.sources:q} --depth {params.depth:q}"
+            "python -m examflow pool {params.files:q} {params.datasets:q} --depth {params.depth:q}"
             " --on-missing-passage {params.on_missing_passage:q}"
             " --on-unknown-query {params.on_unknown_query:q} {params.relevance_range:q}"
             " --out {params.out:q} 2> {log:q}"

@@ -14,16 +14,15 @@ if GENERATED == "question":
             ENV
         params:
             # option words (cli_options), each quoted by :q in the shell line
-            queries=lambda wildcards, input: cli_options(
-                queries=source(input, "queries")
-            ),
+            queries=lambda wildcards, input: input_files(input, "queries"),
+            dataset=lambda wildcards: irds_sources("queries"),
             llm=lambda wildcards: cli_options(**config["questions"]["llm"]),
             format=config["questions"]["format"],
             attempts=config["questions"]["attempts"],
             cache=lambda wildcards: f"{config['cache_dir']}/llm",
         shell:
             (
-                "python -m examflow questions {params.queries:q} {params.llm:q}"
+                "python -m examflow questions {params.queries:q} {params.dataset:q} {params.llm:q}"
                 " --format {params.format:q} --attempts {params.attempts:q}"
                 " --cache-dir {params.cache:q} --out {output:q} 2> {log:q}"
             )

@@ -13,16 +13,14 @@ rule segment:
         mem_mb=2000,
         runtime=30,
     params:
-        texts=lambda wildcards, input: cli_options(  # option words (cli_options), each quoted by :q
-            responses=input.responses or None,
-            gold_articles=input.gold_articles or None,
-            queries=source(input, "queries"),
-        ),
+        # option words (cli_options), each quoted by :q
+        texts=lambda wildcards, input: input_files(input, "responses", "gold_articles", "queries"),
+        dataset=lambda wildcards: irds_sources("queries"),
         max_tokens=config["segment"]["max_tokens"],
         on_unknown_query=config["validation"]["unknown_queries"],
     shell:
         (
-            "python -m examflow segment {params.texts:q}"
+            "python -m examflow segment {params.texts:q} {params.dataset:q}"
             " --max-tokens {params.max_tokens:q} --on-unknown-query {params.on_unknown_query:q}"
             " --out {output:q} 2> {log:q}"
         )
