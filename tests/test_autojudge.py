@@ -93,6 +93,21 @@ def test_another_judges_leaderboard_is_compared_as_it_is(tmp_path):
     assert dict(zip(shown["run_id"], shown["score"])) == pytest.approx(scores)
 
 
+def test_query_mode_all_counts_a_topic_a_run_lacks_as_0_in_a_leaderboard_file_too(tmp_path):
+    """examflow's own AutoJudge file (trec_eval's mean: r0 has no line for q5) read back under --query-mode
+    all: r0's q5 counts 0 there as in the official leaderboard, so the file agrees with it exactly."""
+    judge_campaign(tmp_path / "first", bootstrap=0)
+    written = tmp_path / "team.eval.txt"
+    written.write_text((tmp_path / "first" / "out" / "autojudge.eval.txt").read_text())
+    out = judge_campaign(tmp_path / "all", "--query-mode", "all", "--leaderboard", f"team={written}", bootstrap=0)
+    boards = pd.read_csv(out / "leaderboards.tsv", sep="\t")
+    team = boards[(boards["label_set"] == "team") & (boards["measure"] == "official:ndcg_cut_10")]
+    official = by_hand_ndcg10(tmp_path / "all" / "official.qrels", tmp_path / "all" / "runs [all]", complete=True)
+    assert dict(zip(team["run_id"], team["score"])) == pytest.approx(official, abs=1e-12)
+    agreement = pd.read_csv(out / "agreement.tsv", sep="\t").set_index(["label_set", "measure", "statistic"])
+    assert agreement.loc[("team", "official:ndcg_cut_10", "kendall"), "value"] == pytest.approx(1.0)
+
+
 FIRST_LINES = {
     "tot": "a\tM\t1\t0.5",
     "ir_measures": "a\t1\tM\t0.5",

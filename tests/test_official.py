@@ -148,6 +148,12 @@ def test_compare_judges_ranks_by_the_leaderboard_examflow_official_writes(tmp_pa
     truth = boards[(boards["label_set"] == "official") & (boards["measure"] == "AP(rel=2)")]
     assert dict(zip(truth["run_id"], truth["score"])) == pytest.approx(by_hand, abs=1e-12)
     assert dict(zip(truth["run_id"], truth["rank"])) == dict(zip(official["run_id"], official["rank"]))
+    # ... and in AutoJudge's file, beside the label sets' boards
+    lines = [line.split("\t") for line in (tmp_path / "judges" / "autojudge.eval.txt").read_text().splitlines()]
+    means = {
+        run: float(value) for run, measure, topic, value in lines if measure == "official:AP(rel=2)" and topic == "all"
+    }
+    assert means == pytest.approx(by_hand, abs=1e-12)
     # the level is the official leaderboard's: the label sets' map stays trec_eval's default, level 1
     assert set(boards.loc[boards["label_set"] == "copy", "measure"]) == {"map"}
 
@@ -160,8 +166,24 @@ def test_a_relevance_level_only_where_the_official_measure_takes_one(tmp_path, c
               str(tmp_path / "qrels.txt"), "--official-relevance-level", "2", "--bootstrap", "0"]  # fmt: skip
     assert main([*common, "--official-measure", "AP", "--out", str(tmp_path / "x")]) == 2
     assert "a relevance level goes into ir-measures' syntax itself (AP(rel=2))" in capsys.readouterr().err
+    write(tmp_path / "given.json", '{"a": 1, "b": 2}')
+    assert main([*common, "--official", str(tmp_path / "given.json"), "--out", str(tmp_path / "x")]) == 2
+    assert "--official-relevance-level: the level of an official leaderboard computed" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
     # nDCG weighs the labels themselves: the level leaves it, and its name, alone
-    assert main([*common, "--official-measure", "ndcg_cut_10", "--out", str(tmp_path / "n")]) == 0
-    boards = pd.read_csv(tmp_path / "n" / "leaderboards.tsv", sep="\t")
-    assert set(boards["measure"]) == {"ndcg_cut_10"}
+    for name in ("ndcg_cut_10", "nDCG@10"):
+        assert main([*common, "--official-measure", name, "--out", str(tmp_path / name)]) == 0
+        boards = pd.read_csv(tmp_path / name / "leaderboards.tsv", sep="\t")
+        assert set(boards["measure"]) == {name}
+
+
+@pytest.mark.parametrize(
+    ("command", "option"),
+    [(["official", "--pool", "p", "--runs", "r", "--out", "o"], "--relevance-level"),
+     (["compare-judges", "--runs", "r", "--official-qrels", "q", "--out", "o"], "--official-relevance-level"),
+     (["evaluate", "--workbench-graded", "g", "--out", "o"], "--min-relevant-judgment")],
+)  # fmt: skip
+def test_a_relevance_level_is_1_or_more(tmp_path, capsys, command, option):
+    for level in ("0", "-1"):
+        assert main([*command, option, level]) == 2
+        assert f"{option}: must be at least 1, not {level}" in capsys.readouterr().err

@@ -92,6 +92,11 @@ def parser() -> argparse.ArgumentParser:
         "--official-measure",
         help="the trec_eval measure `examflow official` computed --official by from the qrels (none: a given file)",
     )
+    _number(summary, "--official-relevance-level", minimum=1, default=1, help="... at this relevance level")
+    summary.add_argument(
+        "--official-query-mode", choices=["present", "all"], default="present",
+        help="... over the queries a run ranks (present) or all judged queries (all)",
+    )  # fmt: skip
     _measure_order(summary)
     summary.add_argument("--nrp", help="NRP's per_system.tsv")
     summary.add_argument("--judges", help="the judges' agreement.tsv (`examflow compare-judges --out`)")
@@ -339,7 +344,7 @@ def _official_parser(subparsers) -> None:
         help=f"a trec_eval measure, pytrec_eval's name (default {default('evaluation.official_measure')})",
     )
     _number(
-        official, "--relevance-level", default=default("evaluation.min_relevant_judgment"),
+        official, "--relevance-level", minimum=1, default=default("evaluation.min_relevant_judgment"),
         help="the lowest judgment counted relevant by the measure, trec_eval -l "
         f"(default {default('evaluation.min_relevant_judgment')}; TREC DL: 2)",
     )  # fmt: skip
@@ -366,7 +371,7 @@ def _compare_judges_parser(subparsers) -> None:
         help="the measure of the official leaderboard (default ndcg_cut_10)",
     )  # fmt: skip
     _number(
-        compare, "--official-relevance-level", default=1,
+        compare, "--official-relevance-level", minimum=1, default=1,
         help="the lowest official judgment the official measure counts relevant, trec_eval -l, as `examflow "
         "official --relevance-level` (default 1; TREC DL: 2); the leaderboard is then named as ir-measures "
         "writes it (map: AP(rel=2))",
@@ -457,7 +462,8 @@ def _evaluate_parser(subparsers) -> None:
         help="n-EXAM normaliser: pool (default) or gold articles",
     )
     _number(
-        evaluate, "--min-relevant-judgment", dest="relevant_judgment", default=default("evaluation.min_relevant_judgment"),
+        evaluate, "--min-relevant-judgment", dest="relevant_judgment", minimum=1,
+        default=default("evaluation.min_relevant_judgment"),
         help="official judgment that counts as relevant for kappa (default 1, as for CAR; 2 for TREC DL)",
     )  # fmt: skip
     _number(

@@ -370,6 +370,9 @@ def judges_inputs(args: argparse.Namespace):
     measures = {name: measure(option, name) for name in dict.fromkeys(args.measures or [args.official_measure])}
     if name := repeated(str(parsed) for parsed in measures.values()):
         raise Failure(f"--measure: two names for the same measure ({name}): name it once")
+    if args.official and args.official_relevance_level != 1:
+        raise Failure("--official-relevance-level: the level of an official leaderboard computed from the qrels "
+                      "(--official-measure), not of one given (--official)")  # fmt: skip
     official_measure = None if args.official else _official_measure(args, measure)
     read = (lambda path: per_page(read_labels(path))) if args.per_page else read_labels
     official_labels = read(args.official_qrels)
@@ -773,7 +776,11 @@ def summary_command(args: argparse.Namespace) -> None:
             mine = correlation[correlation["method"] == method] if correlation is not None else None
             boards[method] = Board.of(rows, args.tau, kind, args.measures, official, mine)
     nrp = nrp_per_system(Path(args.nrp))[0] if args.nrp else None
-    official_source = OfficialSource(args.official, args.official_measure) if args.official else None
+    official_source = (
+        OfficialSource(args.official, args.official_measure, args.official_relevance_level, args.official_query_mode)
+        if args.official
+        else None
+    )
     judges = _tsv(Path(args.judges)) if args.judges else None
     document = run_summary(
         graded, flagged, args.results, boards, nrp, args.configfile, official_source, args.snakefile, judges

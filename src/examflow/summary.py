@@ -197,6 +197,8 @@ class OfficialSource:
 
     path: str
     measure: str | None = None
+    relevance_level: int = 1
+    query_mode: str = "present"
 
 
 NO_OFFICIAL = ("No official leaderboard (`inputs.official_leaderboard`, or `inputs.qrels` with "
@@ -243,9 +245,13 @@ def _official_paragraph(doc: Document, official: OfficialSource | None) -> None:
     if official is None:  # each method's section says so
         return
     if official.measure:
+        queries = (
+            "every judged query (one it lacks counts 0)" if official.query_mode == "all" else "the queries it ranks"
+        )
         doc.paragraph("The official leaderboard was computed from the official qrels (no "
-                      "`inputs.official_leaderboard` given): each run's mean `{}` over the queries, by "
-                      "`examflow official`, in `{}`.", official.measure, official.path)  # fmt: skip
+                      "`inputs.official_leaderboard` given): each run's mean `{}` at relevance level {} over {}, by "
+                      "`examflow official`, in `{}`.", official.measure, official.relevance_level, queries,
+                      official.path)  # fmt: skip
     else:
         doc.paragraph("The official leaderboard is the file given: `{}`.", official.path)
 

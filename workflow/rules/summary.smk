@@ -34,6 +34,14 @@ rule summary:
                 if OFFICIAL_FROM_QRELS
                 else None
             ),
+            official_relevance_level=(
+                config["evaluation"]["min_relevant_judgment"]
+                if OFFICIAL_FROM_QRELS
+                else None
+            ),
+            official_query_mode=(
+                config["evaluation"]["query_mode"] if OFFICIAL_FROM_QRELS else None
+            ),
             config_digest=config_digest(config),
             configfile=USER_CONFIG_FILES,
             snakefile=SNAKEFILE,

@@ -98,12 +98,10 @@ def at_relevance_level(name: str, measure, level: int):
     from examflow.evaluation.exam_qrels import level_free, unknown_measures
 
     trec_name = name not in unknown_measures([name])
-    if level == 1 or (trec_name and level_free(name)):
-        return measure
+    if level == 1 or (trec_name and level_free(name)) or "rel" not in measure.SUPPORTED_PARAMS:
+        return measure  # the level leaves it alone: it weighs the labels themselves (nDCG, Compat)
     if not trec_name:
         raise ValueError(f"a relevance level goes into ir-measures' syntax itself (AP(rel={level})), not beside it")
-    if "rel" not in measure.SUPPORTED_PARAMS:
-        raise ValueError(f"ir-measures' {measure} takes no relevance level")
     return measure(rel=level)
 
 
@@ -344,11 +342,14 @@ def compare_judges(judges: Judges, settings: Settings) -> dict[str, pd.DataFrame
         for measure, parsed in judges.measures.items()
     ]
     boards = labelled + [
-        outside_board(name, measure, given, run_ids, queries)
+        outside_board(name, measure, given, run_ids, queries, settings.complete)
         for name, measures in judges.leaderboards.items()
         for measure, given in measures.items()
     ]
     truth, compared = _official_board(judges, boards, queries, run_ids, settings.complete)
+    # the official leaderboard computed under a measure no label set is ranked by (`AP(rel=2)`) goes to
+    # AutoJudge's file too
+    computed = [truth] if judges.official_given is None and all(board is not truth for board in boards) else []
     leaderboards = [row for board in boards for row in _leaderboard_rows(board, run_ids)]
     if not any(board is truth for board in boards):
         leaderboards += _leaderboard_rows(truth, [run for run, kept in zip(run_ids, compared) if kept])
@@ -368,7 +369,7 @@ def compare_judges(judges: Judges, settings: Settings) -> dict[str, pd.DataFrame
         "labels": labels,
         "confusion": confusion,
         "votes": pd.concat([pd.DataFrame(columns=VOTE_COLUMNS), *votes], ignore_index=True)[VOTE_COLUMNS],
-        "autojudge": format_leaderboard(_per_topic(labelled, run_ids, queries)),
+        "autojudge": format_leaderboard(_per_topic(labelled + computed, run_ids, queries)),
     }
     return {JUDGES[name].path: table for name, table in tables.items()}
 
@@ -389,14 +390,21 @@ def _official_board(judges: Judges, boards: list[Board], queries: list[str], run
     return Board(OFFICIAL, name, values), np.ones(len(run_ids), dtype=bool)
 
 
-def outside_board(name: str, measure: str, given: Measured, run_ids: list[str], queries: list[str]) -> Board:
-    """Another judge's leaderboard under one of its measures: its per-topic values (NaN where it has none),
-    or where it gives only `all` lines, those scores on every sample of queries."""
+def outside_board(
+    name: str, measure: str, given: Measured, run_ids: list[str], queries: list[str], complete: bool = False
+) -> Board:
+    """Another judge's leaderboard under one of its measures: its per-topic values (NaN where it has none;
+    `complete`: 0 on a topic the file scores for other runs, as trec_eval -c counts a judged query a run
+    lacks), or where it gives only `all` lines, those scores on every sample of queries."""
     column = {query: i for i, query in enumerate(queries)}
+    topics = sorted({topic for values in given.per_topic.values() for topic in values})
     values = np.full((len(run_ids), max(len(queries), 1)), np.nan)
     for row, run in enumerate(run_ids):
         if given.per_topic:
-            for topic, value in given.per_topic.get(run, {}).items():
+            scored = given.per_topic.get(run)
+            if complete and scored is not None:
+                values[row, [column[topic] for topic in topics]] = 0.0
+            for topic, value in (scored or {}).items():
                 values[row, column[topic]] = value
         elif run in given.overall:
             values[row, :] = given.overall[run]
