@@ -641,3 +641,39 @@ def shlex_quote(text: str) -> str:
 def test_every_configuration_is_tested():
     tested = {name.removeprefix("test_") for name in globals() if name.startswith("test_")}
     assert CONFIGS and all(any(config in test for test in tested) for config in CONFIGS), CONFIGS
+
+
+def test_direct_no_bank_grades_the_pool_against_the_queries(tmp_path):
+    """No bank: every pooled passage graded against its query (or subtopic); the EXAM-Qrels its best grade;
+    the official leaderboard MAP at level 2 over every judged query, in official/ and judges/ alike."""
+    import pytrec_eval
+
+    project, args, config = prepare(tmp_path, "direct_no_bank")
+    snakemake(project, *args)
+    results, inputs = project / config["results_dir"], config["inputs"]
+    grades = pd.read_parquet(results / "grades/sun.parquet")
+    pool = pd.read_parquet(results / "pool/passages.parquet")
+    assert grades["error"].isna().all() and set(grades["question_id"].str.split("/").str[0]) == set(pool["query_id"])
+    assert set(zip(grades["query_id"], grades["passage_id"])) == set(zip(pool["query_id"], pool["passage_id"]))
+    best = grades_from_table(grades)
+    expected = qrels_lines(best, set(zip(pool["query_id"], pool["passage_id"])))
+    assert set((results / "eval/sun/qrels/sun.qrels").read_text().splitlines()) == expected
+    runs = read_runs([*sorted((project / "resources/demo/runs").glob("*.run")), project / ".test/data/partial.run"])
+    official = per_page(read_qrels(project / inputs["qrels"]))
+    evaluator = pytrec_eval.RelevanceEvaluator(official, {"map"}, relevance_level=2)
+    by_hand = {}
+    for run, lists in runs.items():
+        values = evaluator.evaluate({q: {d: s for _, d, s in ranked} for q, ranked in lists.items()})
+        by_hand[run] = math.fsum(values.get(q, {"map": 0.0})["map"] for q in official) / len(official)
+    computed = numbers(table(results / "official/leaderboard.tsv"), "score")
+    assert dict(zip(computed["run_id"], computed["score"])) == pytest.approx(by_hand, abs=1e-12)
+    boards = numbers(table(results / "judges/leaderboards.tsv"), "score")
+    truth = boards[(boards["label_set"] == "official") & (boards["measure"] == "AP(rel=2)")]
+    assert dict(zip(truth["run_id"], truth["score"])) == pytest.approx(by_hand, abs=1e-12)
+    labels = {q: {} for q in official}
+    for line in expected:
+        q, _, p, label = line.split()
+        labels[q][p] = int(label)
+    mine = boards[(boards["label_set"] == "sun") & (boards["measure"] == "ndcg_cut_10")]
+    assert dict(zip(mine["run_id"], mine["score"])) == pytest.approx(ndcg_at_10(runs, labels, complete=True), abs=1e-12)
+    finished(project, args)

@@ -220,7 +220,11 @@ def _questions_parser(subparsers) -> None:
     _nuggets_parser(subparsers)
 
     shard = subparsers.add_parser("bank-shard", help="one bucket of queries' questions as a table for grading")
-    shard.add_argument("--bank", required=True, help="question bank: JSONL (optionally .gz) or TSV")
+    shard.add_argument(
+        "--bank",
+        help="question bank: JSONL (optionally .gz) or TSV (none: an empty shard, for "
+        "methods that pair passages with the query)",
+    )
     shard.add_argument("--queries", required=True, help=QUERIES_HELP)
     _policy(
         shard, "--on-unknown-query", "bank entries whose query is not in --queries, or whose facet is no subtopic of it"

@@ -153,6 +153,9 @@ def bank_shard_command(args: argparse.Namespace) -> None:
     from examflow.questions.shards import check_shard, shard_table
 
     check_shard(args.shard, args.shards)
+    if args.bank is None:
+        write_tables({args.out: shard_table([], args.shard, args.shards)})
+        return
     entries = read_bank(args.bank)
     # Questions for no query, or for no subtopic of theirs, are not graded: they would count in |Q|.
     unknown = Problems(args.on_unknown_query)

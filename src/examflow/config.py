@@ -112,8 +112,12 @@ def _check_exam_inputs(checked: dict) -> None:
             )
         if questions["documents"] == "judged" and not inputs.get("qrels"):
             raise ConfigError("questions.documents", "judged documents need inputs.qrels (or use `pool`)")
-    if checked["grading"]["methods"] and not inputs.get("bank"):
-        raise ConfigError("grading.methods", "grading needs a question bank (inputs.bank)")
+    if not inputs.get("bank"):  # a method that pairs passages with the query itself needs none
+        for index, method in enumerate(checked["grading"]["methods"]):
+            target = KINDS[method["kind"]].target
+            if target != "query":
+                raise ConfigError(f"grading.methods[{index}]", f"kind {method['kind']!r} grades {target}s: it "
+                                  "needs a bank of them (inputs.bank)")  # fmt: skip
 
 
 def _check_judges(checked: dict) -> None:

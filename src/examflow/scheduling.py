@@ -101,12 +101,15 @@ def graded_facets(inputs: dict, generate: str | None, grading: dict) -> bool:
     return any(facet in known.get(query, ()) and found.items[query, facet] for query, facet in found.items)
 
 
-def graded_shards(queries_spec: str, bank: str, generate: str | None, validation: dict, shards: int = 16) -> list[str]:
+def graded_shards(
+    queries_spec: str, bank: str | None, generate: str | None, validation: dict, shards: int = 16
+) -> list[str]:
     """Shards of the queries that have questions. Bank entries whose query is not a query, or whose facet
-    is not one of its query's subtopics, are problems; `examflow bank-shard` leaves them out."""
+    is not one of its query's subtopics, are problems; `examflow bank-shard` leaves them out. Without a
+    bank (methods that grade passages against the query itself), every query's."""
     queries = query_table(queries_spec)
     query_ids = set(queries["query_id"])
-    if generate:  # every query gets questions (or, with documents, nuggets), or generation fails naming it
+    if generate or bank is None:  # every query gets questions (or nuggets), or generation fails naming it
         return sorted({shard_of(q, shards) for q in query_ids})
     found = bank_queries(bank, os.path.getmtime(bank), shards)
     unknown = Problems(validation["unknown_queries"])

@@ -185,7 +185,7 @@ SHARD_COUNT = config["grading"]["shards"]
 # One shard per query with questions: a query without any gets no jobs at all.
 SHARDS = (
     checked(graded_shards, INPUTS["queries"], BANK, GENERATED, VALIDATION, SHARD_COUNT)
-    if BANK
+    if BANK or config["grading"]["methods"]
     else []
 )
 if BANK and config["grading"]["methods"]:
@@ -213,17 +213,19 @@ def bank_path():
 
 
 def bank_input(wildcards):
-    """The bank file; ancient, since edits act through each shard's content digest."""
+    """The bank file, if any; ancient, since edits act through each shard's content digest."""
     checked(
         check_rerun_triggers
     )  # the DAG's settings are known from here on, not at parse time
-    return ancient(literal(bank_path()))
+    return ancient(literal(bank_path())) if BANK else []
 
 
 def shard_digest(wildcards):
     # Reads the bank itself (no `input` argument): Snakemake ignores changes of params
     # derived from input, and this digest is how an edit reaches exactly its shard.
     path = bank_path()
+    if not path:  # no bank: methods that pair passages with the query
+        return "no questions"
     return bank_queries(path, os.path.getmtime(path), SHARD_COUNT).digests.get(
         wildcards.shard, "no questions"
     )
@@ -355,7 +357,9 @@ def input_files(input, *keys):
 def irds_sources(*keys):
     """`--key id` for each of `keys` configured as an ir_datasets id, from the configuration: a param
     computed from `input` does not rerun a job when it changes, and another id must."""
-    return cli_options(**{key: INPUTS.get(key) for key in keys if is_irds(INPUTS.get(key))})
+    return cli_options(
+        **{key: INPUTS.get(key) for key in keys if is_irds(INPUTS.get(key))}
+    )
 
 
 POOL_SOURCES = ("queries", "runs", "qrels", "corpus", "segments")
@@ -407,7 +411,9 @@ def method_qrels(method):
 def judges_labels(wildcards):
     """`NAME=QRELS` of each method's EXAM-Qrels, then of each outside label set; `NAME=FILE` of each
     other judge's AutoJudge leaderboard."""
-    named = [(method, method_qrels(method)) for method in METHODS] + list(OUTSIDE_LABELS.items())
+    named = [(method, method_qrels(method)) for method in METHODS] + list(
+        OUTSIDE_LABELS.items()
+    )
     boards = config["judges"]["leaderboards"].items()
     return cli_options(
         labels=[f"{name}={path}" for name, path in named],

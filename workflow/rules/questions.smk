@@ -76,11 +76,12 @@ rule bank_shard:
         ENV
     params:
         digest=shard_digest,
+        bank=lambda wildcards, input: input_files(input, "bank"),
         shards=SHARD_COUNT,
         # Of the configuration, not of `input`: an ir_datasets id that changes must rerun the job.
         queries=lambda wildcards: INPUTS["queries"],
         on_unknown_query=config["validation"]["unknown_queries"],
     shell:
-        "python -m examflow bank-shard --bank {input.bank:q} --queries {params.queries:q}"
+        "python -m examflow bank-shard {params.bank:q} --queries {params.queries:q}"
         " --on-unknown-query {params.on_unknown_query:q}"
         " --shard {wildcards.shard:q} --shards {params.shards:q} --out {output:q} 2> {log:q}"

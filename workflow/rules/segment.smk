@@ -14,7 +14,9 @@ rule segment:
         runtime=30,
     params:
         # option words (cli_options), each quoted by :q
-        texts=lambda wildcards, input: input_files(input, "responses", "gold_articles", "queries"),
+        texts=lambda wildcards, input: input_files(
+            input, "responses", "gold_articles", "queries"
+        ),
         dataset=lambda wildcards: irds_sources("queries"),
         max_tokens=config["segment"]["max_tokens"],
         on_unknown_query=config["validation"]["unknown_queries"],
