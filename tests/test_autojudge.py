@@ -175,7 +175,8 @@ def jsonl(**fields) -> str:
         (jsonl() + jsonl(topic_id="q1", value=None), ":2: field 'value': missing"),
         (jsonl() + jsonl(topic_id="q1", value=[1]), ":2: field 'value': expected a string or number, found [1]"),
         (jsonl() + jsonl(topic_id="q1", value="high"), ":2: field 'value': value 'high' is not a number"),
-        (jsonl() + jsonl(measure=True), ":2: field 'measure': expected a string or number, found true"),
+        (jsonl() + jsonl(measure=True), ":2: field 'measure': expected a string or whole number, found true"),
+        (jsonl() + jsonl(topic_id=1.0), ":2: field 'topic_id': expected a string or whole number, found 1.0"),
         (jsonl() + jsonl(value=0.6), ":2: field 'topic_id': run 'r1', measure 'M', topic 'q0' again"),
     ],
 )

@@ -306,7 +306,10 @@ def test_the_command_line_refuses_a_relevance_range_the_config_refuses(tmp_path,
         ({"grading": {"max_error_rate": float("nan")}}, "config grading.max_error_rate: expected a number, found nan"),
         ({"nrp": None, "questions": {"llm": {"backoff": float("inf")}}}, "config questions.llm.backoff: expected a"),
         ({"evaluation": {"n_exam": "gold"}}, "config evaluation.n_exam: 'gold' divides by what the gold articles"),
-        ({"evaluation": {"min_relevant_judgment": 0}}, "config evaluation.min_relevant_judgment: 0 is less than the minimum of 1"),
+        (
+            {"evaluation": {"min_relevant_judgment": 0}},
+            "config evaluation.min_relevant_judgment: 0 is less than the minimum of 1",
+        ),
         (
             {"grading": {"methods": [{"name": "m", "kind": "self_rating", "backend": {"kind": "embedding"}}]}},
             "config grading.methods[0]: kind 'self_rating' grades questions: it needs a bank of them (inputs.bank)",

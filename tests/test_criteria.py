@@ -188,10 +188,36 @@ def test_criteria_llms_exam_is_the_four_criteria_and_its_aggregation_the_label()
     ("answer", "reference", "strict"),
     [("2", 2, 2), ("Score: 3", 3, 3), ("**1**", 1, 1), ("2/3", 2, 2), ("0.\n\nThe passage is off topic.", 0, 0),
      ("I cannot rate this; see section 2.", 2, None), ("1.5", 1, None), ("2 - fairly relevant", 2, None),
-     ("It is relevant.", None, None)],
+     ("It is relevant.", None, None), ("Score -1", 1, None), ("**Score:** 2", 2, 2)],
 )  # fmt: skip
 def test_strict_reads_only_a_first_line_that_is_the_score(answer, reference, strict):
     from examflow.grading.parsing import parse_criterion
 
     assert parse_criterion(answer) == reference
     assert parse_criterion(answer, strict=True) == strict
+
+
+def test_criteria_llms_question_diagnostics_are_the_four_criteria_s():
+    """The aggregation grade is no item of the exam in the question diagnostics either: they equal those of
+    the same four criterion grades graded as `criteria` (the leave-one-out τ counted a fifth item)."""
+    import random
+
+    from examflow.evaluation.evaluate import Inputs, Settings, evaluate
+
+    rng = random.Random(5)
+    ids = {q: [f"{q}/{name.lower().replace(' ', '-')}" for name, _ in CRITERIA] for q in ("q1", "q2")}
+    rows = [(q, None, f"{q}p{i}", target, rng.randint(0, 3)) for q in ids for i in range(3)
+            for target in [*ids[q], f"{q}/relevance"]]  # fmt: skip
+    table = pd.DataFrame(rows, columns=["query_id", "facet_id", "passage_id", "question_id", "rating"])
+    table = table.assign(correct=pd.NA, error=None, method="m").astype({"correct": "boolean", "rating": "Int64"})
+    rankings = pd.DataFrame([(f"r{k}", q, f"{q}p{i}", i + 1, 3.0 - i) for k in range(4) for q in ids
+                             for i in rng.sample(range(3), 1 + k % 3)], columns=["run_id", "query_id", "passage_id",
+                             "rank", "score"])  # fmt: skip
+    passages = table[["query_id", "passage_id"]].drop_duplicates().assign(origin="retrieved", text="x")
+    judgments = pd.DataFrame(columns=["query_id", "facet_id", "passage_id", "relevance"])
+    official = {"r0": 1.0, "r1": 2.0, "r2": 3.0, "r3": 4.0}
+    settings = Settings(taus=[2], measures=[], bootstrap=0, diagnostics_tau=2)
+    asked = evaluate(Inputs(table.assign(kind="criteria_llm"), rankings, None, passages, judgments), settings, official)
+    four = table[~table["question_id"].str.endswith("/relevance")].assign(kind="criteria")
+    alone = evaluate(Inputs(four, rankings, None, passages, judgments), settings, official)
+    assert len(asked["questions.tsv"]) == 8 and asked["questions.tsv"].equals(alone["questions.tsv"])

@@ -123,8 +123,8 @@ def test_the_summary_says_where_the_official_leaderboard_came_from():
     computed = OfficialSource("results/official/leaderboard.tsv", "ndcg_cut_10")
     text = run_summary({}, None, "results", {"m": board}, official=computed).markdown()
     assert ("The official leaderboard was computed from the official qrels (no `inputs.official_leaderboard` "
-            "given): each run's mean `ndcg_cut_10` at relevance level 1 over the queries it ranks, by `examflow "
-            "official`, in `results/official/leaderboard.tsv`.") in text  # fmt: skip
+            "given): each run's mean `ndcg_cut_10` over the queries it ranks, by `examflow official`, in "
+            "`results/official/leaderboard.tsv`.") in text  # fmt: skip
     dl = OfficialSource("results/official/leaderboard.tsv", "map", 2, "all")
     text = run_summary({}, None, "results", {"m": board}, official=dl).markdown()
     assert "each run's mean `map` at relevance level 2 over every judged query (one it lacks counts 0)" in text

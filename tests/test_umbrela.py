@@ -166,6 +166,12 @@ def test_a_local_model_grades_as_umbrela_reads_its_answers(tmp_path):
         ("##final score: 2.5", 2, None),
         ("##final score: 2\nBecause the passage ...", 2, None),  # the prompt asks for no reasoning after it
         ('{"M": 2, "T": 1, "O": 1}', 1, None),
+        ("final score -1", None, None),  # out of range, not a label after a dash
+        ("**Final score:** 2", 2, 2),  # markdown emphasis anywhere on the line
+        ("## Final Score: **2**", 2, 2),
+        ("Final score (O): 2", 2, 2),  # the prompt names the score (O)
+        ("final  score: 1", 1, 1),
+        ("##final score: 2\n\n###", 2, 2),  # the few-shot prompt's separator after the label
     ],
 )
 def test_strict_reads_only_a_label_stated_on_the_last_line(answer, reference, strict):

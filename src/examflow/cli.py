@@ -375,7 +375,7 @@ def _compare_judges_parser(subparsers) -> None:
         help="the measure of the official leaderboard (default ndcg_cut_10)",
     )  # fmt: skip
     _number(
-        compare, "--official-relevance-level", minimum=1, default=1,
+        compare, "--official-relevance-level", minimum=1,
         help="the lowest official judgment the official measure counts relevant, trec_eval -l, as `examflow "
         "official --relevance-level` (default 1; TREC DL: 2); the leaderboard is then named as ir-measures "
         "writes it (map: AP(rel=2))",

@@ -373,7 +373,7 @@ def judges_inputs(args: argparse.Namespace):
     measures = {name: measure(option, name) for name in dict.fromkeys(args.measures or [args.official_measure])}
     if name := repeated(str(parsed) for parsed in measures.values()):
         raise Failure(f"--measure: two names for the same measure ({name}): name it once")
-    if args.official and args.official_relevance_level != 1:
+    if args.official and args.official_relevance_level is not None:
         raise Failure("--official-relevance-level: the level of an official leaderboard computed from the qrels "
                       "(--official-measure), not of one given (--official)")  # fmt: skip
     official_measure = None if args.official else _official_measure(args, measure)
@@ -413,7 +413,7 @@ def _official_measure(args: argparse.Namespace, measure: Callable) -> tuple[str,
     writes it (`AP(rel=2)`), since the label sets' `map` stays at level 1."""
     from examflow.evaluation.judges import at_relevance_level
 
-    name, level = args.official_measure, args.official_relevance_level
+    name, level = args.official_measure, args.official_relevance_level or 1
     given = measure("--official-measure", name)
     try:
         parsed = at_relevance_level(name, given, level)

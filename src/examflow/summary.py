@@ -245,13 +245,15 @@ def _official_paragraph(doc: Document, official: OfficialSource | None) -> None:
     if official is None:  # each method's section says so
         return
     if official.measure:
+        from examflow.evaluation.exam_qrels import level_free
+
         queries = (
             "every judged query (one it lacks counts 0)" if official.query_mode == "all" else "the queries it ranks"
         )
+        level = "" if level_free(official.measure) else f" at relevance level {official.relevance_level}"
         doc.paragraph("The official leaderboard was computed from the official qrels (no "
-                      "`inputs.official_leaderboard` given): each run's mean `{}` at relevance level {} over {}, by "
-                      "`examflow official`, in `{}`.", official.measure, official.relevance_level, queries,
-                      official.path)  # fmt: skip
+                      "`inputs.official_leaderboard` given): each run's mean `{}`{} over {}, by "
+                      "`examflow official`, in `{}`.", official.measure, level, queries, official.path)  # fmt: skip
     else:
         doc.paragraph("The official leaderboard is the file given: `{}`.", official.path)
 

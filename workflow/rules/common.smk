@@ -470,9 +470,9 @@ def nrp_inputs(wildcards):
     """From the configuration, as the rule's input (a param computed from `input` would not rerun the job
     when a dimension is renamed)."""
     return cli_options(
-        corpus=NRP["corpus"],
+        corpus=NRP["corpus"] or None,
         qrels=[f"{name}={d['qrels']}" for name, d in NRP["dimensions"].items()],
-        expert=NRP["expert"],
+        expert=NRP["expert"] or None,
     )
 
 

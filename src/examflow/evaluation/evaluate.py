@@ -173,7 +173,7 @@ def evaluate(
         exam = exam_texts(exam_questions(grades[~aggregations(grades)], inputs.questions), inputs.questions)
         tau = settings.diagnostics_tau
         diagnostics.append(
-            question_diagnostics(best_levels(pooled), exam, inputs.judgments, inputs.rankings, official, tau,
+            question_diagnostics(best_levels(pooled[~aggregations(pooled)]), exam, inputs.judgments, inputs.rankings, official, tau,
                                  settings.k, settings.relevant_judgment).assign(method=method)
         )  # fmt: skip
         uncovered.append(

@@ -147,11 +147,12 @@ _STATED_SCORE = re.compile(r"final score\s*(?:is|[:=])?\s*(-?\d+)", re.IGNORECAS
 # UMBRELA's cascade reads any digit it finds, so that a refusal that cites "section 2" or "a scale 0 to 3"
 # becomes a grade; strict makes it a failure.
 _UMBRELA_LAST_LINE = re.compile(
-    r"#*\s*(?:(?:final score|relevance category|category|score)\s*(?:is)?\s*[:=-]?\s*)?([0-3])\.?", re.IGNORECASE
+    r"#*\s*(?:(?:final score(?: \(o\))?|relevance category|category|score)(?: is)?\s*(?:[:=]|-(?=\s))?\s*)?([0-3])\.?",
+    re.IGNORECASE,
 )
 # `strict` for a criterion's or an aggregation's grade: the answer's first line is the score the prompt asks for
 # ("2", "Score: 2", "2/3") and nothing else.
-_CRITERION_LINE = re.compile(r"(?:score\s*[:=-]?\s*)?([0-3])(?:\s*/\s*3)?\.?", re.IGNORECASE)
+_CRITERION_LINE = re.compile(r"(?:score\s*(?:[:=]|-(?=\s))?\s*)?([0-3])(?:\s*/\s*3)?\.?", re.IGNORECASE)
 
 
 _CRITERION = re.compile(r"\b[0-3]\b")
@@ -168,9 +169,11 @@ def parse_criterion(text: str, strict: bool = False) -> int | None:
 
 
 def stated_line(text: str, pattern: re.Pattern[str], last: bool) -> int | None:
-    """The grade a line of the answer (its last, or its first, non-empty one; markdown emphasis aside)
-    states in full by `pattern`, or None."""
-    lines = [line.strip().strip("*_`").strip() for line in text.splitlines() if line.strip()]
+    """The grade a line of the answer (its last, or its first, that holds a letter or digit: `###`, the
+    few-shot prompt's separator, is none) states in full by `pattern`, markdown emphasis and repeated
+    spaces aside; or None."""
+    plain = (" ".join(re.sub(r"[*_`]", "", line).split()) for line in text.splitlines())
+    lines = [line for line in plain if any(ch.isalnum() for ch in line)]
     found = pattern.fullmatch(lines[-1 if last else 0]) if lines else None
     return int(found.group(1)) if found else None
 

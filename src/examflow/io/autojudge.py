@@ -102,8 +102,10 @@ def _rows(path, layout: str) -> Iterator[tuple[int, dict[str, str]]]:
         row = {}
         for name in columns:
             value = record.get(name)
-            if value is None or isinstance(value, bool) or not isinstance(value, str | int | float):
-                found = "missing" if value is None else f"expected a string or number, found {json.dumps(value)}"
+            kinds = str | int | float if name == "value" else str | int  # an id of 101.0 would match no topic
+            if value is None or isinstance(value, bool) or not isinstance(value, kinds):
+                wanted = "a string or number" if name == "value" else "a string or whole number"
+                found = "missing" if value is None else f"expected {wanted}, found {json.dumps(value)}"
                 raise InputError(path, found, number, name)
             row[name] = value if isinstance(value, str) else repr(value)
         yield number, row
