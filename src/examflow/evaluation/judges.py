@@ -105,22 +105,37 @@ def at_relevance_level(name: str, measure, level: int):
     return measure(rel=level)
 
 
-def per_query_values(labels: pd.DataFrame, runs: pd.DataFrame, measure, queries: list[str], complete: bool = False):
+Run = dict[str, dict[str, float]]  # query -> document -> score, as ir-measures reads a run
+
+
+def run_dictionaries(runs: pd.DataFrame) -> dict[str, Run]:
+    """Each run by id (sorted), made once: ir-measures would convert a run's table again for every label set
+    and measure (half the time of a TREC DL-sized comparison)."""
+    found: dict[str, Run] = {}
+    for run, query, doc, score in zip(runs["run_id"], runs["query_id"], runs["passage_id"], runs["score"]):
+        found.setdefault(run, {}).setdefault(query, {})[doc] = float(score)
+    return dict(sorted(found.items()))
+
+
+def per_query_values(
+    labels: pd.DataFrame, runs: pd.DataFrame | dict[str, Run], measure, queries: list[str], complete: bool = False
+):
     """Runs (sorted by id) × `queries`: each run's value on each query the label set judges and the run
     ranks. A judged query the run does not rank is left out of its mean (NaN: trec_eval's mean, as the
     official leaderboard and `examflow evaluate` take it) or counts 0 (`complete`: trec_eval -c); a
-    query the label set does not judge is NaN."""
+    query the label set does not judge is NaN. `runs`: a table, or its `run_dictionaries`."""
     import ir_measures
 
+    runs = run_dictionaries(runs) if isinstance(runs, pd.DataFrame) else runs
     evaluator = ir_measures.evaluator([measure], labels[["query_id", "doc_id", "relevance"]])
     judged, column = sorted(set(labels["query_id"])), {query: i for i, query in enumerate(queries)}
-    table = np.full((runs["run_id"].nunique(), len(queries)), np.nan)
-    for row, (_, run) in enumerate(runs.rename(columns={"passage_id": "doc_id"}).groupby("run_id", sort=True)):
+    table = np.full((len(runs), len(queries)), np.nan)
+    for row, run in enumerate(runs.values()):
         try:
-            values = {m.query_id: m.value for m in evaluator.iter_calc(run[["query_id", "doc_id", "score"]])}
+            values = {m.query_id: m.value for m in evaluator.iter_calc(run)}
         except Exception as error:  # a provider's own failure (a missing program, ...), of any kind
             raise Failure(f"{measure}: ir-measures could not compute it: {str(error).strip()[:300]}") from None
-        ranked = set(run["query_id"])
+        ranked = set(run)
         for query in judged:
             table[row, column[query]] = values.get(query, 0.0) if query in ranked else 0.0 if complete else np.nan
     return table
@@ -336,8 +351,9 @@ def compare_judges(judges: Judges, settings: Settings) -> dict[str, pd.DataFrame
               for values in m.per_topic.values()]  # fmt: skip
     queries = sorted(set().union(*(set(labels["query_id"]) for labels in every.values()), *topics))
     run_ids = sorted(set(judges.runs["run_id"]))
+    runs = run_dictionaries(judges.runs)
     labelled = [
-        Board(name, measure, per_query_values(labels, judges.runs, parsed, queries, settings.complete))
+        Board(name, measure, per_query_values(labels, runs, parsed, queries, settings.complete))
         for name, labels in every.items()
         for measure, parsed in judges.measures.items()
     ]
