@@ -17,7 +17,7 @@ import pytrec_eval
 from scipy import stats
 
 from examflow.cli import main
-from examflow.evaluation.judges import STATISTICS, Settings, parse_measure, per_query_values
+from examflow.evaluation.judges import STATISTICS, Settings, parse_measure, per_query_values, run_dictionaries
 from examflow.io.runs import read_run
 
 SETTINGS = Settings(top_k=4, persistence=0.8, replicates=0)
@@ -277,7 +277,7 @@ def test_compat_is_ir_measures_and_by_hand():
     run = pd.DataFrame(
         {"run_id": "r", "query_id": "q", "passage_id": ["d2", "d1"], "score": [2.0, 1.0], "rank": [1, 2]}
     )
-    values = per_query_values(labels, run, parse_measure("Compat(p=0.9)"), ["q"])
+    values = per_query_values(labels, run_dictionaries(run), parse_measure("Compat(p=0.9)"), ["q"])
     assert values[0, 0] == pytest.approx(0.9 / 1.9)
 
 
@@ -294,8 +294,8 @@ def test_measures_equal_ir_measures_on_random_runs(tmp_path):
     run = read_run(tmp_path / "run", {f"q{q}" for q in range(4)}, Problems("error"))
     for name in ("Compat(p=0.9)", "ndcg_cut_10", "P_5", "AP(rel=2)"):
         measure = parse_measure(name)
-        values = per_query_values(labels, run, measure, ["q0", "q1", "q2", "q3", "q4"])
-        complete = per_query_values(labels, run, measure, ["q0", "q1", "q2", "q3", "q4"], complete=True)
+        values = per_query_values(labels, run_dictionaries(run), measure, ["q0", "q1", "q2", "q3", "q4"])
+        complete = per_query_values(labels, run_dictionaries(run), measure, ["q0", "q1", "q2", "q3", "q4"], True)
         theirs = {
             m.query_id: m.value
             for m in ir_measures.iter_calc([measure], labels, run.rename(columns={"passage_id": "doc_id"}))

@@ -92,10 +92,13 @@ def parser() -> argparse.ArgumentParser:
         "--official-measure",
         help="the trec_eval measure `examflow official` computed --official by from the qrels (none: a given file)",
     )
-    _number(summary, "--official-relevance-level", minimum=1, default=1, help="... at this relevance level")
+    _number(
+        summary, "--official-relevance-level", minimum=1, default=1,
+        help="the relevance level `examflow official` computed --official-measure at (default 1)",
+    )  # fmt: skip
     summary.add_argument(
         "--official-query-mode", choices=["present", "all"], default="present",
-        help="... over the queries a run ranks (present) or all judged queries (all)",
+        help="the queries `examflow official` averaged over: those a run ranks (present, default) or all judged",
     )  # fmt: skip
     _measure_order(summary)
     summary.add_argument("--nrp", help="NRP's per_system.tsv")

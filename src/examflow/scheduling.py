@@ -109,7 +109,8 @@ def graded_shards(
     bank (methods that grade passages against the query itself), every query's."""
     queries = query_table(queries_spec)
     query_ids = set(queries["query_id"])
-    if generate or bank is None:  # every query gets questions (or nuggets), or generation fails naming it
+    # every query gets questions (or nuggets), or generation fails naming it; without a bank, every query is graded
+    if generate or bank is None:
         return sorted({shard_of(q, shards) for q in query_ids})
     found = bank_queries(bank, os.path.getmtime(bank), shards)
     unknown = Problems(validation["unknown_queries"])

@@ -201,6 +201,23 @@ FACTS = checked(configured_facts, config, GENERATED)
 OFFICIAL_FROM_QRELS = official_from_qrels(config)
 
 
+def official_computation(prefix=""):
+    """How the official leaderboard is computed from the qrels, as `--{prefix}measure`, `--{prefix}relevance-
+    level` and `--{prefix}query-mode` settings (none where a file is given): the official, judges and summary
+    steps take them from here."""
+    evaluation = config["evaluation"]
+    settings = {
+        "measure": evaluation["official_measure"],
+        "relevance_level": evaluation["min_relevant_judgment"],
+        "query_mode": evaluation["query_mode"],
+    }
+    return (
+        {prefix + key: value for key, value in settings.items()}
+        if OFFICIAL_FROM_QRELS
+        else {}
+    )
+
+
 def official_input(wildcards):
     """The official leaderboard: the file given, the one computed from the qrels, or none."""
     if OFFICIAL_FROM_QRELS:
@@ -430,11 +447,10 @@ def judges_official(wildcards):
     """The official leaderboard: computed from the qrels as `examflow official` computes it, but query by
     query, so that the bootstrap resamples it with every judge's (and the official qrels are not compared
     with themselves); or the file given."""
-    if OFFICIAL_FROM_QRELS:
-        return cli_options(
-            official_measure=config["evaluation"]["official_measure"],
-            official_relevance_level=config["evaluation"]["min_relevant_judgment"],
-        )
+    if OFFICIAL_FROM_QRELS:  # its query mode is every label set's (judges_settings)
+        computed = official_computation("official_")
+        del computed["official_query_mode"]
+        return cli_options(**computed)
     return cli_options(official=INPUTS["official_leaderboard"])
 
 

@@ -17,11 +17,7 @@ rule official_leaderboard:
     params:
         pool=lambda wildcards, input: Path(input.rankings).parent,
         # option words (cli_options), each quoted by :q in the shell line
-        settings=lambda wildcards: cli_options(
-            measure=config["evaluation"]["official_measure"],
-            relevance_level=config["evaluation"]["min_relevant_judgment"],
-            query_mode=config["evaluation"]["query_mode"],
-        ),
+        settings=lambda wildcards: cli_options(**official_computation()),
     shell:
         (
             "python -m examflow official --pool {params.pool:q} --runs {input.runs:q} {params.settings:q}"

@@ -29,19 +29,7 @@ rule summary:
         settings=lambda wildcards: cli_options(
             tau=config["report"]["tau"],
             measures=config["evaluation"]["measures"],
-            official_measure=(
-                config["evaluation"]["official_measure"]
-                if OFFICIAL_FROM_QRELS
-                else None
-            ),
-            official_relevance_level=(
-                config["evaluation"]["min_relevant_judgment"]
-                if OFFICIAL_FROM_QRELS
-                else None
-            ),
-            official_query_mode=(
-                config["evaluation"]["query_mode"] if OFFICIAL_FROM_QRELS else None
-            ),
+            **official_computation("official_"),
             config_digest=config_digest(config),
             configfile=USER_CONFIG_FILES,
             snakefile=SNAKEFILE,

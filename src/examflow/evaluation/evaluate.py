@@ -170,10 +170,11 @@ def evaluate(
         outputs[f"qrels/{method}.qrels"] = format_qrels(labels)
         if facts.facets:  # CAR-style subtopics: one qrels query per facet too
             outputs[f"qrels/{method}.facets.qrels"] = facet_qrels(pooled, method)
+        examined = pooled[~aggregations(pooled)]  # criteria_llm's aggregation grade is a label, no item
         exam = exam_texts(exam_questions(grades[~aggregations(grades)], inputs.questions), inputs.questions)
         tau = settings.diagnostics_tau
         diagnostics.append(
-            question_diagnostics(best_levels(pooled[~aggregations(pooled)]), exam, inputs.judgments, inputs.rankings, official, tau,
+            question_diagnostics(best_levels(examined), exam, inputs.judgments, inputs.rankings, official, tau,
                                  settings.k, settings.relevant_judgment).assign(method=method)
         )  # fmt: skip
         uncovered.append(

@@ -117,16 +117,13 @@ def run_dictionaries(runs: pd.DataFrame) -> dict[str, Run]:
     return dict(sorted(found.items()))
 
 
-def per_query_values(
-    labels: pd.DataFrame, runs: pd.DataFrame | dict[str, Run], measure, queries: list[str], complete: bool = False
-):
+def per_query_values(labels: pd.DataFrame, runs: dict[str, Run], measure, queries: list[str], complete: bool = False):
     """Runs (sorted by id) × `queries`: each run's value on each query the label set judges and the run
     ranks. A judged query the run does not rank is left out of its mean (NaN: trec_eval's mean, as the
     official leaderboard and `examflow evaluate` take it) or counts 0 (`complete`: trec_eval -c); a
-    query the label set does not judge is NaN. `runs`: a table, or its `run_dictionaries`."""
+    query the label set does not judge is NaN. `runs`: `run_dictionaries`."""
     import ir_measures
 
-    runs = run_dictionaries(runs) if isinstance(runs, pd.DataFrame) else runs
     evaluator = ir_measures.evaluator([measure], labels[["query_id", "doc_id", "relevance"]])
     judged, column = sorted(set(labels["query_id"])), {query: i for i, query in enumerate(queries)}
     table = np.full((len(runs), len(queries)), np.nan)
@@ -362,13 +359,13 @@ def compare_judges(judges: Judges, settings: Settings) -> dict[str, pd.DataFrame
         for name, measures in judges.leaderboards.items()
         for measure, given in measures.items()
     ]
-    truth, compared = _official_board(judges, boards, queries, run_ids, settings.complete)
-    # the official leaderboard computed under a measure no label set is ranked by (`AP(rel=2)`) goes to
-    # AutoJudge's file too
-    computed = [truth] if judges.official_given is None and all(board is not truth for board in boards) else []
+    truth, compared = _official_board(judges, boards, runs, queries, settings.complete)
     leaderboards = [row for board in boards for row in _leaderboard_rows(board, run_ids)]
-    if not any(board is truth for board in boards):
+    apart = all(board is not truth for board in boards)  # given, or under a measure no label set is ranked by
+    if apart:
         leaderboards += _leaderboard_rows(truth, [run for run, kept in zip(run_ids, compared) if kept])
+    # ... which goes to AutoJudge's file too where it was computed (`AP(rel=2)`): a given one has no topics
+    computed = [truth] if apart and judges.official_given is None else []
     agreement = [
         (board.label_set, board.measure, *row)
         for board in boards
@@ -390,8 +387,9 @@ def compare_judges(judges: Judges, settings: Settings) -> dict[str, pd.DataFrame
     return {JUDGES[name].path: table for name, table in tables.items()}
 
 
-def _official_board(judges: Judges, boards: list[Board], queries: list[str], run_ids: list[str], complete: bool):
+def _official_board(judges: Judges, boards: list[Board], runs: dict[str, Run], queries: list[str], complete: bool):
     """The official leaderboard as a board of the runs compared, and which runs those are (a mask)."""
+    run_ids = list(runs)
     if judges.official_given is not None:
         given, are_scores = judges.official_given
         compared = np.array([run in given for run in run_ids])
@@ -402,7 +400,7 @@ def _official_board(judges: Judges, boards: list[Board], queries: list[str], run
     found = [b for b in boards if b.label_set == OFFICIAL and b.measure == name]
     if found:
         return found[0], np.ones(len(run_ids), dtype=bool)
-    values = per_query_values(judges.official_labels, judges.runs, parsed, queries, complete)
+    values = per_query_values(judges.official_labels, runs, parsed, queries, complete)
     return Board(OFFICIAL, name, values), np.ones(len(run_ids), dtype=bool)
 
 

@@ -29,7 +29,6 @@ from examflow.registry import LEADERBOARD_LAYOUTS
 log = logging.getLogger(__name__)
 
 ALL = "all"  # the topic id of a run's mean over its topics
-LAYOUTS = LEADERBOARD_LAYOUTS
 
 
 def format_leaderboard(values: pd.DataFrame, layout: str = "tot") -> str:
@@ -42,9 +41,9 @@ def format_leaderboard(values: pd.DataFrame, layout: str = "tot") -> str:
         for (run, measure), group in kept.groupby(["run_id", "measure"], sort=True)
     ]
     rows = [*kept[["run_id", "measure", "topic_id", "value"]].itertuples(index=False, name=None), *means]
-    order = [LAYOUTS["tot"].index(column) for column in LAYOUTS[layout]]
+    order = [LEADERBOARD_LAYOUTS["tot"].index(column) for column in LEADERBOARD_LAYOUTS[layout]]
     if layout == "jsonl":
-        return "".join(json.dumps({LAYOUTS["tot"][i]: _json(row[i]) for i in order}) + "\n" for row in rows)
+        return "".join(json.dumps({LEADERBOARD_LAYOUTS["tot"][i]: _json(row[i]) for i in order}) + "\n" for row in rows)
     return "".join("\t".join(_cell(row[i]) for i in order) + "\n" for row in rows)
 
 
@@ -93,7 +92,7 @@ def read_autojudge(path, layout: str = "tot") -> dict[str, Measured]:
 
 def _rows(path, layout: str) -> Iterator[tuple[int, dict[str, str]]]:
     """(line number, {column: text}) for each line; a JSON line's ids may be numbers, its value a number."""
-    columns = LAYOUTS[layout]
+    columns = LEADERBOARD_LAYOUTS[layout]
     if layout != "jsonl":
         for number, line in text_lines(path):
             yield number, dict(zip(columns, split_columns(path, number, line, columns, None)))
