@@ -312,6 +312,8 @@ def main() -> None:
     parser.add_argument("--host-only", action="store_true", help="time the prompts' preparation alone (any CPU)")
     parser.add_argument("--chunk", type=int, default=64, help="requests a grading job sends at once (--host-only)")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs, best kept (--host-only)")
+    parser.add_argument("--compile", choices=["auto", "always", "never"], default="auto",
+                        help="the back end's `compile` option (auto: on CUDA)")  # fmt: skip
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     requests = benchmark_texts(args.prompts)
@@ -323,7 +325,7 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory() as directory:
         model = build_model(Path(directory), requests, args.model)
-        options = {"batch_size": args.batch_size, "device": args.device, "dtype": args.dtype}
+        options = {"batch_size": args.batch_size, "device": args.device, "dtype": args.dtype, "compile": args.compile}
         beam = Seq2SeqBackend(model, decoding="beam", max_new_tokens=args.max_new_tokens, **options)
         fast = Seq2SeqBackend(
             model, decoding="fast", **(options | {"batch_size": args.fast_batch_size or args.batch_size})
@@ -336,7 +338,6 @@ def main() -> None:
             f"{where}, {args.max_new_tokens} new tokens, examflow in {args.dtype}, batch {args.batch_size} "
             f"(fast: {fast.batch_size})"
         )
-        fast.answer(requests[: fast.batch_size])  # warm-up at its batch size: kernels, allocator, a compile
         if args.skip_reference:
             ref_answers, how, ref_time = None, "skipped", math.nan
         else:
@@ -346,6 +347,9 @@ def main() -> None:
             backends["greedy"] = Seq2SeqBackend(model, decoding="greedy", max_new_tokens=args.max_new_tokens, **options)
         answers, seconds, busy = {}, {}, {}
         for name, backend in backends.items():
+            # warm-up at its batch size: kernels, the allocator, a compile (timed and shown, not counted)
+            _, warm = timed(partial(backend.answer, requests[: backend.batch_size]))
+            print(f"    {name}: first batch {warm:.1f} s (compiled: {backend.compiled is not None})", flush=True)
             answers[name], seconds[name] = timed(partial(backend.answer, requests))
             busy[name] = busy_share(partial(backend.answer, requests))
         peak = peak_tflops(args)

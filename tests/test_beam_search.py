@@ -90,3 +90,24 @@ def test_a_model_with_other_generation_settings_is_left_to_generate(models):
     finally:
         model.generation_config.repetition_penalty = None
     assert searchable(model)
+
+
+@pytest.mark.slow
+def test_compiled_steps_answer_as_generate(models):
+    """The search's encoder and decoder step under torch.compile (inductor and this machine's C++
+    compiler), prompts padded to a multiple of 64 as the back end pads them for a compiled step: every
+    answer equal to generate's, in batches whose rows leave at different steps."""
+    from examflow.grading.beam_search import SearchSteps, beam_search
+
+    for index, (tokenizer, model) in enumerate(models):
+        steps = SearchSteps.compiled(model)
+        prompts = texts(tokenizer, seed=index, count=17)
+        for beams in (5, 1):
+            for start, stop in ((0, 12), (12, 17)):
+                batch = prompts[start:stop]
+                padded = tokenizer(batch, return_tensors="pt", padding=True, pad_to_multiple_of=64)
+                with torch.inference_mode():
+                    tokens = beam_search(model, padded["input_ids"], padded["attention_mask"], beams, 9, steps)
+                expected = answers(tokenizer, model, batch, 9, ours=False, beams=beams)
+                assert tokenizer.batch_decode(tokens, skip_special_tokens=True) == expected
+        assert len({len(t) for t in tokens}) > 1  # answers of different lengths: rows left the batch

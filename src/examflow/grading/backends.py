@@ -122,7 +122,7 @@ class Seq2SeqBackend(PreparedBackend):
         import torch
         from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-        from examflow.grading.beam_search import searchable
+        from examflow.grading.beam_search import SearchSteps, searchable
 
         self.torch = torch
         self.device = _device(torch, device)
@@ -137,10 +137,15 @@ class Seq2SeqBackend(PreparedBackend):
         # Its own tokenizer: prompts are prepared in a thread beside the model's work, and a fast
         # tokenizer's settings are not safe to share between threads.
         self.preparer = Preparer(copy.deepcopy(self.tokenizer), max_input_tokens)
-        # The scoring step (encoder and one decoder step) compiled, where asked: on CUDA by default.
-        wanted = compile == "always" or (compile == "auto" and self.device.startswith("cuda"))
-        self.compiled = torch.compile(self._first_step) if wanted else None
         self.searchable = searchable(self.model)  # examflow's search gives `generate`'s answers for it
+        # The model's steps compiled, where asked (on CUDA by default): `fast`'s scoring step (encoder
+        # and one decoder step), or the search's encoder and decoder step; `generate` stays eager.
+        wanted = compile == "always" or (compile == "auto" and self.device.startswith("cuda"))
+        self.compiled: Any = None
+        if wanted and decoding == "fast":
+            self.compiled = torch.compile(self._first_step)
+        elif wanted and self.searchable:
+            self.compiled = SearchSteps.compiled(self.model)
         self.signature = seq2seq_signature(
             {"model": model, "revision": revision, "dtype": dtype, "decoding": decoding, "num_beams": num_beams,
              "max_new_tokens": max_new_tokens, "max_input_tokens": max_input_tokens},
@@ -169,16 +174,36 @@ class Seq2SeqBackend(PreparedBackend):
     def _generate(self, prompts: list[Prompt]) -> list[Answer]:
         from examflow.grading.beam_search import beam_search
 
-        encoded = self._encode(prompts)
         beams = self.num_beams if self.decoding == "beam" else 1  # greedy: a search of one beam
+
+        def search(steps, multiple: int = 1):
+            encoded = self._encode(prompts, multiple)
+            return beam_search(self.model, encoded["input_ids"], encoded["attention_mask"], beams,
+                               self.max_new_tokens, steps)  # fmt: skip
+
         with self.torch.inference_mode():
             if self.searchable:
-                output = beam_search(self.model, encoded["input_ids"], encoded["attention_mask"], beams,
-                                     self.max_new_tokens)  # fmt: skip
+                output = self._compiled_or_eager(lambda steps: search(steps, COMPILED_LENGTHS), lambda: search(None))
             else:
-                output = self.model.generate(**encoded, max_new_tokens=self.max_new_tokens, do_sample=False,
-                                             num_beams=beams, early_stopping=beams > 1)  # fmt: skip
+                output = self.model.generate(**self._encode(prompts), max_new_tokens=self.max_new_tokens,
+                                             do_sample=False, num_beams=beams, early_stopping=beams > 1)  # fmt: skip
         return [Answer(text) for text in self.tokenizer.batch_decode(output, skip_special_tokens=True)]
+
+    def _compiled_or_eager(self, compiled, eager):
+        """`compiled(self.compiled)` where the model's steps compile, else `eager()`. A compile that fails
+        (no compiler, no Triton, an unsupported operation) is logged with its reason once, and the job
+        goes on eager, whose results the compiled steps equal but for floating-point noise. A compiled
+        step compiles again for every new shape: its prompts are padded to a length that is a multiple
+        of 64 (masked padding: the same results but for floating-point noise); the eager steps' are
+        padded to the longest, as ever."""
+        if self.compiled is not None:
+            try:
+                return compiled(self.compiled)
+            except Exception as error:  # torch.compile fails in many kinds (BackendCompilerFailed, ...)
+                reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+                log.warning("compiled model steps unavailable, eager from here on: %s", reason[:300])
+                self.compiled = None
+        return eager()
 
     def first_step_logits(self, prompts: list[Prompt], token_ids: list[int]):
         """The logits of `token_ids` at the first decoder step, one float32 row per prompt."""
@@ -196,20 +221,11 @@ class Seq2SeqBackend(PreparedBackend):
         return encoded["input_ids"], encoded["attention_mask"], start
 
     def _scored(self, prompts: list[Prompt]):
-        """The first decoder step's logits, compiled where it compiles: a compile that fails here (no
-        compiler, no Triton, an unsupported operation) is logged with its reason once, and the job goes
-        on with the eager step, whose results the compiled one equals but for floating-point noise.
-        A compiled step compiles again for every new shape: its prompts are padded to a length that is a
-        multiple of 64 (masked padding: the same ratings but for floating-point noise); the eager step's
-        are padded to the longest, as ever."""
-        if self.compiled is not None:
-            try:
-                return self.compiled(*self._inputs(prompts, COMPILED_LENGTHS))
-            except Exception as error:  # torch.compile fails in many kinds (BackendCompilerFailed, ...)
-                reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-                log.warning("compiled scoring step unavailable, eager from here on: %s", reason[:300])
-                self.compiled = None
-        return self._first_step(*self._inputs(prompts))
+        """The first decoder step's logits, compiled where it compiles (`_compiled_or_eager`)."""
+        return self._compiled_or_eager(
+            lambda step: step(*self._inputs(prompts, COMPILED_LENGTHS)),
+            lambda: self._first_step(*self._inputs(prompts)),
+        )
 
     def _rate(self, prompts: list[Prompt]) -> list[Answer]:
         """One decoder step: the most likely of the digit tokens 0–5, and the expected grade. Each batch's

@@ -24,7 +24,9 @@ Tests hold both to `generate`'s answers (tests/test_beam_search.py).
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import cast
 
 import torch
@@ -51,21 +53,58 @@ class SharedCrossAttentionCache(EncoderDecoderCache):
         self.self_attention_cache.reorder_cache(beam_idx)  # cross-attention: identical across a prompt's beams
 
 
-def shared_cross_attention_cache(model, encoder_hidden, beams: int) -> SharedCrossAttentionCache | None:
-    """A pre-filled cache; None for models whose decoder is not laid out like T5's."""
-    blocks = getattr(getattr(model, "decoder", None), "block", None)
-    if blocks is None or not all(hasattr(block.layer[1], "EncDecAttention") for block in blocks):
-        return None
+def encoder_states(model, input_ids, attention_mask) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]:
+    """The encoder's output, and each decoder layer's cross-attention keys and values of it: once per
+    prompt, however many beams it has. The model has T5's layout (`searchable`)."""
+    hidden = model.get_encoder()(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    projected = []
+    for block in model.decoder.block:
+        attention = block.layer[1].EncDecAttention
+        shape = (hidden.shape[0], -1, attention.n_heads, attention.key_value_proj_dim)
+        projected.append(
+            (attention.k(hidden).view(shape).transpose(1, 2), attention.v(hidden).view(shape).transpose(1, 2))
+        )
+    return hidden, projected
+
+
+def shared_cross_attention_cache(
+    projected: list[tuple[torch.Tensor, torch.Tensor]], beams: int
+) -> SharedCrossAttentionCache:
+    """A cache pre-filled with each prompt's cross-attention keys and values, repeated for its beams."""
     cross = DynamicCache()
     cache = SharedCrossAttentionCache(DynamicCache(), cross)
-    for index, block in enumerate(blocks):
-        attention = block.layer[1].EncDecAttention
-        shape = (encoder_hidden.shape[0], -1, attention.n_heads, attention.key_value_proj_dim)
-        keys = attention.k(encoder_hidden).view(shape).transpose(1, 2)
-        values = attention.v(encoder_hidden).view(shape).transpose(1, 2)
+    for index, (keys, values) in enumerate(projected):
         cross.update(keys.repeat_interleave(beams, dim=0), values.repeat_interleave(beams, dim=0), index)
         cache.is_updated[index] = True
     return cache
+
+
+@dataclass(frozen=True)
+class SearchSteps:
+    """The model's two kinds of work in a search: `encode` (input ids, mask) -> `encoder_states`, and
+    `decode` (last tokens, encoder output, mask, cache) -> the next token's logits for every beam."""
+
+    encode: Callable
+    decode: Callable
+
+    @classmethod
+    def eager(cls, model) -> SearchSteps:
+        # transformers 5 renamed the argument, and warns at every step under the old name
+        cache_argument = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+        def decode(last, hidden, mask, cache):
+            return model(encoder_outputs=BaseModelOutput(last_hidden_state=hidden), attention_mask=mask,
+                         decoder_input_ids=last, use_cache=True, **{cache_argument: cache}).logits[:, -1, :]  # fmt: skip
+
+        return cls(partial(encoder_states, model), decode)
+
+    @classmethod
+    def compiled(cls, model) -> SearchSteps:
+        """Both steps under torch.compile (compiled at their first call). The decoder step's shapes change
+        at every step (the cache grows, finished prompts leave), so it is compiled for dynamic shapes:
+        a few graphs (an empty cache, then any length), not one a step."""
+        eager = cls.eager(model)
+        return cls(torch.compile(eager.encode), torch.compile(eager.decode, dynamic=True))
 
 
 def searchable(model) -> bool:
@@ -116,24 +155,24 @@ class Beams:
                      self.finished_scores[prompts], self.full[prompts])  # fmt: skip
 
 
-def beam_search(model, input_ids, attention_mask, beams: int, max_new_tokens: int) -> list[list[int]]:
-    """Each prompt's best hypothesis: its tokens after the decoder's start token, up to its EOS."""
+def beam_search(
+    model, input_ids, attention_mask, beams: int, max_new_tokens: int, steps: SearchSteps | None = None
+) -> list[list[int]]:
+    """Each prompt's best hypothesis: its tokens after the decoder's start token, up to its EOS; the
+    model's work done by `steps` (eager by default)."""
+    steps = steps or SearchSteps.eager(model)
     device, prompts = input_ids.device, input_ids.shape[0]
     eos = model.generation_config.eos_token_id
     eos = eos[0] if isinstance(eos, list) else eos
-    hidden = model.get_encoder()(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-    cache = shared_cross_attention_cache(model, hidden, beams)
-    assert cache is not None  # searchable() lets only T5's layout here
+    hidden, projected = steps.encode(input_ids, attention_mask)
+    cache = shared_cross_attention_cache(projected, beams)
     hidden, mask = hidden.repeat_interleave(beams, dim=0), attention_mask.repeat_interleave(beams, dim=0)
     state, open_prompts = Beams.start(prompts, beams, max_new_tokens, device), list(range(prompts))
     best: list[list[int]] = [[] for _ in range(prompts)]
-    # transformers 5 renamed the argument, and warns at every step under the old name
-    cache_argument = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
     last = torch.full((prompts * beams, 1), model.config.decoder_start_token_id, dtype=torch.long, device=device)
     for step in range(max_new_tokens):
-        output = model(encoder_outputs=BaseModelOutput(last_hidden_state=hidden), attention_mask=mask,
-                       decoder_input_ids=last, use_cache=True, **{cache_argument: cache})  # fmt: skip
-        state, origin = _advance(state, output.logits[:, -1, :].float(), eos, length_penalty(model),
+        logits = steps.decode(last, hidden, mask, cache)
+        state, origin = _advance(state, logits.float(), eos, length_penalty(model),
                                  at_limit=step + 1 == max_new_tokens)  # fmt: skip
         done = state.full.all(dim=1).tolist()  # B hypotheses in: nothing can replace them
         for row in (r for r, finished in enumerate(done) if finished):
@@ -150,7 +189,7 @@ def beam_search(model, input_ids, attention_mask, beams: int, max_new_tokens: in
             cache.cross_attention_cache.reorder_cache(rows)
             hidden, mask, state = hidden[rows], mask[rows], state.keep(kept)
             open_prompts = [open_prompts[r] for r in still]
-        last = state.tokens[:, :, -1].reshape(-1, 1)
+        last = state.tokens[:, :, -1].reshape(-1, 1).contiguous()  # a compiled step sees one layout
     return best
 
 
