@@ -101,7 +101,7 @@ def test_compiled_steps_answer_as_generate(models):
 
     lengths = set()
     for index, (tokenizer, model) in enumerate(models):
-        steps = SearchSteps.compiled(model)
+        steps = SearchSteps.eager(model).compiled()
         prompts = texts(tokenizer, seed=index, count=17)
         for beams in (5, 1):
             for start, stop in ((0, 12), (12, 17)):

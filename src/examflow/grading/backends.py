@@ -138,14 +138,17 @@ class Seq2SeqBackend(PreparedBackend):
         # tokenizer's settings are not safe to share between threads.
         self.preparer = Preparer(copy.deepcopy(self.tokenizer), max_input_tokens)
         self.searchable = searchable(self.model)  # examflow's search gives `generate`'s answers for it
-        # The model's steps compiled, where asked (on CUDA by default): `fast`'s scoring step (encoder
-        # and one decoder step), or the search's encoder and decoder step; `generate` stays eager.
+        # The model's steps, eager: `fast`'s scoring step (encoder and one decoder step), or the search's
+        # encoder and decoder step; none for a model left to `generate`. Compiled where asked (on CUDA
+        # by default).
+        steps = SearchSteps.eager(self.model) if self.searchable else None
+        self.steps: Any = self._first_step if decoding == "fast" else steps
         wanted = compile == "always" or (compile == "auto" and self.device.startswith("cuda"))
         self.compiled: Any = None
         if wanted and decoding == "fast":
             self.compiled = torch.compile(self._first_step)
-        elif wanted and self.searchable:
-            self.compiled = SearchSteps.compiled(self.model)
+        elif wanted and steps is not None:
+            self.compiled = steps.compiled()
         self.signature = seq2seq_signature(
             {"model": model, "revision": revision, "dtype": dtype, "decoding": decoding, "num_beams": num_beams,
              "max_new_tokens": max_new_tokens, "max_input_tokens": max_input_tokens},
@@ -176,34 +179,33 @@ class Seq2SeqBackend(PreparedBackend):
 
         beams = self.num_beams if self.decoding == "beam" else 1  # greedy: a search of one beam
 
-        def search(steps, multiple: int = 1):
+        def search(steps, multiple: int):
             encoded = self._encode(prompts, multiple)
             return beam_search(self.model, encoded["input_ids"], encoded["attention_mask"], beams,
                                self.max_new_tokens, steps)  # fmt: skip
 
         with self.torch.inference_mode():
             if self.searchable:
-                output = self._compiled_or_eager(lambda steps: search(steps, COMPILED_LENGTHS), lambda: search(None))
+                output = self._compiled_or_eager(search)
             else:
                 output = self.model.generate(**self._encode(prompts), max_new_tokens=self.max_new_tokens,
                                              do_sample=False, num_beams=beams, early_stopping=beams > 1)  # fmt: skip
         return [Answer(text) for text in self.tokenizer.batch_decode(output, skip_special_tokens=True)]
 
-    def _compiled_or_eager(self, compiled, eager):
-        """`compiled(self.compiled)` where the model's steps compile, else `eager()`. A compile that fails
-        (no compiler, no Triton, an unsupported operation) is logged with its reason once, and the job
-        goes on eager, whose results the compiled steps equal but for floating-point noise. A compiled
-        step compiles again for every new shape: its prompts are padded to a length that is a multiple
-        of 64 (masked padding: the same results but for floating-point noise); the eager steps' are
-        padded to the longest, as ever."""
+    def _compiled_or_eager(self, run):
+        """`run(steps, multiple)` with the compiled steps where they compile, else with the eager ones. A
+        compiled step compiles again for every new shape, so its prompts are padded to a length that is a
+        multiple of 64 (masked padding: the same results but for floating-point noise); the eager steps'
+        are padded to the longest, as ever. A compile that fails (no compiler, no Triton, an unsupported
+        operation) is logged with its reason once, and the job goes on eager."""
         if self.compiled is not None:
             try:
-                return compiled(self.compiled)
+                return run(self.compiled, COMPILED_LENGTHS)
             except Exception as error:  # torch.compile fails in many kinds (BackendCompilerFailed, ...)
                 reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
                 log.warning("compiled model steps unavailable, eager from here on: %s", reason[:300])
                 self.compiled = None
-        return eager()
+        return run(self.steps, 1)
 
     def first_step_logits(self, prompts: list[Prompt], token_ids: list[int]):
         """The logits of `token_ids` at the first decoder step, one float32 row per prompt."""
@@ -222,10 +224,7 @@ class Seq2SeqBackend(PreparedBackend):
 
     def _scored(self, prompts: list[Prompt]):
         """The first decoder step's logits, compiled where it compiles (`_compiled_or_eager`)."""
-        return self._compiled_or_eager(
-            lambda step: step(*self._inputs(prompts, COMPILED_LENGTHS)),
-            lambda: self._first_step(*self._inputs(prompts)),
-        )
+        return self._compiled_or_eager(lambda step, multiple: step(*self._inputs(prompts, multiple)))
 
     def _rate(self, prompts: list[Prompt]) -> list[Answer]:
         """One decoder step: the most likely of the digit tokens 0–5, and the expected grade. Each batch's

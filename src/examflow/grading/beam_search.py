@@ -98,13 +98,11 @@ class SearchSteps:
 
         return cls(partial(encoder_states, model), decode)
 
-    @classmethod
-    def compiled(cls, model) -> SearchSteps:
+    def compiled(self) -> SearchSteps:
         """Both steps under torch.compile (compiled at their first call). The decoder step's shapes change
         at every step (the cache grows, finished prompts leave), so it is compiled for dynamic shapes:
         a few graphs (an empty cache, then any length), not one a step."""
-        eager = cls.eager(model)
-        return cls(torch.compile(eager.encode), torch.compile(eager.decode, dynamic=True))
+        return SearchSteps(torch.compile(self.encode), torch.compile(self.decode, dynamic=True))
 
 
 def searchable(model) -> bool:
