@@ -12,9 +12,10 @@ from llm_server import LLMServer, Status
 from tiny_models import build_tiny_t5
 
 from examflow.errors import ConfigError
-from examflow.grading.backends import EmbeddingBackend, Request, Seq2SeqBackend
+from examflow.grading.backends import EmbeddingBackend, Request, Seq2SeqBackend, compile_wanted
 from examflow.grading.grader import ShardGrader, make_pairs
 from examflow.grading.methods import Pair
+from examflow.rates import COMPILE_COSTS
 from examflow.registry import check_method
 
 QUESTION = "how do bees make honey"
@@ -400,3 +401,34 @@ def test_a_compile_that_fails_is_logged_and_the_step_runs_eager(tiny_t5, caplog,
     assert backend.compiled is None
     [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warning.startswith("compiled model steps unavailable, eager from here on: ")
+
+
+def test_compile_auto_compiles_only_where_a_compile_is_measured_to_pay():
+    # examflow.rates' H200 measurement of `fast`: 265.8 s of compiling, won back at 1/705.67 - 1/1274.80
+    # seconds a pair, after 420,133.4 pairs (worked out by hand from the three figures).
+    assert COMPILE_COSTS["fast"].pays_from == 420_134
+    assert compile_wanted("auto", True, "fast", 420_134) and not compile_wanted("auto", True, "fast", 420_133)
+    assert compile_wanted("auto", True, "fast", None)  # the job's size not known yet: ready to compile
+    assert not compile_wanted("auto", False, "fast", 10**7)  # a CPU: not measured to pay
+    assert not any(compile_wanted("auto", True, d, 10**7) for d in ("beam", "greedy"))  # not measured on a GPU
+    assert compile_wanted("always", False, "beam", 1) and not compile_wanted("never", True, "fast", 10**7)
+
+
+def test_compile_auto_settles_on_the_first_jobs_size(tiny_t5, caplog):
+    """On CUDA, `auto` makes the compiled step and the first job decides whether it runs; here a CPU
+    back end's compiled step is marked `auto` as a CUDA one's would be."""
+    requests = [Request("grade-self-rating", {"question": QUESTION, "context": p.passage_text}) for p in pairs(3)]
+    small = Seq2SeqBackend(tiny_t5, decoding="fast", batch_size=4, compile="always")
+    small.compile = "auto"
+    with caplog.at_level(logging.INFO, logger="examflow.grading.backends"):
+        answers = small.answer(requests)
+    assert small.compiled is None and small.compile == "never"  # 3 pairs: eager, not compiled
+    expected = Seq2SeqBackend(tiny_t5, decoding="fast", batch_size=4, compile="never").answer(requests)
+    assert [(a.text, a.expected) for a in answers] == [(a.text, a.expected) for a in expected]
+    [line] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("compile: auto")]
+    assert line.startswith("compile: auto: 3 pairs to grade, a compile pays from 420134 (") and line.endswith(": eager")
+    large = Seq2SeqBackend(tiny_t5, decoding="fast", batch_size=4, compile="always")
+    large.compile = "auto"
+    large.begin(420_134)
+    large.begin(3)  # settled by the first job: a later, smaller one changes nothing
+    assert large.compiled is not None and large.compile == "always"

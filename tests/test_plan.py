@@ -95,8 +95,9 @@ def test_the_plan_of_a_car_sized_pool():
         "question_text": rng.choice(["What is it?", "Why so?"], 130 * 65), "kind": "question",
     })  # fmt: skip
     queries = pd.DataFrame({"query_id": query_ids, "facet_id": None, "query_text": "a page", "facet_text": None})
-    # On one H100: beam at batch 256, 270.5 prompts/s (20,429.9 s); fast at 512, 511.0 (10,814.7 s); 30 s to start.
-    for decoding, batch, hours in (("beam", 256, 5.6833), ("fast", 512, 3.0124)):
+    # On one GPU: beam at batch 256, 330.12 prompts/s (16,740.3 s); fast at 512, 511.0 (10,814.7 s), at 1024,
+    # 705.67 (7,831.3 s); 30 s to start.
+    for decoding, batch, hours in (("beam", 256, 4.6584), ("fast", 512, 3.0124), ("fast", 1024, 2.1837)):
         flan = method("flan", "self_rating", kind="hf_seq2seq", model="/nonexistent/flan-t5-large", decoding=decoding,
                       batch_size=batch)  # fmt: skip
         plan = plan_method(flan, passages, questions, queries, "/nonexistent/cache")
@@ -114,7 +115,7 @@ def test_the_plan_of_a_car_sized_pool():
         "2 CPU cores, batch 16)"
     )
     # ct2_seq2seq holds no GPU by default: `fast` in int8 at 3.66 prompts/s on CPU cores (419.4 hours); with
-    # `gpu: 1`, hf_seq2seq's H100 rate stands in, said so (batch 16: a batch's time on the line through the
+    # `gpu: 1`, hf_seq2seq's GPU rate stands in, said so (batch 16: a batch's time on the line through the
     # measured 256 at 441.9 prompts/s and 512 at 511.0, 87.38 prompts/s).
     ct2 = method("ct2", "self_rating", kind="ct2_seq2seq", model="/nonexistent/flan-t5-large", decoding="fast")
     plan = plan_method(ct2, passages, questions, queries, "/nonexistent/cache", gpu_here=False)
@@ -131,7 +132,7 @@ def test_the_plan_of_a_car_sized_pool():
     batch_seconds = 256 / 441.9 + (16 - 256) * (512 / 511.0 - 256 / 441.9) / 256
     assert 16 / batch_seconds == pytest.approx(87.38, abs=0.01)
     assert plan.on == "GPU" and plan.hours == pytest.approx((30 + 5_526_300 * batch_seconds / 16) / 3600)
-    assert "an estimate: hf_seq2seq's rates on one H100 (CTranslate2 on a GPU not measured)" in plan.rate
+    assert "an estimate: hf_seq2seq's rates on one H100 or H200 (CTranslate2 on a GPU not measured)" in plan.rate
 
 
 def small_collection() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:

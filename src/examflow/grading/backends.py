@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
@@ -27,6 +27,7 @@ from examflow.errors import ConfigError
 from examflow.grading.preparation import Preparer, Prompt
 from examflow.grading.signatures import api_signature, embedding_signature, extractive_signature, seq2seq_signature
 from examflow.prompts import chat_template
+from examflow.rates import COMPILE_COSTS
 from examflow.registry import BackendSettings
 
 if TYPE_CHECKING:
@@ -65,12 +66,18 @@ class PreparedBackend(ABC):
         fits `max_input_tokens` with `margin` tokens to spare (docs/methods.md §3's budget: 5)."""
         return self.preparer.prepare([request], margin)[0].text
 
+    def begin(self, pairs: int) -> None:
+        """Told once a job's size is known, before its first answer (a back end may settle its settings)."""
+        return None  # nothing to settle here
+
     def answer(self, requests: list[Request]) -> list[Answer]:
+        self.begin(len(requests))
         return self.answer_prepared(self.preparer.prepare(requests))
 
-    def answer_chunks(self, chunks: Iterable[list[Request]]) -> Iterator[list[Answer]]:
+    def answer_chunks(self, chunks: list[list[Request]]) -> Iterator[list[Answer]]:
         """The answers of each chunk of requests, in order; the next chunk's prompts are prepared in a
         background thread while the model answers this one. A failure there is raised here."""
+        self.begin(sum(map(len, chunks)))
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="prepare") as worker:
             pending = None
             for chunk in chunks:
@@ -93,6 +100,16 @@ class PreparedBackend(ABC):
     @cached_property
     def digit_ids(self) -> list[int]:
         return self.token_ids([str(d) for d in range(6)])
+
+
+def compile_wanted(option: str, on_cuda: bool, decoding: str, pairs: int | None) -> bool:
+    """Whether a job compiles its model's steps: `always`; `never`; `auto` on CUDA where a compile is
+    measured to pay (`examflow.rates.COMPILE_COSTS`) and the job's `pairs` (None: not yet known) win
+    its seconds back."""
+    if option != "auto":
+        return option == "always"
+    cost = COMPILE_COSTS.get(decoding)
+    return on_cuda and cost is not None and (pairs is None or pairs >= cost.pays_from)
 
 
 def digit_ratings(torch, digits) -> list[Answer]:
@@ -139,11 +156,12 @@ class Seq2SeqBackend(PreparedBackend):
         self.preparer = Preparer(copy.deepcopy(self.tokenizer), max_input_tokens)
         self.searchable = searchable(self.model)  # examflow's search gives `generate`'s answers for it
         # The model's steps, eager: `fast`'s scoring step (encoder and one decoder step), or the search's
-        # encoder and decoder step; none for a model left to `generate`. Compiled where asked (on CUDA
-        # by default).
+        # encoder and decoder step; none for a model left to `generate`. Compiled where it may pay:
+        # torch.compile compiles at the first call, so `begin` can still drop them (`compile_wanted`).
         steps = SearchSteps.eager(self.model) if self.searchable else None
         self.steps: Any = self._first_step if decoding == "fast" else steps
-        wanted = compile == "always" or (compile == "auto" and self.device.startswith("cuda"))
+        self.compile = compile
+        wanted = compile_wanted(compile, self.device.startswith("cuda"), decoding, None)
         self.compiled: Any = None
         if wanted and decoding == "fast":
             self.compiled = torch.compile(self._first_step)
@@ -154,6 +172,18 @@ class Seq2SeqBackend(PreparedBackend):
              "max_new_tokens": max_new_tokens, "max_input_tokens": max_input_tokens},
             self.device.startswith("cuda"), self.model.config,
         )  # fmt: skip
+
+    def begin(self, pairs: int) -> None:
+        """The first job's `pairs` settle `compile: auto` (to `always` or `never`, logged): the compiled
+        steps are kept only where the job is large enough for the compile to pay."""
+        if self.compile != "auto" or self.compiled is None:
+            return
+        cost = COMPILE_COSTS[self.decoding]
+        self.compile = "always" if compile_wanted(self.compile, True, self.decoding, pairs) else "never"
+        log.info("compile: auto: %d pairs to grade, a compile pays from %d (%s): %s", pairs, cost.pays_from,
+                 cost.source, "compiled" if self.compile == "always" else "eager")  # fmt: skip
+        if self.compile == "never":
+            self.compiled = None
 
     def answer_prepared(self, prompts: list[Prompt]) -> list[Answer]:
         return self._rate(prompts) if self.decoding == "fast" else self.batched(prompts, self._generate)
