@@ -352,14 +352,26 @@ def test_a_failure_while_preparing_is_the_jobs_error_and_leaves_no_thread(tiny_t
 
 @pytest.mark.slow
 def test_the_compiled_scoring_step_rates_as_the_eager_one(tiny_t5):
-    """torch.compile on this CPU (inductor and the system's C++ compiler): about a minute."""
+    """torch.compile on this CPU (inductor and the system's C++ compiler): about a minute. The job's
+    batches differ in size and padded length, and one graph serves them all."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
     requests = [Request("grade-self-rating", {"question": QUESTION, "context": p.passage_text * k})
-                for k in (1, 3) for p in pairs(6)]  # fmt: skip
+                for k in (1, 3, 12) for p in pairs(6)][:14]  # fmt: skip
     eager = Seq2SeqBackend(tiny_t5, decoding="fast", batch_size=4, compile="never")
     compiled = Seq2SeqBackend(tiny_t5, decoding="fast", batch_size=4, compile="always")
     assert eager.compiled is None and compiled.compiled is not None
+    torch._dynamo.reset()
+    counters.clear()
     expected, found = eager.answer(requests), compiled.answer(requests)
     assert compiled.compiled is not None  # it compiled, and ran compiled
+    # the shapes the compiled step saw: batches of 4 by length (the last of 2), each padded to a multiple of 64
+    prompts = sorted(eager.preparer.prepare(requests), key=lambda p: len(p.text))
+    shapes = {
+        (len(b), -(-max(len(p.ids) for p in b) // 64) * 64) for b in (prompts[i : i + 4] for i in range(0, 14, 4))
+    }
+    assert len(shapes) >= 3 and counters["stats"]["unique_graphs"] == 1
     logits = eager.first_step_logits(eager.preparer.prepare(requests), eager.digit_ids)
     top = logits.topk(2, dim=-1).values
     clear = (top[:, 0] - top[:, 1]).abs() > 1e-4  # the two most likely digits not within float noise

@@ -164,7 +164,9 @@ class Seq2SeqBackend(PreparedBackend):
         wanted = compile_wanted(compile, self.device.startswith("cuda"), decoding, None)
         self.compiled: Any = None
         if wanted and decoding == "fast":
-            self.compiled = torch.compile(self._first_step)
+            # for dynamic shapes from the start: a job's batches differ in length and the last in size,
+            # and a static first graph would compile twice more before dynamo generalised it
+            self.compiled = torch.compile(self._first_step, dynamic=True)
         elif wanted and steps is not None:
             self.compiled = steps.compiled()
         self.signature = seq2seq_signature(

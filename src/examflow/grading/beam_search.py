@@ -99,10 +99,11 @@ class SearchSteps:
         return cls(partial(encoder_states, model), decode)
 
     def compiled(self) -> SearchSteps:
-        """Both steps under torch.compile (compiled at their first call). The decoder step's shapes change
-        at every step (the cache grows, finished prompts leave), so it is compiled for dynamic shapes:
-        a few graphs (an empty cache, then any length), not one a step."""
-        return SearchSteps(torch.compile(self.encode), torch.compile(self.decode, dynamic=True))
+        """Both steps under torch.compile (compiled at their first call), for dynamic shapes: the
+        decoder step's change at every step (the cache grows, finished prompts leave), the encoder's
+        with each batch's length and size; a few graphs (an empty cache, then any length), not one a
+        step or a shape."""
+        return SearchSteps(torch.compile(self.encode, dynamic=True), torch.compile(self.decode, dynamic=True))
 
 
 def searchable(model) -> bool:
