@@ -15,6 +15,9 @@ since random weights rarely emit EOS.
     difference is checked for a floating-point near-tie between the two best beams;
 (c) examflow `fast` mode: one decoder step over the digit tokens;
 (d) with --greedy, examflow `greedy` mode.
+`--skip beam` or `--skip fast` leaves that decoding untimed. With `--compile always` (or `auto` on CUDA) a
+compiled decoding's first batch and first whole pass (its compiles) are timed and shown apart, and
+`--eager-baseline` times the same decoding eager in the same run and compares their answers.
 Prints pairs/s for each (end to end through `Seq2SeqBackend.answer`: templates, cutting, parsing), the
 ratios (b)/(a) and (c)/(a), and beside each decoding its FLOP per pair, the share of the time the GPU
 was busy (kernel time over wall time, CUDA's profiler, in a second run) and the model FLOP utilisation
@@ -315,6 +318,8 @@ def main() -> None:
     parser.add_argument("--fast-batch-size", type=int, help="batch size of `fast` mode (default: --batch-size)")
     parser.add_argument("--skip-reference", action="store_true", help="time examflow's modes only")
     parser.add_argument("--greedy", action="store_true", help="time `greedy` decoding too, at --batch-size")
+    parser.add_argument("--skip", action="append", default=[], choices=["beam", "fast"],
+                        help="leave this decoding untimed (repeatable): a GPU lease's minutes for the others")  # fmt: skip
     parser.add_argument("--ctranslate2", action="store_true", help="time the ct2_seq2seq back end too")
     parser.add_argument("--peak-tflops", type=float, help="the device's bf16 peak, for MFU (default: known GPUs)")
     parser.add_argument("--host-only", action="store_true", help="time the prompts' preparation alone (any CPU)")
@@ -356,7 +361,8 @@ def main() -> None:
             ref_answers, how, ref_time = None, "skipped", math.nan
         else:
             (ref_answers, how), ref_time = timed(lambda: reference(model, prompts, args.max_new_tokens, args.device))
-        backends = {"fast": fast, "beam": beam}  # the headline first: a run cut short keeps it
+        backends = {name: b for name, b in (("fast", fast), ("beam", beam)) if name not in args.skip}  # fast first:
+        # a run cut short keeps the headline
         if args.greedy:
             backends["greedy"] = backend("greedy")
         answers, seconds, busy, eager = {}, {}, {}, {}
@@ -382,21 +388,27 @@ def main() -> None:
             used = utilisation(rate[name], flop[name], peak, busy[name])
             return f"{rate[name]:.2f} pairs/s ({seconds[name]:.0f} s); {used}"
 
-        differ = [i for i, (a, b) in enumerate(zip(ref_answers or [], answers["beam"])) if a != b.text]
+        differ = [i for i, (a, b) in enumerate(zip(ref_answers or [], answers.get("beam", []))) if a != b.text]
         reference_rate = len(prompts) / ref_time
         print(f"(a) reference, float32, {how}: {reference_rate:.2f} pairs/s ({ref_time:.0f} s)")
-        print(f"(b) examflow beam: {line('beam')}; answers differing from (a): {len(differ)}")
+        if "beam" in rate:
+            print(f"(b) examflow beam: {line('beam')}; answers differing from (a): {len(differ)}")
         if differ and args.dtype == "float32":
             ties = near_ties(beam, [requests[i] for i in differ], args.max_new_tokens)
             print(f"    of those, {ties} have their two best beams within 1e-4 in score (floating-point near-ties)")
-        print(f"(c) examflow fast: {line('fast')}")
-        if args.greedy:
-            print(f"(d) examflow greedy: {line('greedy')}")
+        for name, label in (("fast", "(c) examflow fast"), ("greedy", "(d) examflow greedy")):
+            if name in rate:
+                print(f"{label}: {line(name)}")
         for name, (rate_eager, agreed) in eager.items():
             print(
                 f"    {name} eager: {rate_eager:.2f} pairs/s; compiled {rate[name] / rate_eager:.2f}×; compiled {agreed}"
             )
-        print(f"(b)/(a) = {rate['beam'] / reference_rate:.2f}   (c)/(a) = {rate['fast'] / reference_rate:.2f}")
+        ratios = [
+            f"({k})/(a) = {rate[name] / reference_rate:.2f}"
+            for name, k in (("beam", "b"), ("fast", "c"))
+            if name in rate
+        ]
+        print("   ".join(ratios))
         print("FLOP a pair count every new token up to the cap (early stops not subtracted); GPU busy: kernel "
               "time over wall time in a second, profiled run of the same requests", flush=True)  # fmt: skip
         if args.ctranslate2:
