@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 21's GPU measurements on a lent GPU machine (one H100 or H200, its own python3 with torch and
 # transformers; nothing to install): flan-t5-large configuration, bf16, 4,000 prompts of ~195 tokens.
-#     bash benchmarks/gpu_session.sh COMMIT STEP [SECONDS]
+#     bash benchmarks/gpu_session.sh COMMIT STEP [SECONDS [MORE OPTIONS OF grading_throughput.py]]
 # STEP (each fits one call of at most 10 minutes; logs go to $OUT, else /tmp/gpu-session):
 #   eager   every decoding eager (`compile: never`), busy share and MFU;
 #   fast    `fast` compiled, its compile timed, then eager in the same run, answers compared;
@@ -30,6 +30,9 @@ ct2)
     ;;
 *) echo "unknown STEP $step" >&2 && exit 2 ;;
 esac
-timeout "${3:-540}" python3 benchmarks/grading_throughput.py "${common[@]}" "${options[@]}" 2>&1 |
-    grep --line-buffered -v "Loading weights\|Writing model\|warn" | tee "$out/$step.txt"
-echo "benchmark exit status: ${PIPESTATUS[0]}" | tee -a "$out/$step.txt"
+# the later of repeated options wins: MORE OPTIONS (say --prompts 2000) override the step's
+timeout "${3:-540}" python3 benchmarks/grading_throughput.py "${common[@]}" "${options[@]}" "${@:4}" 2>&1 |
+    grep --line-buffered -Ev 'Loading weights|Writing model shards|^ *warnings\.warn\(' | tee "$out/$step.txt"
+status=${PIPESTATUS[0]}
+echo "benchmark exit status: $status" | tee -a "$out/$step.txt"
+exit "$status"

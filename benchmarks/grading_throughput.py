@@ -15,8 +15,7 @@ since random weights rarely emit EOS.
     difference is checked for a floating-point near-tie between the two best beams;
 (c) examflow `fast` mode: one decoder step over the digit tokens;
 (d) with --greedy, examflow `greedy` mode.
-`--skip beam` or `--skip fast` leaves that decoding untimed. With `--compile always` (or `auto` on CUDA) a
-compiled decoding's first batch and first whole pass (its compiles) are timed and shown apart, and
+`--skip beam` or `--skip fast` leaves that decoding untimed. With `--compile always` a compiled decoding's first batch and first whole pass (its compiles) are timed and shown apart, and
 `--eager-baseline` times the same decoding eager in the same run and compares their answers.
 Prints pairs/s for each (end to end through `Seq2SeqBackend.answer`: templates, cutting, parsing), the
 ratios (b)/(a) and (c)/(a), and beside each decoding its FLOP per pair, the share of the time the GPU
@@ -326,7 +325,7 @@ def main() -> None:
     parser.add_argument("--chunk", type=int, default=64, help="requests a grading job sends at once (--host-only)")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs, best kept (--host-only)")
     parser.add_argument("--compile", choices=["auto", "always", "never"], default="auto",
-                        help="the back end's `compile` option (auto: on CUDA)")  # fmt: skip
+                        help="the back end's `compile` option (auto: settled by the warm-up batch's size, so eager)")  # fmt: skip
     parser.add_argument("--eager-baseline", action="store_true",
                         help="with a compiled model, time each decoding eager too and compare their answers")  # fmt: skip
     args = parser.parse_args()

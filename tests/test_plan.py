@@ -15,6 +15,7 @@ from examflow.grading.grader import make_pairs
 from examflow.grading.methods import request
 from examflow.plan import job_minutes, job_seconds, job_share, plan_method
 from examflow.prompts import template
+from examflow.rates import SEQ2SEQ_GPU_RATES
 from examflow.registry import Method, check_method
 
 
@@ -202,3 +203,11 @@ def test_the_plan_imports_no_torch_without_a_gpu_back_end_and_warns_where_no_gpu
         "warning: flan: no GPU visible on this machine (the plan runs where snakemake runs; cluster jobs may "
         "have one); on CPU cores it would take 0.6 CPU-minutes" in both.stdout
     )
+
+
+def test_a_larger_gpu_batch_is_planned_to_take_longer():
+    """The GPU tables mix machines and commits (examflow.rates): interpolating between them is sound only
+    while a batch's time grows with its size, which the measured points must keep."""
+    for decoding, measured in SEQ2SEQ_GPU_RATES.items():
+        seconds = [batch / rate for batch, rate in sorted(measured.items())]
+        assert seconds == sorted(seconds) and len(set(seconds)) == len(seconds), decoding

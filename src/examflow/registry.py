@@ -170,7 +170,7 @@ BACKENDS = {
     "hf_seq2seq": Backend(
         _SEQ2SEQ_OPTIONS | {
             "dtype": Option("string", "auto", "`auto` (bfloat16 on GPU, float32 on CPU), `float32` or `bfloat16`", ("auto", "float32", "bfloat16")),
-            "compile": Option("string", "auto", "the model's steps compiled (torch.compile; `fast`: the scoring step, `beam` and `greedy`: the search's encoder and decoder step): `auto` (on CUDA where a compile is measured to pay: `fast` in a job of 420,134 pairs or more), `always` or `never`; a compile that fails is logged and the job runs eager", ("auto", "always", "never")),
+            "compile": Option("string", "auto", "the model's steps compiled (torch.compile; `fast`: the scoring step, `beam` and `greedy`: the search's encoder and decoder step): `auto` (on CUDA where a compile is measured to pay: `fast` in a job, i.e. a shard, of about 500,000 pairs to grade or more), `always` or `never`; a compile that fails is logged and the job runs eager", ("auto", "always", "never")),
         },
         "examflow.grading.backends:Seq2SeqBackend", seq2seq_planning, seq2seq_signature, gpus=1,
         parse_mode="reference", kinds=GENERATIVE, threads=4, mem_mb=16000,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
@@ -74,9 +74,10 @@ class PreparedBackend(ABC):
         self.begin(len(requests))
         return self.answer_prepared(self.preparer.prepare(requests))
 
-    def answer_chunks(self, chunks: list[list[Request]]) -> Iterator[list[Answer]]:
+    def answer_chunks(self, chunks: Iterable[list[Request]]) -> Iterator[list[Answer]]:
         """The answers of each chunk of requests, in order; the next chunk's prompts are prepared in a
         background thread while the model answers this one. A failure there is raised here."""
+        chunks = list(chunks)
         self.begin(sum(map(len, chunks)))
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="prepare") as worker:
             pending = None
@@ -177,8 +178,9 @@ class Seq2SeqBackend(PreparedBackend):
 
     def begin(self, pairs: int) -> None:
         """The first job's `pairs` settle `compile: auto` (to `always` or `never`, logged): the compiled
-        steps are kept only where the job is large enough for the compile to pay."""
-        if self.compile != "auto" or self.compiled is None:
+        steps are kept only where the job is large enough for the compile to pay. A job with nothing to
+        grade (all of it cached) settles nothing."""
+        if self.compile != "auto" or self.compiled is None or pairs == 0:
             return
         cost = COMPILE_COSTS[self.decoding]
         self.compile = "always" if compile_wanted(self.compile, True, self.decoding, pairs) else "never"

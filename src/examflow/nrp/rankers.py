@@ -103,6 +103,7 @@ class MonoT5(PairRanker):
             return self.backend.torch.log_softmax(logits, dim=-1)[:, 0].tolist()
 
         requests = [Request(self.TEMPLATE, {"query": q, "context": t}) for q, t in pairs]
+        self.backend.begin(len(requests))  # `compile: auto` settles on the first call's size
         return self.backend.batched(self.backend.preparer.prepare(requests, margin=0), step)
 
 
