@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 log = logging.getLogger(__name__)
-COMPILED_LENGTHS = 64  # prompt lengths a compiled scoring step sees are multiples of this
+COMPILED_LENGTHS = 64  # prompt lengths a compiled step sees are multiples of this
 
 
 @dataclass(frozen=True)
@@ -183,7 +183,9 @@ class Seq2SeqBackend(PreparedBackend):
         if self.compile != "auto" or self.compiled is None or pairs == 0:
             return
         cost = COMPILE_COSTS[self.decoding]
-        self.compile = "always" if compile_wanted(self.compile, True, self.decoding, pairs) else "never"
+        # compiled steps under `auto` exist on CUDA only; settled, the option becomes what `auto` chose,
+        # so that a later job changes nothing
+        self.compile = "always" if compile_wanted("auto", True, self.decoding, pairs) else "never"
         log.info("compile: auto: %d pairs to grade, a compile pays from %d (%s): %s", pairs, cost.pays_from,
                  cost.source, "compiled" if self.compile == "always" else "eager")  # fmt: skip
         if self.compile == "never":
@@ -227,10 +229,12 @@ class Seq2SeqBackend(PreparedBackend):
         return [Answer(text) for text in self.tokenizer.batch_decode(output, skip_special_tokens=True)]
 
     def _compiled_or_eager(self, run):
-        """`run(steps, multiple)` with the compiled steps where they compile, else with the eager ones. A
-        compiled step compiles again for every new shape, so its prompts are padded to a length that is a
-        multiple of 64 (masked padding: the same results but for floating-point noise); the eager steps'
-        are padded to the longest, as ever. A compile that fails (no compiler, no Triton, an unsupported
+        """`run(steps, multiple)` with the compiled steps where they compile, else with the eager ones. The
+        compiled steps' prompts are padded to a length that is a multiple of 64 (masked padding: the same
+        results but for floating-point noise), as on the GPU where they were measured: few distinct
+        lengths for the compiled kernels (the steps compile for dynamic shapes, so this is no longer what
+        spares a compile; whether it still pays is not measured). The eager steps' are padded to the
+        longest, as ever. A compile that fails (no compiler, no Triton, an unsupported
         operation) is logged with its reason once, and the job goes on eager."""
         if self.compiled is not None:
             try:
