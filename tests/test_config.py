@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -227,7 +228,21 @@ def test_the_command_line_refuses_the_same_thresholds(tmp_path):
              "--tau", *taus], capture_output=True, text=True,
         )  # fmt: skip
         assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
-    assert program  # the command is the installed program's
+    assert program  # what the installed program runs
+
+
+def test_the_program_runs_numpy_blas_on_one_thread_unless_told():
+    """Set before numpy loads; a setting of the user's (or Snakemake's, for a job's threads) stands."""
+    script = (
+        "import sys, examflow.__main__ as entry\nsys.argv = ['examflow', '--help']\ntry:\n    entry.run()\n"
+        "except SystemExit:\n    pass\nimport numpy\nfrom threadpoolctl import threadpool_info\n"
+        "print(*{pool['num_threads'] for pool in threadpool_info() if pool['internal_api'] == 'openblas'})"
+    )
+    environment = {name: value for name, value in os.environ.items() if name != "OPENBLAS_NUM_THREADS"}
+    for setting, threads in ((None, "1"), ("2", str(min(2, os.cpu_count() or 1)))):
+        told = environment if setting is None else {**environment, "OPENBLAS_NUM_THREADS": setting}
+        result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=told)
+        assert result.returncode == 0 and result.stdout.splitlines()[-1] == threads, result.stderr
 
 
 # Each subcommand with what it requires; {out}: where it would write.

@@ -178,6 +178,11 @@ def test_damaged_gzip_files_name_the_file(tmp_path):
     whole = gzip.compress(b"".join(b"q%d\tquery number %d\n" % (i, i) for i in range(5000)))
     with raises_at(tmp_path / "cut.tsv.gz", None, None, "cut short; read up to line"):
         read_queries(write(tmp_path / "cut.tsv.gz", whole[: len(whole) // 2]))
+    # the first deflate block's type made the reserved one (ISA-L's own error), then the checksum
+    with raises_at(tmp_path / "bits.tsv.gz", None, None, r"not a valid gzip file \(.*\); read up to line 0"):
+        read_queries(write(tmp_path / "bits.tsv.gz", whole[:10] + bytes([whole[10] | 0b110]) + whole[11:]))
+    with raises_at(tmp_path / "crc.tsv.gz", None, None, r"not a valid gzip file \(CRC check failed"):
+        read_queries(write(tmp_path / "crc.tsv.gz", whole[:-8] + bytes(4) + whole[-4:]))
 
 
 def test_an_empty_bank_is_an_error(tmp_path):
