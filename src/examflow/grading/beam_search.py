@@ -171,20 +171,20 @@ def beam_search(
     last = torch.full((prompts * beams, 1), model.config.decoder_start_token_id, dtype=torch.long, device=device)
     for step in range(max_new_tokens):
         logits = steps.decode(last, hidden, mask, cache)
-        state, origin = _advance(state, logits.float(), eos, length_penalty(model),
+        state, origin = advance(state, logits.float(), eos, length_penalty(model),
                                  at_limit=step + 1 == max_new_tokens)  # fmt: skip
         done = state.full.all(dim=1).tolist()  # B hypotheses in: nothing can replace them
         for row in (r for r, finished in enumerate(done) if finished):
-            best[open_prompts[row]] = _until_eos(state.finished[row, 0].tolist(), eos)
+            best[open_prompts[row]] = until_eos(state.finished[row, 0].tolist(), eos)
         still = [r for r, finished in enumerate(done) if not finished]
         if not still:
             break
         kept = torch.tensor(still, dtype=torch.long, device=device)
         first_rows = (kept * beams)[:, None]
         # the self-attention cache: each open beam's row taken from the beam it continues
-        cache.self_attention_cache.reorder_cache(_rows(first_rows + origin[kept]))
+        cache.self_attention_cache.reorder_cache(flat_rows(first_rows + origin[kept]))
         if len(still) < len(done):  # finished prompts leave the batch
-            rows = _rows(first_rows + torch.arange(beams, device=device))
+            rows = flat_rows(first_rows + torch.arange(beams, device=device))
             cache.cross_attention_cache.reorder_cache(rows)
             hidden, mask, state = hidden[rows], mask[rows], state.keep(kept)
             open_prompts = [open_prompts[r] for r in still]
@@ -192,9 +192,7 @@ def beam_search(
     return best
 
 
-def _advance(
-    state: Beams, logits: torch.Tensor, eos: int, penalty: float, at_limit: bool
-) -> tuple[Beams, torch.Tensor]:
+def advance(state: Beams, logits: torch.Tensor, eos: int, penalty: float, at_limit: bool) -> tuple[Beams, torch.Tensor]:
     """One step: the new state and, for each running beam, the beam it continues."""
     prompts, beams = state.scores.shape
     log_probs = torch.log_softmax(logits, dim=-1).view(prompts, beams, -1) + state.scores[:, :, None]
@@ -221,7 +219,7 @@ def _advance(
     return new, torch.gather(origin, 1, running)
 
 
-def _rows(index: torch.Tensor) -> torch.LongTensor:
+def flat_rows(index: torch.Tensor) -> torch.LongTensor:
     return cast(torch.LongTensor, index.reshape(-1))  # cast: a LongTensor is a torch.long Tensor, as this is
 
 
@@ -230,5 +228,5 @@ def _take(tensor: torch.Tensor, columns: torch.Tensor) -> torch.Tensor:
     return torch.take_along_dim(tensor, columns[:, :, None], dim=1)
 
 
-def _until_eos(tokens: list[int], eos: int) -> list[int]:
+def until_eos(tokens: list[int], eos: int) -> list[int]:
     return tokens[: tokens.index(eos) + 1] if eos in tokens else tokens

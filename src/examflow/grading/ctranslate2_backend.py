@@ -162,11 +162,12 @@ def _register_t5_loader() -> None:
     from ctranslate2.converters.transformers import T5Loader, register_loader
     from ctranslate2.specs import model_spec
 
+    from examflow.grading.static_search import scales_decoder_outputs
+
     @register_loader("T5Config")
     class T5OutputScaleLoader(T5Loader):
         def get_model_spec(self, model):
             spec = super().get_model_spec(model)
             config = model.config
-            scaled = getattr(config, "scale_decoder_outputs", config.tie_word_embeddings)
-            spec.decoder.scale_outputs = config.d_model**-0.5 if scaled else model_spec.OPTIONAL
+            spec.decoder.scale_outputs = config.d_model**-0.5 if scales_decoder_outputs(config) else model_spec.OPTIONAL
             return spec

@@ -1,0 +1,186 @@
+"""`beam_search` over shapes that never change, so that a GPU can replay each decoder step as a CUDA graph.
+
+On one H200 `beam` and `greedy` keep the GPU busy about half the time: a decoder step of flan-t5-large
+dispatches some 1,600 operations, and the host's time to launch them, not the GPU's, sets the pace
+(docs/performance.md). A CUDA graph launches a recorded step as one, but it replays the same kernels on
+the same memory, so here:
+- every prompt keeps its rows until the batch ends; a finished prompt's rows are decoded and ignored
+  (`beam_search` drops them, which saves arithmetic but changes the shapes at every step);
+- the self-attention keys and values live in a cache made once for the whole answer, written at the
+  step's position (a tensor on the device, so that one graph serves every step) and reordered in place
+  when beams change origin;
+- a step attends over the cache's whole length, with the positions not yet written masked out, as T5
+  masks them (the dtype's lowest value: they weigh nothing).
+The answers are `beam_search`'s (tests/test_static_search.py holds them to `generate`'s on tiny models).
+Whether it is faster on a GPU is not measured yet (`benchmarks/gpu_session.sh COMMIT static`), so no back
+end uses it: the benchmark runs it with `--static-search`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from examflow.grading.beam_search import Beams, advance, encoder_states, flat_rows, length_penalty, until_eos
+
+
+def scales_decoder_outputs(config) -> bool:
+    """Whether T5 scales the decoder's outputs by d_model^-0.5 before the LM head (original T5, not T5 v1.1 or
+    FLAN-T5). transformers 5 keeps it in `scale_decoder_outputs` and says `tie_word_embeddings` of every T5."""
+    return bool(getattr(config, "scale_decoder_outputs", config.tie_word_embeddings))
+
+
+@dataclass
+class StaticDecoder:
+    """One T5 decoder step for a batch's rows (prompts × beams), every tensor allocated before the first step
+    and reused by later batches of the same shape: `load` a batch, then `step()` reads `tokens` at `position`
+    and returns the next token's logits for every row."""
+
+    model: Any  # a T5ForConditionalGeneration (`searchable`)
+    tokens: torch.Tensor  # (rows, 1) the last token of each row
+    position: torch.Tensor  # (1,) the step, from 0
+    keys: torch.Tensor  # (layers, rows, heads, steps, d_kv) self-attention cache
+    values: torch.Tensor
+    cross: list[tuple[torch.Tensor, torch.Tensor]]  # per layer (rows, heads, source, d_kv): the encoder output's
+    cross_bias: torch.Tensor  # (rows, 1, 1, source) 0, or the lowest value at padding
+    self_bias: torch.Tensor  # (1, heads, steps, steps) relative position bias, later positions masked
+
+    @classmethod
+    def allocate(cls, model, projected, beams: int, steps: int) -> StaticDecoder:
+        """Room for a batch shaped as `encoder_states`' cross-attention keys and values `projected`, each
+        prompt with `beams` rows, and answers of up to `steps` tokens."""
+        keys = projected[0][0]
+        (prompts, heads, source, width), dtype, device = keys.shape, keys.dtype, keys.device
+        rows = prompts * beams
+        later = torch.ones(steps, steps, dtype=torch.bool, device=device).triu(1)
+        own = model.decoder.block[0].layer[0].SelfAttention.compute_bias(steps, steps, device=device).to(dtype)
+        cache = (len(projected), rows, heads, steps, width)
+        return cls(
+            model=model,
+            tokens=torch.zeros((rows, 1), dtype=torch.long, device=device),
+            position=torch.zeros(1, dtype=torch.long, device=device),
+            keys=torch.zeros(cache, dtype=dtype, device=device),
+            values=torch.zeros(cache, dtype=dtype, device=device),
+            cross=[(_rows_like(keys, rows), _rows_like(keys, rows)) for _ in projected],
+            cross_bias=torch.zeros((rows, 1, 1, source), dtype=dtype, device=device),
+            self_bias=own.masked_fill(later, torch.finfo(dtype).min),
+        )
+
+    def load(self, projected, attention_mask, beams: int) -> None:
+        """A batch of this shape, in place (a recorded graph reads the same memory): its encoder output's keys
+        and values repeated for the beams, its padding masked, every row at the decoder's start token."""
+        for (keys, values), (own_keys, own_values) in zip(self.cross, projected):
+            keys.copy_(own_keys.repeat_interleave(beams, dim=0))
+            values.copy_(own_values.repeat_interleave(beams, dim=0))
+        padding = (attention_mask == 0).repeat_interleave(beams, dim=0)[:, None, None, :]
+        self.cross_bias.zero_().masked_fill_(padding, torch.finfo(self.cross_bias.dtype).min)
+        self.tokens.fill_(self.model.config.decoder_start_token_id)
+        self.keys.zero_()  # positions not yet written weigh nothing, but left from a batch before they
+        self.values.zero_()  # would still be multiplied by that nothing
+
+    def step(self) -> torch.Tensor:
+        decoder = self.model.decoder
+        hidden = decoder.embed_tokens(self.tokens)
+        bias = self.self_bias.index_select(2, self.position)  # this position's row: (1, heads, 1, steps)
+        for index, block in enumerate(decoder.block):
+            own, cross, feed_forward = block.layer
+            hidden = hidden + self._own_attention(index, own, own.layer_norm(hidden), bias)
+            keys, values = self.cross[index]
+            hidden = hidden + _attend(cross.EncDecAttention, cross.layer_norm(hidden), keys, values, self.cross_bias)
+            hidden = feed_forward(hidden)
+        hidden = decoder.final_layer_norm(hidden)
+        if scales_decoder_outputs(self.model.config):
+            hidden = hidden * self.model.config.d_model**-0.5
+        return self.model.lm_head(hidden)[:, -1, :]
+
+    def _own_attention(self, index: int, layer, normed: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        attention = layer.SelfAttention
+        self.keys[index].index_copy_(2, self.position, _heads(attention, attention.k(normed)))
+        self.values[index].index_copy_(2, self.position, _heads(attention, attention.v(normed)))
+        return _attend(attention, normed, self.keys[index], self.values[index], bias)
+
+    def reorder(self, rows: torch.Tensor) -> None:
+        """Each row's cache taken from row `rows[i]` (the beam it continues), in place: a graph's memory stays."""
+        self.keys.copy_(self.keys.index_select(1, rows))
+        self.values.copy_(self.values.index_select(1, rows))
+
+    def graphed(self) -> Callable[[], torch.Tensor]:
+        """`step` recorded once as a CUDA graph and replayed at every call (CUDA only). The recording is
+        preceded by one step on a side stream, as PyTorch asks, so that lazily made state (cuBLAS
+        workspaces, the allocator's pools) exists before it; that step's writes are overwritten by step 0."""
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            self.step()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            logits = self.step()
+
+        def replay() -> torch.Tensor:
+            graph.replay()
+            return logits
+
+        return replay
+
+
+def _rows_like(tensor: torch.Tensor, rows: int) -> torch.Tensor:
+    return torch.zeros((rows, *tensor.shape[1:]), dtype=tensor.dtype, device=tensor.device)
+
+
+def _heads(attention, projected: torch.Tensor) -> torch.Tensor:
+    """(rows, 1, heads × d_kv) -> (rows, heads, 1, d_kv)"""
+    return projected.view(projected.shape[0], -1, attention.n_heads, attention.key_value_proj_dim).transpose(1, 2)
+
+
+def _attend(attention, normed, keys, values, bias) -> torch.Tensor:
+    """T5's attention of one position, as transformers computes it with SDPA: the bias added to the
+    unscaled scores."""
+    query = _heads(attention, attention.q(normed))
+    out = torch.nn.functional.scaled_dot_product_attention(query, keys, values, attn_mask=bias, scale=1.0)
+    return attention.o(out.transpose(1, 2).reshape(normed.shape[0], 1, -1))
+
+
+class StaticSearch:
+    """`beam_search`'s answers, each decoder step over the same rows and memory; `graphed` (CUDA only): each
+    step replayed from a CUDA graph, recorded once for each shape of batch (prompts, prompt length, beams,
+    new tokens) and kept for the next batch of that shape: pad prompts to a few lengths to keep few."""
+
+    def __init__(self, model, graphed: bool = False):
+        self.model, self.graphed = model, graphed
+        self.decoders: dict[tuple, tuple[StaticDecoder, Callable[[], torch.Tensor]]] = {}
+
+    def __call__(self, input_ids, attention_mask, beams: int, max_new_tokens: int) -> list[list[int]]:
+        model, device, prompts = self.model, input_ids.device, input_ids.shape[0]
+        eos = model.generation_config.eos_token_id
+        eos = eos[0] if isinstance(eos, list) else eos
+        _, projected = encoder_states(model, input_ids, attention_mask)
+        decoder, step = self._decoder(projected, beams, max_new_tokens)
+        decoder.load(projected, attention_mask, beams)
+        state = Beams.start(prompts, beams, max_new_tokens, device)
+        best: list[list[int]] = [[] for _ in range(prompts)]
+        open_prompts = set(range(prompts))
+        first_rows = (torch.arange(prompts, device=device) * beams)[:, None]
+        for position in range(max_new_tokens):
+            decoder.position.fill_(position)
+            at_limit = position + 1 == max_new_tokens
+            state, origin = advance(state, step().float(), eos, length_penalty(model), at_limit)
+            done = state.full.all(dim=1).tolist()  # B hypotheses in: nothing can replace them
+            for row in [r for r in open_prompts if done[r]]:
+                best[row] = until_eos(state.finished[row, 0].tolist(), eos)
+                open_prompts.discard(row)
+            if not open_prompts:
+                break
+            decoder.reorder(flat_rows(first_rows + origin))
+            decoder.tokens.copy_(state.tokens[:, :, -1].reshape(-1, 1))
+        return best
+
+    def _decoder(self, projected, beams: int, steps: int) -> tuple[StaticDecoder, Callable[[], torch.Tensor]]:
+        shape = (*projected[0][0].shape, beams, steps)
+        if shape not in self.decoders:
+            decoder = StaticDecoder.allocate(self.model, projected, beams, steps)
+            self.decoders[shape] = (decoder, decoder.graphed() if self.graphed else decoder.step)
+        return self.decoders[shape]
