@@ -6,10 +6,11 @@
 #   eager   every decoding eager (`compile: never`), busy share and MFU;
 #   fast    `fast` compiled, its compile timed, then eager in the same run, answers compared;
 #   search  `beam` and `greedy` compiled, likewise;
+#   static  `beam` and `greedy` eager, then through the search of fixed shapes with CUDA graphs, answers compared;
 #   ct2     ct2_seq2seq beside the eager torch path (needs CTranslate2's wheel in .whl/, carried).
 set -uo pipefail
 out=${OUT:-/tmp/gpu-session}
-step=${2:?STEP: eager, fast, search or ct2}
+step=${2:?STEP: eager, fast, search, static or ct2}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 {
@@ -23,6 +24,7 @@ case $step in
 eager) options=(--greedy --compile never) ;;
 fast) options=(--skip beam --compile always --eager-baseline) ;;
 search) options=(--skip fast --greedy --compile always --eager-baseline) ;;
+static) options=(--skip fast --greedy --compile never --static-search) ;;
 ct2)
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/ctranslate2-*.whl || exit
     export PYTHONPATH=/tmp/site

@@ -17,6 +17,9 @@ since random weights rarely emit EOS.
 (d) with --greedy, examflow `greedy` mode.
 `--skip beam` or `--skip fast` leaves that decoding untimed. With `--compile always` a compiled decoding's first batch and first whole pass (its compiles) are timed and shown apart, and
 `--eager-baseline` times the same decoding eager in the same run and compares their answers.
+`--static-search` times `beam` and `greedy` (with --greedy) again through the search of fixed shapes
+(`examflow.grading.static_search`; on CUDA each decoder step replayed as a CUDA graph, prompts padded to
+a multiple of 64 so that batches share graphs) and compares its answers with the search's.
 Prints pairs/s for each (end to end through `Seq2SeqBackend.answer`: templates, cutting, parsing), the
 ratios (b)/(a) and (c)/(a), and beside each decoding its FLOP per pair, the share of the time the GPU
 was busy (kernel time over wall time, CUDA's profiler, in a second run) and the model FLOP utilisation
@@ -53,7 +56,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from independent import earlier_prompt  # noqa: E402  examflow's earlier preparation, the tests' oracle
 
-from examflow.grading.backends import Request, Seq2SeqBackend  # noqa: E402
+from examflow.grading.backends import Answer, Request, Seq2SeqBackend  # noqa: E402
+from examflow.grading.static_search import StaticSearch  # noqa: E402
 from examflow.prompts import template  # noqa: E402
 
 FLAN_T5_BASE = dict(
@@ -285,6 +289,25 @@ def eager_rate(backend: Seq2SeqBackend, requests: list[Request], answers: list) 
     return len(requests) / seconds, agreement(answers, found).replace("torch path", "eager path")
 
 
+def static_rate(backend: Seq2SeqBackend, requests: list[Request], answers: list) -> tuple[float, str, float | None]:
+    """`backend` (eager) with its search replaced by the one of fixed shapes, graphed on CUDA: pairs/s after
+    a one-batch warm-up (its graph recorded), how many answers equal the search's `answers`, GPU busy share."""
+    search = StaticSearch(backend.model, graphed=backend.device.startswith("cuda"))
+    beams = backend.num_beams if backend.decoding == "beam" else 1
+
+    def generate(prompts) -> list[Answer]:  # Seq2SeqBackend._generate with the other search
+        encoded = backend._encode(prompts, 64)
+        with torch.inference_mode():
+            output = search(encoded["input_ids"], encoded["attention_mask"], beams, backend.max_new_tokens)
+        return [Answer(text) for text in backend.tokenizer.batch_decode(output, skip_special_tokens=True)]
+
+    backend._generate = generate  # type: ignore[method-assign]
+    backend.answer(requests[: backend.batch_size])
+    found, seconds = timed(partial(backend.answer, requests))
+    busy = busy_share(partial(backend.answer, requests))
+    return len(requests) / seconds, agreement(answers, found).replace("torch path", "dynamic search"), busy
+
+
 def near_ties(backend: Seq2SeqBackend, requests: list[Request], max_new_tokens: int) -> int:
     """How many prompts have their two best beams within 1e-4 in score."""
     encoded = backend._encode(backend.preparer.prepare(requests))
@@ -328,6 +351,8 @@ def main() -> None:
                         help="the back end's `compile` option (auto: settled by the warm-up batch's size, so eager)")  # fmt: skip
     parser.add_argument("--eager-baseline", action="store_true",
                         help="with a compiled model, time each decoding eager too and compare their answers")  # fmt: skip
+    parser.add_argument("--static-search", action="store_true",
+                        help="time beam and greedy through the search of fixed shapes too (CUDA graphs on CUDA)")  # fmt: skip
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     requests = benchmark_texts(args.prompts)
@@ -398,6 +423,11 @@ def main() -> None:
         for name, label in (("fast", "(c) examflow fast"), ("greedy", "(d) examflow greedy")):
             if name in rate:
                 print(f"{label}: {line(name)}")
+        for name in [n for n in ("beam", "greedy") if n in rate and args.static_search]:
+            static, agreed, static_busy = static_rate(backend(name, "never"), requests, answers[name])
+            used = utilisation(static, flop[name], peak, static_busy)
+            print(f"    {name}, fixed shapes{' (CUDA graphs)' if args.device.startswith('cuda') else ''}: "
+                  f"{static:.2f} pairs/s ({static / rate[name]:.2f}×); {used}; {agreed}", flush=True)  # fmt: skip
         for name, (rate_eager, agreed) in eager.items():
             print(
                 f"    {name} eager: {rate_eager:.2f} pairs/s; compiled {rate[name] / rate_eager:.2f}×; compiled {agreed}"

@@ -72,9 +72,9 @@ class StaticDecoder:
     def load(self, projected, attention_mask, beams: int) -> None:
         """A batch of this shape, in place (a recorded graph reads the same memory): its encoder output's keys
         and values repeated for the beams, its padding masked, every row at the decoder's start token."""
-        for (keys, values), (own_keys, own_values) in zip(self.cross, projected):
-            keys.copy_(own_keys.repeat_interleave(beams, dim=0))
-            values.copy_(own_values.repeat_interleave(beams, dim=0))
+        for (keys, values), (batch_keys, batch_values) in zip(self.cross, projected):
+            keys.copy_(batch_keys.repeat_interleave(beams, dim=0))
+            values.copy_(batch_values.repeat_interleave(beams, dim=0))
         padding = (attention_mask == 0).repeat_interleave(beams, dim=0)[:, None, None, :]
         self.cross_bias.zero_().masked_fill_(padding, torch.finfo(self.cross_bias.dtype).min)
         self.tokens.fill_(self.model.config.decoder_start_token_id)
