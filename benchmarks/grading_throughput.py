@@ -19,7 +19,11 @@ since random weights rarely emit EOS.
 `--eager-baseline` times the same decoding eager in the same run and compares their answers.
 `--static-search` times `beam` and `greedy` (with --greedy) again through the search of fixed shapes
 (`examflow.grading.static_search`; on CUDA each decoder step replayed as a CUDA graph, prompts padded to
-a multiple of 64 so that batches share graphs) and compares its answers with the search's.
+a multiple of 64 so that batches share graphs; its first whole pass, which records them, timed apart) and
+compares its answers with the search's. Random weights rarely end an answer before the cap (the
+lengths of a batch's answers are printed beside each search), which hides what `beam_search` saves by
+dropping finished prompts; `--max-new-tokens 2` gives both searches the steps of a self-rating answer
+(a digit, then EOS).
 Prints pairs/s for each (end to end through `Seq2SeqBackend.answer`: templates, cutting, parsing), the
 ratios (b)/(a) and (c)/(a), and beside each decoding its FLOP per pair, the share of the time the GPU
 was busy (kernel time over wall time, CUDA's profiler, in a second run) and the model FLOP utilisation
@@ -302,10 +306,26 @@ def static_rate(backend: Seq2SeqBackend, requests: list[Request], answers: list)
         return [Answer(text) for text in backend.tokenizer.batch_decode(output, skip_special_tokens=True)]
 
     backend._generate = generate  # type: ignore[method-assign]
-    backend.answer(requests[: backend.batch_size])
+    _, warm = timed(partial(backend.answer, requests))  # a graph recorded for each shape of batch
+    print(f"    {backend.decoding}, fixed shapes: first whole pass {len(requests) / warm:.2f} pairs/s", flush=True)
     found, seconds = timed(partial(backend.answer, requests))
     busy = busy_share(partial(backend.answer, requests))
     return len(requests) / seconds, agreement(answers, found).replace("torch path", "dynamic search"), busy
+
+
+def answer_lengths(backend: Seq2SeqBackend, requests: list[Request]) -> str:
+    """The shortest, median and longest answer (EOS included) of the search on a batch of the requests: the
+    tokens themselves, since a random model's mostly lie outside the benchmark's small vocabulary."""
+    from examflow.grading.beam_search import beam_search
+
+    encoded = backend._encode(backend.preparer.prepare(requests[: backend.batch_size]))
+    beams = backend.num_beams if backend.decoding == "beam" else 1
+    with torch.inference_mode():
+        found = beam_search(
+            backend.model, encoded["input_ids"], encoded["attention_mask"], beams, backend.max_new_tokens
+        )
+    lengths = sorted(map(len, found))
+    return f"{lengths[0]}–{lengths[len(lengths) // 2]}–{lengths[-1]}"
 
 
 def near_ties(backend: Seq2SeqBackend, requests: list[Request], max_new_tokens: int) -> int:
@@ -410,7 +430,8 @@ def main() -> None:
 
         def line(name: str) -> str:
             used = utilisation(rate[name], flop[name], peak, busy[name])
-            return f"{rate[name]:.2f} pairs/s ({seconds[name]:.0f} s); {used}"
+            spread = f"; answers of {answer_lengths(backends[name], requests)} tokens" if name != "fast" else ""
+            return f"{rate[name]:.2f} pairs/s ({seconds[name]:.0f} s); {used}{spread}"
 
         differ = [i for i, (a, b) in enumerate(zip(ref_answers or [], answers.get("beam", []))) if a != b.text]
         reference_rate = len(prompts) / ref_time

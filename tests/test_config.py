@@ -228,11 +228,23 @@ def test_the_command_line_refuses_the_same_thresholds(tmp_path):
              "--tau", *taus], capture_output=True, text=True,
         )  # fmt: skip
         assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
-    assert program  # what the installed program runs
+    assert program  # the CLI's command, which the program runs
+
+
+def test_the_installed_program_starts_where_python_m_does():
+    from importlib.metadata import entry_points
+
+    (script,) = entry_points(group="console_scripts", name="examflow")
+    assert script.value == "examflow.__main__:run"
 
 
 def test_the_program_runs_numpy_blas_on_one_thread_unless_told():
     """Set before numpy loads; a setting of the user's (or Snakemake's, for a job's threads) stands."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    import numpy  # noqa: F401  (loaded, so that its BLAS is listed)
+
+    if not any(pool["internal_api"] == "openblas" for pool in threadpoolctl.threadpool_info()):
+        pytest.skip("this numpy is not built on OpenBLAS (MKL or Accelerate read other settings)")
     script = (
         "import sys, examflow.__main__ as entry\nsys.argv = ['examflow', '--help']\ntry:\n    entry.run()\n"
         "except SystemExit:\n    pass\nimport numpy\nfrom threadpoolctl import threadpool_info\n"

@@ -183,6 +183,8 @@ def test_damaged_gzip_files_name_the_file(tmp_path):
         read_queries(write(tmp_path / "bits.tsv.gz", whole[:10] + bytes([whole[10] | 0b110]) + whole[11:]))
     with raises_at(tmp_path / "crc.tsv.gz", None, None, r"not a valid gzip file \(CRC check failed"):
         read_queries(write(tmp_path / "crc.tsv.gz", whole[:-8] + bytes(4) + whole[-4:]))
+    with raises_at(tmp_path / "stray.tsv.gz", None, None, r"not a valid gzip file \(Not a gzipped file \(b'ga'\)\)"):
+        read_queries(write(tmp_path / "stray.tsv.gz", whole + b"ga"))  # two stray bytes: no stream cut short
 
 
 def test_an_empty_bank_is_an_error(tmp_path):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from tests.test_beam_search import answers, models, texts  # noqa: F401  (models: the tiny T5s, a fixture)
@@ -61,18 +63,63 @@ def test_every_step_decodes_the_same_rows_in_the_same_memory(models):  # noqa: F
 
 def test_one_search_serves_every_batch_of_a_shape(models):  # noqa: F811
     """Batches padded to one length reuse one decoder's memory (on a GPU, one recorded graph): answers
-    as generate's, batch after batch, and one decoder for each shape of batch."""
-    from examflow.grading.static_search import StaticSearch
+    as generate's, batch after batch, and a decoder made only when the shape of batch changes."""
+    from examflow.grading.static_search import StaticDecoder, StaticSearch
 
     tokenizer, model = models[1]
     prompts = texts(tokenizer, seed=3, count=14)
     search = StaticSearch(model)
-    for beams in (5, 1):
-        for start in range(0, len(prompts), 4):  # three batches of 4 prompts, then one of 2
-            batch = prompts[start : start + 4]
-            encoded = tokenizer(batch, return_tensors="pt", padding=True, pad_to_multiple_of=64)
-            with torch.inference_mode():
+    made: list[tuple] = []
+    allocate = StaticDecoder.allocate
+
+    def counted(model, projected, beams, steps):
+        made.append((projected[0][0].shape[0], beams))
+        return allocate(model, projected, beams, steps)
+
+    StaticDecoder.allocate = counted  # type: ignore[method-assign]
+    try:
+        for beams in (5, 1):
+            for start in range(0, len(prompts), 4):  # three batches of 4 prompts, then one of 2
+                batch = prompts[start : start + 4]
+                encoded = tokenizer(batch, return_tensors="pt", padding=True, pad_to_multiple_of=64)
                 tokens = search(encoded["input_ids"], encoded["attention_mask"], beams, 9)
-            expected = answers(tokenizer, model, batch, 9, ours=False, beams=beams)
-            assert tokenizer.batch_decode(tokens, skip_special_tokens=True) == expected
-    assert sorted((shape[0], shape[-2]) for shape in search.decoders) == [(2, 1), (2, 5), (4, 1), (4, 5)]
+                expected = answers(tokenizer, model, batch, 9, ours=False, beams=beams)
+                assert tokenizer.batch_decode(tokens, skip_special_tokens=True) == expected
+    finally:
+        StaticDecoder.allocate = allocate  # type: ignore[method-assign]
+    assert made == [(4, 5), (2, 5), (4, 1), (2, 1)]
+
+
+def test_what_the_search_of_fixed_shapes_refuses(models):  # noqa: F811
+    from examflow.grading.static_search import StaticSearch
+
+    _, model = models[0]
+    with pytest.raises(ValueError, match="CUDA graphs need a model on a CUDA device, not cpu"):
+        StaticSearch(model, graphed=True)
+    block = model.decoder.block[1].layer[0].SelfAttention
+    block.has_relative_attention_bias = True  # as UMT5's layers each have theirs
+    try:
+        with pytest.raises(ValueError, match="first decoder layer alone has a position bias"):
+            StaticSearch(model)
+    finally:
+        block.has_relative_attention_bias = False
+    with pytest.raises(ValueError, match="not float16"):
+        StaticSearch(copy.deepcopy(model).to(torch.float16))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device; this machine has none")
+def test_graphed_steps_answer_as_the_eager_ones(models):  # noqa: F811
+    """On a GPU: one recorded graph per shape of batch, replayed, gives the eager steps' answers."""
+    from examflow.grading.static_search import StaticSearch
+
+    tokenizer, model = models[0]
+    model = model.to("cuda")
+    try:
+        graphed, eager = StaticSearch(model, graphed=True), StaticSearch(model)
+        for beams in (5, 1):
+            for batch in (texts(tokenizer, seed=4, count=8)[:4], texts(tokenizer, seed=5, count=8)[:4]):
+                encoded = tokenizer(batch, return_tensors="pt", padding=True, pad_to_multiple_of=64).to("cuda")
+                inputs = (encoded["input_ids"], encoded["attention_mask"], beams, 9)
+                assert graphed(*inputs) == eager(*inputs)
+    finally:
+        model.to("cpu")

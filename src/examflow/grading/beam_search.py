@@ -121,6 +121,12 @@ def searchable(model) -> bool:
     return laid_out and not added and config.eos_token_id is not None
 
 
+def scales_decoder_outputs(config) -> bool:
+    """Whether T5 scales the decoder's outputs by d_model^-0.5 before the LM head (original T5, not T5 v1.1 or
+    FLAN-T5). transformers 5 keeps it in `scale_decoder_outputs` and says `tie_word_embeddings` of every T5."""
+    return bool(getattr(config, "scale_decoder_outputs", config.tie_word_embeddings))
+
+
 def length_penalty(model) -> float:
     """The model's, or `generate`'s default (transformers 5 leaves unset settings None until it generates)."""
     penalty = model.generation_config.length_penalty

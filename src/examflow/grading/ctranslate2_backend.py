@@ -162,7 +162,7 @@ def _register_t5_loader() -> None:
     from ctranslate2.converters.transformers import T5Loader, register_loader
     from ctranslate2.specs import model_spec
 
-    from examflow.grading.static_search import scales_decoder_outputs
+    from examflow.grading.beam_search import scales_decoder_outputs
 
     @register_loader("T5Config")
     class T5OutputScaleLoader(T5Loader):

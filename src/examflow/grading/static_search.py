@@ -24,13 +24,16 @@ from typing import Any
 
 import torch
 
-from examflow.grading.beam_search import Beams, advance, encoder_states, flat_rows, length_penalty, until_eos
-
-
-def scales_decoder_outputs(config) -> bool:
-    """Whether T5 scales the decoder's outputs by d_model^-0.5 before the LM head (original T5, not T5 v1.1 or
-    FLAN-T5). transformers 5 keeps it in `scale_decoder_outputs` and says `tie_word_embeddings` of every T5."""
-    return bool(getattr(config, "scale_decoder_outputs", config.tie_word_embeddings))
+from examflow.grading.beam_search import (
+    Beams,
+    advance,
+    encoder_states,
+    flat_rows,
+    length_penalty,
+    scales_decoder_outputs,
+    searchable,
+    until_eos,
+)
 
 
 @dataclass
@@ -102,19 +105,21 @@ class StaticDecoder:
         self.values[index].index_copy_(2, self.position, _heads(attention, attention.v(normed)))
         return _attend(attention, normed, self.keys[index], self.values[index], bias)
 
-    def reorder(self, rows: torch.Tensor) -> None:
-        """Each row's cache taken from row `rows[i]` (the beam it continues), in place: a graph's memory stays."""
-        self.keys.copy_(self.keys.index_select(1, rows))
-        self.values.copy_(self.values.index_select(1, rows))
+    def reorder(self, rows: torch.Tensor, written: int) -> None:
+        """Each row's cache of the `written` positions so far taken from row `rows[i]` (the beam it continues),
+        in place: a recorded graph reads the same memory."""
+        for cache in (self.keys[:, :, :, :written], self.values[:, :, :, :written]):
+            cache.copy_(cache.index_select(1, rows))
 
     def graphed(self) -> Callable[[], torch.Tensor]:
         """`step` recorded once as a CUDA graph and replayed at every call (CUDA only). The recording is
-        preceded by one step on a side stream, as PyTorch asks, so that lazily made state (cuBLAS
-        workspaces, the allocator's pools) exists before it; that step's writes are overwritten by step 0."""
+        preceded by a few steps on a side stream, as PyTorch's documentation does, so that lazily made state
+        (cuBLAS workspaces, the allocator's pools) exists before it; `load` zeroes what they wrote."""
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
-            self.step()
+            for _ in range(3):
+                self.step()
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
@@ -146,13 +151,23 @@ def _attend(attention, normed, keys, values, bias) -> torch.Tensor:
 
 class StaticSearch:
     """`beam_search`'s answers, each decoder step over the same rows and memory; `graphed` (CUDA only): each
-    step replayed from a CUDA graph, recorded once for each shape of batch (prompts, prompt length, beams,
-    new tokens) and kept for the next batch of that shape: pad prompts to a few lengths to keep few."""
+    step replayed from a CUDA graph, recorded for a shape of batch (prompts, prompt length, beams, new
+    tokens) and kept while the batches keep that shape: pad prompts to a few lengths to record few."""
 
     def __init__(self, model, graphed: bool = False):
+        blocks = model.decoder.block if searchable(model) else []
+        if not blocks or any(block.layer[0].SelfAttention.has_relative_attention_bias for block in blocks[1:]):
+            raise ValueError(
+                "the search of fixed shapes takes a T5 whose first decoder layer alone has a position bias"
+            )
+        if model.dtype == torch.float16:  # transformers clamps T5's activations in float16, and this does not
+            raise ValueError("the search of fixed shapes decodes in float32 or bfloat16, not float16")
+        if graphed and model.device.type != "cuda":
+            raise ValueError(f"CUDA graphs need a model on a CUDA device, not {model.device}")
         self.model, self.graphed = model, graphed
-        self.decoders: dict[tuple, tuple[StaticDecoder, Callable[[], torch.Tensor]]] = {}
+        self.current: tuple[tuple, StaticDecoder, Callable[[], torch.Tensor]] | None = None  # shape, decoder, step
 
+    @torch.inference_mode()  # the cache is written in place at every step: no autograd history may grow on it
     def __call__(self, input_ids, attention_mask, beams: int, max_new_tokens: int) -> list[list[int]]:
         model, device, prompts = self.model, input_ids.device, input_ids.shape[0]
         eos = model.generation_config.eos_token_id
@@ -174,13 +189,18 @@ class StaticSearch:
                 open_prompts.discard(row)
             if not open_prompts:
                 break
-            decoder.reorder(flat_rows(first_rows + origin))
+            if beams > 1:  # one beam always continues itself
+                decoder.reorder(flat_rows(first_rows + origin), position + 1)
             decoder.tokens.copy_(state.tokens[:, :, -1].reshape(-1, 1))
         return best
 
     def _decoder(self, projected, beams: int, steps: int) -> tuple[StaticDecoder, Callable[[], torch.Tensor]]:
+        """The decoder (and recorded step) of this batch's shape: the last batch's where it has it, else a
+        new one. Only one is kept, holding as much memory as `beam_search` takes for a batch: a grading job's
+        batches come sorted by length, so a shape seldom comes back once another has come."""
         shape = (*projected[0][0].shape, beams, steps)
-        if shape not in self.decoders:
+        if self.current is None or self.current[0] != shape:
+            self.current = None  # the old decoder's memory is free before the new one takes its own
             decoder = StaticDecoder.allocate(self.model, projected, beams, steps)
-            self.decoders[shape] = (decoder, decoder.graphed() if self.graphed else decoder.step)
-        return self.decoders[shape]
+            self.current = (shape, decoder, decoder.graphed() if self.graphed else decoder.step)
+        return self.current[1], self.current[2]
