@@ -10,7 +10,10 @@ the same memory, so here:
   step's position (a tensor on the device, so that one graph serves every step) and reordered in place
   when beams change origin;
 - a step attends over the cache's whole length, with the positions not yet written masked out, as T5
-  masks them (the dtype's lowest value: they weigh nothing).
+  masks them (the dtype's lowest value: they weigh nothing);
+- a prompt's beams attend to its encoder output's keys and values as that many queries of one copy,
+  where `beam_search` repeats the copy for each beam: at 5 beams a fifth of the memory, and of what the
+  cross-attention reads at every step.
 The answers are `beam_search`'s (tests/test_static_search.py holds them to `generate`'s on tiny models).
 Whether it is faster on a GPU is not measured yet (`benchmarks/gpu_session.sh COMMIT static`), so no back
 end uses it: the benchmark runs it with `--static-search`.
@@ -43,12 +46,13 @@ class StaticDecoder:
     and returns the next token's logits for every row."""
 
     model: Any  # a T5ForConditionalGeneration (`searchable`)
+    beams: int  # rows a prompt has, consecutive
     tokens: torch.Tensor  # (rows, 1) the last token of each row
     position: torch.Tensor  # (1,) the step, from 0
     keys: torch.Tensor  # (layers, rows, heads, steps, d_kv) self-attention cache
     values: torch.Tensor
-    cross: list[tuple[torch.Tensor, torch.Tensor]]  # per layer (rows, heads, source, d_kv): the encoder output's
-    cross_bias: torch.Tensor  # (rows, 1, 1, source) 0, or the lowest value at padding
+    cross: list[tuple[torch.Tensor, torch.Tensor]]  # per layer (prompts, heads, source, d_kv): the encoder output's
+    cross_bias: torch.Tensor  # (prompts, 1, 1, source) 0, or the lowest value at padding
     self_bias: torch.Tensor  # (1, heads, steps, steps) relative position bias, later positions masked
 
     @classmethod
@@ -63,22 +67,23 @@ class StaticDecoder:
         cache = (len(projected), rows, heads, steps, width)
         return cls(
             model=model,
+            beams=beams,
             tokens=torch.zeros((rows, 1), dtype=torch.long, device=device),
             position=torch.zeros(1, dtype=torch.long, device=device),
             keys=torch.zeros(cache, dtype=dtype, device=device),
             values=torch.zeros(cache, dtype=dtype, device=device),
-            cross=[(_rows_like(keys, rows), _rows_like(keys, rows)) for _ in projected],
-            cross_bias=torch.zeros((rows, 1, 1, source), dtype=dtype, device=device),
+            cross=[(torch.zeros_like(keys), torch.zeros_like(keys)) for _ in projected],
+            cross_bias=torch.zeros((prompts, 1, 1, source), dtype=dtype, device=device),
             self_bias=own.masked_fill(later, torch.finfo(dtype).min),
         )
 
-    def load(self, projected, attention_mask, beams: int) -> None:
+    def load(self, projected, attention_mask) -> None:
         """A batch of this shape, in place (a recorded graph reads the same memory): its encoder output's keys
-        and values repeated for the beams, its padding masked, every row at the decoder's start token."""
+        and values, its padding masked, every row at the decoder's start token."""
         for (keys, values), (batch_keys, batch_values) in zip(self.cross, projected):
-            keys.copy_(batch_keys.repeat_interleave(beams, dim=0))
-            values.copy_(batch_values.repeat_interleave(beams, dim=0))
-        padding = (attention_mask == 0).repeat_interleave(beams, dim=0)[:, None, None, :]
+            keys.copy_(batch_keys)
+            values.copy_(batch_values)
+        padding = (attention_mask == 0)[:, None, None, :]
         self.cross_bias.zero_().masked_fill_(padding, torch.finfo(self.cross_bias.dtype).min)
         self.tokens.fill_(self.model.config.decoder_start_token_id)
         self.keys.zero_()  # positions not yet written weigh nothing, but left from a batch before they
@@ -91,8 +96,9 @@ class StaticDecoder:
         for index, block in enumerate(decoder.block):
             own, cross, feed_forward = block.layer
             hidden = hidden + self._own_attention(index, own, own.layer_norm(hidden), bias)
-            keys, values = self.cross[index]
-            hidden = hidden + _attend(cross.EncDecAttention, cross.layer_norm(hidden), keys, values, self.cross_bias)
+            keys, values = self.cross[index]  # a prompt's beams share them: read once for all its rows
+            normed = cross.layer_norm(hidden)
+            hidden = hidden + _attend(cross.EncDecAttention, normed, keys, values, self.cross_bias, self.beams)
             hidden = feed_forward(hidden)
         hidden = decoder.final_layer_norm(hidden)
         if scales_decoder_outputs(self.model.config):
@@ -132,21 +138,19 @@ class StaticDecoder:
         return replay
 
 
-def _rows_like(tensor: torch.Tensor, rows: int) -> torch.Tensor:
-    return torch.zeros((rows, *tensor.shape[1:]), dtype=tensor.dtype, device=tensor.device)
-
-
 def _heads(attention, projected: torch.Tensor) -> torch.Tensor:
     """(rows, 1, heads × d_kv) -> (rows, heads, 1, d_kv)"""
     return projected.view(projected.shape[0], -1, attention.n_heads, attention.key_value_proj_dim).transpose(1, 2)
 
 
-def _attend(attention, normed, keys, values, bias) -> torch.Tensor:
-    """T5's attention of one position, as transformers computes it with SDPA: the bias added to the
-    unscaled scores."""
-    query = _heads(attention, attention.q(normed))
+def _attend(attention, normed, keys, values, bias, group: int = 1) -> torch.Tensor:
+    """T5's attention of one position, as transformers computes it with SDPA (the bias added to the unscaled
+    scores), for `group` consecutive rows that attend to one row of `keys` and `values` (a prompt's beams
+    to its encoder output), as that many queries of it."""
+    rows, shape = normed.shape[0], (attention.n_heads, attention.key_value_proj_dim)
+    query = attention.q(normed).view(rows // group, group, *shape).transpose(1, 2)  # (rows / group, heads, group, d_kv)
     out = torch.nn.functional.scaled_dot_product_attention(query, keys, values, attn_mask=bias, scale=1.0)
-    return attention.o(out.transpose(1, 2).reshape(normed.shape[0], 1, -1))
+    return attention.o(out.transpose(1, 2).reshape(rows, 1, -1))
 
 
 class StaticSearch:
@@ -174,7 +178,7 @@ class StaticSearch:
         eos = eos[0] if isinstance(eos, list) else eos
         _, projected = encoder_states(model, input_ids, attention_mask)
         decoder, step = self._decoder(projected, beams, max_new_tokens)
-        decoder.load(projected, attention_mask, beams)
+        decoder.load(projected, attention_mask)
         state = Beams.start(prompts, beams, max_new_tokens, device)
         best: list[list[int]] = [[] for _ in range(prompts)]
         open_prompts = set(range(prompts))
