@@ -10,7 +10,7 @@ import yaml
 from conftest import ROOT
 
 # Conda-forge names of packages whose PyPI name differs.
-CONDA_NAMES = {"torch": "pytorch", "matplotlib": "matplotlib-base"}
+CONDA_NAMES = {"torch": "pytorch", "matplotlib": "matplotlib-base", "isal": "python-isal"}
 # Snakemake drives the jobs; it runs in no job's environment.
 DRIVER = {"snakemake"}
 
