@@ -294,15 +294,15 @@ def eager_rate(backend: Seq2SeqBackend, requests: list[Request], answers: list) 
 
 
 def static_rate(backend: Seq2SeqBackend, requests: list[Request], answers: list) -> tuple[float, str, float | None]:
-    """`backend` (eager) with its search replaced by the one of fixed shapes, graphed on CUDA: pairs/s after
-    a one-batch warm-up (its graph recorded), how many answers equal the search's `answers`, GPU busy share."""
+    """`backend` (eager) with its search replaced by the one of fixed shapes, graphed on CUDA: pairs/s after a
+    whole pass that records a graph for each shape of batch, how many answers equal the search's `answers`,
+    and the GPU's busy share."""
     search = StaticSearch(backend.model, graphed=backend.device.startswith("cuda"))
     beams = backend.num_beams if backend.decoding == "beam" else 1
 
     def generate(prompts) -> list[Answer]:  # Seq2SeqBackend._generate with the other search
         encoded = backend._encode(prompts, 64)
-        with torch.inference_mode():
-            output = search(encoded["input_ids"], encoded["attention_mask"], beams, backend.max_new_tokens)
+        output = search(encoded["input_ids"], encoded["attention_mask"], beams, backend.max_new_tokens)
         return [Answer(text) for text in backend.tokenizer.batch_decode(output, skip_special_tokens=True)]
 
     backend._generate = generate  # type: ignore[method-assign]
