@@ -96,8 +96,9 @@ class CompileCost:
 # 705.67 eager in that process, and 757.97 eager in a run of its own: the faster eager rate counts, so
 # that the break-even (496,937 pairs) is the later of the two. It holds for flan-t5-large in bfloat16 on
 # that GPU; other models and GPUs are not measured. `beam` and `greedy` compiled are not measured on a
-# GPU (on 2 CPU cores they do not pay): `auto` leaves them eager. The step is now compiled for dynamic shapes from the start (one graph, not
-# three, on a CPU); its GPU compile time is not measured again, so the measured 265.8 s stands.
+# GPU (on 2 CPU cores they do not pay): `auto` leaves them eager. The step is now compiled for dynamic
+# shapes from the start (one graph, not three, on a CPU); its GPU compile time is not measured again, so
+# the measured 265.8 s stands.
 COMPILE_COSTS = {
     "fast": CompileCost(265.8, 757.97, 1274.80, "flan-t5-large, bfloat16, batch 1024, one H200 (cdd702c)"),
 }

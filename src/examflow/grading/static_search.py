@@ -138,19 +138,19 @@ class StaticDecoder:
         return replay
 
 
-def _heads(attention, projected: torch.Tensor) -> torch.Tensor:
-    """(rows, 1, heads × d_kv) -> (rows, heads, 1, d_kv)"""
-    return projected.view(projected.shape[0], -1, attention.n_heads, attention.key_value_proj_dim).transpose(1, 2)
+def _heads(attention, projected: torch.Tensor, group: int = 1) -> torch.Tensor:
+    """(rows, 1, heads × d_kv) -> (rows / group, heads, group, d_kv): `group` consecutive rows as positions."""
+    shape = (attention.n_heads, attention.key_value_proj_dim)
+    return projected.view(projected.shape[0] // group, group, *shape).transpose(1, 2)
 
 
 def _attend(attention, normed, keys, values, bias, group: int = 1) -> torch.Tensor:
     """T5's attention of one position, as transformers computes it with SDPA (the bias added to the unscaled
     scores), for `group` consecutive rows that attend to one row of `keys` and `values` (a prompt's beams
     to its encoder output), as that many queries of it."""
-    rows, shape = normed.shape[0], (attention.n_heads, attention.key_value_proj_dim)
-    query = attention.q(normed).view(rows // group, group, *shape).transpose(1, 2)  # (rows / group, heads, group, d_kv)
+    query = _heads(attention, attention.q(normed), group)
     out = torch.nn.functional.scaled_dot_product_attention(query, keys, values, attn_mask=bias, scale=1.0)
-    return attention.o(out.transpose(1, 2).reshape(rows, 1, -1))
+    return attention.o(out.transpose(1, 2).reshape(normed.shape[0], 1, -1))
 
 
 class StaticSearch:
