@@ -479,6 +479,14 @@ def test_config_mistakes_stop_the_workflow_at_parse_time_in_one_line(project):
     write(project / "config/twice.yaml", text)
     result = snakemake(project, "-n", "--configfile", "config/twice.yaml", check=False)
     assert "twice.yaml:" in refused_in_one_line(result, "key 'depth' is written twice")
+    # a key set on the command line is blamed on --config; one from the file, on the file
+    for given, key, source in [("result_dir=x", "result_dir", "--config result_dir=…, over the configuration"),
+                               ("results_dir=elsewhere", "pool.depht", "configuration")]:  # fmt: skip
+        write(project / "config/bad.yaml", yaml.safe_dump(config | {"pool": {"depht": 10}}))
+        result = snakemake(project, "-n", "--configfile", "config/bad.yaml", "--config", given, check=False)
+        errors = [line for line in result.stderr.splitlines() if line.startswith("examflow: error:")]
+        assert len(errors) == 1 and errors[0].startswith(f"examflow: error: config {key}: unknown key"), result.stderr
+        assert f" [{source}: " in errors[0] and errors[0].endswith("config/bad.yaml]"), errors
 
 
 def example_data(root, config: dict) -> None:

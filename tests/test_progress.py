@@ -165,3 +165,20 @@ def test_pairs_that_got_no_grade_are_counted_apart_from_the_graded_ones(tmp_path
     line = progress_line(read_progress(folder), now=progress.counts.updated)
     assert line.startswith("examflow: graded 60 of 60 pairs (100%)")
     assert line.endswith("grade jobs: 1 done; 7 pairs failed (no grade: summary.md counts them by kind)")
+
+
+def test_a_job_stopped_by_its_failures_points_to_its_log_not_to_a_summary(tmp_path):
+    """max_error_rate exceeded: the job fails, the run stops, and no summary.md is written."""
+    from examflow.progress import job_progress
+
+    folder = tmp_path / "results"
+    write(folder / "logs/progress/run.json", json.dumps({"started": 0.0, "jobs": ["m/s0"]}))
+    with pytest.raises(Failure), job_progress(folder / "logs/progress/m/s0.json", "m/s0") as progress:
+        progress.planned(cached=0, to_grade=35)
+        progress.graded(35)
+        progress.failures(17)
+        raise Failure("17 of 35 pairs failed, more than grading.max_error_rate = 0 allows")
+    line = progress_line(read_progress(folder), now=progress.counts.updated)
+    assert line.endswith(
+        "grade jobs: 1 failed; 17 pairs failed (no grade: the failed grade job's log counts them by kind)"
+    )

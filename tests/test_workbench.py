@@ -111,6 +111,7 @@ def test_qa_grades_direct_grades_models_and_facets(tmp_path):
     assert tables["judgments"][["query_id", "facet_id", "relevance"]].values.tolist() == [["page", "f1", 1]]
     result = evaluate("--workbench-graded", str(path), "--tau", "1", "--k", "20", "--out", str(tmp_path / "out"))
     assert result.returncode == 0, result.stderr
+    assert "methods 3, runs 2, measures " in result.stderr  # r1 and r2; not the pool's row, _overall_
     board = pd.read_csv(tmp_path / "out" / "leaderboard.tsv", sep="\t")
     exam = board[board["measure"] == "exam"].set_index(["method", "run_id"])["score"]
     assert exam[("QuestionCompleteConcisePromptWithAnswerKey2:flan-t5-large", "r1")] == 0.5  # a answers x

@@ -298,10 +298,11 @@ def evaluate_command(args: argparse.Namespace) -> None:
     for method, store in stores.items():  # only once the outputs are written
         store.save(bank_digest(baselines[method].questions), baselines[method])
     leaderboard = cast("pd.DataFrame", outputs["leaderboard.tsv"])  # cast: evaluate's leaderboard table
+    systems = leaderboard.loc[leaderboard["kind"] == "system", "run_id"]  # not the pool's or the gold's row
     log.info(
-        "%d methods, %d runs, %d measures, tau %s -> %s",
+        "methods %d, runs %d, measures %d, tau %s -> %s",
         leaderboard["method"].nunique(),
-        leaderboard["run_id"].nunique(),
+        systems.nunique(),
         leaderboard["measure"].nunique(),
         args.tau,
         args.out,

@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 import math
+import re
 from collections.abc import Hashable, Iterable
 from pathlib import Path
 from typing import Any
@@ -288,6 +289,14 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 )
             seen[key] = key_node.start_mark.line + 1
         return super().construct_mapping(node, deep)
+
+
+def config_sources(error: Exception, files: list[str], overrides: Iterable[str]) -> str:
+    """Where the setting behind a failed check was given: the config files, and `--config KEY`
+    where the command line set the top-level key the error names (Snakemake lays it over the files)."""
+    named = re.split(r"[.\[]", error.key)[0] if isinstance(error, ConfigError) else None
+    files_part = f"configuration: {', '.join(files)}"
+    return f"--config {named}=…, over the {files_part}" if named in set(overrides) else files_part
 
 
 def config_digest(config: dict) -> str:

@@ -37,6 +37,7 @@ class ConfigError(InputError):
     """A problem in the configuration: `str()` reads `config key.path: message`; never echoes a secret."""
 
     def __init__(self, key: str, message: str):
+        self.key = key
         # A command-line option (`--method.backend.x`) names itself; anything else is a config key.
         super().__init__(key if key.startswith("-") else f"config {key}", message)
 

@@ -11,7 +11,13 @@ from snakemake.settings.enums import RerunTrigger
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 sys.path.insert(0, str(Path(workflow.basedir).parent / "src"))
-from examflow.config import check_config, check_config_file, config_digest, methods
+from examflow.config import (
+    check_config,
+    check_config_file,
+    config_digest,
+    config_sources,
+    methods,
+)
 from examflow.errors import ConfigError, Failure
 from examflow.grading.signatures import local_weights
 from examflow.io.irds import is_irds
@@ -66,10 +72,9 @@ def checked(step, *args):
     try:
         return step(*args)
     except Failure as error:
-        print(
-            f"examflow: error: {error} [configuration: {', '.join(CONFIG_FILES)}]",
-            file=sys.stderr,
-        )
+        overrides = workflow.config_settings.config  # --config's keys alone
+        sources = config_sources(error, CONFIG_FILES, overrides)
+        print(f"examflow: error: {error} [{sources}]", file=sys.stderr)
         sys.exit(1)
 
 

@@ -79,7 +79,8 @@ def _numbered(path, handle) -> Iterator[tuple[int, bytes]]:
         # member) for a stream cut short: zlib, reading the damaged file again, says which it is
         verdict = _zlib_verdict(path) or error
         what = "cut short" if isinstance(verdict, EOFError) else f"not a valid gzip file ({verdict})"
-        raise InputError(path, f"{what}; read up to line {number}") from None
+        read = f"read up to line {number}" if number else "not one line could be read"
+        raise InputError(path, f"{what}; {read}") from None
 
 
 def _zlib_verdict(path) -> Exception | None:
