@@ -124,9 +124,9 @@ def _read(path: str | Path) -> dict[str, pd.DataFrame]:
                 grades += rows
                 keys.append(_key(grade))
                 spans.append(len(rows))
-            for grade in paragraph.grades or []:
-                grades.append(_direct_grade_row(query_id, passage_id, grade))
-                keys.append(_key(grade))
+            for direct in paragraph.grades or []:
+                grades.append(_direct_grade_row(query_id, passage_id, direct))
+                keys.append(_key(direct))
                 spans.append(1)
     if not grades:
         raise InputError(path, "no grades: the file holds no exam_grades or grades")
