@@ -179,6 +179,4 @@ def test_a_job_stopped_by_its_failures_points_to_its_log_not_to_a_summary(tmp_pa
         progress.failures(17)
         raise Failure("17 of 35 pairs failed, more than grading.max_error_rate = 0 allows")
     line = progress_line(read_progress(folder), now=progress.counts.updated)
-    assert line.endswith(
-        "grade jobs: 1 failed; 17 pairs failed (no grade: the failed grade job's log counts them by kind)"
-    )
+    assert line.endswith("grade jobs: 1 failed; 17 pairs failed (no grade: the grade jobs' logs count them by kind)")

@@ -183,9 +183,9 @@ def progress_line(progress: RunProgress, now: float) -> str:
     line = ", ".join(words) + "; grade jobs: " + ", ".join(f"{n} {state}" for state, n in states.items() if n)
     cached, failed = sum(j.cached for j in jobs), sum(j.failed for j in jobs)
     line += f"; {cached:,} more pairs answered by the cache" if cached else ""
-    # a failed job stops the run before summary.md is written; its log has the count
-    counts = "the failed grade job's log" if states["failed"] else "summary.md"
-    return line + (f"; {failed:,} pairs failed (no grade: {counts} counts them by kind)" if failed else "")
+    # a failed job stops the run before summary.md is written; each job's log has its counts
+    counts = "the grade jobs' logs count" if states["failed"] else "summary.md counts"
+    return line + (f"; {failed:,} pairs failed (no grade: {counts} them by kind)" if failed else "")
 
 
 def _jobs(count: int) -> str:
