@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 import pandas as pd
 import pytest
@@ -351,7 +352,7 @@ def test_a_failure_while_preparing_is_the_jobs_error_and_leaves_no_thread(tiny_t
 
 
 @pytest.mark.slow
-def test_the_compiled_scoring_step_rates_as_the_eager_one(tiny_t5):
+def test_the_compiled_scoring_step_rates_as_the_eager_one(tiny_t5, caplog):
     """torch.compile on this CPU (inductor and the system's C++ compiler): about a minute. The job's
     batches differ in size and padded length, and one graph serves them all."""
     import torch._dynamo
@@ -364,8 +365,13 @@ def test_the_compiled_scoring_step_rates_as_the_eager_one(tiny_t5):
     assert eager.compiled is None and compiled.compiled is not None
     torch._dynamo.reset()
     counters.clear()
-    expected, found = eager.answer(requests), compiled.answer(requests)
+    expected = eager.answer(requests)
+    with caplog.at_level(logging.INFO, logger="examflow.grading.backends"):
+        found = compiled.answer(requests)
     assert compiled.compiled is not None  # it compiled, and ran compiled
+    # said once, at the first batch, not at each of the four
+    [said] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("model steps compiled")]
+    assert re.fullmatch(r"model steps compiled \(fast\): the first batch took \d+\.\d s, the compile included", said)
     # the shapes the compiled step saw: batches of 4 by length (the last of 2), each padded to a multiple of 64
     prompts = sorted(eager.preparer.prepare(requests), key=lambda p: len(p.text))
     shapes = {
@@ -407,10 +413,11 @@ def test_a_compile_that_fails_is_logged_and_the_step_runs_eager(tiny_t5, caplog,
     torch._dynamo.reset()  # nothing an earlier test compiled in this process is taken,
     # nor from inductor's cache on disk; and with no compiler inductor cannot build
     with inductor.patch({"cpp.cxx": ("/nonexistent/c++",), "fx_graph_cache": False}):
-        with caplog.at_level(logging.WARNING):
+        with caplog.at_level(logging.INFO):
             found = backend.answer(requests)
     assert [(a.text, a.expected) for a in found] == [(a.text, a.expected) for a in eager]
     assert backend.compiled is None
+    assert "model steps compiled" not in caplog.text
     [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warning.startswith("compiled model steps unavailable, eager from here on: ")
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -164,6 +165,7 @@ class Seq2SeqBackend(PreparedBackend):
         self.compile = compile
         wanted = compile_wanted(compile, self.device.startswith("cuda"), decoding, None)
         self.compiled: Any = None
+        self.ran_compiled = False  # a compiled batch has run: the compile is done and was logged
         if wanted and decoding == "fast":
             # for dynamic shapes from the start: a job's batches differ in length and the last in size,
             # and a static first graph would compile twice more before dynamo generalised it
@@ -238,7 +240,15 @@ class Seq2SeqBackend(PreparedBackend):
         operation) is logged with its reason once, and the job goes on eager."""
         if self.compiled is not None:
             try:
-                return run(self.compiled, COMPILED_LENGTHS)
+                if self.ran_compiled:
+                    return run(self.compiled, COMPILED_LENGTHS)
+                start = time.perf_counter()
+                result = run(self.compiled, COMPILED_LENGTHS)
+                # torch.compile compiles at the first call: say that it did, and what it cost
+                log.info("model steps compiled (%s): the first batch took %.1f s, the compile included",
+                         self.decoding, time.perf_counter() - start)  # fmt: skip
+                self.ran_compiled = True
+                return result
             except Exception as error:  # torch.compile fails in many kinds (BackendCompilerFailed, ...)
                 reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
                 log.warning("compiled model steps unavailable, eager from here on: %s", reason[:300])
