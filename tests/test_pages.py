@@ -139,3 +139,20 @@ def test_without_an_official_leaderboard_the_page_promises_no_correlation():
     without = leaderboard_page(hand_board())
     assert "Spearman's ρ and Kendall's τ with the official leaderboard" in with_one
     assert "Spearman" not in without and "Bold: the best run under each measure." in without
+
+
+def test_when_every_run_ties_none_is_named_best():
+    """UMBRELA at τ 4 (its grades stop at 3): every run covers nothing, and none is the best of them."""
+    rows = [("exam_cover", 4.0, run, "system", 0.0, 0.0) for run in ("x", "y", "z")]
+    rows += [("map", 4.0, "x", "system", 0.2, 0.1), ("map", 4.0, "y", "system", 0.2, 0.1),
+             ("map", 4.0, "z", "system", 0.1, 0.1), ("exam_cover", 4.0, "_overall_", "pool", 0.0, 0.0)]  # fmt: skip
+    table = pd.DataFrame(rows, columns=["measure", "tau", "run_id", "kind", "score", "stderr"]).assign(method="m")
+    board = Board.of(table, 4.0, "self_rating", ["map"])
+    assert board.best("exam_cover") == [] and board.all_tied("exam_cover") == ["x", "y", "z"]
+    assert board.best("map") == ["x", "y"] and board.all_tied("map") == []  # a tie at the top, not of all
+    text = run_summary({}, None, "results", {"m": board}).markdown()
+    assert "No best system: all 3 tie at 0.000." in text and "Best system" not in text
+    assert "| exam_cover | none: all 3 tie | 0.000 |" in text and "| map | x, y | 0.200 |" in text
+    alone = Board.of(table[table["run_id"].isin(["x", "_overall_"])], 4.0, "self_rating", ["map"])
+    assert alone.best("exam_cover") == ["x"] and alone.all_tied("exam_cover") == []  # one run: the best of one
+    assert leaderboard_page(board).count("number best") == 2  # x and y under map; nobody under exam_cover

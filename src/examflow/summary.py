@@ -285,10 +285,13 @@ def _headline_section(doc: Document, board: Board) -> None:
                       with_interval(agreement, "kendall"))  # fmt: skip
     else:
         doc.paragraph("Headline measure `{}`. " + NO_OFFICIAL, headline)
+    name = "official run" if board.official else "system"
     if best:
         score = cast(pd.Series, board.scores(headline).loc[best[0]])  # cast: a run's one row (`Board.scores`)
-        doc.paragraph("Best {}: {} ({}).", "official run" if board.official else "system", ", ".join(best),
-                      score_text(score["score"], score["stderr"]))  # fmt: skip
+        doc.paragraph("Best {}: {} ({}).", name, ", ".join(best), score_text(score["score"], score["stderr"]))
+    elif tied := board.all_tied(headline):
+        tie = cast(float, board.scores(headline).loc[tied[0], "score"])  # cast: the score column holds numbers
+        doc.paragraph("No best {}: all {} tie at {}.", name, f"{len(tied)}", f"{tie:.3f}")
     if extra := board.extra_runs():
         doc.paragraph("Extra runs, evaluated but not on the official leaderboard (never named best): {}.",
                       ", ".join(extra))  # fmt: skip
@@ -317,11 +320,11 @@ def _leaderboard_section(doc: Document, board: Board) -> None:
     doc.heading(f"{board.method}: the best {best_name} under each measure (τ = {board.tau:g})")
     rows = []
     for measure in board.measures:
-        best = board.best(measure)
-        if not best:
+        best, tied = board.best(measure), board.all_tied(measure)
+        if not best and not tied:
             continue
-        score = cast(float, board.scores(measure).loc[best[0], "score"])  # cast: the score column holds numbers
-        row = [measure, ", ".join(best), f"{score:.3f}"]
+        score = cast(float, board.scores(measure).loc[(best or tied)[0], "score"])  # cast: the scores are numbers
+        row = [measure, ", ".join(best) or f"none: all {len(tied)} tie", f"{score:.3f}"]
         if board.correlation is not None:
             found = board.agreement(measure)
             row += [with_interval(found, "spearman"), with_interval(found, "kendall"), _note(found)]

@@ -83,14 +83,24 @@ class Board:
 
     def best(self, measure: str) -> list[str]:
         """The best official runs under `measure` (all of a tie; every system without an official
-        leaderboard), in leaderboard order."""
+        leaderboard), in leaderboard order; none where they all tie (`all_tied`)."""
+        top, candidates = self._top(measure)
+        return [] if len(top) == candidates > 1 else top
+
+    def all_tied(self, measure: str) -> list[str]:
+        """The runs `best` would choose from, where every one has the same score: no order, none best."""
+        top, candidates = self._top(measure)
+        return top if len(top) == candidates > 1 else []
+
+    def _top(self, measure: str) -> tuple[list[str], int]:
+        """The official runs (systems) of the top score under `measure`, and how many there are in all."""
         candidates = self.rows[
             (self.rows["measure"] == measure) & self.rows["run_id"].map(self.groups).isin((OFFICIAL, RUN))
         ]
         if candidates.empty:
-            return []
+            return [], 0
         keys = tie_keys(candidates["score"])
-        return candidates.loc[keys == keys.max(), "run_id"].tolist()
+        return candidates.loc[keys == keys.max(), "run_id"].tolist(), len(candidates)
 
     def agreement(self, measure: str) -> pd.Series | None:
         """The measure's row of correlation.tsv at this τ (or without τ), if there is one."""
