@@ -187,3 +187,21 @@ def test_a_model_that_is_neither_a_folder_nor_a_hub_model_is_one_line(tmp_path, 
     (broken / "config.json").write_text("{not json")
     with pytest.raises(ConfigError, match=r"'.*broken model': a folder without a readable model configuration"):
         backend(str(broken), decoding="fast", **options)
+
+
+@pytest.mark.parametrize("backend", [CTranslate2Backend, Seq2SeqBackend])
+def test_damaged_weights_or_tokenizer_are_one_line(tmp_path, backend):
+    """A folder whose configuration reads but whose weights (or tokenizer) do not: one line naming it, no
+    conversion left behind, where it was the loader's traceback."""
+    options = {"cache_dir": tmp_path / "cache"} if backend is CTranslate2Backend else {}
+    folder = build_tiny_t5(tmp_path / "damaged model")
+    (folder / "model.safetensors").write_bytes(b"not a safetensors file")
+    with pytest.raises(ConfigError) as error:
+        backend(str(folder), decoding="fast", **options)
+    assert str(error.value).startswith(f"config backend.model: {str(folder)!r}: could not be loaded (")
+    assert "\n" not in str(error.value)
+    assert not list((tmp_path / "cache").glob("ctranslate2/*"))  # nothing half-converted
+    folder = build_tiny_t5(tmp_path / "damaged tokenizer")
+    (folder / "tokenizer.json").write_text("{not json")
+    with pytest.raises(ConfigError, match=r"'.*damaged tokenizer': could not be loaded \("):
+        backend(str(folder), decoding="fast", **options)

@@ -453,3 +453,17 @@ def test_compile_auto_settles_on_the_first_jobs_size(tiny_t5, caplog):
     large.begin(496_937)
     large.begin(3)  # settled by the first job: a later, smaller one changes nothing
     assert large.compiled is not None and large.compile == "always"
+
+
+def test_damaged_weights_of_the_extractive_and_embedding_models_are_one_line(tmp_path):
+    from examflow.grading.backends import ExtractiveQABackend
+
+    qa = build_tiny_t5(tmp_path / "qa", seed=1, question_answering=True)
+    (qa / "model.safetensors").write_bytes(b"not a safetensors file")
+    with pytest.raises(ConfigError, match=r"^config backend.model: '.*qa': could not be loaded \([^\n]*\)$"):
+        ExtractiveQABackend(str(qa))
+    embedding = tmp_path / "embedding"
+    embedding.mkdir()
+    (embedding / "config.json").write_text("{}")  # no model type: transformers cannot tell what to build
+    with pytest.raises(ConfigError, match=r"^config backend.model: '.*embedding': could not be loaded \("):
+        EmbeddingBackend(str(embedding))

