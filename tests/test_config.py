@@ -172,6 +172,13 @@ def test_back_end_options_are_checked_by_kind_with_the_key_named():
         == f"{key}.batch_size: expected an integer, found True"
     )
     assert "not 'beams'" in rejected(method(kind="hf_seq2seq", model="t5", decoding="beams"))
+    for device in ("gpu", "CUDA", "cuda:", "cuda:x"):  # refused here, not in the grading job that would use it
+        assert rejected(method(kind="hf_seq2seq", model="t5", device=device)) == (
+            f"{key}.device: expected `auto` (CUDA when present), `cpu`, `cuda`, `cuda:1`, ... (torch's names: `mps`, "
+            f"`xpu`), not {device!r}"
+        )
+    for device in ("auto", "cpu", "mps", "xpu:0"):  # `cuda` needs `gpu:` beside it: another check
+        assert checked(method(kind="embedding", device=device))["grading"]["methods"][0]["backend"]["device"] == device
     assert rejected(method(kind="openai")).endswith("model: required, and missing")
     assert "did you mean 'openai'" in rejected(method(kind="opanai", model="x"))
     assert "'extractive_qa' cannot be graded by the embedding back end" in rejected(

@@ -7,6 +7,7 @@ of the option tables in `config/README.md`; `check_options` checks a mapping of 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,7 @@ class Option:
     minimum: float | None = None
     nullable: bool = False
     maximum: float | None = None
+    pattern: str | None = None  # a string's form, whole (a device: `cuda:1`): `help` says it in words
 
     def check(self, key: str, value: Any) -> Any:
         if value is None and self.nullable:
@@ -37,6 +39,8 @@ class Option:
         # bool is an int in Python; a YAML `yes` must not pass as a batch size.
         if isinstance(value, bool) != (self.type == "boolean") or not isinstance(value, _TYPES[self.type]):
             raise ConfigError(key, f"expected {'null or ' if self.nullable else ''}{a(self.type)}, found {value!r}")
+        if self.pattern is not None and not re.fullmatch(self.pattern, value):
+            raise ConfigError(key, f"expected {self.help}, not {value!r}")
         if isinstance(value, float) and not math.isfinite(value):  # NaN passes every bound
             raise ConfigError(key, f"expected a finite number, found {value!r}")
         if self.minimum is not None and value < self.minimum:
@@ -53,6 +57,8 @@ class Option:
             schema["minimum"] = self.minimum
         if self.maximum is not None:
             schema["maximum"] = self.maximum
+        if self.pattern is not None:
+            schema["pattern"] = f"^(?:{self.pattern})$"
         if self.default is not REQUIRED:
             schema["default"] = self.default
         return schema | {"description": self.help}

@@ -62,7 +62,8 @@ LLM_OPTIONS = {
 # Question generation names a model by default; a grading back end must name its own.
 QUESTION_LLM_OPTIONS = {**LLM_OPTIONS, "model": replace(LLM_OPTIONS["model"], default="gpt-3.5-turbo")}
 
-_DEVICE = Option("string", "auto", "`auto` (CUDA when present), `cpu`, `cuda`, `cuda:1`, ...")
+_DEVICE = Option("string", "auto", "`auto` (CUDA when present), `cpu`, `cuda`, `cuda:1`, ... (torch's names: `mps`, `xpu`)",
+                 pattern=r"auto|cpu|mps|(cuda|xpu)(:[0-9]+)?")  # fmt: skip
 _REVISION = Option("string", None, "hub revision (commit, branch or tag); null: the latest", nullable=True)
 # The encoder-decoders' options (FLAN-T5 through torch, or converted to CTranslate2).
 _SEQ2SEQ_OPTIONS = {
