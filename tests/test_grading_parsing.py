@@ -8,6 +8,8 @@ import json
 import pytest
 from conftest import REFERENCE, needs_reference
 
+from examflow.grading.backends import Answer
+from examflow.grading.methods import Pair, interpret
 from examflow.grading.parsing import fuzz_ratio, normalise_answer, parse_self_rating, verify_answer
 
 SAMPLE = REFERENCE / "format-samples/workbench-graded-sample.jsonl.gz"
@@ -36,6 +38,24 @@ SAMPLE = REFERENCE / "format-samples/workbench-graded-sample.jsonl.gz"
 def test_parse_self_rating(text, reference, paper):
     assert parse_self_rating(text) == reference
     assert parse_self_rating(text, mode="paper") == paper
+
+
+PAIR = Pair("q", None, "p", "q/1", "What?", "A passage.")
+
+
+@pytest.mark.parametrize("minus", ["-", "\u2212", "\u2013", "\uff0d"])
+def test_a_negative_number_is_no_grade(minus):
+    """An API model's `-3` was read as the grade 3 (strict mode too, and thomas' 0-2 alike): a number
+    below the scale is an unparsable answer. `reference` keeps the published parse's 3, marked unparsable."""
+    strict = interpret("self_rating", Answer(f"{minus}3"), PAIR, "strict")
+    assert (strict.rating, strict.unparsable, strict.error) == (None, True, f"unparsable: not a grade 0-5: '{minus}3'")
+    reference = interpret("self_rating", Answer(f"{minus}3"), PAIR, "reference")
+    assert (reference.rating, reference.unparsable, reference.error) == (3, True, None)
+    thomas = interpret("thomas", Answer(f" {minus}1."), PAIR, "strict")
+    assert (thomas.rating, thomas.error) == (None, f"unparsable: not a grade 0-2: ' {minus}1.'")
+    for text, grade in [("3", 3), ("(3)", 3), ("- 3", 3), ("**4**", 4), ("+3", 3)]:  # a bullet's dash is no sign
+        assert interpret("self_rating", Answer(text), PAIR, "strict").rating == grade
+    assert interpret("thomas", Answer("(2)"), PAIR, "strict").rating == 2
 
 
 def test_fuzzy_ratio_is_rounded_levenshtein():

@@ -13,7 +13,6 @@ is read as docs/methods.md §3 says and flagged, in `strict` mode it is an error
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
@@ -22,6 +21,7 @@ from examflow.grading.backends import Answer, Request
 from examflow.grading.parsing import (
     FALSE_WORDS,
     TRUE_WORDS,
+    bare_grade,
     is_bare_rating,
     parse_criterion,
     parse_nugget_label,
@@ -35,7 +35,6 @@ from examflow.ties import majority
 # A nugget's assignment as a grade: EXAM-Cover at τ 2 counts the nuggets a run supports (nuggetizer's
 # strict scores), at τ 1 those it supports at least partly.
 SUPPORT_GRADES = {"support": 2, "partial_support": 1, "not_support": 0}
-_THOMAS = re.compile(r"[^\w]*([0-2])[^\w]*")
 
 
 @dataclass(frozen=True)
@@ -164,9 +163,8 @@ def _verified(grade: Grade, text: str, pair: Pair, mode: str, verdict: Answer | 
 
 
 def _thomas(grade: Grade, text: str, pair: Pair, mode: str, verdict: Answer | None) -> str:
-    match = _THOMAS.fullmatch(text)
-    grade.rating = int(match.group(1)) if match else None
-    grade.unparsable = match is None
+    grade.rating = bare_grade(text, 2)
+    grade.unparsable = grade.rating is None
     return text
 
 

@@ -12,7 +12,8 @@ import string
 from functools import cache
 from importlib.resources import files
 
-_RATING = re.compile(r"[^\w]*([0-5])[^\w]*")
+_RATING = re.compile(r"[^\w]*([0-5])[^\w]*")  # the published parse (docs/methods.md §3): `-3` reads as 3
+_MINUS = "-\u2212\u2013\ufe63\uff0d"  # hyphen-minus, minus sign, en dash, small and full-width hyphen-minus
 
 UNANSWERABLE = [
     "unanswerable",
@@ -67,7 +68,20 @@ def is_unanswerable(text: str) -> bool:
 
 def is_bare_rating(text: str) -> bool:
     """Whether the answer is a digit 0–5 alone (punctuation around it allowed)."""
-    return _RATING.fullmatch(text) is not None
+    return bare_grade(text, 5) is not None
+
+
+def bare_grade(text: str, top: int) -> int | None:
+    """The grade of an answer that is a digit 0..`top` alone, punctuation around it allowed; else None.
+    A minus sign against the digit makes a negative number, not a grade: `-3` is none (where the
+    published parse reads 3)."""
+    match = _bare(top).fullmatch(text)
+    return int(match.group(1)) if match else None
+
+
+@cache
+def _bare(top: int) -> re.Pattern:
+    return re.compile(rf"[^\w]*(?<![{_MINUS}])([0-{top}])[^\w]*")
 
 
 def parse_self_rating(text: str, mode: str = "reference") -> int:
