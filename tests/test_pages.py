@@ -156,3 +156,26 @@ def test_when_every_run_ties_none_is_named_best():
     alone = Board.of(table[table["run_id"].isin(["x", "_overall_"])], 4.0, "self_rating", ["map"])
     assert alone.best("exam_cover") == ["x"] and alone.all_tied("exam_cover") == []  # one run: the best of one
     assert leaderboard_page(board).count("number best") == 2  # x and y under map; nobody under exam_cover
+
+
+def test_the_uncovered_passages_are_told_in_the_methods_own_terms():
+    """UMBRELA's page said its uncovered passages were "what the bank does not ask about": it has no bank."""
+    from examflow.evaluation.diagnostics import QUESTION_COLUMNS, UNCOVERED_COLUMNS
+    from examflow.report.pages import questions_page
+
+    questions = pd.DataFrame(columns=["method", *QUESTION_COLUMNS])
+    uncovered = pd.DataFrame(
+        [("m", "q", f"p{i}", 2, 1, "text") for i in range(3)], columns=["method", *UNCOVERED_COLUMNS]
+    )
+    told = {kind: questions_page(questions, uncovered, 4 if kind != "umbrela" else 2, "m", kind)
+            for kind in ("self_rating", "nugget_rating", "umbrela")}  # fmt: skip
+    assert (
+        "3 judged-relevant passages answer no question at τ: what the bank does not ask about." in told["self_rating"]
+    )
+    assert "bad nuggets" in told["nugget_rating"] and "answer no nugget at τ" in told["nugget_rating"]
+    assert "bad queries" in told["umbrela"] and "bank" not in told["umbrela"]
+    assert (
+        "3 judged-relevant passages graded below τ by umbrela: where it and the assessors disagree." in told["umbrela"]
+    )
+    above = questions_page(questions, uncovered, 4, "m", "umbrela")  # the τ the run warned about
+    assert "3 judged-relevant passages are below τ: umbrela grades 0–3, so at τ = 4 no passage reaches τ." in above

@@ -710,7 +710,9 @@ def method_report(args: argparse.Namespace) -> dict[str, bytes | str]:
         "correlation_html": lambda: pages.correlation_page(board),
         "grades_png": lambda: figures.grade_distribution(grades),
         "kappa_png": lambda: figures.kappa_heatmap(_tsv(table["agreement"]), _tsv(table["kappa"])),
-        "questions_html": lambda: pages.questions_page(_tsv(table["questions"]), _tsv(table["uncovered"]), tau, method),
+        "questions_html": lambda: pages.questions_page(
+            _tsv(table["questions"]), _tsv(table["uncovered"]), tau, method, kind
+        ),
         "impact_html": lambda: pages.impact_page(
             _tsv(table["impact_questions"]), _tsv(table["impact_passages"]), _tsv(table["impact_systems"]), method
         ),

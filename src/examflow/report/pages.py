@@ -11,7 +11,7 @@ from typing import Protocol, cast
 
 import pandas as pd
 
-from examflow.registry import AGGREGATE, CRITERIA, criterion_id
+from examflow.registry import AGGREGATE, CRITERIA, KINDS, criterion_id
 from examflow.report.board import Board, plain, score_text, with_interval
 
 STYLE = """<style>
@@ -180,13 +180,23 @@ def correlation_page(board: Board) -> str:
                 table(correlation.assign(**shown)[columns]))  # fmt: skip
 
 
-def questions_page(questions: pd.DataFrame, uncovered: pd.DataFrame, tau, method: str, rows: int = 40) -> str:
-    note = f"<p class='note'>At τ = {tau:g}. Worst first: bad questions (answered more often by judged " \
+def questions_page(
+    questions: pd.DataFrame, uncovered: pd.DataFrame, tau, method: str, kind: str | None = None, rows: int = 40
+) -> str:
+    spec = KINDS.get(kind or "")
+    target = spec.target if spec else "question"  # a direct kind's one "question" is the query
+    plural = {"query": "queries"}.get(target, f"{target}s")
+    note = f"<p class='note'>At τ = {tau:g}. Worst first: bad {plural} (answered more often by judged " \
            "non-relevant than relevant passages), then those whose removal raises Kendall's τ the most " \
            f"(<code>loo_kendall_change</code>). The first {rows} of {len(questions)}; all in " \
            "<code>questions.tsv</code>.</p>"  # fmt: skip
-    uncovered_note = f"<h2>Uncovered passages</h2><p class='note'>{len(uncovered)} judged-relevant passages " \
-                     "answer no question: what the bank does not ask about.</p>"  # fmt: skip
+    if target == "query":
+        why = f"graded below τ by {html.escape(kind or '')}: where it and the assessors disagree"
+    else:
+        why = f"answer no {target} at τ: what the bank does not ask about"
+    if spec and tau > spec.top:  # the warned case: every judged-relevant passage
+        why = f"are below τ: {html.escape(kind or '')} grades 0–{spec.top}, so at τ = {tau:g} no passage reaches τ"
+    uncovered_note = f"<h2>Uncovered passages</h2><p class='note'>{len(uncovered)} judged-relevant passages {why}.</p>"
     return page(
         f"Question diagnostics of {method}", note, table(questions.drop(columns="method").head(rows)),
         uncovered_note, table(uncovered.drop(columns="method").head(rows)),
