@@ -106,7 +106,10 @@ def test_an_ensemble_names_judges_the_configuration_has():
     assert "judges.ensembles.team: the name is a method's" in rejected(
         {**config, "judges": {"ensembles": {"team": ["umb", "team"]}}}
     )
-    assert "judges.ensembles.vote" in rejected({**config, "judges": {"ensembles": {"vote": ["umb"]}}})
+    assert rejected({**config, "judges": {"ensembles": {"vote": ["umb"]}}}) == (
+        "config judges.ensembles.vote: needs at least 2 entries, found ['umb']"
+    )
+    assert rejected({**config, "evaluation": {"tau": []}}) == "config evaluation.tau: needs at least 1 entry, found []"
     # other judges' AutoJudge leaderboards: a name of their own, and what the comparison needs
     assert checked({**config, "judges": {"leaderboards": {"team-x": "x.eval.txt"}}})["judges"]["leaderboards"]
     for taken in ("umb", "team", "official", "vote"):

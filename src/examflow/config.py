@@ -357,6 +357,11 @@ def _readable(error) -> ConfigError:
         )
     if error.validator == "type":
         return ConfigError(key, f"expected {_types(error.validator_value)}, found {error.instance!r}")
+    if error.validator == "minItems":  # jsonschema says "[...] is too short", not how long it must be
+        needed = error.validator_value
+        return ConfigError(
+            key, f"needs at least {needed} entr{'y' if needed == 1 else 'ies'}, found {error.instance!r}"
+        )
     return ConfigError(key or "(top level)", error.message)
 
 
