@@ -479,7 +479,16 @@ def test_config_mistakes_stop_the_workflow_at_parse_time_in_one_line(project):
     write(project / "config/bad.yaml", yaml.safe_dump(config))
     result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
     refused_in_one_line(result, "config judges.leaderboards.team-x: file not found: team-x.eval.txt")
+    # another judge's files are read before anything is graded: a bad line is no surprise at the end
+    write(project / "team-x.eval.txt", "run-a ndcg_cut_10 1 0.5\nrun-a ndcg_cut_10 2\n")
+    result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
+    refused_in_one_line(result, "team-x.eval.txt:2: expected 4 columns")
     del config["judges"]
+    config["inputs"]["labels"] = {"team": "team.qrels"}
+    write(project / "team.qrels", "q1 0 d1 1\nq1 0 d2\n")
+    write(project / "config/bad.yaml", yaml.safe_dump(config))
+    result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
+    refused_in_one_line(result, "team.qrels:2: expected 4 columns")
     del config["inputs"]["qrels"], config["inputs"]["labels"]  # outside labels need the qrels
     write(project / "config/bad.yaml", yaml.safe_dump(config))
     result = snakemake(project, "-n", "--configfile", "config/bad.yaml", "--rerun-triggers", "mtime", check=False)

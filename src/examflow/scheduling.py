@@ -151,6 +151,18 @@ def check_leaderboard(inputs: dict, run_files: list[str], validation: dict) -> N
     problems.summarise()
 
 
+def check_judge_files(labels: dict[str, str], leaderboards: dict[str, str], layout: str) -> None:
+    """Other judges' label sets and AutoJudge leaderboards, read and put aside: a malformed line stops the
+    run before any model is asked, not once the grading the comparison waits for is done."""
+    from examflow.io.autojudge import read_autojudge
+    from examflow.io.qrels import read_labels
+
+    for path in labels.values():
+        read_labels(path)
+    for path in leaderboards.values():
+        read_autojudge(path, layout)
+
+
 def run_tag(path: str) -> str:
     """The run tag on a run file's first line (one run per file; pooling checks the rest)."""
     for number, raw in raw_lines(path):

@@ -44,6 +44,7 @@ from examflow.scheduling import (
     bank_queries,
     check_bank_kinds,
     check_example_query,
+    check_judge_files,
     check_leaderboard,
     configured_facts,
     graded_shards,
@@ -164,6 +165,13 @@ def input_file(key):
 
 RUN_FILES = checked(run_files, INPUTS.get("runs", []), "inputs.runs")
 checked(check_input_files)
+if workflow.is_main_process:  # once a run, not again in each job
+    checked(
+        check_judge_files,
+        INPUTS.get("labels") or {},
+        config["judges"]["leaderboards"],
+        config["judges"]["leaderboard_layout"],
+    )
 
 
 def cli_options(**options):
