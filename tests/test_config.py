@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 import yaml
 from conftest import ROOT, own_collection, snakemake, write
@@ -180,6 +181,15 @@ def test_back_end_options_are_checked_by_kind_with_the_key_named():
             f"{key}.device: expected `auto` (CUDA when present), `cpu`, `cuda`, `cuda:1`, ... (torch's names: `mps`, "
             f"`xpu`), not {device!r}"
         )
+    assert rejected(method(kind="ct2_seq2seq", model="t5", device="mps")).endswith(
+        "CTranslate2 runs on no other, not 'mps'"
+    )
+    schema = BACKENDS["hf_seq2seq"].options["device"].json_schema()  # the same form for a schema's reader
+    assert [jsonschema.Draft202012Validator(schema).is_valid(d) for d in ("cuda:1", "gpu", "cuda:")] == [
+        True,
+        False,
+        False,
+    ]
     for device in ("auto", "cpu", "mps", "xpu:0"):  # `cuda` needs `gpu:` beside it: another check
         assert checked(method(kind="embedding", device=device))["grading"]["methods"][0]["backend"]["device"] == device
     assert rejected(method(kind="openai")).endswith("model: required, and missing")

@@ -467,3 +467,13 @@ def test_damaged_weights_of_the_extractive_and_embedding_models_are_one_line(tmp
     (embedding / "config.json").write_text("{}")  # no model type: transformers cannot tell what to build
     with pytest.raises(ConfigError, match=r"^config backend.model: '.*embedding': could not be loaded \("):
         EmbeddingBackend(str(embedding))
+
+
+@pytest.mark.skipif(__import__("torch").backends.mps.is_available(), reason="this machine has an mps device")
+def test_a_device_this_machine_lacks_is_blamed_on_the_device_not_the_model(tiny_t5):
+    for make in (
+        lambda: Seq2SeqBackend(tiny_t5, decoding="fast", device="mps"),
+        lambda: EmbeddingBackend(device="mps"),
+    ):
+        with pytest.raises(ConfigError, match=r"^config backend.device: mps: not usable here \([^\n]+\)$"):
+            make()

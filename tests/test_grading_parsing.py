@@ -43,7 +43,7 @@ def test_parse_self_rating(text, reference, paper):
 PAIR = Pair("q", None, "p", "q/1", "What?", "A passage.")
 
 
-@pytest.mark.parametrize("minus", ["-", "\u2212", "\u2013", "\uff0d"])
+@pytest.mark.parametrize("minus", ["-", "\u2010", "\u2011", "\u2012", "\u2013", "\u2014", "\u2212", "\u207b", "\uff0d"])
 def test_a_negative_number_is_no_grade(minus):
     """An API model's `-3` was read as the grade 3 (strict mode too, and thomas' 0-2 alike): a number
     below the scale is an unparsable answer. `reference` keeps the published parse's 3, marked unparsable."""

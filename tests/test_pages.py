@@ -175,7 +175,8 @@ def test_the_uncovered_passages_are_told_in_the_methods_own_terms():
     assert "bad nuggets" in told["nugget_rating"] and "answer no nugget at τ" in told["nugget_rating"]
     assert "bad queries" in told["umbrela"] and "bank" not in told["umbrela"]
     assert (
-        "3 judged-relevant passages graded below τ by umbrela: where it and the assessors disagree." in told["umbrela"]
+        "3 judged-relevant passages not graded τ or above by umbrela: where it and the assessors disagree."
+        in told["umbrela"]
     )
     above = questions_page(questions, uncovered, 4, "m", "umbrela")  # the τ the run warned about
     assert "3 judged-relevant passages are below τ: umbrela grades 0–3, so at τ = 4 no passage reaches τ." in above

@@ -189,3 +189,28 @@ def test_malformed_files_name_line_and_field(tmp_path):
     )
     with pytest.raises(InputError, match=r"bad.jsonl:1: invalid UTF-8: byte 0xff"):
         read_workbench_graded(path)
+
+
+def self_rated(ratings, llm="flan-t5-large", errors=None):
+    info = {"prompt_class": "QuestionSelfRatedUnanswerablePromptWithChoices", "is_self_rated": True}
+    return {"correctAnswered": [], "wrongAnswered": [], "llm": llm, "prompt_info": info,
+            "self_ratings": [{"question_id": q, "self_rating": r} for q, r in ratings],
+            "llm_response_errors": errors}  # fmt: skip
+
+
+def test_empty_grades_failed_pairs_and_grades_without_a_value(tmp_path):
+    """A grade of no question from a second model left the method named `CLASS:MODEL`; failed pairs beside
+    self-ratings went uncounted; a direct grade with no value read as 0."""
+    path = tmp_path / "graded.jsonl"
+    lines = [["q", [paragraph("a", [("r", "q", 1)], [], [self_rated([("q/x", 5)], errors={"q/y": "timeout"}),
+                                                          self_rated([], llm="other")])]]]  # fmt: skip
+    write(path, "".join(json.dumps(line) + "\n" for line in lines))
+    grades = read_workbench_graded(path)["grades"]
+    assert set(grades["method"]) == {"QuestionSelfRatedUnanswerablePromptWithChoices"}
+    assert grades[["question_id", "rating", "error"]].astype(object).where(grades.notna(), None).values.tolist() == [
+        ["q/x", 5, None], ["q/y", None, "timeout"]
+    ]  # fmt: skip
+    valueless = {"llm": "m", "prompt_info": {"prompt_class": "FagB"}, "correctAnswered": None, "self_ratings": None}
+    write(path, json.dumps(["q", [paragraph("a", [("r", "q", 1)], [], None, [valueless])]]) + "\n")
+    with pytest.raises(InputError, match=r"graded.jsonl:1: field 'paragraphs\[0\].grades\[0\]': a grade needs "):
+        read_workbench_graded(path)

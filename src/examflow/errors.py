@@ -67,6 +67,13 @@ class Problems:
             log.warning("%d × %s, dropped (first: %s)", count, kind, self.examples[kind])
 
 
+def first_line(error: BaseException, limit: int = 200) -> str:
+    """An exception's first line (its type's name where it says nothing), cut to `limit` characters: a
+    library's message inside one of examflow's one-line messages."""
+    text = str(error).strip()
+    return (text.splitlines()[0] if text else type(error).__name__)[:limit]
+
+
 def a(noun: str) -> str:
     """`noun` with its indefinite article: "an integer", "a string"."""
     return f"an {noun}" if noun[0] in "aeiou" else f"a {noun}"

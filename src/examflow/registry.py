@@ -180,6 +180,8 @@ BACKENDS = {
         _SEQ2SEQ_OPTIONS | {
             "compute_type": Option("string", "auto", "CTranslate2's compute type, weights and arithmetic: `auto` (`int8_float32` on CPU, `int8_bfloat16` on GPU), `int8_float32`, `int8_bfloat16`, `float32` or `bfloat16` (never float16: T5 overflows); one the device lacks is an error", ("auto", "int8_float32", "int8_bfloat16", "float32", "bfloat16")),
             "threads": Option("integer", 0, "CPU threads of the model (0: torch's count, which follows OMP_NUM_THREADS)", minimum=0),
+            "device": Option("string", "auto", "`auto` (CUDA when present), `cpu`, `cuda` or `cuda:1`, ...: CTranslate2 runs on no other",
+                             pattern=r"auto|cpu|cuda(:[0-9]+)?"),
         },
         "examflow.grading.ctranslate2_backend:CTranslate2Backend", ctranslate2_planning, ctranslate2_signature,
         gpus=0, parse_mode="reference", kinds=GENERATIVE, threads=4, mem_mb=8000, cache_folder=True,

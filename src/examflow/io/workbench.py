@@ -108,7 +108,7 @@ def _read(path: str | Path) -> dict[str, pd.DataFrame]:
     keys, spans = [], []  # each grade's (prompt class, model), and how many rows it gave: its method, once
     for number, raw in raw_lines(path):
         query_id, paragraphs = _line(path, number, raw)
-        for paragraph in paragraphs:
+        for at, paragraph in enumerate(paragraphs):
             passage_id, data = paragraph.paragraph_id, paragraph.paragraph_data or ParagraphData()
             judged = [(query_id, _facet(query_id, j.query), passage_id, j.relevance) for j in data.judgments or []]
             judgments += judged
@@ -121,10 +121,14 @@ def _read(path: str | Path) -> dict[str, pd.DataFrame]:
             passages.append((query_id, passage_id, paragraph.text or "", "judged" if judged else "retrieved"))
             for grade in paragraph.exam_grades or []:
                 rows = _exam_grade_rows(query_id, passage_id, grade)
-                grades += rows
-                keys.append(_key(grade))
-                spans.append(len(rows))
-            for direct in paragraph.grades or []:
+                if rows:  # a grade of no question names no method: it must not qualify another's name
+                    grades += rows
+                    keys.append(_key(grade))
+                    spans.append(len(rows))
+            for g, direct in enumerate(paragraph.grades or []):
+                if direct.self_ratings is None and direct.correctAnswered is None and not direct.llm_response_error:
+                    field = f"paragraphs[{at}].grades[{g}]"
+                    raise InputError(path, "a grade needs self_ratings or correctAnswered", number, field)
                 grades.append(_direct_grade_row(query_id, passage_id, direct))
                 keys.append(_key(direct))
                 spans.append(1)
@@ -185,14 +189,16 @@ def _key(grade: ExamGrade | DirectGrade) -> tuple[str, str]:
 
 
 def _exam_grade_rows(query_id: str, passage_id: str, grade: ExamGrade) -> list[tuple]:
+    errors = grade.llm_response_errors or {}
     if grade.self_ratings is not None:  # self-rated: the rating is the grade; correctAnswered only derives from it
-        return [
+        rows: list[tuple] = [
             (query_id, None, passage_id, r.question_id or r.nugget_id, r.self_rating, None, None)
             for r in grade.self_ratings
         ]
-    rows: list[tuple] = [(query_id, None, passage_id, q, None, True, None) for q in grade.correctAnswered]
+        rated = {row[3] for row in rows}  # a question both rated and failed keeps its rating
+        return rows + [(query_id, None, passage_id, q, None, None, str(e)) for q, e in errors.items() if q not in rated]
+    rows = [(query_id, None, passage_id, q, None, True, None) for q in grade.correctAnswered]
     rows += [(query_id, None, passage_id, q, None, False, None) for q in grade.wrongAnswered]
-    errors = grade.llm_response_errors or {}
     rows += [(query_id, None, passage_id, q, None, None, str(e)) for q, e in errors.items()]
     return rows
 

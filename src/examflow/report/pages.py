@@ -191,7 +191,7 @@ def questions_page(
            f"(<code>loo_kendall_change</code>). The first {rows} of {len(questions)}; all in " \
            "<code>questions.tsv</code>.</p>"  # fmt: skip
     if target == "query":
-        why = f"graded below τ by {html.escape(kind or '')}: where it and the assessors disagree"
+        why = f"not graded τ or above by {html.escape(kind or '')}: where it and the assessors disagree"
     else:
         why = f"answer no {target} at τ: what the bank does not ask about"
     if spec and tau > spec.top:  # the warned case: every judged-relevant passage
