@@ -115,6 +115,11 @@ def test_the_plan_of_a_car_sized_pool():
         "on CPU cores it would take 4,039.70 CPU-hours (30 s a job, then 0.38 prompts/s: google/flan-t5-large, "
         "2 CPU cores, batch 16)"
     )
+    # told to use the CPU, a job that holds a GPU (gpu: 1, the default) still grades on the CPU: planned so
+    cpu = method("cpu", "self_rating", kind="hf_seq2seq", model="/nonexistent/flan-t5-large", device="cpu")
+    plan = plan_method(cpu, passages, questions, queries, "/nonexistent/cache")
+    assert (plan.on, plan.warning) == ("CPU", "") and "assuming bfloat16" not in plan.note
+    assert cpu.gpu == 1 and plan.hours == pytest.approx((30 + 5_526_300 / 0.38) / 3600)
     # ct2_seq2seq holds no GPU by default: `fast` in int8 at 3.66 prompts/s on CPU cores (419.4 hours); with
     # `gpu: 1`, hf_seq2seq's GPU rate stands in, said so (batch 16: a batch's time on the line through the
     # measured 256 at 441.9 prompts/s and 512 at 511.0, 87.38 prompts/s).

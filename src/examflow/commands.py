@@ -636,7 +636,7 @@ def plan_command(args: argparse.Namespace) -> None:
         else pd.DataFrame(columns=["query_id", "kind"])
     )
     methods = [check_method(f"--method[{i}]", json_argument(text, "--method")) for i, text in enumerate(args.method)]
-    gpu_here = not any(method.gpu > 0 for method in methods) or gpu_visible()  # torch only for a GPU back end
+    gpu_here = not any(method.on_gpu for method in methods) or gpu_visible()  # torch only for a GPU back end
     plans = [
         plan_method(method, passages, questions, queries, args.cache_dir, args.shards, gpu_here) for method in methods
     ]

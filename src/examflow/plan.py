@@ -124,7 +124,7 @@ def _encoded_texts(kind: str, unit: str, passages, questions, queries, held, lef
 def job_seconds(method: Method, passages, questions, queries) -> float:
     """A grading job's time at the planning rate, its start included, with nothing cached."""
     job = job_share(method, passages, questions, queries)
-    return job.seconds(method.backend.rate(on_gpu=method.gpu > 0))
+    return job.seconds(method.backend.rate(on_gpu=method.on_gpu))
 
 
 def job_minutes(method: Method, passages, questions, queries) -> int:
@@ -176,7 +176,7 @@ def plan_method(
     from examflow.grading.cache import GradeCache
 
     backend, kind = method.backend, method.kind
-    on_gpu = method.gpu > 0
+    on_gpu = method.on_gpu
     note = ""
     try:
         cache = GradeCache(cache_dir, backend.signature(on_gpu))

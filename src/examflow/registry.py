@@ -338,6 +338,11 @@ class Method:
     def entry(self) -> Kind:
         return KINDS[self.kind]
 
+    @property
+    def on_gpu(self) -> bool:
+        """Whether its jobs grade on a GPU: they hold one, and the back end is not told to use the CPU."""
+        return self.gpu > 0 and self.backend.options.get("device", "auto") != "cpu"
+
     def record(self, leave_out: Iterable[str] = ()) -> dict[str, Any]:
         """The settings with keys sorted at every level (the order a config file writes them in is no
         change of the method), less the keys `leave_out`."""
