@@ -90,6 +90,20 @@ def test_a_methods_exam_is_the_bank_items_of_the_kind_it_grades():
     assert exam_questions(graded, None)["question_id"].tolist() == ["x"]
 
 
+def test_grades_of_questions_the_bank_does_not_hold_are_left_out(caplog):
+    """A bank given without q1's y (edited after the grading): r2 answered 2 of q1's questions that the bank
+    counts 1 of, and its EXAM-Cover read (2/1 + 1/1) / 2 = 1.5 with exit 0."""
+    given = inputs()
+    given.questions = given.questions[given.questions["question_id"] != "y"]
+    outputs = evaluate(given, Settings(taus=[4], k=20, measures=[], bootstrap=0), None)
+    board = scores(outputs["leaderboard.tsv"])
+    assert board[("exam_cover", 4, "r1")] == 1.0  # q1's exam is {x}: a answers it
+    assert board[("exam_cover", 4, "r2")] == 0.5  # b answers y, no longer asked; d answers z
+    assert all(v <= 1 for (measure, _, _), v in board.items() if measure == "exam_cover")
+    assert "method m: 1 grades of 1 questions that the bank given does not hold are left out" in caplog.text
+    assert outputs["qrels/m.qrels"] == "q1 0 a 5\nq1 0 c 1\nq2 0 d 4\n"  # b's label came from y alone
+
+
 def test_correlation_table_has_intervals_random_ties_and_tau_ap():
     official = {"r1": 2, "r2": 1}
     table = evaluate(inputs(), Settings(taus=[4], measures=[], bootstrap=50), official)["correlation.tsv"]

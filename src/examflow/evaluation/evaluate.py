@@ -139,6 +139,19 @@ def exam_questions(grades: pd.DataFrame, bank: pd.DataFrame | None) -> pd.DataFr
     return bank[["query_id", "question_id"]].drop_duplicates()
 
 
+def within_exam(grades: pd.DataFrame, bank: pd.DataFrame | None, method: str) -> pd.DataFrame:
+    """A method's grades of the items of its exam (`exam_questions`). Grades of questions that the bank
+    given does not hold (grades older than an edit of the bank, or a bank cut down on purpose) would
+    count answers that |Q_q| does not: an EXAM-Cover above 1. They are left out, and said."""
+    items = ~aggregations(grades)
+    exam = exam_questions(grades[items], bank)
+    outside = items & ~grades["question_id"].isin(exam["question_id"])
+    if outside.any():
+        log.warning("method %s: %d grades of %d questions that the bank given does not hold are left out",
+                    method, int(outside.sum()), grades.loc[outside, "question_id"].nunique())  # fmt: skip
+    return grades[~outside]
+
+
 def facts_of(inputs: Inputs, official: dict[str, float] | None) -> Facts:
     """What the inputs hold, for `examflow evaluate` without the workflow's `--facts`."""
     return Facts(
@@ -158,8 +171,11 @@ def evaluate(
     leaderboards, per_queries, diagnostics, uncovered = [], [], [], []
     outputs: dict[str, Output] = {}
     baselines: dict[str, Baseline] = {}
-    for key, grades in inputs.grades.groupby("method", sort=True):
+    kept = []
+    for key, graded in inputs.grades.groupby("method", sort=True):
         method = cast(str, key)  # the method column holds names
+        grades = within_exam(graded, inputs.questions, method)
+        kept.append(grades)
         pooled = without_passages(grades, inputs.gold_passages)
         labels = exam_labels(pooled)
         per_query = per_query_values(grades, inputs, settings, labels).assign(method=method)
@@ -193,7 +209,7 @@ def evaluate(
     if facts.official:
         outputs["correlation.tsv"] = correlations(per_query, official or {}, settings)
     if facts.judgments:
-        outputs["kappa.tsv"], outputs["agreement.tsv"] = agreement(inputs.grades, inputs.judgments, settings)
+        outputs["kappa.tsv"], outputs["agreement.tsv"] = agreement(pd.concat(kept), inputs.judgments, settings)
     outputs["baselines"] = baselines
     return outputs
 
