@@ -61,6 +61,22 @@ def test_fast_ratings_agree_with_greedy_whenever_greedy_answers_a_digit(tiny_t5)
     assert len({round(f.expected, 6) for f in fast}) > 1  # the expected grade follows the input
 
 
+def test_scores_that_are_not_numbers_are_failures_not_grades(tiny_t5):
+    """Weights of NaN (a stranger's damaged model) rated every pair 0, the arg-max of NaN, with exit 0."""
+    import torch
+
+    requests = [Request("grade-self-rating", {"question": QUESTION, "context": w}) for w in ("bees", "moon", "")]
+    backend = Seq2SeqBackend(tiny_t5, decoding="fast")
+    sound = backend.answer(requests)
+    with torch.no_grad():
+        backend.model.lm_head.weight[1:] = float("nan")  # row 0 (the padding token) left: only the digits' scores
+    answers = backend.answer(requests)
+    assert all(a.error is None for a in sound)
+    assert [(a.text, a.expected, a.error) for a in answers] == [
+        (None, None, "non-finite: the model scored the digits NaN or infinite")
+    ] * 3
+
+
 def test_beam_mode_loads_by_path_and_answers_every_prompt(tiny_t5):
     backend = Seq2SeqBackend(tiny_t5, decoding="beam", max_new_tokens=3, batch_size=3)
     answers = backend.answer([Request("grade-qa", {"question": QUESTION, "context": p.passage_text}) for p in pairs(5)])

@@ -121,7 +121,15 @@ def digit_ratings(torch, digits) -> list[Answer]:
     most likely digit, and the probability-weighted grade."""
     probabilities = torch.softmax(digits, dim=-1)
     expected = (probabilities * torch.arange(6, device=digits.device)).sum(-1)
-    return [Answer(str(int(d)), expected=float(e)) for d, e in zip(digits.argmax(-1).tolist(), expected.tolist())]
+    finite = torch.isfinite(digits).all(-1).tolist()  # NaN's arg-max is 0: a grade nobody gave
+    return [
+        Answer(str(int(d)), expected=float(e)) if ok else Answer(None, error=NON_FINITE)
+        for d, e, ok in zip(digits.argmax(-1).tolist(), expected.tolist(), finite)
+    ]
+
+
+# Damaged weights, or an overflow in a reduced precision: a failure, never a grade.
+NON_FINITE = "non-finite: the model scored the digits NaN or infinite"
 
 
 class Seq2SeqBackend(PreparedBackend):
