@@ -240,6 +240,10 @@ def test_embedding_backend_on_the_packaged_model():
         [Request("x", {"question": "What raises tides?", "context": "Bees make honey. The Moon raises tides."})]
     )
     assert by_sentence[0].score > whole[0].score
+    # a blank question (a JSONL bank keeps it) is compared as the blank text it is: it was a KeyError
+    [blank] = backend.answer([Request("x", {"question": "", "context": "Bees make honey."})])
+    [again] = backend.answer([Request("x", {"question": "", "context": "Bees make honey."})])
+    assert blank.error is None and -1.0 <= blank.score <= 1.0 and blank.score == again.score
 
 
 def test_the_embedding_grader_encodes_each_distinct_text_once_per_job():

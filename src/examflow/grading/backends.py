@@ -441,7 +441,8 @@ class EmbeddingBackend:
     def answer(self, requests: list[Request]) -> list[Answer]:
         from examflow.segment import split_sentences
 
-        queries = [r.fields.get("question") or r.fields.get("nugget") or r.fields["query"] for r in requests]
+        # what the passage is paired with, by key: a blank question is still the question (and is kept)
+        queries = [next(r.fields[key] for key in ("question", "nugget", "query") if key in r.fields) for r in requests]
         units = [
             [r.fields["context"]] if self.unit == "passage" else split_sentences(r.fields["context"]) or [""]
             for r in requests
