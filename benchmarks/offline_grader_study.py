@@ -76,7 +76,8 @@ def spearman_table(results: Path, official: dict, taus: list[int]) -> pd.DataFra
                 inputs = Inputs(variant, tables["rankings"], questions, tables["passages"], tables["judgments"])
                 correlation = evaluate(inputs, settings, official)["correlation.tsv"]
                 for row in correlation[correlation["measure"].isin(MEASURES)].itertuples():
-                    rows.append((unit, mode, ladder_name, row.measure, int(row.tau), row.spearman))
+                    tau = "all" if pd.isna(row.tau) else int(row.tau)  # nDCG's gains are the labels: no τ
+                    rows.append((unit, mode, ladder_name, row.measure, tau, row.spearman))
     return pd.DataFrame(rows, columns=["unit", "calibration", "ladder", "measure", "tau", "spearman"])
 
 
@@ -99,7 +100,12 @@ def main() -> None:
                 print(
                     f"\n{name}: {title}, Spearman ρ with the official leaderboard ({len(json.loads(official_path.read_text()))} runs)"
                 )
-                print(wide.to_string(float_format=lambda x: f"{x:6.3f}", header=[f"τ={t}" for t in wide.columns]))
+                print(
+                    wide.to_string(
+                        float_format=lambda x: f"{x:6.3f}",
+                        header=[f"τ={t}" if t != "all" else "every τ" for t in wide.columns],
+                    )
+                )
     if args.out:
         pd.concat(tables).to_csv(args.out, sep="\t", index=False)
 
