@@ -6,6 +6,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
+from examflow.errors import Failure
+from examflow.results import check_report_target, report_command
+
 ROOT = Path(__file__).resolve().parents[1]
 RULE = re.compile(r"^\s*(?:rule|checkpoint) (\w+):\n(.*?)(?=^\s*(?:rule|checkpoint) \w+:|\Z)", re.M | re.S)
 
@@ -23,3 +28,16 @@ def test_every_shell_placeholder_is_quoted():
                 assert name.endswith(":q"), f"{path.name}: rule {rule}: {{{name}}} reaches the shell unquoted"
                 checked += name.startswith("params.")
     assert checked >= 15  # the rules' option words among them, each quoted by :q
+
+
+def test_a_report_path_that_snakemake_would_expand_is_never_printed_nor_taken(monkeypatch, tmp_path):
+    """Snakemake's report writer expands `$NAME` in its path, quoted or not: the command a run printed for
+    results in `res $HOME/x` wrote to `res /root/x` and failed with a traceback."""
+    monkeypatch.setenv("HOME", "/elsewhere")
+    monkeypatch.delenv("UNSET_HERE", raising=False)
+    report = str(tmp_path / "res $HOME" / "report.html")
+    assert report_command(report, ["c $HOME.yaml"]) == "snakemake --report report.html --configfile 'c $HOME.yaml'"
+    with pytest.raises(Failure, match=r"Snakemake would write it to .*/res /elsewhere/report.html .*: snakemake "):
+        check_report_target(report, tmp_path, ["c.yaml"])
+    kept = str(tmp_path / "res $UNSET_HERE $(x)" / "report.html")  # nothing to expand: the path as it is
+    assert report_command(kept, []) == f"snakemake --report '{kept}'"

@@ -104,7 +104,13 @@ def _owner(folder: Path) -> dict:
 
 
 def check_report_target(report: str, results: str | Path, configfiles: list[str]) -> None:
-    """Refuse a report inside a results folder that another configuration than the one read wrote."""
+    """Refuse a report inside a results folder that another configuration than the one read wrote, and a
+    path that Snakemake's report writer would change."""
+    if os.path.expandvars(report) != report:  # the writer expands `$NAME` in its path, quoted or not
+        raise Failure(
+            f"--report {report}: Snakemake would write it to {os.path.expandvars(report)} ($ names are expanded "
+            f"in a report's path); give a path without $: {report_command(_unexpanded(report), configfiles)}"
+        )
     here, mine = Path(results).resolve(), identity(configfiles)
     for folder in Path(report).resolve().parents:
         written = _owner(folder) if (folder / LOCK).is_file() else {}
@@ -122,12 +128,18 @@ def report_command(report: str, configfiles, snakefile: str | None = None) -> st
     """The complete command that builds a report of a run made with these config files (named relative
     to the working directory where they lie below it), and with `snakefile` where the run named one
     that snakemake would not find by itself."""
-    words = ["snakemake", "--report", report] + (["--snakefile", snakefile] if snakefile else [])
+    words = ["snakemake", "--report", _unexpanded(report)] + (["--snakefile", snakefile] if snakefile else [])
     files = [
         file if (relative := os.path.relpath(file)).startswith("..") else relative for file in map(str, configfiles)
     ]
     # One --configfile with every file: Snakemake keeps only the last of repeated --configfile options.
     return shlex.join(words + (["--configfile", *files] if files else []))
+
+
+def _unexpanded(report: str) -> str:
+    """`report`, or where a `$NAME` in it would be expanded by Snakemake's report writer, the file's name in
+    the working directory."""
+    return report if os.path.expandvars(report) == report else Path(report).name.replace("$", "_")
 
 
 def report_target(argv: list[str]) -> str | None:
