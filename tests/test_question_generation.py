@@ -106,6 +106,19 @@ def test_garbage_ends_in_a_clear_error_naming_the_query(server, tmp_path):
         generate_bank(QUERIES, client(server, tmp_path))
 
 
+def test_the_hint_says_what_a_rerun_does_with_each_kind_of_failure(server, tmp_path):
+    """Failed calls are not cached: the hint that a rerun replays them sent a stranger to delete a cache."""
+    server.script("bees", Status(500))
+    server.script("Formation", '["How do volcanoes form?"]')
+    with pytest.raises(GenerationError) as failed:
+        generate_bank(QUERIES, client(server, tmp_path))
+    assert str(failed.value).endswith("\n(a failed call is not cached: a rerun asks again)")
+    server.script("bees", "garbage")
+    with pytest.raises(GenerationError) as unparsable:
+        generate_bank(QUERIES, client(server, tmp_path))
+    assert "every answer is cached, so a rerun replays these" in str(unparsable.value)
+
+
 def test_http_429_waits_as_retry_after_says(server, tmp_path):
     server.script("bees", Status(429, {"Retry-After": "1"}), '["What is nectar?"]')
     llm = client(server, tmp_path)

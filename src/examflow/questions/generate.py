@@ -11,7 +11,7 @@ import ast
 import json
 import logging
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Protocol, cast
 
@@ -37,6 +37,14 @@ class GenerationError(Failure):
 # Every attempt's answer is cached: a rerun replays the same answers, even after the server is mended.
 RERUN_HINT = ("(every answer is cached, so a rerun replays these: raise `attempts` (questions.attempts, "
               "--attempts) to ask again past them, or delete the cache's llm folder)")  # fmt: skip
+FAILED_CALL = "LLM call failed"
+FAILED_CALL_HINT = "(a failed call is not cached: a rerun asks again)"
+
+
+def rerun_hint(reasons: Iterable[str]) -> str:
+    """What a rerun does about these failures: cached answers that did not parse come back as they were;
+    failed calls, never cached, are asked again."""
+    return RERUN_HINT if any(FAILED_CALL not in reason for reason in reasons) else FAILED_CALL_HINT
 
 
 def prompt_for(query_text: str, facet_text: str | None, output_format: str) -> tuple[str, str]:
@@ -99,8 +107,9 @@ def generate_bank(queries: pd.DataFrame, llm: LLMClient, output_format: str = "j
     failed = [i for i, got in enumerate(questions) if isinstance(got, str)]
     if failed:
         lines = [f"  {_name(targets[i])}: {questions[i]}" for i in failed]
+        hint = rerun_hint(str(questions[i]) for i in failed)
         raise GenerationError(
-            f"no questions for {len(failed)} of {len(targets)} queries:\n" + "\n".join(lines) + f"\n{RERUN_HINT}"
+            f"no questions for {len(failed)} of {len(targets)} queries:\n" + "\n".join(lines) + f"\n{hint}"
         )
     made = datetime.now(UTC).isoformat(timespec="seconds")
     return [_entry(t, cast(list[str], q), name, output_format, llm, made)
@@ -123,7 +132,7 @@ def ask_until_parsed(
         users, systems = [prompts[i][1] for i in pending], [prompts[i][0] for i in pending]
         for i, answer in zip(pending, llm.complete_many(users, attempt, systems)):
             if isinstance(answer, LLMError):
-                results[i] = f"LLM call failed ({answer})"
+                results[i] = f"{FAILED_CALL} ({answer})"
                 continue
             parsed = parsers[i](answer)
             if parsed is not None:

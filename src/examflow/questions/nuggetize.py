@@ -16,12 +16,13 @@ import ast
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
+from typing import cast
 
 import pandas as pd
 
 from examflow.llm import LLMClient
 from examflow.prompts import chat_template
-from examflow.questions.generate import RERUN_HINT, GenerationError, ask_until_parsed
+from examflow.questions.generate import GenerationError, ask_until_parsed, rerun_hint
 from examflow.questions.items import IMPORTANCE, Entry, Item, item_id
 
 WINDOW = 10  # nuggetizer's creator_window_size and scorer_window_size
@@ -111,7 +112,8 @@ def create_nugget_banks(
     failed = [q for q in states if q.failure is not None]
     if failed:
         lines = "\n".join(f"  {q.query_id}: {q.failure}" for q in failed)
-        raise GenerationError(f"no nuggets for {len(failed)} of {len(states)} queries:\n{lines}\n{RERUN_HINT}")
+        hint = rerun_hint(cast(str, q.failure) for q in failed)  # cast: the failed ones have a failure
+        raise GenerationError(f"no nuggets for {len(failed)} of {len(states)} queries:\n{lines}\n{hint}")
     made = datetime.now(UTC).isoformat(timespec="seconds")
     return [_entry(query, llm, made) for query in states]
 
