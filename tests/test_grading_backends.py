@@ -77,6 +77,22 @@ def test_scores_that_are_not_numbers_are_failures_not_grades(tiny_t5):
     ] * 3
 
 
+def test_weights_of_nan_are_refused_when_the_model_is_loaded(tmp_path):
+    """A stranger's model of NaN weights (a sound file header) graded every pair 0 with `fast` and 1 with
+    `beam`, with exit 0."""
+    import torch
+    from transformers import AutoModelForSeq2SeqLM
+
+    folder = build_tiny_t5(tmp_path / "nan model")
+    model = AutoModelForSeq2SeqLM.from_pretrained(folder)
+    with torch.no_grad():
+        model.encoder.block[0].layer[0].SelfAttention.q.weight.fill_(float("nan"))
+    model.save_pretrained(folder)
+    for decoding in ("fast", "beam"):
+        with pytest.raises(ConfigError, match=r"'.*nan model': its weights hold NaN or infinite values \(encoder"):
+            Seq2SeqBackend(str(folder), decoding=decoding)
+
+
 def test_beam_mode_loads_by_path_and_answers_every_prompt(tiny_t5):
     backend = Seq2SeqBackend(tiny_t5, decoding="beam", max_new_tokens=3, batch_size=3)
     answers = backend.answer([Request("grade-qa", {"question": QUESTION, "context": p.passage_text}) for p in pairs(5)])

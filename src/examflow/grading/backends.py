@@ -161,6 +161,7 @@ class Seq2SeqBackend(PreparedBackend):
         with loading(model):
             self.tokenizer = AutoTokenizer.from_pretrained(model, revision=revision)
             self.model = AutoModelForSeq2SeqLM.from_pretrained(model, revision=revision, dtype=getattr(torch, dtype))
+        finite_weights(self.model, model)
         on_device(self.model, self.device).eval()
         self.decoding, self.batch_size, self.num_beams = decoding, batch_size, num_beams
         self.max_input_tokens, self.max_new_tokens = max_input_tokens, max_new_tokens
@@ -317,6 +318,16 @@ def loading(model: str):
         raise ConfigError("backend.model", f"{model!r}: could not be loaded ({first_line(error)})") from None
 
 
+def finite_weights(model, name: str) -> None:
+    """Refuse weights that hold NaN or infinity (damaged files that still read): every answer would be
+    garbage that reads as a grade (`fast`'s arg-max of NaN is the digit 0; a search's answer is empty)."""
+    import torch
+
+    for parameter_name, parameter in model.named_parameters():
+        if not torch.isfinite(parameter).all():
+            raise ConfigError("backend.model", f"{name!r}: its weights hold NaN or infinite values ({parameter_name})")
+
+
 def on_device(model, device: str):
     """`model` moved to `device`; a device this machine lacks (`cuda` without a GPU or a CUDA build of
     torch, `cuda:9` of one GPU, `mps` off a Mac) is one line naming the option, not torch's traceback."""
@@ -352,6 +363,7 @@ class ExtractiveQABackend:
         with loading(model):
             self.tokenizer = AutoTokenizer.from_pretrained(model, revision=revision)
             self.model = AutoModelForQuestionAnswering.from_pretrained(model, revision=revision)
+        finite_weights(self.model, model)
         on_device(self.model, self.device).eval()
         self.batch_size, self.max_input_tokens, self.max_answer_tokens = batch_size, max_input_tokens, max_answer_tokens
         self.signature = extractive_signature(
