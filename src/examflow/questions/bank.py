@@ -58,7 +58,8 @@ def read_bank(path: str | Path) -> list[Entry]:
         else:
             _add(path, entries, entry, number)
     if edited:
-        log.info("%s: %d edited items got new ids derived from their text", path, edited)
+        log.info("%s: %d items whose ids are not their text's (edited, or named by hand) got new ids derived "
+                 "from their text; `keep_id: true` on an item keeps its id", path, edited)  # fmt: skip
     blank = sum(not item.text.strip() for entry in entries.values() for item in entry.items)
     if blank:  # published banks hold a few parsing leftovers; they count in |Q_q| there, so they stay
         log.warning("%s: %d items with blank text", path, blank)
