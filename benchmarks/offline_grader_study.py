@@ -7,8 +7,8 @@ twelve runs of graded quality, some of which prefer passages that talk about the
 answering anything) it runs the real workflow once with the embedding grader, whole passages and
 best sentences, then re-grades from the stored similarities under every calibration (`pool`,
 `query`, `question`) and quantile ladder, evaluates each variant and prints the Spearman
-correlation of its leaderboard with the official one: EXAM-Cover, n-EXAM and EXAM-Qrels (nDCG@10)
-at every τ. No judgment is used to calibrate; judgments only make the official leaderboards.
+correlation of its leaderboard with the official one: EXAM-Cover and n-EXAM at every τ, EXAM-Qrels
+(nDCG@10, whose gains are the labels) once. No judgment is used to calibrate; judgments only make the official leaderboards.
 """
 
 from __future__ import annotations

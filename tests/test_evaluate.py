@@ -91,8 +91,8 @@ def test_a_methods_exam_is_the_bank_items_of_the_kind_it_grades():
 
 
 def test_grades_of_questions_the_bank_does_not_hold_are_left_out(caplog):
-    """A bank given without q1's y (edited after the grading): r2 answered 2 of q1's questions that the bank
-    counts 1 of, and its EXAM-Cover read (2/1 + 1/1) / 2 = 1.5 with exit 0."""
+    """A bank given without q1's y (edited after the grading): the pool answered 2 of q1's questions that the
+    bank counts 1 of, and its EXAM-Cover read (2/1 + 1/1) / 2 = 1.5 with exit 0."""
     given = inputs()
     given.questions = given.questions[given.questions["question_id"] != "y"]
     outputs = evaluate(given, Settings(taus=[4], k=20, measures=[], bootstrap=0), None)
@@ -100,8 +100,18 @@ def test_grades_of_questions_the_bank_does_not_hold_are_left_out(caplog):
     assert board[("exam_cover", 4, "r1")] == 1.0  # q1's exam is {x}: a answers it
     assert board[("exam_cover", 4, "r2")] == 0.5  # b answers y, no longer asked; d answers z
     assert all(v <= 1 for (measure, _, _), v in board.items() if measure == "exam_cover")
-    assert "method m: 1 grades of 1 questions that the bank given does not hold are left out" in caplog.text
+    assert "method m: the bank given does not hold 1 of its graded questions (1 grades): left out" in caplog.text
     assert outputs["qrels/m.qrels"] == "q1 0 a 5\nq1 0 c 1\nq2 0 d 4\n"  # b's label came from y alone
+    # grades that name their kind are a bank's: a bank that holds none of them is no exam of theirs
+    stale = inputs()
+    stale.grades = stale.grades.assign(kind="self_rating")
+    stale.questions = stale.questions.assign(question_id=["x2", "y2", "z2"])
+    with pytest.raises(InputError, match="--questions: method m: none of its 3 graded items is in the bank given"):
+        evaluate(stale, Settings(taus=[4], k=20, measures=[], bootstrap=0), None)
+    direct = inputs()  # a direct judge's "question" is the query: no bank item, and nothing left out
+    direct.grades = direct.grades.assign(kind="umbrela", question_id=direct.grades["query_id"])
+    board = scores(evaluate(direct, Settings(taus=[4], k=20, measures=[], bootstrap=0), None)["leaderboard.tsv"])
+    assert board[("exam_cover", 4, "r1")] == 1.0 and board[("exam_cover", 4, "r2")] == 1.0
 
 
 def test_correlation_table_has_intervals_random_ties_and_tau_ap():

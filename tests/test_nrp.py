@@ -426,10 +426,11 @@ def test_a_ranker_that_scores_nan_stops_the_run(tiny_monot5, tmp_path):
     import torch
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-    broken = tmp_path / "broken-monot5"  # a checkpoint whose output layer overflowed: every logit NaN
+    # finite weights that overflow (NaN weights are refused when loaded): every logit infinite, every score NaN
+    broken = tmp_path / "broken-monot5"
     model = AutoModelForSeq2SeqLM.from_pretrained(tiny_monot5)
     with torch.no_grad():
-        model.lm_head.weight.fill_(math.nan)
+        model.decoder.final_layer_norm.weight.fill_(3e38)
     model.save_pretrained(broken)
     AutoTokenizer.from_pretrained(tiny_monot5).save_pretrained(broken)
     inputs = NRPInputs({"q1": "why tides"}, {"d1": "the moon raises tides", "d2": "bees make honey"},

@@ -9,7 +9,7 @@ import pytest
 from llm_server import LLMServer, Slow, Status
 
 from examflow.llm import LLMClient, LLMError, LLMSettings
-from examflow.questions.generate import GenerationError, generate_bank, parse_questions
+from examflow.questions.generate import GenerationError, generate_bank, parse_questions, rerun_hint
 from examflow.questions.items import item_id
 
 QUERIES = pd.DataFrame(
@@ -117,6 +117,13 @@ def test_the_hint_says_what_a_rerun_does_with_each_kind_of_failure(server, tmp_p
     with pytest.raises(GenerationError) as unparsable:
         generate_bank(QUERIES, client(server, tmp_path))
     assert "every answer is cached, so a rerun replays these" in str(unparsable.value)
+    assert "not cached" not in str(unparsable.value)
+    both = rerun_hint(
+        ["LLM call failed (http-500)", "nuggets 1-3: 3 unparsable answers, the last: 'LLM call failed ('"]
+    )
+    assert both.startswith("(every answer is cached") and both.endswith(
+        "(a failed call is not cached: a rerun asks again)"
+    )
 
 
 def test_http_429_waits_as_retry_after_says(server, tmp_path):

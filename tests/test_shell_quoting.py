@@ -39,5 +39,6 @@ def test_a_report_path_that_snakemake_would_expand_is_never_printed_nor_taken(mo
     assert report_command(report, ["c $HOME.yaml"]) == "snakemake --report report.html --configfile 'c $HOME.yaml'"
     with pytest.raises(Failure, match=r"Snakemake would write it to .*/res /elsewhere/report.html .*: snakemake "):
         check_report_target(report, tmp_path, ["c.yaml"])
+    assert report_command("~/exam/report.html", []) == "snakemake --report report.html"  # `~`, expanded too
     kept = str(tmp_path / "res $UNSET_HERE $(x)" / "report.html")  # nothing to expand: the path as it is
     assert report_command(kept, []) == f"snakemake --report '{kept}'"

@@ -106,10 +106,10 @@ def _owner(folder: Path) -> dict:
 def check_report_target(report: str, results: str | Path, configfiles: list[str]) -> None:
     """Refuse a report inside a results folder that another configuration than the one read wrote, and a
     path that Snakemake's report writer would change."""
-    if os.path.expandvars(report) != report:  # the writer expands `$NAME` in its path, quoted or not
+    if _as_snakemake_reads(report) != report:
         raise Failure(
-            f"--report {report}: Snakemake would write it to {os.path.expandvars(report)} ($ names are expanded "
-            f"in a report's path); give a path without $: {report_command(_unexpanded(report), configfiles)}"
+            f"--report {report}: Snakemake would write it to {_as_snakemake_reads(report)} (it expands `$NAME` "
+            f"and `~` in a report's path); give another path: {report_command(_unexpanded(report), configfiles)}"
         )
     here, mine = Path(results).resolve(), identity(configfiles)
     for folder in Path(report).resolve().parents:
@@ -136,10 +136,16 @@ def report_command(report: str, configfiles, snakefile: str | None = None) -> st
     return shlex.join(words + (["--configfile", *files] if files else []))
 
 
+def _as_snakemake_reads(report: str) -> str:
+    """The path Snakemake's report writer takes `report` for: it expands `~` and `$NAME`, quoted or not."""
+    return os.path.expandvars(os.path.expanduser(report))
+
+
 def _unexpanded(report: str) -> str:
-    """`report`, or where a `$NAME` in it would be expanded by Snakemake's report writer, the file's name in
-    the working directory."""
-    return report if os.path.expandvars(report) == report else Path(report).name.replace("$", "_")
+    """`report`, or where Snakemake would read it as another path, a file name in the working directory."""
+    if _as_snakemake_reads(report) == report:
+        return report
+    return Path(report).name.replace("$", "_").replace("~", "_") or "report.html"
 
 
 def report_target(argv: list[str]) -> str | None:

@@ -43,7 +43,7 @@ from examflow.evaluation.rouge import rouge_per_query
 from examflow.evaluation.scores import system_scores
 from examflow.io.runs import GOLD_RUN, OVERALL_RUN, RESERVED_RUNS
 from examflow.outputs import Facts
-from examflow.registry import NUGGET_SUPPORT
+from examflow.registry import KINDS, NUGGET_SUPPORT
 from examflow.ties import tie_keys
 
 log = logging.getLogger(__name__)
@@ -129,14 +129,24 @@ def _nuggets(exam: pd.DataFrame, bank: pd.DataFrame | None) -> pd.DataFrame:
 
 def exam_questions(grades: pd.DataFrame, bank: pd.DataFrame | None) -> pd.DataFrame:
     """(query_id, question_id) of a method's exam: the bank's items of the kind it grades
-    (questions or nuggets), or, without a bank or for direct grading, what it graded."""
+    (questions or nuggets), or, without a bank or for direct grading, what it graded. Grades that
+    name their kind say which; published ones do not, and are taken as direct where no id is the bank's."""
     graded = grades[["query_id", "question_id"]].drop_duplicates()
-    known = bank[bank["question_id"].isin(graded["question_id"])] if bank is not None else graded.iloc[:0]
-    if bank is None or known.empty:  # without a bank `known` is empty anyway
+    target = _target(grades)
+    if bank is None or target == "query":
+        return graded
+    known = bank[bank["question_id"].isin(graded["question_id"])]
+    if target is None and known.empty:
         return graded
     if "kind" in bank:
-        bank = bank[bank["kind"].isin(set(known["kind"]))]
+        bank = bank[bank["kind"].isin({target} if target else set(known["kind"]))]
     return bank[["query_id", "question_id"]].drop_duplicates()
+
+
+def _target(grades: pd.DataFrame) -> str | None:
+    """What the grades' kind pairs a passage with (question, nugget or query); None where they name none."""
+    kinds = set(grades["kind"].dropna()) if "kind" in grades else set()
+    return KINDS[next(iter(kinds))].target if len(kinds) == 1 and next(iter(kinds)) in KINDS else None
 
 
 def within_exam(grades: pd.DataFrame, bank: pd.DataFrame | None, method: str) -> pd.DataFrame:
@@ -146,9 +156,12 @@ def within_exam(grades: pd.DataFrame, bank: pd.DataFrame | None, method: str) ->
     items = ~aggregations(grades)
     exam = exam_questions(grades[items], bank)
     outside = items & ~grades["question_id"].isin(exam["question_id"])
+    questions = grades.loc[outside, "question_id"].nunique()
+    if outside.any() and outside.sum() == items.sum():  # nothing left to score: grades of another bank
+        raise InputError("--questions", f"method {method}: none of its {questions} graded items is in the bank given")
     if outside.any():
-        log.warning("method %s: %d grades of %d questions that the bank given does not hold are left out",
-                    method, int(outside.sum()), grades.loc[outside, "question_id"].nunique())  # fmt: skip
+        log.warning("method %s: the bank given does not hold %d of its graded questions (%d grades): left out",
+                    method, questions, int(outside.sum()))  # fmt: skip
     return grades[~outside]
 
 

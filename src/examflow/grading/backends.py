@@ -161,8 +161,8 @@ class Seq2SeqBackend(PreparedBackend):
         with loading(model):
             self.tokenizer = AutoTokenizer.from_pretrained(model, revision=revision)
             self.model = AutoModelForSeq2SeqLM.from_pretrained(model, revision=revision, dtype=getattr(torch, dtype))
-        finite_weights(self.model, model)
         on_device(self.model, self.device).eval()
+        finite_weights(self.model, model)
         self.decoding, self.batch_size, self.num_beams = decoding, batch_size, num_beams
         self.max_input_tokens, self.max_new_tokens = max_input_tokens, max_new_tokens
         # Its own tokenizer: prompts are prepared in a thread beside the model's work, and a fast
@@ -320,11 +320,12 @@ def loading(model: str):
 
 def finite_weights(model, name: str) -> None:
     """Refuse weights that hold NaN or infinity (damaged files that still read): every answer would be
-    garbage that reads as a grade (`fast`'s arg-max of NaN is the digit 0; a search's answer is empty)."""
+    garbage that reads as a grade (`fast`'s arg-max of NaN is the digit 0; a search's answer is empty).
+    On the model's device; a sum carries NaN and infinity, and no sound weights add up to either."""
     import torch
 
     for parameter_name, parameter in model.named_parameters():
-        if not torch.isfinite(parameter).all():
+        if not torch.isfinite(parameter.sum(dtype=torch.float32)):
             raise ConfigError("backend.model", f"{name!r}: its weights hold NaN or infinite values ({parameter_name})")
 
 
@@ -363,8 +364,8 @@ class ExtractiveQABackend:
         with loading(model):
             self.tokenizer = AutoTokenizer.from_pretrained(model, revision=revision)
             self.model = AutoModelForQuestionAnswering.from_pretrained(model, revision=revision)
-        finite_weights(self.model, model)
         on_device(self.model, self.device).eval()
+        finite_weights(self.model, model)
         self.batch_size, self.max_input_tokens, self.max_answer_tokens = batch_size, max_input_tokens, max_answer_tokens
         self.signature = extractive_signature(
             {"model": model, "revision": revision, "max_input_tokens": max_input_tokens,

@@ -43,8 +43,10 @@ FAILED_CALL_HINT = "(a failed call is not cached: a rerun asks again)"
 
 def rerun_hint(reasons: Iterable[str]) -> str:
     """What a rerun does about these failures: cached answers that did not parse come back as they were;
-    failed calls, never cached, are asked again."""
-    return RERUN_HINT if any(FAILED_CALL not in reason for reason in reasons) else FAILED_CALL_HINT
+    failed calls, never cached, are asked again. (A reason is ask_until_parsed's, perhaps after a prefix
+    `...: `; an answer quoted in one cannot start a reason.)"""
+    failed_call = [re.match(rf"(?:[^']*: )?{FAILED_CALL} \(", reason) is not None for reason in reasons]
+    return " ".join(([RERUN_HINT] if not all(failed_call) else []) + ([FAILED_CALL_HINT] if any(failed_call) else []))
 
 
 def prompt_for(query_text: str, facet_text: str | None, output_format: str) -> tuple[str, str]:
