@@ -106,9 +106,9 @@ def _owner(folder: Path) -> dict:
 def check_report_target(report: str, results: str | Path, configfiles: list[str]) -> None:
     """Refuse a report inside a results folder that another configuration than the one read wrote, and a
     path that Snakemake's report writer would change."""
-    if _as_snakemake_reads(report) != report:
+    if (written_to := _as_snakemake_reads(report)) != report:
         raise Failure(
-            f"--report {report}: Snakemake would write it to {_as_snakemake_reads(report)} (it expands `$NAME` "
+            f"--report {report}: Snakemake would write it to {written_to} (it expands `$NAME` "
             f"and `~` in a report's path); give another path: {report_command(_unexpanded(report), configfiles)}"
         )
     here, mine = Path(results).resolve(), identity(configfiles)

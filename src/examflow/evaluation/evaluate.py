@@ -149,8 +149,8 @@ def _target(grades: pd.DataFrame) -> str | None:
     return KINDS[next(iter(kinds))].target if len(kinds) == 1 and next(iter(kinds)) in KINDS else None
 
 
-def within_exam(grades: pd.DataFrame, bank: pd.DataFrame | None, method: str) -> pd.DataFrame:
-    """A method's grades of the items of its exam (`exam_questions`). Grades of questions that the bank
+def within_exam(grades: pd.DataFrame, bank: pd.DataFrame | None, method: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A method's grades of the items of its exam, and the exam (`exam_questions`). Grades of questions that the bank
     given does not hold (grades older than an edit of the bank, or a bank cut down on purpose) would
     count answers that |Q_q| does not: an EXAM-Cover above 1. They are left out, and said."""
     items = ~aggregations(grades)
@@ -162,7 +162,7 @@ def within_exam(grades: pd.DataFrame, bank: pd.DataFrame | None, method: str) ->
     if outside.any():
         log.warning("method %s: the bank given does not hold %d of its graded questions (%d grades): left out",
                     method, questions, int(outside.sum()))  # fmt: skip
-    return grades[~outside]
+    return grades[~outside], exam
 
 
 def facts_of(inputs: Inputs, official: dict[str, float] | None) -> Facts:
@@ -187,7 +187,7 @@ def evaluate(
     kept = []
     for key, graded in inputs.grades.groupby("method", sort=True):
         method = cast(str, key)  # the method column holds names
-        grades = within_exam(graded, inputs.questions, method)
+        grades, exam = within_exam(graded, inputs.questions, method)
         kept.append(grades)
         pooled = without_passages(grades, inputs.gold_passages)
         labels = exam_labels(pooled)
@@ -200,7 +200,7 @@ def evaluate(
         if facts.facets:  # CAR-style subtopics: one qrels query per facet too
             outputs[f"qrels/{method}.facets.qrels"] = facet_qrels(pooled, method)
         examined = pooled[~aggregations(pooled)]  # criteria_llm's aggregation grade is a label, no item
-        exam = exam_texts(exam_questions(grades[~aggregations(grades)], inputs.questions), inputs.questions)
+        exam = exam_texts(exam, inputs.questions)
         tau = settings.diagnostics_tau
         diagnostics.append(
             question_diagnostics(best_levels(examined), exam, inputs.judgments, inputs.rankings, official, tau,

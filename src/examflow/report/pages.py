@@ -190,12 +190,13 @@ def questions_page(
            "non-relevant than relevant passages), then those whose removal raises Kendall's τ the most " \
            f"(<code>loo_kendall_change</code>). The first {rows} of {len(questions)}; all in " \
            "<code>questions.tsv</code>.</p>"  # fmt: skip
-    if target == "query":
-        why = f"not graded τ or above by {html.escape(kind or '')}: where it and the assessors disagree"
+    judge = html.escape(kind or "")
+    if spec and tau > spec.top:  # the warned case: every judged-relevant passage
+        why = f"are below τ: {judge} grades 0–{spec.top}, so at τ = {tau:g} no passage reaches τ"
+    elif target == "query":
+        why = f"not graded τ or above by {judge}: where it and the assessors disagree"
     else:
         why = f"answer no {target} at τ: what the bank does not ask about"
-    if spec and tau > spec.top:  # the warned case: every judged-relevant passage
-        why = f"are below τ: {html.escape(kind or '')} grades 0–{spec.top}, so at τ = {tau:g} no passage reaches τ"
     uncovered_note = f"<h2>Uncovered passages</h2><p class='note'>{len(uncovered)} judged-relevant passages {why}.</p>"
     return page(
         f"Question diagnostics of {method}", note, table(questions.drop(columns="method").head(rows)),
