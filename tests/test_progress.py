@@ -92,6 +92,19 @@ def test_jobs_that_have_not_counted_their_pairs_yet_are_starting_not_done_with_z
     )
 
 
+def test_jobs_that_failed_before_counting_their_pairs_do_not_read_as_zero_of_zero(tmp_path):
+    """A model that cannot be loaded fails its job before the cache is read: there is no total yet."""
+    from examflow.progress import job_progress
+
+    folder = tmp_path / "results"
+    write(folder / "logs/progress/run.json", json.dumps({"started": 0.0, "jobs": ["m/s0"]}))
+    with pytest.raises(Failure), job_progress(folder / "logs/progress/m/s0.json", "m/s0") as progress:
+        raise Failure("config backend.model: 'model': could not be loaded (header too small)")
+    assert progress_line(read_progress(folder), now=progress.counts.updated) == (
+        "examflow: graded no pairs (no grade job got as far as counting its pairs); grade jobs: 1 failed"
+    )
+
+
 def test_each_earlier_attempt_s_log_is_kept_in_attempt_order(tmp_path):
     log = tmp_path / "grade" / "it's a shard.log"
     assert keep_earlier(log) is None

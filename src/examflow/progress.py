@@ -166,7 +166,10 @@ def progress_line(progress: RunProgress, now: float) -> str:
     # A share of a total that jobs not yet counted will add to would read 100% too early.
     counted = not (progress.waiting or starting)
     share = f" ({100 * graded // to_grade}%)" if to_grade and counted else ""
-    words = [f"examflow: graded {graded:,} of {to_grade:,} pairs{share}"]
+    if any(j.to_grade is not None for j in jobs):
+        words = [f"examflow: graded {graded:,} of {to_grade:,} pairs{share}"]
+    else:  # every job stopped (a model that would not load, say) before it counted: not "0 of 0 pairs"
+        words = ["examflow: graded no pairs (no grade job got as far as counting its pairs)"]
     if rate or running:
         words.append(f"{rate:,.1f} pairs/s" if rate else "pairs/s not known yet")
     if graded < to_grade and rate:
