@@ -50,9 +50,10 @@ def test_trec_measures_at_relevance_level_tau_and_missing_queries():
 def test_measures_that_ignore_the_relevance_level_are_the_ones_trec_eval_computes_alike_at_every_level():
     from examflow.evaluation.exam_qrels import level_free
 
-    # Graded judgments 0-5; the run retrieves half the judged passages and unjudged ones besides.
+    # Graded judgments 0-5; the run retrieves half the judged passages and unjudged ones besides. Queries
+    # whose best label is 2 or 0 have no relevant passage at higher levels (trec_eval's Rndcg is 0 there).
     rng = random.Random(1)
-    qrels = {f"q{i}": {f"d{j}": rng.randint(0, 5) for j in range(30)} for i in range(5)}
+    qrels = {f"q{i}": {f"d{j}": rng.randint(0, top) for j in range(30)} for i, top in enumerate((5, 5, 5, 2, 0))}
     run = {f"q{i}": {f"d{j}": rng.random() for j in range(15, 55)} for i in range(5)}
     cut = {"P": "P_10", "ndcg_cut": "ndcg_cut_10", "map_cut": "map_cut_10", "recall": "recall_10",
            "iprec_at_recall": "iprec_at_recall_0.50", "success": "success_10", "relative_P": "relative_P_10"}  # fmt: skip

@@ -21,9 +21,10 @@ _NOT_MEANS = {"relstring": "a string", "runid": "a string", "num_q": "a count of
 
 
 # trec_eval measures whose value does not depend on the relevance level (-l): the graded gains of
-# nDCG and its kin, the count of retrieved passages. tests/test_exam_qrels.py checks the list
-# against pytrec_eval on graded judgments at every level.
-LEVEL_FREE = ("ndcg", "ndcg_rel", "Rndcg", "G", "num_ret")
+# nDCG and its kin, the count of retrieved passages. Not Rndcg: it is 0 for a query with no passage
+# relevant at the level. tests/test_exam_qrels.py checks the list against pytrec_eval on graded
+# judgments at every level.
+LEVEL_FREE = ("ndcg", "ndcg_rel", "G", "num_ret")
 
 
 def level_free(measure: str) -> bool:
