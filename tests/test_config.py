@@ -221,6 +221,10 @@ def test_typos_wrong_types_and_bad_measures_name_the_key():
     )
     assert "not a trec_eval measure" in rejected({"inputs": {"queries": "q"}, "evaluation": {"measures": ["nDCG@10"]}})
     assert "geometric mean" in rejected({"inputs": {"queries": "q"}, "evaluation": {"measures": ["gm_map"]}})
+    # named twice, a measure's every query was counted twice (its standard error too small)
+    assert rejected({"inputs": {"queries": "q"}, "evaluation": {"measures": ["P_5", "map", "P_5"]}}) == (
+        "config evaluation.measures: 'P_5': given twice"
+    )
     assert "two methods are named 'm'" in rejected(
         {
             "inputs": {"queries": "q", "bank": "b"},
@@ -239,11 +243,15 @@ def test_grade_thresholds_are_each_once_and_reachable():
     assert checked({"inputs": {"queries": "q"}, "evaluation": {"tau": [5, 1]}})["evaluation"]["tau"] == [5, 1]
 
 
-def test_the_command_line_refuses_the_same_thresholds(tmp_path):
-    for taus, message in ((["4", "4"], "--tau: 4 is given twice"), (["9"], "--tau: 9 is no grade threshold")):
+def test_the_command_line_refuses_the_same_thresholds_and_measures(tmp_path):
+    for option, message in (
+        (["--tau", "4", "4"], "--tau: 4 is given twice"),
+        (["--tau", "9"], "--tau: 9 is no grade threshold"),
+        (["--measures", "P_5", "P_5"], "--measures: 'P_5': given twice"),
+    ):
         result = subprocess.run(
             [sys.executable, "-m", "examflow", "evaluate", "--grades", "g", "--pool", "p", "--out", str(tmp_path),
-             "--tau", *taus], capture_output=True, text=True,
+             *option], capture_output=True, text=True,
         )  # fmt: skip
         assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
 

@@ -261,7 +261,7 @@ def merge_grades_command(args: argparse.Namespace) -> None:
 def evaluate_command(args: argparse.Namespace) -> None:
     from examflow.config import check_taus, default_tau
     from examflow.evaluation.evaluate import Settings, evaluate, facts_of
-    from examflow.evaluation.exam_qrels import unknown_measures as check_measures
+    from examflow.evaluation.exam_qrels import measure_problems
     from examflow.evaluation.impact import BaselineStore, bank_digest
     from examflow.io.leaderboard import match_runs, read_leaderboard
     from examflow.io.runs import RESERVED_RUNS
@@ -269,15 +269,15 @@ def evaluate_command(args: argparse.Namespace) -> None:
     from examflow.outputs import EVALUATION, Facts, check_written
 
     check_taus("--tau", args.tau)
+    problems = measure_problems(args.measures)
+    if problems:
+        name, why = next(iter(problems.items()))
+        raise Failure(f"--measures: {name!r}: {why}")
     inputs = _evaluation_inputs(args)
     settings = Settings(
         args.tau, args.k, args.measures, args.query_mode, args.n_exam, args.relevant_judgment, args.bootstrap, args.seed,
         args.diagnostics_tau if args.diagnostics_tau is not None else default_tau(args.tau),
     )  # fmt: skip
-    unknown = check_measures(args.measures)
-    if unknown:
-        name, why = next(iter(unknown.items()))
-        raise Failure(f"--measures: {name!r}: {why}")
     official = read_leaderboard(args.official) if args.official else None
     if official:
         unknown_runs = Problems(args.on_unknown_run)
@@ -310,12 +310,12 @@ def evaluate_command(args: argparse.Namespace) -> None:
 
 
 def official_command(args: argparse.Namespace) -> None:
-    from examflow.evaluation.exam_qrels import unknown_measures
+    from examflow.evaluation.exam_qrels import measure_problems
     from examflow.evaluation.official import official_leaderboard
     from examflow.io.tables import read_table, write_tables
     from examflow.scheduling import run_tag
 
-    for name, why in unknown_measures([args.measure]).items():
+    for name, why in measure_problems([args.measure]).items():
         raise Failure(f"--measure: {name!r}: {why}")
     pool = Path(args.pool)
     judgments = read_table(pool / "judgments.parquet")

@@ -366,9 +366,9 @@ def _readable(error) -> ConfigError:
 
 
 def _check_measures(measures: Iterable[str], key: str = "evaluation.measures") -> None:
-    from examflow.evaluation.exam_qrels import unknown_measures
+    from examflow.evaluation.exam_qrels import measure_problems
 
-    for name, message in unknown_measures(measures).items():
+    for name, message in measure_problems(measures).items():
         raise ConfigError(key, f"{name!r}: {message}")
 
 

@@ -32,14 +32,21 @@ def level_free(measure: str) -> bool:
     return measure in LEVEL_FREE or measure.startswith("ndcg_cut_")
 
 
-def unknown_measures(names) -> dict[str, str]:
-    """The names pytrec_eval does not compute under exactly that name, each with the reason.
+def measure_problems(names) -> dict[str, str]:
+    """The names pytrec_eval does not compute under exactly that name, and those given twice (each
+    would count every query twice), each with the reason.
 
     pytrec_eval reads `P_2O` as `P_2` and `P` as nine cut-offs, and a score looked up
     under the configured name would then be missing: every such name is refused.
     """
+    names = list(names)
     problems = {}
     for name in names:
+        if name in problems:
+            continue
+        if names.count(name) > 1:
+            problems[name] = "given twice"
+            continue
         if name in _NOT_MEANS:
             problems[name] = f"trec_eval reports {_NOT_MEANS[name]}, not a per-query score"
             continue

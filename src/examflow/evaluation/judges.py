@@ -54,9 +54,9 @@ def parse_measure(name: str):
     says why a name is none of these."""
     import ir_measures
 
-    from examflow.evaluation.exam_qrels import unknown_measures
+    from examflow.evaluation.exam_qrels import measure_problems
 
-    why = unknown_measures([name]).get(name)
+    why = measure_problems([name]).get(name)
     if why is None:  # exactly a trec_eval measure, which ir-measures reads as one
         return ir_measures.parse_trec_measure(name)[0]
     if why.startswith("trec_eval computes it as"):  # `P`: nine measures
@@ -95,9 +95,9 @@ def at_relevance_level(name: str, measure, level: int):
     """The official measure at trec_eval's relevance level `level` (-l), as `examflow official` computes
     it: a trec_eval name's measure with ir-measures' `rel=level` (computed by pytrec_eval at that level),
     or as it is where the level leaves it alone (nDCG); a ValueError where it cannot take one."""
-    from examflow.evaluation.exam_qrels import level_free, unknown_measures
+    from examflow.evaluation.exam_qrels import level_free, measure_problems
 
-    trec_name = name not in unknown_measures([name])
+    trec_name = name not in measure_problems([name])
     if level == 1 or (trec_name and level_free(name)) or "rel" not in measure.SUPPORTED_PARAMS:
         return measure  # the level leaves it alone: it weighs the labels themselves (nDCG, Compat)
     if not trec_name:
