@@ -163,11 +163,30 @@ def test_malformed_files_name_line_and_field(tmp_path):
     missing = r"bad.jsonl:1: field 'paragraphs\[0\].exam_grades\[0\].self_ratings\[0\]': object missing required field `self_rating`"
     with pytest.raises(InputError, match=missing):
         read_workbench_graded(path)
-    # Python's json writes NaN, which JSON has not: read as Python reads it, and checked alike
+    # Python's json writes NaN and Infinity, which JSON has not: read as Python reads them, and checked
+    # alike; a score that is no finite number is refused, as in a run file (trec_eval could not order it)
     nan_score = paragraph("a", [("r", "q", 1)], [], [qa_grade(["q/x"], [])])
-    nan_score["paragraph_data"]["rankings"][0]["score"] = float("nan")
-    write(path, json.dumps(["q", [nan_score]]) + "\n")
-    assert read_workbench_graded(path)["rankings"]["score"].isna().all()
+    for score, shown in ((float("nan"), "nan"), (float("-inf"), "-inf")):
+        nan_score["paragraph_data"]["rankings"][0]["score"] = score
+        write(path, json.dumps(["q", [nan_score]]) + "\n")
+        with pytest.raises(
+            InputError,
+            match=rf"bad.jsonl:1: field 'paragraphs\[0\].paragraph_data.rankings\[0\].score': {shown} is no finite number$",
+        ):
+            read_workbench_graded(path)
+    write(path, json.dumps(["q", [nan_score]]).replace("-Infinity", "1e400") + "\n")  # read as inf
+    with pytest.raises(InputError, match=r"rankings\[0\].score': inf is no finite number$"):
+        read_workbench_graded(path)
+    # a query on two lines, a passage twice in a query: their grades merged, and a qrels line was lost
+    a, b = (paragraph(p, [("r", "q", 1)], [], [qa_grade(["q/x"], [])]) for p in ("a", "b"))
+    write(path, json.dumps(["q", [a, b, a]]) + "\n")
+    with pytest.raises(
+        InputError, match=r"bad.jsonl:1: field 'paragraphs\[2\].paragraph_id': 'a' is paragraphs\[0\]'s id too"
+    ):
+        read_workbench_graded(path)
+    write(path, json.dumps(["q", [a]]) + "\n" + json.dumps(["p", [a]]) + "\n" + json.dumps(["q", [b]]) + "\n")
+    with pytest.raises(InputError, match=r"bad.jsonl:3: query 'q' is on line 1 too: one line per query$"):
+        read_workbench_graded(path)
     nan_score["paragraph_data"]["rankings"][0]["rank"] = True
     write(path, json.dumps(["q", [nan_score]]) + "\n")
     with pytest.raises(InputError, match=r"rankings\[0\].rank': expected `int`, got `bool`"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 import re
 from pathlib import Path
 from typing import Annotated, Any
@@ -106,8 +107,10 @@ def _read(path: str | Path) -> dict[str, pd.DataFrame]:
     grades, judgments, passages = [], [], []
     rankings: dict[str, list] = {column: [] for column in RUN_COLUMNS}  # by column: 9 of 10 records are rankings
     keys, spans = [], []  # each grade's (prompt class, model), and how many rows it gave: its method, once
+    lines: dict[str, int] = {}  # each query's line
     for number, raw in raw_lines(path):
         query_id, paragraphs = _line(path, number, raw)
+        _once(path, number, query_id, paragraphs, lines)
         for at, paragraph in enumerate(paragraphs):
             passage_id, data = paragraph.paragraph_id, paragraph.paragraph_data or ParagraphData()
             judged = [(query_id, _facet(query_id, j.query), passage_id, j.relevance) for j in data.judgments or []]
@@ -145,10 +148,22 @@ def _read(path: str | Path) -> dict[str, pd.DataFrame]:
         "grades": table.astype({"rating": "Int64", "correct": "boolean"}),
         "rankings": runs.reset_index(drop=True),
         "judgments": pd.DataFrame(judgments, columns=JUDGMENT_COLUMNS, dtype=object).astype({"relevance": "int64"}),
-        "passages": pd.DataFrame(passages, columns=["query_id", "passage_id", "text", "origin"]).drop_duplicates(
-            ["query_id", "passage_id"]
-        ),
+        "passages": pd.DataFrame(passages, columns=["query_id", "passage_id", "text", "origin"]),
     }
+
+
+def _once(path, number: int, query_id: str, paragraphs: list[Paragraph], lines: dict[str, int]) -> None:
+    """Each query on one line, each passage once in it: a second copy's grades would have merged with
+    the first's, and its qrels line vanished."""
+    if query_id in lines:
+        raise InputError(path, f"query {query_id!r} is on line {lines[query_id]} too: one line per query", number)
+    lines[query_id] = number
+    if len({p.paragraph_id for p in paragraphs}) < len(paragraphs):
+        first: dict[str, int] = {}
+        for at, paragraph in enumerate(paragraphs):
+            if (earlier := first.setdefault(paragraph.paragraph_id, at)) != at:
+                message = f"{paragraph.paragraph_id!r} is paragraphs[{earlier}]'s id too: a passage once per query"
+                raise InputError(path, message, number, f"paragraphs[{at}].paragraph_id")
 
 
 _AT = re.compile(r"^(?P<message>.*?)(?: - at `\$(?P<where>.*)`)?$", re.DOTALL)
@@ -166,7 +181,7 @@ def _line(path, number: int, raw: bytes) -> Line:
         try:
             return _DECODER.decode(text)
         except msgspec.DecodeError:  # Python writes NaN and Infinity, which JSON does not have
-            return msgspec.convert(json.loads(text), Line)
+            return _finite_scores(path, number, msgspec.convert(json.loads(text), Line))
     except json.JSONDecodeError as error:
         raise InputError(path, f"not valid JSON ({error.msg}, column {error.colno})", number) from None
     except msgspec.ValidationError as error:
@@ -177,6 +192,17 @@ def _line(path, number: int, raw: bytes) -> Line:
             raise InputError(path, "expected [query_id, [paragraph, ...]]", number) from None
         message = found["message"][:1].lower() + found["message"][1:]
         raise InputError(path, message, number, where) from None
+
+
+def _finite_scores(path, number: int, line: Line) -> Line:
+    """A line that Python's JSON reader read (it reads NaN and 1e400 as floats): a run's score of NaN or
+    infinity has no place in trec_eval's order of documents."""
+    for at, paragraph in enumerate(line[1]):
+        for r, ranking in enumerate((paragraph.paragraph_data or ParagraphData()).rankings or []):
+            if not math.isfinite(ranking.score):
+                field = f"paragraphs[{at}].paragraph_data.rankings[{r}].score"
+                raise InputError(path, f"{ranking.score} is no finite number", number, field)
+    return line
 
 
 def _facet(query_id: str, judged_query: str | None) -> str | None:
