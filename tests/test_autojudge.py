@@ -136,6 +136,7 @@ def test_every_layout_round_trips(tmp_path):
         ("r1 M q0 0.5\nr1 M q1\n", ":2: expected 4 columns (run_id measure topic_id value), found 3"),
         ("r1 M q0 0.5\nr2 M q0 high\n", ":2: field 'value': value 'high' is not a number"),
         ("r1 M q0 0.5\nr2 M q0 nan\n", ":2: field 'value': value 'nan' is not a finite number"),
+        ("r1 M q0 0.5\nr2 M q0 0_5\n", ":2: field 'value': not a number as trec_eval reads one: '0_5'"),
         (
             "r1 M q0 0.5\nr1 M q0 0.6\n",
             ":2: field 'topic_id': run 'r1', measure 'M', topic 'q0' again (first on line 1)",

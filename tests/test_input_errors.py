@@ -33,6 +33,10 @@ BAD_RUNS = [
     ("q1 Q0 d1 1 2.5 runA\nq1 Q0 d2 two 2.0 runA\n", 2, "rank", "not an integer: 'two'"),
     ("q1 Q0 d1 1 high runA\n", 1, "score", "not a number: 'high'"),
     ("q1 Q0 d1 1 nan runA\n", 1, "score", "not a finite number"),
+    # Python reads these as 10, 1000 and 3; trec_eval's atof and atol read 1, 1 and 0
+    ("q1 Q0 d1 1_0 2.0 runA\n", 1, "rank", "not a number as trec_eval reads one: '1_0'"),
+    ("q1 Q0 d1 1 1_000 runA\n", 1, "score", "not a number as trec_eval reads one: '1_000'"),
+    ("q1 Q0 d1 1 \u0663 runA\n", 1, "score", "not a number as trec_eval reads one: '\u0663'"),
     ("q1 Q0 d1 1 3 runA\nq2 Q0 d1 1 3 runA\nq1 Q0 d1 2 2 runA\n", 3, "doc_id",
      r"document 'd1' ranked twice for query 'q1' \(first on line 1\)"),
     ("q1 Q0 d1 1 3 runA\nq1 Q0 d2 2 2 runB\n", 2, "run_tag", "second run tag 'runB'"),
@@ -65,6 +69,7 @@ BAD_FILES = [
     ("queries", "q.jsonl", '{"query_id": "p", "text": "P"}\n{"query_id": "r", "text": "R", "subtopics": [{"text": "S"}]}\n',
      2, "subtopics[0].facet_id", "missing"),
     ("qrels", "q.qrels", "q1 0 d1 1\nq1 0 d2 relevant\n", 2, "relevance", "not an integer: 'relevant'"),
+    ("qrels", "q.qrels", "q1 0 d1 1_0\n", 1, "relevance", "not a number as trec_eval reads one: '1_0'"),
     ("qrels", "q.qrels", "q1 0 d1 1\nq1 0 d1 0\n", 2, "doc_id", r"document 'd1' judged twice for 'q1' \(first on line 1\)"),
     ("corpus", "c.tsv", "d1\tone\nd2\t \n", 2, "text", "empty text for passage 'd2'"),
     ("corpus", "c.tsv", "d1\tone\nd2 two\n", 2, None, "expected 2 tab-separated columns .* found 1"),

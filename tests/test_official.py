@@ -37,6 +37,9 @@ def test_a_leaderboard_of_another_shape_shows_the_shapes_it_takes(tmp_path):
     word = write(tmp_path / "w.tsv", "run\tscore\na\thigh\n")
     with raises_at(word, 2, "score", "score 'high' is not a number"):
         read_leaderboard(word)
+    underscore = write(tmp_path / "u.tsv", "run\tscore\na\t1_000\n")  # 1000 to Python, 1 to C's atof
+    with raises_at(underscore, 2, "score", "score '1_000' is not a number"):
+        read_leaderboard(underscore)
     infinite = write(tmp_path / "i.tsv", "run\tscore\na\tinf\n")
     with raises_at(infinite, 2, "score", "score inf is not a finite number"):
         read_leaderboard(infinite)

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from examflow.errors import InputError
-from examflow.io.lines import FirstLines, check_id, json_lines, split_columns, text_lines
+from examflow.io.lines import FirstLines, check_id, json_lines, number_text, split_columns, text_lines
 from examflow.registry import LEADERBOARD_LAYOUTS
 
 log = logging.getLogger(__name__)
@@ -139,7 +139,7 @@ def judged_topics(path, measures: dict[str, Measured], judged: set[str], layout:
 
 def _value(path, number: int, text: str) -> float:
     try:
-        value = float(text)
+        value = float(number_text(path, number, text, "value"))
     except ValueError:
         header = " (AutoJudge leaderboards have no header line)" if number == 1 else ""
         raise InputError(path, f"value {text!r} is not a number{header}", number, "value") from None

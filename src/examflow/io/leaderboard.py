@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 
 from examflow.errors import InputError, Problems
-from examflow.io.lines import check_id, json_entries, line_of, split_columns, text_lines
+from examflow.io.lines import check_id, json_entries, line_of, read_alike, split_columns, text_lines
 from examflow.ties import ranks_of
 
 SHAPES = (
@@ -75,7 +75,7 @@ def _tsv_values(path: str | Path, preference: tuple[str, str]) -> tuple[str, dic
 def _float(text: str) -> float | str:
     """A TSV cell as a number where it reads as one; else the text, for the error to show."""
     try:
-        return float(text)
+        return float(text) if read_alike(text) else text
     except ValueError:
         return text
 

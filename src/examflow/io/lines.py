@@ -128,6 +128,19 @@ def split_columns(path: str | Path, number: int, line: str, names: tuple[str, ..
     return columns
 
 
+def read_alike(text: str) -> bool:
+    """Whether C's number readers (trec_eval's `atof`, `atol`) read all of `text` as Python's `float`
+    and `int` do: Python also reads `1_000` (1 to trec_eval) and the digits of other scripts (0 to it)."""
+    return "_" not in text and text.isascii()
+
+
+def number_text(path: str | Path, number: int, text: str, field: str) -> str:
+    """A number's text, refused where trec_eval would read another number (`read_alike`)."""
+    if not read_alike(text):
+        raise InputError(path, f"not a number as trec_eval reads one: {text!r}", number, field)
+    return text
+
+
 def required_id(path: str | Path, number: int | None, record: dict[str, Any], field: str, where: str = "") -> str:
     """An id: a string, or a whole number written without quotes (read as its digits)."""
     value = record.get(field)

@@ -14,7 +14,7 @@ import pandas as pd
 
 from examflow.errors import InputError, Problems
 from examflow.io.irds import irds_qrels, is_irds
-from examflow.io.lines import FirstLines, split_columns, text_lines
+from examflow.io.lines import FirstLines, number_text, split_columns, text_lines
 
 QRELS_FIELDS = ("query_id", "iteration", "doc_id", "relevance")
 JUDGMENT_COLUMNS = ["query_id", "facet_id", "passage_id", "relevance"]
@@ -59,7 +59,7 @@ def qrels_lines(path: str | Path, relevance_range: tuple[int, int] | None) -> It
         qrels_id, _, doc_id, relevance = split_columns(path, number, line, QRELS_FIELDS, None)
         first_lines.add((qrels_id, doc_id), number, "doc_id", f"document {doc_id!r} judged twice for {qrels_id!r}")
         try:
-            grade = int(relevance)
+            grade = int(number_text(path, number, relevance, "relevance"))
         except ValueError:
             raise InputError(path, f"not an integer: {relevance!r}", number, "relevance") from None
         if relevance_range is not None and not relevance_range[0] <= grade <= relevance_range[1]:

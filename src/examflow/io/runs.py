@@ -11,7 +11,7 @@ from typing import cast
 import pandas as pd
 
 from examflow.errors import ConfigError, InputError, Problems
-from examflow.io.lines import FirstLines, split_columns, text_lines
+from examflow.io.lines import FirstLines, number_text, split_columns, text_lines
 
 RUN_FIELDS = ("query_id", "Q0", "doc_id", "rank", "score", "run_tag")
 RUN_COLUMNS = ["run_id", "query_id", "passage_id", "rank", "score"]
@@ -75,14 +75,14 @@ def read_run(path: str | Path, query_ids: set[str], unknown_queries: Problems) -
 
 def _integer(path, number: int, text: str) -> int:
     try:
-        return int(text)
+        return int(number_text(path, number, text, "rank"))
     except ValueError:
         raise InputError(path, f"not an integer: {text!r}", number, "rank") from None
 
 
 def _finite(path, number: int, text: str) -> float:
     try:
-        value = float(text)
+        value = float(number_text(path, number, text, "score"))
     except ValueError:
         raise InputError(path, f"not a number: {text!r}", number, "score") from None
     if not math.isfinite(value):
