@@ -67,6 +67,28 @@ def test_present_and_all_query_modes_for_cover_trec_measures_and_rouge():
     assert everything[("rouge_1_f1", None, "r1")] == pytest.approx(0.4)  # only queries with a gold article
 
 
+def test_a_query_whose_passages_all_rank_beyond_k_is_named_in_a_warning(caplog):
+    """r2 ranks q2's one passage 5th as written: with k 2 EXAM-Cover has none of its passages there
+    (present: the query leaves r2's mean; all: 0), while P_5 still counts it."""
+    beyond = inputs()
+    beyond.rankings.loc[(beyond.rankings["run_id"] == "r2") & (beyond.rankings["query_id"] == "q2"), "rank"] = 5
+    for mode, cover in (("present", 0.5), ("all", 0.25)):  # y of {x, y} on q1; q2 left out, or 0
+        caplog.clear()
+        board = scores(evaluate(beyond, Settings(taus=[4], k=2, measures=["P_5"], query_mode=mode, bootstrap=0),
+                                None)["leaderboard.tsv"])  # fmt: skip
+        assert board[("exam_cover", 4, "r2")] == cover
+        assert board[("P_5", 4, "r2")] == pytest.approx(0.2)  # b on q1, d on q2: 1 of 5 each, q2 counted
+        (warning,) = [r.getMessage() for r in caplog.records if "as written" in r.getMessage()]
+        effect = "left out of the run's mean" if mode == "present" else "counted 0"
+        assert warning == (
+            "1 run and query pairs have no passage ranked <= k = 2 as written (first: run 'r2', query 'q2', from "
+            f"rank 5): their EXAM-Cover is {effect}, while trec_eval's measures count them"
+        )
+    caplog.clear()
+    evaluate(inputs(), Settings(taus=[4], k=2, measures=["P_5"], bootstrap=0), None)
+    assert not [r for r in caplog.records if "as written" in r.getMessage()]
+
+
 def test_n_exam_gold_needs_gold_articles():
     gold = scores(
         evaluate(inputs(gold=True), Settings(taus=[4], measures=[], n_exam="gold", bootstrap=0), None)[

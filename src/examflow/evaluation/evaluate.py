@@ -181,6 +181,7 @@ def evaluate(
     (default: what the inputs hold) but the impact tables; `baselines` (not a file): each method's
     Baseline for edit impact."""
     facts = facts or facts_of(inputs, official)
+    _warn_beyond_the_budget(inputs.rankings, settings)
     leaderboards, per_queries, diagnostics, uncovered = [], [], [], []
     outputs: dict[str, Output] = {}
     baselines: dict[str, Baseline] = {}
@@ -225,6 +226,24 @@ def evaluate(
         outputs["kappa.tsv"], outputs["agreement.tsv"] = agreement(pd.concat(kept), inputs.judgments, settings)
     outputs["baselines"] = baselines
     return outputs
+
+
+def _warn_beyond_the_budget(rankings: pd.DataFrame, settings: Settings) -> None:
+    """A run's queries whose passages are all ranked above k as written: EXAM-Cover has none of them to
+    score (`present`: the query leaves the run's mean, as in the reference; `all`: it counts 0), while the
+    trec_eval measures, which order by score, still count them. A run could drop its hard queries so."""
+    systems = rankings[~rankings["run_id"].isin(RESERVED_RUNS)]
+    best = systems.groupby(["run_id", "query_id"], sort=True)["rank"].min()
+    beyond = best[best > settings.k]
+    if len(beyond):
+        run, query = cast("tuple[str, str]", beyond.index[0])  # cast: the (run_id, query_id) of a groupby
+        rank = beyond.iloc[0]
+        effect = "left out of the run's mean" if settings.query_mode == "present" else "counted 0"
+        log.warning(
+            "%d run and query pairs have no passage ranked <= k = %d as written (first: run %r, query %r, from "
+            "rank %d): their EXAM-Cover is %s, while trec_eval's measures count them", len(beyond), settings.k,
+            run, query, rank, effect,
+        )  # fmt: skip
 
 
 def facet_qrels(pooled: pd.DataFrame, method: str) -> str:
