@@ -92,6 +92,52 @@ def test_a_model_with_other_generation_settings_is_left_to_generate(models):
     assert searchable(model)
 
 
+def test_greedy_takes_the_first_of_the_largest_logits_as_generate_does():
+    """`generate`'s greedy step is the arg-max of the logits: of equal logits the first, of two that
+    log_softmax rounds alike the larger. The top 2 of the log-probabilities took the other (a reviewer's
+    repro: bfloat16 logits tie often)."""
+    from examflow.grading.beam_search import Beams, advance
+
+    tied = torch.zeros(1, 202)
+    tied[0, 100] = tied[0, 201] = 28.125
+    larger = torch.tensor([0.3]).nextafter(torch.tensor([1.0]))
+    close = torch.cat((torch.arange(3000) * 1e-4, larger, torch.tensor([0.3])))[None]
+    for logits, first in ((tied, 100), (close, 3000)):
+        best_two = torch.log_softmax(logits, dim=-1).topk(2).values
+        assert best_two[0, 0] == best_two[0, 1]  # alike after log_softmax: only the logits tell them apart
+        state, _ = advance(Beams.start(1, 1, 4, "cpu"), logits, eos=1, penalty=1.0, at_limit=False)
+        assert state.tokens[0, 0].tolist() == [first] and not state.full.any()
+        state, _ = advance(Beams.start(1, 1, 4, "cpu"), logits, eos=first, penalty=1.0, at_limit=False)
+        assert state.full.all() and state.finished[0, 0, 0].item() == first  # the first is EOS: it ends there
+
+
+def test_several_eos_tokens_are_left_to_generate_and_the_start_token_is_generate_s(models):
+    """A list of EOS ids: the search knew only the first (a reviewer's repro answered past the second).
+    A start token in the generation settings: the search read the model's."""
+    from examflow.grading.beam_search import searchable
+
+    tokenizer, model = models[0]
+    settings = model.generation_config
+    eos, start = settings.eos_token_id, settings.decoder_start_token_id
+    batch = texts(tokenizer, seed=3)
+    before = answers(tokenizer, model, batch, 3, ours=True)
+    try:
+        settings.eos_token_id = [eos, 5]
+        assert not searchable(model)
+        settings.eos_token_id = [eos]
+        assert searchable(model)
+        settings.decoder_start_token_id = 7  # a word: generate's output starts with it, the search's after it
+        encoded = tokenizer(batch, return_tensors="pt", padding=True)
+        for beams in (5, 1):
+            with torch.inference_mode():
+                output = model.generate(**encoded, num_beams=beams, early_stopping=beams > 1, max_new_tokens=3)
+            expected = tokenizer.batch_decode(output[:, 1:], skip_special_tokens=True)
+            assert answers(tokenizer, model, batch, 3, ours=True, beams=beams) == expected
+        assert answers(tokenizer, model, batch, 3, ours=True) != before  # the start token was read
+    finally:
+        settings.eos_token_id, settings.decoder_start_token_id = eos, start
+
+
 @pytest.mark.slow
 def test_compiled_steps_answer_as_generate(models):
     """The search's encoder and decoder step under torch.compile (inductor and this machine's C++

@@ -151,7 +151,7 @@ class Seq2SeqBackend(PreparedBackend):
         import torch
         from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-        from examflow.grading.beam_search import SearchSteps, searchable
+        from examflow.grading.beam_search import SearchSteps, decoder_start, searchable
 
         self.torch = torch
         self.device = _device(torch, device)
@@ -169,6 +169,7 @@ class Seq2SeqBackend(PreparedBackend):
         # tokenizer's settings are not safe to share between threads.
         self.preparer = Preparer(copy.deepcopy(self.tokenizer), max_input_tokens)
         self.searchable = searchable(self.model)  # examflow's search gives `generate`'s answers for it
+        self.start_token = decoder_start(self.model)  # `fast`'s one decoder step starts where `generate` would
         # The model's steps, eager: `fast`'s scoring step (encoder and one decoder step), or the search's
         # encoder and decoder step; none for a model left to `generate`. Compiled where it may pay:
         # torch.compile compiles at the first call, so `begin` can still drop them (`compile_wanted`).
@@ -276,7 +277,7 @@ class Seq2SeqBackend(PreparedBackend):
 
     def _inputs(self, prompts: list[Prompt], multiple: int = 1) -> tuple:
         encoded = self._encode(prompts, multiple)
-        start = self.torch.full((len(prompts), 1), self.model.config.decoder_start_token_id, device=self.device)
+        start = self.torch.full((len(prompts), 1), self.start_token, device=self.device)
         return encoded["input_ids"], encoded["attention_mask"], start
 
     def _scored(self, prompts: list[Prompt]):

@@ -118,7 +118,20 @@ def searchable(model) -> bool:
         if not name.startswith("_") and name not in UNUSED and name != "length_penalty"
         and value is not None and value != defaults.get(name) and value != NEUTRAL.get(name, _NONE)
     ]  # fmt: skip
-    return laid_out and not added and config.eos_token_id is not None
+    eos = config.eos_token_id
+    return laid_out and not added and (isinstance(eos, int) or (isinstance(eos, list) and len(eos) == 1))
+
+
+def single_eos(model) -> int:
+    """The model's EOS token (`searchable` has settled that it has one; a list of several is `generate`'s)."""
+    eos = model.generation_config.eos_token_id
+    return eos[0] if isinstance(eos, list) else eos
+
+
+def decoder_start(model) -> int:
+    """The token a decoder starts from, where `generate` takes it: the generation settings, else the model's."""
+    start = model.generation_config.decoder_start_token_id
+    return model.config.decoder_start_token_id if start is None else start
 
 
 def scales_decoder_outputs(config) -> bool:
@@ -167,14 +180,13 @@ def beam_search(
     model's work done by `steps` (eager by default)."""
     steps = steps or SearchSteps.eager(model)
     device, prompts = input_ids.device, input_ids.shape[0]
-    eos = model.generation_config.eos_token_id
-    eos = eos[0] if isinstance(eos, list) else eos
+    eos = single_eos(model)
     hidden, projected = steps.encode(input_ids, attention_mask)
     cache = shared_cross_attention_cache(projected, beams)
     hidden, mask = hidden.repeat_interleave(beams, dim=0), attention_mask.repeat_interleave(beams, dim=0)
     state, open_prompts = Beams.start(prompts, beams, max_new_tokens, device), list(range(prompts))
     best: list[list[int]] = [[] for _ in range(prompts)]
-    last = torch.full((prompts * beams, 1), model.config.decoder_start_token_id, dtype=torch.long, device=device)
+    last = torch.full((prompts * beams, 1), decoder_start(model), dtype=torch.long, device=device)
     for step in range(max_new_tokens):
         logits = steps.decode(last, hidden, mask, cache)
         state, origin = advance(state, logits.float(), eos, length_penalty(model),
@@ -202,12 +214,16 @@ def advance(state: Beams, logits: torch.Tensor, eos: int, penalty: float, at_lim
     """One step: the new state and, for each running beam, the beam it continues."""
     prompts, beams = state.scores.shape
     log_probs = torch.log_softmax(logits, dim=-1).view(prompts, beams, -1) + state.scores[:, :, None]
-    top_scores, top_ids = torch.topk(log_probs.view(prompts, -1), k=2 * beams)
+    if beams == 1:
+        top_scores, top_ids = _greedy_candidates(log_probs.view(prompts, -1), logits)
+    else:
+        top_scores, top_ids = torch.topk(log_probs.view(prompts, -1), k=2 * beams)
     origin, token = top_ids // logits.shape[-1], top_ids % logits.shape[-1]
     tokens = torch.cat((_take(state.tokens, origin), token[:, :, None]), dim=2)
     ends = (token == eos) | at_limit
     running_scores = top_scores + ends.float() * NEVER
-    running = torch.topk(running_scores, k=beams).indices
+    # topk of ties takes any of them; greedy's one beam is the first candidate that does not end
+    running = running_scores.argmax(dim=1, keepdim=True) if beams == 1 else torch.topk(running_scores, k=beams).indices
     # Of the 2B, only the first B may finish, scored by length; a prompt whose slots are full takes none.
     finishing = ends & (torch.arange(2 * beams, device=ends.device) < beams)
     candidates = top_scores / tokens.shape[2] ** penalty
@@ -223,6 +239,16 @@ def advance(state: Beams, logits: torch.Tensor, eos: int, penalty: float, at_lim
         full=torch.gather(torch.cat((state.full, finishing), dim=1), 1, chosen),
     )
     return new, torch.gather(origin, 1, running)
+
+
+def _greedy_candidates(log_probs: torch.Tensor, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """One beam's two candidates, as `generate`'s greedy search chooses: first the first of the largest
+    logits (topk of the log-probabilities may take another of equal value, or one that log_softmax
+    rounded to the same), then the best of the rest (what runs on when the first is EOS)."""
+    first = logits.argmax(dim=-1, keepdim=True)
+    second = log_probs.scatter(1, first, float("-inf")).argmax(dim=-1, keepdim=True)
+    ids = torch.cat((first, second), dim=1)
+    return torch.gather(log_probs, 1, ids), ids
 
 
 def flat_rows(index: torch.Tensor) -> torch.LongTensor:

@@ -30,11 +30,13 @@ import torch
 from examflow.grading.beam_search import (
     Beams,
     advance,
+    decoder_start,
     encoder_states,
     flat_rows,
     length_penalty,
     scales_decoder_outputs,
     searchable,
+    single_eos,
     until_eos,
 )
 
@@ -85,7 +87,7 @@ class StaticDecoder:
             values.copy_(batch_values)
         padding = (attention_mask == 0)[:, None, None, :]
         self.cross_bias.zero_().masked_fill_(padding, torch.finfo(self.cross_bias.dtype).min)
-        self.tokens.fill_(self.model.config.decoder_start_token_id)
+        self.tokens.fill_(decoder_start(self.model))
         self.keys.zero_()  # positions not yet written weigh nothing, but left from a batch before they
         self.values.zero_()  # would still be multiplied by that nothing
 
@@ -174,8 +176,7 @@ class StaticSearch:
     @torch.inference_mode()  # the cache is written in place at every step: no autograd history may grow on it
     def __call__(self, input_ids, attention_mask, beams: int, max_new_tokens: int) -> list[list[int]]:
         model, device, prompts = self.model, input_ids.device, input_ids.shape[0]
-        eos = model.generation_config.eos_token_id
-        eos = eos[0] if isinstance(eos, list) else eos
+        eos = single_eos(model)
         _, projected = encoder_states(model, input_ids, attention_mask)
         decoder, step = self._decoder(projected, beams, max_new_tokens)
         decoder.load(projected, attention_mask)
