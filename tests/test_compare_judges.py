@@ -4,6 +4,7 @@ against a library (scipy, pytrec_eval, ir-measures) or a computation by hand wri
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 import random
 import subprocess
@@ -194,6 +195,22 @@ def test_wrong_arguments_are_one_line(tmp_path, arguments, message):
     assert result.returncode != 0 and message in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists() and (tmp_path / "a file").read_text() == ""
+
+
+def test_run_rows_of_queries_no_label_set_judges_are_counted_as_such(tmp_path, caplog):
+    """q5 is ranked by the runs but judged by no label set: its rows are left out, and the warning says
+    why (it said 'unknown query id', of a query the collection knows)."""
+    files = campaign(tmp_path)
+    for name in ("official", "noisy"):
+        kept = [line for line in files[name].read_text().splitlines(keepends=True) if not line.startswith("q5 ")]
+        files[name].write_text("".join(kept))
+    run, other = tmp_path / "runs [all]" / "r1.txt", tmp_path / "runs [all]" / "r2.txt"
+    with caplog.at_level(logging.WARNING):
+        assert main(["compare-judges", "--runs", str(run), str(other), "--official-qrels", str(files["official"]), "--labels",
+                     f"noisy={files['noisy']}", "--bootstrap", "0", "--out", str(tmp_path / "out")]) == 0  # fmt: skip
+    first = next(n for n, line in enumerate(run.read_text().splitlines(), 1) if line.startswith("q5 "))
+    assert f"40 × run rows of queries no label set judges, dropped (first: {run}:{first}: field 'query_id': query " \
+           "judged by no label set 'q5')" in caplog.text  # fmt: skip
 
 
 def test_a_bad_qrels_line_names_file_line_and_field(tmp_path):

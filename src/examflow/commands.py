@@ -362,7 +362,7 @@ def judges_inputs(args: argparse.Namespace):
     from examflow.evaluation.judges import Judges, check_measure, ensemble, per_page
     from examflow.io.leaderboard import read_leaderboard, read_leaderboard_scores
     from examflow.io.qrels import read_labels
-    from examflow.io.runs import NO_KNOWN_QUERY, read_runs, run_files
+    from examflow.io.runs import NO_KNOWN_QUERY, UNJUDGED_QUERY, read_runs, run_files
 
     def measure(option: str, name: str):
         try:
@@ -387,7 +387,7 @@ def judges_inputs(args: argparse.Namespace):
     unknown = Problems("warn")  # run rows of queries no label set judges are left out, counted
     judged = set(official_labels["query_id"]).union(*(set(labels["query_id"]) for labels in label_sets.values()))
     try:
-        runs = read_runs(run_files(args.runs, "--runs"), judged, unknown)
+        runs = read_runs(run_files(args.runs, "--runs"), judged, unknown, UNJUDGED_QUERY)
     except InputError as error:
         subtopics = not args.per_page and any("/" in query for query in judged)
         if subtopics and error.message == NO_KNOWN_QUERY:  # runs rank pages; qrels judge `page/facet`

@@ -22,12 +22,20 @@ RESERVED_RUNS = (GOLD_RUN, OVERALL_RUN)
 log = logging.getLogger(__name__)
 
 
-def read_runs(paths: Iterable[str | Path], query_ids: set[str], unknown_queries: Problems) -> pd.DataFrame:
+# How a run's row of a query outside `query_ids` is counted, and named: unknown to the collection, or
+# (compare-judges) judged by none of the label sets.
+UNKNOWN_QUERY = ("run rows with an unknown query id", "unknown query id")
+UNJUDGED_QUERY = ("run rows of queries no label set judges", "query judged by no label set")
+
+
+def read_runs(
+    paths: Iterable[str | Path], query_ids: set[str], unknown_queries: Problems, outside=UNKNOWN_QUERY
+) -> pd.DataFrame:
     """All runs as one table; a run's id is its run tag, unique across files."""
     tables: list[pd.DataFrame] = []
     origin: dict[str | None, str | Path] = {}  # run tag -> the file that has it
     for path in paths:
-        table = read_run(path, query_ids, unknown_queries)
+        table = read_run(path, query_ids, unknown_queries, outside)
         run_id = cast(str, table["run_id"].iat[0]) if len(table) else None  # cast: the column holds run tags
         if run_id in origin:
             raise InputError(path, f"run tag {run_id!r} is also the tag of {origin[run_id]}", None, "run_tag")
@@ -41,7 +49,7 @@ def read_runs(paths: Iterable[str | Path], query_ids: set[str], unknown_queries:
 NO_KNOWN_QUERY = "no rows for any known query"
 
 
-def read_run(path: str | Path, query_ids: set[str], unknown_queries: Problems) -> pd.DataFrame:
+def read_run(path: str | Path, query_ids: set[str], unknown_queries: Problems, outside=UNKNOWN_QUERY) -> pd.DataFrame:
     """One run; negative ranks are kept here, counted in a warning, and re-ranked by pooling."""
     rows, first_lines, tag, negative = [], FirstLines(path), None, []
     for number, line in text_lines(path):
@@ -56,8 +64,8 @@ def read_run(path: str | Path, query_ids: set[str], unknown_queries: Problems) -
         first_lines.add((query_id, doc_id), number, "doc_id", what)
         if query_id not in query_ids:
             unknown_queries.report(
-                "run rows with an unknown query id",
-                InputError(path, f"unknown query id {query_id!r}", number, "query_id"),
+                outside[0],
+                InputError(path, f"{outside[1]} {query_id!r}", number, "query_id"),
             )
             continue
         rows.append((tag, query_id, doc_id, _integer(path, number, rank), _finite(path, number, score)))
