@@ -37,6 +37,11 @@ def test_a_leaderboard_of_another_shape_shows_the_shapes_it_takes(tmp_path):
     word = write(tmp_path / "w.tsv", "run\tscore\na\thigh\n")
     with raises_at(word, 2, "score", "score 'high' is not a number"):
         read_leaderboard(word)
+    both = write(tmp_path / "b.tsv", "run\trank\tscore\na\t1\t0.5\nb\t2\t0.5\nc\t2\t0.7\n")  # c above a by score
+    with raises_at(both, 2, "rank", r"run 'a' \(score 0.5\) is ranked 1, ahead of run 'c' \(score 0.7, ranked 2\)"):
+        read_leaderboard(both)
+    both.write_text("run\trank\tscore\na\t1\t0.5\nb\t2\t0.5\nc\t3\t0.2\n")  # a tie in score broken by rank
+    assert read_leaderboard(both) == {"a": 1.0, "b": 2.0, "c": 3.0}
     underscore = write(tmp_path / "u.tsv", "run\tscore\na\t1_000\n")  # 1000 to Python, 1 to C's atof
     with raises_at(underscore, 2, "score", "score '1_000' is not a number"):
         read_leaderboard(underscore)

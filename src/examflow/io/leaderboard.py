@@ -59,7 +59,10 @@ def _tsv_values(path: str | Path, preference: tuple[str, str]) -> tuple[str, dic
     value_column = next((name for name in preference if name in names), None)
     if run_column is None or value_column is None or len(names) != len(set(names)):
         raise InputError(path, f"expected {SHAPES}; found the header {header.strip()!r}", number)
+    both = "rank" in names and "score" in names  # then they must tell one order
     values: dict[str, float] = {}
+    given: dict[str, dict[str, float]] = {"rank": {}, "score": {}}
+    lines_of: dict[str, int] = {}
     for number, line in lines:
         row = dict(zip(names, split_columns(path, number, line, names, "\t")))
         run = row[run_column]
@@ -67,9 +70,27 @@ def _tsv_values(path: str | Path, preference: tuple[str, str]) -> tuple[str, dic
         if run in values:
             raise InputError(path, f"run {run!r} is listed twice", number, run_column)
         values[run] = _number(path, number, value_column, _float(row[value_column]), value_column)
+        if both:
+            for column in given:
+                given[column][run] = _number(path, number, column, _float(row[column]), column)
+            lines_of[run] = number
     if not values:
         raise InputError(path, f"no run: expected {SHAPES}")
+    if both:
+        _one_order(path, given["rank"], given["score"], lines_of)
     return value_column, values
+
+
+def _one_order(path, ranks: dict[str, float], scores: dict[str, float], lines_of: dict[str, int]) -> None:
+    """A rank column beside a score column: no run may rank below one it scores higher than (ties in
+    either may be broken either way). Ranks feed the correlations and scores Pearson's r: two orders
+    would make two different comparisons."""
+    by_score = sorted(scores, key=lambda run: (-scores[run], ranks[run]))
+    for better, worse in zip(by_score, by_score[1:]):
+        if scores[better] > scores[worse] and ranks[better] > ranks[worse]:
+            message = (f"run {worse!r} (score {scores[worse]:g}) is ranked {ranks[worse]:g}, ahead of run {better!r} "
+                       f"(score {scores[better]:g}, ranked {ranks[better]:g}): rank and score disagree")  # fmt: skip
+            raise InputError(path, message, lines_of[worse], "rank")
 
 
 def _float(text: str) -> float | str:
@@ -81,11 +102,13 @@ def _float(text: str) -> float | str:
 
 
 def _number(path, number: int | None, field: str, value, what: str) -> float:
-    """`value` (the run's rank or score) as a finite number: a JSON string is no number."""
+    """`value` (the run's rank or score) as a finite number, a rank 1 or more: a JSON string is no number."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InputError(path, f"{what} {value!r} is not a number", number, field)
     if not math.isfinite(value):
         raise InputError(path, f"{what} {value!r} is not a finite number", number, field)
+    if what == "rank" and value < 1:
+        raise InputError(path, f"rank {value!r} is below 1: the best run is ranked 1", number, field)
     return float(value)
 
 
