@@ -15,6 +15,10 @@ def test_cohen_kappa_hand_computed():
     assert cohen_kappa(table) == pytest.approx(0.5)
     assert cohen_kappa(pd.DataFrame([[5, 0], [0, 5]], index=[False, True], columns=[False, True])) == 1.0
     assert pd.isna(cohen_kappa(pd.DataFrame([[0, 0], [0, 0]], index=[False, True], columns=[False, True])))
+    # exact to the last bit: p_o = 1/3, p_e = 5/9 -> -1/2 (floating-point steps gave -0.5000000000000001);
+    # p_o = 3/5, p_e = 17/25 -> -1/4 (they gave -0.2500000000000003)
+    for cells, kappa in (([[0, 1], [1, 1]], -0.5), ([[0, 1], [1, 3]], -0.25)):
+        assert cohen_kappa(pd.DataFrame(cells, index=[False, True], columns=[False, True])) == kappa
 
 
 def test_lenient_and_strict_tables_with_a_relevance_threshold():

@@ -7,6 +7,7 @@ LENIENT (label ≥ 1 against relevant) and STRICT (label ≥ 4 against relevant)
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import cast
 
 import pandas as pd
@@ -28,13 +29,16 @@ def per_page(judgments: pd.DataFrame) -> pd.DataFrame:
 
 
 def cohen_kappa(table: pd.DataFrame) -> float:
-    """κ = (p_o − p_e) / (1 − p_e) for a square contingency table (rows: labels, columns: judgments)."""
-    total = table.to_numpy().sum()
+    """κ = (p_o − p_e) / (1 − p_e) for a square contingency table (rows: labels, columns: judgments), in
+    exact fractions of the counts, rounded once: 7/11 is 0.6363636363636364, as sklearn has it, not the
+    0.6363636363636365 of floating-point steps."""
+    total = int(table.to_numpy().sum())
     if total == 0:
         return float("nan")
     # cast: `at` is typed as any scalar; a contingency table's cells are counts
-    observed = sum(cast(int, table.at[c, c]) for c in table.index if c in table.columns) / total
-    expected = sum(table.loc[c].sum() * table[c].sum() for c in table.index if c in table.columns) / total**2
+    observed = Fraction(sum(int(cast(int, table.at[c, c])) for c in table.index if c in table.columns), total)
+    chance = sum(int(table.loc[c].sum()) * int(table[c].sum()) for c in table.index if c in table.columns)
+    expected = Fraction(chance, total**2)
     return float("nan") if expected == 1 else float((observed - expected) / (1 - expected))
 
 
