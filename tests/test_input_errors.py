@@ -35,6 +35,8 @@ BAD_RUNS = [
     ("q1 Q0 d1 1 nan runA\n", 1, "score", "not a finite number"),
     # Python reads these as 10, 1000 and 3; trec_eval's atof and atol read 1, 1 and 0
     ("q1 Q0 d1 1_0 2.0 runA\n", 1, "rank", "not a number as trec_eval reads one: '1_0'"),
+    ("q1 Q0 d\u00a01 1 2.0 runA\n", 1, None, r"expected 6 columns .* found 7 \(U\+00A0, a space that is not ASCII, separates columns\)"),
+    ("# my run\nq1 Q0 d1 1 2.0 runA\n", 1, None, r"expected 6 columns .* found 3 \(a comment\? these files have none\)"),
     ("q1 Q0 d1 1 1_000 runA\n", 1, "score", "not a number as trec_eval reads one: '1_000'"),
     ("q1 Q0 d1 1 \u0663 runA\n", 1, "score", "not a number as trec_eval reads one: '\u0663'"),
     ("q1 Q0 d1 1 3 runA\nq2 Q0 d1 1 3 runA\nq1 Q0 d1 2 2 runA\n", 3, "doc_id",

@@ -124,8 +124,18 @@ def split_columns(path: str | Path, number: int, line: str, names: tuple[str, ..
     columns = line.split(sep) if sep is None else line.split(sep, len(names))
     if len(columns) != len(names):
         expected = " ".join(names)
-        raise InputError(path, f"expected {len(names)} columns ({expected}), found {len(columns)}", number)
+        message = f"expected {len(names)} columns ({expected}), found {len(columns)}{_why(line, sep)}"
+        raise InputError(path, message, number)
     return columns
+
+
+def _why(line: str, sep: str | None) -> str:
+    """What may have split a line wrongly: a comment, or a space that is not ASCII (U+00A0 and its kin
+    separate columns where any whitespace does)."""
+    if line.lstrip().startswith("#"):
+        return " (a comment? these files have none)"
+    odd = next((c for c in line if c.isspace() and not c.isascii()), None) if sep is None else None
+    return f" (U+{ord(odd):04X}, a space that is not ASCII, separates columns)" if odd else ""
 
 
 def read_alike(text: str) -> bool:
