@@ -18,6 +18,7 @@ from examflow.config import (
     config_sources,
     methods,
 )
+from examflow.contents import contents_digest
 from examflow.errors import ConfigError, Failure
 from examflow.grading.signatures import local_weights
 from examflow.io.irds import is_irds
@@ -161,6 +162,18 @@ def input_file(key):
     """The file configured for an input, as a pattern; [] when unset or an ir_datasets id."""
     spec = INPUTS.get(key)
     return [] if spec is None or is_irds(spec) else literal(spec)
+
+
+def configured(*keys):
+    """The files configured for these inputs (not the ones unset or named by an ir_datasets id)."""
+    return [INPUTS[key] for key in keys if INPUTS.get(key) and not is_irds(INPUTS[key])]
+
+
+def contents(*groups):
+    """A step's `contents` param: one digest of the input files it reads (`examflow.contents`), so that an
+    edit Snakemake's modification times miss (a file put back with `cp -p`) still reruns the step.
+    """
+    return contents_digest(path for group in groups for path in group)
 
 
 RUN_FILES = checked(run_files, INPUTS.get("runs", []), "inputs.runs")
@@ -493,6 +506,19 @@ def nrp_outputs():
     return {
         name: results(f"nrp/{path}") for name, path in paths(NRP_FILES, FACTS).items()
     }
+
+
+def nrp_files():
+    """Every file the NRP step reads, for its `contents` param."""
+    optional = [NRP[key] for key in ("corpus", "expert") if NRP[key]]
+    qrels = [d["qrels"] for d in NRP["dimensions"].values()]
+    return [
+        NRP["queries"],
+        NRP["answers"],
+        *optional,
+        *qrels,
+        *ranker_files(NRP["rankers"]),
+    ]
 
 
 def nrp_inputs(wildcards):

@@ -15,6 +15,7 @@ rule official_leaderboard:
     conda:
         ENV
     params:
+        contents=contents(RUN_FILES),
         pool=lambda wildcards, input: Path(input.rankings).parent,
         # option words (cli_options), each quoted by :q in the shell line
         settings=lambda wildcards: cli_options(**official_computation()),
@@ -44,6 +45,7 @@ rule evaluate:
         mem_mb=lambda wildcards, input: 2000 + 40 * size_mb(wildcards, input.grades),
         runtime=60,
     params:
+        contents=contents(configured("official_leaderboard", "gold_articles")),
         # option words (cli_options), each quoted by :q in the shell line
         inputs=lambda wildcards, input: cli_options(
             questions=input.questions,
@@ -95,6 +97,12 @@ if JUDGES:
         resources:
             runtime=60,
         params:
+            contents=contents(
+                RUN_FILES,
+                configured("qrels", "official_leaderboard"),
+                OUTSIDE_LABELS.values(),
+                config["judges"]["leaderboards"].values(),
+            ),
             # option words (cli_options), each quoted by :q in the shell line
             labels=judges_labels,
             official=judges_official,

@@ -18,6 +18,7 @@ rule nrp:
         mem_mb=8000,
         runtime=120,
     params:
+        contents=contents(nrp_files()),
         # option words (cli_options), each quoted by :q in the shell line
         inputs=nrp_inputs,
         settings=nrp_settings,

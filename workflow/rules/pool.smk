@@ -16,6 +16,7 @@ rule pool:
         mem_mb=8000,
         runtime=60,
     params:
+        contents=contents(configured("queries", "qrels", "corpus"), RUN_FILES),
         # option words (cli_options), each quoted by :q in the shell line
         files=lambda wildcards, input: input_files(input, *POOL_SOURCES),
         datasets=lambda wildcards: irds_sources(*POOL_SOURCES),

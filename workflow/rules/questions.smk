@@ -13,6 +13,7 @@ if GENERATED == "question":
         conda:
             ENV
         params:
+            contents=contents(configured("queries")),
             # option words (cli_options), each quoted by :q in the shell line
             queries=lambda wildcards, input: input_files(input, "queries"),
             dataset=lambda wildcards: irds_sources("queries"),
@@ -76,6 +77,7 @@ rule bank_shard:
         ENV
     params:
         digest=shard_digest,
+        contents=contents(configured("queries")),
         bank=lambda wildcards, input: input_files(input, "bank"),
         shards=SHARD_COUNT,
         # Of the configuration, not of `input`: an ir_datasets id that changes must rerun the job.

@@ -13,6 +13,7 @@ rule report_method:
     conda:
         ENV
     params:
+        contents=contents(configured("official_leaderboard")),
         # option words (cli_options), each quoted by :q in the shell line
         inputs=report_inputs_options,
         settings=report_settings,

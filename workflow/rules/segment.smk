@@ -13,6 +13,7 @@ rule segment:
         mem_mb=2000,
         runtime=30,
     params:
+        contents=contents(configured("responses", "gold_articles", "queries")),
         # option words (cli_options), each quoted by :q
         texts=lambda wildcards, input: input_files(
             input, "responses", "gold_articles", "queries"

@@ -17,6 +17,7 @@ rule summary:
     conda:
         ENV
     params:
+        contents=contents(configured("official_leaderboard")),
         # option words (cli_options), each quoted by :q in the shell line
         inputs=lambda wildcards, input: cli_options(
             grades=input.grades,

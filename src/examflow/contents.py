@@ -1,0 +1,74 @@
+"""What the input files hold, as one digest for a step's params.
+
+Snakemake reruns a step when an input is newer than its outputs. A file brought back to an older
+modification time (`cp -p`, `rsync -a`, `tar x` of an earlier version) is not newer, and the step's
+results would stay those of the other content. The digest of what the step reads, as a param, reruns
+it whatever the times say; `touch` alone changes no digest and reruns nothing.
+
+Files are hashed again only when their size, times or inode change: the last digests are kept in a
+memo file beside Snakemake's own records (a lost memo costs one hashing, never a wrong digest).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+MEMO = Path(".snakemake") / "examflow-contents.json"  # relative to the workflow's working directory
+
+
+def contents_digest(paths: Iterable[str], memo: Path = MEMO) -> str:
+    """One digest of the files' contents, in the order given; a path that is not a file (yet) counts by
+    its name only: the step's own checks name a missing input."""
+    known = _read(memo)
+    parts, changed = [], False
+    for path in paths:
+        key = os.path.abspath(path)
+        try:
+            stat = os.stat(key)
+        except OSError:
+            parts.append(f"{path}:absent")
+            continue
+        # ctime changes with every write and cannot be set back: the times Snakemake compares can
+        seen = [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino]
+        entry = known.get(key)
+        if entry is None or entry[0] != seen:
+            entry = known[key] = [seen, _hash(key)]
+            changed = True
+        parts.append(f"{path}:{entry[1]}")
+    if changed:
+        _write(memo, known)
+    return hashlib.blake2b("\n".join(parts).encode(), digest_size=16).hexdigest()
+
+
+def _hash(path: str) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, lambda: hashlib.blake2b(digest_size=16)).hexdigest()
+
+
+def _read(memo: Path) -> dict[str, list]:
+    try:
+        known = json.loads(memo.read_text())
+    except (OSError, ValueError):  # none yet, or damaged: every file is hashed again
+        return {}
+    return known if isinstance(known, dict) else {}
+
+
+def _write(memo: Path, known: dict[str, list]) -> None:
+    """Whole or not at all (jobs that parse the workflow may write it at the same time); a folder that
+    cannot be written costs a hashing at the next run, nothing else."""
+    try:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        descriptor, name = tempfile.mkstemp(dir=memo.parent, suffix=".tmp")
+    except OSError:
+        return
+    try:
+        with os.fdopen(descriptor, "w") as handle:
+            json.dump(known, handle)
+        os.replace(name, memo)
+    except OSError:
+        Path(name).unlink(missing_ok=True)
