@@ -76,8 +76,8 @@ def test_input_readers_keep_ids_as_written(tmp_path):
     assert [(r.run_id, r.query_id) for r in read_responses(responses, set(IDS), Problems("error"))] == [
         (q, q) for q in IDS
     ]
-    assert read_leaderboard(write(tmp_path / "official.json", json.dumps({q: i for i, q in enumerate(IDS, 1)}))) == {
-        q: float(i) for i, q in enumerate(IDS, 1)
+    assert read_leaderboard(write(tmp_path / "official.json", json.dumps({q: i for i, q in enumerate(IDS)}))) == {
+        q: float(i) for i, q in enumerate(IDS)
     }
     graded = tmp_path / "graded.jsonl.gz"
     with gzip.open(graded, "wt") as out:

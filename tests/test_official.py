@@ -42,6 +42,8 @@ def test_a_leaderboard_of_another_shape_shows_the_shapes_it_takes(tmp_path):
         read_leaderboard(both)
     both.write_text("run\trank\tscore\na\t1\t0.5\nb\t2\t0.5\nc\t3\t0.2\n")  # a tie in score broken by rank
     assert read_leaderboard(both) == {"a": 1.0, "b": 2.0, "c": 3.0}
+    both.write_text("run\trank\tscore\na\t1\t-\nb\t2\t-\n")  # placeholders where the ranks are read
+    assert read_leaderboard(both) == {"a": 1.0, "b": 2.0}
     underscore = write(tmp_path / "u.tsv", "run\tscore\na\t1_000\n")  # 1000 to Python, 1 to C's atof
     with raises_at(underscore, 2, "score", "score '1_000' is not a number"):
         read_leaderboard(underscore)

@@ -59,9 +59,9 @@ def _tsv_values(path: str | Path, preference: tuple[str, str]) -> tuple[str, dic
     value_column = next((name for name in preference if name in names), None)
     if run_column is None or value_column is None or len(names) != len(set(names)):
         raise InputError(path, f"expected {SHAPES}; found the header {header.strip()!r}", number)
-    both = "rank" in names and "score" in names  # then they must tell one order
+    both = "rank" in names and "score" in names  # then, both numbers, they must tell one order
     values: dict[str, float] = {}
-    given: dict[str, dict[str, float]] = {"rank": {}, "score": {}}
+    given: dict[str, dict[str, float | str]] = {"rank": {}, "score": {}}
     lines_of: dict[str, int] = {}
     for number, line in lines:
         row = dict(zip(names, split_columns(path, number, line, names, "\t")))
@@ -72,12 +72,15 @@ def _tsv_values(path: str | Path, preference: tuple[str, str]) -> tuple[str, dic
         values[run] = _number(path, number, value_column, _float(row[value_column]), value_column)
         if both:
             for column in given:
-                given[column][run] = _number(path, number, column, _float(row[column]), column)
+                given[column][run] = _float(row[column])
             lines_of[run] = number
     if not values:
         raise InputError(path, f"no run: expected {SHAPES}")
-    if both:
-        _one_order(path, given["rank"], given["score"], lines_of)
+    numbers = {
+        c: {r: v for r, v in column.items() if isinstance(v, float) and math.isfinite(v)} for c, column in given.items()
+    }
+    if both and all(len(column) == len(values) for column in numbers.values()):  # not with placeholders (`-`)
+        _one_order(path, numbers["rank"], numbers["score"], lines_of)
     return value_column, values
 
 
@@ -102,13 +105,11 @@ def _float(text: str) -> float | str:
 
 
 def _number(path, number: int | None, field: str, value, what: str) -> float:
-    """`value` (the run's rank or score) as a finite number, a rank 1 or more: a JSON string is no number."""
+    """`value` (the run's rank or score) as a finite number: a JSON string is no number."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InputError(path, f"{what} {value!r} is not a number", number, field)
     if not math.isfinite(value):
         raise InputError(path, f"{what} {value!r} is not a finite number", number, field)
-    if what == "rank" and value < 1:
-        raise InputError(path, f"rank {value!r} is below 1: the best run is ranked 1", number, field)
     return float(value)
 
 
