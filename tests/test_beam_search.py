@@ -118,7 +118,7 @@ def test_several_eos_tokens_are_left_to_generate_and_the_start_token_is_generate
 
     tokenizer, model = models[0]
     settings = model.generation_config
-    eos, start = settings.eos_token_id, settings.decoder_start_token_id
+    eos, start, bos = settings.eos_token_id, settings.decoder_start_token_id, settings.bos_token_id
     batch = texts(tokenizer, seed=3)
     before = answers(tokenizer, model, batch, 3, ours=True)
     try:
@@ -134,8 +134,13 @@ def test_several_eos_tokens_are_left_to_generate_and_the_start_token_is_generate
             expected = tokenizer.batch_decode(output[:, 1:], skip_special_tokens=True)
             assert answers(tokenizer, model, batch, 3, ours=True, beams=beams) == expected
         assert answers(tokenizer, model, batch, 3, ours=True) != before  # the start token was read
+        settings.decoder_start_token_id, settings.bos_token_id = None, 7  # generate's next choice: BOS
+        with torch.inference_mode():
+            output = model.generate(**encoded, num_beams=5, early_stopping=True, max_new_tokens=3)
+        expected = tokenizer.batch_decode(output[:, 1:], skip_special_tokens=True)
+        assert answers(tokenizer, model, batch, 3, ours=True) == expected
     finally:
-        settings.eos_token_id, settings.decoder_start_token_id = eos, start
+        settings.eos_token_id, settings.decoder_start_token_id, settings.bos_token_id = eos, start, bos
 
 
 @pytest.mark.slow

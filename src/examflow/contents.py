@@ -6,19 +6,23 @@ results would stay those of the other content. The digest of what the step reads
 it whatever the times say; `touch` alone changes no digest and reruns nothing.
 
 Files are hashed again only when their size, times or inode change: the last digests are kept in a
-memo file beside Snakemake's own records (a lost memo costs one hashing, never a wrong digest).
+memo file beside Snakemake's own records (a lost or damaged memo costs one hashing, never a wrong
+digest). A file changed less than `RACY` before it was hashed is not remembered: a second write in the
+same tick of a coarse clock would leave its times as they were (git's "racily clean" entries).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
-import tempfile
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
 MEMO = Path(".snakemake") / "examflow-contents.json"  # relative to the workflow's working directory
+RACY = 2_000_000_000  # nanoseconds: FAT's clock ticks every 2 s, most others far more often
 
 
 def contents_digest(paths: Iterable[str], memo: Path = MEMO) -> str:
@@ -36,9 +40,10 @@ def contents_digest(paths: Iterable[str], memo: Path = MEMO) -> str:
         # ctime changes with every write and cannot be set back: the times Snakemake compares can
         seen = [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino]
         entry = known.get(key)
-        if entry is None or entry[0] != seen:
-            entry = known[key] = [seen, _hash(key)]
-            changed = True
+        if not (isinstance(entry, list) and len(entry) == 2 and entry[0] == seen and isinstance(entry[1], str)):
+            entry = [seen, _hash(key)]
+            if time.time_ns() - max(stat.st_mtime_ns, stat.st_ctime_ns) > RACY:
+                known[key], changed = entry, True
         parts.append(f"{path}:{entry[1]}")
     if changed:
         _write(memo, known)
@@ -59,16 +64,14 @@ def _read(memo: Path) -> dict[str, list]:
 
 
 def _write(memo: Path, known: dict[str, list]) -> None:
-    """Whole or not at all (jobs that parse the workflow may write it at the same time); a folder that
-    cannot be written costs a hashing at the next run, nothing else."""
+    """Whole or not at all (jobs that parse the workflow may write it at the same time: each writes a file
+    of its own, then renames it), with the user's umask; a folder that cannot be written costs a hashing
+    at the next run, nothing else."""
+    written = memo.with_name(f"{memo.name}.{os.getpid()}.tmp")
     try:
         memo.parent.mkdir(parents=True, exist_ok=True)
-        descriptor, name = tempfile.mkstemp(dir=memo.parent, suffix=".tmp")
+        written.write_text(json.dumps(known))
+        os.replace(written, memo)
     except OSError:
-        return
-    try:
-        with os.fdopen(descriptor, "w") as handle:
-            json.dump(known, handle)
-        os.replace(name, memo)
-    except OSError:
-        Path(name).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            written.unlink()

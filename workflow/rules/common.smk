@@ -92,6 +92,13 @@ def literal(path):
     return str(path).replace("{", "{{").replace("}", "}}")
 
 
+def given(path):
+    """A file the configuration names, as a rule's input: `ancient`, for what it holds reruns the rule (its
+    `contents` param), not its time; a touched file of any size reruns nothing (Snakemake's own checksum
+    spares only files under --max-checksum-file-size)."""
+    return ancient(literal(path))
+
+
 INPUTS = config["inputs"] or {}
 EXAM = bool(INPUTS)  # a collection to evaluate with EXAM; without one, NRP alone
 RESULTS = os.path.normpath(config["results_dir"])
@@ -161,7 +168,7 @@ def check_rerun_triggers():
 def input_file(key):
     """The file configured for an input, as a pattern; [] when unset or an ir_datasets id."""
     spec = INPUTS.get(key)
-    return [] if spec is None or is_irds(spec) else literal(spec)
+    return [] if spec is None or is_irds(spec) else given(spec)
 
 
 def configured(*keys):
@@ -386,7 +393,7 @@ def report_settings(wildcards):
 
 def pool_inputs(wildcards):
     inputs = {key: input_file(key) for key in ("queries", "qrels", "corpus")}
-    inputs["runs"] = [literal(run) for run in RUN_FILES]
+    inputs["runs"] = [given(run) for run in RUN_FILES]
     generated = INPUTS["responses"] or INPUTS["gold_articles"]
     inputs["segments"] = rules.segment.output[0] if generated else []
     return inputs

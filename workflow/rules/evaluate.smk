@@ -7,7 +7,7 @@ rule official_leaderboard:
     input:
         rankings=rules.pool.output.rankings,
         judgments=rules.pool.output.judgments,
-        runs=[literal(run) for run in RUN_FILES],
+        runs=[given(run) for run in RUN_FILES],
     output:
         results("official/leaderboard.tsv"),
     log:
@@ -80,13 +80,13 @@ if JUDGES:
     # Every method's EXAM-Qrels and each outside label set against the official qrels (docs/judges.md).
     rule judges:
         input:
-            runs=[literal(run) for run in RUN_FILES],
+            runs=[given(run) for run in RUN_FILES],
             qrels=input_file("qrels"),
             official=[] if OFFICIAL_FROM_QRELS else official_input,
             methods=[literal(method_qrels(method)) for method in METHODS],
-            outside=[literal(path) for path in OUTSIDE_LABELS.values()],
+            outside=[given(path) for path in OUTSIDE_LABELS.values()],
             leaderboards=[
-                literal(path) for path in config["judges"]["leaderboards"].values()
+                given(path) for path in config["judges"]["leaderboards"].values()
             ],
         output:
             **judges_outputs(),

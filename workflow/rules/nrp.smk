@@ -1,12 +1,12 @@
 # NRP (docs/methods.md §6): generated answers ranked among expert-judged documents, next to EXAM or alone.
 rule nrp:
     input:
-        queries=literal(NRP["queries"]),
-        corpus=literal(NRP["corpus"]) if NRP["corpus"] else [],
-        answers=literal(NRP["answers"]),
-        qrels=[literal(d["qrels"]) for d in NRP["dimensions"].values()],
-        expert=literal(NRP["expert"]) if NRP["expert"] else [],
-        runs=[literal(path) for path in ranker_files(NRP["rankers"])],
+        queries=given(NRP["queries"]),
+        corpus=given(NRP["corpus"]) if NRP["corpus"] else [],
+        answers=given(NRP["answers"]),
+        qrels=[given(d["qrels"]) for d in NRP["dimensions"].values()],
+        expert=given(NRP["expert"]) if NRP["expert"] else [],
+        runs=[given(path) for path in ranker_files(NRP["rankers"])],
     output:
         **nrp_outputs(),
     log:

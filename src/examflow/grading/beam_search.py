@@ -129,9 +129,11 @@ def single_eos(model) -> int:
 
 
 def decoder_start(model) -> int:
-    """The token a decoder starts from, where `generate` takes it: the generation settings, else the model's."""
-    start = model.generation_config.decoder_start_token_id
-    return model.config.decoder_start_token_id if start is None else start
+    """The token a decoder starts from, in `generate`'s order: the generation settings' start token, else
+    their BOS token, else (where `generate` would stop with an error) the model's start token."""
+    settings = model.generation_config
+    found = (settings.decoder_start_token_id, settings.bos_token_id, model.config.decoder_start_token_id)
+    return next(token for token in found if token is not None)
 
 
 def scales_decoder_outputs(config) -> bool:
