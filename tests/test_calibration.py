@@ -74,6 +74,29 @@ def test_merge_records_the_calibration_and_only_the_embedding_back_end_takes_one
         check_method("m", {"name": "m", "kind": "self_rating", "backend": embedding, "quantiles": [1.5]})
 
 
+def test_gold_articles_are_graded_on_the_ladder_of_the_pooled_pairs_alone(tmp_path, capsys):
+    """A gold article is graded, but is no pooled passage: its similarities do not set the quantiles (a
+    stranger's gold articles lowered a pooled pair's grade 5 to 4). q1/a without p4: 0.1, 0.2, 0.3 give
+    0.15, 0.2, 0.25, so p1..p4 reach 0, 2, 3, 3 rungs (with p4 on the ladder: 0, 1, 2, 3)."""
+    import json
+
+    from examflow.cli import main
+
+    settings = {"name": "m", "kind": "self_rating", "backend": {"kind": "embedding"}, "calibration": "question",
+                "quantiles": LADDER}  # fmt: skip
+    table = SIMILARITIES.assign(error=None, unparsable=False)
+    gold = pd.DataFrame({"query_id": ["q1"], "passage_id": ["p4"]})
+    grades, metadata = merge_grades([table], check_method("m", settings), gold)
+    assert grades.loc[grades["question_id"] == "q1/a", "rating"].tolist() == [0, 2, 3, 3]
+    assert metadata["embedding_grades"]["thresholds"]["q1/q1/a"] == pytest.approx([0.15, 0.2, 0.25])
+    shard = tmp_path / "shard.parquet"
+    table.to_parquet(shard)
+    assert (
+        main(["merge-grades", "--method", json.dumps(settings), "--out", str(tmp_path / "m.parquet"), str(shard)]) == 2
+    )
+    assert "--passages: the pool's passages.parquet" in capsys.readouterr().err
+
+
 @pytest.mark.workflow
 def test_a_new_calibration_regrades_nothing_and_reruns_from_the_merge(project):
     snakemake(project)

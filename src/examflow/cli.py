@@ -294,6 +294,11 @@ def _grading_parsers(subparsers) -> None:
     merge = subparsers.add_parser("merge-grades", help="one grades table per method from its shards")
     merge.add_argument("--method", required=True, help="the method as JSON, as for `examflow grade`")
     merge.add_argument("--out", required=True, help="Parquet table to write")
+    merge.add_argument(
+        "--passages",
+        help="the pool's passages.parquet: its gold articles take no part in an embedding method's quantiles "
+        "(required for such a method)",
+    )
     merge.add_argument("shards", nargs="*", help="the shards' grades tables (Parquet)")
     merge.set_defaults(handler=commands.merge_grades_command)
 

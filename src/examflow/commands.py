@@ -250,7 +250,14 @@ def merge_grades_command(args: argparse.Namespace) -> None:
     from examflow.io.tables import read_table
 
     method = check_method("--method", json_argument(args.method, "--method"))
-    grades, metadata = merge_grades([read_table(path) for path in args.shards], method)
+    calibrated = method.calibration is not None and method.quantiles is not None
+    if calibrated and not args.passages:
+        raise Failure("--passages: the pool's passages.parquet, needed to leave its gold articles out of the quantiles")
+    gold = None
+    if args.passages:
+        passages = read_table(args.passages)
+        gold = passages.loc[passages["origin"] == "gold", ["query_id", "passage_id"]]
+    grades, metadata = merge_grades([read_table(path) for path in args.shards], method, gold)
     # The back ends' signatures (model, revision or weights digest, decoding), once each.
     models = {json.dumps(m, sort_keys=True) for path in args.shards if (m := read_grades_metadata(path).get("model"))}
     metadata["models"] = [json.loads(m) for m in sorted(models)]

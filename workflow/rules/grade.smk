@@ -42,7 +42,8 @@ localrules:
 
 rule merge_grades:
     input:
-        expand(results("grades/{{method}}/{shard}.parquet"), shard=SHARDS),
+        shards=expand(results("grades/{{method}}/{shard}.parquet"), shard=SHARDS),
+        passages=rules.pool.output.passages,  # whose gold articles an embedding method's quantiles leave out
     output:
         results("grades/{method}.parquet"),
     log:
@@ -50,13 +51,14 @@ rule merge_grades:
     conda:
         ENV
     resources:
-        mem_mb=lambda wildcards, input: 1000 + 20 * size_mb(wildcards, input),
+        mem_mb=lambda wildcards, input: 1000 + 20 * size_mb(wildcards, input.shards),
         runtime=30,
     params:
         method=method_json,  # the method as JSON
     shell:
         (
-            "python -m examflow merge-grades --method {params.method:q} --out {output:q} {input:q} 2> {log:q}"
+            "python -m examflow merge-grades --method {params.method:q} --passages {input.passages:q}"
+            " --out {output:q} {input.shards:q} 2> {log:q}"
         )
 
 

@@ -19,10 +19,12 @@ import pandas as pd
 from examflow.registry import CALIBRATIONS
 
 
-def calibrated_grades(grades: pd.DataFrame, mode: str, quantiles) -> tuple[pd.Series, dict]:
+def calibrated_grades(grades: pd.DataFrame, mode: str, quantiles, pooled=None) -> tuple[pd.Series, dict]:
     """Per pair the grade (NA where the similarity failed), and the thresholds by group for the record;
-    `mode` one of `CALIBRATIONS` (the config check has seen to it)."""
+    `mode` one of `CALIBRATIONS` (the config check has seen to it). `pooled` (all rows by default) marks
+    the pairs whose similarities set the ladder: gold articles are graded on it, but do not move it."""
     scores = grades["score"].astype(float)
+    pooled = np.ones(len(grades), dtype=bool) if pooled is None else np.asarray(pooled, dtype=bool)
     ladder = np.asarray(quantiles, dtype=float)
     ratings = pd.Series(pd.NA, index=grades.index, dtype="Int64")
     thresholds = {}
@@ -31,9 +33,10 @@ def calibrated_grades(grades: pd.DataFrame, mode: str, quantiles) -> tuple[pd.Se
     for key, rows in groups.items():
         mine = scores.iloc[rows]
         known = mine[mine.notna()].to_numpy()
+        ladder_pairs = mine[mine.notna().to_numpy() & pooled[rows]].to_numpy()
         if not len(known):
             continue
-        steps = np.quantile(known, ladder)
+        steps = np.quantile(ladder_pairs if len(ladder_pairs) else known, ladder)
         reached = (known[:, None] >= steps[None, :]).sum(axis=1)
         ratings.iloc[rows[mine.notna().to_numpy()]] = reached
         thresholds["/".join(key) if isinstance(key, tuple) else key] = steps.tolist()

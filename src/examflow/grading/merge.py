@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -14,8 +15,11 @@ from examflow.grading.grades import failure_counts
 from examflow.registry import Method
 
 
-def merge_grades(tables: list[pd.DataFrame], method: Method) -> tuple[pd.DataFrame, dict]:
-    """The method's grades table and the metadata recorded with it (`method.record()`)."""
+def merge_grades(
+    tables: list[pd.DataFrame], method: Method, gold: pd.DataFrame | None = None
+) -> tuple[pd.DataFrame, dict]:
+    """The method's grades table and the metadata recorded with it (`method.record()`); `gold`: the
+    (query_id, passage_id) of gold articles, graded but no pooled passages, so not on the quantile ladder."""
     grades = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
     grades = grades.sort_values(["query_id", "passage_id", "question_id"], kind="stable").reset_index(drop=True)
     failed = failure_counts(grades) if len(grades) else {}
@@ -27,8 +31,19 @@ def merge_grades(tables: list[pd.DataFrame], method: Method) -> tuple[pd.DataFra
         "unparsable": int(grades["unparsable"].sum()) if len(grades) else 0,
     }
     if method.calibration is not None and method.quantiles is not None and len(grades):
-        grades["rating"], metadata["embedding_grades"] = calibrated_grades(grades, method.calibration, method.quantiles)
+        pooled = _outside(grades, gold)
+        grades["rating"], metadata["embedding_grades"] = calibrated_grades(
+            grades, method.calibration, method.quantiles, pooled
+        )
     return grades, metadata
+
+
+def _outside(grades: pd.DataFrame, passages: pd.DataFrame | None) -> np.ndarray:
+    """Per row of `grades`, whether its passage is not among `passages`."""
+    if passages is None or passages.empty:
+        return np.ones(len(grades), dtype=bool)
+    listed = pd.MultiIndex.from_frame(passages[["query_id", "passage_id"]])
+    return ~pd.MultiIndex.from_frame(grades[["query_id", "passage_id"]]).isin(listed)
 
 
 def write_grades(grades: pd.DataFrame, metadata: dict, path: str) -> None:
