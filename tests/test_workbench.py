@@ -210,6 +210,29 @@ def test_malformed_files_name_line_and_field(tmp_path):
         read_workbench_graded(path)
 
 
+def test_names_from_the_file_are_safe_ids_and_file_names(tmp_path):
+    """A prompt class of `../../x` named a qrels file outside --out; a paragraph id with a space broke
+    its qrels line; a run id with a tab was quoted in the tables (a stranger's trial)."""
+    path = tmp_path / "g.jsonl"
+    grade = qa_grade(["q/x"], []) | {"prompt_info": {"prompt_class": "../../evil"}, "llm": "google/flan-t5"}
+    write(path, json.dumps(["q", [paragraph("a", [("r", "q", 1)], [], [grade])]]) + "\n")
+    assert set(read_workbench_graded(path)["grades"]["method"]) == {"_.._.._evil"}
+    result = evaluate("--workbench-graded", str(path), "--bootstrap", "0", "--out", str(tmp_path / "a/out"))
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "a/out/qrels/_.._.._evil.qrels").is_file() and not (tmp_path / "evil.qrels").exists()
+    write(path, json.dumps(["q", [paragraph("a", [("r", "q", 1)]), paragraph("p 1", [("r", "q", 2)])]]) + "\n")
+    with pytest.raises(InputError, match=r"g.jsonl:1: field 'paragraphs\[1\].paragraph_id': invalid id 'p 1'"):
+        read_workbench_graded(path)
+    lines = [["q", [paragraph("a", [("r", "q", 1)], [], [qa_grade(["q/x"], [])])]],
+             ["p", [paragraph("b", [("r", "p", 1), ("my\trun", "p", 2)], [], [qa_grade(["p/x"], [])])]]]  # fmt: skip
+    write(path, "".join(json.dumps(line) + "\n" for line in lines))
+    with pytest.raises(
+        InputError,
+        match=r"g.jsonl:2: field 'paragraphs\[0\].paragraph_data.rankings\[1\].method': invalid id 'my\\trun'",
+    ):
+        read_workbench_graded(path)
+
+
 def self_rated(ratings, llm="flan-t5-large", errors=None):
     info = {"prompt_class": "QuestionSelfRatedUnanswerablePromptWithChoices", "is_self_rated": True}
     return {"correctAnswered": [], "wrongAnswered": [], "llm": llm, "prompt_info": info,

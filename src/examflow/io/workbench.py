@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow as pa
 
 from examflow.errors import InputError
-from examflow.io.lines import decode, raw_lines
+from examflow.io.lines import check_id, decode, raw_lines
 from examflow.io.qrels import JUDGMENT_COLUMNS
 from examflow.io.runs import RUN_COLUMNS
 
@@ -113,6 +113,7 @@ def _read(path: str | Path) -> dict[str, pd.DataFrame]:
         _once(path, number, query_id, paragraphs, lines)
         for at, paragraph in enumerate(paragraphs):
             passage_id, data = paragraph.paragraph_id, paragraph.paragraph_data or ParagraphData()
+            check_id(path, number, passage_id, f"paragraphs[{at}].paragraph_id")  # a qrels line's column
             judged = [(query_id, _facet(query_id, j.query), passage_id, j.relevance) for j in data.judgments or []]
             judgments += judged
             ranked = data.rankings or []
@@ -138,12 +139,13 @@ def _read(path: str | Path) -> dict[str, pd.DataFrame]:
     if not grades:
         raise InputError(path, "no grades: the file holds no exam_grades or grades")
     table = pd.DataFrame(grades, columns=GRADE_COLUMNS[1:], dtype=object)
-    table.insert(0, "method", np.repeat(np.array(_method_names(keys), dtype=object), spans))
+    table.insert(0, "method", np.repeat(np.array(_method_names(path, keys), dtype=object), spans))
     # Through Arrow: a third of the time pandas takes to infer 300,000 rows of strings.
     order = [("run_id", "ascending"), ("query_id", "ascending"), ("rank", "ascending")]
     runs = pa.table(rankings).sort_by(order).to_pandas().astype({"rank": "int64", "score": "float64"})
     # A run may rank a passage under several facets of a page: its best rank counts.
     runs = runs.drop_duplicates(["run_id", "query_id", "passage_id"])
+    _check_run_ids(path, runs["run_id"].unique())
     return {
         "grades": table.astype({"rating": "Int64", "correct": "boolean"}),
         "rankings": runs.reset_index(drop=True),
@@ -155,6 +157,7 @@ def _read(path: str | Path) -> dict[str, pd.DataFrame]:
 def _once(path, number: int, query_id: str, paragraphs: list[Paragraph], lines: dict[str, int]) -> None:
     """Each query on one line, each passage once in it: a second copy's grades would have merged with
     the first's, and its qrels line vanished."""
+    check_id(path, number, query_id, "query id")
     if query_id in lines:
         raise InputError(path, f"query {query_id!r} is on line {lines[query_id]} too: one line per query", number)
     lines[query_id] = number
@@ -167,6 +170,7 @@ def _once(path, number: int, query_id: str, paragraphs: list[Paragraph], lines: 
 
 
 _AT = re.compile(r"^(?P<message>.*?)(?: - at `\$(?P<where>.*)`)?$", re.DOTALL)
+_UNSAFE = re.compile(r"[^\w.:+=@-]", re.ASCII)
 
 
 def _line(path, number: int, raw: bytes) -> Line:
@@ -236,9 +240,31 @@ def _direct_grade_row(query_id: str, passage_id: str, grade: DirectGrade) -> tup
     return (query_id, None, passage_id, query_id, rating, None, error)
 
 
-def _method_names(keys: list[tuple[str, str]]) -> list[str]:
+def _method_names(path, keys: list[tuple[str, str]]) -> list[str]:
+    """Each grade's method: its prompt class, qualified by its model where a class has several, made a
+    safe file name (it names the method's qrels file): `google/flan-t5-large` and `../x` stay inside."""
     models: dict[str, set[str]] = {}  # prompt class -> the models graded with it
     for prompt_class, llm in set(keys):
         models.setdefault(prompt_class, set()).add(llm)
-    names = {key: key[0] if len(models[key[0]]) == 1 else f"{key[0]}:{key[1]}" for key in set(keys)}
+    names = {key: _safe(key[0] if len(models[key[0]]) == 1 else f"{key[0]}:{key[1]}") for key in set(keys)}
+    if len(set(names.values())) < len(names):
+        shared = next(n for n in names.values() if list(names.values()).count(n) > 1)
+        raise InputError(path, f"two prompt classes or models would both be named {shared!r} (as a file name)")
     return [names[key] for key in keys]
+
+
+def _safe(name: str) -> str:
+    """Letters, digits and `_.:+=@-`, every other character `_`; never a name of `.` alone or hidden."""
+    safe = _UNSAFE.sub("_", name)
+    return f"_{safe}" if not safe or safe.startswith(".") else safe
+
+
+def _check_run_ids(path, runs) -> None:
+    """Run ids without whitespace (they are a TREC column); a bad one is named at its first line."""
+    for run in runs:
+        if not run or any(ch.isspace() for ch in run):
+            number, at, r = next((n, a, r) for n, raw in raw_lines(path)
+                                 for a, p in enumerate(_line(path, n, raw)[1])
+                                 for r, ranking in enumerate((p.paragraph_data or ParagraphData()).rankings or [])
+                                 if ranking.method == run)  # fmt: skip
+            check_id(path, number, run, f"paragraphs[{at}].paragraph_data.rankings[{r}].method")
