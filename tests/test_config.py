@@ -248,6 +248,7 @@ def test_the_command_line_refuses_the_same_thresholds_and_measures(tmp_path):
         (["--tau", "4", "4"], "--tau: 4 is given twice"),
         (["--tau", "9"], "--tau: 9 is no grade threshold"),
         (["--measures", "P_5", "P_5"], "--measures: 'P_5': given twice"),
+        (["--seed", "-5"], "--seed: must be at least 0, not -5"),
     ):
         result = subprocess.run(
             [sys.executable, "-m", "examflow", "evaluate", "--grades", "g", "--pool", "p", "--out", str(tmp_path),

@@ -89,6 +89,31 @@ def test_a_query_whose_passages_all_rank_beyond_k_is_named_in_a_warning(caplog):
     assert not [r for r in caplog.records if "as written" in r.getMessage()]
 
 
+def test_an_official_leaderboard_of_no_evaluated_run_leaves_the_diagnostics_empty():
+    """No official run ranks the exam's queries: no correlation, no leave-one-out change (it raised a
+    TypeError dividing an empty table's columns)."""
+    outputs = evaluate(inputs(), Settings(taus=[4], measures=["P_5"], bootstrap=0), {"x": 1.0, "y": 2.0})
+    assert outputs["questions.tsv"]["loo_kendall_change"].isna().all() and len(outputs["questions.tsv"]) == 3
+    assert (outputs["correlation.tsv"]["n_runs"] == 0).all()
+
+
+def test_each_grades_table_is_a_methods_own(tmp_path):
+    from examflow.commands import _grades_tables
+
+    table = inputs().grades
+    first, second, bank = tmp_path / "m.parquet", tmp_path / "m again.parquet", tmp_path / "bank.parquet"
+    table.to_parquet(first)
+    table.assign(rating=0).to_parquet(second)  # the same method, other grades: they were merged
+    table.drop(columns="method").to_parquet(bank)
+    with pytest.raises(
+        InputError, match=rf"m again.parquet: method 'm' is in {first} too: give each method's grades once"
+    ):
+        _grades_tables([str(first), str(second)])
+    with pytest.raises(InputError, match=r"bank.parquet: not a grades table \(no `method` column\)"):
+        _grades_tables([str(bank)])
+    assert len(_grades_tables([str(first)])[0]) == len(table)
+
+
 def test_n_exam_gold_needs_gold_articles():
     gold = scores(
         evaluate(inputs(gold=True), Settings(taus=[4], measures=[], n_exam="gold", bootstrap=0), None)[
@@ -97,7 +122,7 @@ def test_n_exam_gold_needs_gold_articles():
     )
     assert gold[("n_exam_cover", 4, "r1")] == 1.0  # r1 covers 1/2 of q1, as does the gold article
     assert gold[("n_exam_cover", 4, "r2")] == 1.0  # q2 has no gold article and takes no part
-    with pytest.raises(InputError, match="n-EXAM 'gold' needs graded gold articles"):
+    with pytest.raises(InputError, match=r"n-EXAM gold \(evaluation.n_exam, --n-exam\): needs graded gold articles"):
         per_query_values(inputs().grades, inputs(), Settings(n_exam="gold"))
 
 

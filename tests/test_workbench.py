@@ -210,6 +210,19 @@ def test_malformed_files_name_line_and_field(tmp_path):
         read_workbench_graded(path)
 
 
+def test_options_a_graded_file_does_not_read_are_refused(tmp_path):
+    """--questions, --grades and --pool were read by nothing beside --workbench-graded, silently; n-EXAM
+    gold needs graded gold articles, which such a file does not hold."""
+    path = write(
+        tmp_path / "g.jsonl", json.dumps(["q", [paragraph("a", [("r", "q", 1)], [], [qa_grade(["q/x"], [])])]]) + "\n"
+    )
+    for options, named in ((["--questions", "b.parquet"], "--questions"), (["--grades", "x", "--pool", "p"], "--grades, --pool"),
+                           (["--n-exam", "gold"], "--n-exam gold")):  # fmt: skip
+        result = evaluate("--workbench-graded", str(path), *options, "--out", str(tmp_path / "out"))
+        assert result.returncode == 2 and f"examflow: error: {named}: " in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr and not (tmp_path / "out").exists()
+
+
 def test_names_from_the_file_are_safe_ids_and_file_names(tmp_path):
     """A prompt class of `../../x` named a qrels file outside --out; a paragraph id with a space broke
     its qrels line; a run id with a tab was quoted in the tables (a stranger's trial)."""

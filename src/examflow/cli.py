@@ -427,7 +427,7 @@ def _compare_judges_parser(subparsers) -> None:
     _number(compare, "--rbo-p", kind="number", minimum=0.01, maximum=0.99, default=0.9,
             help="rbo: persistence p (default 0.9)")  # fmt: skip
     _number(compare, "--bootstrap", minimum=0, default=1000, help="bootstrap replicates over queries (0: none)")
-    _number(compare, "--seed", default=0, help="seed of the bootstrap (default 0)")
+    _number(compare, "--seed", minimum=0, default=0, help="seed of the bootstrap (default 0)")
     compare.add_argument(
         "--out", required=True,
         help="directory for leaderboards.tsv, agreement.tsv, labels.tsv, confusion.tsv, votes.tsv, autojudge.eval.txt",
@@ -485,6 +485,7 @@ def _evaluate_parser(subparsers) -> None:
     _number(
         evaluate,
         "--seed",
+        minimum=0,  # numpy's generators take no negative seed
         default=default("evaluation.seed"),
         help=f"seed of the bootstrap (default {default('evaluation.seed')})",
     )

@@ -837,12 +837,17 @@ def _evaluation_inputs(args: argparse.Namespace):
 
     gold = read_gold_articles(args.gold_articles) if args.gold_articles else None
     if args.workbench_graded:
+        if given := [f"--{name}" for name in ("grades", "pool", "questions") if getattr(args, name)]:
+            raise Failure(f"{', '.join(given)}: not read with --workbench-graded, which holds the grades, runs and "
+                          "passages it evaluates (its questions are those it graded)")  # fmt: skip
+        if args.n_exam == "gold":
+            raise Failure("--n-exam gold: needs graded gold articles, which a workbench graded file does not hold")
         tables = read_workbench_graded(args.workbench_graded)
         return Inputs(tables["grades"], tables["rankings"], None, tables["passages"], tables["judgments"], gold)
     if not (args.grades and args.pool):
         raise InputError("examflow evaluate", "give --grades and --pool, or --workbench-graded")
     pool = Path(args.pool)
-    grades = pd.concat([read_table(path) for path in args.grades], ignore_index=True)
+    grades = pd.concat(_grades_tables(args.grades), ignore_index=True)
     questions = pd.concat([read_table(path) for path in args.questions]) if args.questions else None
     return Inputs(
         grades,
@@ -852,6 +857,24 @@ def _evaluation_inputs(args: argparse.Namespace):
         read_table(pool / "judgments.parquet"),
         gold,
     )
+
+
+def _grades_tables(paths: list[str]) -> list:
+    """The grades tables given, each a method's own: a method in two of them would have its grades merged."""
+    from examflow.io.tables import read_table
+
+    tables: list = []
+    owner: dict[str, str] = {}
+    for path in paths:
+        table = read_table(path)
+        if "method" not in table.columns:
+            raise InputError(path, "not a grades table (no `method` column): give grades/METHOD.parquet")
+        for method in table["method"].unique():
+            if method in owner:
+                raise InputError(path, f"method {method!r} is in {owner[method]} too: give each method's grades once")
+            owner[method] = path
+        tables.append(table)
+    return tables
 
 
 def json_argument(text: str, name: str):

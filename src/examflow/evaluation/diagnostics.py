@@ -93,6 +93,8 @@ def _leave_one_out(
         (rankings["rank"] <= k) & rankings["run_id"].isin(official) & rankings["query_id"].isin(sizes.index)
     ]
     cover = ranked[["run_id", "query_id"]].drop_duplicates()
+    if cover.empty:  # no official run ranks the exam's queries: there is no τ to change
+        return np.full(len(exam), np.nan)
     covered = hits.groupby(["run_id", "query_id"]).size().rename("covered").reset_index()
     cover = cover.merge(covered, how="left").fillna({"covered": 0})
     cover["size"] = cover["query_id"].map(sizes)

@@ -93,7 +93,10 @@ def per_query_values(
     """One method's (run, query, measure, τ, value, weight) rows; `labels`: its EXAM-Labels, if at hand."""
     gold_only = inputs.gold_passages
     if settings.n_exam == "gold" and gold_only.empty:
-        raise InputError("config: inputs.gold_articles", "n-EXAM 'gold' needs graded gold articles, and there are none")
+        raise InputError(
+            "n-EXAM gold (evaluation.n_exam, --n-exam)",
+            "needs graded gold articles (inputs.gold_articles, --gold-articles with their passages pooled), and there are none",
+        )
     examined = grades[~aggregations(grades)]  # criteria_llm's exam is the four criteria; its fifth grade a label
     questions = exam_questions(examined, inputs.questions)
     query_ids = sorted(set(questions["query_id"]))
