@@ -248,7 +248,6 @@ def test_the_command_line_refuses_the_same_thresholds_and_measures(tmp_path):
         (["--tau", "4", "4"], "--tau: 4 is given twice"),
         (["--tau", "9"], "--tau: 9 is no grade threshold"),
         (["--measures", "P_5", "P_5"], "--measures: 'P_5': given twice"),
-        (["--seed", "-5"], "--seed: must be at least 0, not -5"),
     ):
         result = subprocess.run(
             [sys.executable, "-m", "examflow", "evaluate", "--grades", "g", "--pool", "p", "--out", str(tmp_path),
@@ -321,7 +320,8 @@ def command_line(command: str, out: Path, *options: str) -> list[str]:
         ("evaluate", "--bootstrap", "-1", "must be at least 0, not -1", "0"),
         ("evaluate", "--diagnostics-tau", "9", "must be at most 5, not 9", "5"),
         ("evaluate", "--diagnostics-tau", "2.5", "expected an integer, found '2.5'", "1"),
-        ("evaluate", "--seed", "1e3", "expected an integer, found '1e3'", "-7"),
+        ("evaluate", "--seed", "-7", "must be at least 0, not -7", "0"),
+        ("evaluate", "--seed", "1e3", "expected an integer, found '1e3'", "0"),
         ("report", "--tau", "0", "must be at least 1, not 0", "1"),
         ("summary", "--tau", "6", "must be at most 5, not 6", "5"),
     ],
