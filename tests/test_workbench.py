@@ -197,6 +197,10 @@ def test_malformed_files_name_line_and_field(tmp_path):
         InputError, match=r"bad.jsonl:1: field 'paragraphs\[0\].paragraph_data.rankings\[0\].rank': expected `int` >= 0"
     ):
         read_workbench_graded(path)
+    for rating, bound in ((9, "<= 5"), (-1, ">= 0")):  # a 9 passed every threshold as a grade
+        write(path, json.dumps(["q", [paragraph("a", [("r", "q", 1)], [], [self_rated([("q/x", rating)])])]]) + "\n")
+        with pytest.raises(InputError, match=rf"self_ratings\[0\].self_rating': expected `int` {bound}$"):
+            read_workbench_graded(path)
     ungraded = [["q", [paragraph("a", [("r", "q", 1)])]]]
     write(path, json.dumps(ungraded[0]) + "\n")
     with pytest.raises(InputError, match="no grades"):

@@ -25,18 +25,20 @@ from examflow.errors import InputError
 from examflow.io.lines import check_id, decode, raw_lines
 from examflow.io.qrels import JUDGMENT_COLUMNS
 from examflow.io.runs import RUN_COLUMNS
+from examflow.registry import TOP_GRADE
 
 # The model's answers are not read: no measure uses them, and they are a quarter of the decoding time.
 GRADE_COLUMNS = ["method", "query_id", "facet_id", "passage_id", "question_id", "rating", "correct", "error"]
 DEFAULT_PROMPT_CLASS = "QuestionPromptWithChoices"  # what the reference assumes for grades without prompt_info
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
+Grade = Annotated[int, msgspec.Meta(ge=0, le=TOP_GRADE)]  # a self-rating: a 9 would pass every threshold
 
 
 # The file's schema, as far as examflow reads it; msgspec checks every type while it decodes (a
 # DL 2019 file in a tenth of a second) and names the field that breaks it. Other fields are ignored.
 # The structs hold no references back (gc=False): the garbage collector need not track them.
 class SelfRating(msgspec.Struct, gc=False):
-    self_rating: int
+    self_rating: Grade
     question_id: str | None = None
     nugget_id: str | None = None
 
@@ -58,7 +60,7 @@ class DirectGrade(msgspec.Struct, gc=False):
     correctAnswered: bool | None = None
     llm: str | None = None
     prompt_info: dict[str, Any] | None = None
-    self_ratings: int | None = None
+    self_ratings: Grade | None = None
     llm_response_error: str | None = None
 
 
