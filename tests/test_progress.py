@@ -77,6 +77,16 @@ def test_examflow_progress_prints_the_line_and_names_a_folder_without_progress(r
     )
 
 
+def test_a_results_folder_that_is_not_there_is_named_as_such(tmp_path, capsys):
+    from examflow.cli import main
+
+    assert main(["progress", "--results", str(tmp_path / "typo")]) == 2
+    assert (
+        capsys.readouterr().err
+        == f"examflow: error: {tmp_path / 'typo'}: folder not found (--results: a run's results_dir)\n"
+    )
+
+
 def test_a_run_whose_jobs_have_not_started_says_so(tmp_path):
     write(tmp_path / "logs/progress/run.json", json.dumps({"started": 1000.0, "jobs": ["m/a", "m/b"]}))
     assert progress_line(read_progress(tmp_path), now=1001.0) == "examflow: grading: 2 grade jobs, none started yet"

@@ -325,7 +325,13 @@ def _nrp_parser(subparsers) -> None:
         "--denominator", choices=["docs", "list"], default=default("nrp.denominator"),
         help="NRP = 1 - r/|D_q| (docs, the paper, default) or 1 - r/(|D_q|+1) (list, the published numbers)",
     )  # fmt: skip
-    nrp.add_argument("--weight", nargs="*", metavar="DIMENSION=W", help="weights of the combined NRP (default equal)")
+    nrp.add_argument(
+        "--weight",
+        nargs="*",
+        metavar="DIMENSION=W",
+        help="weights of the combined NRP, a weighted sum of the dimensions' NRP taken as given "
+        "(default: equal weights that sum to 1)",
+    )
     nrp.add_argument("--fix-ranker", nargs="*", metavar="DIMENSION=RANKER", help="use this ranker, skip selection")
     nrp.add_argument(
         "--cannot-judge", nargs="*", metavar="DIMENSION=LABEL", help="a qrels label meaning 'cannot judge': left out"

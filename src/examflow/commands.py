@@ -240,6 +240,8 @@ def progress_command(args: argparse.Namespace) -> None:
 
     from examflow.progress import FOLDER, progress_line, read_progress
 
+    if not Path(args.results).is_dir():
+        raise Failure(f"{args.results}: folder not found (--results: a run's results_dir)")
     if not (Path(args.results) / FOLDER).is_dir():
         raise Failure(f"{args.results}: no grading progress here (no {FOLDER}/): no run has graded into it yet")
     print(progress_line(read_progress(args.results), time.time()))
