@@ -69,6 +69,7 @@ def test_examflow_progress_prints_the_line_and_names_a_folder_without_progress(r
     assert done.stdout.rstrip().endswith(
         "grade jobs: 1 starting, 1 running, 1 done, 2 waiting; 50 more pairs answered by the cache"
     )
+    (tmp_path / "nothing").mkdir()
     empty = examflow_progress(tmp_path / "nothing")
     assert empty.returncode == 2 and empty.stdout == ""
     assert empty.stderr == (
