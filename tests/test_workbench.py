@@ -216,12 +216,15 @@ def test_malformed_files_name_line_and_field(tmp_path):
 
 def test_options_a_graded_file_does_not_read_are_refused(tmp_path):
     """--questions, --grades and --pool were read by nothing beside --workbench-graded, silently; n-EXAM
-    gold needs graded gold articles, which such a file does not hold."""
+    gold needs graded gold articles, which such a file does not hold. An official leaderboard that --facts
+    leaves out was read, and no correlation written."""
     path = write(
         tmp_path / "g.jsonl", json.dumps(["q", [paragraph("a", [("r", "q", 1)], [], [qa_grade(["q/x"], [])])]]) + "\n"
     )
+    off = write(tmp_path / "official.json", '{"r": 1}')
     for options, named in ((["--questions", "b.parquet"], "--questions"), (["--grades", "x", "--pool", "p"], "--grades, --pool"),
-                           (["--n-exam", "gold"], "--n-exam gold")):  # fmt: skip
+                           (["--n-exam", "gold"], "--n-exam gold"),
+                           (["--official", str(off), "--facts", "judgments"], "--official")):  # fmt: skip
         result = evaluate("--workbench-graded", str(path), *options, "--out", str(tmp_path / "out"))
         assert result.returncode == 2 and f"examflow: error: {named}: " in result.stderr, result.stderr
         assert "Traceback" not in result.stderr and not (tmp_path / "out").exists()

@@ -297,6 +297,8 @@ def evaluate_command(args: argparse.Namespace) -> None:
     facts = Facts.of(args.facts) if args.facts is not None else facts_of(inputs, official)
     if facts.official and not official:
         raise Failure("--facts official: give the official leaderboard (--official)")
+    if official and not facts.official:  # it would be read, and no correlation written
+        raise Failure("--official: --facts leaves out official: add it, or leave --official out")
     outputs = evaluate(inputs, settings, official, facts)
     # cast: `baselines` is no file but each method's Baseline, which evaluate puts beside the tables
     baselines = cast("dict[str, Baseline]", outputs.pop("baselines"))
