@@ -286,6 +286,14 @@ def test_a_nugget_bank_goes_to_autojudge_as_nuggetizer_lines(tmp_path):
     again = read_bank(tmp_path / "out.jsonl")
     assert [(i.text, i.importance) for e in again for i in e.items] == [
         ("Bees make honey", "vital"), ("Wax", "okay"), ("Lava", "vital")]  # fmt: skip
+    (tmp_path / "queries.tsv").write_text("q1\tHoney bees\n")  # q2 is not there: its text was written empty
+    result = subprocess.run([sys.executable, "-m", "examflow", "bank-export", str(bank), "--format", "autojudge",
+                             "--queries", str(tmp_path / "queries.tsv"), "--out", str(tmp_path / "x.jsonl")],
+                            capture_output=True, text=True)  # fmt: skip
+    assert result.returncode == 2 and not (tmp_path / "x.jsonl").exists()
+    assert result.stderr.endswith(
+        f"nuggets.tsv:4: field 'query_id': query 'q2' is not in --queries {tmp_path / 'queries.tsv'}\n"
+    )
 
 
 @pytest.mark.parametrize(

@@ -187,7 +187,7 @@ def bank_export_command(args: argparse.Namespace) -> None:
 
     entries = read_bank(args.bank)
     if args.queries:
-        entries = _with_query_texts(entries, args.queries)
+        entries = _with_query_texts(entries, args.queries, args.bank)
     if Path(args.out).resolve() == Path(args.bank).resolve():
         raise Failure(f"--out {args.out}: the bank itself; write the export to another file")
     if args.format == "autojudge":
@@ -198,15 +198,21 @@ def bank_export_command(args: argparse.Namespace) -> None:
              args.format)  # fmt: skip
 
 
-def _with_query_texts(entries: list, queries_path: str) -> list:
-    """The entries, each without a query text given its query's from the queries file."""
+def _with_query_texts(entries: list, queries_path: str, bank: str) -> list:
+    """The entries, each without a query text given its query's from the queries file; a query the file
+    does not hold is an error (its text would be written empty)."""
     import dataclasses
 
     from examflow.io.queries import read_queries
 
     queries = read_queries(queries_path)
     texts = dict(zip(queries["query_id"], queries["query_text"]))
-    return [e if e.query_text else dataclasses.replace(e, query_text=texts.get(e.query_id)) for e in entries]
+    for entry in entries:
+        if entry.query_id not in texts:
+            raise InputError(
+                bank, f"query {entry.query_id!r} is not in --queries {queries_path}", entry.line, "query_id"
+            )
+    return [e if e.query_text else dataclasses.replace(e, query_text=texts[e.query_id]) for e in entries]
 
 
 def grade_command(args: argparse.Namespace) -> None:
