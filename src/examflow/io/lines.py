@@ -99,7 +99,10 @@ def decode(path: str | Path, number: int, raw: bytes) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError as error:
         bad = raw[error.start]
-        raise InputError(path, f"invalid UTF-8: byte 0x{bad:02x} at offset {error.start} of the line", number) from None
+        # gzip's magic number at the file's start: compressed, under a name without `.gz`
+        hint = " (gzip-compressed? name it .gz)" if number == 1 and raw.startswith(b"\x1f\x8b") else ""
+        message = f"invalid UTF-8: byte 0x{bad:02x} at offset {error.start} of the line{hint}"
+        raise InputError(path, message, number) from None
 
 
 def text_lines(path: str | Path) -> Iterator[tuple[int, str]]:
