@@ -157,8 +157,8 @@ def _read(path: str | Path) -> dict[str, pd.DataFrame]:
 
 
 def _once(path, number: int, query_id: str, paragraphs: list[Paragraph], lines: dict[str, int]) -> None:
-    """Each query on one line, each passage once in it: a second copy's grades would have merged with
-    the first's, and its qrels line vanished."""
+    """Each query on one line, under an id without whitespace, and each passage once in it: a second
+    copy's grades would have merged with the first's, and its qrels line vanished."""
     check_id(path, number, query_id, "query id")
     if query_id in lines:
         raise InputError(path, f"query {query_id!r} is on line {lines[query_id]} too: one line per query", number)
