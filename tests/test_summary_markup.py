@@ -79,3 +79,23 @@ def test_rst_parses_without_a_message_and_shows_hostile_names_as_written():
     titles = [title.astext() for title in tree.findall(nodes.title)]
     assert f"{METHOD}: the best system under each measure (τ = 4)" in titles
     assert "results/<x>_/summary.md" in tree.astext()
+
+
+def test_the_summary_names_its_own_page_and_intervals_only_where_there_are_some():
+    """Written by `examflow summary --out-summary sum.md`, it said its page was results/summary.md; with
+    --bootstrap 0 it spoke of 95 % intervals that were not there (a stranger's trial)."""
+    board = pd.DataFrame({"method": "m", "measure": "exam_cover", "tau": 4.0, "run_id": ["a", "b", "c"],
+                          "kind": "system", "score": [0.5, 0.4, 0.3], "stderr": 0.0})  # fmt: skip
+    official = {"a": 1.0, "b": 2.0, "c": 3.0}
+    row = {"method": "m", "measure": "exam_cover", "tau": 4.0, "spearman": 1.0, "kendall": 1.0, "n_runs": 3}
+    for low, said in ((float("nan"), False), (0.5, True)):
+        bounds = {
+            f"{s}_{end}": low if end == "low" else 1.0 for s in ("spearman", "kendall") for end in ("low", "high")
+        }
+        correlation = pd.DataFrame([row | bounds])
+        boards = {"m": Board.of(board, 4, None, [], official, correlation)}
+        text = run_summary({}, None, "results", boards, page="elsewhere/sum.md").markdown()
+        assert "this page is `elsewhere/sum.md`" in text
+        assert ("95 % bootstrap intervals over the queries" in text) == said
+        assert ("Spearman's ρ 1.000 \\[0.500, 1.000\\]" in text) == said  # Markdown escapes the brackets
+        assert ("95 % interval\\]" in text) == ("The intervals are percentile bootstrap intervals" in text) == said

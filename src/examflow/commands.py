@@ -806,7 +806,16 @@ def summary_command(args: argparse.Namespace) -> None:
     )
     judges = _tsv(Path(args.judges)) if args.judges else None
     document = run_summary(
-        graded, flagged, args.results, boards, nrp, args.configfile, official_source, args.snakefile, judges
+        graded,
+        flagged,
+        args.results,
+        boards,
+        nrp,
+        args.configfile,
+        official_source,
+        args.snakefile,
+        judges,
+        args.out_summary,
     )
     record = json.dumps(provenance(graded, args.config_digest), indent=2, sort_keys=True) + "\n"
     files = {args.out_summary: document.markdown(), args.out_provenance: record}

@@ -215,6 +215,7 @@ def run_summary(
     official: OfficialSource | None = None,
     snakefile: str | None = None,
     judges: pd.DataFrame | None = None,
+    page: str | None = None,
 ) -> Document:
     """`boards`: each method's leaderboard at the report's τ. The report's first page opens on each
     method's headline leaderboard (the report's own table and figure, embedded)."""
@@ -222,8 +223,8 @@ def run_summary(
     doc.heading("examflow run summary", 1)
     if boards:
         doc.html(LANDING_STYLE)
-    doc.paragraph("All outputs are under `{}/`; this page is `{}/summary.md`. The HTML report: `{}`.",
-                  results, results, report_command(f"{results}/report.html", configfiles, snakefile))  # fmt: skip
+    doc.paragraph("All outputs are under `{}/`; this page is `{}`. The HTML report: `{}`.", results,
+                  page or f"{results}/summary.md", report_command(f"{results}/report.html", configfiles, snakefile))  # fmt: skip
     if boards:
         _official_paragraph(doc, official)
     for method in sorted(boards):
@@ -279,10 +280,10 @@ def _headline_section(doc: Document, board: Board) -> None:
     doc.heading(f"{board.method}: the leaderboard by {headline} (τ = {board.tau:g})")
     agreement = board.agreement(headline)
     if agreement is not None:
+        intervals = "" if pd.isna(agreement["spearman_low"]) else " (95 % bootstrap intervals over the queries)"
         doc.paragraph("Headline measure `{}`. Agreement with the official leaderboard over {} official runs: "
-                      "Spearman's ρ {}, Kendall's τ {} (95 % bootstrap intervals over the queries).", headline,
-                      f"{agreement['n_runs']:g}", with_interval(agreement, "spearman"),
-                      with_interval(agreement, "kendall"))  # fmt: skip
+                      "Spearman's ρ {}, Kendall's τ {}" + intervals + ".", headline, f"{agreement['n_runs']:g}",
+                      with_interval(agreement, "spearman"), with_interval(agreement, "kendall"))  # fmt: skip
     else:
         doc.paragraph("Headline measure `{}`. " + NO_OFFICIAL, headline)
     name = "official run" if board.official else "system"
@@ -330,17 +331,20 @@ def _leaderboard_section(doc: Document, board: Board) -> None:
             row += [with_interval(found, "spearman"), with_interval(found, "kendall"), _note(found)]
         rows.append(tuple(row))
     columns = ["measure", f"best {best_name}", "score"]
+    # with `evaluation.bootstrap: 0` there are no intervals to speak of
+    intervals = board.correlation is not None and bool(board.correlation["spearman_low"].notna().any())
+    interval = " [95 % interval]" if intervals else ""
     if board.correlation is not None:
-        columns += ["Spearman ρ with the official leaderboard [95 % interval]", "Kendall τ [95 % interval]", "note"]
+        columns += [f"Spearman ρ with the official leaderboard{interval}", f"Kendall τ{interval}", "note"]
     doc.table(columns, rows)
     if without_tau := board.without_tau():
         verb = "does" if len(without_tau) == 1 else "do"
         doc.paragraph(", ".join(["`{}`"] * len(without_tau)) + f" {verb} not depend on τ: one value, the same at "
                       "every τ (nDCG takes the EXAM-Label itself as gain; EXAM and ROUGE have no threshold).",
                       *without_tau)  # fmt: skip
-    if board.correlation is not None:
+    if intervals:
         doc.paragraph("The intervals are percentile bootstrap intervals over the queries (`evaluation.bootstrap`).")
-    else:
+    elif board.correlation is None:
         doc.paragraph(NO_OFFICIAL)
 
 
