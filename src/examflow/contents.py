@@ -23,12 +23,16 @@ from pathlib import Path
 
 MEMO = Path(".snakemake") / "examflow-contents.json"  # relative to the workflow's working directory
 RACY = 2_000_000_000  # nanoseconds: FAT's clock ticks every 2 s, most others far more often
+# Each memo as this process last read or wrote it, with the file's (mtime, size) then: the Snakefile asks
+# for a digest once a rule (about 10 times a parse), and the memo is read again only when it changed.
+_MEMOS: dict[Path, tuple[tuple[int, int] | None, dict[str, list]]] = {}
+_FRESH: dict[tuple, str] = {}  # digests of files changed within RACY, for this process only
 
 
 def contents_digest(paths: Iterable[str], memo: Path = MEMO) -> str:
     """One digest of the files' contents, in the order given; a path that is not a file (yet) counts by
     its name only: the step's own checks name a missing input."""
-    known = _read(memo)
+    known = _known(memo)
     parts, changed = [], False
     for path in paths:
         key = os.path.abspath(path)
@@ -41,9 +45,11 @@ def contents_digest(paths: Iterable[str], memo: Path = MEMO) -> str:
         seen = [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino]
         entry = known.get(key)
         if not (isinstance(entry, list) and len(entry) == 2 and entry[0] == seen and isinstance(entry[1], str)):
-            entry = [seen, _hash(key)]
+            entry = [seen, _FRESH.get((key, *seen)) or _hash(key)]
             if time.time_ns() - max(stat.st_mtime_ns, stat.st_ctime_ns) > RACY:
                 known[key], changed = entry, True
+            else:  # not remembered across runs, but hashed once in this one
+                _FRESH[(key, *seen)] = entry[1]
         parts.append(f"{path}:{entry[1]}")
     if changed:
         _write(memo, known)
@@ -53,6 +59,22 @@ def contents_digest(paths: Iterable[str], memo: Path = MEMO) -> str:
 def _hash(path: str) -> str:
     with open(path, "rb") as handle:
         return hashlib.file_digest(handle, lambda: hashlib.blake2b(digest_size=16)).hexdigest()
+
+
+def _stamp(memo: Path) -> tuple[int, int] | None:
+    try:
+        stat = memo.stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
+def _known(memo: Path) -> dict[str, list]:
+    stamp, cached = _MEMOS.get(memo.absolute(), (None, None))
+    if cached is None or stamp != _stamp(memo):
+        cached = _read(memo)
+        _MEMOS[memo.absolute()] = (_stamp(memo), cached)
+    return cached
 
 
 def _read(memo: Path) -> dict[str, list]:
@@ -72,6 +94,7 @@ def _write(memo: Path, known: dict[str, list]) -> None:
         memo.parent.mkdir(parents=True, exist_ok=True)
         written.write_text(json.dumps(known))
         os.replace(written, memo)
+        _MEMOS[memo.absolute()] = (_stamp(memo), known)
     except OSError:
         with contextlib.suppress(OSError):
             written.unlink()
