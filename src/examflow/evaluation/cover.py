@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from examflow.io.runs import GOLD_RUN, OVERALL_RUN
+from examflow.io.tables import among
 
 PER_QUERY_COLUMNS = ["run_id", "query_id", "measure", "tau", "value", "weight"]
 KEYS = ["query_id", "passage_id"]
@@ -128,10 +129,7 @@ def cover_measures(table: pd.DataFrame, n_exam: str = "pool", exam: bool = False
 
 def without_passages(table: pd.DataFrame, excluded: pd.DataFrame) -> pd.DataFrame:
     """`table` without the rows of the (query_id, passage_id) pairs in `excluded`."""
-    if excluded.empty:
-        return table
-    drop = pd.MultiIndex.from_frame(excluded[KEYS])
-    return table[~pd.MultiIndex.from_frame(table[KEYS]).isin(drop)]
+    return table if excluded.empty else table[~among(table, excluded, KEYS)]
 
 
 def _lookup(series: pd.Series, table: pd.DataFrame, keys: list[str]) -> pd.Series:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from examflow.grading.calibration import calibrated_grades
 from examflow.grading.grades import failure_counts
+from examflow.io.tables import among
 from examflow.registry import Method
 
 
@@ -31,19 +31,11 @@ def merge_grades(
         "unparsable": int(grades["unparsable"].sum()) if len(grades) else 0,
     }
     if method.calibration is not None and method.quantiles is not None and len(grades):
-        pooled = _outside(grades, gold)
+        pooled = ~among(grades, gold) if gold is not None and len(gold) else None  # None: every pair
         grades["rating"], metadata["embedding_grades"] = calibrated_grades(
             grades, method.calibration, method.quantiles, pooled
         )
     return grades, metadata
-
-
-def _outside(grades: pd.DataFrame, passages: pd.DataFrame | None) -> np.ndarray:
-    """Per row of `grades`, whether its passage is not among `passages`."""
-    if passages is None or passages.empty:
-        return np.ones(len(grades), dtype=bool)
-    listed = pd.MultiIndex.from_frame(passages[["query_id", "passage_id"]])
-    return ~pd.MultiIndex.from_frame(grades[["query_id", "passage_id"]]).isin(listed)
 
 
 def write_grades(grades: pd.DataFrame, metadata: dict, path: str) -> None:

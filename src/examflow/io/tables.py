@@ -81,6 +81,11 @@ TEXT_COLUMNS = frozenset(
 )  # fmt: skip
 
 
+def among(table: pd.DataFrame, listed: pd.DataFrame, keys=("query_id", "passage_id")):
+    """Per row of `table`, whether its `keys` are those of a row of `listed`."""
+    return pd.MultiIndex.from_frame(table[list(keys)]).isin(pd.MultiIndex.from_frame(listed[list(keys)]))
+
+
 def read_table(path: str | Path) -> pd.DataFrame:
     return pd.read_parquet(_existing(path))
 
