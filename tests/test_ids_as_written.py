@@ -148,11 +148,22 @@ def test_runs_and_queries_named_na_null_none_nan_go_through_evaluate_summary_and
              "--out-rst", tmp_path / "summary.rst", "--out-provenance", tmp_path / "provenance.json")  # fmt: skip
     summary = (tmp_path / "summary.md").read_text()
     assert "| exam_cover | NA | 1.000 |" in summary
+    # correlation.tsv is read where an official leaderboard is given, never because an earlier run left it
+    assert "Spearman" not in summary
     stream = io.StringIO()
     rst = publish_doctree((tmp_path / "summary.rst").read_text(), settings_overrides={"warning_stream": stream})
     assert stream.getvalue() == "" and ["exam_cover", "NA", "1.000"] in [
         [entry.astext() for entry in row.findall(nodes.entry)][:3] for row in rst.findall(nodes.row)
     ]
+    examflow("summary", "--grades", grades / "llm.parquet", "--config-digest", "0" * 64, "--results", "results",
+             "--eval", out, "--official", official, "--out-summary", tmp_path / "official.md", "--out-provenance",
+             tmp_path / "provenance.json")  # fmt: skip
+    # the runs' EXAM-Cover, all different, orders them as the official leaderboard does: ρ = τ = 1
+    assert sorted(RUNS, key=lambda run: -exam_cover(run)) == sorted(OFFICIAL, key=OFFICIAL.get)
+    assert len({exam_cover(run) for run in RUNS}) == len(RUNS)
+    assert re.search(
+        r"Spearman's ρ 1\.000 \\\[[0-9.]+, 1\.000\\\], Kendall's τ 1\.000", (tmp_path / "official.md").read_text()
+    )
     examflow("report", "--method", "llm", "--eval", out, "--grades", grades / "llm.parquet", "--official", official,
              "--pool", pool, "--questions", shard, "--example-query", "NA", "--out", tmp_path / "report")  # fmt: skip
     [page] = pd.read_html(tmp_path / "report" / "leaderboard.html", keep_default_na=False)[:1]

@@ -465,6 +465,23 @@ def test_the_report_and_the_summary_name_the_denominator(tmp_path):
     assert old.returncode == 2 and "per_system.tsv: field 'denominator': no single NRP denominator" in old.stderr
 
 
+def test_an_expert_table_left_by_an_earlier_run_is_not_reported_when_no_expert_is_given(tmp_path):
+    """The workflow's report said how NRP agreed with an expert ranking the configuration no longer gave: the
+    earlier run's expert_agreement.tsv stays in the folder (a reviewer)."""
+    base = [*nrp_collection(tmp_path), "--ranker", "run", "--run", str(tmp_path / "scores.run")]
+    assert nrp_command(*base, "--expert", str(tmp_path / "expert.json")).returncode == 0
+    assert nrp_command(*base).returncode == 0  # the expert ranking since removed; its table left in the folder
+    assert (tmp_path / "out/expert_agreement.tsv").exists()
+    expert = "Agreement with the expert"
+    for facts, said in (([], False), (["expert"], True), (None, True)):  # None: what the folder holds
+        page = tmp_path / "report" / "nrp.html"
+        given = [] if facts is None else ["--facts", *facts]
+        report = subprocess.run([sys.executable, "-m", "examflow", "report", "--nrp", str(tmp_path / "out"), *given,
+                                 "--out", str(page.parent)], capture_output=True, text=True)  # fmt: skip
+        assert report.returncode == 0, report.stderr
+        assert (expert in page.read_text()) == said
+
+
 def test_the_configuration_takes_no_corpus_for_run_rankers_only_and_checks_weights_and_names():
     from examflow.config import SCHEMA, check_config
     from examflow.errors import ConfigError

@@ -72,7 +72,9 @@ def parser() -> argparse.ArgumentParser:
     report.add_argument("--questions", nargs="*", default=[], help=f"bank shards, {TABLE} each")
     report.add_argument("--nrp", help="instead: the NRP tables' folder (`examflow nrp --out`)")
     report.add_argument("--judges", help="instead: the judges' tables folder (`examflow compare-judges --out`)")
-    _facts(report, "scatter.png and correlation.html (official), kappa.png (judgments)")
+    _facts(
+        report, "scatter.png and correlation.html (official), kappa.png (judgments), NRP's expert agreement (expert)"
+    )
     report.add_argument("--out", required=True, help="directory for the figures (PNG) and pages (HTML)")
     report.set_defaults(handler=commands.report_command)
     summary = subparsers.add_parser("summary", help="the run's summary (summary.md) and provenance record (JSON)")

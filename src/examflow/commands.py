@@ -665,23 +665,13 @@ def plan_command(args: argparse.Namespace) -> None:
 def report_command(args: argparse.Namespace) -> None:
     """The figures and pages of one method's evaluation, of NRP (`--nrp`), or of the judges (`--judges`)."""
     from examflow.io.tables import write_tables
-    from examflow.report import figures, pages
 
     out = Path(args.out)
     if args.judges:
         write_tables(judges_report(Path(args.judges), out))
         return
     if args.nrp:
-        nrp = Path(args.nrp)
-        per_system, denominator = nrp_per_system(nrp / "per_system.tsv")
-        selection = _tsv(nrp / "ranker_selection.tsv")
-        agreement = _tsv(nrp / "expert_agreement.tsv") if (nrp / "expert_agreement.tsv").exists() else None
-        write_tables(
-            {
-                out / "nrp.png": figures.nrp_figure(per_system, denominator),
-                out / "nrp.html": pages.nrp_page(per_system, selection, agreement, denominator),
-            }
-        )
+        write_tables(nrp_report(Path(args.nrp), out, args.facts))
         return
     if not (args.eval and args.grades and args.method):
         raise Failure("examflow report: give --method, --eval and --grades, or --nrp")
@@ -697,6 +687,22 @@ def judges_report(tables: Path, out: Path) -> dict[str | Path, bytes | str]:
     return {
         out / JUDGES_REPORT["judges_png"].path: figures.judges_figure(agreement),
         out / JUDGES_REPORT["judges_html"].path: pages.judges_page(agreement, labels),
+    }
+
+
+def nrp_report(tables: Path, out: Path, facts: list[str] | None) -> dict[str | Path, bytes | str]:
+    """NRP's figure and page (examflow.outputs.NRP_REPORT) from the tables of `examflow nrp`: the expert's
+    agreement only where the facts say an expert ranking was given (a table an earlier run left is stale)."""
+    from examflow.outputs import NRP, NRP_REPORT, Facts
+    from examflow.report import figures, pages
+
+    table = {name: tables / file.path for name, file in NRP.items()}
+    expert = Facts.of(facts).expert if facts is not None else table["expert_agreement"].exists()
+    per_system, denominator = nrp_per_system(table["per_system"])
+    selection, agreement = _tsv(table["ranker_selection"]), _tsv(table["expert_agreement"]) if expert else None
+    return {
+        out / NRP_REPORT["nrp_png"].path: figures.nrp_figure(per_system, denominator),
+        out / NRP_REPORT["nrp_html"].path: pages.nrp_page(per_system, selection, agreement, denominator),
     }
 
 
@@ -768,6 +774,14 @@ def _tsv(path: Path, **types) -> pd.DataFrame:
     return read_tsv(path, **types)
 
 
+def _correlation(path: Path) -> pd.DataFrame:
+    """correlation.tsv, read only where an official leaderboard is given: one left in the folder by an
+    earlier evaluation with a leaderboard since removed would be stale."""
+    if not path.exists():
+        raise Failure(f"--official: {path} does not exist (evaluated without an official leaderboard?)")
+    return _tsv(path, tau=float)
+
+
 def nrp_per_system(path: Path) -> tuple[pd.DataFrame, str]:
     """NRP's per_system.tsv and the denominator (docs or list) it was computed with."""
     from examflow.nrp.evaluate import denominator_of
@@ -781,6 +795,7 @@ def summary_command(args: argparse.Namespace) -> None:
     from examflow.grading.merge import read_grades_metadata
     from examflow.io.leaderboard import read_leaderboard
     from examflow.io.tables import write_tables
+    from examflow.outputs import EVALUATION
     from examflow.report.board import Board
     from examflow.summary import OfficialSource, provenance, run_summary
 
@@ -789,10 +804,11 @@ def summary_command(args: argparse.Namespace) -> None:
     official = read_leaderboard(args.official) if args.official else None
     boards: dict[str, Board] = {}
     for folder in map(Path, args.eval):
-        leaderboard = _tsv(folder / "leaderboard.tsv", tau=float)
+        table = {name: folder / file.path for name, file in EVALUATION.items()}
+        leaderboard = _tsv(table["leaderboard"], tau=float)
         if args.tau not in set(leaderboard["tau"].dropna()):  # the summary's tables would be empty
-            raise Failure(f"--tau {args.tau}: {folder / 'leaderboard.tsv'} holds no row at that τ")
-        correlation = _tsv(folder / "correlation.tsv", tau=float) if (folder / "correlation.tsv").exists() else None
+            raise Failure(f"--tau {args.tau}: {table['leaderboard']} holds no row at that τ")
+        correlation = _correlation(table["correlation"]) if official else None
         for key, rows in leaderboard.groupby("method", sort=False):
             method = cast(str, key)  # the method column holds names
             kind = graded.get(method, {}).get("method", {}).get("kind")

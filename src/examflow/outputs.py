@@ -104,6 +104,12 @@ NRP = {
     "expert_agreement": File("expert_agreement.tsv", "expert"),
 }
 
+# `examflow report --nrp`, into report/nrp/.
+NRP_REPORT = {
+    "nrp_png": ReportFile("nrp.png", None, "nrp", "NRP"),
+    "nrp_html": ReportFile("nrp.html", None, "nrp_table", "NRP"),
+}
+
 
 def wanted(step: Mapping[str, File], facts: Facts) -> dict[str, File]:
     """The files of a step that these facts ask for, by name."""

@@ -28,6 +28,7 @@ from examflow.outputs import (
     JUDGES as JUDGES_FILES,
     JUDGES_REPORT,
     NRP as NRP_FILES,
+    NRP_REPORT,
     REPORT,
     paths,
     wanted,
@@ -387,7 +388,6 @@ def report_settings(wildcards):
         tau=config["report"]["tau"],
         example_query=config["report"]["example_query"],
         measures=config["evaluation"]["measures"],
-        facts=FACTS.names(),
     )
 
 
@@ -438,16 +438,16 @@ def judges_outputs():
     }
 
 
-def judges_report_outputs():
-    """The judges' figure and page (examflow.outputs.JUDGES_REPORT)."""
+def report_files(step, folder):
+    """The figures and pages of a step reported once (examflow.outputs.JUDGES_REPORT, NRP_REPORT)."""
     return {
         name: report(
-            results(f"report/judges/{file.path}"),
+            results(f"report/{folder}/{file.path}"),
             caption=f"../report/{file.caption}.rst",
             category=file.section,
             labels={"item": file.path},
         )
-        for name, file in wanted(JUDGES_REPORT, FACTS).items()
+        for name, file in wanted(step, FACTS).items()
     }
 
 

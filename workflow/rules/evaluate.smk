@@ -55,7 +55,6 @@ rule evaluate:
         settings=lambda wildcards: cli_options(
             on_unknown_run=config["validation"]["leaderboard_runs"],
             baselines=BASELINES,
-            facts=FACTS.names(),
             **{
                 k: v
                 for k, v in config["evaluation"].items()
@@ -63,12 +62,13 @@ rule evaluate:
             },
             diagnostics_tau=config["report"]["tau"],
         ),
+        facts=FACTS.names(),  # given even when none holds: `--facts` alone says so
         pool=lambda wildcards, input: Path(input.rankings).parent,
         out=lambda wildcards, output: Path(output.leaderboard).parent,
     shell:
         (
             "python -m examflow evaluate --grades {input.grades:q} --pool {params.pool:q}"
-            " {params.inputs:q} {params.settings:q} --out {params.out:q} 2> {log:q}"
+            " {params.inputs:q} {params.settings:q} --facts {params.facts:q} --out {params.out:q} 2> {log:q}"
         )
 
 
@@ -119,7 +119,7 @@ if JUDGES:
         input:
             rules.judges.output,
         output:
-            **judges_report_outputs(),
+            **report_files(JUDGES_REPORT, "judges"),
         log:
             logs("report/judges.log"),
         conda:

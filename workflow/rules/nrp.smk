@@ -38,24 +38,17 @@ rule report_nrp:
     input:
         rules.nrp.output,
     output:
-        figure=report(
-            results("report/nrp/nrp.png"),
-            caption="../report/nrp.rst",
-            category="NRP",
-            labels={"item": "figure"},
-        ),
-        page=report(
-            results("report/nrp/nrp.html"),
-            caption="../report/nrp_table.rst",
-            category="NRP",
-            labels={"item": "tables"},
-        ),
+        **report_files(NRP_REPORT, "nrp"),
     log:
         logs("report/nrp.log"),
     conda:
         ENV
     params:
         tables=lambda wildcards, input: Path(input[0]).parent,
-        out=lambda wildcards, output: Path(output.figure).parent,
+        facts=FACTS.names(),  # given even when none holds: `--facts` alone says so
+        out=lambda wildcards, output: Path(output.nrp_png).parent,
     shell:
-        "python -m examflow report --nrp {params.tables:q} --out {params.out:q} 2> {log:q}"
+        (
+            "python -m examflow report --nrp {params.tables:q} --facts {params.facts:q}"
+            " --out {params.out:q} 2> {log:q}"
+        )
