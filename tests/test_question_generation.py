@@ -50,6 +50,12 @@ def test_answer_formats_give_the_same_questions(answer):
     assert parse_questions(answer) == ["What is nectar?", "Why fan?"]
 
 
+def test_a_question_that_begins_like_a_bullet_keeps_its_text():
+    """A minus sign or an asterisk is a bullet only before a space (the question's text is its id)."""
+    answer = '{"questions": ["-40 degrees: the same in C and F?", "*Bold* claims: true?", "- Why fan?"]}'
+    assert parse_questions(answer) == ["-40 degrees: the same in C and F?", "*Bold* claims: true?", "Why fan?"]
+
+
 @pytest.mark.parametrize(
     "answer",
     ["I am not sure what you mean.", "**Sorry**, I cannot help.\n---\n2.5 million bees live there.", "[1, 2]", ""],

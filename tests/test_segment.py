@@ -62,3 +62,27 @@ def test_passage_ids_are_stable_and_shared():
     ]
     assert table["passage_id"].iat[0] == table["passage_id"].iat[2] == passage_id("Shared paragraph.")
     assert table.equals(segment_responses(responses, 3))
+
+
+def test_a_sentence_may_begin_with_a_capital_letter_of_any_script():
+    """Sentences beginning with Ü were never ends: a long German paragraph was cut in mid-sentence (an audit)."""
+    sentence = "Über die Stadt Nummer {} gibt es sehr viele schöne alte Häuser."  # 12 words
+    passages = segment([" ".join(sentence.format(i) for i in range(60))], 400)
+    assert [len(p.split()) for p in passages] == [33 * 12, 27 * 12]
+    assert all(p.endswith("Häuser.") for p in passages)
+    assert split_sentences("Это первое. Ещё одно. ещё нет.") == ["Это первое.", "Ещё одно. ещё нет."]
+
+
+def test_chinese_and_japanese_count_a_token_a_character_and_end_sentences_at_their_own_marks():
+    """Text without spaces was one 'word': 3,900 characters in one passage (an audit)."""
+    sentence = "蜜蜂酿造蜂蜜并且采集花蜜。"  # 13 characters, the mark included
+    assert segment([sentence * 300], 400) == [sentence * 30] * 10  # 30 × 13 = 390 ≤ 400 < 31 × 13
+    assert segment(["蜂" * 25], 10) == ["蜂" * 10, "蜂" * 10, "蜂" * 5]
+    assert split_sentences("東京は大きい。大阪も大きい！ Is it? Yes.") == [
+        "東京は大きい。",
+        "大阪も大きい！",
+        "Is it?",
+        "Yes.",
+    ]
+    mixed = "Bees 蜜蜂 make honey."  # 3 words and 2 characters: 5 tokens, cut without adding or losing a space
+    assert segment([mixed], 4) == ["Bees 蜜蜂 make", "honey."] and segment([mixed], 5) == [mixed]

@@ -198,7 +198,7 @@ def _segment_parser(subparsers) -> None:
     segment.add_argument("--queries", required=True, help=QUERIES_HELP)
     _number(
         segment, "--max-tokens", minimum=1, default=default("segment.max_tokens"),
-        help=f"most words in a passage (default {default('segment.max_tokens')})",
+        help=f"most tokens in a passage (words; a Chinese or Japanese character is one) (default {default('segment.max_tokens')})",
     )  # fmt: skip
     _policy(segment, "--on-unknown-query", "responses whose query is not in --queries")
     segment.add_argument("--out", required=True, help="Parquet table to write")

@@ -1,9 +1,10 @@
 """Cutting generated responses into passages of at most N tokens, sentence-aware.
 
-Tokens are whitespace-separated words. Paragraphs are packed greedily while they fit;
-a paragraph too long for one passage is cut between sentences, and only a single
-sentence longer than N tokens is cut inside. Passage ids hash the normalised text, so
-a rerun gives the same ids and a passage two systems share is graded once.
+Tokens are whitespace-separated words, except that each Chinese or Japanese character is a token of
+its own (those scripts put no spaces between words). Paragraphs are packed greedily while they fit;
+a paragraph too long for one passage is cut between sentences, and only a single sentence longer
+than N tokens is cut inside. Passage ids hash the normalised text, so a rerun gives the same ids and
+a passage two systems share is graded once.
 """
 
 from __future__ import annotations
@@ -18,32 +19,17 @@ from examflow.io.responses import Response
 
 SEGMENT_COLUMNS = ["run_id", "query_id", "passage_id", "rank", "score", "text"]
 
-# A sentence ends at . ! or ? (closing quotes/brackets may follow) before whitespace and
-# a capital letter, digit or opening quote; abbreviations and initials do not end one.
-_END = re.compile(r"[.!?]+[\"')\]\u201d\u2019]*\s+(?=[\"'(\[\u201c\u2018]?[A-Z0-9])")
-_ABBREVIATIONS = {
-    "mr",
-    "mrs",
-    "ms",
-    "dr",
-    "prof",
-    "st",
-    "vs",
-    "etc",
-    "e.g",
-    "i.e",
-    "no",
-    "fig",
-    "approx",
-    "jr",
-    "sr",
-    "inc",
-    "ltd",
-    "co",
-    "u.s",
-    "cf",
-    "al",
-}
+# Han ideographs, kana and their punctuation: written without spaces between words.
+_CJK = "\u3001-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff01-\uff60"
+# A token with the whitespace before it: one CJK character, or a run of anything else but whitespace.
+_TOKEN = re.compile(rf"(\s*)([{_CJK}]|[^\s{_CJK}]+)")
+_CLOSING, _OPENING = "\"')\\]\u201d\u2019\u300d\u300f\uff09", "\"'(\\[\u201c\u2018"
+# A sentence ends at . ! or ? (closing quotes/brackets may follow) before whitespace and a word
+# (group 1: its first character, which must be a capital letter or digit of any script; abbreviations
+# and initials do not end one), or at 。！？, with or without whitespace after.
+_END = re.compile(rf"[.!?]+[{_CLOSING}]*\s+(?=[{_OPENING}]?([^\W_]))|[。！？]+[{_CLOSING}]*\s*(?=\S)")
+_ABBREVIATIONS = {"mr", "mrs", "ms", "dr", "prof", "st", "vs", "etc", "e.g", "i.e", "no", "fig", "approx", "jr", "sr",
+                  "inc", "ltd", "co", "u.s", "cf", "al"}  # fmt: skip
 
 
 def passage_id(text: str) -> str:
@@ -51,20 +37,38 @@ def passage_id(text: str) -> str:
 
 
 def split_sentences(paragraph: str) -> list[str]:
-    sentences, start = [], 0
+    bounds = [0, *_sentence_starts(paragraph), len(paragraph)]
+    return [sentence for a, b in zip(bounds, bounds[1:]) if (sentence := paragraph[a:b].strip())]
+
+
+def _sentence_starts(paragraph: str) -> list[int]:
+    """Where each sentence after the first begins."""
+    starts, start = [], 0
     for match in _END.finditer(paragraph):
-        before = paragraph[start : match.start() + 1].split()
-        last_word = before[-1].rstrip(".").lstrip("\"'([").lower() if before else ""
-        if last_word in _ABBREVIATIONS or (len(last_word) == 1 and last_word.isalpha()):
-            continue
-        sentences.append(paragraph[start : match.end()].strip())
-        start = match.end()
-    tail = paragraph[start:].strip()
-    return sentences + [tail] if tail else sentences
+        initial = match.group(1)
+        if initial is not None:  # after . ! or ?: not before a small letter, nor after an abbreviation
+            before = paragraph[start : match.start() + 1].split()
+            last_word = before[-1].rstrip(".").lstrip("\"'([").lower() if before else ""
+            if not (initial.isupper() or initial.isdigit()) or last_word in _ABBREVIATIONS:
+                continue
+            if len(last_word) == 1 and last_word.isalpha():
+                continue
+        starts.append(start := match.end())
+    return starts
+
+
+def tokens(text: str) -> list[re.Match[str]]:
+    """The text's tokens (group 2), each with the whitespace before it (group 1)."""
+    return list(_TOKEN.finditer(text))
+
+
+def _joined(pieces: list[re.Match[str]]) -> str:
+    """Tokens as text: one space where the text had whitespace, none where it had none."""
+    return "".join((" " if i and token[1] else "") + token[2] for i, token in enumerate(pieces))
 
 
 def segment(paragraphs: Iterable[str], max_tokens: int) -> list[str]:
-    """Passages of at most `max_tokens` words, in order; paragraphs joined by blank lines."""
+    """Passages of at most `max_tokens` tokens, in order; paragraphs joined by blank lines."""
     passages: list[str] = []
     current: list[str] = []
     size = 0
@@ -76,33 +80,40 @@ def segment(paragraphs: Iterable[str], max_tokens: int) -> list[str]:
         current, size = [], 0
 
     for paragraph in paragraphs:
-        for piece in _pieces(paragraph, max_tokens):
-            length = len(piece.split())
+        pieces = _pieces(paragraph, max_tokens)
+        for piece, length in pieces:
             if size + length > max_tokens:
                 flush()
             current.append(piece)
             size += length
         # A paragraph cut into pieces ends its last passage: pieces never join the next one.
-        if len(paragraph.split()) > max_tokens:
+        if len(pieces) > 1:
             flush()
     flush()
     return passages
 
 
-def _pieces(paragraph: str, max_tokens: int) -> list[str]:
-    """The paragraph whole if it fits, else sentence packs that do, else word windows."""
-    if len(paragraph.split()) <= max_tokens:
-        return [paragraph]
-    packs: list[list[str]] = [[]]
-    for sentence in split_sentences(paragraph):
-        words = sentence.split()
-        if len(words) > max_tokens:
-            packs += [words[i : i + max_tokens] for i in range(0, len(words), max_tokens)] + [[]]
-        elif len(packs[-1]) + len(words) > max_tokens:
-            packs.append(words)
+def _pieces(paragraph: str, max_tokens: int) -> list[tuple[str, int]]:
+    """The paragraph whole if it fits, else sentence packs that do, else token windows; with their sizes."""
+    every = tokens(paragraph)
+    if len(every) <= max_tokens:
+        return [(paragraph, len(every))]
+    starts = _sentence_starts(paragraph)
+    sentences: list[list[re.Match[str]]] = [[]]
+    for token in every:
+        if starts and token.start(2) >= starts[0]:
+            starts.pop(0)
+            sentences.append([])
+        sentences[-1].append(token)
+    packs: list[list[re.Match[str]]] = [[]]
+    for sentence in sentences:
+        if len(sentence) > max_tokens:
+            packs += [sentence[i : i + max_tokens] for i in range(0, len(sentence), max_tokens)] + [[]]
+        elif len(packs[-1]) + len(sentence) > max_tokens:
+            packs.append(sentence)
         else:
-            packs[-1] += words
-    return [" ".join(pack) for pack in packs if pack]
+            packs[-1] += sentence
+    return [(_joined(pack), len(pack)) for pack in packs if pack]
 
 
 def segment_responses(responses: Iterable[Response], max_tokens: int) -> pd.DataFrame:
