@@ -295,6 +295,7 @@ COMMANDS = {
     "evaluate": ["--grades", "g", "--pool", "p", "--out", "{out}"],
     "report": ["--method", "m", "--out", "{out}"],
     "summary": ["--config-digest", "d", "--results", "r", "--out-summary", "{out}", "--out-provenance", "{out}"],
+    "compare-judges": ["--runs", "r", "--official-qrels", "q", "--out", "{out}"],
 }  # fmt: skip
 
 
@@ -324,6 +325,10 @@ def command_line(command: str, out: Path, *options: str) -> list[str]:
         ("evaluate", "--seed", "1e3", "expected an integer, found '1e3'", "0"),
         ("report", "--tau", "0", "must be at least 1, not 0", "1"),
         ("summary", "--tau", "6", "must be at most 5, not 6", "5"),
+        # judges.rbo_p is more than 0 and less than 1: the command took 0.01 to 0.99, the config 0.995 too
+        ("compare-judges", "--rbo-p", "1", "must be less than 1, not 1.0", "0.995"),
+        ("compare-judges", "--rbo-p", "0", "must be more than 0, not 0.0", "0.001"),
+        ("compare-judges", "--top-k", "1", "must be at least 2, not 1", "2"),
     ],
 )
 def test_the_command_line_takes_the_numbers_the_config_takes_and_refuses_others_in_one_line(
@@ -337,6 +342,11 @@ def test_the_command_line_takes_the_numbers_the_config_takes_and_refuses_others_
     assert not out.exists()
     taken = parser().parse_args(command_line(command, out, option, lowest_or_highest))
     assert getattr(taken, option[2:].replace("-", "_")) == float(lowest_or_highest)
+
+
+def test_the_configuration_takes_the_persistence_the_command_takes():
+    assert checked(MINIMAL | {"judges": {"rbo_p": 0.995}})["judges"]["rbo_p"] == 0.995
+    assert "rbo_p" in rejected(MINIMAL | {"judges": {"rbo_p": 1}})
 
 
 def test_the_command_line_refuses_a_relevance_range_the_config_refuses(tmp_path, capsys):

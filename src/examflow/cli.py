@@ -12,7 +12,7 @@ from functools import partial
 from typing import TypedDict
 
 from examflow import __version__, commands
-from examflow.defaults import default
+from examflow.defaults import default, number
 from examflow.errors import ConfigError, Failure, a
 from examflow.options import REQUIRED, Option
 from examflow.outputs import FACT_NAMES
@@ -151,8 +151,8 @@ def _pool_parser(subparsers) -> None:
     pool.add_argument("--segments", help="segmented responses, the Parquet table of `examflow segment`")
     pool.add_argument("--qrels", help="TREC qrels: query_id 0 doc_id relevance (query_id/facet_id for a subtopic)")
     pool.add_argument("--corpus", help="passages: TSV doc_id<TAB>text, JSONL (optionally .gz), Parquet, or irds:ID")
-    _number(
-        pool, "--depth", minimum=1, default=default("pool.depth"),
+    _setting(
+        pool, "--depth", "pool.depth",
         help=f"top-k of every run to pool, rank as written (default {default('pool.depth')})",
     )  # fmt: skip
     _number(
@@ -181,8 +181,8 @@ def _shard_options(command) -> None:
         help="the bucket of query ids: shard-<b>, b from 0 to --shards - 1, zero-padded to the width of the "
         "last (shard-0 of 1, shard-0 to shard-9 of 10, shard-00 to shard-15 of 16)",
     )  # fmt: skip
-    _number(
-        command, "--shards", minimum=1, default=default("grading.shards"),
+    _setting(
+        command, "--shards", "grading.shards",
         help=f"the number of hash buckets (default {default('grading.shards')})",
     )  # fmt: skip
 
@@ -196,8 +196,8 @@ def _segment_parser(subparsers) -> None:
         "--gold-articles", help='gold articles JSONL {"query_id", "text"}, segmented as the run _gold_'
     )
     segment.add_argument("--queries", required=True, help=QUERIES_HELP)
-    _number(
-        segment, "--max-tokens", minimum=1, default=default("segment.max_tokens"),
+    _setting(
+        segment, "--max-tokens", "segment.max_tokens",
         help=f"most tokens in a passage (words; a Chinese or Japanese character is one) (default {default('segment.max_tokens')})",
     )  # fmt: skip
     _policy(segment, "--on-unknown-query", "responses whose query is not in --queries")
@@ -215,8 +215,8 @@ def _questions_parser(subparsers) -> None:
         default=default("questions.format"),
         help=f"output-format instruction (default {default('questions.format')})",
     )
-    _number(
-        questions, "--attempts", minimum=1, default=default("questions.attempts"),
+    _setting(
+        questions, "--attempts", "questions.attempts",
         help=f"tries per query on unparsable answers (default {default('questions.attempts')})",
     )  # fmt: skip
     questions.add_argument("--cache-dir", required=True, help="directory of cached raw LLM answers")
@@ -250,8 +250,8 @@ def _nuggets_parser(subparsers) -> None:
         f"(pool) (default {default('questions.documents')})",
     )  # fmt: skip
     nuggets.add_argument("--out", required=True, help="bank file to write (JSONL, .gz for gzip); never overwritten")
-    _number(
-        nuggets, "--attempts", minimum=1, default=default("questions.attempts"),
+    _setting(
+        nuggets, "--attempts", "questions.attempts",
         help=f"tries per call on unparsable answers (default {default('questions.attempts')})",
     )  # fmt: skip
     _number(
@@ -274,12 +274,12 @@ def _grading_parsers(subparsers) -> None:
     grade.add_argument("--questions", required=True, help=f"the shard's questions, {TABLE}")
     grade.add_argument("--shard", required=True, help="shard name, for the log")
     grade.add_argument("--cache-dir", required=True, help="directory of the grade and LLM caches")
-    _number(
-        grade, "--flush-every", minimum=1, default=default("grading.flush_every"),
+    _setting(
+        grade, "--flush-every", "grading.flush_every",
         help=f"pairs per cache flush (default {default('grading.flush_every')})",
     )  # fmt: skip
-    _number(
-        grade, "--max-error-rate", "number", minimum=0, maximum=1, default=float(default("grading.max_error_rate")),
+    _setting(
+        grade, "--max-error-rate", "grading.max_error_rate",
         help="share of pairs (0-1) that may fail before the job fails, writing no table "
         f"(default {default('grading.max_error_rate')})",
     )  # fmt: skip
@@ -363,8 +363,8 @@ def _official_parser(subparsers) -> None:
         default=default("evaluation.official_measure"),
         help=f"a trec_eval measure, pytrec_eval's name (default {default('evaluation.official_measure')})",
     )
-    _number(
-        official, "--relevance-level", minimum=1, default=default("evaluation.min_relevant_judgment"),
+    _setting(
+        official, "--relevance-level", "evaluation.min_relevant_judgment",
         help="the lowest judgment counted relevant by the measure, trec_eval -l "
         f"(default {default('evaluation.min_relevant_judgment')}; TREC DL: 2)",
     )  # fmt: skip
@@ -431,11 +431,16 @@ def _compare_judges_parser(subparsers) -> None:
         "--per-page", action="store_true",
         help="qrels ids `query/facet` judge the page `query`: a document's highest label on the page counts",
     )  # fmt: skip
-    _number(compare, "--top-k", minimum=2, default=10, help="tau_at_k: the official top k runs (default 10)")
-    _number(compare, "--rbo-p", kind="number", minimum=0.01, maximum=0.99, default=0.9,
-            help="rbo: persistence p (default 0.9)")  # fmt: skip
-    _number(compare, "--bootstrap", minimum=0, default=1000, help="bootstrap replicates over queries (0: none)")
-    _number(compare, "--seed", minimum=0, default=0, help="seed of the bootstrap (default 0)")
+    _setting(
+        compare,
+        "--top-k",
+        "judges.top_k",
+        help=f"tau_at_k: the official top k runs (default {default('judges.top_k')})",
+    )
+    _setting(compare, "--rbo-p", "judges.rbo_p", help=f"rbo: persistence p (default {default('judges.rbo_p')})")
+    _setting(compare, "--bootstrap", "evaluation.bootstrap",
+             help=f"bootstrap replicates over queries (default {default('evaluation.bootstrap')}; 0: none)")  # fmt: skip
+    _setting(compare, "--seed", "evaluation.seed", help=f"seed of the bootstrap (default {default('evaluation.seed')})")
     compare.add_argument(
         "--out", required=True,
         help="directory for leaderboards.tsv, agreement.tsv, labels.tsv, confusion.tsv, votes.tsv, autojudge.eval.txt",
@@ -461,8 +466,8 @@ def _evaluate_parser(subparsers) -> None:
         evaluate, "--tau", nargs="+", default=default("evaluation.tau"),
         help=f"grade thresholds (default {_words('evaluation.tau')})",
     )  # fmt: skip
-    _number(
-        evaluate, "--k", minimum=1, default=default("evaluation.k"),
+    _setting(
+        evaluate, "--k", "evaluation.k",
         help=f"passage budget: rank <= k, as written (default {default('evaluation.k')})",
     )  # fmt: skip
     evaluate.add_argument(
@@ -481,20 +486,18 @@ def _evaluate_parser(subparsers) -> None:
         default=default("evaluation.n_exam"),
         help="n-EXAM normaliser: pool (default) or gold articles",
     )
-    _number(
-        evaluate, "--min-relevant-judgment", dest="relevant_judgment", minimum=1,
-        default=default("evaluation.min_relevant_judgment"),
+    _setting(
+        evaluate, "--min-relevant-judgment", "evaluation.min_relevant_judgment", dest="relevant_judgment",
         help="official judgment that counts as relevant for kappa (default 1, as for CAR; 2 for TREC DL)",
     )  # fmt: skip
-    _number(
-        evaluate, "--bootstrap", minimum=0, default=default("evaluation.bootstrap"),
+    _setting(
+        evaluate, "--bootstrap", "evaluation.bootstrap",
         help=f"bootstrap replicates over queries (default {default('evaluation.bootstrap')}; 0: none)",
     )  # fmt: skip
-    _number(
+    _setting(
         evaluate,
         "--seed",
-        minimum=0,  # numpy's generators take no negative seed
-        default=default("evaluation.seed"),
+        "evaluation.seed",  # numpy's generators take no negative seed
         help=f"seed of the bootstrap (default {default('evaluation.seed')})",
     )
     _number(
@@ -527,8 +530,16 @@ def _words(key: str) -> str:
 
 
 def _number(command, name: str, kind: str = "integer", minimum=None, maximum=None, **argument) -> None:
-    """An integer (or `number`) option within the bounds the config schema gives its key."""
+    """An integer (or `number`) option within these bounds."""
     option = Option(kind, minimum=minimum, maximum=maximum)
+    command.add_argument(name, type=partial(_number_value, name, option), **argument)
+
+
+def _setting(command, name: str, key: str, **argument) -> None:
+    """The option of a config key: its type, bounds and (unless given) default are the schema's."""
+    option = Option(**number(key))
+    value = default(key)
+    argument.setdefault("default", float(value) if option.type == "number" else value)
     command.add_argument(name, type=partial(_number_value, name, option), **argument)
 
 

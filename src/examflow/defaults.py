@@ -19,9 +19,21 @@ def _schema() -> dict:
     return yaml.load(SCHEMA.read_text(encoding="utf-8"), Loader=loader)
 
 
-def default(key: str) -> Any:
-    """The schema's default of a dotted config key, such as `evaluation.tau` (a copy: lists stay the schema's)."""
+def _node(key: str) -> dict:
     node = _schema()
     for part in key.split("."):
         node = node["properties"][part]
-    return copy.deepcopy(node["default"])
+    return node
+
+
+def default(key: str) -> Any:
+    """The schema's default of a dotted config key, such as `evaluation.tau` (a copy: lists stay the schema's)."""
+    return copy.deepcopy(_node(key)["default"])
+
+
+def number(key: str) -> dict[str, Any]:
+    """A number key's type and bounds, as `examflow.options.Option` takes them: the command line's option
+    of the same setting accepts exactly what the configuration accepts."""
+    node = _node(key)
+    words = {"minimum": "minimum", "maximum": "maximum", "exclusiveMinimum": "above", "exclusiveMaximum": "below"}
+    return {"type": node["type"]} | {option: node[word] for word, option in words.items() if word in node}

@@ -30,6 +30,8 @@ class Option:
     nullable: bool = False
     maximum: float | None = None
     pattern: str | None = None  # a string's form, whole (a device: `cuda:1`): `help` says it in words
+    above: float | None = None  # exclusive bounds
+    below: float | None = None
 
     def check(self, key: str, value: Any) -> Any:
         if value is None and self.nullable:
@@ -47,6 +49,10 @@ class Option:
             raise ConfigError(key, f"must be at least {self.minimum}, not {value!r}")
         if self.maximum is not None and value > self.maximum:
             raise ConfigError(key, f"must be at most {self.maximum}, not {value!r}")
+        if self.above is not None and value <= self.above:
+            raise ConfigError(key, f"must be more than {self.above}, not {value!r}")
+        if self.below is not None and value >= self.below:
+            raise ConfigError(key, f"must be less than {self.below}, not {value!r}")
         return value
 
     def json_schema(self) -> dict:
@@ -57,6 +63,10 @@ class Option:
             schema["minimum"] = self.minimum
         if self.maximum is not None:
             schema["maximum"] = self.maximum
+        if self.above is not None:
+            schema["exclusiveMinimum"] = self.above
+        if self.below is not None:
+            schema["exclusiveMaximum"] = self.below
         if self.pattern is not None:
             schema["pattern"] = f"^(?:{self.pattern})$"
         if self.default is not REQUIRED:
