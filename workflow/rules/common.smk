@@ -452,8 +452,8 @@ def report_files(step, folder):
 
 
 def method_qrels(method):
-    """A method's EXAM-Qrels (examflow.outputs.EVALUATION), a path: `literal` makes it a pattern."""
-    return f"{RESULTS}/eval/{method}/{EVALUATION['qrels'].path.format(method=method)}"
+    """A method's EXAM-Qrels (the evaluate rule's output), a path: `literal` makes it a pattern again."""
+    return evaluation_outputs()["qrels"].format(method=method)
 
 
 # The judges' params are made of the configuration alone, the files' paths included (the same paths as

@@ -28,7 +28,7 @@ rule official_leaderboard:
 
 rule evaluate:
     input:
-        grades=results("grades/{method}.parquet"),
+        grades=rules.merge_grades.output[0],
         rankings=rules.pool.output.rankings,
         passages=rules.pool.output.passages,
         judgments=rules.pool.output.judgments,

@@ -42,7 +42,7 @@ localrules:
 
 rule merge_grades:
     input:
-        shards=expand(results("grades/{{method}}/{shard}.parquet"), shard=SHARDS),
+        shards=expand(rules.grade.output[0], shard=SHARDS, allow_missing=True),
         passages=rules.pool.output.passages,  # whose gold articles an embedding method's quantiles leave out
     output:
         results("grades/{method}.parquet"),
