@@ -18,6 +18,7 @@ from examflow.options import REQUIRED, Option
 from examflow.outputs import FACT_NAMES
 from examflow.registry import (
     DEFAULT_MEASURES,
+    DEFAULT_TAU,
     LEADERBOARD_LAYOUTS,
     QUESTION_FORMATS,
     QUESTION_LLM_OPTIONS,
@@ -58,7 +59,13 @@ def parser() -> argparse.ArgumentParser:
     report.add_argument("--method", help="the method's name")
     report.add_argument("--eval", help="the method's evaluation folder (`examflow evaluate --out`)")
     report.add_argument("--grades", help=f"the method's grades, {TABLE}")
-    _number(report, "--tau", **THRESHOLD, default=4, help="the threshold the figures show (default 4)")
+    _number(
+        report,
+        "--tau",
+        **THRESHOLD,
+        default=DEFAULT_TAU,
+        help=f"the threshold the figures show (default {DEFAULT_TAU})",
+    )
     report.add_argument(
         "--official", help="official leaderboard: JSON {run_id: rank}, or a TSV of run_id and rank or score"
     )
@@ -105,7 +112,13 @@ def parser() -> argparse.ArgumentParser:
     _measure_order(summary)
     summary.add_argument("--nrp", help="NRP's per_system.tsv")
     summary.add_argument("--judges", help="the judges' agreement.tsv (`examflow compare-judges --out`)")
-    _number(summary, "--tau", **THRESHOLD, default=4, help="the threshold the summary reports (default 4)")
+    _number(
+        summary,
+        "--tau",
+        **THRESHOLD,
+        default=DEFAULT_TAU,
+        help=f"the threshold the summary reports (default {DEFAULT_TAU})",
+    )
     summary.add_argument("--out-summary", required=True, help="Markdown file to write")
     summary.add_argument("--out-rst", help="the same summary as reStructuredText (the report's first page)")
     summary.add_argument("--out-provenance", required=True, help="JSON file to write")
@@ -502,7 +515,7 @@ def _evaluate_parser(subparsers) -> None:
     )
     _number(
         evaluate, "--diagnostics-tau", **THRESHOLD,
-        help="threshold of the question diagnostics (default 4, or the highest --tau)",
+        help=f"threshold of the question diagnostics (default {DEFAULT_TAU}, or the highest --tau)",
     )  # fmt: skip
     evaluate.add_argument(
         "--baselines",

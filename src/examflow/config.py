@@ -29,8 +29,10 @@ from examflow.registry import (
     BACKENDS,
     CALIBRATIONS,
     DEFAULT_MEASURES,
+    DEFAULT_TAU,
     KINDS,
     LEADERBOARD_LAYOUTS,
+    PARSE_MODES,
     QUESTION_FORMATS,
     QUESTION_LLM_OPTIONS,
     TOP_GRADE,
@@ -50,6 +52,7 @@ def schema(path: str | Path = SCHEMA) -> dict:
     method["kind"]["enum"] = list(KINDS)
     method["calibration"] = {**method["calibration"], "enum": list(CALIBRATIONS)}
     method["backend"]["properties"]["kind"]["enum"] = list(BACKENDS)
+    method["mode"]["enum"] = list(PARSE_MODES)
     loaded["$defs"]["llm"]["properties"] = {name: o.json_schema() for name, o in QUESTION_LLM_OPTIONS.items()}
     loaded["properties"]["questions"]["properties"]["format"]["enum"] = list(QUESTION_FORMATS)
     loaded["properties"]["judges"]["properties"]["leaderboard_layout"]["enum"] = list(LEADERBOARD_LAYOUTS)
@@ -172,7 +175,7 @@ def _check_judges(checked: dict) -> None:
 
 def default_tau(taus: list[int]) -> int:
     """The threshold the report, the summary and the question diagnostics look at: 4, or the highest."""
-    return 4 if 4 in taus else max(taus)
+    return DEFAULT_TAU if DEFAULT_TAU in taus else max(taus)
 
 
 def _warn_about_scales(checked: dict) -> None:

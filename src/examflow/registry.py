@@ -162,6 +162,9 @@ KINDS = {
 }
 # Grades run 0-5 (self-ratings; direct grading gives 0-1 or 0-2): a threshold τ above this answers nothing.
 TOP_GRADE = 5
+# The threshold the report, the summary and the question diagnostics look at where it is evaluated (else
+# the highest): a self-rating of 4 is "mostly relevant and complete", the EXAM++ papers' headline.
+DEFAULT_TAU = 4
 GENERATIVE = frozenset(kind for kind in KINDS if kind != "extractive_qa")
 CRITERIA_KINDS = frozenset(kind for kind, entry in KINDS.items() if entry.criteria)
 AGGREGATED_KINDS = frozenset(kind for kind, entry in KINDS.items() if entry.aggregation)

@@ -43,7 +43,7 @@ from examflow.evaluation.rouge import rouge_per_query
 from examflow.evaluation.scores import system_scores
 from examflow.io.runs import GOLD_RUN, OVERALL_RUN, RESERVED_RUNS
 from examflow.outputs import Facts
-from examflow.registry import KINDS, NUGGET_SUPPORT
+from examflow.registry import DEFAULT_TAU, KINDS, NUGGET_SUPPORT
 from examflow.ties import tie_keys
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ class Settings:
     relevant_judgment: int = default("evaluation.min_relevant_judgment")
     bootstrap: int = default("evaluation.bootstrap")
     seed: int = default("evaluation.seed")
-    diagnostics_tau: float = 4  # the threshold of the question diagnostics and the baseline's comparison
+    diagnostics_tau: float = DEFAULT_TAU  # the threshold of the question diagnostics and the baseline's comparison
 
 
 @dataclass
