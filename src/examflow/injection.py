@@ -25,7 +25,7 @@ from itertools import accumulate
 
 import pandas as pd
 
-from examflow.evaluation.rouge import content_words
+from examflow.words import content_words
 
 # Keyword stuffing: in some 20 consecutive content words (all of them in a shorter passage), 70% or
 # more are the query's words, and at least 10. On-topic passages that name their topic

@@ -1,37 +1,19 @@
 """ROUGE-1 F1 against gold articles (docs/methods.md §4), the original EXAM paper's baseline.
 
-Both texts are lower-cased, split into words (punctuation dropped), stripped of the NLTK English
-stopwords and lemmatised (simplemma, which ships its dictionaries: no download). A run's text
+Both texts are reduced to their content words (`examflow.words`). A run's text
 for a query is its passages ranked ≤ k, the same budget as EXAM-Cover.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
-from functools import cache
 from typing import cast
 
 import pandas as pd
 
 from examflow.evaluation.cover import PER_QUERY_COLUMNS
-from examflow.grading.parsing import stopwords
 from examflow.io.runs import GOLD_RUN
-
-_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
-
-
-@cache
-def _lemma(word: str) -> str:
-    import simplemma  # imported on first use: ROUGE with gold articles, and pooling's keyword-stuffing check
-
-    return simplemma.lemmatize(word, lang="en")
-
-
-def content_words(text: str) -> list[str]:
-    """The words of `text` in order: lower-cased, punctuation and stopwords dropped, lemmatised."""
-    stop = stopwords()
-    return [_lemma(word) for word in _WORD.findall(text.lower()) if word not in stop]
+from examflow.words import content_words
 
 
 def unigrams(text: str) -> Counter[str]:

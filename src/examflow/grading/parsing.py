@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 import string
 from functools import cache
-from importlib.resources import files
+
+from examflow.words import stopwords
 
 _RATING = re.compile(r"[^\w]*([0-5])[^\w]*")  # the published parse (docs/methods.md §3): `-3` reads as 3
 # A minus sign, however typed: hyphen-minus, the hyphens and dashes U+2010-2015, the minus sign, super- and
@@ -99,11 +100,6 @@ def parse_self_rating(text: str, mode: str = "reference") -> int:
     if mode not in ("reference", "paper"):
         raise ValueError(f"self-rating mode must be 'reference' or 'paper', not {mode!r}")
     return int(is_unanswerable(text) == (mode == "reference"))
-
-
-@cache
-def stopwords() -> frozenset[str]:
-    return frozenset((files("examflow") / "data" / "stopwords-en.txt").read_text(encoding="utf-8").split())
 
 
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
