@@ -12,7 +12,7 @@ from functools import partial
 from typing import TypedDict
 
 from examflow import __version__, commands
-from examflow.defaults import default, number
+from examflow.defaults import choices, default, number
 from examflow.errors import ConfigError, Failure, a
 from examflow.options import REQUIRED, Option
 from examflow.outputs import FACT_NAMES
@@ -25,9 +25,6 @@ from examflow.registry import (
     RANKERS,
     TOP_GRADE,
 )
-
-POLICIES = ("error", "warn")
-
 
 QUERIES_HELP = "queries: TSV query_id<TAB>text, JSON {query_id: text}, JSONL with subtopics, or irds:ID"
 TABLE = "a Parquet table written by examflow"
@@ -51,7 +48,11 @@ def parser() -> argparse.ArgumentParser:
     plan.add_argument(
         "--method", nargs="+", required=True, help="grading methods, each as JSON (as for `examflow grade`)"
     )
-    plan.add_argument("--cache-dir", default="results/cache", help="directory of the grade cache")
+    plan.add_argument(
+        "--cache-dir",
+        default=default("cache_dir"),
+        help=f"directory of the grade cache (default {default('cache_dir')})",
+    )
     _number(plan, "--shards", minimum=1, default=1, help="buckets of queries, one grading job each (default 1)")
     plan.add_argument("--out", help="TSV file to write the plan to (it is printed in any case)")
     plan.set_defaults(handler=commands.plan_command)
@@ -101,12 +102,13 @@ def parser() -> argparse.ArgumentParser:
         "--official-measure",
         help="the trec_eval measure `examflow official` computed --official by from the qrels (none: a given file)",
     )
-    _number(
-        summary, "--official-relevance-level", minimum=1, default=1,
-        help="the relevance level `examflow official` computed --official-measure at (default 1)",
+    _setting(
+        summary, "--official-relevance-level", "evaluation.min_relevant_judgment",
+        help="the relevance level `examflow official` computed --official-measure at "
+        f"(default {default('evaluation.min_relevant_judgment')})",
     )  # fmt: skip
     summary.add_argument(
-        "--official-query-mode", choices=["present", "all"], default="present",
+        "--official-query-mode", choices=choices("evaluation.query_mode"), default=default("evaluation.query_mode"),
         help="the queries `examflow official` averaged over: those a run ranks (present, default) or all judged",
     )  # fmt: skip
     _measure_order(summary)
@@ -153,7 +155,10 @@ def _measure_order(command) -> None:
 
 def _policy(command, name: str, what: str) -> None:
     command.add_argument(
-        name, choices=POLICIES, default="error", help=f"{what}: error (default) stops, warn drops and counts them"
+        name,
+        choices=choices("validation.missing_passages"),
+        default="error",
+        help=f"{what}: error (default) stops, warn drops and counts them",
     )
 
 
@@ -258,7 +263,7 @@ def _nuggets_parser(subparsers) -> None:
     )
     nuggets.add_argument("--pool", required=True, help="directory of the pool tables (`examflow pool --out`)")
     nuggets.add_argument(
-        "--documents", choices=("judged", "pool"), default=default("questions.documents"),
+        "--documents", choices=choices("questions.documents"), default=default("questions.documents"),
         help="the documents: pooled passages judged relevant, best first (judged), or every pooled passage "
         f"(pool) (default {default('questions.documents')})",
     )  # fmt: skip
@@ -337,7 +342,7 @@ def _nrp_parser(subparsers) -> None:
     )  # fmt: skip
     nrp.add_argument("--run", help="TREC run over the judged documents and answers (docid llm/prompt/sample)")
     nrp.add_argument(
-        "--denominator", choices=["docs", "list"], default=default("nrp.denominator"),
+        "--denominator", choices=choices("nrp.denominator"), default=default("nrp.denominator"),
         help="NRP = 1 - r/|D_q| (docs, the paper, default) or 1 - r/(|D_q|+1) (list, the published numbers)",
     )  # fmt: skip
     nrp.add_argument(
@@ -356,7 +361,11 @@ def _nrp_parser(subparsers) -> None:
         "--wilcoxon", nargs=4, action="append", default=[], metavar=("LLM_A", "PROMPT_A", "LLM_B", "PROMPT_B"),
         help="a Wilcoxon signed-rank test between two systems on paired per-answer NRP (repeatable)",
     )  # fmt: skip
-    nrp.add_argument("--cache-dir", default="results/cache", help="directory of the ranker score cache")
+    nrp.add_argument(
+        "--cache-dir",
+        default=default("cache_dir"),
+        help=f"the ranker score cache's folder (default {default('cache_dir')})",
+    )
     _policy(nrp, "--on-unknown-query", "qrels and answers whose query is not in --queries")
     _policy(nrp, "--on-missing-passage", "judged documents missing from --corpus")
     nrp.add_argument("--out", required=True, help="directory for the NRP tables (TSV)")
@@ -382,7 +391,7 @@ def _official_parser(subparsers) -> None:
         f"(default {default('evaluation.min_relevant_judgment')}; TREC DL: 2)",
     )  # fmt: skip
     official.add_argument(
-        "--query-mode", choices=["present", "all"], default=default("evaluation.query_mode"),
+        "--query-mode", choices=choices("evaluation.query_mode"), default=default("evaluation.query_mode"),
         help="a run's mean over the judged queries it ranks (present, default, trec_eval's) or over all, missing "
         "ones as 0 (trec_eval -c), as `examflow evaluate --query-mode`",
     )  # fmt: skip
@@ -400,8 +409,8 @@ def _compare_judges_parser(subparsers) -> None:
     )  # fmt: skip
     compare.add_argument("--official-qrels", required=True, help="the official judgments (TREC qrels)")
     compare.add_argument(
-        "--official-measure", default="ndcg_cut_10",
-        help="the measure of the official leaderboard (default ndcg_cut_10)",
+        "--official-measure", default=default("evaluation.official_measure"),
+        help=f"the measure of the official leaderboard (default {default('evaluation.official_measure')})",
     )  # fmt: skip
     _number(
         compare, "--official-relevance-level", minimum=1,
@@ -422,7 +431,7 @@ def _compare_judges_parser(subparsers) -> None:
         "each of its measures compared as it is",
     )  # fmt: skip
     compare.add_argument(
-        "--leaderboard-layout", choices=list(LEADERBOARD_LAYOUTS), default="tot",
+        "--leaderboard-layout", choices=list(LEADERBOARD_LAYOUTS), default=default("judges.leaderboard_layout"),
         help="the layout of --leaderboard files: tot (run measure topic value, the track's upload file; "
         "default), ir_measures (run topic measure value) or jsonl (run_id, topic_id, measure, value a line)",
     )  # fmt: skip
@@ -436,7 +445,7 @@ def _compare_judges_parser(subparsers) -> None:
         "may be repeated (default: the official measure)",
     )  # fmt: skip
     compare.add_argument(
-        "--query-mode", choices=["present", "all"], default="present",
+        "--query-mode", choices=choices("evaluation.query_mode"), default=default("evaluation.query_mode"),
         help="a run's mean over the judged queries it ranks (present, default, as trec_eval and the official "
         "leaderboard) or over all judged queries, missing ones as 0 (trec_eval -c)",
     )  # fmt: skip
@@ -490,12 +499,12 @@ def _evaluate_parser(subparsers) -> None:
         help="trec_eval measures, pytrec_eval names (P_20, map)",
     )
     evaluate.add_argument(
-        "--query-mode", choices=["present", "all"], default=default("evaluation.query_mode"),
+        "--query-mode", choices=choices("evaluation.query_mode"), default=default("evaluation.query_mode"),
         help="mean over the queries a run has (present, default) or all, missing ones as 0 (trec_eval -c)",
     )  # fmt: skip
     evaluate.add_argument(
         "--n-exam",
-        choices=["pool", "gold"],
+        choices=choices("evaluation.n_exam"),
         default=default("evaluation.n_exam"),
         help="n-EXAM normaliser: pool (default) or gold articles",
     )

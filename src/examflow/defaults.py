@@ -31,6 +31,11 @@ def default(key: str) -> Any:
     return copy.deepcopy(_node(key)["default"])
 
 
+def choices(key: str) -> list[str]:
+    """The values a config key takes (its schema's `enum`): the command line's option takes the same."""
+    return list(_node(key)["enum"])
+
+
 def number(key: str) -> dict[str, Any]:
     """A number key's type and bounds, as `examflow.options.Option` takes them: the command line's option
     of the same setting accepts exactly what the configuration accepts."""
