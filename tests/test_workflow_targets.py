@@ -152,11 +152,20 @@ def test_a_run_from_another_directory_prints_a_report_command_that_finds_the_wor
         write(elsewhere / "mine.yaml", config.read_text())
         write(elsewhere / "more.yaml", "evaluation:\n  bootstrap: 20\n")  # a second file, over the first
         snakefile = os.path.relpath(project / "workflow/Snakefile", elsewhere)
-        run = snakemake(elsewhere, "--snakefile", snakefile, "--configfile", "mine.yaml", "more.yaml")
-    report = f"{elsewhere}/results/mine/report.html"
-    # Both files after one --configfile: Snakemake keeps only the last of repeated options.
-    printed = f"snakemake --report '{report}' --snakefile {snakefile} --configfile mine.yaml more.yaml"
-    assert printed in run.stdout and printed in (elsewhere / "results/mine/summary.md").read_text()
+        # the results folder set on the command line, as config/README.md shows
+        setting = f"results_dir={elsewhere}/results/try"
+        run = snakemake(elsewhere, "--snakefile", snakefile, "--configfile", "mine.yaml", "more.yaml",
+                        "--config", setting)  # fmt: skip
+    report = f"{elsewhere}/results/try/report.html"
+    # Both files after one --configfile: Snakemake keeps only the last of repeated options. The --config
+    # setting too: without it the report's configuration wrote another folder (a stranger's trial).
+    printed = (
+        f"snakemake --report '{report}' --snakefile {snakefile} --configfile mine.yaml more.yaml --config '{setting}'"
+    )
+    assert printed in run.stdout and printed in (elsewhere / "results/try/summary.md").read_text()
+    refused = snakemake(elsewhere, "--report", report, "--snakefile", snakefile, "--configfile", "mine.yaml",
+                        "more.yaml", check=False)  # fmt: skip
+    assert refused.returncode != 0 and f"build it there with that run's config: {printed}" in refused.stderr
     subprocess.run(printed, shell=True, cwd=elsewhere, check=True, capture_output=True,
                    env=dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"))  # fmt: skip
     assert Path(report).stat().st_size > 0

@@ -93,6 +93,10 @@ def parser() -> argparse.ArgumentParser:
     summary.add_argument(
         "--configfile", nargs="*", default=[], help="the run's config files, for the report command it prints"
     )
+    summary.add_argument(
+        "--config-setting", nargs="*", default=[], metavar="KEY=VALUE",
+        help="the run's --config settings, for the report command it prints",
+    )  # fmt: skip
     summary.add_argument("--snakefile", help="the run's Snakefile, where snakemake would not find it by itself")
     summary.add_argument(
         "--eval", nargs="*", default=[], help="the methods' evaluation folders (`examflow evaluate --out`)"

@@ -832,6 +832,7 @@ def summary_command(args: argparse.Namespace) -> None:
         args.snakefile,
         judges,
         args.out_summary,
+        args.config_setting,
     )
     record = json.dumps(provenance(graded, args.config_digest), indent=2, sort_keys=True) + "\n"
     files = {args.out_summary: document.markdown(), args.out_provenance: record}

@@ -4,16 +4,16 @@ Snakemake locks the working directory and keeps its record of what produced each
 (`.snakemake/`), not with the results: two runs started in different directories on one
 `results_dir` would overwrite each other's job logs and tables, and a run from a second directory
 would find the first one's tables up to date ("Nothing to be done") whatever its configuration says.
-So `results_dir/.examflow.lock` names the working directory and config files of the run that writes
-the folder:
+So `results_dir/.examflow.lock` names the working directory, config files and `--config` settings
+of the run that writes the folder:
 
 - when the workflow is parsed, a folder written from another directory, or being written by another
   run, is refused (`check_results`), dry runs included; in its own directory, a changed or another
   config file is Snakemake's to compare (its params triggers rerun what the change touches);
 - when a run starts, it holds an exclusive lock on the file for as long as its process lives (the
   system drops it when the process dies, even by SIGKILL) and writes its record (`lock_results`);
-- a report is built only from the directory and config files of the run that wrote the folder
-  (`check_report_target`): the report shows what that configuration says.
+- a report is built only from the directory, config files and `--config` settings of the run that
+  wrote the folder (`check_report_target`): the report shows what that configuration says.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import fcntl
 import json
 import os
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
 
 from examflow.errors import Failure
@@ -46,7 +47,7 @@ def check_results(folder: str | Path) -> None:
     )
 
 
-def lock_results(folder: str | Path, configfiles: list[str]) -> None:
+def lock_results(folder: str | Path, configfiles: list[str], settings: Sequence[str] = ()) -> None:
     """Hold `folder`'s lock until this process ends and record this configuration in it; a folder
     that became another's since the workflow was parsed is refused."""
     check_results(folder)
@@ -61,7 +62,7 @@ def lock_results(folder: str | Path, configfiles: list[str]) -> None:
         raise Failure(f"{folder}/ is in use by another examflow run of this configuration") from None
     handle.seek(0)
     handle.truncate()
-    handle.write(json.dumps({"pid": os.getpid(), **identity(configfiles)}) + "\n")
+    handle.write(json.dumps({"pid": os.getpid(), **identity(configfiles, settings)}) + "\n")
     handle.flush()
     _held.append(handle)
 
@@ -78,22 +79,32 @@ def _locked(path: Path) -> bool:
         return False
 
 
-def identity(configfiles: list[str]) -> dict:
-    """The run's working directory (where its relative paths start, and Snakemake's record lives) and
-    its config files."""
-    return {"workdir": os.getcwd(), "configfiles": [str(Path(f).resolve()) for f in configfiles]}
+def identity(configfiles: list[str], settings: Sequence[str] = ()) -> dict:
+    """The run's working directory (where its relative paths start, and Snakemake's record lives), its
+    config files and its `--config` settings (`KEY=VALUE` as typed, in key order)."""
+    return {
+        "workdir": os.getcwd(),
+        "configfiles": [str(Path(f).resolve()) for f in configfiles],
+        "config": sorted(settings),
+    }
 
 
 def _elsewhere(record: dict, mine: dict) -> bool:
     """Whether a folder's record differs from `mine` in any of mine's keys (a folder moved with its
     project, whose recorded directory is gone, is still this one's)."""
-    other = {key: record.get(key) for key in mine}
+    other = {key: record.get(key, [] if key == "config" else None) for key in mine}  # a record of before: none
     return bool(record) and other != mine and Path(str(record.get("workdir"))).is_dir()
 
 
 def _another(record: dict) -> str:
-    files = ", ".join(record.get("configfiles") or ["?"])
-    return f"holds the results of a run in {record.get('workdir', '?')} (config {files})"
+    return f"holds the results of a run in {record.get('workdir', '?')} ({_configuration(record)})"
+
+
+def _configuration(record: dict) -> str:
+    settings = record.get("config") or []
+    return f"config {', '.join(record.get('configfiles') or ['?'])}" + (
+        f", --config {' '.join(settings)}" * bool(settings)
+    )
 
 
 def _owner(folder: Path) -> dict:
@@ -103,37 +114,41 @@ def _owner(folder: Path) -> dict:
         return {}
 
 
-def check_report_target(report: str, results: str | Path, configfiles: list[str]) -> None:
+def check_report_target(
+    report: str, results: str | Path, configfiles: list[str], settings: Sequence[str] = (), snakefile: str | None = None
+) -> None:
     """Refuse a report inside a results folder that another configuration than the one read wrote, and a
-    path that Snakemake's report writer would change."""
+    path that Snakemake's report writer would change; the error gives the command that builds it."""
     if (written_to := _as_snakemake_reads(report)) != report:
         raise Failure(
             f"--report {report}: Snakemake would write it to {written_to} (it expands `$NAME` "
-            f"and `~` in a report's path); give another path: {report_command(_unexpanded(report), configfiles)}"
+            f"and `~` in a report's path); give another path: {report_command(_unexpanded(report), configfiles, snakefile, settings)}"
         )
-    here, mine = Path(results).resolve(), identity(configfiles)
+    here, mine = Path(results).resolve(), identity(configfiles, settings)
     for folder in Path(report).resolve().parents:
         written = _owner(folder) if (folder / LOCK).is_file() else {}
         if written and (folder != here or _elsewhere(written, mine)):
             raise Failure(
-                f"--report {report}: {folder}/ {_another(written)}, not of this one (config "
-                f"{', '.join(configfiles)} in {mine['workdir']}); build it there with that run's config: "
-                f"{report_command(report, written.get('configfiles') or [])}"
+                f"--report {report}: {folder}/ {_another(written)}, not of this one ({_configuration(mine)} "
+                f"in {mine['workdir']}); build it there with that run's config: "
+                f"{report_command(report, written.get('configfiles') or [], snakefile, written.get('config') or [])}"
             )
         if folder == here:
             return
 
 
-def report_command(report: str, configfiles, snakefile: str | None = None) -> str:
+def report_command(report: str, configfiles, snakefile: str | None = None, settings: Sequence[str] = ()) -> str:
     """The complete command that builds a report of a run made with these config files (named relative
-    to the working directory where they lie below it), and with `snakefile` where the run named one
-    that snakemake would not find by itself."""
+    to the working directory where they lie below it) and `--config` settings, and with `snakefile` where
+    the run named one that snakemake would not find by itself."""
     words = ["snakemake", "--report", _unexpanded(report)] + (["--snakefile", snakefile] if snakefile else [])
     files = [
         file if (relative := os.path.relpath(file)).startswith("..") else relative for file in map(str, configfiles)
     ]
     # One --configfile with every file: Snakemake keeps only the last of repeated --configfile options.
-    return shlex.join(words + (["--configfile", *files] if files else []))
+    return shlex.join(
+        words + (["--configfile", *files] if files else []) + (["--config", *settings] if settings else [])
+    )
 
 
 def _as_snakemake_reads(report: str) -> str:

@@ -216,6 +216,7 @@ def run_summary(
     snakefile: str | None = None,
     judges: pd.DataFrame | None = None,
     page: str | None = None,
+    settings: Sequence[str] = (),
 ) -> Document:
     """`boards`: each method's leaderboard at the report's τ. The report's first page opens on each
     method's headline leaderboard (the report's own table and figure, embedded)."""
@@ -224,7 +225,7 @@ def run_summary(
     if boards:
         doc.html(LANDING_STYLE)
     doc.paragraph("All outputs are under `{}/`; this page is `{}`. The HTML report: `{}`.", results,
-                  page or f"{results}/summary.md", report_command(f"{results}/report.html", configfiles, snakefile))  # fmt: skip
+                  page or f"{results}/summary.md", report_command(f"{results}/report.html", configfiles, snakefile, settings))  # fmt: skip
     if boards:
         _official_paragraph(doc, official)
     for method in sorted(boards):

@@ -62,6 +62,8 @@ logging.getLogger("examflow").propagate = False
 # The config files read: the user's (--configfile), else the demo's.
 USER_CONFIG_FILES = [str(f) for f in workflow.overwrite_configfiles]
 CONFIG_FILES = USER_CONFIG_FILES or [CONFIG_FILE]
+# The --config settings as typed (a job is given the same words): a report needs them as much as the files.
+CONFIG_SETTINGS = list(workflow.config_settings.config_args or [])
 # The Snakefile, for the report command a run prints, where snakemake would not find it from here.
 FOUND_HERE = (
     Path("workflow/Snakefile").resolve() == Path(workflow.main_snakefile).resolve()
@@ -124,7 +126,14 @@ shell.prefix(
 # any other command refuses a results folder that another configuration wrote or another run writes.
 REPORT_TARGET = report_target(sys.argv) if workflow.is_main_process else None
 if REPORT_TARGET:
-    checked(check_report_target, REPORT_TARGET, RESULTS, CONFIG_FILES)
+    checked(
+        check_report_target,
+        REPORT_TARGET,
+        RESULTS,
+        CONFIG_FILES,
+        CONFIG_SETTINGS,
+        SNAKEFILE,
+    )
     Path(REPORT_TARGET).parent.mkdir(parents=True, exist_ok=True)
 elif workflow.is_main_process:
     checked(check_results, RESULTS)

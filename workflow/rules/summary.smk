@@ -33,6 +33,7 @@ rule summary:
             **official_computation("official_"),
             config_digest=config_digest(config),
             configfile=USER_CONFIG_FILES,
+            config_setting=CONFIG_SETTINGS,
             snakefile=SNAKEFILE,
         ),
         results=lambda wildcards, output: Path(output.summary).parent,
