@@ -266,6 +266,21 @@ def test_a_v3_question_bank_is_read_and_written_back(tmp_path):
                        "nugget_bank": []}  # fmt: skip
 
 
+def test_multiple_choice_questions_keep_their_choices_through_autojudge(tmp_path):
+    """AutoJudge's questions have no choices: the export dropped them silently (a stranger's trial). They go
+    into the question's metadata, and come back from it."""
+    bank = tmp_path / "bank.tsv"
+    bank.write_text("query_id\tquestion\tanswers\tchoices\nq1\tWhich enzyme digests starch?\tA\tamylase | lipase\n")
+    assert main(["bank-export", str(bank), "--format", "autojudge", "--out", str(tmp_path / "v3.jsonl")]) == 0
+    [line] = [json.loads(line) for line in (tmp_path / "v3.jsonl").read_text().splitlines()]
+    assert line["nugget_bank"][0]["metadata"] == {"choices": {"A": "amylase", "B": "lipase"}}
+    [entry] = read_bank(tmp_path / "v3.jsonl")
+    assert entry.items[0].choices == {"A": "amylase", "B": "lipase"} and entry.items[0].gold_answers == ["A"]
+    assert main(["bank-export", str(tmp_path / "v3.jsonl"), "--format", "autojudge",
+                 "--out", str(tmp_path / "again.jsonl")]) == 0  # fmt: skip
+    assert (tmp_path / "again.jsonl").read_text() == (tmp_path / "v3.jsonl").read_text()
+
+
 def test_a_nugget_bank_goes_to_autojudge_as_nuggetizer_lines(tmp_path):
     """With the query's text, which nuggetizer's lines require: from the bank, or (a TSV bank has none) from
     --queries; without, refused in one line naming the query."""
@@ -302,6 +317,7 @@ def test_a_nugget_bank_goes_to_autojudge_as_nuggetizer_lines(tmp_path):
      (v3_line("q1", [{"text": "x"}]), "field 'nugget_bank[0]': expected a question object with a `question` text"),
      (v3_line("q1", [{"question": "x", "answers": [3]}]), "field 'nugget_bank[0].answers': expected an object keyed"),
      (v3_line("q1", [{"question": "x", "metadata": {"facet_id": 2}}]), "field 'nugget_bank[0].metadata.facet_id'"),
+     (v3_line("q1", [{"question": "x", "metadata": {"choices": ["a"]}}]), "field 'nugget_bank[0].metadata.choices'"),
      (v3_line("q1", []) + v3_line("q1", []), "bank.jsonl:2: field 'query_id': second entry for query 'q1'"),
      (v3_line("q1", []).replace('"v3"', '"v2"'), "field 'format_version': format_version 'v2': examflow reads")],
 )  # fmt: skip

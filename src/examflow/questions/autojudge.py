@@ -45,15 +45,19 @@ def v3_entries(path, number: int, record: dict) -> list[Entry]:
         if not isinstance(raw, dict) or not isinstance(raw.get("question"), str):
             raise InputError(path, "expected a question object with a `question` text", number, where)
         metadata = raw["metadata"] if isinstance(raw.get("metadata"), dict) else {}
-        facet = metadata.get("facet_id")
+        facet, choices = metadata.get("facet_id"), metadata.get("choices")
         if facet is not None and not isinstance(facet, str):
             raise InputError(path, "expected a string", number, f"{where}.metadata.facet_id")
+        if choices is not None and not (
+            isinstance(choices, dict) and all(isinstance(c, str) for c in choices.values())
+        ):
+            raise InputError(path, "expected an object of choice texts by key", number, f"{where}.metadata.choices")
         entry = entries.setdefault(facet, Entry(query_id, facet, record.get("title_query"), [], extra=extra))
         text = raw["question"]
         kept = {k: v for k, v in raw.items() if k not in ("question", "query_id")}  # answers kept whole
         entry.items.append(Item(query_id, facet, item_id(query_id, facet, text), text,
                                 gold_answers=_answers(path, number, raw.get("answers"), f"{where}.answers"),
-                                extra={"autojudge": kept}))  # fmt: skip
+                                choices=choices, extra={"autojudge": kept}))  # fmt: skip
     return list(entries.values()) or [Entry(query_id, None, record.get("title_query"), [], extra=extra)]
 
 
@@ -96,8 +100,14 @@ def _v3_record(query_id: str, entries: list[Entry]) -> dict[str, Any]:
                 given = {answer: {"answer": answer} for answer in item.gold_answers}
             if given is not None and item.gold_answers:
                 question["answers"] = given
+            # AutoJudge's questions have no subtopic nor choices: both go into its free-form metadata
+            metadata = dict(kept.get("metadata", {}))  # keys set again keep their places: a re-export is the same
             if entry.facet_id is not None:
-                kept["metadata"] = {**kept.get("metadata", {}), "facet_id": entry.facet_id}
+                metadata["facet_id"] = entry.facet_id
+            if item.choices:
+                metadata["choices"] = item.choices
+            if metadata:
+                kept["metadata"] = metadata
             bank.append(question | kept)
     title = next((e.query_text for e in entries if e.facet_id is None and e.query_text), entries[0].query_text)
     extra = next((e.extra for e in entries if e.extra), {})
