@@ -122,6 +122,12 @@ def test_the_leaderboard_is_checked_at_parse_time_against_run_tags_and_responses
     check_leaderboard(inputs, runs, VALIDATION)
     with pytest.raises(InputError, match="official run 'rag' is not among the evaluated runs"):
         check_leaderboard(inputs | {"responses": None}, runs, VALIDATION)
+    # A system whose every response is empty has no passage and no leaderboard row: it is not evaluated.
+    write(
+        responses, '{"run_id": "rag", "query_id": "q1", "text": " "}\n{"run_id": "rag", "query_id": "q2", "text": []}\n'
+    )
+    with pytest.raises(InputError, match="official run 'rag' is not among the evaluated runs"):
+        check_leaderboard(inputs, runs, VALIDATION)
 
 
 def test_qrels_relevance_outside_the_range_is_an_error_and_car_minus_two_counts_as_non_relevant(tmp_path):

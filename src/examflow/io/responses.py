@@ -63,8 +63,13 @@ def read_responses(path: str | Path, query_ids: set[str], unknown_queries: Probl
 
 
 def response_run_ids(path: str | Path) -> set[str]:
-    """The systems a responses file holds."""
-    return {required_id(path, number, record, "run_id") for number, record in json_lines(path)}
+    """The systems a responses file holds that answered something: one whose every response is empty has
+    no passage, so no row in any leaderboard (read_responses)."""
+    return {
+        required_id(path, number, record, "run_id")
+        for number, record in json_lines(path)
+        if _paragraphs(path, number, record.get("text"))
+    }
 
 
 def _paragraphs(path, number: int, text) -> tuple[str, ...]:
