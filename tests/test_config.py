@@ -624,3 +624,23 @@ def test_the_command_line_and_the_evaluation_take_their_defaults_from_the_schema
     assert (grade.flush_every, grade.max_error_rate) == (config["grading"]["flush_every"], 0)
     # The values themselves, as the docs state them (config/README.md).
     assert (evaluation["tau"], evaluation["k"], pool.depth, grade.flush_every) == ([1, 3, 4, 5], 20, 20, 64)
+
+
+def test_the_classes_own_defaults_are_the_registry_s():
+    """The workflow passes every option, so a back end's, ranker's or LLM client's own default is seen only by
+    tests, benchmarks and library users: it must be the registry's, or they would grade otherwise."""
+    import dataclasses
+    import inspect
+    from importlib import import_module
+
+    from examflow.llm import LLMSettings
+    from examflow.registry import RANKERS
+
+    fields = {f.name: f.default for f in dataclasses.fields(LLMSettings) if f.default is not dataclasses.MISSING}
+    assert fields == {name: option.default for name, option in LLM_OPTIONS.items() if name != "model"}
+    for registry in (BACKENDS, RANKERS):
+        for name, entry in registry.items():
+            module, factory = entry.factory.split(":")
+            parameters = inspect.signature(getattr(import_module(module), factory)).parameters.items()
+            own = {key: p.default for key, p in parameters if p.default is not p.empty and key in entry.options}
+            assert own == {key: entry.options[key].default for key in own}, name

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 from examflow.errors import Failure, InputError, Problems
 from examflow.options import check_options
+from examflow.outputs import POOL
 from examflow.registry import QUESTION_LLM_OPTIONS, RANKERS, check_method, check_ranker
 
 if TYPE_CHECKING:
@@ -22,7 +23,11 @@ if TYPE_CHECKING:
     from examflow.report.board import Board
 
 log = logging.getLogger("examflow")
-TSV_TABLES = ("summary", "flagged")  # written for people to read
+
+
+def pooled(pool: str | Path, name: str) -> Path:
+    """A table of the pool's folder (examflow.outputs.POOL)."""
+    return Path(pool) / POOL[name].path
 
 
 def pool_command(args: argparse.Namespace) -> None:
@@ -52,15 +57,13 @@ def pool_command(args: argparse.Namespace) -> None:
     unknown.summarise()
     missing.summarise()
     out = Path(args.out)
-    write_tables(
-        {out / (f"{name}.tsv" if name in TSV_TABLES else f"{name}.parquet"): table for name, table in tables.items()}
-    )
+    write_tables({pooled(out, name): table for name, table in tables.items()})
     flagged = tables["flagged"]
     if len(flagged):
         first = flagged.iloc[0]
         log.warning(
             "%d pooled passage(s) look like prompt injection, listed in %s (first: %s in %s, rule %s: %r); graded as usual",
-            len(flagged), out / "flagged.tsv", first["passage_id"], first["query_id"], first["rule"], first["phrase"],
+            len(flagged), pooled(out, "flagged"), first["passage_id"], first["query_id"], first["rule"], first["phrase"],
         )  # fmt: skip
     lists = tables["rankings"].groupby(["run_id", "query_id"]).ngroups
     log.info(
@@ -125,16 +128,16 @@ def nuggets_command(args: argparse.Namespace) -> None:
         **check_options("--llm", {n: getattr(args, n) for n in QUESTION_LLM_OPTIONS}, QUESTION_LLM_OPTIONS)
     )
     pool = Path(args.pool)
-    queries = read_table(pool / "queries.parquet")
-    passages, judgments = read_table(pool / "passages.parquet"), read_table(pool / "judgments.parquet")
+    queries = read_table(pooled(pool, "queries"))
+    passages, judgments = read_table(pooled(pool, "passages")), read_table(pooled(pool, "judgments"))
     if args.documents == "judged" and judgments.empty:
-        raise InputError(pool / "judgments.parquet", "no judgment: give qrels, or create from --documents pool")
+        raise InputError(pooled(pool, "judgments"), "no judgment: give qrels, or create from --documents pool")
     documents = pool_documents(passages, judgments, args.documents)
     texts = queries.drop_duplicates("query_id").sort_values("query_id")
     asked = [(q, text, documents[q]) for q, text in zip(texts["query_id"], texts["query_text"]) if q in documents]
     left = sorted(set(texts["query_id"]) - set(documents))
     if not asked:
-        raise InputError(pool / "passages.parquet", f"no query has {args.documents} documents to create nuggets from")
+        raise InputError(pooled(pool, "passages"), f"no query has {args.documents} documents to create nuggets from")
     if left:  # no document, no nugget: such a query is not graded by nuggets, and said so
         log.warning("%d queries have no %s documents and get no nuggets: %s", len(left), args.documents,
                     ", ".join(left[:5]) + (", ..." if len(left) > 5 else ""))  # fmt: skip
@@ -329,21 +332,21 @@ def evaluate_command(args: argparse.Namespace) -> None:
 def official_command(args: argparse.Namespace) -> None:
     from examflow.evaluation.exam_qrels import measure_problems
     from examflow.evaluation.official import official_leaderboard
+    from examflow.io.runs import run_tag
     from examflow.io.tables import read_table, write_tables
-    from examflow.scheduling import run_tag
 
     for name, why in measure_problems([args.measure]).items():
         raise Failure(f"--measure: {name!r}: {why}")
     pool = Path(args.pool)
-    judgments = read_table(pool / "judgments.parquet")
+    judgments = read_table(pooled(pool, "judgments"))
     if judgments.empty:
-        raise InputError(pool / "judgments.parquet", "no official judgment: an official leaderboard needs qrels")
-    rankings = read_table(pool / "rankings.parquet")
+        raise InputError(pooled(pool, "judgments"), "no official judgment: an official leaderboard needs qrels")
+    rankings = read_table(pooled(pool, "rankings"))
     runs = {run_tag(path): path for path in args.runs}
-    pooled = set(rankings["run_id"])
+    ranked = set(rankings["run_id"])
     for tag, path in runs.items():  # a leaderboard that silently leaves a run out is a wrong number
-        if tag not in pooled:
-            raise InputError(path, f"run {tag!r} is not in {pool / 'rankings.parquet'}: pool its run file first")
+        if tag not in ranked:
+            raise InputError(path, f"run {tag!r} is not in {pooled(pool, 'rankings')}: pool its run file first")
     board = official_leaderboard(
         rankings, judgments, args.measure, args.relevance_level, set(runs), args.query_mode == "all"
     )
@@ -646,7 +649,7 @@ def plan_command(args: argparse.Namespace) -> None:
     from examflow.plan import format_plan, gpu_visible, plan_method, plan_table
 
     pool = Path(args.pool)
-    passages, queries = read_table(pool / "passages.parquet"), read_table(pool / "queries.parquet")
+    passages, queries = read_table(pooled(pool, "passages")), read_table(pooled(pool, "queries"))
     questions = (
         pd.concat([read_table(path) for path in args.questions])
         if args.questions
@@ -755,7 +758,7 @@ def worked_example(args: argparse.Namespace, grades: pd.DataFrame, method: str) 
 
     if not (args.pool and args.questions):
         return pages.page(f"Worked example of {method}", "<p>No pool and bank given (--pool, --questions).</p>")
-    passages = read_table(Path(args.pool) / "passages.parquet")
+    passages = read_table(pooled(args.pool, "passages"))
     passages = passages[passages["origin"] != "gold"]
     questions = pd.concat([read_table(path) for path in args.questions])
     # the topics graded: those with questions (or nuggets), or for direct grading any with pooled passages
@@ -887,10 +890,10 @@ def _evaluation_inputs(args: argparse.Namespace):
     questions = pd.concat([read_table(path) for path in args.questions]) if args.questions else None
     return Inputs(
         grades,
-        read_table(pool / "rankings.parquet"),
+        read_table(pooled(pool, "rankings")),
         questions,
-        read_table(pool / "passages.parquet"),
-        read_table(pool / "judgments.parquet"),
+        read_table(pooled(pool, "passages")),
+        read_table(pooled(pool, "judgments")),
         gold,
     )
 

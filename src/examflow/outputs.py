@@ -50,6 +50,16 @@ class ReportFile(File):
     section: str = ""  # the report's subcategory
 
 
+# `examflow pool`, into pool/: the tables the steps read, and two for people to read (TSV).
+POOL = {
+    "passages": File("passages.parquet"),
+    "rankings": File("rankings.parquet"),
+    "queries": File("queries.parquet"),
+    "judgments": File("judgments.parquet"),
+    "summary": File("summary.tsv"),
+    "flagged": File("flagged.tsv"),
+}
+
 # `examflow evaluate`, into eval/{method}/.
 EVALUATION = {
     "leaderboard": File("leaderboard.tsv"),

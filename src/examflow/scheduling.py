@@ -9,12 +9,12 @@ import logging
 import os
 from dataclasses import dataclass
 
-from examflow.errors import ConfigError, InputError, Problems
+from examflow.errors import ConfigError, Problems
 from examflow.io import read_queries
 from examflow.io.leaderboard import match_runs, read_leaderboard
-from examflow.io.lines import raw_lines
 from examflow.io.queries import subtopics
 from examflow.io.responses import response_run_ids
+from examflow.io.runs import run_tag
 from examflow.outputs import Facts
 from examflow.questions.bank import entry_lines, known_targets, read_bank
 from examflow.questions.shards import shard_digests, shard_of
@@ -161,15 +161,3 @@ def check_judge_files(labels: dict[str, str], leaderboards: dict[str, str], layo
         read_labels(path)
     for path in leaderboards.values():
         read_autojudge(path, layout)
-
-
-def run_tag(path: str) -> str:
-    """The run tag on a run file's first line (one run per file; pooling checks the rest)."""
-    for number, raw in raw_lines(path):
-        columns = raw.split()
-        if len(columns) != 6:
-            raise InputError(
-                path, f"expected 6 columns (query_id Q0 doc_id rank score run_tag), found {len(columns)}", number
-            )
-        return columns[5].decode("utf-8", errors="replace")
-    raise AssertionError("raw_lines raises on an empty file")

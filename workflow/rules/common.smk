@@ -29,6 +29,7 @@ from examflow.outputs import (
     JUDGES_REPORT,
     NRP as NRP_FILES,
     NRP_REPORT,
+    POOL,
     REPORT,
     paths,
     wanted,
@@ -344,6 +345,11 @@ def size_mb(wildcards, files):
         )
         / 2**20
     )
+
+
+def pool_outputs():
+    """Every table `examflow pool` writes (examflow.outputs.POOL)."""
+    return {name: results(f"pool/{path}") for name, path in paths(POOL, FACTS).items()}
 
 
 def evaluation_outputs():

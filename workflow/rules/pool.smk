@@ -2,12 +2,7 @@ rule pool:
     input:
         unpack(pool_inputs),
     output:
-        passages=results("pool/passages.parquet"),
-        rankings=results("pool/rankings.parquet"),
-        queries=results("pool/queries.parquet"),
-        judgments=results("pool/judgments.parquet"),
-        summary=results("pool/summary.tsv"),
-        flagged=results("pool/flagged.tsv"),
+        **pool_outputs(),
     log:
         logs("pool.log"),
     conda:

@@ -36,9 +36,9 @@ elif GENERATED == "nugget":
     # AutoNuggetizer's creator and scorer over the pool's documents (docs/banks.md)
     checkpoint questions:
         input:
-            passages=results("pool/passages.parquet"),
-            queries=results("pool/queries.parquet"),
-            judgments=results("pool/judgments.parquet"),
+            passages=pool_outputs()["passages"],
+            queries=pool_outputs()["queries"],
+            judgments=pool_outputs()["judgments"],
         output:
             literal(BANK),
         log:

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 
 from examflow.grading.calibration import calibrated_grades
 from examflow.grading.grades import failure_counts
-from examflow.io.tables import among
+from examflow.io.tables import among, write_tables
 from examflow.registry import Method
 
 
@@ -40,8 +40,6 @@ def merge_grades(
 
 def write_grades(grades: pd.DataFrame, metadata: dict, path: str) -> None:
     """Parquet with the metadata under the schema key `examflow`, written atomically."""
-    from examflow.io.tables import write_tables
-
     table = pa.Table.from_pandas(grades, preserve_index=False)
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), b"examflow": json.dumps(metadata).encode()})
     write_tables({path: table})

@@ -46,6 +46,13 @@ def read_runs(
     return pd.concat(tables, ignore_index=True)
 
 
+def run_tag(path: str | Path) -> str:
+    """The run tag on a run file's first line (one run per file: read_run checks the rest)."""
+    for number, line in text_lines(path):
+        return split_columns(path, number, line, RUN_FIELDS, None)[5]
+    raise AssertionError("text_lines raises on an empty file")
+
+
 NO_KNOWN_QUERY = "no rows for any known query"
 
 
