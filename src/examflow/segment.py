@@ -57,7 +57,7 @@ def _sentence_starts(paragraph: str) -> list[int]:
     return starts
 
 
-def tokens(text: str) -> list[re.Match[str]]:
+def _tokens(text: str) -> list[re.Match[str]]:
     """The text's tokens (group 2), each with the whitespace before it (group 1)."""
     return list(_TOKEN.finditer(text))
 
@@ -95,7 +95,7 @@ def segment(paragraphs: Iterable[str], max_tokens: int) -> list[str]:
 
 def _pieces(paragraph: str, max_tokens: int) -> list[tuple[str, int]]:
     """The paragraph whole if it fits, else sentence packs that do, else token windows; with their sizes."""
-    every = tokens(paragraph)
+    every = _tokens(paragraph)
     if len(every) <= max_tokens:
         return [(paragraph, len(every))]
     starts = _sentence_starts(paragraph)
