@@ -135,7 +135,15 @@ def test_a_local_model_grades_each_criterion_then_aggregates(tmp_path):
     passages = pd.DataFrame({"query_id": "q1", "passage_id": [f"p{i}" for i in range(6)], "text": texts})
     backend = {"kind": "hf_seq2seq", "model": model, "decoding": "greedy", "max_new_tokens": 3, "batch_size": 4}
     method = {"name": "c", "kind": "criteria_llm", "backend": backend}
-    table = grader(method, str(tmp_path / "cache")).grade(make_pairs("criteria_llm", passages, pd.DataFrame(), queries))
+    shard, pairs = (
+        grader(method, str(tmp_path / "cache")),
+        make_pairs("criteria_llm", passages, pd.DataFrame(), queries),
+    )
+    table = shard.grade(pairs)
+    # FLAN-T5 has no chat template: the paper's code gives it the user prompt without the system message
+    system, user = chat_template("criteria-grade")
+    prompt = shard.backend.prompt(request("criteria_llm", pairs[0]))
+    assert prompt.startswith(user.split("{")[0]) and system.strip() not in prompt
     for raw, rating, error in zip(table["raw"], values(table["rating"]), table["error"]):
         found = re.search(r"\b[0-3]\b", raw or "")
         assert rating == (int(found.group()) if found else None) and (error is None) == (found is not None), raw

@@ -125,6 +125,32 @@ def test_an_entry_without_what_its_back_end_answers_is_no_answer(tmp_path, caplo
     assert warnings(caplog) == [f"{bad}: {DAMAGE.format(1, 0)} ones (checksum mismatch); their values are asked of the model again"]  # fmt: skip
 
 
+def test_a_back_end_without_roles_is_keyed_by_the_user_message_it_reads(tmp_path):
+    """FLAN-T5 reads a criteria or nugget prompt without its system message, since examflow follows the
+    criteria paper's code: an answer cached when it read both is no answer to what it reads now. A chat back
+    end gets both messages, keyed as before; a template without a system message is keyed as before."""
+    from examflow.cache import content_key
+    from examflow.grading.backends import Request
+
+    text = (Path(__file__).parents[1] / "src/examflow/prompts/criteria-grade.txt").read_text().removesuffix("\n")
+    system, user = text.removeprefix("[system]\n").split("\n[user]\n")
+    fields = {"criterion": "Exactness", "definition": "d", "query": "q", "context": "c"}
+    criteria, rating = (
+        Request("criteria-grade", fields),
+        Request("grade-self-rating", {"question": "q", "context": "c"}),
+    )
+    api = {"backend": "openai", "model": "m"}
+    assert GradeCache(tmp_path, FAST).key(criteria) == content_key(FAST, {"template": user, "fields": fields})
+    assert GradeCache(tmp_path, api).key(criteria) == content_key(
+        api, {"template": f"{system}\n\n{user}", "fields": fields}
+    )
+    plain = (Path(__file__).parents[1] / "src/examflow/prompts/grade-self-rating.txt").read_text().removesuffix("\n")
+    for signature in (FAST, api):
+        assert GradeCache(tmp_path, signature).key(rating) == content_key(
+            signature, {"template": plain, "fields": rating.fields}
+        )
+
+
 def test_an_edited_nrp_score_is_detected_and_scored_again(tmp_path, caplog):
     model = str(build_tiny_t5(tmp_path / "monot5", seed=5))
     queries = [QueryItems("q1", "bees honey", {"d1": "bees make honey", "d2": "the moon"}, {"a/p/0": "honey"})]

@@ -114,10 +114,10 @@ def test_grades_over_http_with_the_system_message(tmp_path):
     assert {body["messages"][0]["content"] for body in bodies} == {chat_template("nugget-assign")[0]}
 
 
-def test_a_local_model_reads_the_system_message_first(tmp_path):
-    """A tiny FLAN-T5-shaped model: its prompt is the system message, a blank line, the user message (cut
-    only in the passage), and each pair's grade is the reading of its answer (a tiny model's words are
-    no list of labels: failures, never grades)."""
+def test_a_local_model_reads_the_user_message_alone(tmp_path):
+    """A tiny FLAN-T5-shaped model: its prompt is the user message (cut only in the passage), as the
+    criteria-based judgments' code prompts FLAN-T5, which has no chat template; each pair's grade is the
+    reading of its answer (a tiny model's words are no list of labels: failures, never grades)."""
     from tiny_models import build_tiny_t5
 
     from examflow.grading.methods import SUPPORT_GRADES, request
@@ -130,7 +130,7 @@ def test_a_local_model_reads_the_system_message_first(tmp_path):
     pairs = make_pairs("nugget_support", passages, nuggets, queries)
     table = shard.grade(pairs)
     prompt = shard.backend.prompt(request("nugget_support", pairs[0]))
-    assert prompt.startswith(chat_template("nugget-assign")[0] + "\n\nBased on the query and passage")
+    assert prompt.startswith("Based on the query and passage") and chat_template("nugget-assign")[0] not in prompt
     for raw, rating, error in zip(table["raw"], values(table["rating"]), table["error"]):
         expected = SUPPORT_GRADES.get(parse_nugget_label(raw) or "")
         assert rating == expected and (error is None) == (expected is not None), (raw, rating, error)

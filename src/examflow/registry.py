@@ -92,6 +92,8 @@ class Backend:
     # The factory gets the cache folder too: for a client that keeps answers of its own, or a converted model.
     cache_folder: bool = False
     by_quantiles: bool = False  # answers are similarities, graded by pool quantiles when the shards merge
+    # It takes a system and a user message (a chat API); without roles (FLAN-T5) it reads the user message alone.
+    roles: bool = False
 
 
 @dataclass(frozen=True)
@@ -203,7 +205,7 @@ BACKENDS = {
     ),
     "openai": Backend(
         LLM_OPTIONS, "examflow.grading.backends:OpenAIBackend", api_planning, api_signature, gpus=0,
-        parse_mode="strict", kinds=GENERATIVE, threads=1, mem_mb=2000, cache_folder=True,
+        parse_mode="strict", kinds=GENERATIVE, threads=1, mem_mb=2000, cache_folder=True, roles=True,
     ),
     "embedding": Backend(
         {

@@ -1,5 +1,5 @@
 """The grade cache: model answers keyed by the back end's signature (model and revision, dtype,
-decoding, truncation length), the prompt template's text and every field put into it (question,
+decoding, truncation length), the prompt template's text as the back end reads it and every field put into it (question,
 passage, answer key). Only answers are cached, never failures (`examflow.cache`). Answers are
 kept in one folder per query, so the number of grading shards can change without a regrade.
 An entry is used only if it holds what its back end answers: a text, and the `expected` grade of
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from examflow.cache import NULL, NUMBER, TEXT, ContentCache, content_key
 from examflow.grading.backends import Answer, Request
-from examflow.prompts import template
+from examflow.prompts import read_by
 from examflow.questions.shards import query_folder
 from examflow.registry import BACKENDS
 
@@ -19,6 +19,7 @@ from examflow.registry import BACKENDS
 class GradeCache:
     def __init__(self, directory: str | Path, signature: dict):
         self.directory, self.signature = directory, signature
+        self.roles = BACKENDS[signature["backend"]].roles
         self.folders: dict[str, ContentCache] = {}
         self.fields = {
             "text": TEXT,
@@ -37,7 +38,10 @@ class GradeCache:
         return self._folder(query_id).folder.is_dir()
 
     def key(self, request: Request) -> str:
-        return content_key(self.signature, {"template": template(request.template), "fields": request.fields})
+        # the text the back end reads: a model without roles never sees a system message
+        return content_key(
+            self.signature, {"template": read_by(request.template, self.roles), "fields": request.fields}
+        )
 
     def answers(self, query_ids) -> dict[str, Answer]:
         """The cached answers of the given queries, by key."""

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from examflow.prompts import template
+from examflow.prompts import read_by
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ def _measured(texts: set[str], known: dict, measure: Callable[[list[str]], dict]
 def _parts(request: Any) -> _Parts:
     fields = dict(request.fields)
     context = fields.pop("context", "")
-    return _Parts(template(request.template), tuple(fields.items()), context)
+    return _Parts(read_by(request.template, roles=False), tuple(fields.items()), context)  # a local model
 
 
 def _cut(context: str, ends: list[tuple[int, int]], budget: int) -> str:

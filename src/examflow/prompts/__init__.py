@@ -2,8 +2,10 @@
 
 A template whose method has a system message (nuggetizer's, for one) starts with a line `[system]`, the
 system message, a line `[user]`, then the user message. A chat API gets the two as two messages;
-`template` gives them as one text, the system message first and a blank line between, which is what a
-model without roles (FLAN-T5) reads and what identifies the prompt (cache keys, digests).
+`template` gives them as one text, the system message first and a blank line between, which identifies
+the prompt (digests, a chat back end's cache keys). A model without roles (FLAN-T5) reads the user message
+alone (`read_by`), as the criteria-based judgments' code gives FLAN-T5 its prompt when the tokenizer has
+no chat template.
 """
 
 from __future__ import annotations
@@ -29,3 +31,8 @@ def template(name: str) -> str:
     """The template `name` as one text: its system message (if any), a blank line, its user message."""
     system, user = chat_template(name)
     return user if system is None else f"{system}\n\n{user}"
+
+
+def read_by(name: str, roles: bool) -> str:
+    """What a back end reads of the template `name`: both messages with roles, the user message without."""
+    return template(name) if roles else chat_template(name)[1]
