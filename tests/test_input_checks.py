@@ -117,7 +117,7 @@ def test_the_leaderboard_is_checked_at_parse_time_against_run_tags_and_responses
     files = own_collection(tmp_path)
     responses = write(tmp_path / "responses.jsonl", '{"run_id": "rag", "query_id": "q1", "text": "An answer."}\n')
     inputs = {"official_leaderboard": str(write(tmp_path / "lb.json", '{"good": 1, "poor": 2, "rag": 3}')),
-              "responses": str(responses)}  # fmt: skip
+              "responses": str(responses), "queries": str(files["queries"])}  # fmt: skip
     runs = [str(files["run_good"]), str(files["run_poor"])]
     check_leaderboard(inputs, runs, VALIDATION)
     with pytest.raises(InputError, match="official run 'rag' is not among the evaluated runs"):
@@ -126,6 +126,10 @@ def test_the_leaderboard_is_checked_at_parse_time_against_run_tags_and_responses
     write(
         responses, '{"run_id": "rag", "query_id": "q1", "text": " "}\n{"run_id": "rag", "query_id": "q2", "text": []}\n'
     )
+    with pytest.raises(InputError, match="official run 'rag' is not among the evaluated runs"):
+        check_leaderboard(inputs, runs, VALIDATION)
+    # Nor is one that answered only queries the collection does not have (dropped under `warn`).
+    write(responses, '{"run_id": "rag", "query_id": "q404", "text": "An answer."}\n')
     with pytest.raises(InputError, match="official run 'rag' is not among the evaluated runs"):
         check_leaderboard(inputs, runs, VALIDATION)
 

@@ -52,8 +52,13 @@ def test_answer_formats_give_the_same_questions(answer):
 
 def test_a_question_that_begins_like_a_bullet_keeps_its_text():
     """A minus sign or an asterisk is a bullet only before a space (the question's text is its id)."""
-    answer = '{"questions": ["-40 degrees: the same in C and F?", "*Bold* claims: true?", "- Why fan?"]}'
-    assert parse_questions(answer) == ["-40 degrees: the same in C and F?", "*Bold* claims: true?", "Why fan?"]
+    answer = '{"questions": ["-40 degrees: the same in C and F?", "*Bold* claims: true?", "- Why fan?", "2.5 kg?"]}'
+    assert parse_questions(answer) == [
+        "-40 degrees: the same in C and F?",
+        "*Bold* claims: true?",
+        "Why fan?",
+        "2.5 kg?",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -84,5 +84,8 @@ def test_chinese_and_japanese_count_a_token_a_character_and_end_sentences_at_the
         "Is it?",
         "Yes.",
     ]
+    # a sentence that begins inside a run of letters (。” then Apple) is cut where split_sentences cuts it
+    quoted = "第一句话很长。”Apple公司发布。第三句话也长。"
+    assert segment([quoted], 9) == split_sentences(quoted) == ["第一句话很长。”", "Apple公司发布。", "第三句话也长。"]
     mixed = "Bees 蜜蜂 make honey."  # 3 words and 2 characters: 5 tokens, cut without adding or losing a space
     assert segment([mixed], 4) == ["Bees 蜜蜂 make", "honey."] and segment([mixed], 5) == [mixed]

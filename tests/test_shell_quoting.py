@@ -42,3 +42,28 @@ def test_a_report_path_that_snakemake_would_expand_is_never_printed_nor_taken(mo
     assert report_command("~/exam/report.html", []) == "snakemake --report report.html"  # `~`, expanded too
     kept = str(tmp_path / "res $UNSET_HERE $(x)" / "report.html")  # nothing to expand: the path as it is
     assert report_command(kept, []) == f"snakemake --report '{kept}'"
+
+
+def test_a_report_takes_the_settings_of_the_run_in_their_order_and_a_record_of_before_has_none(monkeypatch, tmp_path):
+    """`--config` settings apply in order, the last of a key winning: the command given back keeps them so.
+    A results folder recorded before settings were (no `config` key) says nothing of them."""
+    import json
+
+    from examflow.results import LOCK, lock_results
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "my.yaml").write_text("results_dir: elsewhere\n")
+    settings = ["results_dir=b", "results_dir=a"]  # Snakemake writes to a/
+    lock_results("a", ["my.yaml"], settings)
+    check_report_target("a/report.html", "a", ["my.yaml"], settings)  # the run's own: taken
+    with pytest.raises(Failure) as refused:
+        check_report_target("a/report.html", "elsewhere", ["my.yaml"])
+    assert str(refused.value).endswith(
+        "with that run's config: snakemake --report a/report.html --configfile my.yaml --config results_dir=b results_dir=a"
+    )
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / LOCK).write_text(
+        json.dumps({"pid": 1, "workdir": str(tmp_path), "configfiles": [str(tmp_path / "my.yaml")]})
+    )
+    check_report_target("old/report.html", "old", ["my.yaml"], ["results_dir=old"])

@@ -81,19 +81,21 @@ def _locked(path: Path) -> bool:
 
 def identity(configfiles: list[str], settings: Sequence[str] = ()) -> dict:
     """The run's working directory (where its relative paths start, and Snakemake's record lives), its
-    config files and its `--config` settings (`KEY=VALUE` as typed, in key order)."""
+    config files and its `--config` settings (`KEY=VALUE` as typed, in their order: the last of a key wins)."""
     return {
         "workdir": os.getcwd(),
         "configfiles": [str(Path(f).resolve()) for f in configfiles],
-        "config": sorted(settings),
+        "config": list(settings),
     }
 
 
 def _elsewhere(record: dict, mine: dict) -> bool:
     """Whether a folder's record differs from `mine` in any of mine's keys (a folder moved with its
     project, whose recorded directory is gone, is still this one's)."""
-    other = {key: record.get(key, [] if key == "config" else None) for key in mine}  # a record of before: none
-    return bool(record) and other != mine and Path(str(record.get("workdir"))).is_dir()
+    # A record written before settings were recorded says nothing of them: only what it holds is compared.
+    keys = [key for key in mine if key in record or key != "config"]
+    differs = any(record.get(key) != mine[key] for key in keys)
+    return bool(record) and differs and Path(str(record.get("workdir"))).is_dir()
 
 
 def _another(record: dict) -> str:
@@ -103,7 +105,7 @@ def _another(record: dict) -> str:
 def _configuration(record: dict) -> str:
     settings = record.get("config") or []
     return f"config {', '.join(record.get('configfiles') or ['?'])}" + (
-        f", --config {' '.join(settings)}" * bool(settings)
+        f", --config {shlex.join(settings)}" * bool(settings)
     )
 
 

@@ -144,7 +144,7 @@ def check_leaderboard(inputs: dict, run_files: list[str], validation: dict) -> N
     official = read_leaderboard(path)
     evaluated = {run_tag(file) for file in run_files}
     if inputs["responses"]:
-        evaluated |= response_run_ids(inputs["responses"])
+        evaluated |= response_run_ids(inputs["responses"], set(query_table(inputs["queries"])["query_id"]))
     problems = Problems(validation["leaderboard_runs"])
     for note in match_runs(path, official, evaluated, problems):
         log.warning("%s", note)

@@ -42,7 +42,7 @@ def split_sentences(paragraph: str) -> list[str]:
 
 
 def _sentence_starts(paragraph: str) -> list[int]:
-    """Where each sentence after the first begins."""
+    """Where each sentence after the first begins: where the whitespace before it begins (none after 。)."""
     starts, start = [], 0
     for match in _END.finditer(paragraph):
         initial = match.group(1)
@@ -53,7 +53,7 @@ def _sentence_starts(paragraph: str) -> list[int]:
                 continue
             if len(last_word) == 1 and last_word.isalpha():
                 continue
-        starts.append(start := match.end())
+        starts.append(start := match.start() + len(match.group().rstrip()))
     return starts
 
 
@@ -98,13 +98,10 @@ def _pieces(paragraph: str, max_tokens: int) -> list[tuple[str, int]]:
     every = _tokens(paragraph)
     if len(every) <= max_tokens:
         return [(paragraph, len(every))]
-    starts = _sentence_starts(paragraph)
-    sentences: list[list[re.Match[str]]] = [[]]
-    for token in every:
-        if starts and token.start(2) >= starts[0]:
-            starts.pop(0)
-            sentences.append([])
-        sentences[-1].append(token)
+    # Each sentence tokenised on its own (a sentence may begin inside a run of letters: 。”Apple), the
+    # whitespace before it its first token's, so that the tokens joined again keep it or its absence.
+    bounds = [0, *_sentence_starts(paragraph), len(paragraph)]
+    sentences = [_tokens(paragraph[a:b]) for a, b in zip(bounds, bounds[1:])]
     packs: list[list[re.Match[str]]] = [[]]
     for sentence in sentences:
         if len(sentence) > max_tokens:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from examflow.defaults import default
 from examflow.errors import Failure
 from examflow.evaluation.agreement import cohen_kappa
 from examflow.evaluation.correlation import leaderboard_correlation, tau_ap
@@ -40,10 +41,10 @@ VOTE_COLUMNS = ["label_set", "query_id", "doc_id", "label", "votes", "margin"]
 
 @dataclass(frozen=True)
 class Settings:
-    top_k: int = 10  # τ@k: the runs the official leaderboard ranks in its top k
-    persistence: float = 0.9  # RBO's p
-    replicates: int = 1000
-    seed: int = 0
+    top_k: int = default("judges.top_k")  # τ@k: the runs the official leaderboard ranks in its top k
+    persistence: float = default("judges.rbo_p")  # RBO's p
+    replicates: int = default("evaluation.bootstrap")
+    seed: int = default("evaluation.seed")
     level: float = 0.95
     complete: bool = False  # a judged query a run does not rank counts 0 (trec_eval -c), or is left out
 

@@ -62,13 +62,13 @@ def read_responses(path: str | Path, query_ids: set[str], unknown_queries: Probl
     return responses
 
 
-def response_run_ids(path: str | Path) -> set[str]:
-    """The systems a responses file holds that answered something: one whose every response is empty has
-    no passage, so no row in any leaderboard (read_responses)."""
+def response_run_ids(path: str | Path, query_ids: set[str]) -> set[str]:
+    """The systems a responses file holds that answered one of the queries: one whose every response is
+    empty, or to a query not among them, has no passage, so no row in any leaderboard (read_responses)."""
     return {
         required_id(path, number, record, "run_id")
         for number, record in json_lines(path)
-        if _paragraphs(path, number, record.get("text"))
+        if record.get("query_id") in query_ids and _paragraphs(path, number, record.get("text"))
     }
 
 

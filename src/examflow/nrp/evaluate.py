@@ -22,6 +22,7 @@ from typing import Protocol, cast
 import pandas as pd
 import pytrec_eval
 
+from examflow.defaults import default
 from examflow.errors import Failure, InputError
 from examflow.nrp.inputs import answer_name, complete_answers, rankers_needing_texts
 from examflow.nrp.rankers import QueryItems, Scores, make_ranker
@@ -63,9 +64,9 @@ class NRPSettings:
     rankers: list[dict]  # checked ranker settings, in order of preference on ties
     weights: dict[str, float]  # dimension -> weight of its NRP in the combined score
     fixed: dict[str, str] = field(default_factory=dict)  # dimension -> ranker name, skipping selection
-    denominator: str = "docs"  # or "list"
+    denominator: str = default("nrp.denominator")  # "docs" or "list"
     wilcoxon: list[tuple[str, str, str, str]] = field(default_factory=list)  # (llm a, prompt a, llm b, prompt b)
-    cache_dir: str | Path = "results/cache"
+    cache_dir: str | Path = default("cache_dir")
 
 
 def nrp_tables(inputs: NRPInputs, settings: NRPSettings) -> dict[str, pd.DataFrame]:
