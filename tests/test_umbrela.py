@@ -12,7 +12,7 @@ from test_grading_backends import direct_inputs, grader, openai_method, values
 
 from examflow.grading.grader import make_pairs
 from examflow.grading.parsing import parse_umbrela
-from examflow.prompts import template
+from examflow.prompts import chat_template
 from examflow.registry import KINDS
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "umbrela" / "prompt_templates"
@@ -30,10 +30,12 @@ def test_prompts_render_as_the_published_templates(kind):
     import yaml
 
     published = yaml.safe_load((REFERENCE / f"{PUBLISHED[kind]}.yaml").read_text())
-    assert published["system_message"] == ""  # UMBRELA's whole prompt is the user message, as examflow's
+    # the templates' system message is empty; UMBRELA's GPT judge sends "You are a helpful assistant."
+    assert published["system_message"] == ""
     query, passage = "how long is life cycle of flea", "The life cycle of a flea can last 20 days {to} a year."
     expected = published["prefix_user"].format(query=query, passage=passage)
-    assert template(KINDS[kind].template).format(query=query, context=passage) == expected
+    system, user = chat_template(KINDS[kind].template)
+    assert user.format(query=query, context=passage) == expected and system == "You are a helpful assistant."
 
 
 @pytest.mark.parametrize(
@@ -83,9 +85,12 @@ def test_grades_over_http_labels_and_failures(tmp_path):
                 )
                 assert values(table["rating"]) == [3, None]
                 assert table["error"].tolist()[1] == "unparsable: not a grade 0-3: '##final score: 5'"
-        prompts = [r["body"]["messages"][0]["content"] for r in server.requests]
-        rendered = {template(KINDS[kind].template).format(query="how bees make honey", context=text)
+        # as UMBRELA's GPT judge asks: its system message, then the published prompt
+        messages = [r["body"]["messages"] for r in server.requests]
+        assert {(m[0]["role"], m[0]["content"]) for m in messages} == {("system", "You are a helpful assistant.")}
+        rendered = {chat_template(KINDS[kind].template)[1].format(query="how bees make honey", context=text)
                     for kind in PUBLISHED for text in ("bees make honey", "tides")}  # fmt: skip
+        prompts = [m[1]["content"] for m in messages]
         assert len(prompts) == 12 and set(prompts) == rendered  # 3 kinds × 2 modes × 2 passages, as published
 
 
