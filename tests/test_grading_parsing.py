@@ -104,3 +104,31 @@ def test_published_self_ratings_parse_back_from_their_answers():
                     assert parse_self_rating(answer) == ratings[question_id]
                     checked += 1
     assert checked == 120
+
+
+UNANSWERABLE = {"unanswerable", "no", "no answer", "not enough information", "unknown"}
+
+
+@pytest.mark.parametrize("mode", ["reference", "paper"])
+@pytest.mark.parametrize(
+    "answer", ["0", "2.", "(1)", "3", "5", "7", "-2", "unanswerable", "No answer", "relevant", "It is a 2", ""]
+)
+def test_thomas_reads_other_answers_as_the_reference_implementation(answer, mode):
+    """The workbench's Thomas prompt reads its answer with its self-rater (SPEC §3: a digit 0-5 alone is the
+    rating; otherwise an unanswerable expression, the empty answer among them, 1 and anything else 0, the
+    other way round in `paper` mode) and counts a rating above 2 as 0. Such answers are unparsable, counted;
+    `strict` makes them errors."""
+    import re
+
+    digit = re.fullmatch(r"[^\w]*([0-5])[^\w]*", answer)
+    if digit:
+        rating = int(digit.group(1))
+    else:
+        unanswerable = answer.strip().lower().rstrip(".") in UNANSWERABLE | {""}
+        rating = int(unanswerable == (mode == "reference"))
+    expected = rating if rating <= 2 else 0
+    grade = interpret("thomas", Answer(answer), PAIR, mode)
+    assert (grade.rating, grade.error) == (expected, None)
+    assert grade.unparsable == (re.fullmatch(r"[^\w]*(?<![-])([0-2])[^\w]*", answer) is None)
+    strict = interpret("thomas", Answer(answer), PAIR, "strict")
+    assert (strict.rating is None) == grade.unparsable and (strict.error is None) != grade.unparsable

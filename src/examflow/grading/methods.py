@@ -163,8 +163,13 @@ def _verified(grade: Grade, text: str, pair: Pair, mode: str, verdict: Answer | 
 
 
 def _thomas(grade: Grade, text: str, pair: Pair, mode: str, verdict: Answer | None) -> str:
+    """A grade 0-2; any other answer read as the reference implementation's Thomas prompt reads it: as a
+    self-rating in the mode's way, a rating above 2 counting 0."""
     grade.rating = bare_grade(text, 2)
     grade.unparsable = grade.rating is None
+    if grade.unparsable and mode != "strict":
+        rating = parse_self_rating(text, mode)
+        grade.rating = rating if rating <= 2 else 0
     return text
 
 
@@ -213,8 +218,7 @@ READINGS = {
     "rating": Reading(_rating, "a grade 0-5"),
     "correct": Reading(_correct, "an answer"),  # any answer is read: never unparsable
     "verified": Reading(_verified, "yes or no"),
-    # Thomas's 0-2 scale has no published reading of other answers: always an error.
-    "thomas": Reading(_thomas, "a grade 0-2", always_strict=True),
+    "thomas": Reading(_thomas, "a grade 0-2"),
     "binary": Reading(_binary, "yes or no"),
     # UMBRELA grades an answer it cannot read 0; here that is a failure, in every parse mode.
     "umbrela": Reading(_umbrela, "a grade 0-3", always_strict=True),
