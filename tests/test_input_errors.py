@@ -185,3 +185,31 @@ def test_gold_articles_are_checked_like_responses(tmp_path):
     write(path, '{"query_id": "q1", "text": "  "}\n')
     with pytest.raises(InputError, match=r"gold.jsonl:1: field 'text': empty text"):
         read_gold_articles(path)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["report", "--method", "m", "--eval", "{eval}", "--grades", "{table}", "--out", "{out}"],
+        ["summary", "--grades", "{table}", "--config-digest", "0", "--results", "r", "--out-summary", "{out}/s.md",
+         "--out-provenance", "{out}/p.json"],
+        ["evaluate", "--grades", "{table}", "--pool", "{eval}", "--out", "{out}"],
+    ],
+    ids=["report", "summary", "evaluate"],
+)  # fmt: skip
+def test_a_file_that_is_not_a_table_is_one_line_naming_it(tmp_path, capsys, command):
+    """A JSONL file given where a grades table goes ended in pyarrow's traceback (a stranger's trial)."""
+    from examflow.cli import main
+
+    table = tmp_path / "graded.jsonl.gz"
+    table.write_text('{"query_id": "q1"}\n')
+    (tmp_path / "eval").mkdir()
+    (tmp_path / "eval/leaderboard.tsv").write_text("method\tmeasure\ttau\trun_id\tkind\tscore\tstderr\tn_queries\n"
+                                                   "m\texam_cover\t4\tr\tsystem\t0.5\t0\t1\n")  # fmt: skip
+    words = [w.format(eval=tmp_path / "eval", table=table, out=tmp_path / "out") for w in command]
+    assert main(words) == 2
+    assert (
+        capsys.readouterr().err
+        == f"examflow: error: {table}: not a Parquet table (the tables examflow writes for its steps are Parquet files)\n"
+    )
+    assert not (tmp_path / "out").exists()

@@ -89,3 +89,19 @@ def test_chinese_and_japanese_count_a_token_a_character_and_end_sentences_at_the
     assert segment([quoted], 9) == split_sentences(quoted) == ["第一句话很长。”", "Apple公司发布。", "第三句话也长。"]
     mixed = "Bees 蜜蜂 make honey."  # 3 words and 2 characters: 5 tokens, cut without adding or losing a space
     assert segment([mixed], 4) == ["Bees 蜜蜂 make", "honey."] and segment([mixed], 5) == [mixed]
+
+
+def test_a_cut_sentence_s_tail_joins_the_next_sentence_without_a_paragraph_break():
+    """The tail of a sentence cut into windows stood alone, so the passage packing put a paragraph break
+    (a blank line) between it and the next sentence that the response never had (a stranger's trial)."""
+    assert segment(["Aa bb cc dd. Ee ff."], 3) == ["Aa bb cc", "dd. Ee ff."]
+    assert segment(["東京は日本の首都です。大阪は大きいです！"], 10) == ["東京は日本の首都です", "。大阪は大きいです！"]
+
+
+def test_sentences_of_scripts_without_case_end_and_letters_with_points_between_are_one_word():
+    assert segment(["Aa bb z.B. Cc dd ee ff."], 5) == ["Aa bb z.B. Cc dd", "ee ff."]  # no sentence ends at z.B.
+    assert split_sentences("Made in the U.S.A. For you.") == ["Made in the U.S.A. For you."]
+    assert segment(["مرحبا بكم. هذا جيد. شكرا لكم."], 5) == ["مرحبا بكم. هذا جيد.", "شكرا لكم."]
+    assert segment(["한국어는 좋다. 정말 좋다. 아주 좋다."], 3) == ["한국어는 좋다.", "정말 좋다.", "아주 좋다."]
+    assert split_sentences("今日は晴れ．明日は雨．") == ["今日は晴れ．", "明日は雨．"]
+    assert split_sentences("यह अच्छा है। वह भी।") == ["यह अच्छा है।", "वह भी।"]

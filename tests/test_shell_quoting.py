@@ -37,11 +37,18 @@ def test_a_report_path_that_snakemake_would_expand_is_never_printed_nor_taken(mo
     monkeypatch.delenv("UNSET_HERE", raising=False)
     report = str(tmp_path / "res $HOME" / "report.html")
     assert report_command(report, ["c $HOME.yaml"]) == "snakemake --report report.html --configfile 'c $HOME.yaml'"
-    with pytest.raises(Failure, match=r"Snakemake would write it to .*/res /elsewhere/report.html .*: snakemake "):
+    with pytest.raises(
+        Failure, match=r"expands `\$NAME` .* in its path, here to .*/res /elsewhere/report.html; .*: snakemake "
+    ):
         check_report_target(report, tmp_path, ["c.yaml"])
     assert report_command("~/exam/report.html", []) == "snakemake --report report.html"  # `~`, expanded too
-    kept = str(tmp_path / "res $UNSET_HERE $(x)" / "report.html")  # nothing to expand: the path as it is
+    kept = str(tmp_path / "res $ 5 $(x)" / "report.html")  # nothing to expand: the path as it is
     assert report_command(kept, []) == f"snakemake --report '{kept}'"
+    # A variable not set now may be when the command is run: such a path is never printed nor taken either.
+    unset = str(tmp_path / "res $UNSET_HERE" / "report.html")
+    assert report_command(unset, []) == "snakemake --report report.html"
+    with pytest.raises(Failure, match=r"expands `\$NAME` and a leading `~` in its path; give another path"):
+        check_report_target(unset, tmp_path, [])
 
 
 def test_a_report_takes_the_settings_of_the_run_in_their_order_and_a_record_of_before_has_none(monkeypatch, tmp_path):

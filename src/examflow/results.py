@@ -21,6 +21,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
@@ -121,10 +122,12 @@ def check_report_target(
 ) -> None:
     """Refuse a report inside a results folder that another configuration than the one read wrote, and a
     path that Snakemake's report writer would change; the error gives the command that builds it."""
-    if (written_to := _as_snakemake_reads(report)) != report:
+    if _expandable(report):
+        written_to = _as_snakemake_reads(report)
+        where = f", here to {written_to}" if written_to != report else ""
         raise Failure(
-            f"--report {report}: Snakemake would write it to {written_to} (it expands `$NAME` "
-            f"and `~` in a report's path); give another path: {report_command(_unexpanded(report), configfiles, snakefile, settings)}"
+            f"--report {report}: Snakemake's report writer expands `$NAME` and a leading `~` in its path{where}; "
+            f"give another path: {report_command(_unexpanded(report), configfiles, snakefile, settings)}"
         )
     here, mine = Path(results).resolve(), identity(configfiles, settings)
     for folder in Path(report).resolve().parents:
@@ -158,9 +161,15 @@ def _as_snakemake_reads(report: str) -> str:
     return os.path.expandvars(os.path.expanduser(report))
 
 
+def _expandable(path: str) -> bool:
+    """Whether Snakemake's report writer may read `path` as another: it holds a `$NAME` or `${NAME}` (expanded
+    wherever the variable is set, now or when the command is run) or begins with `~`."""
+    return path.startswith("~") or re.search(r"\$(\w|\{)", path) is not None
+
+
 def _unexpanded(report: str) -> str:
-    """`report`, or where Snakemake would read it as another path, a file name in the working directory."""
-    if _as_snakemake_reads(report) == report:
+    """`report`, or where Snakemake may read it as another path, a file name in the working directory."""
+    if not _expandable(report):
         return report
     return Path(report).name.replace("$", "_").replace("~", "_") or "report.html"
 

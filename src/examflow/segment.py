@@ -25,11 +25,13 @@ _CJK = "\u3001-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff01-\uff60"
 _TOKEN = re.compile(rf"(\s*)([{_CJK}]|[^\s{_CJK}]+)")
 _CLOSING, _OPENING = "\"')\\]\u201d\u2019\u300d\u300f\uff09", "\"'(\\[\u201c\u2018"
 # A sentence ends at . ! or ? (closing quotes/brackets may follow) before whitespace and a word
-# (group 1: its first character, which must be a capital letter or digit of any script; abbreviations
-# and initials do not end one), or at 。！？, with or without whitespace after.
-_END = re.compile(rf"[.!?]+[{_CLOSING}]*\s+(?=[{_OPENING}]?([^\W_]))|[。！？]+[{_CLOSING}]*\s*(?=\S)")
+# (group 1: its first character, which must not be a small letter: a capital, a digit, or a letter of a
+# script without case; abbreviations and initials do not end one), or at 。！？．, the danda । ॥, with or
+# without whitespace after.
+_END = re.compile(rf"[.!?]+[{_CLOSING}]*\s+(?=[{_OPENING}]?([^\W_]))|[。！？．।॥]+[{_CLOSING}]*\s*(?=\S)")
 _ABBREVIATIONS = {"mr", "mrs", "ms", "dr", "prof", "st", "vs", "etc", "e.g", "i.e", "no", "fig", "approx", "jr", "sr",
                   "inc", "ltd", "co", "u.s", "cf", "al"}  # fmt: skip
+_INITIALS = re.compile(r"(?:[^\W\d_]\.)+[^\W\d_]")  # z.B, U.S.A, e.g: letters with points between
 
 
 def passage_id(text: str) -> str:
@@ -49,7 +51,7 @@ def _sentence_starts(paragraph: str) -> list[int]:
         if initial is not None:  # after . ! or ?: not before a small letter, nor after an abbreviation
             before = paragraph[start : match.start() + 1].split()
             last_word = before[-1].rstrip(".").lstrip("\"'([").lower() if before else ""
-            if not (initial.isupper() or initial.isdigit()) or last_word in _ABBREVIATIONS:
+            if initial.islower() or last_word in _ABBREVIATIONS or _INITIALS.fullmatch(last_word):
                 continue
             if len(last_word) == 1 and last_word.isalpha():
                 continue
@@ -104,8 +106,8 @@ def _pieces(paragraph: str, max_tokens: int) -> list[tuple[str, int]]:
     sentences = [_tokens(paragraph[a:b]) for a, b in zip(bounds, bounds[1:])]
     packs: list[list[re.Match[str]]] = [[]]
     for sentence in sentences:
-        if len(sentence) > max_tokens:
-            packs += [sentence[i : i + max_tokens] for i in range(0, len(sentence), max_tokens)] + [[]]
+        if len(sentence) > max_tokens:  # cut into windows; the last stays open to the sentences after it
+            packs += [sentence[i : i + max_tokens] for i in range(0, len(sentence), max_tokens)]
         elif len(packs[-1]) + len(sentence) > max_tokens:
             packs.append(sentence)
         else:

@@ -9,9 +9,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from examflow.errors import InputError
 from examflow.grading.calibration import calibrated_grades
 from examflow.grading.grades import failure_counts
-from examflow.io.tables import among, write_tables
+from examflow.io.tables import NOT_PARQUET, among, existing, write_tables
 from examflow.registry import Method
 
 
@@ -47,5 +48,8 @@ def write_grades(grades: pd.DataFrame, metadata: dict, path: str) -> None:
 
 def read_grades_metadata(path: str) -> dict:
     """What examflow recorded with a grades table ({} for a table written without any)."""
-    metadata = pq.read_schema(path).metadata or {}
+    try:
+        metadata = pq.read_schema(existing(path)).metadata or {}
+    except pa.ArrowInvalid:
+        raise InputError(path, NOT_PARQUET) from None
     return json.loads(metadata[b"examflow"]) if b"examflow" in metadata else {}

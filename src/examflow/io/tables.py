@@ -86,8 +86,16 @@ def among(table: pd.DataFrame, listed: pd.DataFrame, keys=("query_id", "passage_
     return pd.MultiIndex.from_frame(table[list(keys)]).isin(pd.MultiIndex.from_frame(listed[list(keys)]))
 
 
+NOT_PARQUET = "not a Parquet table (the tables examflow writes for its steps are Parquet files)"
+
+
 def read_table(path: str | Path) -> pd.DataFrame:
-    return pd.read_parquet(_existing(path))
+    import pyarrow
+
+    try:
+        return pd.read_parquet(existing(path))
+    except pyarrow.ArrowInvalid:  # a JSONL or TSV file named where a table examflow wrote goes
+        raise InputError(path, NOT_PARQUET) from None
 
 
 def read_tsv(path: str | Path, **types) -> pd.DataFrame:
@@ -98,7 +106,7 @@ def read_tsv(path: str | Path, **types) -> pd.DataFrame:
     (or all as True/False) is converted. An empty cell is a missing value: pandas writes one so.
     `types` (column: type) override the result, e.g. `tau=float`.
     """
-    table = pd.read_csv(_existing(path), sep="\t", dtype=str, keep_default_na=False)
+    table = pd.read_csv(existing(path), sep="\t", dtype=str, keep_default_na=False)
     for name in table.columns:
         cells = table[name].where(table[name] != "")
         table[name] = cells if name.endswith("_id") or name in TEXT_COLUMNS else _typed(cells)
@@ -114,7 +122,7 @@ def _typed(cells: pd.Series) -> pd.Series:
     return cells
 
 
-def _existing(path: str | Path) -> Path:
+def existing(path: str | Path) -> Path:
     path = Path(path)
     if not path.is_file():
         raise InputError(path, "table not found (was the step that writes it run?)")

@@ -71,7 +71,12 @@ def _add(path, entries: dict[tuple[str, str | None], Entry], entry: Entry, numbe
     """`entry`, read on line `number`; a second entry for its query and facet is an error."""
     key = (entry.query_id, entry.facet_id)
     if key in entries:
-        raise InputError(path, f"second entry for query {key[0]!r}, facet {key[1]!r}", number, "query_id")
+        raise InputError(
+            path,
+            f"second entry for query {key[0]!r}" + (f", facet {key[1]!r}" if key[1] is not None else " (no facet)"),
+            number,
+            "query_id",
+        )
     entry.line = number
     entries[key] = entry
 
