@@ -114,7 +114,7 @@ UNANSWERABLE = {"unanswerable", "no", "no answer", "not enough information", "un
     "answer", ["0", "2.", "(1)", "3", "5", "7", "-2", "unanswerable", "No answer", "relevant", "It is a 2", ""]
 )
 def test_thomas_reads_other_answers_as_the_reference_implementation(answer, mode):
-    """The workbench's Thomas prompt reads its answer with its self-rater (SPEC §3: a digit 0-5 alone is the
+    """The workbench's Thomas prompt reads its answer with its self-rater (docs/methods.md §3: a digit 0-5 alone is the
     rating; otherwise an unanswerable expression, the empty answer among them, 1 and anything else 0, the
     other way round in `paper` mode) and counts a rating above 2 as 0. Such answers are unparsable, counted;
     `strict` makes them errors."""

@@ -25,7 +25,7 @@ from examflow.questions.items import Entry, Item, item_id
 log = logging.getLogger(__name__)
 
 _FENCE = re.compile(r"```[a-zA-Z]*\s*(.*?)```", re.DOTALL)
-# A list mark to strip: SPEC's number `^\d+[.)]\s*` (not a decimal: 2.5), or a bullet before a space (not
+# A list mark to strip: the published enumeration `^\d+[.)]\s*` (not a decimal: 2.5), or a bullet before a space (not
 # -40 °C or *bold*).
 _ENUMERATION = re.compile(r"^\s*(?:\d+[.)](?!\d)|[-*\u2022](?=\s))\s*")
 # A line of a list: a number (not a decimal such as 2.5) or a bullet and a space (not **bold** or ---).
