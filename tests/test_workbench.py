@@ -118,6 +118,23 @@ def test_qa_grades_direct_grades_models_and_facets(tmp_path):
     assert exam[("QuestionCompleteConcisePromptWithAnswerKey2:flan-t5-large", "r2")] == 0.5  # only b: y
     assert exam[("QuestionCompleteConcisePromptWithAnswerKey2:other", "r1")] == 0.0
 
+    # A method's report from the same file: its own rows of the evaluation, never another method's
+    def report(method: str) -> subprocess.CompletedProcess:
+        command = ["report", "--method", method, "--eval", tmp_path / "out", "--workbench-graded", path, "--tau", 1,
+                   "--out", tmp_path / "report"]  # fmt: skip
+        return subprocess.run([sys.executable, "-m", "examflow", *map(str, command)], capture_output=True, text=True)
+
+    for model, r1 in (("other", "0.000 ± 0.000"), ("flan-t5-large", "0.500 ± 0.000")):
+        assert report(f"QuestionCompleteConcisePromptWithAnswerKey2:{model}").returncode == 0
+        [page] = pd.read_html(tmp_path / "report" / "leaderboard.html")[:1]
+        assert page.set_index("run").loc["r1", "exam every τ"] == r1, model
+        assert (tmp_path / "report" / "grades.png").stat().st_size > 0
+    unknown = report("QA")
+    assert unknown.returncode == 2 and unknown.stderr.startswith("examflow: error: --method 'QA': ")
+    assert (
+        "holds no row of it (methods: FagB, QuestionCompleteConcisePromptWithAnswerKey2:flan-t5-large" in unknown.stderr
+    )
+
 
 def test_a_budget_or_bootstrap_the_config_refuses_is_refused_in_one_line(tmp_path):
     """--k -3 with --official was a traceback, --k 0 exit 0 with no EXAM-Cover row of any run, and

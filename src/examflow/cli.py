@@ -60,6 +60,9 @@ def parser() -> argparse.ArgumentParser:
     report.add_argument("--method", help="the method's name")
     report.add_argument("--eval", help="the method's evaluation folder (`examflow evaluate --out`)")
     report.add_argument("--grades", help=f"the method's grades, {TABLE}")
+    report.add_argument(
+        "--workbench-graded", help="instead: the reference implementation's graded *.jsonl.gz the evaluation read"
+    )
     _number(
         report,
         "--tau",

@@ -676,8 +676,10 @@ def report_command(args: argparse.Namespace) -> None:
     if args.nrp:
         write_tables(nrp_report(Path(args.nrp), out, args.facts))
         return
-    if not (args.eval and args.grades and args.method):
-        raise Failure("examflow report: give --method, --eval and --grades, or --nrp")
+    if not (args.eval and args.method and (args.grades or args.workbench_graded)):
+        raise Failure("examflow report: give --method, --eval and --grades (or --workbench-graded), or --nrp")
+    if args.grades and args.workbench_graded:
+        raise Failure("examflow report: give --grades or --workbench-graded, not both")
     write_tables({out / path: content for path, content in method_report(args).items()})
 
 
@@ -711,9 +713,7 @@ def nrp_report(tables: Path, out: Path, facts: list[str] | None) -> dict[str | P
 
 def method_report(args: argparse.Namespace) -> dict[str, bytes | str]:
     """Every report file of one method that the facts ask for (examflow.outputs.REPORT), by path."""
-    from examflow.grading.merge import read_grades_metadata
     from examflow.io.leaderboard import read_leaderboard
-    from examflow.io.tables import read_table
     from examflow.outputs import EVALUATION, REPORT, Facts, wanted
     from examflow.report import figures, pages
     from examflow.report.board import Board
@@ -722,13 +722,14 @@ def method_report(args: argparse.Namespace) -> dict[str, bytes | str]:
     table = {name: folder / file.path for name, file in EVALUATION.items()}
     official = read_leaderboard(args.official) if args.official else None
     facts = Facts.of(args.facts) if args.facts is not None else Facts(bool(official), table["agreement"].exists())
-    leaderboard, grades = _tsv(table["leaderboard"], tau=float), read_table(args.grades)
+    leaderboard, (grades, kind) = _of_method(_tsv(table["leaderboard"], tau=float), method, table), _report_grades(args)
     evaluated = sorted(int(t) for t in leaderboard["tau"].dropna().unique())
     if tau not in evaluated:  # the figures would be empty
         raise Failure(f"--tau {tau}: {table['leaderboard']} holds τ {', '.join(map(str, evaluated))} only")
     correlation = _tsv(table["correlation"], tau=float) if facts.official else None
-    kind = read_grades_metadata(args.grades).get("method", {}).get("kind")
-    board = Board.of(leaderboard.assign(method=method), tau, kind, args.measures, official, correlation)
+    if correlation is not None:
+        correlation = correlation[correlation["method"] == method]
+    board = Board.of(leaderboard, tau, kind, args.measures, official, correlation)
     builders: dict[str, Callable[[], bytes | str]] = {
         "leaderboard_png": lambda: figures.leaderboard_figure(board),
         "leaderboard_html": lambda: pages.leaderboard_page(board),
@@ -747,6 +748,30 @@ def method_report(args: argparse.Namespace) -> dict[str, bytes | str]:
     if facts.official and not official:
         raise Failure("--facts official: give the official leaderboard (--official)")
     return {file.path: builders[name]() for name, file in wanted(REPORT, facts).items()}
+
+
+def _of_method(leaderboard: pd.DataFrame, method: str, table: dict[str, Path]) -> pd.DataFrame:
+    """The method's rows of leaderboard.tsv (one evaluation may hold several: a workbench graded file's)."""
+    mine = leaderboard[leaderboard["method"] == method]
+    if mine.empty:
+        held = ", ".join(sorted(map(str, leaderboard["method"].dropna().unique())))
+        raise Failure(f"--method {method!r}: {table['leaderboard']} holds no row of it (methods: {held or 'none'})")
+    return mine.reset_index(drop=True)
+
+
+def _report_grades(args: argparse.Namespace) -> tuple[pd.DataFrame, str | None]:
+    """The method's grades and its kind (None where not recorded): from its grades table, or its rows of a
+    workbench graded file (self-ratings of the reference implementation)."""
+    from examflow.grading.merge import read_grades_metadata
+    from examflow.io.tables import read_table
+    from examflow.io.workbench import read_workbench_graded
+
+    if args.grades:
+        return read_table(args.grades), read_grades_metadata(args.grades).get("method", {}).get("kind")
+    grades = read_workbench_graded(args.workbench_graded)["grades"]
+    if args.method not in set(grades["method"]):
+        raise InputError(args.workbench_graded, f"no grades of method {args.method!r} (--method)")
+    return grades[grades["method"] == args.method].reset_index(drop=True), None
 
 
 def worked_example(args: argparse.Namespace, grades: pd.DataFrame, method: str) -> str:
