@@ -328,3 +328,25 @@ def test_a_reworded_question_of_the_published_dl19_bank_is_seen_by_diff_and_impa
     assert changes[
         ["change", "question_id", "question_text", "old_question_id", "old_question_text"]
     ].values.tolist() == [["reworded", question_id, after, question_id, before]]
+
+
+def test_an_edit_of_spaces_at_a_question_s_ends_or_of_its_answer_key_is_a_change(tmp_path):
+    """The id of `q/md5` ignores spaces at the text's ends, the model reads them; an answer key decides which
+    answers are correct. Both edits regrade or recheck, and bank-diff said "no changes" (a stranger's trial)."""
+
+    def bank(path, wax: str, nectar: list[str]):
+        items = [{"question_text": wax, "gold_answers": ["yes"]}, {"question_text": "What is nectar?",
+                                                                   "gold_answers": nectar}]  # fmt: skip
+        path.write_text(json.dumps({"query_id": "q1", "facet_id": None, "items": items}) + "\n")
+        return read_bank(path)
+
+    old = bank(tmp_path / "old.jsonl", "Is wax made by bees? ", ["sugar water"])
+    new = bank(tmp_path / "new.jsonl", "Is wax made by bees?", ["sugary juice"])
+    [change] = diff_banks(old, new).values()
+    assert [(a.text, b.text) for a, b in change.reworded] == [("Is wax made by bees? ", "Is wax made by bees?")]
+    assert [(a.gold_answers, b.gold_answers) for a, b in change.rekeyed] == [(["sugar water"], ["sugary juice"])]
+    assert format_diff(diff_banks(old, new)) == (
+        "q1: 0 added, 0 removed, 1 reworded, 1 re-keyed\n"
+        "  ~ Is wax made by bees? \n    → Is wax made by bees?\n"
+        "  ! What is nectar?: sugar water → sugary juice\n"
+    )

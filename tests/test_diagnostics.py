@@ -130,3 +130,31 @@ def test_a_nugget_re_rated_is_a_bank_edit_listed_with_its_importance(tmp_path):
     ]
     older = Baseline(before.questions.drop(columns=["importance"]), before.labels, before.leaderboard)
     assert impact_tables(older, after)["questions"].empty  # no importance known before: none re-rated
+
+
+def test_an_answer_key_edited_is_a_bank_edit_listed_as_re_keyed(tmp_path):
+    """An edit of an answer key changes which answers are correct: it must be another bank (digest) for the
+    impact tables, or they kept showing the edit before it (a stranger's trial)."""
+    from examflow.evaluation.evaluate import Inputs, Settings, evaluate
+
+    def baseline(key: list[str] | None) -> Baseline:
+        bank = pd.DataFrame({"query_id": "q", "facet_id": None, "question_id": ["q/1", "q/2"],
+                             "question_text": ["What is nectar?", "Who makes wax?"], "kind": "question",
+                             "gold_answers": [key, ["bees"]], "choices": None})  # fmt: skip
+        grades = pd.DataFrame({"query_id": "q", "facet_id": None, "passage_id": "p", "question_id": ["q/1", "q/2"],
+                               "rating": pd.NA, "correct": [True, False], "error": None, "method": "m",
+                               "kind": "qa_verify"}).astype({"rating": "Int64", "correct": "boolean"})  # fmt: skip
+        rankings = pd.DataFrame({"run_id": ["a"], "query_id": "q", "passage_id": "p", "rank": 1, "score": 1.0})
+        passages = pd.DataFrame({"query_id": ["q"], "passage_id": "p", "origin": "retrieved", "text": "Bees."})
+        judgments = pd.DataFrame(columns=["query_id", "facet_id", "passage_id", "relevance"])
+        outputs = evaluate(Inputs(grades, rankings, bank, passages, judgments), Settings(measures=[]), None)
+        return outputs["baselines"]["m"]
+
+    before, after = baseline(["sugar water"]), baseline(["sugary juice"])
+    assert bank_digest(before.questions) != bank_digest(after.questions)
+    changes = impact_tables(before, after)["questions"]
+    assert changes[["change", "question_id", "question_text"]].values.tolist() == [
+        ["re-keyed", "q/1", "What is nectar?"]
+    ]
+    older = Baseline(before.questions.drop(columns=["answer_key"]), before.labels, before.leaderboard)
+    assert impact_tables(older, after)["questions"].empty  # no key known before: none re-keyed

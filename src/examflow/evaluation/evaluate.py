@@ -37,7 +37,7 @@ from examflow.evaluation.diagnostics import (
     uncovered_passages,
 )
 from examflow.evaluation.exam_qrels import DEFAULT_MEASURES, aggregations, exam_labels, format_qrels, trec_scores
-from examflow.evaluation.impact import Baseline
+from examflow.evaluation.impact import Baseline, answer_key
 from examflow.evaluation.nuggets import nugget_values
 from examflow.evaluation.rouge import rouge_per_query
 from examflow.evaluation.scores import system_scores
@@ -269,12 +269,27 @@ def exam_texts(exam: pd.DataFrame, bank: pd.DataFrame | None) -> pd.DataFrame:
 
 
 def _rated(exam: pd.DataFrame, bank: pd.DataFrame | None) -> pd.DataFrame:
-    """The exam with each nugget's importance where the bank rates its nuggets: a change of importance is a
-    bank edit (the weighted nugget scores change), listed as re-rated."""
-    if bank is None or "importance" not in bank or bank["importance"].isna().all():
+    """The exam with what else of the bank its scores depend on, where the bank has it: each nugget's
+    importance (the weighted nugget scores) and each question's answer key and choices (the answers
+    checked against them). A change of either is a bank edit, listed as re-rated or re-keyed."""
+    if bank is None:
         return exam
-    importance = bank.drop_duplicates("question_id").set_index("question_id")["importance"]
-    return exam.assign(importance=exam["question_id"].map(importance))
+    questions = bank.drop_duplicates("question_id").set_index("question_id")
+    if "importance" in bank and bank["importance"].notna().any():
+        exam = exam.assign(importance=exam["question_id"].map(questions["importance"]))
+    none = [None] * len(questions)
+    answers, choices = (questions[c] if c in questions else none for c in ("gold_answers", "choices"))
+    keys = {
+        question: answer_key(key, offered)
+        for question, key, offered in zip(questions.index, answers, choices)
+        if not _missing(key) or not _missing(offered)
+    }
+    return exam.assign(answer_key=exam["question_id"].map(keys)) if keys else exam
+
+
+def _missing(value) -> bool:
+    """A bank cell without a value: None, or NaN where pandas made one (never a list of answers)."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def sort_leaderboard(board: pd.DataFrame) -> pd.DataFrame:

@@ -38,11 +38,17 @@ class Baseline:
     leaderboard: pd.DataFrame  # measure, tau, run_id, score (systems only)
 
 
+def answer_key(answers, choices: str | None) -> str:
+    """A question's answer key and choices (JSON, as bank shards hold them) as one text, for the baseline."""
+    listed = None if answers is None or isinstance(answers, float) else list(answers)  # NaN: pandas' none
+    return json.dumps([listed, choices if isinstance(choices, str) else None], ensure_ascii=False)
+
+
 def bank_digest(questions: pd.DataFrame) -> str:
-    # a nugget's importance changes the nugget scores: an edit of it is a bank edit (a bank without
-    # ratings keeps the digest it had before they were read)
-    rated = ["importance"] if "importance" in questions and questions["importance"].notna().any() else []
-    columns = ["query_id", "facet_id", "question_id", "question_text", *rated]
+    # a nugget's importance changes the nugget scores, an answer key the answers' checks: an edit of
+    # either is a bank edit (a bank without them keeps the digest it had before they were read)
+    extra = [c for c in ("importance", "answer_key") if c in questions and questions[c].notna().any()]
+    columns = ["query_id", "facet_id", "question_id", "question_text", *extra]
     rows = questions[columns].astype(str).sort_values("question_id")
     return hashlib.sha256(json.dumps(rows.to_numpy().tolist()).encode()).hexdigest()[:16]
 
@@ -97,7 +103,9 @@ def question_changes(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
     for (query_id, facet_id), change in diff_banks(_entries(old), _entries(new)).items():
         rows += [(query_id, facet_id, "added", *_now(i), None, None, i.importance, None) for i in change.added]
         rows += [(query_id, facet_id, "removed", None, None, *_now(i), None, i.importance) for i in change.removed]
-        for name, pairs in (("reworded", change.reworded), ("re-rated", change.rerated if known else [])):
+        keyed = change.rekeyed if "answer_key" in old else []  # a baseline of before keys were kept: unknown
+        for name, pairs in (("reworded", change.reworded), ("re-rated", change.rerated if known else []),
+                            ("re-keyed", keyed)):  # fmt: skip
             rows += [(query_id, facet_id, name, *_now(b), *_now(a), b.importance, a.importance) for a, b in pairs]
     return pd.DataFrame(rows, columns=QUESTION_CHANGE_COLUMNS)
 
@@ -118,12 +126,16 @@ class _Question(Protocol):
 def _entries(questions: pd.DataFrame) -> list[Entry]:
     # a baseline kept before importance was (or of a bank without ratings) has no importance column
     rated = questions if "importance" in questions else questions.assign(importance=None)
+    keys = questions["answer_key"] if "answer_key" in questions else pd.Series(None, index=questions.index)
     entries: dict[tuple, Entry] = {}
-    for row, importance in zip(cast(Iterator[_Question], questions.itertuples(index=False)), rated["importance"]):
+    rows = zip(cast(Iterator[_Question], questions.itertuples(index=False)), rated["importance"], keys)
+    for row, importance, key in rows:
         facet = None if pd.isna(row.facet_id) else cast(str, row.facet_id)  # cast: not missing, so an id
         entry = entries.setdefault((row.query_id, facet), Entry(row.query_id, facet, None, []))
         rating = None if pd.isna(importance) else cast(str, importance)
-        entry.items.append(Item(row.query_id, facet, row.question_id, row.question_text, importance=rating))
+        answers, choices = json.loads(key) if isinstance(key, str) else (None, None)
+        entry.items.append(Item(row.query_id, facet, row.question_id, row.question_text, gold_answers=answers,
+                                choices=json.loads(choices) if choices else None, importance=rating))  # fmt: skip
     return list(entries.values())
 
 

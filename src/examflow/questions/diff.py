@@ -1,11 +1,12 @@
 """`examflow bank-diff OLD NEW`: what an edit changed, per query and facet.
 
-The text decides, not the id: an item whose text (stripped) is in both lists is unchanged, whatever
-its ids. Of the rest, an old and a new item are a rewording when they share an id (banks that store
-their ids keep them across edits), else when their texts are similar (ratio ≥ 0.6), or else when
-they sit at the same position in their lists; what remains is added or removed. A nugget whose text
-stays and whose importance (vital, okay) changes is re-rated: its grades stand, the scores that weigh
-nuggets change.
+The text decides, not the id: an item whose text is in both lists, to the last space (the model reads
+it so), is unchanged, whatever its ids. Of the rest, an old and a new item are a rewording when they
+share an id (banks that store their ids keep them across edits: `q/md5` ids ignore spaces at the ends),
+else when their texts are similar (ratio ≥ 0.6), or else when they sit at the same position in their
+lists; what remains is added or removed. A nugget whose text stays and whose importance (vital, okay)
+changes is re-rated: its grades stand, the scores that weigh nuggets change. A question whose text
+stays and whose answer key or choices change is re-keyed: its answers are checked again.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ class Change:
     removed: list[Item] = field(default_factory=list)
     reworded: list[tuple[Item, Item]] = field(default_factory=list)
     rerated: list[tuple[Item, Item]] = field(default_factory=list)  # the same nugget, another importance
+    rekeyed: list[tuple[Item, Item]] = field(default_factory=list)  # the same question, another key or choices
 
 
 def diff_banks(old: list[Entry], new: list[Entry]) -> dict[tuple[str, str | None], Change]:
@@ -33,17 +35,18 @@ def diff_banks(old: list[Entry], new: list[Entry]) -> dict[tuple[str, str | None
     changes = {}
     for key in list(before) + [k for k in after if k not in before]:
         change = _diff_items(before.get(key, []), after.get(key, []))
-        if change.added or change.removed or change.reworded or change.rerated:
+        if change.added or change.removed or change.reworded or change.rerated or change.rekeyed:
             changes[key] = change
     return changes
 
 
 def _diff_items(old: list[Item], new: list[Item]) -> Change:
     removed, added = dict(enumerate(old)), dict(enumerate(new))
-    kept = _match(removed, added, lambda i: (i.item_id, i.text.strip()))  # unchanged
-    kept += _match(removed, added, lambda i: i.text.strip())  # unchanged text under a new id
+    kept = _match(removed, added, lambda i: (i.item_id, i.text))  # unchanged
+    kept += _match(removed, added, lambda i: i.text)  # unchanged text under a new id
     change = Change(reworded=_match(removed, added, lambda i: i.item_id))  # a stored id, new text
     change.rerated = [(a, b) for a, b in kept if a.importance != b.importance]
+    change.rekeyed = [(a, b) for a, b in kept if (a.gold_answers, a.choices) != (b.gold_answers, b.choices)]
     pairs = sorted(
         ((SequenceMatcher(None, a.text, b.text).ratio(), p, q) for p, a in removed.items() for q, b in added.items()),
         reverse=True,
@@ -77,13 +80,25 @@ def format_diff(changes: dict[tuple[str, str | None], Change]) -> str:
     for (query_id, facet_id), change in changes.items():
         name = f"{query_id} / {facet_id}" if facet_id else query_id
         counts = f"{len(change.added)} added, {len(change.removed)} removed, {len(change.reworded)} reworded"
-        lines.append(f"{name}: {counts}" + (f", {len(change.rerated)} re-rated" if change.rerated else ""))
+        more = [
+            f"{len(pairs)} {what}"
+            for what, pairs in (("re-rated", change.rerated), ("re-keyed", change.rekeyed))
+            if pairs
+        ]
+        lines.append(f"{name}: {', '.join([counts, *more])}")
         lines += [f"  + {item.text}" for item in change.added]
         lines += [f"  - {item.text}" for item in change.removed]
         for before, after in change.reworded:
             lines += [f"  ~ {before.text}", f"    → {after.text}{_rating(before, after)}"]
         lines += [f"  ! {after.text}:{_rating(before, after)}" for before, after in change.rerated]
+        lines += [f"  ! {after.text}: {_key(before)} → {_key(after)}" for before, after in change.rekeyed]
     return "\n".join(lines) + "\n"
+
+
+def _key(item: Item) -> str:
+    """An answer key and its choices as the diff shows them: `none` for neither."""
+    answers = " | ".join(item.gold_answers or []) or "none"
+    return answers + (f" (choices {', '.join(f'{k}: {v}' for k, v in item.choices.items())})" if item.choices else "")
 
 
 def _rating(before: Item, after: Item) -> str:
