@@ -350,3 +350,20 @@ def test_an_edit_of_spaces_at_a_question_s_ends_or_of_its_answer_key_is_a_change
         "  ~ Is wax made by bees? \n    → Is wax made by bees?\n"
         "  ! What is nectar?: sugar water → sugary juice\n"
     )
+
+
+def test_a_repeated_question_is_dropped_with_a_warning_that_names_it(tmp_path, caplog):
+    path = tmp_path / "bank.jsonl"
+    items = [
+        {"question_text": "Who makes wax?"},
+        {"question_text": "What is nectar?"},
+        {"question_text": "Who makes wax?"},
+    ]
+    path.write_text(json.dumps({"query_id": "q1", "facet_id": None, "items": items}) + "\n")
+    [entry] = read_bank(path)
+    assert [item.text for item in entry.items] == ["Who makes wax?", "What is nectar?"]
+    wax = item_id("q1", None, "Who makes wax?")
+    assert (
+        f"1 repeated items dropped (same id as an earlier one; first: {wax} of query 'q1', 'Who makes wax?')"
+        in caplog.text
+    )

@@ -314,17 +314,20 @@ def _tsv_item(path, number: int, kind: str, row: dict[str, str], facet_id: str |
 def _drop_repeated_ids(path, entries) -> None:
     """An item id seen before (the same text twice for one query) is dropped, with a count."""
     seen: set[str] = set()
-    dropped = 0
+    dropped: list[Item] = []
     for entry in entries:
         kept = []
         for item in entry.items:
             if item.item_id not in seen:
                 seen.add(item.item_id)
                 kept.append(item)
-        dropped += len(entry.items) - len(kept)
+            else:
+                dropped.append(item)
         entry.items = kept
     if dropped:
-        log.warning("%s: %d repeated items dropped (same id as an earlier one)", path, dropped)
+        first = dropped[0]
+        log.warning("%s: %d repeated items dropped (same id as an earlier one; first: %s of query %r, %r)", path,
+                    len(dropped), first.item_id, first.query_id, first.text)  # fmt: skip
 
 
 def entry_record(entry: Entry) -> dict[str, Any]:
