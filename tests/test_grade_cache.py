@@ -14,6 +14,7 @@ from test_grading_backends import grader, openai_method, pairs, values
 from tiny_models import build_tiny_t5
 
 from examflow.cache import signature_digest
+from examflow.errors import ConfigError
 from examflow.grading.backends import Answer
 from examflow.grading.cache import GradeCache
 from examflow.grading.methods import Pair, request
@@ -193,3 +194,26 @@ def test_a_grading_job_flushes_and_reads_back_queries_of_any_id(server, tmp_path
     assert folders == {"NA", "001"} | long_names
     again = grader(method, str(tmp_path))
     assert values(again.grade(shard)["query_id"]) == ids and again.sent == 0
+
+
+def test_a_job_the_cache_answers_whole_never_loads_the_model(tmp_path):
+    """A grading job rerun after a bank shard's path or compression changed, with every pair cached, loaded
+    FLAN-T5 all the same (a GPU job per shard on a cluster; a stranger's trial). Its signature is worked out
+    from the configuration and the device: weights that can no longer be read (same size and time, so the
+    same local model to the signature) are never touched while the cache answers."""
+    import os
+
+    model = build_tiny_t5(tmp_path / "model", seed=3, digit_boost=4.0, flan=True)
+    method = {"name": "t5", "kind": "self_rating", "backend": {"kind": "hf_seq2seq", "model": str(model),
+                                                              "decoding": "greedy", "max_new_tokens": 2}}  # fmt: skip
+    first = grader(method, str(tmp_path / "cache"))
+    table = first.grade(pairs(4))
+    assert first.loaded is not None and first.sent == 4
+    [weights] = model.glob("*.safetensors")
+    stat = weights.stat()
+    weights.write_bytes(b"\xff" * stat.st_size)  # unreadable, with the same size and time
+    os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    again = grader(method, str(tmp_path / "cache"))
+    assert again.grade(pairs(4)).equals(table) and again.loaded is None and again.sent == 0
+    with pytest.raises(ConfigError, match="could not be loaded"):  # a pair not cached: the model is asked for
+        grader(method, str(tmp_path / "cache")).grade(pairs(5))

@@ -241,7 +241,7 @@ def grade_command(args: argparse.Namespace) -> None:
         if progress:
             progress.failures(int(grades["error"].notna().sum()))
         check_failures(grades, method, args.shard, args.max_error_rate)
-        write_grades(grades, {"model": grader.backend.signature}, args.out)
+        write_grades(grades, {"model": grader.cache.signature}, args.out)
 
 
 def progress_command(args: argparse.Namespace) -> None:

@@ -479,6 +479,28 @@ class EmbeddingBackend:
         return answers
 
 
+def expected_signature(settings: BackendSettings) -> dict[str, Any]:
+    """The signature a back end will have, worked out without loading its model: its device resolved as the
+    back end resolves it, its model's configuration read without the weights. A grading job that the
+    cache answers whole never loads the model (`examflow.grading.grader.ShardGrader`)."""
+    options, on_gpu = settings.options, False
+    device = options.get("device", "cpu")
+    if device == "auto" and settings.kind == "ct2_seq2seq":
+        import ctranslate2
+
+        from examflow.grading.ctranslate2_backend import _device as ct2_device
+
+        on_gpu = ct2_device(device, ctranslate2.get_cuda_device_count)[0] == "cuda"
+    elif device == "auto":
+        import torch
+
+        on_gpu = _device(torch, device).startswith("cuda")
+    else:
+        on_gpu = device.startswith("cuda")
+    config = model_config(options["model"], options["revision"]) if "revision" in options else None
+    return settings.signature(on_gpu, config)
+
+
 def make_backend(settings: BackendSettings, cache_dir: str | Path):
     """A back end from a method's checked back-end settings; one whose client keeps answers of its own
     gets the cache folder too."""

@@ -9,12 +9,12 @@ import math
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
-from typing import Protocol, cast
+from typing import Any, Protocol, cast
 
 import pandas as pd
 
 from examflow.bounds import STORED_CHARS, clip
-from examflow.grading.backends import Answer, make_backend
+from examflow.grading.backends import Answer, expected_signature, make_backend
 from examflow.grading.cache import GradeCache
 from examflow.grading.grades import GRADE_COLUMNS, GRADE_DTYPES
 from examflow.grading.methods import (
@@ -121,23 +121,50 @@ class ShardGrader:
     def __init__(self, method: Method, cache_dir: str, flush_every: int = 64, progress: JobProgress | None = None):
         self.method = method
         self.kind = method.kind
-        self.backend = make_backend(method.backend, cache_dir)
-        self.cache = GradeCache(cache_dir, self.backend.signature)
+        self.cache_dir = cache_dir
+        self.loaded: Any = None  # the back end, made when a pair needs the model: a cached job loads none
+        self.cache = GradeCache(cache_dir, expected_signature(method.backend))
         self.flush_every = flush_every
         self.sent = 0  # requests that reached the model
         self.known: dict[str, Answer] | None = None  # the cache, read once per job
         self.progress = progress  # the job's progress file (examflow.progress), if it keeps one
 
-    def answers(self, requests: list, query_ids: list[str]) -> list[Answer]:
-        """Cached answers where there are any; the rest from the model, flushed batch by batch."""
+    @property
+    def backend(self) -> Any:
+        """The back end, its model loaded the first time it is asked for."""
+        return self.loaded if self.loaded is not None else self._load()
+
+    def _load(self) -> Any:
+        """Load the back end. Where its signature is not the one expected before its model was loaded, its
+        answers are looked up again under its own: never another configuration's."""
+        self.loaded = make_backend(self.method.backend, self.cache_dir)
+        if self.loaded.signature != self.cache.signature:
+            log.warning("the back end's signature %s is not the one expected before its model was loaded, %s: "
+                        "its answers are looked up under its own", self.loaded.signature, self.cache.signature)  # fmt: skip
+            self.cache, self.known = GradeCache(self.cache_dir, self.loaded.signature), None
+        return self.loaded
+
+    def _todo(self, requests: list, query_ids: list[str]) -> tuple[list[str], list[int]]:
+        """Every request's cache key, and which of them the cache does not answer."""
         keys = [self.cache.key(r) for r in requests]
         if self.known is None:
             self.known = self.cache.answers(query_ids)
-        known = self.known
-        todo = [i for i, key in enumerate(keys) if key not in known]
+        return keys, [i for i, key in enumerate(keys) if key not in self.known]
+
+    def answers(self, requests: list, query_ids: list[str]) -> list[Answer]:
+        """Cached answers where there are any; the rest from the model, flushed batch by batch."""
+        keys, todo = self._todo(requests, query_ids)
+        if todo and self.loaded is None:
+            expected = self.cache.signature
+            self._load()
+            if self.cache.signature != expected:
+                keys, todo = self._todo(requests, query_ids)
+        known = cast(dict[str, Answer], self.known)
         log.info("%d of %d prompts cached; %d to grade", len(requests) - len(todo), len(requests), len(todo))
         if self.progress:
             self.progress.planned(len(requests) - len(todo), len(todo))
+        if not todo:  # the cache answers all: no model is loaded for nothing
+            return [known[key] for key in keys]
         start = time.monotonic()
         batches = [todo[offset : offset + self.flush_every] for offset in range(0, len(todo), self.flush_every)]
         chunks = [[requests[i] for i in batch] for batch in batches]
@@ -210,7 +237,7 @@ class ShardGrader:
     def table(self, pairs: list[Pair], grades: list[Grade], name: str) -> pd.DataFrame:
         """The grades table of `pairs`, asked with the template `name`."""
         prompt_hash = hashlib.md5(template(name).encode()).hexdigest()[:12] if name else ""
-        model = self.backend.signature.get("model")
+        model = self.cache.signature.get("model")
         # The grade was read off the whole answer; the table keeps a bounded part of it.
         rows = [
             (p.query_id, p.facet_id, p.passage_id, p.question_id, self.method.name, self.kind, model, name, prompt_hash,
