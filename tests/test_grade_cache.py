@@ -217,3 +217,17 @@ def test_a_job_the_cache_answers_whole_never_loads_the_model(tmp_path):
     assert again.grade(pairs(4)).equals(table) and again.loaded is None and again.sent == 0
     with pytest.raises(ConfigError, match="could not be loaded"):  # a pair not cached: the model is asked for
         grader(method, str(tmp_path / "cache")).grade(pairs(5))
+
+
+def test_a_grading_job_s_params_follow_the_prompts_as_its_back_end_reads_them():
+    """The grade rule's `prompts` param: UMBRELA's system message reaches a chat back end, not a local model;
+    a new text of a template reruns its jobs (the cache answers what did not change)."""
+    from examflow.prompts import chat_template, read_digest
+
+    system, user = chat_template("direct-umbrela-bing")
+    assert system == "You are a helpful assistant."
+    chat, local = read_digest(["direct-umbrela-bing"], True), read_digest(["direct-umbrela-bing"], False)
+    assert local == hashlib.md5(user.encode()).hexdigest()[:16]
+    assert chat == hashlib.md5(f"{system}\n\n{user}".encode()).hexdigest()[:16] != local
+    plain = read_digest(["grade-self-rating"], True)
+    assert plain == read_digest(["grade-self-rating"], False) != read_digest(["grade-self-rating", "grade-qa"], False)

@@ -128,6 +128,10 @@ def test_the_leaderboard_is_checked_at_parse_time_against_run_tags_and_responses
     )
     with pytest.raises(InputError, match="official run 'rag' is not among the evaluated runs"):
         check_leaderboard(inputs, runs, VALIDATION)
+    # A query id written as a JSON number is its digits, as the responses' reader takes it.
+    numbered = write(tmp_path / "numbered.jsonl", '{"run_id": "rag", "query_id": 7, "text": "An answer."}\n')
+    queries = write(tmp_path / "q7.tsv", "7\tseven\n")
+    check_leaderboard(inputs | {"responses": str(numbered), "queries": str(queries)}, runs, VALIDATION)
     # Nor is one that answered only queries the collection does not have (dropped under `warn`).
     write(responses, '{"run_id": "rag", "query_id": "q404", "text": "An answer."}\n')
     with pytest.raises(InputError, match="official run 'rag' is not among the evaluated runs"):

@@ -368,7 +368,7 @@ def _grading_section(doc: Document, graded: dict[str, dict]) -> None:
                   "keeps the best grade of its other pairs, and one left without any is out of the qrels, which can "
                   "move other runs' measures either way. `leaderboard.tsv` counts them per run in `failed_pairs`. "
                   "Unparsable answers are failed pairs under `mode: strict` (and, for the UMBRELA, nugget and "
-                  "criteria kinds and Thomas's, in every mode), and were read as docs/methods.md §3 says under "
+                  "criteria kinds, in every mode), and were read as docs/methods.md §3 says under "
                   "`reference` or `paper` otherwise.")  # fmt: skip
 
 

@@ -35,7 +35,8 @@ from examflow.outputs import (
     wanted,
 )
 from examflow.plan import job_minutes
-from examflow.registry import MERGE_ONLY, ranker_files, ranker_gpus
+from examflow.prompts import read_digest
+from examflow.registry import KINDS, MERGE_ONLY, ranker_files, ranker_gpus
 from examflow.results import (
     check_report_target,
     check_results,
@@ -308,6 +309,12 @@ def grading_json(wildcards):
 def model_weights(wildcards):
     """A local model folder's version: new weights in the same folder rerun grading."""
     return _weights_of(wildcards.method)
+
+
+def prompts_read(wildcards):
+    """What the method's model reads of its prompts: a new text reruns its grading (the cache answers the rest)."""
+    method = METHODS[wildcards.method]
+    return read_digest(KINDS[method.kind].templates, method.backend.entry.roles)
 
 
 @functools.cache  # once a method, not once a grading job (its shards share the model)

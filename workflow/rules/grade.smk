@@ -24,6 +24,7 @@ rule grade:
         max_error_rate=config["grading"]["max_error_rate"],
         progress=progress_file,
         weights=model_weights,  # not in the command: its change reruns the job (--rerun-triggers params)
+        prompts=prompts_read,  # the same for the prompts' texts as the model reads them
         gpus=gpu_visibility,  # `env`'s words: CUDA_VISIBLE_DEVICES= for a job that holds no GPU, or none
     shell:
         (

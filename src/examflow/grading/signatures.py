@@ -21,8 +21,9 @@ def api_signature(options: dict[str, Any], on_gpu: bool, config: Any = None) -> 
 def embedding_signature(options: dict[str, Any], on_gpu: bool, config: Any = None) -> dict[str, Any]:
     model, unit = options["model"], options["unit"]
     signature = {"backend": "embedding", "model": model, "revision": _embedding_revision(model), "unit": unit}
-    # Sentences have ended before any script's capital and at 。！？ since version 2: other sentences, other grades.
-    return signature | ({"sentences": 2} if unit == "sentence" else {})
+    # Version 3 of sentences: ends before any word not begun by a small letter, at 。！？．। and not after
+    # letters with points between (z.B.); other sentences, other grades.
+    return signature | ({"sentences": 3} if unit == "sentence" else {})
 
 
 def _hub_signature(kind: str, options: dict[str, Any], config: Any) -> dict[str, Any]:

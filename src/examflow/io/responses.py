@@ -68,7 +68,8 @@ def response_run_ids(path: str | Path, query_ids: set[str]) -> set[str]:
     return {
         required_id(path, number, record, "run_id")
         for number, record in json_lines(path)
-        if record.get("query_id") in query_ids and _paragraphs(path, number, record.get("text"))
+        if required_id(path, number, record, "query_id") in query_ids  # a JSON number reads as its digits
+        and _paragraphs(path, number, record.get("text"))
     }
 
 

@@ -10,6 +10,7 @@ no chat template.
 
 from __future__ import annotations
 
+import hashlib
 from functools import cache
 from importlib.resources import files
 
@@ -31,6 +32,12 @@ def template(name: str) -> str:
     """The template `name` as one text: its system message (if any), a blank line, its user message."""
     system, user = chat_template(name)
     return user if system is None else f"{system}\n\n{user}"
+
+
+def read_digest(names: list[str], roles: bool) -> str:
+    """A digest of the templates `names` as a back end reads them (`read_by`): a grading job's params hold
+    it, so that an edit of a prompt reruns the jobs that send it."""
+    return hashlib.md5("\0".join(read_by(name, roles) for name in names).encode()).hexdigest()[:16]
 
 
 def read_by(name: str, roles: bool) -> str:
