@@ -98,24 +98,30 @@ def test_baselines_are_compared_with_the_last_other_bank(tmp_path):
     ]
 
 
+def evaluated_baseline(bank: pd.DataFrame, grades: dict) -> Baseline:
+    """The baseline an evaluation of `bank` keeps: method m's `grades` of its two questions for passage p,
+    which run a ranks first."""
+    from examflow.evaluation.evaluate import Inputs, Settings, evaluate
+
+    graded = pd.DataFrame({"query_id": "q", "facet_id": None, "passage_id": "p", "question_id": ["q/1", "q/2"],
+                           "error": None, "method": "m"} | grades).astype({"rating": "Int64", "correct": "boolean"})  # fmt: skip
+    rankings = pd.DataFrame({"run_id": ["a"], "query_id": "q", "passage_id": "p", "rank": 1, "score": 1.0})
+    passages = pd.DataFrame({"query_id": ["q"], "passage_id": "p", "origin": "retrieved", "text": "Bees."})
+    judgments = pd.DataFrame(columns=["query_id", "facet_id", "passage_id", "relevance"])
+    outputs = evaluate(Inputs(graded, rankings, bank, passages, judgments), Settings(measures=[]), None)
+    return outputs["baselines"]["m"]
+
+
 def test_a_nugget_re_rated_is_a_bank_edit_listed_with_its_importance(tmp_path):
     """A nugget bank's importance reaches the baseline through the evaluation: a nugget whose importance alone
     changes is a bank edit (another digest), listed as re-rated with both importances; a baseline kept
     without importance (older, or unrated) still compares."""
-    from examflow.evaluation.evaluate import Inputs, Settings, evaluate
 
     def baseline(importance: dict[str, str], text: str = "Bees make honey") -> Baseline:
         bank = pd.DataFrame({"query_id": "q", "facet_id": None, "question_id": ["q/1", "q/2"],
                              "question_text": [text, "Wax is made by bees"], "kind": "nugget",
                              "importance": [importance["q/1"], importance["q/2"]]})  # fmt: skip
-        grades = pd.DataFrame({"query_id": "q", "facet_id": None, "passage_id": "p", "question_id": ["q/1", "q/2"],
-                               "rating": [2, 0], "correct": pd.NA, "error": None, "method": "m",
-                               "kind": "nugget_support"}).astype({"rating": "Int64", "correct": "boolean"})  # fmt: skip
-        rankings = pd.DataFrame({"run_id": ["a"], "query_id": "q", "passage_id": "p", "rank": 1, "score": 1.0})
-        passages = pd.DataFrame({"query_id": ["q"], "passage_id": "p", "origin": "retrieved", "text": "Bees."})
-        judgments = pd.DataFrame(columns=["query_id", "facet_id", "passage_id", "relevance"])
-        outputs = evaluate(Inputs(grades, rankings, bank, passages, judgments), Settings(measures=[]), None)
-        return outputs["baselines"]["m"]
+        return evaluated_baseline(bank, {"rating": [2, 0], "correct": pd.NA, "kind": "nugget_support"})
 
     before = baseline({"q/1": "okay", "q/2": "vital"})
     after = baseline({"q/1": "vital", "q/2": "vital"})
@@ -135,20 +141,12 @@ def test_a_nugget_re_rated_is_a_bank_edit_listed_with_its_importance(tmp_path):
 def test_an_answer_key_edited_is_a_bank_edit_listed_as_re_keyed(tmp_path):
     """An edit of an answer key changes which answers are correct: it must be another bank (digest) for the
     impact tables, or they kept showing the edit before it (a stranger's trial)."""
-    from examflow.evaluation.evaluate import Inputs, Settings, evaluate
 
     def baseline(key: list[str] | None) -> Baseline:
         bank = pd.DataFrame({"query_id": "q", "facet_id": None, "question_id": ["q/1", "q/2"],
                              "question_text": ["What is nectar?", "Who makes wax?"], "kind": "question",
                              "gold_answers": [key, ["bees"]], "choices": None})  # fmt: skip
-        grades = pd.DataFrame({"query_id": "q", "facet_id": None, "passage_id": "p", "question_id": ["q/1", "q/2"],
-                               "rating": pd.NA, "correct": [True, False], "error": None, "method": "m",
-                               "kind": "qa_verify"}).astype({"rating": "Int64", "correct": "boolean"})  # fmt: skip
-        rankings = pd.DataFrame({"run_id": ["a"], "query_id": "q", "passage_id": "p", "rank": 1, "score": 1.0})
-        passages = pd.DataFrame({"query_id": ["q"], "passage_id": "p", "origin": "retrieved", "text": "Bees."})
-        judgments = pd.DataFrame(columns=["query_id", "facet_id", "passage_id", "relevance"])
-        outputs = evaluate(Inputs(grades, rankings, bank, passages, judgments), Settings(measures=[]), None)
-        return outputs["baselines"]["m"]
+        return evaluated_baseline(bank, {"rating": pd.NA, "correct": [True, False], "kind": "qa_verify"})
 
     before, after = baseline(["sugar water"]), baseline(["sugary juice"])
     assert bank_digest(before.questions) != bank_digest(after.questions)

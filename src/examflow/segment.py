@@ -39,8 +39,13 @@ def passage_id(text: str) -> str:
 
 
 def split_sentences(paragraph: str) -> list[str]:
+    return [sentence for sentence in map(str.strip, _sentences(paragraph)) if sentence]
+
+
+def _sentences(paragraph: str) -> list[str]:
+    """The paragraph's sentences as they stand in it, each with the whitespace before it."""
     bounds = [0, *_sentence_starts(paragraph), len(paragraph)]
-    return [sentence for a, b in zip(bounds, bounds[1:]) if (sentence := paragraph[a:b].strip())]
+    return [paragraph[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
 def _sentence_starts(paragraph: str) -> list[int]:
@@ -102,8 +107,7 @@ def _pieces(paragraph: str, max_tokens: int) -> list[tuple[str, int]]:
         return [(paragraph, len(every))]
     # Each sentence tokenised on its own (a sentence may begin inside a run of letters: 。”Apple), the
     # whitespace before it its first token's, so that the tokens joined again keep it or its absence.
-    bounds = [0, *_sentence_starts(paragraph), len(paragraph)]
-    sentences = [_tokens(paragraph[a:b]) for a, b in zip(bounds, bounds[1:])]
+    sentences = [_tokens(sentence) for sentence in _sentences(paragraph)]
     packs: list[list[re.Match[str]]] = [[]]
     for sentence in sentences:
         if len(sentence) > max_tokens:  # cut into windows; the last stays open to the sentences after it

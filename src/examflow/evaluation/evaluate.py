@@ -42,6 +42,7 @@ from examflow.evaluation.nuggets import nugget_values
 from examflow.evaluation.rouge import rouge_per_query
 from examflow.evaluation.scores import system_scores
 from examflow.io.runs import GOLD_RUN, OVERALL_RUN, RESERVED_RUNS
+from examflow.io.tables import optional
 from examflow.outputs import Facts
 from examflow.registry import DEFAULT_TAU, KINDS, NUGGET_SUPPORT
 from examflow.ties import tie_keys
@@ -216,7 +217,7 @@ def evaluate(
             )
         )
         systems = board[~board["run_id"].isin(RESERVED_RUNS)][["measure", "tau", "run_id", "score"]]
-        baselines[method] = Baseline(_rated(exam, inputs.questions), labels, systems)
+        baselines[method] = Baseline(_with_bank_fields(exam, inputs.questions), labels, systems)
     leaderboard = sort_leaderboard(pd.concat(leaderboards, ignore_index=True))
     per_query = pd.concat(per_queries, ignore_index=True)
     outputs["leaderboard.tsv"] = leaderboard
@@ -268,7 +269,7 @@ def exam_texts(exam: pd.DataFrame, bank: pd.DataFrame | None) -> pd.DataFrame:
     )[["query_id", "facet_id", "question_id", "question_text"]]
 
 
-def _rated(exam: pd.DataFrame, bank: pd.DataFrame | None) -> pd.DataFrame:
+def _with_bank_fields(exam: pd.DataFrame, bank: pd.DataFrame | None) -> pd.DataFrame:
     """The exam with what else of the bank its scores depend on, where the bank has it: each nugget's
     importance (the weighted nugget scores) and each question's answer key and choices (the answers
     checked against them). A change of either is a bank edit, listed as re-rated or re-keyed."""
@@ -282,14 +283,9 @@ def _rated(exam: pd.DataFrame, bank: pd.DataFrame | None) -> pd.DataFrame:
     keys = {
         question: answer_key(key, offered)
         for question, key, offered in zip(questions.index, answers, choices)
-        if not _missing(key) or not _missing(offered)
+        if optional(key) is not None or optional(offered) is not None
     }
     return exam.assign(answer_key=exam["question_id"].map(keys)) if keys else exam
-
-
-def _missing(value) -> bool:
-    """A bank cell without a value: None, or NaN where pandas made one (never a list of answers)."""
-    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def sort_leaderboard(board: pd.DataFrame) -> pd.DataFrame:

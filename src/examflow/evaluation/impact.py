@@ -18,7 +18,7 @@ from typing import Protocol, cast
 
 import pandas as pd
 
-from examflow.io.tables import write_tables
+from examflow.io.tables import optional, write_tables
 from examflow.outputs import EVALUATION
 from examflow.questions.diff import diff_banks
 from examflow.questions.items import Entry, Item
@@ -40,8 +40,8 @@ class Baseline:
 
 def answer_key(answers, choices: str | None) -> str:
     """A question's answer key and choices (JSON, as bank shards hold them) as one text, for the baseline."""
-    listed = None if answers is None or isinstance(answers, float) else list(answers)  # NaN: pandas' none
-    return json.dumps([listed, choices if isinstance(choices, str) else None], ensure_ascii=False)
+    answers, choices = optional(answers), optional(choices)
+    return json.dumps([None if answers is None else list(answers), choices], ensure_ascii=False)
 
 
 def bank_digest(questions: pd.DataFrame) -> str:

@@ -483,7 +483,7 @@ def expected_signature(settings: BackendSettings) -> dict[str, Any]:
     """The signature a back end will have, worked out without loading its model: its device resolved as the
     back end resolves it, its model's configuration read without the weights. A grading job that the
     cache answers whole never loads the model (`examflow.grading.grader.ShardGrader`)."""
-    options, on_gpu = settings.options, False
+    options = settings.options
     device = options.get("device", "cpu")
     if device == "auto" and settings.kind == "ct2_seq2seq":
         import ctranslate2

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
@@ -26,6 +25,7 @@ from examflow.grading.methods import (
     verification_request,
     vote,
 )
+from examflow.io.tables import optional
 from examflow.progress import JobProgress
 from examflow.prompts import template
 from examflow.registry import AGGREGATE, KINDS, Method, criterion_id
@@ -91,7 +91,7 @@ def pair_targets(kind: str, questions: pd.DataFrame, queries: pd.DataFrame) -> l
             (q.query_id, facet, f"{q.query_id}/{facet}" if facet else q.query_id,
              f"{q.query_text} / {q.facet_text}" if facet else q.query_text, None, None)
             for q in cast(Iterator[_Query], queries.itertuples(index=False))
-            for facet in [_optional(q.facet_id)]
+            for facet in [optional(q.facet_id)]
         ]  # fmt: skip
         if not criteria:
             return queried
@@ -102,17 +102,11 @@ def pair_targets(kind: str, questions: pd.DataFrame, queries: pd.DataFrame) -> l
 
 
 def _question_target(q: _Question) -> Target:
-    gold: Iterable[str] | None = _optional(q.gold_answers)
-    choices: str | None = _optional(q.choices)
-    return (q.query_id, _optional(q.facet_id), q.question_id, q.question_text,
+    gold: Iterable[str] | None = optional(q.gold_answers)
+    choices: str | None = optional(q.choices)
+    return (q.query_id, optional(q.facet_id), q.question_id, q.question_text,
             tuple(gold) if gold is not None else None,
             tuple(sorted(json.loads(choices).items())) if choices else None)  # fmt: skip
-
-
-def _optional(value):
-    """None for a missing table value, whichever way pandas spells it (None, NaN, NA)."""
-    missing = value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
-    return None if missing else value
 
 
 class ShardGrader:

@@ -3,6 +3,7 @@ with ids exactly as written."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tempfile
@@ -89,12 +90,17 @@ def among(table: pd.DataFrame, listed: pd.DataFrame, keys=("query_id", "passage_
 NOT_PARQUET = "not a Parquet table (the tables examflow writes for its steps are Parquet files)"
 
 
-def read_table(path: str | Path) -> pd.DataFrame:
-    import pyarrow
+def optional(value):
+    """None for a missing table value, whichever way pandas spells it (None, NaN, NA); else the value (a
+    list of answers, say, which `pd.isna` would take apart)."""
+    missing = value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+    return None if missing else value
 
+
+def read_table(path: str | Path) -> pd.DataFrame:
     try:
         return pd.read_parquet(existing(path))
-    except pyarrow.ArrowInvalid:  # a JSONL or TSV file named where a table examflow wrote goes
+    except pa.ArrowInvalid:  # a JSONL or TSV file named where a table examflow wrote goes
         raise InputError(path, NOT_PARQUET) from None
 
 
