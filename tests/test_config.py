@@ -233,6 +233,21 @@ def test_typos_wrong_types_and_bad_measures_name_the_key():
     )
 
 
+def test_every_schema_problem_of_a_config_is_named_at_once():
+    # Two typos took two runs to find: each run named only the first.
+    message = rejected(
+        {"inputs": {"queries": "q"}, "evaluaton": {}, "pool": {"depht": 3, "depth": "x", "sead": 1}, "report": 4}
+    )
+    first, *more = message.split("; and ")
+    assert first.startswith("config evaluaton: unknown key (did you mean 'evaluation'?); known: results_dir, inputs")
+    assert more == [
+        "config pool.depht: unknown key (did you mean 'depth'?)",
+        "config pool.sead: unknown key",
+        "config report: expected a mapping, found 4",
+        "config pool.depth: expected an integer, found 'x'",
+    ]
+
+
 def test_grade_thresholds_are_each_once_and_reachable():
     def tau(*values) -> str:
         return rejected({"inputs": {"queries": "q"}, "evaluation": {"tau": list(values)}})

@@ -15,7 +15,7 @@ import json
 import logging
 import math
 import re
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +61,7 @@ def schema(path: str | Path = SCHEMA) -> dict:
 
 
 def check_config(config: dict, path: str | Path = SCHEMA) -> dict:
-    """The configuration with defaults filled in; a ConfigError names the first bad key."""
+    """The configuration with defaults filled in; a ConfigError names the bad keys (every one the schema finds)."""
     secrets = find_secrets(config)
     if secrets:
         # The value is never repeated: config values end up in job command lines and logs.
@@ -312,8 +312,12 @@ def _validate(config: dict, loaded: dict) -> None:
 
     validator = _filling_defaults(jsonschema.Draft202012Validator)(loaded)
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.absolute_path), list(map(str, e.path))))
-    if errors:
-        raise _readable(errors[0])
+    problems = list(dict.fromkeys(problem for error in errors for problem in _readable(error)))
+    if problems:
+        # Every problem at once: a config with two typos should not take two runs to mend.
+        (key, message, known), *more = problems
+        others = "".join(f"; and config {other}: {text}" for other, text, _ in more)
+        raise ConfigError(key, f"{message}{known}{others}")
 
 
 def _filling_defaults(validator_class):
@@ -343,29 +347,34 @@ def _filling_defaults(validator_class):
     return jsonschema.validators.extend(validator_class, {"properties": properties}, type_checker=types)
 
 
-def _readable(error) -> ConfigError:
+def _readable(error) -> Iterator[tuple[str, str, str]]:
+    """(key, message, what is known there) of a schema error: one for each unknown key it holds."""
     key = _key(error.absolute_path)
     if error.validator == "additionalProperties":
         known = error.schema.get("properties", {})
-        unknown = sorted(set(error.instance) - set(known))
-        where = f"{key}.{unknown[0]}" if key else unknown[0]
-        return ConfigError(where, f"unknown key{suggestion(unknown[0], known)}; known: {', '.join(known)}")
-    if error.validator == "required":
+        for unknown in sorted(set(error.instance) - set(known)):
+            yield (
+                f"{key}.{unknown}" if key else unknown,
+                f"unknown key{suggestion(unknown, known)}",
+                (f"; known: {', '.join(known)}"),
+            )
+    elif error.validator == "required":
         missing = error.message.split("'")[1]
-        return ConfigError(f"{key}.{missing}" if key else missing, "required, and missing")
-    if error.validator == "enum":
+        yield f"{key}.{missing}" if key else missing, "required, and missing", ""
+    elif error.validator == "enum":
         choices = ", ".join(map(str, error.validator_value))
-        return ConfigError(
-            key, f"must be one of {choices}, not {error.instance!r}{suggestion(error.instance, error.validator_value)}"
+        yield (
+            key,
+            f"must be one of {choices}, not {error.instance!r}{suggestion(error.instance, error.validator_value)}",
+            "",
         )
-    if error.validator == "type":
-        return ConfigError(key, f"expected {_types(error.validator_value)}, found {error.instance!r}")
-    if error.validator == "minItems":  # jsonschema says "[...] is too short", not how long it must be
+    elif error.validator == "type":
+        yield key, f"expected {_types(error.validator_value)}, found {error.instance!r}", ""
+    elif error.validator == "minItems":  # jsonschema says "[...] is too short", not how long it must be
         needed = error.validator_value
-        return ConfigError(
-            key, f"needs at least {needed} entr{'y' if needed == 1 else 'ies'}, found {error.instance!r}"
-        )
-    return ConfigError(key or "(top level)", error.message)
+        yield key, f"needs at least {needed} entr{'y' if needed == 1 else 'ies'}, found {error.instance!r}", ""
+    else:
+        yield key or "(top level)", error.message, ""
 
 
 def _check_measures(measures: Iterable[str], key: str = "evaluation.measures") -> None:

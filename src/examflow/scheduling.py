@@ -3,13 +3,12 @@ inputs it can check cheaply (bank query and facet ids, the official leaderboard'
 
 from __future__ import annotations
 
-import difflib
 import functools
 import logging
 import os
 from dataclasses import dataclass
 
-from examflow.errors import ConfigError, Problems
+from examflow.errors import ConfigError, Problems, suggestion
 from examflow.io import read_queries
 from examflow.io.leaderboard import match_runs, read_leaderboard
 from examflow.io.queries import subtopics
@@ -133,9 +132,10 @@ def check_example_query(queries_spec: str, query_id: str | None) -> None:
         return
     known = set(query_table(queries_spec)["query_id"])
     if query_id not in known:
-        close = difflib.get_close_matches(query_id, sorted(known), n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ConfigError("report.example_query", f"{query_id!r} is none of the queries in {queries_spec}{hint}")
+        raise ConfigError(
+            "report.example_query",
+            f"{query_id!r} is none of the queries in {queries_spec}{suggestion(query_id, sorted(known))}",
+        )
 
 
 def check_leaderboard(inputs: dict, run_files: list[str], validation: dict) -> None:
