@@ -156,3 +156,23 @@ def test_an_answer_key_edited_is_a_bank_edit_listed_as_re_keyed(tmp_path):
     ]
     older = Baseline(before.questions.drop(columns=["answer_key"]), before.labels, before.leaderboard)
     assert impact_tables(older, after)["questions"].empty  # no key known before: none re-keyed
+
+
+def test_keys_added_to_a_bank_without_any_are_listed_as_re_keyed(tmp_path):
+    """A bank without answer keys keeps the digest it had before keys were read, and its baseline says
+    that no question had one: keys added later are listed (they were not, as if the old keys were unknown)."""
+
+    def baseline(keys: list) -> Baseline:
+        bank = pd.DataFrame({"query_id": "q", "facet_id": None, "question_id": ["q/1", "q/2"],
+                             "question_text": ["What is nectar?", "Who makes wax?"], "kind": "question",
+                             "gold_answers": keys, "choices": None})  # fmt: skip
+        return evaluated_baseline(bank, {"rating": pd.NA, "correct": [pd.NA, pd.NA], "kind": "qa_verify"})
+
+    keyless, keyed = baseline([None, None]), baseline([None, ["bees"]])
+    store = BaselineStore(tmp_path)
+    store.save("keyless", keyless)
+    keyless = store.previous("keyed")[1]  # as a later run reads it back
+    text_only = keyless.questions.drop(columns=["answer_key"])
+    assert bank_digest(keyless.questions) == bank_digest(text_only) != bank_digest(keyed.questions)
+    changes = impact_tables(keyless, keyed)["questions"]
+    assert changes[["change", "question_id"]].values.tolist() == [["re-keyed", "q/2"]]

@@ -272,7 +272,8 @@ def exam_texts(exam: pd.DataFrame, bank: pd.DataFrame | None) -> pd.DataFrame:
 def _with_bank_fields(exam: pd.DataFrame, bank: pd.DataFrame | None) -> pd.DataFrame:
     """The exam with what else of the bank its scores depend on, where the bank has it: each nugget's
     importance (the weighted nugget scores) and each question's answer key and choices (the answers
-    checked against them). A change of either is a bank edit, listed as re-rated or re-keyed."""
+    checked against them). A change of either is a bank edit, listed as re-rated or re-keyed. A question
+    without a key holds None: keys added to a bank that had none are re-keyed questions too."""
     if bank is None:
         return exam
     questions = bank.drop_duplicates("question_id").set_index("question_id")
@@ -281,11 +282,10 @@ def _with_bank_fields(exam: pd.DataFrame, bank: pd.DataFrame | None) -> pd.DataF
     none = [None] * len(questions)
     answers, choices = (questions[c] if c in questions else none for c in ("gold_answers", "choices"))
     keys = {
-        question: answer_key(key, offered)
+        question: answer_key(key, offered) if optional(key) is not None or optional(offered) is not None else None
         for question, key, offered in zip(questions.index, answers, choices)
-        if optional(key) is not None or optional(offered) is not None
     }
-    return exam.assign(answer_key=exam["question_id"].map(keys)) if keys else exam
+    return exam.assign(answer_key=exam["question_id"].map(keys).astype(object))
 
 
 def sort_leaderboard(board: pd.DataFrame) -> pd.DataFrame:
