@@ -70,8 +70,10 @@ def test_query_averaging_present_and_all_with_standard_errors():
     present = system_scores(cover_measures(table)).set_index(["measure", "run_id"])
     assert present.loc[("exam_cover", "r1"), ["score", "stderr", "n_queries"]].tolist() == [0.5, 0.0, 1]
     assert present.loc[("exam_cover", "r2"), "score"] == pytest.approx((0.5 + 0.0) / 2)
-    everything = system_scores(cover_measures(complete(table, ["q1", "q2"]))).set_index(["measure", "run_id"])
+    everything = system_scores(cover_measures(complete(table, ["q1", "q2"], ["r1", "r2", "r3"])))
+    everything = everything.set_index(["measure", "run_id"])
     assert everything.loc[("exam_cover", "r1"), ["score", "n_queries"]].tolist() == [0.25, 2]
+    assert everything.loc[("exam_cover", "r3"), ["score", "n_queries"]].tolist() == [0.0, 2]  # no row before
     assert everything.loc[("exam_cover", "r1"), "stderr"] == pytest.approx(math.sqrt(0.25**2 * 2) / math.sqrt(2))
     with pytest.raises(ValueError, match="'pool' or 'gold'"):
         cover_measures(table, n_exam="some")

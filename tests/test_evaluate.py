@@ -89,6 +89,41 @@ def test_a_query_whose_passages_all_rank_beyond_k_is_named_in_a_warning(caplog):
     assert not [r for r in caplog.records if "as written" in r.getMessage()]
 
 
+def test_a_run_with_nothing_to_cover_counts_0_under_all_and_is_named_under_present(caplog):
+    """r3 ranks q1's passage a 5th (k 2), r4 only a query without questions: neither has a passage for EXAM-Cover
+    to score. `all` gave them no row at all (the warning said 0), so correlations left them out silently."""
+    data = inputs(gold=True)
+    extra = pd.DataFrame([("r3", "q1", "a", 5, 1.0), ("r4", "q3", "e", 1, 1.0)], columns=data.rankings.columns)
+    data.rankings = pd.concat([data.rankings, extra], ignore_index=True)
+    official = {"r1": 4.0, "r2": 3.0, "r3": 2.0, "r4": 1.0}
+    settings = Settings(taus=[4], k=2, measures=["P_5"], query_mode="all", bootstrap=0)
+    outputs = evaluate(data, settings, official)
+    board = outputs["leaderboard.tsv"].set_index(["measure", "run_id"])
+    for run in ("r3", "r4"):
+        for measure in ("exam_cover", "n_exam_cover"):
+            assert board.loc[(measure, run), ["score", "n_queries"]].tolist() == [0.0, 2]  # q1 and q2, both 0
+        assert board.loc[("rouge_1_f1", run), ["score", "n_queries"]].tolist() == [0.0, 1]  # q1, the gold query
+    correlation = outputs["correlation.tsv"].set_index("measure")
+    assert (
+        correlation.loc["exam_cover", "n_runs"] == 4 and "without a score" not in correlation.loc["exam_cover", "note"]
+    )
+
+    caplog.clear()
+    outputs = evaluate(data, Settings(taus=[4], k=2, measures=["P_5"], bootstrap=0), official)
+    board = outputs["leaderboard.tsv"]
+    assert set(board.loc[board["measure"] == "exam_cover", "run_id"]) == {"r1", "r2", "_overall_", "_gold_"}
+    warnings = [r.getMessage() for r in caplog.records if "have no exam_cover score" in r.getMessage()]
+    assert warnings == [
+        "method m: 2 evaluated run(s) have no exam_cover score (first: 'r3'): no query of theirs has a value to "
+        "average under evaluation.query_mode present; they take no part in its correlations"
+    ]
+    correlation = outputs["correlation.tsv"].set_index("measure")
+    assert correlation.loc["exam_cover", "n_runs"] == 2
+    assert correlation.loc["exam_cover", "note"] == (
+        "no bootstrap replicates (evaluation.bootstrap: 0); 2 official run(s) without a score left out: r3, r4"
+    )
+
+
 def test_an_official_leaderboard_of_no_evaluated_run_leaves_the_diagnostics_empty():
     """No official run ranks the exam's queries: no correlation, no leave-one-out change (it raised a
     TypeError dividing an empty table's columns)."""

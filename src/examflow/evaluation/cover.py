@@ -83,9 +83,11 @@ def ranked_passages(rankings: pd.DataFrame, query_ids: set[str], k: int) -> pd.D
     return ranked[ranked["query_id"].isin(query_ids)][["run_id", *KEYS]].drop_duplicates()
 
 
-def complete(table: pd.DataFrame, query_ids: list[str]) -> pd.DataFrame:
-    """Query mode `all`: every run gets a row (nothing covered) for each query it lacks."""
-    runs = table.loc[~table["run_id"].isin([OVERALL_RUN, GOLD_RUN]), "run_id"].unique()
+def complete(table: pd.DataFrame, query_ids: list[str], run_ids: list[str]) -> pd.DataFrame:
+    """Query mode `all`: every run gets a row (nothing covered) for each query it lacks — also a run of
+    `run_ids` with no row at all (none of its queries has questions, or every passage is ranked above k)."""
+    counted = table.loc[~table["run_id"].isin([OVERALL_RUN, GOLD_RUN]), "run_id"]
+    runs = sorted(set(counted) | set(run_ids))
     reference = table[table["run_id"] == OVERALL_RUN].drop(columns="run_id")
     full = pd.MultiIndex.from_product([runs, query_ids, reference["tau"].unique()], names=["run_id", "query_id", "tau"])
     present = pd.MultiIndex.from_frame(table[["run_id", "query_id", "tau"]])

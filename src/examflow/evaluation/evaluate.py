@@ -101,12 +101,13 @@ def per_query_values(
     examined = grades[~aggregations(grades)]  # criteria_llm's exam is the four criteria; its fifth grade a label
     questions = exam_questions(examined, inputs.questions)
     query_ids = sorted(set(questions["query_id"]))
+    runs = inputs.rankings[~inputs.rankings["run_id"].isin(RESERVED_RUNS)]
+    run_ids = sorted(set(runs["run_id"]))
     counts = cover_counts(best_levels(examined), inputs.rankings, questions, settings.taus, settings.k, gold_only)
     if settings.query_mode == "all":
-        counts = complete(counts, query_ids)
+        counts = complete(counts, query_ids, run_ids)
     has_answer_keys = bool(grades["correct"].notna().any())
     parts = [cover_measures(counts, settings.n_exam, exam=has_answer_keys)]
-    runs = inputs.rankings[~inputs.rankings["run_id"].isin(RESERVED_RUNS)]
     if settings.measures:
         if labels is None:
             labels = exam_labels(without_passages(grades, gold_only))
@@ -115,12 +116,14 @@ def per_query_values(
     if "kind" in grades and set(grades["kind"].dropna()) & NUGGET_SUPPORT:  # (published grades name no kind)
         nuggets = nugget_values(best_levels(grades), inputs.rankings, _nuggets(questions, inputs.questions), settings.k)
         if settings.query_mode == "all":
-            nuggets = pd.concat([_fill_missing(part, query_ids) for _, part in nuggets.groupby("measure")])
+            nuggets = pd.concat(
+                [_fill_missing(part, query_ids, run_ids, cast(str, name)) for name, part in nuggets.groupby("measure")]
+            )  # cast: grouped by the measure's name
         parts.append(nuggets)
     if inputs.gold:
         rouge = rouge_per_query(runs, inputs.passages, inputs.gold, settings.k)
         with_gold = sorted(set(query_ids) & set(inputs.gold))
-        parts.append(_fill_missing(rouge, with_gold) if settings.query_mode == "all" else rouge)
+        parts.append(_fill_missing(rouge, with_gold, run_ids, "rouge_1_f1") if settings.query_mode == "all" else rouge)
     table = pd.concat([part[PER_QUERY_COLUMNS] for part in parts], ignore_index=True)
     return table.astype({"tau": "Int64"})
 
@@ -200,6 +203,7 @@ def evaluate(
         per_queries.append(per_query)
         failed = failed_pairs(grades, inputs.rankings, settings.k, inputs.gold_passages)
         board = system_scores(per_query).assign(method=method)
+        _warn_unscored(board, inputs.rankings, method, settings.query_mode)
         leaderboards.append(board.assign(failed_pairs=board["run_id"].map(failed).fillna(0).astype(int)))
         outputs[f"qrels/{method}.qrels"] = format_qrels(labels)
         if facts.facets:  # CAR-style subtopics: one qrels query per facet too
@@ -314,7 +318,9 @@ def correlations(per_query: pd.DataFrame, official: dict[str, float], settings: 
         board = system_scores(values)
         scores = dict(zip(board["run_id"], board["score"]))
         plain, random_ties = leaderboard_correlation(scores, official), random_tie_correlation(scores, official)
-        note = blank_reason(scores, official, settings.bootstrap)
+        note = "; ".join(
+            filter(None, [blank_reason(scores, official, settings.bootstrap), _unscored(scores, official)])
+        )
         # no order to compare (every run tied): no interval either
         undefined = math.isnan(plain.spearman) and math.isnan(plain.kendall)
         interval = (
@@ -342,6 +348,27 @@ def blank_reason(scores: dict[str, float], official: dict[str, float], bootstrap
     return "no bootstrap replicates (evaluation.bootstrap: 0)" if bootstrap < 1 else ""
 
 
+def _unscored(scores: dict[str, float], official: dict[str, float]) -> str:
+    """The official runs a correlation leaves out for want of a score, in words ("" when none)."""
+    absent = [run for run in official if run not in scores]
+    shown = ", ".join(absent[:5]) + (", ..." if len(absent) > 5 else "")
+    return f"{len(absent)} official run(s) without a score left out: {shown}" if absent else ""
+
+
+def _warn_unscored(board: pd.DataFrame, rankings: pd.DataFrame, method: str, query_mode: str) -> None:
+    """Evaluated runs that a measure gives no score: none of their queries has a value to average (under
+    `present`, a run whose queries have no questions or no passage ranked <= k). They leave its correlations."""
+    runs = set(rankings["run_id"]) - set(RESERVED_RUNS)
+    for measure, scored in board.groupby("measure", sort=True)["run_id"]:
+        missing = sorted(runs - set(scored))
+        if missing:
+            log.warning(
+                "method %s: %d evaluated run(s) have no %s score (first: %r): no query of theirs has a value to "
+                "average under evaluation.query_mode %s; they take no part in its correlations",
+                method, len(missing), measure, missing[0], query_mode,
+            )  # fmt: skip
+
+
 def agreement(grades: pd.DataFrame, judgments: pd.DataFrame, settings: Settings) -> tuple[pd.DataFrame, pd.DataFrame]:
     """kappa.tsv (method, table, kappa, n_pairs) and the contingency counts in long form. Judgments of
     subtopics meet labels of subtopics; a method whose questions have no facet ids (a bank without them
@@ -366,9 +393,10 @@ def agreement(grades: pd.DataFrame, judgments: pd.DataFrame, settings: Settings)
     return summary, pd.concat(counts)[["method", *AGREEMENT_COLUMNS]]
 
 
-def _fill_missing(per_query: pd.DataFrame, query_ids: list[str]) -> pd.DataFrame:
-    """Query mode `all` for a per-query measure: a run's missing queries count 0."""
-    runs, measure = per_query["run_id"].unique(), per_query["measure"].iat[0] if len(per_query) else None
+def _fill_missing(per_query: pd.DataFrame, query_ids: list[str], run_ids: list[str], measure: str) -> pd.DataFrame:
+    """Query mode `all` for a per-query measure without τ: a run's missing queries count 0 (every query of a
+    run of `run_ids` that has no value at all)."""
+    runs = sorted(set(per_query["run_id"]) | set(run_ids))
     full = pd.MultiIndex.from_product([runs, query_ids], names=["run_id", "query_id"]).to_frame(index=False)
     merged = full.merge(per_query, on=["run_id", "query_id"], how="left")
     return merged.fillna({"measure": measure, "value": 0.0, "weight": 1.0})
