@@ -4,7 +4,8 @@ Replies are scripted per prompt substring (the latest matching script wins) and 
 in order (the last one repeats):
 a string is the answer text; `Status(code, headers, message)` answers with an HTTP error; `Slow(seconds,
 text)` answers late; `Echo(text)` puts the request's API key where `{key}` stands (a proxy that echoes
-it); `Padded(text, size)` pads an answer to `size` bytes of body, streamed. Every request is counted.
+it); `Padded(text, size)` pads an answer to `size` bytes of body, streamed; `Raw(body)` sends a body as it
+is; `Trickle(text, seconds)` sends an answer's body a few bytes at a time. Every request is counted.
 """
 
 from __future__ import annotations
@@ -49,17 +50,27 @@ class Slow:
 class Raw:
     """A reply body sent as it is, with status 200 unless told: null content, HTML, truncated JSON."""
 
-    body: str
+    body: str | bytes
     content_type: str = "application/json"
     code: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Trickle:
+    """An answer whose body arrives 8 bytes at a time over `seconds` (a server that never stalls long
+    enough for a read's timeout)."""
+
+    text: str
+    seconds: float
 
 
 def reply_json(body: dict) -> Raw:
     return Raw(json.dumps(body))
 
 
-def completion(text: str, chat: bool, model: str) -> dict:
-    choice = {"index": 0, "finish_reason": "stop"}
+def completion(text: str, chat: bool, model: str, finish_reason: str = "stop") -> dict:
+    choice = {"index": 0, "finish_reason": finish_reason}
     choice |= {"message": {"role": "assistant", "content": text}} if chat else {"text": text}
     kind = "chat.completion" if chat else "text_completion"
     return {"id": "x", "object": kind, "created": 0, "model": model, "choices": [choice]}
@@ -128,7 +139,10 @@ class LLMServer:
                 if isinstance(reply, Echo):
                     reply = reply.text.replace("{key}", key)
                 if isinstance(reply, Raw):
-                    return self._send_bytes(reply.code, reply.body.encode(), {"Content-Type": reply.content_type})
+                    body = reply.body.encode() if isinstance(reply.body, str) else reply.body
+                    return self._send_bytes(reply.code, body, {"Content-Type": reply.content_type, **reply.headers})
+                if isinstance(reply, Trickle):
+                    return self._send_trickle(json.dumps(completion(reply.text, chat, body["model"])), reply.seconds)
                 if isinstance(reply, Slow):
                     time.sleep(reply.seconds)
                     reply = reply.text
@@ -148,6 +162,20 @@ class LLMServer:
                         self.wfile.write(b" " * min(65536, spaces - start))
                     self.wfile.write(tail.encode())
                 except (BrokenPipeError, ConnectionResetError):  # the client stopped reading
+                    pass
+
+            def _send_trickle(self, text: str, seconds: float):
+                pieces = [text[start : start + 8].encode() for start in range(0, len(text), 8)]
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(sum(map(len, pieces))))
+                    self.end_headers()
+                    for piece in pieces:
+                        self.wfile.write(piece)
+                        self.wfile.flush()
+                        time.sleep(seconds / len(pieces))
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up (its deadline)
                     pass
 
             def _send(self, code: int, payload: dict, headers: dict | None = None):

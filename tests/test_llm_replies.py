@@ -4,13 +4,16 @@ API key never reaches a file or a log."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
+import time
 import tracemalloc
+import zlib
 
 import pandas as pd
 import pytest
-from llm_server import Echo, LLMServer, Padded, Status
+from llm_server import Echo, LLMServer, Padded, Raw, Status, Trickle, completion
 from test_grading_backends import grader, openai_method, pairs, values
 
 from examflow.grading.grades import failure_counts
@@ -161,3 +164,75 @@ def test_a_damaged_or_edited_llm_cache_file_is_asked_again(server, tmp_path, cap
         *[f"{path}: skipped 1 damaged entries (cut short, not UTF-8, not a JSON object, or a field missing) and 0 "
           "edited ones (checksum mismatch); their values are asked of the model again"] * 2,
     ]  # fmt: skip
+
+
+def test_a_compressed_reply_is_bounded_as_it_inflates(server, tmp_path):
+    """A server that gzips though asked not to: a "4" padded to 10 MB of spaces compresses to 10 KB, and was
+    read whole and graded 4 (a stranger's trial); a small compressed answer is read as any other."""
+    padded = json.dumps(completion("4" + " " * 10_000_000, True, "m")).encode()
+    server.script("bees", Raw(gzip.compress(padded), headers={"Content-Encoding": "gzip"}))
+    server.script("wax", Raw(zlib.compress(json.dumps(completion("3", True, "m")).encode()),
+                             headers={"Content-Encoding": "deflate"}))  # fmt: skip
+    server.script("pollen", Raw(b"\x1f\x8b not gzip", headers={"Content-Encoding": "gzip"}))
+    server.script("comb", Raw(b"{}", headers={"Content-Encoding": "br"}))
+    llm = client(server, tmp_path)
+    with pytest.raises(LLMError, match=r"^too-large: the reply is longer than max_reply_bytes = 262144 bytes$"):
+        llm.complete("bees")
+    assert llm.complete("wax") == "3"
+    with pytest.raises(LLMError, match=r"^too-large: the reply's compressed body is damaged: "):
+        llm.complete("pollen")
+    with pytest.raises(LLMError, match=r"^too-large: the reply is compressed as br: its size cannot be bounded$"):
+        llm.complete("comb")
+    assert server.calls == 4  # none retried
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ('{"choices": {"0": {"message": {"content": "3"}}}}', "the reply has no choices"),
+        ("[1, 2]", "the reply has no choices"),
+        ("5", "the reply has no choices"),
+        ('{"choices": [null]}', "the reply's answer is null"),
+        ('{"choices": [{"message": null}]}', "the reply's answer is null"),
+        ('{"choices": [{"text": "3"}]}', "the reply's answer is null"),  # a completion's choice, to a chat request
+        ('{"choices": [{"message": {"content": 4}}]}', "the reply's answer is no text: 4"),
+        (b'{"choices": [{"message": {"content": "2 \xff\xfe"}}]}', "'utf-8' codec can't decode"),
+    ],
+    ids=["choices-object", "list", "number", "null-choice", "null-message", "no-message", "number-content", "not-utf8"],
+)
+def test_a_reply_of_another_shape_is_malformed_and_retried(server, tmp_path, body, message):
+    """Each of these ended a grading job with a traceback (a stranger's server)."""
+    server.script("bees", Raw(body))
+    with pytest.raises(LLMError) as failed:
+        client(server, tmp_path).complete("bees")
+    assert failed.value.kind == "malformed" and message in str(failed.value)
+    assert server.calls == 3  # max_attempts
+
+
+def test_an_answer_cut_at_max_tokens_is_a_failure_never_a_grade(server, tmp_path):
+    """`finish_reason: length`: the `2` of a `2.5` would have been graded 2."""
+    server.script("bees", Raw(json.dumps(completion("2", True, "m", finish_reason="length"))))
+    llm = client(server, tmp_path, max_tokens=1)
+    with pytest.raises(
+        LLMError, match=r"^cut-off: the server cut the answer at max_tokens = 1: '2' \(raise max_tokens\)$"
+    ):
+        llm.complete("bees")
+    assert server.calls == 1 and not list((tmp_path / "llm").rglob("*.json"))  # not retried, never cached
+
+
+def test_a_reply_trickling_past_the_timeout_is_a_timeout(server, tmp_path):
+    """Each read came within the timeout, so a reply sent a few bytes at a time held a job for as long as the
+    server liked; `timeout` bounds the whole reply."""
+    server.script("bees", Trickle("3", seconds=6))
+    started = time.monotonic()
+    with pytest.raises(LLMError, match=r"^timeout: no answer within 1 s$"):
+        client(server, tmp_path, timeout=1, max_attempts=1).complete("bees")
+    assert time.monotonic() - started < 4
+    server.script("wax", Trickle("4", seconds=0.3))
+    assert client(server, tmp_path, timeout=1, max_attempts=1).complete("wax") == "4"
+
+
+def test_a_retry_after_that_is_neither_seconds_nor_a_date_backs_off(server, tmp_path):
+    """`Retry-After: abc` raised ValueError out of the job."""
+    server.script("bees", Status(429, {"Retry-After": "abc"}), "3")
+    assert client(server, tmp_path).complete("bees") == "3" and server.calls == 2

@@ -8,9 +8,11 @@ exponentially; other HTTP errors fail at once. A call that still fails is an `LL
 whose `kind` names the failure, never an empty answer, and it is never cached.
 
 What a server sends is bounded where it is read: at most `max_reply_bytes` of a body (an error's
-too) reach memory, a longer one is a `too-large` failure (not retried: the same prompt would get
-the same reply). Before anything keeps a server's text (caches, grades, banks, errors, logs), the
-request's API key in it is redacted.
+too, counted inflated where a server compresses it though asked not to) reach memory, a longer one is
+a `too-large` failure (not retried: the same prompt would get the same reply); a reply takes at most
+`timeout` seconds in all, however slowly it trickles in; an answer the server says it cut at
+`max_tokens` is a `cut-off` failure, not retried. Before anything keeps a server's text (caches,
+grades, banks, errors, logs), the request's API key in it is redacted.
 """
 
 from __future__ import annotations
@@ -19,16 +21,18 @@ import email.utils
 import hashlib
 import json
 import logging
+import math
 import os
 import tempfile
 import threading
 import time
+import zlib
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict, cast
+from typing import TYPE_CHECKING, TypedDict
 
 import openai
 
@@ -37,9 +41,8 @@ from examflow.cache import TEXT, check_entry, parse_json, report_damage, stamped
 from examflow.errors import Failure
 
 if TYPE_CHECKING:
-    from openai.types import Completion, CompletionChoice
+    from openai.types import Completion
     from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
-    from openai.types.chat.chat_completion import Choice as ChatChoice
 
 try:  # the openai client's HTTP library: httpx2 from openai 3 on, httpx before
     from httpx2 import SyncByteStream
@@ -66,7 +69,8 @@ class LLMSettings:
 
 
 class LLMError(Failure):
-    """A call that failed for good: `kind` is timeout, http-NNN, connection, malformed, too-large or config."""
+    """A call that failed for good: `kind` is timeout, http-NNN, connection, malformed, too-large, cut-off or
+    config."""
 
     def __init__(self, kind: str, message: str):
         super().__init__(f"{kind}: {message}")
@@ -110,6 +114,7 @@ class LLMClient:
         self.cache = ResponseCache(cache_dir)
         self.calls = 0  # HTTP requests sent, retries included
         self._calls_lock = threading.Lock()  # complete_many counts from several threads
+        self._asked = threading.local()  # when this thread's request was sent: its reply's deadline
         key = os.environ.get(settings.api_key_env)
         if not key and settings.base_url is None:
             raise LLMError("config", f"environment variable {settings.api_key_env} holds no API key")
@@ -166,19 +171,25 @@ class LLMClient:
                 return self._call(prompt, system)
             except ReplyTooLarge as error:
                 raise self.failure("too-large", str(error)) from None
+            except CutOff as error:  # the same prompt would be cut alike
+                raise self.failure("cut-off", str(error)) from None
             except openai.APIStatusError as error:
                 status = error.status_code
                 failure = self.failure(f"http-{status}", str(error.message))
                 if status != 429 and status < 500:
                     raise failure from None
                 wait = _retry_after(error.response) if status == 429 else None
-            except openai.APITimeoutError:
+            except (openai.APITimeoutError, ReplyTooSlow):
                 failure, wait = self.failure("timeout", f"no answer within {self.settings.timeout} s"), None
             except openai.APIConnectionError as error:
                 if isinstance(error.__cause__, ReplyTooLarge):  # openai before 3 wraps what a hook raises
                     raise self.failure("too-large", str(error.__cause__)) from None
-                failure, wait = self.failure("connection", str(error)), None
-            except (Malformed, json.JSONDecodeError, openai.APIResponseValidationError) as error:
+                if isinstance(error.__cause__, ReplyTooSlow):
+                    failure, wait = self.failure("timeout", f"no answer within {self.settings.timeout} s"), None
+                else:
+                    failure, wait = self.failure("connection", str(error)), None
+            # a body that is no JSON, or no UTF-8, as the client decodes it
+            except (Malformed, json.JSONDecodeError, UnicodeDecodeError, openai.APIResponseValidationError) as error:
                 failure, wait = self.failure("malformed", str(error)), None
             if attempt == self.settings.max_attempts:
                 raise failure
@@ -205,6 +216,7 @@ class LLMClient:
             "max_tokens": settings.max_tokens,
         }
         reply: ChatCompletion | Completion
+        self._asked.at = time.monotonic()
         if settings.api == "chat":
             messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": prompt}]
             if system is not None:
@@ -216,18 +228,27 @@ class LLMClient:
             )
         if isinstance(reply, str):  # the client hands back bodies that are not JSON (an HTML page) as text
             raise Malformed(f"the reply is not the API's JSON: {clip(self.kept(reply), 80)!r}")
-        if not reply.choices:
+        return self.kept(self._answer(reply))
+
+    def _answer(self, reply: ChatCompletion | Completion) -> str:
+        """The answer text of a reply; Malformed where the reply's shape holds none (the client builds replies
+        without checking them: `choices` may be anything), CutOff where the server cut it at max_tokens."""
+        choices = _field(reply, "choices")
+        if not isinstance(choices, list) or not choices:
             raise Malformed("the reply has no choices")
-        choice = reply.choices[0]
-        # cast: the API that settings.api names made the reply, so its choice is that API's kind
-        text = (
-            cast("ChatChoice", choice).message.content
-            if settings.api == "chat"
-            else cast("CompletionChoice", choice).text
-        )
+        choice = choices[0]
+        holder = _field(choice, "message") if self.settings.api == "chat" else choice
+        text = _field(holder, "content" if self.settings.api == "chat" else "text")
         if not isinstance(text, str):
-            raise Malformed("the reply's answer is null")
-        return self.kept(text)
+            raise Malformed(
+                "the reply's answer is null" if text is None else f"the reply's answer is no text: {text!r}"
+            )
+        if _field(choice, "finish_reason") == "length":
+            raise CutOff(
+                f"the server cut the answer at max_tokens = {self.settings.max_tokens}: "
+                f"{clip(self.kept(text), 80)!r} (raise max_tokens)"
+            )
+        return text
 
     def kept(self, text: str) -> str:
         """A server's text as examflow may keep it: the request's API key redacted, and a lone
@@ -241,12 +262,21 @@ class LLMClient:
 
     def _bound_body(self, response) -> None:
         """Let at most `max_reply_bytes` of a body be read (httpx would join one of any size in
-        memory): a longer declared length stops it at once, a longer stream at the first excess chunk."""
+        memory): a longer declared length stops it at once, a longer stream at the first excess chunk;
+        and the body be read by the request's deadline. A body compressed though examflow asks for none
+        is inflated here, within the bound (httpx would inflate it whole, past it)."""
         limit = self.settings.max_reply_bytes
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
             raise ReplyTooLarge(f"the reply declares {declared} bytes, more than max_reply_bytes = {limit}")
-        response.stream = _BoundedStream(response.stream, limit)
+        encodings = [e.strip().lower() for e in response.headers.get("content-encoding", "").split(",") if e.strip()]
+        encodings = [e for e in encodings if e != "identity"]
+        if encodings and (len(encodings) > 1 or encodings[0] not in ("gzip", "deflate")):
+            raise ReplyTooLarge(f"the reply is compressed as {', '.join(encodings)}: its size cannot be bounded")
+        deadline = getattr(self._asked, "at", time.monotonic()) + self.settings.timeout
+        response.stream = _BoundedStream(response.stream, limit, deadline, inflate=bool(encodings))
+        if encodings:
+            response.headers["content-encoding"] = "identity"  # inflated by the stream
 
 
 MIN_SECRET = 8  # the shortest API key that is redacted
@@ -265,23 +295,48 @@ class Malformed(Exception):
     """A reply with status 200 that holds no answer."""
 
 
+class CutOff(Exception):
+    """An answer the server cut at `max_tokens` (`finish_reason: length`): a grade read off it may be
+    another than the model's (a `2` of `2.5`)."""
+
+
+class ReplyTooSlow(openai.OpenAIError):
+    """A body still arriving at the request's deadline (a server that trickles a byte at a time)."""
+
+
 class ReplyTooLarge(openai.OpenAIError):
     """A body longer than `max_reply_bytes` (an OpenAIError, which the client lets through as it is)."""
 
 
 class _BoundedStream(SyncByteStream):
-    """A response body that stops with ReplyTooLarge past `limit` bytes."""
+    """A response body that stops with ReplyTooLarge past `limit` bytes (inflated, with `inflate`: gzip or
+    deflate) and with ReplyTooSlow at `deadline` (time.monotonic())."""
 
-    def __init__(self, stream, limit: int):
-        self.stream, self.limit = stream, limit
+    def __init__(self, stream, limit: int, deadline: float = math.inf, inflate: bool = False):
+        self.stream, self.limit, self.deadline = stream, limit, deadline
+        self.inflater = zlib.decompressobj(47) if inflate else None  # 47: a gzip or zlib header, either
 
     def __iter__(self):
         read = 0
         for chunk in self.stream:
-            read += len(chunk)
-            if read > self.limit:
-                raise ReplyTooLarge(f"the reply is longer than max_reply_bytes = {self.limit} bytes")
+            for piece in self._inflated(chunk):
+                read += len(piece)
+                if read > self.limit:
+                    raise ReplyTooLarge(f"the reply is longer than max_reply_bytes = {self.limit} bytes")
+                yield piece
+            if time.monotonic() > self.deadline:
+                raise ReplyTooSlow("the reply was still arriving at the request's timeout")
+
+    def _inflated(self, chunk: bytes):
+        if self.inflater is None:
             yield chunk
+            return
+        try:
+            while chunk:  # never more than one byte past the limit at a time
+                yield self.inflater.decompress(chunk, self.limit + 1)
+                chunk = self.inflater.unconsumed_tail
+        except zlib.error as error:
+            raise ReplyTooLarge(f"the reply's compressed body is damaged: {error}") from None
 
     def close(self) -> None:
         self.stream.close()
@@ -293,13 +348,22 @@ def answer_settings(settings: LLMSettings) -> dict:
     return {k: v for k, v in asdict(settings).items() if k in ("base_url", "model", "api", "temperature", "max_tokens")}
 
 
+def _field(value: object, name: str) -> object:
+    """A field of a reply's part, however the client built it (a model, or a mapping it left as it was)."""
+    return value.get(name) if isinstance(value, dict) else getattr(value, name, None)
+
+
 def _retry_after(response) -> float | None:
-    """Seconds from a Retry-After header: a number, or an HTTP date."""
+    """Seconds from a Retry-After header: a number, or an HTTP date; None (back off) for anything else."""
     value = response.headers.get("retry-after") if response is not None else None
     if value is None:
         return None
     try:
         return max(0.0, float(value))
     except ValueError:
+        pass
+    try:
         moment = email.utils.parsedate_to_datetime(value)
-        return max(0.0, moment.timestamp() - time.time()) if moment else None
+    except (TypeError, ValueError):  # neither a number nor a date: "abc"
+        return None
+    return max(0.0, moment.timestamp() - time.time()) if moment else None
