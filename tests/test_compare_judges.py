@@ -213,6 +213,27 @@ def test_run_rows_of_queries_no_label_set_judges_are_counted_as_such(tmp_path, c
            "judged by no label set 'q5')" in caplog.text  # fmt: skip
 
 
+def test_a_label_set_of_no_label_judges_nothing_and_empty_official_qrels_are_an_error(tmp_path, caplog):
+    """The EXAM-Qrels of a method whose every pair failed (within grading.max_error_rate) are empty: the
+    judges step stopped the workflow with "file is empty", the summary unwritten (a stranger's trial)."""
+    files = campaign(tmp_path)
+    empty = tmp_path / "failed method.qrels"
+    empty.write_text("")
+    runs = [str(tmp_path / "runs [all]" / f"r{k}.txt") for k in range(4)]
+    out = tmp_path / "out"
+    with caplog.at_level(logging.WARNING):
+        assert main(["compare-judges", "--runs", *runs, "--official-qrels", str(files["official"]), "--labels",
+                     f"failed={empty}", f"noisy={files['noisy']}", "--bootstrap", "0", "--out", str(out)]) == 0  # fmt: skip
+    assert f"{empty}: holds no label (a method whose every pair failed labels nothing)" in caplog.text
+    agreement = pd.read_csv(out / "agreement.tsv", sep="\t")
+    failed = agreement[agreement["label_set"] == "failed"]
+    assert len(failed) and (failed["runs"] == 0).all() and failed["value"].isna().all()
+    assert (agreement.loc[agreement["label_set"] == "noisy", "runs"] == 4).all()
+    official = subprocess.run([sys.executable, "-m", "examflow", "compare-judges", "--runs", *runs, "--official-qrels",
+                               str(empty), "--out", str(tmp_path / "out2")], capture_output=True, text=True)  # fmt: skip
+    assert official.returncode == 2 and official.stderr.strip().endswith(f"{empty}: file is empty")
+
+
 def test_a_bad_qrels_line_names_file_line_and_field(tmp_path):
     files = campaign(tmp_path)
     files["noisy"].write_text("q0 0 d1 2\nq0 0 d2 high\n")

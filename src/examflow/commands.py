@@ -398,9 +398,13 @@ def judges_inputs(args: argparse.Namespace):
         raise Failure("--official-relevance-level: the level of an official leaderboard computed from the qrels "
                       "(--official-measure), not of one given (--official)")  # fmt: skip
     official_measure = None if args.official else _official_measure(args, measure)
-    read = (lambda path: per_page(read_labels(path))) if args.per_page else read_labels
+
+    def read(path: str, empty_ok: bool = False):
+        labels = read_labels(path, empty_ok)
+        return per_page(labels) if args.per_page else labels
+
     official_labels = read(args.official_qrels)
-    label_sets = {name: read(path) for name, path in label_arguments(args.labels).items()}
+    label_sets = {name: read(path, empty_ok=True) for name, path in label_arguments(args.labels).items()}
     votes = {}
     for name, members in ensemble_arguments(args.ensemble, set(label_sets)).items():
         label_sets[name], votes[name] = ensemble({member: label_sets[member] for member in members})

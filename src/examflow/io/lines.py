@@ -40,6 +40,9 @@ def base_suffix(path: str | Path) -> str:
     return suffixes[-1].lower() if suffixes else ""
 
 
+EMPTY_FILE = "file is empty"
+
+
 def raw_lines(path: str | Path) -> Iterator[tuple[int, bytes]]:
     """(line number, bytes without line end) for each non-blank line; an empty file is an error."""
     seen = False
@@ -52,7 +55,7 @@ def raw_lines(path: str | Path) -> Iterator[tuple[int, bytes]]:
                 seen = True
                 yield number, raw
     if not seen:
-        raise InputError(path, "file is empty")
+        raise InputError(path, EMPTY_FILE)
 
 
 def read_bytes(path: str | Path) -> bytes:

@@ -6,6 +6,7 @@ judgment then belongs to that facet.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
@@ -14,7 +15,9 @@ import pandas as pd
 
 from examflow.errors import InputError, Problems
 from examflow.io.irds import irds_qrels, is_irds
-from examflow.io.lines import FirstLines, number_text, split_columns, text_lines
+from examflow.io.lines import EMPTY_FILE, FirstLines, number_text, split_columns, text_lines
+
+log = logging.getLogger(__name__)
 
 QRELS_FIELDS = ("query_id", "iteration", "doc_id", "relevance")
 JUDGMENT_COLUMNS = ["query_id", "facet_id", "passage_id", "relevance"]
@@ -45,10 +48,17 @@ def read_qrels(
     return _table(rows)
 
 
-def read_labels(path: str | Path) -> pd.DataFrame:
+def read_labels(path: str | Path, empty_ok: bool = False) -> pd.DataFrame:
     """A qrels file as it is, `query_id, doc_id, relevance` (its query ids unresolved: `q/facet` stays one
-    id), labels any integers (a judge's scale is its own: EXAM-Qrels run 0-5, UMBRELA's 0-3)."""
-    rows = [(qrels_id, doc_id, grade) for _, qrels_id, doc_id, grade in qrels_lines(path, None)]
+    id), labels any integers (a judge's scale is its own: EXAM-Qrels run 0-5, UMBRELA's 0-3). An empty
+    file is an error unless `empty_ok` (the EXAM-Qrels of a method whose every pair failed), with a warning."""
+    try:
+        rows = [(qrels_id, doc_id, grade) for _, qrels_id, doc_id, grade in qrels_lines(path, None)]
+    except InputError as error:
+        if not (empty_ok and error.message == EMPTY_FILE):
+            raise
+        log.warning("%s: holds no label (a method whose every pair failed labels nothing): it judges no query", path)
+        rows = []
     return pd.DataFrame(rows, columns=["query_id", "doc_id", "relevance"]).astype({"relevance": "int64"})
 
 
