@@ -98,6 +98,18 @@ def test_two_files_with_the_same_tag(tmp_path):
         read_runs([first, second], QUERY_IDS, strict())
 
 
+def test_a_run_file_named_twice_is_read_once(tmp_path, monkeypatch):
+    """The same file by two names (a pattern and a relative path) was refused as two files of one run tag."""
+    from examflow.io.runs import run_files
+
+    run = write(tmp_path / "runs" / "a.run", "q1 Q0 d1 1 3 runA\n")
+    write(tmp_path / "runs" / "b.run", "q1 Q0 d1 1 3 runB\n")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    files = run_files([str(tmp_path / "runs" / "*.run"), "../runs/a.run", str(run)], "--runs")
+    assert files == [str(run), str(tmp_path / "runs" / "b.run")]
+
+
 def test_run_with_unknown_query_fails_or_is_counted(tmp_path):
     run = write(tmp_path / "a.run", "q1 Q0 d1 1 3 runA\nq9 Q0 d1 1 3 runA\nq9 Q0 d2 2 2 runA\n")
     with raises_at(run, 2, "query_id", "unknown query id 'q9'"):

@@ -111,10 +111,11 @@ def run_files(patterns: Iterable[str], key: str) -> list[str]:
     pattern that matches no file."""
     import glob
 
-    files: list[str] = []
+    files: dict[Path, str] = {}  # each file once, however it is named (`runs/a.run`, `../x/runs/a.run`)
     for pattern in patterns:
         matched = [pattern] if Path(pattern).is_file() else sorted(p for p in glob.glob(pattern) if Path(p).is_file())
         if not matched:
             raise ConfigError(key, f"no such run file, and no file matches {pattern!r} as a pattern")
-        files += [path for path in matched if path not in files]
-    return files
+        for path in matched:
+            files.setdefault(Path(path).resolve(), path)
+    return list(files.values())
