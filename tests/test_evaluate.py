@@ -112,10 +112,12 @@ def test_a_run_with_nothing_to_cover_counts_0_under_all_and_is_named_under_prese
     outputs = evaluate(data, Settings(taus=[4], k=2, measures=["P_5"], bootstrap=0), official)
     board = outputs["leaderboard.tsv"]
     assert set(board.loc[board["measure"] == "exam_cover", "run_id"]) == {"r1", "r2", "_overall_", "_gold_"}
-    warnings = [r.getMessage() for r in caplog.records if "have no exam_cover score" in r.getMessage()]
-    assert warnings == [
-        "method m: 2 evaluated run(s) have no exam_cover score (first: 'r3'): no query of theirs has a value to "
-        "average under evaluation.query_mode present; they take no part in its correlations"
+    warnings = [r.getMessage() for r in caplog.records if "evaluated run(s) have no" in r.getMessage()]
+    assert warnings == [  # r4's query q3 has no EXAM-Qrels either
+        "method m: 1 evaluated run(s) have no P_5 score (first: 'r4'): no query of theirs has a value to "
+        "average under evaluation.query_mode present; they take no part in its correlations",
+        "method m: 2 evaluated run(s) have no exam_cover, n_exam_cover, rouge_1_f1 score (first: 'r3'): no query "
+        "of theirs has a value to average under evaluation.query_mode present; they take no part in its correlations",
     ]
     correlation = outputs["correlation.tsv"].set_index("measure")
     assert correlation.loc["exam_cover", "n_runs"] == 2

@@ -357,16 +357,20 @@ def _unscored(scores: dict[str, float], official: dict[str, float]) -> str:
 
 def _warn_unscored(board: pd.DataFrame, rankings: pd.DataFrame, method: str, query_mode: str) -> None:
     """Evaluated runs that a measure gives no score: none of their queries has a value to average (under
-    `present`, a run whose queries have no questions or no passage ranked <= k). They leave its correlations."""
+    `present`, a run whose queries have no questions or no passage ranked <= k). They leave its correlations.
+    One warning for each set of such runs, naming the measures."""
     runs = set(rankings["run_id"]) - set(RESERVED_RUNS)
-    for measure, scored in board.groupby("measure", sort=True)["run_id"]:
-        missing = sorted(runs - set(scored))
+    unscored: dict[tuple[str, ...], list[str]] = {}
+    for measure, scored in board.groupby("measure", sort=False)["run_id"]:
+        missing = tuple(sorted(runs - set(scored)))
         if missing:
-            log.warning(
-                "method %s: %d evaluated run(s) have no %s score (first: %r): no query of theirs has a value to "
-                "average under evaluation.query_mode %s; they take no part in its correlations",
-                method, len(missing), measure, missing[0], query_mode,
-            )  # fmt: skip
+            unscored.setdefault(missing, []).append(cast(str, measure))  # cast: grouped by the measure's name
+    for missing, measures in unscored.items():
+        log.warning(
+            "method %s: %d evaluated run(s) have no %s score (first: %r): no query of theirs has a value to "
+            "average under evaluation.query_mode %s; they take no part in its correlations",
+            method, len(missing), ", ".join(measures), missing[0], query_mode,
+        )  # fmt: skip
 
 
 def agreement(grades: pd.DataFrame, judgments: pd.DataFrame, settings: Settings) -> tuple[pd.DataFrame, pd.DataFrame]:
