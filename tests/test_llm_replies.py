@@ -236,3 +236,19 @@ def test_a_retry_after_that_is_neither_seconds_nor_a_date_backs_off(server, tmp_
     """`Retry-After: abc` raised ValueError out of the job."""
     server.script("bees", Status(429, {"Retry-After": "abc"}), "3")
     assert client(server, tmp_path).complete("bees") == "3" and server.calls == 2
+
+
+def test_the_same_settings_written_two_ways_are_one_cache_key(server, tmp_path):
+    """`temperature: 0` (the default 0.0 written as an integer) and a base URL with a trailing slash regraded
+    every pair (a stranger's trial: 404 and 524 calls for nothing)."""
+    from examflow.config import check_config
+    from examflow.defaults import SCHEMA
+
+    methods = [{"name": "m", "kind": "self_rating", "backend": {"kind": "openai", "model": "m", "temperature": 0}}]
+    backend = check_config({"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": methods}}, SCHEMA)[
+        "grading"
+    ]["methods"][0]["backend"]
+    assert backend["temperature"] == 0.0 and isinstance(backend["temperature"], float)
+    assert client(server, tmp_path).complete("bees") == "3"
+    assert client(server, tmp_path, base_url=server.base_url + "/", temperature=0).complete("bees") == "3"
+    assert server.calls == 1

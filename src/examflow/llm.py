@@ -343,9 +343,17 @@ class _BoundedStream(SyncByteStream):
 
 
 def answer_settings(settings: LLMSettings) -> dict:
-    """What decides an answer: the endpoint (the same model name on two servers is two models),
-    the model and the decoding settings. Keys of both the LLM cache and the grade cache."""
-    return {k: v for k, v in asdict(settings).items() if k in ("base_url", "model", "api", "temperature", "max_tokens")}
+    """What decides an answer: the endpoint (the same model name on two servers is two models; `…/v1/` is
+    `…/v1`, as the client reads it), the model and the decoding settings. Keys of both the LLM cache and
+    the grade cache."""
+    chosen = {
+        k: v for k, v in asdict(settings).items() if k in ("base_url", "model", "api", "temperature", "max_tokens")
+    }
+    base_url = chosen["base_url"]
+    return chosen | {
+        "base_url": base_url.rstrip("/") if base_url else base_url,
+        "temperature": float(settings.temperature),
+    }
 
 
 def _field(value: object, name: str) -> object:

@@ -53,7 +53,8 @@ class Option:
             raise ConfigError(key, f"must be more than {self.above}, not {value!r}")
         if self.below is not None and value >= self.below:
             raise ConfigError(key, f"must be less than {self.below}, not {value!r}")
-        return value
+        # `temperature: 0` is the default 0.0: the same setting must be the same cache key
+        return float(value) if isinstance(self.default, float) else value
 
     def json_schema(self) -> dict:
         schema: dict[str, Any] = {"type": [self.type, "null"] if self.nullable else self.type}
