@@ -224,7 +224,7 @@ def test_a_label_set_of_no_label_judges_nothing_and_empty_official_qrels_are_an_
     with caplog.at_level(logging.WARNING):
         assert main(["compare-judges", "--runs", *runs, "--official-qrels", str(files["official"]), "--labels",
                      f"failed={empty}", f"noisy={files['noisy']}", "--bootstrap", "0", "--out", str(out)]) == 0  # fmt: skip
-    assert f"{empty}: holds no label (a method whose every pair failed labels nothing)" in caplog.text
+    assert f"{empty}: holds no label, so it judges no query" in caplog.text
     agreement = pd.read_csv(out / "agreement.tsv", sep="\t")
     failed = agreement[agreement["label_set"] == "failed"]
     assert len(failed) and (failed["runs"] == 0).all() and failed["value"].isna().all()

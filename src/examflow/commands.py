@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
 
-from examflow.errors import Failure, InputError, Problems
+from examflow.errors import Failure, InputError, Problems, listed
 from examflow.options import check_options
 from examflow.outputs import POOL
 from examflow.registry import QUESTION_LLM_OPTIONS, RANKERS, check_method, check_ranker
@@ -140,7 +140,7 @@ def nuggets_command(args: argparse.Namespace) -> None:
         raise InputError(pooled(pool, "passages"), f"no query has {args.documents} documents to create nuggets from")
     if left:  # no document, no nugget: such a query is not graded by nuggets, and said so
         log.warning("%d queries have no %s documents and get no nuggets: %s", len(left), args.documents,
-                    ", ".join(left[:5]) + (", ..." if len(left) > 5 else ""))  # fmt: skip
+                    listed(left))  # fmt: skip
     llm = LLMClient(settings, args.cache_dir)
     bank = create_nugget_banks(asked, llm, args.attempts, args.max_nuggets)
     write_bank(bank, out)

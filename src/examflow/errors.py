@@ -7,7 +7,7 @@ from __future__ import annotations
 import difflib
 import logging
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,6 +77,11 @@ def first_line(error: BaseException, limit: int = 200) -> str:
 def a(noun: str) -> str:
     """`noun` with its indefinite article: "an integer", "a string"."""
     return f"an {noun}" if noun[0] in "aeiou" else f"a {noun}"
+
+
+def listed(names: Sequence[str], most: int = 5) -> str:
+    """The first `most` names, comma-separated, `...` after them where there are more: a message's examples."""
+    return ", ".join(names[:most]) + (", ..." if len(names) > most else "")
 
 
 def suggestion(name: object, known: Iterable[object]) -> str:

@@ -9,10 +9,11 @@ whose `kind` names the failure, never an empty answer, and it is never cached.
 
 What a server sends is bounded where it is read: at most `max_reply_bytes` of a body (an error's
 too, counted inflated where a server compresses it though asked not to) reach memory, a longer one is
-a `too-large` failure (not retried: the same prompt would get the same reply); a reply takes at most
-`timeout` seconds in all, however slowly it trickles in; an answer the server says it cut at
-`max_tokens` is a `cut-off` failure, not retried. Before anything keeps a server's text (caches,
-grades, banks, errors, logs), the request's API key in it is redacted.
+a `too-large` failure (not retried: the same prompt would get the same reply); a reply's body is read
+by `timeout` seconds after the request (however slowly it trickles in; each wait for bytes is bounded
+by `timeout` too); an answer the server says it cut at `max_tokens` is cached, marked, and is a
+`cut-off` failure unless `cut_off: keep`. Before anything keeps a server's text (caches, grades,
+banks, errors, logs), the request's API key in it is redacted.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ class LLMSettings:
     backoff: float = 1.0  # seconds before the first retry; doubles each time
     max_retry_after: float = 120.0  # the longest a 429's Retry-After is waited for
     max_reply_bytes: int = 262_144  # the most of a reply body read; a longer one is a failure
+    cut_off: str = "fail"  # an answer cut at max_tokens: a `cut-off` failure, or `keep` it as it is
 
 
 class LLMError(Failure):
@@ -87,7 +89,8 @@ class ResponseCache:
     def path(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.json"
 
-    def get(self, key: str) -> str | None:
+    def get(self, key: str) -> dict | None:
+        """The cached record (`response`, and `cut` where the server cut the answer), or None."""
         path = self.path(key)
         try:
             data = path.read_bytes()
@@ -97,7 +100,7 @@ class ResponseCache:
         if record is not None and record.get("key", key) != key:  # a file copied to another key's name
             verdict, record = "edited", None
         report_damage(path, Counter({verdict: 1}))
-        return None if record is None else record["response"]
+        return record
 
     def put(self, key: str, record: dict) -> None:
         target = self.path(key)
@@ -142,12 +145,28 @@ class LLMClient:
         key = self.cache_key(prompt, attempt, system)
         cached = self.cache.get(key)
         # A reply cached before the bound existed is asked again if it would not pass it now.
-        if cached is not None and len(cached.encode("utf-8", "surrogatepass")) <= self.settings.max_reply_bytes:
-            return self.kept(cached)
-        response = self._call_with_retries(prompt, system)
+        if (
+            cached is not None
+            and len(cached["response"].encode("utf-8", "surrogatepass")) <= self.settings.max_reply_bytes
+        ):
+            return self._whole(self.kept(cached["response"]), bool(cached.get("cut")))
+        response, cut = self._call_with_retries(prompt, system)
         record = {"model": self.settings.model, "prompt": prompt, "attempt": attempt, "response": response}
-        self.cache.put(key, record | ({"system": system} if system is not None else {}))
-        return response
+        # A cut answer is cached, marked, as the server gave it: whether it is a failure is this client's policy.
+        self.cache.put(
+            key, record | ({"system": system} if system is not None else {}) | ({"cut": True} if cut else {})
+        )
+        return self._whole(response, cut)
+
+    def _whole(self, text: str, cut: bool) -> str:
+        """An answer, unless the server cut it at max_tokens and `cut_off` is `fail` (a `2` of `2.5`)."""
+        if cut and self.settings.cut_off == "fail":
+            raise self.failure(
+                "cut-off",
+                f"the server cut the answer at max_tokens = {self.settings.max_tokens}: {clip(text, 80)!r} "
+                "(raise max_tokens, or set cut_off: keep)",
+            )
+        return text
 
     def complete_many(
         self, prompts: Sequence[str], attempt: int | Sequence[int] = 0, systems: Sequence[str | None] | None = None
@@ -164,30 +183,27 @@ class LLMClient:
         with ThreadPoolExecutor(max_workers=self.settings.concurrency) as pool:
             return list(pool.map(one, zip(prompts, attempts, systems or [None] * len(prompts))))
 
-    def _call_with_retries(self, prompt: str, system: str | None = None) -> str:
+    def _call_with_retries(self, prompt: str, system: str | None = None) -> tuple[str, bool]:
         delay = self.settings.backoff
         for attempt in range(1, self.settings.max_attempts + 1):
             try:
                 return self._call(prompt, system)
-            except ReplyTooLarge as error:
-                raise self.failure("too-large", str(error)) from None
-            except CutOff as error:  # the same prompt would be cut alike
-                raise self.failure("cut-off", str(error)) from None
+            except BodyFailure as error:
+                failure, wait = self._of_body(error), None
             except openai.APIStatusError as error:
                 status = error.status_code
                 failure = self.failure(f"http-{status}", str(error.message))
                 if status != 429 and status < 500:
                     raise failure from None
                 wait = _retry_after(error.response) if status == 429 else None
-            except (openai.APITimeoutError, ReplyTooSlow):
-                failure, wait = self.failure("timeout", f"no answer within {self.settings.timeout} s"), None
+            except openai.APITimeoutError:
+                failure, wait = self._of_body(ReplyTooSlow(self.settings.timeout)), None
             except openai.APIConnectionError as error:
-                if isinstance(error.__cause__, ReplyTooLarge):  # openai before 3 wraps what a hook raises
-                    raise self.failure("too-large", str(error.__cause__)) from None
-                if isinstance(error.__cause__, ReplyTooSlow):
-                    failure, wait = self.failure("timeout", f"no answer within {self.settings.timeout} s"), None
-                else:
-                    failure, wait = self.failure("connection", str(error)), None
+                cause = error.__cause__  # openai before 3 wraps what a hook raises
+                failure = (
+                    self._of_body(cause) if isinstance(cause, BodyFailure) else self.failure("connection", str(error))
+                )
+                wait = None
             # a body that is no JSON, or no UTF-8, as the client decodes it
             except (Malformed, json.JSONDecodeError, UnicodeDecodeError, openai.APIResponseValidationError) as error:
                 failure, wait = self.failure("malformed", str(error)), None
@@ -206,7 +222,8 @@ class LLMClient:
             delay *= 2
         raise AssertionError("unreachable")
 
-    def _call(self, prompt: str, system: str | None = None) -> str:
+    def _call(self, prompt: str, system: str | None = None) -> tuple[str, bool]:
+        """The answer, and whether the server cut it at max_tokens."""
         with self._calls_lock:
             self.calls += 1
         settings = self.settings
@@ -228,11 +245,12 @@ class LLMClient:
             )
         if isinstance(reply, str):  # the client hands back bodies that are not JSON (an HTML page) as text
             raise Malformed(f"the reply is not the API's JSON: {clip(self.kept(reply), 80)!r}")
-        return self.kept(self._answer(reply))
+        text, cut = self._answer(reply)
+        return self.kept(text), cut
 
-    def _answer(self, reply: ChatCompletion | Completion) -> str:
-        """The answer text of a reply; Malformed where the reply's shape holds none (the client builds replies
-        without checking them: `choices` may be anything), CutOff where the server cut it at max_tokens."""
+    def _answer(self, reply: ChatCompletion | Completion) -> tuple[str, bool]:
+        """The answer text of a reply, and whether the server cut it at max_tokens; Malformed where the reply's
+        shape holds none (the client builds replies without checking them: `choices` may be anything)."""
         choices = _field(reply, "choices")
         if not isinstance(choices, list) or not choices:
             raise Malformed("the reply has no choices")
@@ -243,12 +261,7 @@ class LLMClient:
             raise Malformed(
                 "the reply's answer is null" if text is None else f"the reply's answer is no text: {text!r}"
             )
-        if _field(choice, "finish_reason") == "length":
-            raise CutOff(
-                f"the server cut the answer at max_tokens = {self.settings.max_tokens}: "
-                f"{clip(self.kept(text), 80)!r} (raise max_tokens)"
-            )
-        return text
+        return text, _field(choice, "finish_reason") == "length"
 
     def kept(self, text: str) -> str:
         """A server's text as examflow may keep it: the request's API key redacted, and a lone
@@ -259,6 +272,13 @@ class LLMClient:
 
     def failure(self, kind: str, message: str) -> LLMError:
         return LLMError(kind, clip(self.kept(message), MESSAGE_CHARS))
+
+    def _of_body(self, error: BodyFailure) -> LLMError:
+        """The failure of a body that could not be read; raised at once where asking again would not help."""
+        failure = self.failure(error.kind, str(error))
+        if not error.retried:
+            raise failure from None
+        return failure
 
     def _bound_body(self, response) -> None:
         """Let at most `max_reply_bytes` of a body be read (httpx would join one of any size in
@@ -272,9 +292,11 @@ class LLMClient:
         encodings = [e.strip().lower() for e in response.headers.get("content-encoding", "").split(",") if e.strip()]
         encodings = [e for e in encodings if e != "identity"]
         if encodings and (len(encodings) > 1 or encodings[0] not in ("gzip", "deflate")):
-            raise ReplyTooLarge(f"the reply is compressed as {', '.join(encodings)}: its size cannot be bounded")
+            raise BadBody(f"the reply is compressed as {', '.join(encodings)}, which examflow does not inflate")
         deadline = getattr(self._asked, "at", time.monotonic()) + self.settings.timeout
-        response.stream = _BoundedStream(response.stream, limit, deadline, inflate=bool(encodings))
+        response.stream = _BoundedStream(
+            response.stream, limit, (deadline, self.settings.timeout), encodings[0] if encodings else None
+        )
         if encodings:
             response.headers["content-encoding"] = "identity"  # inflated by the stream
 
@@ -295,26 +317,40 @@ class Malformed(Exception):
     """A reply with status 200 that holds no answer."""
 
 
-class CutOff(Exception):
-    """An answer the server cut at `max_tokens` (`finish_reason: length`): a grade read off it may be
-    another than the model's (a `2` of `2.5`)."""
+class BodyFailure(openai.OpenAIError):
+    """A reply body that cannot be read as it is (an OpenAIError, which the client lets through as it is):
+    `kind` is its failure's kind, `retried` whether asking again may help."""
+
+    kind, retried = "malformed", True
 
 
-class ReplyTooSlow(openai.OpenAIError):
-    """A body still arriving at the request's deadline (a server that trickles a byte at a time)."""
+class ReplyTooLarge(BodyFailure):
+    """A body longer than `max_reply_bytes`: the same prompt would get the same reply."""
+
+    kind, retried = "too-large", False
 
 
-class ReplyTooLarge(openai.OpenAIError):
-    """A body longer than `max_reply_bytes` (an OpenAIError, which the client lets through as it is)."""
+class ReplyTooSlow(BodyFailure):
+    """No reply, or a body still arriving, `timeout` seconds after the request (a server that trickles)."""
+
+    kind = "timeout"
+
+    def __init__(self, timeout: float):
+        super().__init__(f"no answer within {timeout} s")
+
+
+class BadBody(BodyFailure):
+    """A body compressed in a way examflow does not inflate, or damaged."""
 
 
 class _BoundedStream(SyncByteStream):
-    """A response body that stops with ReplyTooLarge past `limit` bytes (inflated, with `inflate`: gzip or
-    deflate) and with ReplyTooSlow at `deadline` (time.monotonic())."""
+    """A response body that stops with ReplyTooLarge past `limit` bytes (inflated, where `encoding` is gzip or
+    deflate) and with ReplyTooSlow past its deadline, (time.monotonic() at which, the timeout it stands for)."""
 
-    def __init__(self, stream, limit: int, deadline: float = math.inf, inflate: bool = False):
-        self.stream, self.limit, self.deadline = stream, limit, deadline
-        self.inflater = zlib.decompressobj(47) if inflate else None  # 47: a gzip or zlib header, either
+    def __init__(self, stream, limit: int, deadline: tuple[float, float] = (math.inf, 0), encoding: str | None = None):
+        self.stream, self.limit, self.deadline, self.encoding = stream, limit, deadline, encoding
+        self.inflater = zlib.decompressobj(_WBITS) if encoding else None
+        self.inflated, self.raw = 0, False  # bytes inflated; whether deflate came without its header
 
     def __iter__(self):
         read = 0
@@ -324,19 +360,27 @@ class _BoundedStream(SyncByteStream):
                 if read > self.limit:
                     raise ReplyTooLarge(f"the reply is longer than max_reply_bytes = {self.limit} bytes")
                 yield piece
-            if time.monotonic() > self.deadline:
-                raise ReplyTooSlow("the reply was still arriving at the request's timeout")
+            if time.monotonic() > self.deadline[0]:
+                raise ReplyTooSlow(self.deadline[1])
 
     def _inflated(self, chunk: bytes):
         if self.inflater is None:
             yield chunk
             return
-        try:
-            while chunk:  # never more than one byte past the limit at a time
-                yield self.inflater.decompress(chunk, self.limit + 1)
-                chunk = self.inflater.unconsumed_tail
-        except zlib.error as error:
-            raise ReplyTooLarge(f"the reply's compressed body is damaged: {error}") from None
+        while chunk:  # never more than one byte past the limit at a time
+            try:
+                piece = self.inflater.decompress(chunk, self.limit + 1)
+            except zlib.error as error:
+                if self.encoding == "deflate" and not self.raw and not self.inflated:
+                    # deflate without its zlib header, as many servers send it (httpx reads both)
+                    self.inflater, self.raw = zlib.decompressobj(-zlib.MAX_WBITS), True
+                    continue
+                raise BadBody(f"the reply's compressed body is damaged: {error}") from None
+            self.inflated += len(piece)
+            yield piece
+            chunk = self.inflater.unconsumed_tail
+            if self.encoding == "gzip" and self.inflater.eof and self.inflater.unused_data:  # another member
+                chunk, self.inflater = self.inflater.unused_data + chunk, zlib.decompressobj(_WBITS)
 
     def close(self) -> None:
         self.stream.close()
@@ -345,15 +389,15 @@ class _BoundedStream(SyncByteStream):
 def answer_settings(settings: LLMSettings) -> dict:
     """What decides an answer: the endpoint (the same model name on two servers is two models; `…/v1/` is
     `…/v1`, as the client reads it), the model and the decoding settings. Keys of both the LLM cache and
-    the grade cache."""
+    the grade cache (a setting's type is the option's: `temperature: 0` reads as 0.0, `examflow.options`)."""
     chosen = {
         k: v for k, v in asdict(settings).items() if k in ("base_url", "model", "api", "temperature", "max_tokens")
     }
     base_url = chosen["base_url"]
-    return chosen | {
-        "base_url": base_url.rstrip("/") if base_url else base_url,
-        "temperature": float(settings.temperature),
-    }
+    return chosen | {"base_url": base_url.rstrip("/") if base_url else base_url}
+
+
+_WBITS = 47  # a gzip or a zlib header, either
 
 
 def _field(value: object, name: str) -> object:

@@ -51,11 +51,17 @@ LLM_OPTIONS = {
     "api": Option("string", "chat", "`chat` or `completions` API", choices=("chat", "completions")),
     "temperature": Option("number", 0.0, "sampling temperature", minimum=0),
     "max_tokens": Option("integer", 1024, "most tokens in an answer", minimum=1),
-    "timeout": Option("number", 60, "seconds a request may take, its reply read whole (a reply that trickles in is cut at it)", minimum=0.001),
+    "timeout": Option("number", 60, "seconds from a request to its reply's last byte (each wait for bytes is bounded by it too: a reply that trickles in is cut at it)", minimum=0.001),
     "max_attempts": Option("integer", 5, "HTTP tries per request on 429, 5xx, timeouts, dropped connections and malformed replies", minimum=1),
     "concurrency": Option("integer", 4, "requests in flight at once", minimum=1),
     "backoff": Option("number", 1.0, "seconds before the first retry, doubling; a 429's Retry-After takes precedence", minimum=0),
     "max_retry_after": Option("number", 120, "longest wait a 429's Retry-After is honoured for, in seconds; longer asks wait this long", minimum=0),
+    "cut_off": Option(
+        "string", "fail",
+        "an answer the server cut at `max_tokens` (`finish_reason: length`): `fail` (a `cut-off` failure, never "
+        "a grade: a `2` of `2.5`) or `keep` (read as it is, as UMBRELA's and most reference code read it)",
+        choices=("fail", "keep"),
+    ),
     "max_reply_bytes": Option("integer", 262144, "most bytes of a reply body read (an error's too; a compressed one counted inflated); a longer reply is a `too-large` failure, never a grade", minimum=1024),
 }  # fmt: skip
 

@@ -8,7 +8,7 @@ import logging
 import os
 from dataclasses import dataclass
 
-from examflow.errors import ConfigError, Problems, suggestion
+from examflow.errors import ConfigError, Problems, listed, suggestion
 from examflow.io import read_queries
 from examflow.io.leaderboard import match_runs, read_leaderboard
 from examflow.io.queries import subtopics
@@ -118,7 +118,7 @@ def graded_shards(
     with_items = {query for query, facet in known if found.items[query, facet]}
     without = sorted(query_ids - with_items)
     if without:
-        shown = ", ".join(without[:5]) + (", ..." if len(without) > 5 else "")
+        shown = listed(without)
         log.warning(
             "%d of %d queries have no questions in %s and get no grading jobs: %s",
             len(without), len(query_ids), bank, shown,

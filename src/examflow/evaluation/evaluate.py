@@ -12,7 +12,7 @@ from typing import TypeAlias, cast
 import pandas as pd
 
 from examflow.defaults import default
-from examflow.errors import InputError
+from examflow.errors import InputError, listed
 from examflow.evaluation.agreement import AGREEMENT_COLUMNS, agreement_tables, kappas, paired, per_page
 from examflow.evaluation.correlation import (
     Interval,
@@ -39,7 +39,7 @@ from examflow.evaluation.diagnostics import (
 from examflow.evaluation.exam_qrels import DEFAULT_MEASURES, aggregations, exam_labels, format_qrels, trec_scores
 from examflow.evaluation.impact import Baseline, answer_key
 from examflow.evaluation.nuggets import nugget_values
-from examflow.evaluation.rouge import rouge_per_query
+from examflow.evaluation.rouge import ROUGE_MEASURE, rouge_per_query
 from examflow.evaluation.scores import system_scores
 from examflow.io.runs import GOLD_RUN, OVERALL_RUN, RESERVED_RUNS
 from examflow.io.tables import optional
@@ -115,7 +115,7 @@ def per_query_values(
         parts.append(values.assign(weight=1.0))
     if "kind" in grades and set(grades["kind"].dropna()) & NUGGET_SUPPORT:  # (published grades name no kind)
         nuggets = nugget_values(best_levels(grades), inputs.rankings, _nuggets(questions, inputs.questions), settings.k)
-        if settings.query_mode == "all":
+        if settings.query_mode == "all" and len(nuggets):  # (none: no run ranks a nugget query's passage <= k)
             nuggets = pd.concat(
                 [_fill_missing(part, query_ids, run_ids, cast(str, name)) for name, part in nuggets.groupby("measure")]
             )  # cast: grouped by the measure's name
@@ -123,7 +123,7 @@ def per_query_values(
     if inputs.gold:
         rouge = rouge_per_query(runs, inputs.passages, inputs.gold, settings.k)
         with_gold = sorted(set(query_ids) & set(inputs.gold))
-        parts.append(_fill_missing(rouge, with_gold, run_ids, "rouge_1_f1") if settings.query_mode == "all" else rouge)
+        parts.append(_fill_missing(rouge, with_gold, run_ids, ROUGE_MEASURE) if settings.query_mode == "all" else rouge)
     table = pd.concat([part[PER_QUERY_COLUMNS] for part in parts], ignore_index=True)
     return table.astype({"tau": "Int64"})
 
@@ -351,8 +351,7 @@ def blank_reason(scores: dict[str, float], official: dict[str, float], bootstrap
 def _unscored(scores: dict[str, float], official: dict[str, float]) -> str:
     """The official runs a correlation leaves out for want of a score, in words ("" when none)."""
     absent = [run for run in official if run not in scores]
-    shown = ", ".join(absent[:5]) + (", ..." if len(absent) > 5 else "")
-    return f"{len(absent)} official run(s) without a score left out: {shown}" if absent else ""
+    return f"{len(absent)} official run(s) without a score left out: {listed(absent)}" if absent else ""
 
 
 def _warn_unscored(board: pd.DataFrame, rankings: pd.DataFrame, method: str, query_mode: str) -> None:

@@ -15,6 +15,8 @@ from examflow.evaluation.cover import PER_QUERY_COLUMNS
 from examflow.io.runs import GOLD_RUN
 from examflow.words import content_words
 
+ROUGE_MEASURE = "rouge_1_f1"
+
 
 def unigrams(text: str) -> Counter[str]:
     return Counter(content_words(text))
@@ -37,7 +39,7 @@ def rouge_per_query(rankings: pd.DataFrame, texts: pd.DataFrame, gold: dict[str,
         (
             run_id,
             query_id,
-            "rouge_1_f1",
+            ROUGE_MEASURE,
             pd.NA,
             rouge_1_f1(unigrams(" ".join(group["text"])), references[cast(str, query_id)]),  # cast: an id
             1.0,

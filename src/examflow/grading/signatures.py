@@ -15,7 +15,10 @@ from typing import Any
 def api_signature(options: dict[str, Any], on_gpu: bool, config: Any = None) -> dict[str, Any]:
     from examflow.llm import LLMSettings, answer_settings
 
-    return {"backend": "openai", **answer_settings(LLMSettings(**options))}
+    settings = LLMSettings(**options)
+    # A cut answer kept is a grade a failing policy would not give (the default, `fail`, keys as before).
+    kept = {"cut_off": "keep"} if settings.cut_off == "keep" else {}
+    return {"backend": "openai", **answer_settings(settings), **kept}
 
 
 def embedding_signature(options: dict[str, Any], on_gpu: bool, config: Any = None) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from examflow.errors import InputError
+from examflow.errors import InputError, listed
 from examflow.io.lines import FirstLines, check_id, json_lines, number_text, split_columns, text_lines
 from examflow.registry import LEADERBOARD_LAYOUTS
 
@@ -122,7 +122,7 @@ def judged_topics(path, measures: dict[str, Measured], judged: set[str], layout:
                          "(--leaderboard-layout) right?")  # fmt: skip
     if unknown := sorted(topics - judged):
         log.warning("%s: %d topics are no judged query and are left out of the means: %s", path, len(unknown),
-                    ", ".join(unknown[:5]) + (", ..." if len(unknown) > 5 else ""))  # fmt: skip
+                    listed(unknown))  # fmt: skip
     kept = {}
     for name, measured in measures.items():
         per_topic = {

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from examflow.errors import InputError, Problems
+from examflow.errors import InputError, Problems, listed
 from examflow.io.lines import check_id, json_entries, line_of, read_alike, split_columns, text_lines
 from examflow.ties import ranks_of
 
@@ -125,7 +125,7 @@ def match_runs(path: str | Path, official: dict[str, float], evaluated: set[str]
     extra = sorted(evaluated - set(official))
     if not extra:
         return []
-    shown = ", ".join(extra[:5]) + (", ..." if len(extra) > 5 else "")
+    shown = listed(extra)
     return [
         f"{len(extra)} evaluated runs are not on the official leaderboard and take no part in correlations: {shown}"
     ]

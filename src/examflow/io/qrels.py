@@ -57,7 +57,8 @@ def read_labels(path: str | Path, empty_ok: bool = False) -> pd.DataFrame:
     except InputError as error:
         if not (empty_ok and error.message == EMPTY_FILE):
             raise
-        log.warning("%s: holds no label (a method whose every pair failed labels nothing): it judges no query", path)
+        log.warning("%s: holds no label, so it judges no query (as the EXAM-Qrels of a method whose every pair "
+                    "failed)", path)  # fmt: skip
         rows = []
     return pd.DataFrame(rows, columns=["query_id", "doc_id", "relevance"]).astype({"relevance": "int64"})
 

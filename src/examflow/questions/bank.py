@@ -21,7 +21,7 @@ import logging
 from pathlib import Path
 from typing import Any, cast
 
-from examflow.errors import InputError, Problems
+from examflow.errors import InputError, Problems, listed
 from examflow.io.lines import FirstLines, base_suffix, check_id, json_lines, required_id, split_columns, text_lines
 from examflow.questions.autojudge import is_v3, v3_entries
 from examflow.questions.items import IMPORTANCE, KINDS, Entry, Item, item_id, write_records
@@ -164,7 +164,7 @@ def _unknown_facet(query_id: str, facet_id: str, known: set[str]) -> str:
     if not known:
         return f"facet id {facet_id!r} on query {query_id!r}, which has no subtopics"
     names = sorted(known)
-    shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+    shown = listed(names)
     return f"unknown facet id {facet_id!r}: not a subtopic of query {query_id!r} (its subtopics: {shown})"
 
 
