@@ -241,3 +241,20 @@ def test_the_worked_example_names_a_query(tmp_path):
         str(caught.value)
         == f"config report.example_query: 'q22' is none of the queries in {queries} (did you mean 'q2'?)"
     )
+
+
+def test_every_option_of_several_values_gathers_them_when_given_twice():
+    """argparse keeps the last of an option given twice: `--tau 1 --tau 4` evaluated τ 4 alone, with exit 0."""
+    import argparse
+
+    from examflow.cli import Gathered, parser
+
+    commands = next(a for a in parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    several = [(name, action) for name, command in commands.items() for action in command._actions
+               if action.option_strings and action.nargs in ("+", "*")]  # fmt: skip
+    assert len(several) > 15 and all(isinstance(action, (Gathered, argparse._AppendAction)) or
+                                     type(action) is argparse._ExtendAction for _, action in several)  # fmt: skip
+    evaluate = ["evaluate", "--grades", "g.parquet", "--out", "o"]
+    assert parser().parse_args([*evaluate, "--tau", "1", "--tau", "4", "5"]).tau == [1, 4, 5]
+    assert parser().parse_args(evaluate).tau == [1, 3, 4, 5]  # the default, untouched by an earlier parse
+    assert parser().parse_args([*evaluate, "--facts"]).facts == []

@@ -262,11 +262,31 @@ def test_the_command_needs_no_model_with_the_run_ranker_and_names_bad_options(tm
     # relevance: d1 (2) above 1.5 -> r = 1 of 2, list: 1 - 1/3; readability: d1 cannot be judged -> r = 0 of 1
     assert per_answer.loc["relevance", "nrp"] == pytest.approx(2 / 3) and per_answer.loc["readability", "n_docs"] == 1
     assert per_answer.loc["combined", "nrp"] == pytest.approx((2 / 3 + 1) / 2)
+    # Each dimension an option of its own: the same tables (the last `--qrels` alone was kept, exit 0).
+    again = [*base[:-1], str(tmp_path / "again"), "--qrels", qrels[1], "--qrels", qrels[2], "--cannot-judge",
+             "relevance=-2", "--cannot-judge", "readability=-1", "--denominator", "list"]  # fmt: skip
+    assert nrp_command(*again).returncode == 0
+    for table in ("per_answer", "per_system"):
+        assert (tmp_path / f"again/{table}.tsv").read_text() == (tmp_path / f"out/{table}.tsv").read_text()
+    # A judged document the corpus lacks: an error naming it, or with `warn` dropped and said (|D_q| changes).
+    ghost = write(tmp_path / "ghost.qrels", "q1 0 d1 2\nq1 0 d2 0\nq1 0 d9 1\n")
+    again[again.index(qrels[1])] = f"relevance={ghost}"
+    refused = nrp_command(*again)
+    assert (
+        refused.returncode == 2
+        and f"{tmp_path / 'docs.tsv'}: judged document 'd9' is not in the collection" in refused.stderr
+    )
+    dropped = nrp_command(*again, "--on-missing-passage", "warn")
+    assert dropped.returncode == 0 and (
+        f"1 × judged documents missing from the collection, dropped (first: {tmp_path / 'docs.tsv'}: judged document "
+        "'d9' is not in the collection)" in dropped.stderr
+    )
     for args, message in (
         (["--qrels", "relevance"], "--qrels 'relevance': expected NAME=VALUE"),
         ([*qrels, "--weight", "relevance=heavy"], "--weight 'relevance=heavy': expected NAME=VALUE with a float"),
         ([*qrels, "--fix-ranker", "relevance=monot5"], "--fix-ranker: 'monot5' is none of the --ranker names"),
         ([*qrels, "--weight", "clarity=1"], "--weight: 'clarity' is no dimension of --qrels"),
+        (["--qrels", f"combined={tmp_path / 'rel.qrels'}"], "--qrels: 'combined' names the weighted sum"),
     ):
         assert message in nrp_refuses(capsys, *base, *args)
 
@@ -500,6 +520,13 @@ def test_the_configuration_takes_no_corpus_for_run_rankers_only_and_checks_weigh
                                "set nrp.corpus (only `run` rankers work without)")  # fmt: skip
     two = {"relevance": {"qrels": "r", "weight": math.nan}, "readability": {"qrels": "s", "weight": 1}}
     assert "nrp.dimensions.relevance.weight: expected a number, found nan" in rejected(nrp(corpus="c", dimensions=two))
+    # `combined` gave two rows of that name in every table, one the weighted sum; `a=b` a flag's error
+    combined = {"relevance": {"qrels": "r"}, "combined": {"qrels": "s"}}
+    assert rejected(nrp(corpus="c", dimensions=combined)).startswith(
+        "config nrp.dimensions.combined: 'combined' names the weighted sum of the dimensions in the tables"
+    )
+    equals = rejected(nrp(corpus="c", dimensions={"a=b": {"qrels": "r"}}))
+    assert equals == "config nrp.dimensions.a=b: 'a=b': a dimension's name is one word without '='"
     slash = rejected(nrp(corpus="c", wilcoxon=[["x/y", "expert", "x", "p"]]))
     assert slash.startswith("config nrp.wilcoxon[0]: no llm or prompt holds '/'")
 

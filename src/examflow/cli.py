@@ -27,6 +27,19 @@ from examflow.registry import (
 )
 
 QUERIES_HELP = "queries: TSV query_id<TAB>text, JSON {query_id: text}, JSONL with subtopics, or irds:ID"
+
+
+class Gathered(argparse._ExtendAction):
+    """An option of several values that gathers them from every time it is given: argparse's own keeps the
+    last (`--tau 1 --tau 4` evaluated τ 4 alone, `--qrels a=… --qrels b=…` dimension b alone, exit 0).
+    Given, it replaces its default; argparse's `extend` would add to it."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, self.dest, None) is self.default:  # the first time given
+            setattr(namespace, self.dest, [])
+        super().__call__(parser, namespace, values, option_string)
+
+
 TABLE = "a Parquet table written by examflow"
 
 
@@ -44,9 +57,13 @@ def parser() -> argparse.ArgumentParser:
     _nrp_parser(subparsers)
     plan = subparsers.add_parser("plan", help="before grading: pairs per method, how many are cached, and the cost")
     plan.add_argument("--pool", required=True, help="directory of the pool tables (`examflow pool --out`)")
-    plan.add_argument("--questions", nargs="*", default=[], help=f"bank shards, {TABLE} each")
+    plan.add_argument("--questions", nargs="*", action=Gathered, default=[], help=f"bank shards, {TABLE} each")
     plan.add_argument(
-        "--method", nargs="+", required=True, help="grading methods, each as JSON (as for `examflow grade`)"
+        "--method",
+        nargs="+",
+        action=Gathered,
+        required=True,
+        help="grading methods, each as JSON (as for `examflow grade`)",
     )
     plan.add_argument(
         "--cache-dir",
@@ -80,7 +97,7 @@ def parser() -> argparse.ArgumentParser:
         "sorted by id, with grades and pooled passages)",
     )
     report.add_argument("--pool", help="directory of the pool tables")
-    report.add_argument("--questions", nargs="*", default=[], help=f"bank shards, {TABLE} each")
+    report.add_argument("--questions", nargs="*", action=Gathered, default=[], help=f"bank shards, {TABLE} each")
     report.add_argument("--nrp", help="instead: the NRP tables' folder (`examflow nrp --out`)")
     report.add_argument("--judges", help="instead: the judges' tables folder (`examflow compare-judges --out`)")
     _facts(
@@ -89,20 +106,28 @@ def parser() -> argparse.ArgumentParser:
     report.add_argument("--out", required=True, help="directory for the figures (PNG) and pages (HTML)")
     report.set_defaults(handler=commands.report_command)
     summary = subparsers.add_parser("summary", help="the run's summary (summary.md) and provenance record (JSON)")
-    summary.add_argument("--grades", nargs="*", default=[], help=f"every method's grades, {TABLE}")
+    summary.add_argument("--grades", nargs="*", action=Gathered, default=[], help=f"every method's grades, {TABLE}")
     summary.add_argument("--flagged", help="the pool's flagged.tsv (passages that look like prompt injection)")
     summary.add_argument("--config-digest", required=True, help="sha256 of the checked configuration")
     summary.add_argument("--results", required=True, help="the results folder, named in the summary")
     summary.add_argument(
-        "--configfile", nargs="*", default=[], help="the run's config files, for the report command it prints"
+        "--configfile",
+        nargs="*",
+        action=Gathered,
+        default=[],
+        help="the run's config files, for the report command it prints",
     )
     summary.add_argument(
-        "--config-setting", nargs="*", default=[], metavar="KEY=VALUE",
+        "--config-setting", nargs="*", action=Gathered, default=[], metavar="KEY=VALUE",
         help="the run's --config settings, for the report command it prints",
     )  # fmt: skip
     summary.add_argument("--snakefile", help="the run's Snakefile, where snakemake would not find it by itself")
     summary.add_argument(
-        "--eval", nargs="*", default=[], help="the methods' evaluation folders (`examflow evaluate --out`)"
+        "--eval",
+        nargs="*",
+        action=Gathered,
+        default=[],
+        help="the methods' evaluation folders (`examflow evaluate --out`)",
     )
     summary.add_argument("--official", help="official leaderboard: its runs are the ones named best")
     summary.add_argument(
@@ -155,7 +180,7 @@ def parser() -> argparse.ArgumentParser:
 
 def _measure_order(command) -> None:
     command.add_argument(
-        "--measures", nargs="*", default=list(DEFAULT_MEASURES),
+        "--measures", nargs="*", action=Gathered, default=list(DEFAULT_MEASURES),
         help="the EXAM-Qrels measures in the order they are shown, after EXAM-Cover (evaluation.measures)",
     )  # fmt: skip
 
@@ -172,7 +197,9 @@ def _policy(command, name: str, what: str) -> None:
 def _pool_parser(subparsers) -> None:
     pool = subparsers.add_parser("pool", help="pool judged and top-k passages of every run (docs/methods.md §1)")
     pool.add_argument("--queries", required=True, help=QUERIES_HELP)
-    pool.add_argument("--runs", nargs="*", default=[], help="TREC run files: query_id Q0 doc_id rank score run_tag")
+    pool.add_argument(
+        "--runs", nargs="*", action=Gathered, default=[], help="TREC run files: query_id Q0 doc_id rank score run_tag"
+    )
     pool.add_argument("--segments", help="segmented responses, the Parquet table of `examflow segment`")
     pool.add_argument("--qrels", help="TREC qrels: query_id 0 doc_id relevance (query_id/facet_id for a subtopic)")
     pool.add_argument("--corpus", help="passages: TSV doc_id<TAB>text, JSONL (optionally .gz), Parquet, or irds:ID")
@@ -339,7 +366,7 @@ def _nrp_parser(subparsers) -> None:
         "--corpus", help="judged documents: TSV doc_id<TAB>text, JSONL or Parquet (not needed with `--ranker run` only)"
     )
     nrp.add_argument(
-        "--qrels", required=True, nargs="+", metavar="DIMENSION=QRELS",
+        "--qrels", required=True, nargs="+", action=Gathered, metavar="DIMENSION=QRELS",
         help="one TREC qrels file per quality dimension: relevance=rel.qrels readability=read.qrels",
     )  # fmt: skip
     nrp.add_argument("--answers", required=True, help='answers JSONL {"llm", "prompt", "sample", "query_id", "text"}')
@@ -355,13 +382,20 @@ def _nrp_parser(subparsers) -> None:
     nrp.add_argument(
         "--weight",
         nargs="*",
+        action=Gathered,
         metavar="DIMENSION=W",
         help="weights of the combined NRP, a weighted sum of the dimensions' NRP taken as given "
         "(default: equal weights that sum to 1)",
     )
-    nrp.add_argument("--fix-ranker", nargs="*", metavar="DIMENSION=RANKER", help="use this ranker, skip selection")
     nrp.add_argument(
-        "--cannot-judge", nargs="*", metavar="DIMENSION=LABEL", help="a qrels label meaning 'cannot judge': left out"
+        "--fix-ranker", nargs="*", action=Gathered, metavar="DIMENSION=RANKER", help="use this ranker, skip selection"
+    )
+    nrp.add_argument(
+        "--cannot-judge",
+        nargs="*",
+        action=Gathered,
+        metavar="DIMENSION=LABEL",
+        help="a qrels label meaning 'cannot judge': left out",
     )
     nrp.add_argument("--expert", help="an expert's ranking: JSON {query_id: [item, ...]} or TSV query_id, item, rank")
     nrp.add_argument(
@@ -385,7 +419,11 @@ def _official_parser(subparsers) -> None:
     )
     official.add_argument("--pool", required=True, help="directory of the pool tables (rankings and judgments)")
     official.add_argument(
-        "--runs", nargs="+", required=True, help="the run files (TREC format) to rank, already pooled (`examflow pool`)"
+        "--runs",
+        nargs="+",
+        action=Gathered,
+        required=True,
+        help="the run files (TREC format) to rank, already pooled (`examflow pool`)",
     )
     official.add_argument(
         "--measure",
@@ -479,11 +517,15 @@ def _compare_judges_parser(subparsers) -> None:
 
 def _evaluate_parser(subparsers) -> None:
     evaluate = subparsers.add_parser("evaluate", help="EXAM-Cover, EXAM-Qrels measures and leaderboard correlation")
-    evaluate.add_argument("--grades", nargs="+", help=f"grades tables of one or more methods, {TABLE}")
+    evaluate.add_argument("--grades", nargs="+", action=Gathered, help=f"grades tables of one or more methods, {TABLE}")
     evaluate.add_argument("--pool", help="directory of the pool tables (`examflow pool --out`)")
     evaluate.add_argument("--workbench-graded", help="instead: the reference implementation's graded *.jsonl.gz")
     evaluate.add_argument(
-        "--questions", nargs="*", default=[], help=f"bank shards, {TABLE} each (default: the graded questions)"
+        "--questions",
+        nargs="*",
+        action=Gathered,
+        default=[],
+        help=f"bank shards, {TABLE} each (default: the graded questions)",
     )
     evaluate.add_argument("--gold-articles", help='gold articles JSONL {"query_id", "text"}, for ROUGE-1')
     evaluate.add_argument(
@@ -492,7 +534,7 @@ def _evaluate_parser(subparsers) -> None:
     _policy(evaluate, "--on-unknown-run", "official runs that are not evaluated")
     # each checked by examflow.config.check_taus: once, and a grade a passage can reach
     _number(
-        evaluate, "--tau", nargs="+", default=default("evaluation.tau"),
+        evaluate, "--tau", nargs="+", action=Gathered, default=default("evaluation.tau"),
         help=f"grade thresholds (default {_words('evaluation.tau')})",
     )  # fmt: skip
     _setting(
@@ -502,6 +544,7 @@ def _evaluate_parser(subparsers) -> None:
     evaluate.add_argument(
         "--measures",
         nargs="*",
+        action=Gathered,
         default=list(DEFAULT_MEASURES),
         help="trec_eval measures, pytrec_eval names (P_20, map)",
     )
@@ -586,7 +629,7 @@ def _number_value(name: str, option: Option, text: str) -> int | float:
 
 def _facts(command, files: str) -> None:
     command.add_argument(
-        "--facts", nargs="*", choices=FACT_NAMES, metavar="FACT",
+        "--facts", nargs="*", action=Gathered, choices=FACT_NAMES, metavar="FACT",
         help=f"what the configuration gives ({', '.join(FACT_NAMES)}), which decides the files written: {files}; "
         "each is written even when the data leave it empty. Default: what the inputs hold",
     )  # fmt: skip

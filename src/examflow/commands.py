@@ -530,6 +530,7 @@ def nrp_command(args: argparse.Namespace) -> None:
     from examflow.nrp.evaluate import NRPInputs, NRPSettings, nrp_tables
     from examflow.nrp.inputs import (
         answer_name,
+        dimension_problem,
         rankers_needing_texts,
         read_answers,
         read_expert,
@@ -539,6 +540,8 @@ def nrp_command(args: argparse.Namespace) -> None:
     from examflow.outputs import NRP, Facts, check_written
 
     qrels = assignments(args.qrels, "--qrels", str)
+    if problem := next(filter(None, map(dimension_problem, qrels)), None):
+        raise Failure(f"--qrels: {problem}")
     rankers = [check_ranker(f"--ranker[{i}]", ranker_spec(text, args.run)) for i, text in enumerate(args.ranker)]
     names = [r["name"] for r in rankers]
     if name := repeated(names):
@@ -565,7 +568,9 @@ def nrp_command(args: argparse.Namespace) -> None:
     wanted = set().union(*(set(j["passage_id"]) for j in judgments.values()))
     documents = None  # without a corpus (run rankers only) the documents are the judged ids
     if args.corpus:
-        documents = read_passages(args.corpus, wanted, Problems(args.on_missing_passage))
+        missing = Problems(args.on_missing_passage)
+        documents = read_passages(args.corpus, wanted, missing, "judged document")
+        missing.summarise()  # `warn` drops them: each query's |D_q|, so its NRP, is said to have changed
         judgments = {d: j[j["passage_id"].isin(documents)] for d, j in judgments.items()}
     for dimension, judged in judgments.items():
         if judged.empty:

@@ -240,7 +240,7 @@ def repeated(names: Iterable[str]) -> str | None:
 
 
 def _check_nrp(nrp: dict) -> dict:
-    from examflow.nrp.inputs import SEPARATOR, rankers_needing_texts, weight_problem
+    from examflow.nrp.inputs import SEPARATOR, dimension_problem, rankers_needing_texts, weight_problem
 
     nrp["rankers"] = [check_ranker(f"nrp.rankers[{i}]", ranker) for i, ranker in enumerate(nrp["rankers"])]
     names = [ranker["name"] for ranker in nrp["rankers"]]
@@ -250,6 +250,8 @@ def _check_nrp(nrp: dict) -> dict:
         raise ConfigError("nrp.corpus", f"the rankers {', '.join(texts)} score the judged documents' texts: set "
                           "nrp.corpus (only `run` rankers work without)")  # fmt: skip
     for dimension, spec in nrp["dimensions"].items():
+        if problem := dimension_problem(dimension):
+            raise ConfigError(f"nrp.dimensions.{dimension}", problem)
         if spec["ranker"] is not None and spec["ranker"] not in names:
             raise ConfigError(
                 f"nrp.dimensions.{dimension}.ranker", f"{spec['ranker']!r} is none of the rankers: {', '.join(names)}"

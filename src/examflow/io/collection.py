@@ -23,8 +23,10 @@ ID_FIELDS = ("doc_id", "docid", "id", "_id", "pid")
 TEXT_FIELDS = ("text", "contents", "body")
 
 
-def read_passages(path: str | Path, wanted: set[str], problems: Problems) -> dict[str, str]:
-    """Texts of the `wanted` passage ids; missing or empty ones go to `problems`."""
+def read_passages(
+    path: str | Path, wanted: set[str], problems: Problems, what: str = "pooled passage"
+) -> dict[str, str]:
+    """Texts of the `wanted` passage ids; missing or empty ones go to `problems`, named as `what` they are."""
     readers = {".tsv": _tsv, ".jsonl": _jsonl, ".parquet": _parquet}
     reader = _irds if is_irds(path) else readers.get(base_suffix(path))
     if reader is None:
@@ -33,7 +35,7 @@ def read_passages(path: str | Path, wanted: set[str], problems: Problems) -> dic
     for number, doc_id, text in reader(path, wanted):
         if not text.strip():
             problems.report(
-                "pooled passages with empty text",
+                f"{what}s with empty text",
                 InputError(path, f"empty text for passage {doc_id!r}", number, "text"),
             )
         elif doc_id in found and found[doc_id] != text:
@@ -42,8 +44,8 @@ def read_passages(path: str | Path, wanted: set[str], problems: Problems) -> dic
             found[doc_id] = text
     for doc_id in sorted(wanted - found.keys()):
         problems.report(
-            "pooled passages missing from the collection",
-            InputError(path, f"pooled passage {doc_id!r} is not in the collection"),
+            f"{what}s missing from the collection",
+            InputError(path, f"{what} {doc_id!r} is not in the collection"),
         )
     return found
 

@@ -24,10 +24,9 @@ import pytrec_eval
 
 from examflow.defaults import default
 from examflow.errors import Failure, InputError
-from examflow.nrp.inputs import answer_name, complete_answers, rankers_needing_texts
+from examflow.nrp.inputs import COMBINED, answer_name, complete_answers, rankers_needing_texts
 from examflow.nrp.rankers import QueryItems, Scores, make_ranker
 
-COMBINED = "combined"
 DENOMINATORS = {"docs": "1 − r/|D_q|", "list": "1 − r/(|D_q| + 1)"}
 PER_ANSWER_COLUMNS = ["llm", "prompt", "sample", "query_id", "ranker", "dimension", "denominator", "rank", "n_docs",
                       "nrp", "answer"]  # fmt: skip

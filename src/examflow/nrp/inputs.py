@@ -24,6 +24,7 @@ from examflow.registry import RANKERS
 ANSWER_COLUMNS = ["llm", "prompt", "sample", "query_id", "text", "answer"]
 EXPERT_COLUMNS = ["query_id", "item", "rank"]
 SEPARATOR = "/"  # between the llm, prompt and sample of an answer's name
+COMBINED = "combined"  # the weighted sum of the dimensions' NRP, a dimension of the tables beside them
 _Ranked = tuple[int | None, str, str, float]  # an expert's rank: (line, query_id, item, rank)
 
 
@@ -107,6 +108,16 @@ def read_expert(path: str | Path, known: dict[str, set[str]]) -> pd.DataFrame:
 def rankers_needing_texts(rankers: list[dict]) -> list[str]:
     """The names of the rankers that score the documents' texts (all but `run`)."""
     return [ranker["name"] for ranker in rankers if RANKERS[ranker["kind"]].reads_texts]
+
+
+def dimension_problem(name: str) -> str | None:
+    """Why `name` cannot name a quality dimension, or None: `combined` is the weighted sum's row in every
+    table, and a dimension reaches the command as `NAME=QRELS`."""
+    if name == COMBINED:
+        return f"{COMBINED!r} names the weighted sum of the dimensions in the tables: name the dimension otherwise"
+    if not name or any(c.isspace() or c == "=" for c in name):
+        return f"{name!r}: a dimension's name is one word without '='"
+    return None
 
 
 def weight_problem(weights: dict[str, float], dimensions: list[str]) -> str | None:
