@@ -543,6 +543,8 @@ def test_judges_umbrela_nuggets_and_outside_labels_per_page(tmp_path):
 
 def test_nrp_only(tmp_path):
     project, args, config = prepare(tmp_path, "nrp_only")
+    planned = snakemake(project, "plan", *args)  # the README's first step: it had no rule `plan` here
+    assert "examflow: nothing to grade: this configuration computes NRP alone" in planned.stderr
     snakemake(project, *args)
     results = project / config["results_dir"]
     nrp = config["nrp"]

@@ -52,3 +52,13 @@ rule report_nrp:
             "python -m examflow report --nrp {params.tables:q} --facts {params.facts:q}"
             " --out {params.out:q} 2> {log:q}"
         )
+
+
+if not EXAM:
+
+    # `snakemake plan`, the step the README runs before any configuration, on one of NRP alone: no grading
+    # to count (its rankers score the judged documents in the NRP job).
+    rule plan:
+        localrule: True
+        shell:
+            "echo 'examflow: nothing to grade: this configuration computes NRP alone' >&2"
