@@ -540,3 +540,14 @@ def test_two_rankers_of_one_name_are_refused_before_anything_is_read(tmp_path, c
     assert main(command) == 2
     assert capsys.readouterr().err == "examflow: error: --ranker: two rankers are named 'bm25'; give them names\n"
     assert not out.exists()
+
+
+def test_a_systems_standard_error_is_rounded_once():
+    """Five queries' NRP 0, 1, 0, 0, 0: s²/n = 0.04 exactly, so 0.2 (statistics.stdev / √5 gave 0.19999999999999998)."""
+    from examflow.nrp.evaluate import per_system
+
+    per_answer = pd.DataFrame({"llm": "m", "prompt": "p", "ranker": "bm25", "dimension": "relevance",
+                               "denominator": "docs", "query_id": [f"q{i}" for i in range(5)],
+                               "nrp": [0.0, 1.0, 0.0, 0.0, 0.0], "answer": "given"})  # fmt: skip
+    row = per_system(per_answer).iloc[0]
+    assert (row["nrp"], row["stderr"], row["n_queries"]) == (0.2, 0.2, 5)

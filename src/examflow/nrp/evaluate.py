@@ -24,6 +24,7 @@ import pytrec_eval
 
 from examflow.defaults import default
 from examflow.errors import Failure, InputError
+from examflow.evaluation.scores import standard_error
 from examflow.nrp.inputs import COMBINED, answer_name, complete_answers, rankers_needing_texts
 from examflow.nrp.rankers import QueryItems, Scores, make_ranker
 
@@ -170,7 +171,8 @@ def per_system(per_answer: pd.DataFrame) -> pd.DataFrame:
     for key, group in by_query.groupby(level=keys, sort=True):
         values = group["nrp"].to_numpy()
         # One query has no spread to estimate: no standard error (not 0, which would claim certainty).
-        stderr = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else math.nan
+        # From exact sums, rounded once, as every examflow standard error: [0, 1, 0, 0, 0] gives 0.2, not 0.19999999999999998
+        stderr = standard_error(values, exact=False) if len(values) > 1 else math.nan
         rows.append((*key, exact_mean(values), stderr, len(values), int(group["n_empty"].sum())))
     return pd.DataFrame(rows, columns=PER_SYSTEM_COLUMNS)
 
