@@ -46,6 +46,7 @@ test-slurm: install
 
 lint: install
 	$(BIN)/snakemake --lint
+	$(BIN)/snakemake --lint --configfile .test/config_nrp_only/config.yaml  # rules defined without EXAM
 	$(BIN)/snakefmt --check workflow
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks

@@ -75,7 +75,7 @@ BAD_FILES = [
     ("qrels", "q.qrels", "q1 0 d1 1\nq1 0 d2 relevant\n", 2, "relevance", "not an integer: 'relevant'"),
     ("qrels", "q.qrels", "q1 0 d1 1_0\n", 1, "relevance", "not a number as trec_eval reads one: '1_0'"),
     ("qrels", "q.qrels", "q1 0 d1 1\nq1 0 d1 0\n", 2, "doc_id", r"document 'd1' judged twice for 'q1' \(first on line 1\)"),
-    ("corpus", "c.tsv", "d1\tone\nd2\t \n", 2, "text", "empty text for passage 'd2'"),
+    ("corpus", "c.tsv", "d1\tone\nd2\t \n", 2, "text", "empty text for pooled passage 'd2'"),
     ("corpus", "c.tsv", "d1\tone\nd2 two\n", 2, None, "expected 2 tab-separated columns .* found 1"),
     ("corpus", "c.jsonl", '{"title": "x", "text": "y"}\n', 1, None, "no id field"),
     # Found by test_reader_properties: `1` is valid JSON, and the reader asked it for a field.

@@ -265,3 +265,21 @@ def test_the_same_settings_written_two_ways_are_one_cache_key(server, tmp_path):
     assert client(server, tmp_path).complete("bees") == "3"
     assert client(server, tmp_path, base_url=server.base_url + "/").complete("bees") == "3"
     assert server.calls == 1
+
+
+def test_a_compressed_body_inflates_alike_however_it_arrives_and_a_cut_one_is_damaged():
+    """Byte by byte (a trickling server): raw deflate lost its first byte when its missing zlib header was
+    noticed at the second; a gzip stream cut before its end was read as whole."""
+    from examflow.llm import BadBody, _BoundedStream
+
+    body = json.dumps(completion("2", True, "m")).encode()
+    raw = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    cases = {"raw deflate": ("deflate", raw.compress(body) + raw.flush()), "zlib": ("deflate", zlib.compress(body)),
+             "two gzip members": ("gzip", gzip.compress(body[:50]) + gzip.compress(body[50:]))}  # fmt: skip
+    for name, (encoding, data) in cases.items():
+        for size in (1, 2, 7, len(data)):
+            pieces = [data[i : i + size] for i in range(0, len(data), size)]
+            assert b"".join(_BoundedStream(pieces, LIMIT, encoding=encoding)) == body, (name, size)
+    cut = gzip.compress(body)[:-6]
+    with pytest.raises(BadBody, match="ends before its compressed stream does"):
+        b"".join(_BoundedStream([cut], LIMIT, encoding="gzip"))

@@ -287,6 +287,7 @@ def test_the_command_needs_no_model_with_the_run_ranker_and_names_bad_options(tm
         ([*qrels, "--fix-ranker", "relevance=monot5"], "--fix-ranker: 'monot5' is none of the --ranker names"),
         ([*qrels, "--weight", "clarity=1"], "--weight: 'clarity' is no dimension of --qrels"),
         (["--qrels", f"combined={tmp_path / 'rel.qrels'}"], "--qrels: 'combined' names the weighted sum"),
+        ([*qrels, "--qrels", f"relevance={tmp_path / 'read.qrels'}"], "--qrels: 'relevance' is given twice"),
     ):
         assert message in nrp_refuses(capsys, *base, *args)
 
@@ -437,8 +438,8 @@ def test_subtopic_judgments_are_no_second_judgment_of_a_document(tmp_path):
 def test_weights_that_would_drop_a_dimension_or_every_combined_value_are_refused(tmp_path, capsys, weights):
     base = [*nrp_collection(tmp_path), "--ranker", "run", "--run", str(tmp_path / "scores.run")]
     write(tmp_path / "read.qrels", "q9 0 q9-d0 1\n")
-    error = nrp_refuses(capsys, *base, "--qrels", f"relevance={tmp_path / 'rel.qrels'}",
-                        f"readability={tmp_path / 'read.qrels'}", "--weight", *weights)  # fmt: skip
+    # relevance from nrp_collection's --qrels, readability from this one: an option given twice gathers both
+    error = nrp_refuses(capsys, *base, "--qrels", f"readability={tmp_path / 'read.qrels'}", "--weight", *weights)
     assert error.startswith("examflow: error: --weight: "), error
 
 

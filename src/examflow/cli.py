@@ -371,7 +371,7 @@ def _nrp_parser(subparsers) -> None:
     )  # fmt: skip
     nrp.add_argument("--answers", required=True, help='answers JSONL {"llm", "prompt", "sample", "query_id", "text"}')
     nrp.add_argument(
-        "--ranker", required=True, action="extend", nargs="+", metavar="KIND|JSON",
+        "--ranker", required=True, action=Gathered, nargs="+", metavar="KIND|JSON",
         help=f'{", ".join(RANKERS)}, or a JSON object with options: {{"kind": "monot5", "model": "..."}}',
     )  # fmt: skip
     nrp.add_argument("--run", help="TREC run over the judged documents and answers (docid llm/prompt/sample)")
@@ -449,7 +449,7 @@ def _compare_judges_parser(subparsers) -> None:
         "compare-judges", help="label sets (judges) compared by their leaderboards and labels (docs/judges.md)"
     )
     compare.add_argument(
-        "--runs", nargs="+", action="extend", required=True,
+        "--runs", nargs="+", action=Gathered, required=True,
         help="run files (TREC format), or quoted patterns such as 'runs/*'",
     )  # fmt: skip
     compare.add_argument("--official-qrels", required=True, help="the official judgments (TREC qrels)")
@@ -467,11 +467,11 @@ def _compare_judges_parser(subparsers) -> None:
         "--official", help="instead: the official leaderboard, JSON {run_id: rank} or a TSV of run_id and rank or score"
     )
     compare.add_argument(
-        "--labels", nargs="+", action="extend", default=[], metavar="NAME=QRELS",
+        "--labels", nargs="+", action=Gathered, default=[], metavar="NAME=QRELS",
         help="the label sets to compare, each a qrels file",
     )  # fmt: skip
     compare.add_argument(
-        "--leaderboard", nargs="+", action="extend", default=[], metavar="NAME=FILE",
+        "--leaderboard", nargs="+", action=Gathered, default=[], metavar="NAME=FILE",
         help="another judge's leaderboard, a TREC AutoJudge file (run, measure, topic, value; docs/judges.md): "
         "each of its measures compared as it is",
     )  # fmt: skip
@@ -481,11 +481,11 @@ def _compare_judges_parser(subparsers) -> None:
         "default), ir_measures (run topic measure value) or jsonl (run_id, topic_id, measure, value a line)",
     )  # fmt: skip
     compare.add_argument(
-        "--ensemble", nargs="+", action="extend", default=[], metavar="NAME=A,B,...",
+        "--ensemble", nargs="+", action=Gathered, default=[], metavar="NAME=A,B,...",
         help="a label set by majority vote of label sets of --labels (UMBRELA's ensemble; ties to the lowest label)",
     )  # fmt: skip
     compare.add_argument(
-        "--measure", nargs="+", action="extend", dest="measures",
+        "--measure", nargs="+", action=Gathered, dest="measures",
         help="measures, trec_eval's names (ndcg_cut_10, map) or ir-measures' (nDCG@10, Compat(p=0.9)); "
         "may be repeated (default: the official measure)",
     )  # fmt: skip

@@ -453,8 +453,7 @@ def _check_official_runs(path: str, official: dict[str, float], runs: set[str]) 
         raise InputError(path, f"ranks {len(shared)} of the {len(runs)} runs given: agreement needs two or more")
     for what, names in (("ranks no run", runs - shared), ("ranks runs not given (--runs)", set(official) - shared)):
         if names:
-            listed = ", ".join(sorted(names)[:5]) + (" ..." if len(names) > 5 else "")
-            log.warning("%s %s %s: left out of the agreement", path, what, listed)
+            log.warning("%s %s %s: left out of the agreement", path, what, listed(sorted(names)))
 
 
 def label_arguments(arguments: list[str], option: str = "--labels", taken=frozenset()) -> dict[str, str]:
@@ -582,9 +581,7 @@ def nrp_command(args: argparse.Namespace) -> None:
     unknown.summarise()
     unjudged = sorted(set(answers["query_id"]) - set(known))
     if unjudged:
-        log.warning(
-            "%d queries have answers but no judged document, and no NRP: %s", len(unjudged), ", ".join(unjudged[:5])
-        )
+        log.warning("%d queries have answers but no judged document, and no NRP: %s", len(unjudged), listed(unjudged))
     if not answers["query_id"].isin(known).any():
         raise InputError(args.answers, "no answer to a query with judged documents: nothing to rank")
     check_systems(args.wilcoxon, answers)
@@ -637,7 +634,10 @@ def ranker_spec(text: str, run: str | None) -> dict:
 
 
 def assignments(values: list[str] | None, option: str, kind, many: bool = False):
-    """`NAME=VALUE` options as a dict (or, with `many`, as a list of pairs)."""
+    """`NAME=VALUE` options as a dict (or, with `many`, as a list of pairs); a name given twice is refused
+    (a dict would keep the last silently)."""
+    from examflow.config import repeated
+
     pairs = []
     for text in values or []:
         name, equals, value = text.partition("=")
@@ -648,6 +648,8 @@ def assignments(values: list[str] | None, option: str, kind, many: bool = False)
         if converted is None:
             raise Failure(f"{option} {text!r}: expected NAME=VALUE with a {kind.__name__} value")
         pairs.append((name, converted))
+    if not many and (twice := repeated(name for name, _ in pairs)):
+        raise Failure(f"{option}: {twice!r} is given twice")
     return pairs if many else dict(pairs)
 
 

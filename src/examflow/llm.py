@@ -5,7 +5,8 @@ settings and the prompt, so a rerun costs no API call. HTTP 429 waits as long as
 `Retry-After` says, up to `max_retry_after`; 5xx, timeouts, dropped connections and
 malformed replies (no choices, null content, a body that is not the API's JSON) back off
 exponentially; other HTTP errors fail at once. A call that still fails is an `LLMError`
-whose `kind` names the failure, never an empty answer, and it is never cached.
+whose `kind` names the failure, never an empty answer, and it is never cached (an answer the server cut
+at `max_tokens` is an answer: cached, marked as cut, and a `cut-off` failure unless `cut_off: keep`).
 
 What a server sends is bounded where it is read: at most `max_reply_bytes` of a body (an error's
 too, counted inflated where a server compresses it though asked not to) reach memory, a longer one is
@@ -351,6 +352,7 @@ class _BoundedStream(SyncByteStream):
         self.stream, self.limit, self.deadline, self.encoding = stream, limit, deadline, encoding
         self.inflater = zlib.decompressobj(_WBITS) if encoding else None
         self.inflated, self.raw = 0, False  # bytes inflated; whether deflate came without its header
+        self.fed = b""  # deflate's bytes while none is inflated: read again as raw deflate if the header fails
 
     def __iter__(self):
         read = 0
@@ -362,18 +364,22 @@ class _BoundedStream(SyncByteStream):
                 yield piece
             if time.monotonic() > self.deadline[0]:
                 raise ReplyTooSlow(self.deadline[1])
+        if self.inflater is not None and not self.inflater.eof:  # a stream cut before its end
+            raise BadBody("the reply's compressed body ends before its compressed stream does")
 
     def _inflated(self, chunk: bytes):
         if self.inflater is None:
             yield chunk
             return
+        if self.encoding == "deflate" and not self.raw and not self.inflated:
+            self.fed += chunk
         while chunk:  # never more than one byte past the limit at a time
             try:
                 piece = self.inflater.decompress(chunk, self.limit + 1)
             except zlib.error as error:
                 if self.encoding == "deflate" and not self.raw and not self.inflated:
-                    # deflate without its zlib header, as many servers send it (httpx reads both)
-                    self.inflater, self.raw = zlib.decompressobj(-zlib.MAX_WBITS), True
+                    # deflate without its zlib header, as many servers send it (httpx reads both): all of it again
+                    self.inflater, self.raw, chunk = zlib.decompressobj(-zlib.MAX_WBITS), True, self.fed
                     continue
                 raise BadBody(f"the reply's compressed body is damaged: {error}") from None
             self.inflated += len(piece)

@@ -59,6 +59,10 @@ if not EXAM:
     # `snakemake plan`, the step the README runs before any configuration, on one of NRP alone: no grading
     # to count (its rankers score the judged documents in the NRP job).
     rule plan:
+        log:
+            logs("plan.log"),
         localrule: True
+        conda:
+            ENV
         shell:
-            "echo 'examflow: nothing to grade: this configuration computes NRP alone' >&2"
+            "echo 'examflow: nothing to grade: this configuration computes NRP alone' | tee {log:q} >&2"

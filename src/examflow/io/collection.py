@@ -36,10 +36,10 @@ def read_passages(
         if not text.strip():
             problems.report(
                 f"{what}s with empty text",
-                InputError(path, f"empty text for passage {doc_id!r}", number, "text"),
+                InputError(path, f"empty text for {what} {doc_id!r}", number, "text"),
             )
         elif doc_id in found and found[doc_id] != text:
-            raise InputError(path, f"passage {doc_id!r} appears twice with different texts", number, "doc_id")
+            raise InputError(path, f"{what} {doc_id!r} appears twice with different texts", number, "doc_id")
         else:
             found[doc_id] = text
     for doc_id in sorted(wanted - found.keys()):
