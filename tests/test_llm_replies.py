@@ -245,10 +245,14 @@ def test_a_reply_trickling_past_the_timeout_is_a_timeout(server, tmp_path):
     assert client(server, tmp_path, timeout=1, max_attempts=1).complete("wax") == "4"
 
 
-def test_a_retry_after_that_is_neither_seconds_nor_a_date_backs_off(server, tmp_path):
-    """`Retry-After: abc` raised ValueError out of the job."""
-    server.script("bees", Status(429, {"Retry-After": "abc"}), "3")
-    assert client(server, tmp_path).complete("bees") == "3" and server.calls == 2
+@pytest.mark.parametrize("value", ["abc", "nan", "-5", "1e400"])
+def test_a_retry_after_that_is_neither_seconds_nor_a_date_backs_off(server, tmp_path, value):
+    """`Retry-After: abc` raised ValueError out of the job; `nan` and `-5` asked again at once, `1e400` after
+    max_retry_after: each waits the back-off now."""
+    server.script("bees", Status(429, {"Retry-After": value}), "3")
+    started = time.monotonic()
+    assert client(server, tmp_path, backoff=0.5).complete("bees") == "3" and server.calls == 2
+    assert 0.5 <= time.monotonic() - started < 5
 
 
 def test_the_same_settings_written_two_ways_are_one_cache_key(server, tmp_path):

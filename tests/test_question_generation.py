@@ -135,6 +135,8 @@ def test_the_hint_says_what_a_rerun_does_with_each_kind_of_failure(server, tmp_p
     assert both.startswith("(every answer is cached") and both.endswith(
         "(a failed call is not cached: a rerun asks again)"
     )
+    # An answer cut at max_tokens is cached: its own message says what to change, and neither hint applies.
+    assert rerun_hint(["LLM call failed (cut-off: the server cut the answer at max_tokens = 9: '[' (raise ...))"]) == ""
 
 
 def test_http_429_waits_as_retry_after_says(server, tmp_path):

@@ -12,7 +12,7 @@ What a server sends is bounded where it is read: at most `max_reply_bytes` of a 
 too, counted inflated where a server compresses it though asked not to) reach memory, a longer one is
 a `too-large` failure (not retried: the same prompt would get the same reply); a reply's body is read
 by `timeout` seconds after the request (however slowly it trickles in; each wait for bytes is bounded
-by `timeout` too); an answer the server says it cut at `max_tokens` is cached, marked, and is a
+by `timeout` too, but headers that trickle in a line at a time are not cut short); an answer the server says it cut at `max_tokens` is cached, marked, and is a
 `cut-off` failure unless `cut_off: keep`. Before anything keeps a server's text (caches, grades,
 banks, errors, logs), the request's API key in it is redacted.
 """
@@ -412,12 +412,14 @@ def _field(value: object, name: str) -> object:
 
 
 def _retry_after(response) -> float | None:
-    """Seconds from a Retry-After header: a number, or an HTTP date; None (back off) for anything else."""
+    """Seconds from a Retry-After header: a number, or an HTTP date; None (back off) for anything else,
+    `nan`, `-5` and `1e400` included (a server repeating one must not be asked again at once, or in 2 minutes)."""
     value = response.headers.get("retry-after") if response is not None else None
     if value is None:
         return None
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
+        return seconds if math.isfinite(seconds) and seconds >= 0 else None
     except ValueError:
         pass
     try:

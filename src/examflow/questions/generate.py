@@ -45,10 +45,12 @@ FAILED_CALL_HINT = "(a failed call is not cached: a rerun asks again)"
 
 def rerun_hint(reasons: Iterable[str]) -> str:
     """What a rerun does about these failures: cached answers that did not parse come back as they were;
-    failed calls, never cached, are asked again. (A reason is ask_until_parsed's, perhaps after a prefix
-    `...: `; an answer quoted in one cannot start a reason.)"""
-    failed_call = [re.match(rf"(?:[^']*: )?{FAILED_CALL} \(", reason) is not None for reason in reasons]
-    return " ".join(([RERUN_HINT] if not all(failed_call) else []) + ([FAILED_CALL_HINT] if any(failed_call) else []))
+    failed calls, never cached, are asked again; an answer cut at max_tokens is cached and its failure says
+    what to change. (A reason is ask_until_parsed's, perhaps after a prefix `...: `; an answer quoted in one
+    cannot start a reason.)"""
+    calls = [re.match(rf"(?:[^']*: )?{FAILED_CALL} \((cut-off:)?", reason) for reason in reasons]
+    unparsable, failed = any(c is None for c in calls), any(c is not None and not c.group(1) for c in calls)
+    return " ".join(([RERUN_HINT] if unparsable else []) + ([FAILED_CALL_HINT] if failed else []))
 
 
 def prompt_for(query_text: str, facet_text: str | None, output_format: str) -> tuple[str, str]:
