@@ -11,10 +11,10 @@ at `max_tokens` is an answer: cached, marked as cut, and a `cut-off` failure unl
 What a server sends is bounded where it is read: at most `max_reply_bytes` of a body (an error's
 too, counted inflated where a server compresses it though asked not to) reach memory, a longer one is
 a `too-large` failure (not retried: the same prompt would get the same reply); a reply's body is read
-by `timeout` seconds after the request (however slowly it trickles in; each wait for bytes is bounded
-by `timeout` too, but headers that trickle in a line at a time are not cut short); an answer the server says it cut at `max_tokens` is cached, marked, and is a
-`cut-off` failure unless `cut_off: keep`. Before anything keeps a server's text (caches, grades,
-banks, errors, logs), the request's API key in it is redacted.
+by `timeout` seconds after the request, however slowly it trickles in (each wait for bytes is bounded
+by `timeout` too; headers that trickle in a line at a time are bounded only line by line). Before
+anything keeps a server's text (caches, grades, banks, errors, logs), the request's API key in it is
+redacted.
 """
 
 from __future__ import annotations
