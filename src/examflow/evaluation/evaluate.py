@@ -102,7 +102,7 @@ def per_query_values(
     questions = exam_questions(examined, inputs.questions)
     query_ids = sorted(set(questions["query_id"]))
     runs = inputs.rankings[~inputs.rankings["run_id"].isin(RESERVED_RUNS)]
-    run_ids = sorted(set(runs["run_id"]))
+    run_ids = sorted(runs["run_id"].unique())  # unique, not set(): a Python string of each of a million rows
     counts = cover_counts(best_levels(examined), inputs.rankings, questions, settings.taus, settings.k, gold_only)
     if settings.query_mode == "all":
         counts = complete(counts, query_ids, run_ids)
@@ -358,10 +358,10 @@ def _warn_unscored(board: pd.DataFrame, rankings: pd.DataFrame, method: str, que
     """Evaluated runs that a measure gives no score: none of their queries has a value to average (under
     `present`, a run whose queries have no questions or no passage ranked <= k). They leave its correlations.
     One warning for each set of such runs, naming the measures."""
-    runs = set(rankings["run_id"]) - set(RESERVED_RUNS)
+    runs = set(rankings["run_id"].unique()) - set(RESERVED_RUNS)
     unscored: dict[tuple[str, ...], list[str]] = {}
     for measure, scored in board.groupby("measure", sort=False)["run_id"]:
-        missing = tuple(sorted(runs - set(scored)))
+        missing = tuple(sorted(runs - set(scored.unique())))
         if missing:
             unscored.setdefault(missing, []).append(cast(str, measure))  # cast: grouped by the measure's name
     for missing, measures in unscored.items():
