@@ -358,7 +358,7 @@ def _readable(error) -> Iterator[tuple[str, str, str]]:
             yield (
                 f"{key}.{unknown}" if key else unknown,
                 f"unknown key{suggestion(unknown, known)}",
-                (f"; known: {', '.join(known)}"),
+                f"; known: {', '.join(known)}",
             )
     elif error.validator == "required":
         missing = error.message.split("'")[1]

@@ -351,15 +351,19 @@ class _BoundedStream(SyncByteStream):
     def __init__(self, stream, limit: int, deadline: tuple[float, float] = (math.inf, 0), encoding: str | None = None):
         self.stream, self.limit, self.deadline, self.encoding = stream, limit, deadline, encoding
         self.inflater = zlib.decompressobj(_WBITS) if encoding else None
-        self.inflated, self.raw = 0, False  # bytes inflated; whether deflate came without its header
+        self.read, self.received = 0, 0  # bytes of the body (inflated) and of the wire
+        self.raw = False  # whether deflate came without its zlib header
         self.fed = b""  # deflate's bytes while none is inflated: read again as raw deflate if the header fails
 
     def __iter__(self):
-        read = 0
         for chunk in self.stream:
+            # the wire's bytes count too: a compressed stream that inflates to nothing is no endless read
+            self.received += len(chunk)
+            if self.received > self.limit:
+                raise ReplyTooLarge(f"the reply is longer than max_reply_bytes = {self.limit} bytes")
             for piece in self._inflated(chunk):
-                read += len(piece)
-                if read > self.limit:
+                self.read += len(piece)
+                if self.read > self.limit:
                     raise ReplyTooLarge(f"the reply is longer than max_reply_bytes = {self.limit} bytes")
                 yield piece
             if time.monotonic() > self.deadline[0]:
@@ -371,18 +375,17 @@ class _BoundedStream(SyncByteStream):
         if self.inflater is None:
             yield chunk
             return
-        if self.encoding == "deflate" and not self.raw and not self.inflated:
+        if self.encoding == "deflate" and not self.raw and not self.read:
             self.fed += chunk
         while chunk:  # never more than one byte past the limit at a time
             try:
                 piece = self.inflater.decompress(chunk, self.limit + 1)
             except zlib.error as error:
-                if self.encoding == "deflate" and not self.raw and not self.inflated:
+                if self.encoding == "deflate" and not self.raw and not self.read:
                     # deflate without its zlib header, as many servers send it (httpx reads both): all of it again
                     self.inflater, self.raw, chunk = zlib.decompressobj(-zlib.MAX_WBITS), True, self.fed
                     continue
                 raise BadBody(f"the reply's compressed body is damaged: {error}") from None
-            self.inflated += len(piece)
             yield piece
             chunk = self.inflater.unconsumed_tail
             if self.encoding == "gzip" and self.inflater.eof and self.inflater.unused_data:  # another member
