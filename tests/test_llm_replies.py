@@ -287,3 +287,16 @@ def test_a_compressed_body_inflates_alike_however_it_arrives_and_a_cut_one_is_da
     cut = gzip.compress(body)[:-6]
     with pytest.raises(BadBody, match="ends before its compressed stream does"):
         b"".join(_BoundedStream([cut], LIMIT, encoding="gzip"))
+
+
+def test_a_job_failing_on_cut_answers_says_a_rerun_meets_them_again():
+    """The job's line said a rerun asks again for the failed pairs; a cut answer is cached (a stranger's trial)."""
+    from examflow.config import methods
+    from examflow.errors import Failure
+    from examflow.grading.grades import check_failures
+
+    method = methods([{"name": "m", "kind": "self_rating", "backend": {"kind": "openai", "model": "m"}}])[0]
+    grades = pd.DataFrame({"error": ["cut-off: the server cut the answer at max_tokens = 5: '2'", None],
+                           "unparsable": [False, False]})  # fmt: skip
+    with pytest.raises(Failure, match=r"1 cut-off\), .*; an answer cut at max_tokens is an answer and stays: raise"):
+        check_failures(grades, method, "shard-0", 0)

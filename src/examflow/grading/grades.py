@@ -34,6 +34,13 @@ def failure_counts(grades: pd.DataFrame) -> dict[str, int]:
     return {cast(str, kind): int(count) for kind, count in ordered}  # cast: the kinds are the errors' prefixes
 
 
+# Failures that are answers, cached: a rerun meets them again, and what to change instead.
+_CACHED_FAILURES = {
+    "unparsable": "; an unparsable answer is an answer and stays: see the method's `mode`",
+    "cut-off": "; an answer cut at max_tokens is an answer and stays: raise max_tokens, or set cut_off: keep",
+}
+
+
 def check_failures(grades: pd.DataFrame, method: Method, shard: str, max_error_rate: float) -> None:
     """Log the failed and unparsable pairs; fail when more pairs failed than `max_error_rate` allows."""
     failed = failure_counts(grades)
@@ -43,7 +50,7 @@ def check_failures(grades: pd.DataFrame, method: Method, shard: str, max_error_r
              int(grades["unparsable"].sum()), method.mode)  # fmt: skip
     if n_failed <= max_error_rate * len(grades):
         return
-    hint = "; an unparsable answer is an answer and stays: see the method's `mode`" if "unparsable" in failed else ""
+    hint = "".join(text for kind, text in _CACHED_FAILURES.items() if kind in failed)
     raise Failure(
         f"method {method.name}, shard {shard}: {n_failed} of {len(grades)} pairs failed ({kinds}), more than "
         f"grading.max_error_rate = {max_error_rate:g} allows. The answers received are cached: a rerun asks the "
