@@ -14,6 +14,9 @@ def inputs(gold: bool = False) -> Inputs:
         [
             ("m", "q1", None, "a", "x", 5), ("m", "q1", None, "b", "y", 4), ("m", "q1", None, "c", "x", 1),
             ("m", "q2", None, "d", "z", 4), ("m", "q1", None, "g", "y", 5),
+            # every pooled passage is graded against every question of its query
+            ("m", "q1", None, "a", "y", 0), ("m", "q1", None, "b", "x", 0), ("m", "q1", None, "c", "y", 0),
+            ("m", "q1", None, "g", "x", 0),
         ],
         columns=["method", "query_id", "facet_id", "passage_id", "question_id", "rating"],
     ).assign(correct=pd.NA, error=None).astype({"rating": "Int64", "correct": "boolean"})  # fmt: skip
@@ -174,6 +177,49 @@ def test_a_methods_exam_is_the_bank_items_of_the_kind_it_grades():
     assert exam_questions(graded, None)["question_id"].tolist() == ["x"]
 
 
+def test_grades_of_passages_the_pool_does_not_hold_are_left_out(caplog):
+    """A pool without r2 (withdrawn after the grading: b and d) evaluated with the grades of the whole pool:
+    b's and d's grades counted in the pool's rows, `_overall_` and n-EXAM's denominator, and in the qrels."""
+    given = inputs()
+    withdrawn = given.passages["passage_id"].isin(["b", "d"])
+    given.rankings = given.rankings[given.rankings["run_id"] != "r2"]
+    given.passages = given.passages[~withdrawn]
+    settings = Settings(taus=[4], k=20, measures=[], bootstrap=0)
+    outputs = evaluate(given, settings, None)
+    # the same as grades of the pool given: a (x at 5) and c
+    fresh = inputs()
+    fresh.grades = fresh.grades[~fresh.grades["passage_id"].isin(["b", "d"])]
+    fresh.rankings, fresh.passages = given.rankings, given.passages
+    expected = evaluate(fresh, settings, None)
+    pd.testing.assert_frame_equal(outputs["leaderboard.tsv"], expected["leaderboard.tsv"])
+    board = scores(outputs["leaderboard.tsv"])
+    # q1: x of {x, y} (b's y is no longer pooled); q2: z, no passage of it pooled any more
+    assert board[("exam_cover", 4, "_overall_")] == 0.25
+    assert board[("n_exam_cover", 4, "r1")] == 1.0  # the pool answers x alone
+    assert outputs["qrels/m.qrels"] == "q1 0 a 5\nq1 0 c 1\n"
+    assert (
+        "method m: the pool given does not hold 2 of its graded passages (first: 'b' of query 'q1'): left out"
+        in caplog.text
+    )
+
+
+def test_a_pooled_passage_or_a_question_without_grades_is_an_error():
+    """Grades made before a run or a question was added: the passage or the question would answer nothing."""
+    ungraded = inputs()
+    ungraded.grades = ungraded.grades[
+        ~((ungraded.grades["passage_id"] == "a") & (ungraded.grades["question_id"] == "y"))
+    ]
+    with pytest.raises(InputError, match=r"--grades: method m: 1 pooled passages lack grades of items of their "
+                       r"query's exam \(first: 'a' of query 'q1', 1 of 2 graded\): grade the pool given"):  # fmt: skip
+        evaluate(ungraded, Settings(taus=[4], measures=[], bootstrap=0), None)
+    added = inputs()
+    added.questions = pd.concat(
+        [added.questions, pd.DataFrame({"query_id": ["q2"], "question_id": ["w"], "kind": "question"})]
+    )
+    with pytest.raises(InputError, match=r"first: 'd' of query 'q2', 1 of 2 graded"):
+        evaluate(added, Settings(taus=[4], measures=[], bootstrap=0), None)
+
+
 def test_grades_of_questions_the_bank_does_not_hold_are_left_out(caplog):
     """A bank given without q1's y (edited after the grading): the pool answered 2 of q1's questions that the
     bank counts 1 of, and its EXAM-Cover read (2/1 + 1/1) / 2 = 1.5 with exit 0."""
@@ -184,8 +230,8 @@ def test_grades_of_questions_the_bank_does_not_hold_are_left_out(caplog):
     assert board[("exam_cover", 4, "r1")] == 1.0  # q1's exam is {x}: a answers it
     assert board[("exam_cover", 4, "r2")] == 0.5  # b answers y, no longer asked; d answers z
     assert all(v <= 1 for (measure, _, _), v in board.items() if measure == "exam_cover")
-    assert "method m: the bank given does not hold 1 of its graded questions (1 grades): left out" in caplog.text
-    assert outputs["qrels/m.qrels"] == "q1 0 a 5\nq1 0 c 1\nq2 0 d 4\n"  # b's label came from y alone
+    assert "method m: the bank given does not hold 1 of its graded questions (3 grades): left out" in caplog.text
+    assert outputs["qrels/m.qrels"] == "q1 0 a 5\nq1 0 b 0\nq1 0 c 1\nq2 0 d 4\n"  # b's 4 came from y alone
     # grades that name their kind are a bank's: a bank that holds none of them is no exam of theirs
     stale = inputs()
     stale.grades = stale.grades.assign(kind="self_rating")

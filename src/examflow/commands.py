@@ -918,7 +918,15 @@ def _evaluation_inputs(args: argparse.Namespace):
         if args.n_exam == "gold":
             raise Failure("--n-exam gold: needs graded gold articles, which a workbench graded file does not hold")
         tables = read_workbench_graded(args.workbench_graded)
-        return Inputs(tables["grades"], tables["rankings"], None, tables["passages"], tables["judgments"], gold)
+        return Inputs(
+            tables["grades"],
+            tables["rankings"],
+            None,
+            tables["passages"],
+            tables["judgments"],
+            gold,
+            graded_whole=False,
+        )
     if not (args.grades and args.pool):
         raise InputError("examflow evaluate", "give --grades and --pool, or --workbench-graded")
     pool = Path(args.pool)

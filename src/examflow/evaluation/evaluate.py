@@ -42,7 +42,7 @@ from examflow.evaluation.nuggets import nugget_values
 from examflow.evaluation.rouge import ROUGE_MEASURE, rouge_per_query
 from examflow.evaluation.scores import system_scores
 from examflow.io.runs import GOLD_RUN, OVERALL_RUN, RESERVED_RUNS
-from examflow.io.tables import optional
+from examflow.io.tables import among, optional
 from examflow.outputs import Facts
 from examflow.registry import DEFAULT_TAU, KINDS, NUGGET_SUPPORT
 from examflow.ties import tie_keys
@@ -81,6 +81,9 @@ class Inputs:
     passages: pd.DataFrame  # query_id, passage_id, origin (and text for ROUGE)
     judgments: pd.DataFrame
     gold: dict[str, str] | None = None
+    # False for an Autograder Workbench file, where a method may have left passages ungraded: they answer
+    # nothing, as in the Autograder Workbench (said); True: grades of the pool given, which cover it
+    graded_whole: bool = True
 
     @cached_property
     def gold_passages(self) -> pd.DataFrame:
@@ -172,6 +175,46 @@ def within_exam(grades: pd.DataFrame, bank: pd.DataFrame | None, method: str) ->
     return grades[~outside], exam
 
 
+def within_pool(grades: pd.DataFrame, passages: pd.DataFrame, method: str) -> pd.DataFrame:
+    """A method's grades of the passages of the pool given. Grades of passages it does not hold (grades
+    made over another pool: a run withdrawn since) would count in the pool's rows (`_overall_`, n-EXAM's
+    denominator, the qrels): they are left out, and said."""
+    pooled = among(grades, passages, KEYS)
+    if not pooled.any():
+        raise InputError("--pool", f"method {method}: none of its graded passages is in the pool given")
+    if not pooled.all():
+        outside = grades.loc[~pooled, KEYS].drop_duplicates()
+        log.warning("method %s: the pool given does not hold %d of its graded passages (first: %r of query %r): "
+                    "left out", method, len(outside), outside.iloc[0]["passage_id"], outside.iloc[0]["query_id"])  # fmt: skip
+    return grades[pooled]
+
+
+def check_graded(grades: pd.DataFrame, exam: pd.DataFrame, passages: pd.DataFrame, method: str, strict: bool) -> None:
+    """Every pooled passage of a query is graded against every item of the query's exam: one that is not
+    (grades made before a run or a question was added) would count as answering nothing, a score too low.
+    An error, or (not `strict`) a warning."""
+    items = grades.loc[~aggregations(grades), [*KEYS, "question_id"]].drop_duplicates()
+    per_query = exam.groupby("query_id").size().rename("items")
+    expected = passages[KEYS].drop_duplicates().join(per_query, on="query_id", how="inner")
+    graded = items.groupby(KEYS, sort=False).size().rename("graded")
+    counts = expected.join(graded, on=KEYS).fillna({"graded": 0})
+    short = counts[counts["graded"] < counts["items"]]
+    if short.empty:
+        return
+    first = short.iloc[0]
+    lacking = (
+        f"method {method}: {len(short)} pooled passages lack grades of items of their query's exam (first: "
+        f"{first['passage_id']!r} of query {first['query_id']!r}, {int(first['graded'])} of {int(first['items'])} graded)"
+    )
+    if not strict:
+        log.warning("%s: they answer nothing", lacking)
+        return
+    raise InputError(
+        "--grades",
+        f"{lacking}: grade the pool given (examflow grade), or evaluate over the pool and bank the grades were made for",
+    )
+
+
 def facts_of(inputs: Inputs, official: dict[str, float] | None) -> Facts:
     """What the inputs hold, for `examflow evaluate` without the workflow's `--facts`."""
     return Facts(
@@ -195,7 +238,8 @@ def evaluate(
     kept = []
     for key, graded in inputs.grades.groupby("method", sort=True):
         method = cast(str, key)  # the method column holds names
-        grades, exam = within_exam(graded, inputs.questions, method)
+        grades, exam = within_exam(within_pool(graded, inputs.passages, method), inputs.questions, method)
+        check_graded(grades, exam, inputs.passages, method, strict=inputs.graded_whole)
         kept.append(grades)
         pooled = without_passages(grades, inputs.gold_passages)
         labels = exam_labels(pooled)
