@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import math
+import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
 from examflow.evaluation.diagnostics import question_diagnostics, uncovered_passages
-from examflow.evaluation.impact import Baseline, BaselineStore, bank_digest, impact_tables, score_changes
+from examflow.evaluation.impact import (
+    Baseline,
+    BaselineStore,
+    bank_digest,
+    impact_tables,
+    label_changes,
+    score_changes,
+)
 
 # One query, questions x y z; passages a (judged 2), b (judged 0), c (judged 1), d (unjudged).
 GRADES = {("a", "x"): 4, ("a", "y"): 1, ("a", "z"): 2, ("b", "x"): 5, ("b", "y"): 3, ("b", "z"): 0,
@@ -176,3 +185,59 @@ def test_keys_added_to_a_bank_without_any_are_listed_as_re_keyed(tmp_path):
     assert bank_digest(keyless.questions) == bank_digest(text_only) != bank_digest(keyed.questions)
     changes = impact_tables(keyless, keyed)["questions"]
     assert changes[["change", "question_id"]].values.tolist() == [["re-keyed", "q/2"]]
+
+
+def test_banks_evaluated_over_other_runs_or_settings_compare_their_questions_alone(tmp_path):
+    """The context (runs, pool, scoring settings, models) is kept with a baseline: where two banks'
+    evaluations differ in it, their labels' and scores' changes are not the edit's, and are left out."""
+    from examflow.evaluation.evaluate import Settings
+    from examflow.evaluation.impact import evaluation_context, method_context
+
+    rankings = pd.DataFrame({"run_id": ["a", "a"], "query_id": "q", "passage_id": ["p", "r"], "rank": [1, 2],
+                             "score": [2.0, 1.0]})  # fmt: skip
+    passages = pd.DataFrame({"query_id": ["q", "q"], "passage_id": ["p", "r"]})
+    context = evaluation_context(rankings, passages, Settings(taus=[4]))
+    assert context == evaluation_context(rankings[::-1], passages, Settings(taus=[4], bootstrap=5))  # order, no score
+    assert context != evaluation_context(rankings.assign(rank=[2, 1]), passages, Settings(taus=[4]))
+    assert context != evaluation_context(rankings, passages, Settings(taus=[3]))
+    assert method_context(context, ["t5"]) != method_context(context, ["t5-xl"])
+    bank = pd.DataFrame({"query_id": "q", "facet_id": None, "question_id": ["q/1"], "question_text": ["Why?"]})
+    labels = pd.DataFrame({"qrels_id": ["q"], "passage_id": ["p"], "label": [3]})
+    before = Baseline(bank, labels, board({"a": 0.5}), method_context(context, ["t5"]))
+    store = BaselineStore(tmp_path)
+    store.save("before", before)
+    kept = store.previous("after")[1]
+    assert kept.context == before.context
+    after = Baseline(bank.assign(question_text="Why so?"), labels.assign(label=4), board({"a": 0.75}), kept.context)
+    same = impact_tables(kept, after)
+    assert len(same["questions"]) == len(same["passages"]) == len(same["systems"]) == 1
+    other = impact_tables(kept, Baseline(after.questions, after.labels, after.leaderboard, "another"))
+    assert other["questions"]["change"].tolist() == ["reworded"]
+    assert other["passages"].empty and other["systems"].empty
+    (tmp_path / "before" / "context.txt").unlink()  # a baseline kept by an examflow before contexts were
+    assert impact_tables(store.previous("after")[1], after)["systems"].empty
+
+
+def test_a_passage_without_a_label_in_one_bank_has_none_there_not_0():
+    """Every question of q deleted: p has no EXAM-Label any more, which is not a label 0 (judged non-relevant)."""
+    old = pd.DataFrame({"qrels_id": ["q", "q"], "passage_id": ["p", "r"], "label": [3, 0]})
+    new = pd.DataFrame({"qrels_id": ["q", "s"], "passage_id": ["r", "t"], "label": [0, 2]})
+    changed = label_changes(old, new)
+    assert changed[["passage_id", "old_label", "new_label"]].astype(object).values.tolist() == [
+        ["p", 3, pd.NA], ["t", pd.NA, 2]
+    ]  # fmt: skip
+
+
+def test_each_results_folder_keeps_its_own_baselines(tmp_path, monkeypatch):
+    """Folders named alike once the path's separators are replaced, or the same relative path in two
+    checkouts sharing a cache, shared their baselines: a new folder listed another's bank edit."""
+    from examflow.results import baselines_folder
+
+    assert baselines_folder("cache", "/tmp/col/x_y") != baselines_folder("cache", "/tmp/col_x/y")
+    monkeypatch.chdir(tmp_path)
+    here = baselines_folder("cache", "results/demo")
+    (tmp_path / "other").mkdir()
+    monkeypatch.chdir(tmp_path / "other")
+    assert baselines_folder("cache", "results/demo") != here
+    assert here.parent == Path("cache/baselines")
+    assert re.fullmatch(r"[A-Za-z0-9_-]*_results_demo-[0-9a-f]{12}", here.name)  # readable, and the path's digest

@@ -97,3 +97,15 @@ def test_bank_edits_are_listed_and_undone_without_a_model_call(project):
         assert {p: (o, n) for p, o, n in undone[["passage_id", "old_label", "new_label"]].itertuples(index=False)} == {
             p: (n, o) for p, (o, n) in expected.items()
         }
+
+        # A run edited, the bank not: the earlier bank's evaluation was over other runs, so its systems' and
+        # passages' changes would mix the run's in (a stranger saw a reworded question move a run's P@20).
+        # The questions changed are still listed; the rest is left out, and said.
+        poor = files["run_poor"]
+        poor.write_text("".join(line for line in poor.read_text().splitlines(keepends=True) if " 1 " not in line))
+        snakemake(project, *run)
+        log = (project / "results/logs/evaluate/llm.log").read_text()  # a rerun keeps the earlier logs beside it
+        assert "the earlier bank was evaluated over other runs, settings or models" in log
+        assert len(pd.read_csv(evaluation / "impact_questions.tsv", sep="\t")) == 3
+        for table in ("impact_passages.tsv", "impact_systems.tsv"):
+            assert pd.read_csv(evaluation / table, sep="\t").empty

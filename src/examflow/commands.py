@@ -312,6 +312,8 @@ def evaluate_command(args: argparse.Namespace) -> None:
     # cast: `baselines` is no file but each method's Baseline, which evaluate puts beside the tables
     baselines = cast("dict[str, Baseline]", outputs.pop("baselines"))
     stores = {method: BaselineStore(Path(args.baselines) / method) for method in baselines} if args.baselines else {}
+    if stores:
+        baselines = with_contexts(baselines, inputs, settings)
     outputs |= edit_impact(baselines, stores)
     check_written(EVALUATION, facts, outputs, methods=baselines)
     write_tables({Path(args.out) / name: table for name, table in outputs.items()})
@@ -880,12 +882,24 @@ def summary_command(args: argparse.Namespace) -> None:
     write_tables(files)
 
 
+def with_contexts(baselines: dict[str, Baseline], inputs, settings) -> dict[str, Baseline]:
+    """Each method's baseline with its evaluation's context (`examflow.evaluation.impact.evaluation_context`)."""
+    from dataclasses import replace
+
+    from examflow.evaluation.impact import evaluation_context, method_context
+
+    context = evaluation_context(inputs.rankings, inputs.passages, settings)
+    grades = inputs.grades if "model" in inputs.grades else inputs.grades.assign(model=None)
+    models = grades.groupby("method")["model"].agg(lambda named: named.dropna().unique().tolist())
+    return {method: replace(b, context=method_context(context, models[method])) for method, b in baselines.items()}
+
+
 def edit_impact(baselines: dict[str, Baseline], stores: dict[str, BaselineStore]) -> dict[str, pd.DataFrame]:
     """impact_*.tsv: each method against its latest baseline of another bank (empty on a first run, and
     without a baseline store)."""
     import pandas as pd
 
-    from examflow.evaluation.impact import IMPACT_FILES, bank_digest, impact_tables
+    from examflow.evaluation.impact import IMPACT_FILES, bank_digest, comparable, impact_tables
 
     parts: dict[str, list] = {name: [] for name in IMPACT_FILES}
     for method, baseline in baselines.items():
@@ -897,6 +911,13 @@ def edit_impact(baselines: dict[str, Baseline], stores: dict[str, BaselineStore]
                 bank_digest(baseline.questions),
                 previous[0],
             )
+            if not comparable(previous[1], baseline):
+                log.warning(
+                    "method %s: the earlier bank was evaluated over other runs, settings or models (or by an examflow "
+                    "that did not record them): impact lists the questions changed, not passages' or systems' "
+                    "changes, which would mix those in",
+                    method,
+                )
         for name, table in impact_tables(previous[1] if previous else None, baseline).items():
             parts[name].append(table.assign(method=method))
     return {IMPACT_FILES[name]: pd.concat(tables, ignore_index=True) for name, tables in parts.items()}

@@ -19,6 +19,7 @@ of the run that writes the folder:
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -30,6 +31,15 @@ from examflow.errors import Failure
 
 LOCK = ".examflow.lock"
 _held: list = []  # the open lock files of this process: closing one would release its lock
+
+
+def baselines_folder(cache_dir: str | Path, results_dir: str | Path) -> Path:
+    """Where the evaluations of one results folder keep their baselines for bank-edit impact: named by the
+    folder's absolute path, readable, and by its digest (a name alone would join `a/b_c` and `a_b/c`, and the
+    same relative path in two checkouts that share a cache)."""
+    path = os.path.abspath(results_dir)
+    readable = re.sub(r"[^A-Za-z0-9_-]", "_", path)[-48:]
+    return Path(cache_dir) / "baselines" / f"{readable}-{hashlib.sha256(path.encode()).hexdigest()[:12]}"
 
 
 def check_results(folder: str | Path) -> None:

@@ -2,7 +2,6 @@ import functools
 import json
 import logging
 import os
-import re
 import shlex
 import sys
 from pathlib import Path
@@ -38,6 +37,7 @@ from examflow.plan import job_minutes
 from examflow.prompts import read_digest
 from examflow.registry import KINDS, MERGE_ONLY, ranker_files, ranker_gpus
 from examflow.results import (
+    baselines_folder,
     check_report_target,
     check_results,
     lock_results,
@@ -108,7 +108,7 @@ INPUTS = config["inputs"] or {}
 EXAM = bool(INPUTS)  # a collection to evaluate with EXAM; without one, NRP alone
 RESULTS = os.path.normpath(config["results_dir"])
 # The evaluations' baselines for bank-edit impact: state kept with the cache, one folder per results folder.
-BASELINES = f"{config['cache_dir']}/baselines/{re.sub(r'[^A-Za-z0-9_-]', '_', RESULTS)}"
+BASELINES = str(baselines_folder(config["cache_dir"], RESULTS))
 ENV = "../envs/examflow.yaml"
 
 # Rules run `python -m examflow` from this workflow's own src/, in a rule's conda environment

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, cast
 
 import pandas as pd
 
+from examflow.evaluation.cover import KEYS
 from examflow.io.tables import optional, write_tables
 from examflow.outputs import EVALUATION
 from examflow.questions.diff import diff_banks
@@ -36,6 +37,31 @@ class Baseline:
     questions: pd.DataFrame  # query_id, facet_id, question_id, question_text (and a nugget's importance)
     labels: pd.DataFrame  # qrels_id, passage_id, label
     leaderboard: pd.DataFrame  # measure, tau, run_id, score (systems only)
+    context: str = ""  # `evaluation_context`; "" where unknown (kept by an examflow before it was)
+
+
+TABLES = ("questions", "labels", "leaderboard")  # a Baseline's tables, a Parquet file each
+CONTEXT = "context.txt"
+SCORING = ("taus", "k", "measures", "query_mode", "n_exam")  # the evaluation settings that scores depend on
+
+
+def evaluation_context(rankings: pd.DataFrame, passages: pd.DataFrame, settings: object) -> str:
+    """What an evaluation's labels and scores depend on besides the bank and the grading: the runs'
+    rankings, the pooled passages and the settings that make scores. Two banks' evaluations measure the
+    edit only where these (and the models, `method_context`) are the same: else a run added, or another τ,
+    would read as the edit's doing."""
+    digest = hashlib.sha256()
+    for table, keys in ((rankings, ["run_id", "query_id", "passage_id", "rank", "score"]), (passages, KEYS)):
+        ordered = table[keys].sort_values(keys, kind="stable")
+        digest.update(pd.util.hash_pandas_object(ordered, index=False).to_numpy().tobytes())
+    scoring = {name: getattr(settings, name) for name in SCORING}
+    digest.update(json.dumps(scoring, sort_keys=True, default=str).encode())
+    return digest.hexdigest()
+
+
+def method_context(context: str, models: Iterable[str]) -> str:
+    """A method's context: its evaluation's, and the models that graded."""
+    return hashlib.sha256(json.dumps([context, sorted(models)]).encode()).hexdigest()[:16]
 
 
 def answer_key(answers, choices: str | None) -> str:
@@ -64,17 +90,18 @@ class BaselineStore:
         """The latest baseline of a bank other than `digest`."""
         seen = self.sequence.read_text().split() if self.sequence.exists() else []
         for earlier in reversed(seen):
-            if earlier != digest and (self.folder / earlier).is_dir():
-                tables = [
-                    pd.read_parquet(self.folder / earlier / f"{name}.parquet") for name in Baseline.__dataclass_fields__
-                ]
-                return earlier, Baseline(*tables)
+            folder = self.folder / earlier
+            if earlier != digest and folder.is_dir():
+                questions, labels, leaderboard = (pd.read_parquet(folder / f"{name}.parquet") for name in TABLES)
+                context = (folder / CONTEXT).read_text() if (folder / CONTEXT).exists() else ""
+                return earlier, Baseline(questions, labels, leaderboard, context)
         return None
 
     def save(self, digest: str, baseline: Baseline) -> None:
         tables: dict[str | Path, pd.DataFrame | str] = {
-            self.folder / digest / f"{name}.parquet": getattr(baseline, name) for name in Baseline.__dataclass_fields__
+            self.folder / digest / f"{name}.parquet": getattr(baseline, name) for name in TABLES
         }
+        tables[self.folder / digest / CONTEXT] = baseline.context
         seen = self.sequence.read_text().split() if self.sequence.exists() else []
         if seen[-1:] != [digest]:
             tables[self.sequence] = "\n".join([*seen, digest][-50:]) + "\n"  # the last 50 banks are plenty
@@ -82,18 +109,25 @@ class BaselineStore:
 
 
 def impact_tables(previous: Baseline | None, current: Baseline) -> dict[str, pd.DataFrame]:
-    """Questions added, removed and reworded; passages whose label changed; systems whose score or rank changed."""
-    if previous is None:
-        return {
-            "questions": pd.DataFrame(columns=QUESTION_CHANGE_COLUMNS),
-            "passages": pd.DataFrame(columns=PASSAGE_CHANGE_COLUMNS),
-            "systems": pd.DataFrame(columns=SYSTEM_CHANGE_COLUMNS),
-        }
-    return {
-        "questions": question_changes(previous.questions, current.questions),
-        "passages": label_changes(previous.labels, current.labels),
-        "systems": score_changes(previous.leaderboard, current.leaderboard),
+    """Questions added, removed and reworded; passages whose label changed; systems whose score or rank
+    changed. The last two only where both evaluations had the same context (`comparable`)."""
+    tables = {
+        "questions": pd.DataFrame(columns=QUESTION_CHANGE_COLUMNS),
+        "passages": pd.DataFrame(columns=PASSAGE_CHANGE_COLUMNS),
+        "systems": pd.DataFrame(columns=SYSTEM_CHANGE_COLUMNS),
     }
+    if previous is None:
+        return tables
+    tables["questions"] = question_changes(previous.questions, current.questions)
+    if comparable(previous, current):
+        tables["passages"] = label_changes(previous.labels, current.labels)
+        tables["systems"] = score_changes(previous.leaderboard, current.leaderboard)
+    return tables
+
+
+def comparable(previous: Baseline, current: Baseline) -> bool:
+    """Whether two banks' evaluations differ by the bank alone: the same runs, pool, scoring settings and models."""
+    return previous.context == current.context
 
 
 def question_changes(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
@@ -140,14 +174,15 @@ def _entries(questions: pd.DataFrame) -> list[Entry]:
 
 
 def label_changes(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
-    """Pooled passages whose EXAM-Label differs (a passage in one table only: its label in the other is 0)."""
+    """Pooled passages whose EXAM-Label differs; a passage in one table only has none in the other (empty: its
+    query had no question then, which is not a label 0, a passage judged non-relevant)."""
     keys = ["qrels_id", "passage_id"]
     merged = old[[*keys, "label"]].merge(new[[*keys, "label"]], on=keys, how="outer", suffixes=("_old", "_new"))
-    merged = merged.fillna({"label_old": 0, "label_new": 0})
-    changed = merged[merged["label_old"] != merged["label_new"]].sort_values(keys)
+    merged = merged.astype({"label_old": "Int64", "label_new": "Int64"})
+    changed = merged[merged["label_old"].ne(merged["label_new"]).fillna(True)].sort_values(keys)
     return pd.DataFrame(
         {"query_id": changed["qrels_id"], "passage_id": changed["passage_id"],
-         "old_label": changed["label_old"].astype(int), "new_label": changed["label_new"].astype(int)}
+         "old_label": changed["label_old"], "new_label": changed["label_new"]}
     ).reset_index(drop=True)  # fmt: skip
 
 
