@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import pytrec_eval
+from conftest import write
 from scipy import stats
 
 from examflow.cli import main
@@ -232,6 +233,24 @@ def test_a_label_set_of_no_label_judges_nothing_and_empty_official_qrels_are_an_
     official = subprocess.run([sys.executable, "-m", "examflow", "compare-judges", "--runs", *runs, "--official-qrels",
                                str(empty), "--out", str(tmp_path / "out2")], capture_output=True, text=True)  # fmt: skip
     assert official.returncode == 2 and official.stderr.strip().endswith(f"{empty}: file is empty")
+
+
+def test_a_query_judged_minus_2_alone_is_non_relevant_in_every_label_set(tmp_path):
+    """TREC CAR's -2 (non-relevant, validation.relevance_range) on a query judged -2 alone crashed the command
+    with a segmentation fault (pytrec_eval), without a message (an auditor's trial)."""
+    official = write(tmp_path / "official.qrels", "q3 0 d6 2\nq4 0 d4 -2\n")
+    labels = write(tmp_path / "llm.qrels", "q3 0 d6 1\nq4 0 d4 -2\nq4 0 d8 -1\n")
+    runs = [write(tmp_path / f"{run}.run", text) for run, text in
+            (("good", "q3 Q0 d6 1 2 good\nq4 Q0 d4 1 1 good\n"), ("poor", "q3 Q0 d3 1 2 poor\nq4 Q0 d8 1 1 poor\n"))]  # fmt: skip
+    result = subprocess.run([sys.executable, "-m", "examflow", "compare-judges", "--runs", *map(str, runs),
+                             "--official-qrels", str(official), "--labels", f"llm={labels}", "--bootstrap", "0",
+                             "--out", str(tmp_path / "out")], capture_output=True, text=True)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    boards = pd.read_csv(tmp_path / "out" / "leaderboards.tsv", sep="\t")
+    # nDCG@10: good finds q3's one relevant document first (1), q4 has none (0): 0.5; poor 0 on both
+    assert {(s, r): v for s, r, v in boards[["label_set", "run_id", "score"]].values} == {
+        ("official", "good"): 0.5, ("official", "poor"): 0.0, ("llm", "good"): 0.5, ("llm", "poor"): 0.0
+    }  # fmt: skip
 
 
 def test_a_bad_qrels_line_names_file_line_and_field(tmp_path):

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import re
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -198,3 +201,25 @@ def test_a_relevance_level_is_1_or_more(tmp_path, capsys, command, option):
     for level in ("0", "-1"):
         assert main([*command, option, level]) == 2
         assert f"{option}: must be at least 1, not {level}" in capsys.readouterr().err
+
+
+def test_a_query_judged_minus_2_alone_is_judged_non_relevant():
+    """TREC CAR's -2 counts as non-relevant (validation.relevance_range); handed to pytrec_eval as it is, a
+    query judged -2 alone crashed the process (a segmentation fault, no message). A child process runs it,
+    so that a crash fails this test instead of ending the suite."""
+    code = """if True:
+        import json
+        import pandas as pd
+        from examflow.evaluation.official import official_leaderboard
+        judgments = pd.DataFrame([("q3", None, "d6", 2), ("q4", None, "d4", -2)],
+                                 columns=["query_id", "facet_id", "passage_id", "relevance"])
+        rankings = pd.DataFrame([("good", "q3", "d6", 1, 2.0), ("good", "q4", "d4", 1, 1.0),
+                                 ("poor", "q3", "d9", 1, 2.0), ("poor", "q4", "d4", 1, 1.0)],
+                                columns=["run_id", "query_id", "passage_id", "rank", "score"])
+        board = official_leaderboard(rankings, judgments, "P_1", 1, {"good", "poor"})
+        print(json.dumps(board.values.tolist()))
+    """
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert child.returncode == 0, child.stderr
+    # good: q3 1 relevant of 1, q4 nothing relevant (-2 is not) -> (1 + 0) / 2; poor: 0 on both
+    assert json.loads(child.stdout) == [["good", 0.5, 1.0], ["poor", 0.0, 2.0]]

@@ -114,7 +114,9 @@ def trec_scores(
     measure); `query_id` is the qrels id."""
     qrels: dict[str, dict[str, int]] = {}
     for q, p, label in zip(*(labels[c].tolist() for c in ("qrels_id", "passage_id", "label"))):
-        qrels.setdefault(q, {})[p] = int(label)
+        # A negative judgment (TREC CAR's -2) is non-relevant, 0: trec_eval takes labels for small
+        # non-negative integers, and pytrec_eval crashes on a query judged -2 alone (or reads out of bounds).
+        qrels.setdefault(q, {})[p] = max(int(label), 0)
     runs: dict[str, dict[str, dict[str, float]]] = {}  # read once for every level
     for r, q, p, score in zip(*(rankings[c].tolist() for c in ("run_id", "query_id", "passage_id", "score"))):
         runs.setdefault(r, {}).setdefault(q, {})[p] = float(score)
