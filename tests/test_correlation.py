@@ -72,6 +72,9 @@ def test_random_tie_breaking_averages_over_orders():
     broken = random_tie_correlation(tied, official, repetitions=10, seed=0)
     assert 1 / 3 <= broken.kendall <= 1 and broken.n_runs == 3
     assert broken == random_tie_correlation(tied, official, repetitions=10, seed=0)
+    # every run tied: an order drawn at random correlates by chance alone (-0.233 for one stranger): empty
+    everyone = random_tie_correlation({"a": 0.5, "b": 0.5, "c": 0.25 + 0.25}, official, repetitions=10, seed=0)
+    assert math.isnan(everyone.spearman) and math.isnan(everyone.kendall) and everyone.n_runs == 3
 
 
 def test_tau_ap_hand_computed():

@@ -60,9 +60,13 @@ def _scipy_correlations(truth: np.ndarray, predicted: np.ndarray) -> tuple[float
 def random_tie_correlation(
     scores: dict[str, float], official: dict[str, float], repetitions: int = 10, seed: int = 0
 ) -> Correlation:
-    """Mean correlation when tied predicted scores are ordered at random (original EXAM)."""
+    """Mean correlation when tied predicted scores are ordered at random (original EXAM); NaN where every
+    run ties, as ρ and τ are: an order drawn at random correlates by chance alone. Which run draws which
+    number follows their order by name: renaming runs can move it, a rerun cannot."""
     runs = _shared(scores, official)
     keys = dict(zip(runs, tie_keys([scores[run] for run in runs]).tolist()))
+    if len(set(keys.values())) < 2:
+        return Correlation(math.nan, math.nan, len(runs))
     rng = random.Random(seed)
     results = []
     for _ in range(repetitions):
