@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 import sys
 
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
+from conftest import snakemake, write
 
 from examflow.grading.grader import make_pairs
 from examflow.grading.methods import request
@@ -216,3 +219,34 @@ def test_a_larger_gpu_batch_is_planned_to_take_longer():
     for decoding, measured in SEQ2SEQ_GPU_RATES.items():
         seconds = [batch / rate for batch, rate in sorted(measured.items())]
         assert seconds == sorted(seconds) and len(set(seconds)) == len(seconds), decoding
+
+
+@pytest.mark.workflow
+def test_the_plan_runs_before_any_grading_job_on_one_core(project):
+    """docs/cluster.md: the plan's table opens the log. It needs every bank shard, and a grading job needs
+    one: with one core, a grading job of the first shard ran before the last shard, and so before the plan,
+    whose counts then held that job's grades as cached (a stranger's trial, 3 shards)."""
+    queries = [f"t{n}" for n in range(6)]
+    write(project / "mine/queries.tsv", "".join(f"{q}\ttopic {q}\n" for q in queries))
+    write(
+        project / "mine/corpus.tsv",
+        "".join(f"{q}-{d}\tPassage {d} about topic {q}.\n" for q in queries for d in range(3)),
+    )
+    write(project / "mine/bank.tsv", "query_id\tquestion\n" + "".join(f"{q}\tWhat is {q}?\n" for q in queries))
+    for run in ("a", "b"):
+        write(
+            project / f"mine/runs/{run}.run",
+            "".join(f"{q} Q0 {q}-{d} {d + 1} {9 - d} {run}\n" for q in queries for d in range(3)),
+        )
+    config = {
+        "inputs": {"queries": "mine/queries.tsv", "runs": ["mine/runs/*.run"], "corpus": "mine/corpus.tsv",
+                   "bank": "mine/bank.tsv"},
+        "grading": {"shards": 3, "methods": [{"name": "emb", "kind": "self_rating", "backend": {"kind": "embedding"}}]},
+        "evaluation": {"bootstrap": 0},
+    }  # fmt: skip
+    write(project / "mine.yaml", yaml.safe_dump(config))
+    log = snakemake(project, "--configfile", "mine.yaml", "--cores", "1").stderr
+    started = re.findall(r"^(?:local)?rule (\w+):", log, flags=re.MULTILINE)
+    assert "grade" in started and started.index("plan") < started.index("grade"), started
+    plan = pd.read_csv(project / "results/logs/plan.tsv", sep="\t")
+    assert (plan["cached"] == 0).all()  # nothing graded before it counted

@@ -73,6 +73,8 @@ rule bank_shard:
         results("bank/{shard}.parquet"),
     log:
         logs("bank/{shard}.log"),
+    # every shard before any grading job: the plan, which needs them all, then goes first (priority 100 too)
+    priority: 100
     conda:
         ENV
     params:
