@@ -112,11 +112,6 @@ def test_qa_grades_direct_grades_models_and_facets(tmp_path):
     result = evaluate("--workbench-graded", str(path), "--tau", "1", "--k", "20", "--out", str(tmp_path / "out"))
     assert result.returncode == 0, result.stderr
     assert "methods 3, runs 2, measures " in result.stderr  # r1 and r2; not the pool's row, _overall_
-    # FagB graded a alone: b answers nothing, as in the Autograder Workbench, and it is said
-    assert (
-        "method FagB: 1 pooled passages lack grades of items of their query's exam (first: 'b' of query 'page', 0 of 1 graded): they answer nothing"
-        in result.stderr
-    )
     board = pd.read_csv(tmp_path / "out" / "leaderboard.tsv", sep="\t")
     exam = board[board["measure"] == "exam"].set_index(["method", "run_id"])["score"]
     assert exam[("QuestionCompleteConcisePromptWithAnswerKey2:flan-t5-large", "r1")] == 0.5  # a answers x

@@ -946,7 +946,7 @@ def _evaluation_inputs(args: argparse.Namespace):
             tables["passages"],
             tables["judgments"],
             gold,
-            graded_whole=False,
+            graded_pool=False,
         )
     if not (args.grades and args.pool):
         raise InputError("examflow evaluate", "give --grades and --pool, or --workbench-graded")

@@ -81,9 +81,10 @@ class Inputs:
     passages: pd.DataFrame  # query_id, passage_id, origin (and text for ROUGE)
     judgments: pd.DataFrame
     gold: dict[str, str] | None = None
-    # False for an Autograder Workbench file, where a method may have left passages ungraded: they answer
-    # nothing, as in the Autograder Workbench (said); True: grades of the pool given, which cover it
-    graded_whole: bool = True
+    # True: grades made over the pool given (`--grades`, `--pool`), which must cover it (`check_graded`), any
+    # outside it left out (`within_pool`). False: an Autograder Workbench file, whose passages are those it
+    # holds, and where a method may have left some ungraded: they answer nothing there, as here.
+    graded_pool: bool = True
 
     @cached_property
     def gold_passages(self) -> pd.DataFrame:
@@ -189,30 +190,24 @@ def within_pool(grades: pd.DataFrame, passages: pd.DataFrame, method: str) -> pd
     return grades[pooled]
 
 
-def check_graded(grades: pd.DataFrame, exam: pd.DataFrame, passages: pd.DataFrame, method: str, strict: bool) -> None:
+def check_graded(grades: pd.DataFrame, exam: pd.DataFrame, passages: pd.DataFrame, method: str) -> None:
     """Every pooled passage of a query is graded against every item of the query's exam: one that is not
-    (grades made before a run or a question was added) would count as answering nothing, a score too low.
-    An error, or (not `strict`) a warning."""
-    items = grades.loc[~aggregations(grades), [*KEYS, "question_id"]].drop_duplicates()
+    (grades made before a run or a question was added) would count as answering nothing, a score too low."""
+    items = grades.loc[~aggregations(grades), [*KEYS, "question_id"]]
     per_query = exam.groupby("query_id").size().rename("items")
     expected = passages[KEYS].drop_duplicates().join(per_query, on="query_id", how="inner")
-    graded = items.groupby(KEYS, sort=False).size().rename("graded")
+    graded = items.groupby(KEYS, sort=False)["question_id"].nunique().rename("graded")
     counts = expected.join(graded, on=KEYS).fillna({"graded": 0})
     short = counts[counts["graded"] < counts["items"]]
-    if short.empty:
-        return
-    first = short.iloc[0]
-    lacking = (
-        f"method {method}: {len(short)} pooled passages lack grades of items of their query's exam (first: "
-        f"{first['passage_id']!r} of query {first['query_id']!r}, {int(first['graded'])} of {int(first['items'])} graded)"
-    )
-    if not strict:
-        log.warning("%s: they answer nothing", lacking)
-        return
-    raise InputError(
-        "--grades",
-        f"{lacking}: grade the pool given (examflow grade), or evaluate over the pool and bank the grades were made for",
-    )
+    if len(short):
+        first = short.iloc[0]
+        raise InputError(
+            "--grades",
+            f"method {method}: {len(short)} pooled passages lack grades of items of their query's exam (first: "
+            f"{first['passage_id']!r} of query {first['query_id']!r}, {int(first['graded'])} of "
+            f"{int(first['items'])} graded): grade the pool given (examflow grade), or evaluate over the pool "
+            "and bank the grades were made for",
+        )
 
 
 def facts_of(inputs: Inputs, official: dict[str, float] | None) -> Facts:
@@ -238,8 +233,10 @@ def evaluate(
     kept = []
     for key, graded in inputs.grades.groupby("method", sort=True):
         method = cast(str, key)  # the method column holds names
-        grades, exam = within_exam(within_pool(graded, inputs.passages, method), inputs.questions, method)
-        check_graded(grades, exam, inputs.passages, method, strict=inputs.graded_whole)
+        in_pool = within_pool(graded, inputs.passages, method) if inputs.graded_pool else graded
+        grades, exam = within_exam(in_pool, inputs.questions, method)
+        if inputs.graded_pool:
+            check_graded(grades, exam, inputs.passages, method)
         kept.append(grades)
         pooled = without_passages(grades, inputs.gold_passages)
         labels = exam_labels(pooled)
