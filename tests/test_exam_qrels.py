@@ -76,3 +76,21 @@ def test_a_measure_that_ignores_the_level_is_listed_once_without_tau():
     assert rows.keys() == {("ndcg_cut_10", None), ("P_1", 1), ("P_1", 3)}
     assert rows[("ndcg_cut_10", None)] == pytest.approx(dcg / ideal)
     assert (rows[("P_1", 1)], rows[("P_1", 3)]) == (1.0, 0.0)  # b is relevant at level 1, not at 3
+
+
+def test_negative_judgments_are_read_as_trec_eval_reads_them():
+    """trec_eval reads a negative label (TREC CAR's -2) as pooled but not judged: bpref passes over it. With a
+    relevant a, b judged -2 and c judged 0, a run ranking b, a, x, c has no judged non-relevant document above a
+    (bpref 1; it was 0 with -2 read as 0) and one retrieved (c). A query judged -2 alone, on which pytrec_eval
+    crashes, has nothing relevant: 0, and it stays evaluated."""
+    labels = pd.DataFrame(
+        {"qrels_id": ["q", "q", "q", "alone"], "passage_id": ["a", "b", "c", "d"], "label": [1, -2, 0, -2]}
+    )
+    rankings = pd.DataFrame(
+        {"run_id": "r", "query_id": ["q"] * 4 + ["alone"], "passage_id": ["b", "a", "x", "c", "d"],
+         "rank": [1, 2, 3, 4, 1], "score": [4.0, 3.0, 2.0, 1.0, 1.0]}
+    )  # fmt: skip
+    values = trec_scores(labels, rankings, [1], ["bpref", "num_nonrel_judged_ret", "P_5"])
+    got = {(q, m): v for q, m, v in values[["query_id", "measure", "value"]].itertuples(index=False)}
+    assert got == {("q", "bpref"): 1.0, ("q", "num_nonrel_judged_ret"): 1.0, ("q", "P_5"): 0.2,
+                   ("alone", "bpref"): 0.0, ("alone", "num_nonrel_judged_ret"): 0.0, ("alone", "P_5"): 0.0}  # fmt: skip

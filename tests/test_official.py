@@ -204,7 +204,7 @@ def test_a_relevance_level_is_1_or_more(tmp_path, capsys, command, option):
 
 
 def test_a_query_judged_minus_2_alone_is_judged_non_relevant():
-    """TREC CAR's -2 counts as non-relevant (validation.relevance_range); handed to pytrec_eval as it is, a
+    """TREC CAR's -2 is never relevant (validation.relevance_range); handed to pytrec_eval as it is, a
     query judged -2 alone crashed the process (a segmentation fault, no message). A child process runs it,
     so that a crash fails this test instead of ending the suite."""
     code = """if True:

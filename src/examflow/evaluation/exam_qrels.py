@@ -107,6 +107,18 @@ def format_qrels(labels: pd.DataFrame) -> str:
     return "".join(f"{q} 0 {p} {label}\n" for q, p, label in rows)
 
 
+# No document id holds a space: the one document of a query judged only negatively (as_trec_eval_reads)
+NOTHING_RELEVANT = "examflow: no relevant document"
+
+
+def as_trec_eval_reads(qrels: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """Judgments as trec_eval reads them: a negative label (TREC CAR's -1, -2) as trec_eval does, pooled but
+    not judged (bpref and infAP pass over it). Only a query judged negatively alone is rewritten: pytrec_eval
+    crashes on it (a segmentation fault); it has nothing relevant and nothing judged non-relevant, as one
+    document judged 0 that no run retrieves has, which keeps the query evaluated."""
+    return {q: docs if max(docs.values()) >= 0 else {NOTHING_RELEVANT: 0} for q, docs in qrels.items()}
+
+
 def trec_scores(
     labels: pd.DataFrame, rankings: pd.DataFrame, levels: list[int], measures=DEFAULT_MEASURES, complete: bool = False
 ) -> pd.DataFrame:
@@ -114,9 +126,8 @@ def trec_scores(
     measure); `query_id` is the qrels id."""
     qrels: dict[str, dict[str, int]] = {}
     for q, p, label in zip(*(labels[c].tolist() for c in ("qrels_id", "passage_id", "label"))):
-        # A negative judgment (TREC CAR's -2) is non-relevant, 0: trec_eval takes labels for small
-        # non-negative integers, and pytrec_eval crashes on a query judged -2 alone (or reads out of bounds).
-        qrels.setdefault(q, {})[p] = max(int(label), 0)
+        qrels.setdefault(q, {})[p] = int(label)
+    qrels = as_trec_eval_reads(qrels)
     runs: dict[str, dict[str, dict[str, float]]] = {}  # read once for every level
     for r, q, p, score in zip(*(rankings[c].tolist() for c in ("run_id", "query_id", "passage_id", "score"))):
         runs.setdefault(r, {}).setdefault(q, {})[p] = float(score)

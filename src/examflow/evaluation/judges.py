@@ -125,12 +125,12 @@ def per_query_values(labels: pd.DataFrame, runs: dict[str, Run], measure, querie
     query the label set does not judge is NaN. `runs`: `run_dictionaries`."""
     import ir_measures
 
-    # A negative judgment is non-relevant, 0 (as `exam_qrels.trec_scores` hands it to pytrec_eval, which crashes
-    # on a query judged -2 alone)
-    judged_labels = labels[["query_id", "doc_id", "relevance"]]
-    evaluator = ir_measures.evaluator(
-        [measure], judged_labels.assign(relevance=judged_labels["relevance"].clip(lower=0))
-    )
+    from examflow.evaluation.exam_qrels import as_trec_eval_reads
+
+    qrels: dict[str, dict[str, int]] = {}
+    for query, doc, relevance in zip(labels["query_id"], labels["doc_id"], labels["relevance"]):
+        qrels.setdefault(query, {})[doc] = int(relevance)
+    evaluator = ir_measures.evaluator([measure], as_trec_eval_reads(qrels))
     judged, column = sorted(set(labels["query_id"])), {query: i for i, query in enumerate(queries)}
     table = np.full((len(runs), len(queries)), np.nan)
     for row, run in enumerate(runs.values()):
