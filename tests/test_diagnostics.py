@@ -200,7 +200,14 @@ def test_banks_evaluated_over_other_runs_or_settings_compare_their_questions_alo
     assert context == evaluation_context(rankings[::-1], passages, Settings(taus=[4], bootstrap=5))  # order, no score
     assert context != evaluation_context(rankings.assign(rank=[2, 1]), passages, Settings(taus=[4]))
     assert context != evaluation_context(rankings, passages, Settings(taus=[3]))
+    assert context == evaluation_context(rankings, passages, Settings(taus=[4, 4]))  # a set of thresholds
+    texts = passages.assign(text=["Bees.", "Wasps."])
+    assert evaluation_context(rankings, texts, Settings(taus=[4])) != evaluation_context(
+        rankings, texts.assign(text=["Bees.", "Ants."]), Settings(taus=[4])
+    )  # a passage's text edited under its id
     assert method_context(context, ["t5"]) != method_context(context, ["t5-xl"])
+    # another prompt, decoding or calibration (the workflow's digest of the method's settings)
+    assert method_context(context, ["t5"], "beam") != method_context(context, ["t5"], "fast")
     bank = pd.DataFrame({"query_id": "q", "facet_id": None, "question_id": ["q/1"], "question_text": ["Why?"]})
     labels = pd.DataFrame({"qrels_id": ["q"], "passage_id": ["p"], "label": [3]})
     before = Baseline(bank, labels, board({"a": 0.5}), method_context(context, ["t5"]))

@@ -9,7 +9,7 @@ import pandas as pd
 
 from examflow.registry import measure_order
 from examflow.report.board import Board
-from examflow.report.pages import correlation_page, example_page, leaderboard_page
+from examflow.report.pages import correlation_page, example_page, impact_page, leaderboard_page
 from examflow.summary import OfficialSource, run_summary
 
 
@@ -180,3 +180,16 @@ def test_the_uncovered_passages_are_told_in_the_methods_own_terms():
     )
     above = questions_page(questions, uncovered, 4, "m", "umbrela")  # the τ the run warned about
     assert "3 judged-relevant passages are below τ: umbrela grades 0–3, so at τ = 4 no passage reaches τ." in above
+
+
+def test_the_impact_page_shows_labels_as_whole_numbers_and_says_why_none_moved():
+    """Read back from impact_passages.tsv, a label column with an empty cell (a passage without a label)
+    is floating point: the page showed 3.000."""
+    passages = pd.read_csv(io.StringIO("method\tquery_id\tpassage_id\told_label\tnew_label\nm\tq\tp\t3\t\n"), sep="\t")
+    questions = pd.DataFrame({"method": ["m"], "change": ["removed"], "question_text": ["Why?"]})
+    systems = pd.DataFrame(columns=["method", "measure", "run_id"])
+    page = impact_page(questions, passages, systems, "m")
+    assert "<td>3</td>" in page and "3.000" not in page
+    assert "No passage's label and no system's score moved" not in page  # a passage did
+    quiet = impact_page(questions, passages.head(0), systems, "m")
+    assert "the earlier bank was evaluated over other runs, passages, settings or grading" in quiet

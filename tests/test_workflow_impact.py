@@ -44,7 +44,8 @@ def test_bank_edits_are_listed_and_undone_without_a_model_call(project):
         }  # fmt: skip
         write(project / "mine.yaml", yaml.safe_dump(config))
         run = ("--configfile", "mine.yaml")
-        evaluation = project / "results/eval/llm"
+        results = project / "results"
+        evaluation = results / "eval/llm"
         snakemake(project, *run)
         assert pd.read_csv(evaluation / "impact_questions.tsv", sep="\t").empty  # nothing to compare with yet
         first = (evaluation / "leaderboard.tsv").read_bytes()
@@ -102,10 +103,21 @@ def test_bank_edits_are_listed_and_undone_without_a_model_call(project):
         # passages' changes would mix the run's in (a stranger saw a reworded question move a run's P@20).
         # The questions changed are still listed; the rest is left out, and said.
         poor = files["run_poor"]
-        poor.write_text("".join(line for line in poor.read_text().splitlines(keepends=True) if " 1 " not in line))
-        snakemake(project, *run)
-        log = (project / "results/logs/evaluate/llm.log").read_text()  # a rerun keeps the earlier logs beside it
-        assert "the earlier bank was evaluated over other runs, settings or models" in log
-        assert len(pd.read_csv(evaluation / "impact_questions.tsv", sep="\t")) == 3
-        for table in ("impact_passages.tsv", "impact_systems.tsv"):
-            assert pd.read_csv(evaluation / table, sep="\t").empty
+        ranked = poor.read_text()
+        poor.write_text("".join(line for line in ranked.splitlines(keepends=True) if " 1 " not in line))
+        log = results / "logs/evaluate/llm.log"  # a rerun keeps the earlier logs beside it
+
+        def mixed() -> bool:
+            snakemake(project, *run)
+            assert len(pd.read_csv(evaluation / "impact_questions.tsv", sep="\t")) == 3
+            listed = [len(pd.read_csv(evaluation / t, sep="\t")) for t in ("impact_passages.tsv", "impact_systems.tsv")]
+            said = "the earlier bank was evaluated over other runs, settings or models" in log.read_text()
+            assert said == (listed == [0, 0])
+            return said
+
+        assert mixed()
+        poor.write_text(ranked)  # the runs put back: the same context as the edited bank's evaluation
+        assert not mixed()
+        config["grading"]["methods"][0]["backend"]["max_tokens"] = 30  # another setting of the grader
+        write(project / "mine.yaml", yaml.safe_dump(config))
+        assert mixed()

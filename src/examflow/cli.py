@@ -580,6 +580,12 @@ def _evaluate_parser(subparsers) -> None:
         "--baselines",
         help="folder of the earlier evaluations' baselines: writes impact_*.tsv against the last other bank",
     )
+    evaluate.add_argument(
+        "--grading-settings",
+        default="",
+        help="what the grades depend on besides the bank and the model named in them (the workflow gives a digest "
+        "of the method's settings): impact lists passages' and systems' changes only against a baseline of the same",
+    )
     _facts(evaluate, "correlation.tsv (official), kappa.tsv and agreement.tsv (judgments), the facets qrels (facets)")
     evaluate.add_argument("--out", required=True, help="directory for the evaluation tables (TSV) and qrels")
     evaluate.set_defaults(handler=commands.evaluate_command)

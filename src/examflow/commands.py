@@ -313,7 +313,7 @@ def evaluate_command(args: argparse.Namespace) -> None:
     baselines = cast("dict[str, Baseline]", outputs.pop("baselines"))
     stores = {method: BaselineStore(Path(args.baselines) / method) for method in baselines} if args.baselines else {}
     if stores:
-        baselines = with_contexts(baselines, inputs, settings)
+        baselines = with_contexts(baselines, inputs, settings, args.grading_settings)
     outputs |= edit_impact(baselines, stores)
     check_written(EVALUATION, facts, outputs, methods=baselines)
     write_tables({Path(args.out) / name: table for name, table in outputs.items()})
@@ -882,8 +882,9 @@ def summary_command(args: argparse.Namespace) -> None:
     write_tables(files)
 
 
-def with_contexts(baselines: dict[str, Baseline], inputs, settings) -> dict[str, Baseline]:
-    """Each method's baseline with its evaluation's context (`examflow.evaluation.impact.evaluation_context`)."""
+def with_contexts(baselines: dict[str, Baseline], inputs, settings, grading: str) -> dict[str, Baseline]:
+    """Each method's baseline with its evaluation's context (`examflow.evaluation.impact.evaluation_context`),
+    its models and its `grading` settings."""
     from dataclasses import replace
 
     from examflow.evaluation.impact import evaluation_context, method_context
@@ -891,7 +892,9 @@ def with_contexts(baselines: dict[str, Baseline], inputs, settings) -> dict[str,
     context = evaluation_context(inputs.rankings, inputs.passages, settings)
     grades = inputs.grades if "model" in inputs.grades else inputs.grades.assign(model=None)
     models = grades.groupby("method")["model"].agg(lambda named: named.dropna().unique().tolist())
-    return {method: replace(b, context=method_context(context, models[method])) for method, b in baselines.items()}
+    return {
+        method: replace(b, context=method_context(context, models[method], grading)) for method, b in baselines.items()
+    }
 
 
 def edit_impact(baselines: dict[str, Baseline], stores: dict[str, BaselineStore]) -> dict[str, pd.DataFrame]:

@@ -1,4 +1,5 @@
 import functools
+import hashlib
 import json
 import logging
 import os
@@ -304,6 +305,17 @@ def method_json(wildcards, leave_out=()):
 
 def grading_json(wildcards):
     return method_json(wildcards, MERGE_ONLY)
+
+
+def grading_settings(wildcards):
+    """A digest of what a method's grades depend on besides the bank: its settings and the prompts its back end
+    reads (bank-edit impact compares with an earlier bank only under the same)."""
+    settings = [
+        method_json(wildcards),
+        prompts_read(wildcards),
+        model_weights(wildcards),
+    ]
+    return hashlib.sha256(json.dumps(settings).encode()).hexdigest()[:16]
 
 
 def model_weights(wildcards):

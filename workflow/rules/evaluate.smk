@@ -55,6 +55,7 @@ rule evaluate:
         settings=lambda wildcards: cli_options(
             on_unknown_run=config["validation"]["leaderboard_runs"],
             baselines=BASELINES,
+            grading_settings=grading_settings(wildcards),
             **{
                 k: v
                 for k, v in config["evaluation"].items()

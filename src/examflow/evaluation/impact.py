@@ -47,21 +47,24 @@ SCORING = ("taus", "k", "measures", "query_mode", "n_exam")  # the evaluation se
 
 def evaluation_context(rankings: pd.DataFrame, passages: pd.DataFrame, settings: object) -> str:
     """What an evaluation's labels and scores depend on besides the bank and the grading: the runs'
-    rankings, the pooled passages and the settings that make scores. Two banks' evaluations measure the
+    rankings, the pooled passages (their texts too) and the settings that make scores. Two banks' evaluations measure the
     edit only where these (and the models, `method_context`) are the same: else a run added, or another τ,
     would read as the edit's doing."""
     digest = hashlib.sha256()
-    for table, keys in ((rankings, ["run_id", "query_id", "passage_id", "rank", "score"]), (passages, KEYS)):
+    texts = [*KEYS, "text"] if "text" in passages else KEYS  # a passage's text edited under its id
+    for table, keys in ((rankings, ["run_id", "query_id", "passage_id", "rank", "score"]), (passages, texts)):
         ordered = table[keys].sort_values(keys, kind="stable")
         digest.update(pd.util.hash_pandas_object(ordered, index=False).to_numpy().tobytes())
-    scoring = {name: getattr(settings, name) for name in SCORING}
+    scoring = {name: getattr(settings, name) for name in SCORING}  # lists as sets: their order scores nothing
+    scoring = {name: sorted(set(value)) if isinstance(value, list) else value for name, value in scoring.items()}
     digest.update(json.dumps(scoring, sort_keys=True, default=str).encode())
     return digest.hexdigest()
 
 
-def method_context(context: str, models: Iterable[str]) -> str:
-    """A method's context: its evaluation's, and the models that graded."""
-    return hashlib.sha256(json.dumps([context, sorted(models)]).encode()).hexdigest()[:16]
+def method_context(context: str, models: Iterable[str], grading: str = "") -> str:
+    """A method's context: its evaluation's, the models that graded, and its `grading` settings (a digest of
+    its configuration, prompts, decoding, calibration: `examflow evaluate --grading-settings`)."""
+    return hashlib.sha256(json.dumps([context, sorted(models), grading]).encode()).hexdigest()[:16]
 
 
 def answer_key(answers, choices: str | None) -> str:

@@ -208,9 +208,18 @@ def impact_page(questions: pd.DataFrame, passages: pd.DataFrame, systems: pd.Dat
     if questions.empty and passages.empty and systems.empty:
         return page(f"Bank-edit impact on {method}", "<p>No earlier bank to compare with: this is the first "
                     "evaluation with this bank, or it is the bank of the last one.</p>")  # fmt: skip
+    labels = {"old_label": "Int64", "new_label": "Int64"}  # empty where a passage has no label: whole numbers still
+    passages = passages.astype({column: kind for column, kind in labels.items() if column in passages})
+    why = (
+        "<p class='note'>No passage's label and no system's score moved; or the earlier bank was evaluated over "
+        "other runs, passages, settings or grading, whose changes would be mixed in (the evaluation's log says "
+        "which).</p>"
+        if passages.empty and systems.empty
+        else ""
+    )
     return page(
         f"Bank-edit impact on {method}",
-        f"<h2>Questions ({len(questions)})</h2>", table(questions.drop(columns="method")),
+        f"<h2>Questions ({len(questions)})</h2>", table(questions.drop(columns="method")), why,
         f"<h2>Systems whose score or rank changed ({len(systems)})</h2>", table(systems.drop(columns="method"), 4),
         f"<h2>Passages whose EXAM-Label changed ({len(passages)})</h2>", table(passages.drop(columns="method")),
     )  # fmt: skip
