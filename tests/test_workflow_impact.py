@@ -111,7 +111,7 @@ def test_bank_edits_are_listed_and_undone_without_a_model_call(project):
             snakemake(project, *run)
             assert len(pd.read_csv(evaluation / "impact_questions.tsv", sep="\t")) == 3
             listed = [len(pd.read_csv(evaluation / t, sep="\t")) for t in ("impact_passages.tsv", "impact_systems.tsv")]
-            said = "the earlier bank was evaluated over other runs, settings or models" in log.read_text()
+            said = "the earlier bank was evaluated over other runs, passages, settings or grading" in log.read_text()
             assert said == (listed == [0, 0])
             return said
 

@@ -916,8 +916,8 @@ def edit_impact(baselines: dict[str, Baseline], stores: dict[str, BaselineStore]
             )
             if not comparable(previous[1], baseline):
                 log.warning(
-                    "method %s: the earlier bank was evaluated over other runs, settings or models (or by an examflow "
-                    "that did not record them): impact lists the questions changed, not passages' or systems' "
+                    "method %s: the earlier bank was evaluated over other runs, passages, settings or grading (or by an "
+                    "examflow that did not record them): impact lists the questions changed, not passages' or systems' "
                     "changes, which would mix those in",
                     method,
                 )

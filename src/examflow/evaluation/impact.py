@@ -48,7 +48,7 @@ SCORING = ("taus", "k", "measures", "query_mode", "n_exam")  # the evaluation se
 def evaluation_context(rankings: pd.DataFrame, passages: pd.DataFrame, settings: object) -> str:
     """What an evaluation's labels and scores depend on besides the bank and the grading: the runs'
     rankings, the pooled passages (their texts too) and the settings that make scores. Two banks' evaluations measure the
-    edit only where these (and the models, `method_context`) are the same: else a run added, or another τ,
+    edit only where these (and the grading, `method_context`) are the same: else a run added, or another τ,
     would read as the edit's doing."""
     digest = hashlib.sha256()
     texts = [*KEYS, "text"] if "text" in passages else KEYS  # a passage's text edited under its id
@@ -129,7 +129,7 @@ def impact_tables(previous: Baseline | None, current: Baseline) -> dict[str, pd.
 
 
 def comparable(previous: Baseline, current: Baseline) -> bool:
-    """Whether two banks' evaluations differ by the bank alone: the same runs, pool, scoring settings and models."""
+    """Whether two banks' evaluations differ by the bank alone: the same runs, pool, scoring settings and grading."""
     return previous.context == current.context
 
 
