@@ -129,6 +129,22 @@ def test_a_run_with_nothing_to_cover_counts_0_under_all_and_is_named_under_prese
     )
 
 
+def test_the_pool_row_is_averaged_over_the_queries_it_has_passages_for_under_present():
+    """q3 has a question but no run retrieves it and nothing is judged: the pool has no passage of it. Under
+    `present` the pool row counted it 0 (2/3) and stood below what it holds; under `all` every row counts it."""
+    data = inputs()
+    data.questions = pd.concat([data.questions, pd.DataFrame({"query_id": ["q3"], "question_id": ["w"]})])
+    data.questions["kind"] = "question"
+    present = evaluate(data, Settings(taus=[4], bootstrap=0), None)["leaderboard.tsv"].set_index(["measure", "run_id"])
+    # q1: a answers x (5), b answers y (4); q2: d answers z (4)
+    assert present.loc[("exam_cover", "_overall_"), ["score", "n_queries"]].tolist() == [1.0, 2]
+    assert present.loc[("exam_cover", "r2"), ["score", "n_queries"]].tolist() == [0.75, 2]
+    every = evaluate(data, Settings(taus=[4], query_mode="all", bootstrap=0), None)["leaderboard.tsv"]
+    every = every.set_index(["measure", "run_id"])
+    assert every.loc[("exam_cover", "_overall_"), ["score", "n_queries"]].tolist() == [pytest.approx(2 / 3), 3]
+    assert every.loc[("exam_cover", "r1"), ["score", "n_queries"]].tolist() == [pytest.approx(0.5 / 3), 3]
+
+
 def test_an_official_leaderboard_of_no_evaluated_run_leaves_the_diagnostics_empty():
     """No official run ranks the exam's queries: no correlation, no leave-one-out change (it raised a
     TypeError dividing an empty table's columns)."""
@@ -193,8 +209,8 @@ def test_grades_of_passages_the_pool_does_not_hold_are_left_out(caplog):
     expected = evaluate(fresh, settings, None)
     pd.testing.assert_frame_equal(outputs["leaderboard.tsv"], expected["leaderboard.tsv"])
     board = scores(outputs["leaderboard.tsv"])
-    # q1: x of {x, y} (b's y is no longer pooled); q2: z, no passage of it pooled any more
-    assert board[("exam_cover", 4, "_overall_")] == 0.25
+    # q1: x of {x, y} (b's y is no longer pooled); q2: no passage of it pooled any more, out of the mean
+    assert board[("exam_cover", 4, "_overall_")] == 0.5
     assert board[("n_exam_cover", 4, "r1")] == 1.0  # the pool answers x alone
     assert outputs["qrels/m.qrels"] == "q1 0 a 5\nq1 0 c 1\n"
     assert (

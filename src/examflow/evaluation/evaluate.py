@@ -110,6 +110,9 @@ def per_query_values(
     counts = cover_counts(best_levels(examined), inputs.rankings, questions, settings.taus, settings.k, gold_only)
     if settings.query_mode == "all":
         counts = complete(counts, query_ids, run_ids)
+    else:  # the pool, like a run, is averaged over the queries it has passages for (a question alone is none)
+        pooled = without_passages(examined, gold_only)["query_id"].unique()
+        counts = counts[(counts["run_id"] != OVERALL_RUN) | counts["query_id"].isin(pooled)]
     has_answer_keys = bool(grades["correct"].notna().any())
     parts = [cover_measures(counts, settings.n_exam, exam=has_answer_keys)]
     if settings.measures:
