@@ -52,6 +52,31 @@ def test_tables_read_back_keep_ids_as_written_and_empty_number_cells_missing(tmp
     assert flags["ranker"].tolist() == ["NA", "null"] and flags["chosen"].tolist() == [True, False]
 
 
+def test_tables_hold_names_with_quotes_as_written_and_quote_only_free_text_that_needs_it(tmp_path):
+    """A run tagged `q"x` was written `"q""x"` (CSV quoting): the official leaderboard computed from the
+    qrels named a run no evaluation knew, and awk read the quotes. Only a cell with a tab or a line break
+    (free text) needs quoting; its table is then quoted throughout, so its first character tells."""
+    names = ['q"x', '"lead', "back\\slash", "it's"]
+    board = pd.DataFrame({"run_id": names, "score": [0.5, 0.25, None, 1.0], "note": ["", None, "a b", "x"]})
+    write_tables({tmp_path / "board.tsv": board})
+    lines = (tmp_path / "board.tsv").read_text(encoding="utf-8").splitlines()
+    assert [line.split("\t")[0] for line in lines] == ["run_id", *names]
+    assert read_tsv(tmp_path / "board.tsv")["run_id"].tolist() == names
+    official = write(tmp_path / "official.tsv", "run_id\tscore\n" + "".join(f"{n}\t{i}\n" for i, n in enumerate(names)))
+    write_tables({tmp_path / "again.tsv": read_tsv(official)})
+    assert read_leaderboard(tmp_path / "again.tsv") == {'q"x': 4.0, '"lead': 3.0, "back\\slash": 2.0, "it's": 1.0}
+    texts = board.assign(note=["two\nlines", "a\ttab", "", 'said "so"'])
+    write_tables({tmp_path / "texts.tsv": texts})
+    assert (tmp_path / "texts.tsv").read_text(encoding="utf-8").startswith('"run_id"\t"score"\t"note"\n"q""x"')
+    read = read_tsv(tmp_path / "texts.tsv")
+    assert read["run_id"].tolist() == names and read["note"].tolist()[:2] + read["note"].tolist()[3:] == [
+        "two\nlines",
+        "a\ttab",
+        'said "so"',
+    ]
+    assert read["score"].tolist()[:2] == [0.5, 0.25] and math.isnan(read["score"].iloc[2])
+
+
 def test_input_readers_keep_ids_as_written(tmp_path):
     tsv = write(tmp_path / "q.tsv", "".join(f"{q}\tquery {q}\n" for q in IDS))
     json_queries = write(tmp_path / "q.json", json.dumps({q: f"query {q}" for q in IDS}))

@@ -3,6 +3,7 @@ with ids exactly as written."""
 
 from __future__ import annotations
 
+import csv
 import math
 import os
 import re
@@ -71,7 +72,16 @@ def _stage_all(
         elif target.suffix == ".parquet":
             frame.to_parquet(temporary, index=False)
         else:
-            frame.to_csv(temporary, sep="\t", index=False)
+            write_tsv(frame, temporary)
+
+
+def write_tsv(frame: pd.DataFrame, path: str | Path) -> None:
+    """Cells as written, one row a line — a run named `q"x` is `q"x`, as trec_eval, awk and examflow's own
+    inputs (an official leaderboard) read it. A table with a tab or a line break in a cell (free text) cannot
+    be so: it is CSV-quoted, every cell, so its first character says which of the two it is (`read_tsv`)."""
+    texts = [frame[name].astype("string") for name in frame.columns if not pd.api.types.is_numeric_dtype(frame[name])]
+    needs_quotes = any(cells.str.contains("[\t\r\n]", regex=True).any() for cells in texts)
+    frame.to_csv(path, sep="\t", index=False, quoting=csv.QUOTE_ALL if needs_quotes else csv.QUOTE_NONE)
 
 
 # Columns of ids and names, beside every `*_id`: read as written, even where they look like numbers.
@@ -112,7 +122,10 @@ def read_tsv(path: str | Path, **types) -> pd.DataFrame:
     (or all as True/False) is converted. An empty cell is a missing value: pandas writes one so.
     `types` (column: type) override the result, e.g. `tau=float`.
     """
-    table = pd.read_csv(existing(path), sep="\t", dtype=str, keep_default_na=False)
+    with open(existing(path), encoding="utf-8") as file:
+        quoted = file.read(1) == '"'  # `write_tsv` quotes every cell or none
+    quoting = csv.QUOTE_MINIMAL if quoted else csv.QUOTE_NONE
+    table = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, quoting=quoting)
     for name in table.columns:
         cells = table[name].where(table[name] != "")
         table[name] = cells if name.endswith("_id") or name in TEXT_COLUMNS else _typed(cells)
