@@ -10,6 +10,7 @@ import re
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Literal
 
 import pandas as pd
 import pyarrow as pa
@@ -124,7 +125,7 @@ def read_tsv(path: str | Path, **types) -> pd.DataFrame:
     """
     with open(existing(path), encoding="utf-8") as file:
         quoted = file.read(1) == '"'  # `write_tsv` quotes every cell or none
-    quoting = csv.QUOTE_MINIMAL if quoted else csv.QUOTE_NONE
+    quoting: Literal[0, 3] = 0 if quoted else 3  # csv.QUOTE_MINIMAL, csv.QUOTE_NONE
     table = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, quoting=quoting)
     for name in table.columns:
         cells = table[name].where(table[name] != "")
