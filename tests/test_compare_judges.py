@@ -17,6 +17,7 @@ import pytest
 import pytrec_eval
 from conftest import write
 from scipy import stats
+from sklearn.metrics import cohen_kappa_score
 
 from examflow.cli import main
 from examflow.evaluation.judges import STATISTICS, Settings, parse_measure, per_query_values, run_dictionaries
@@ -117,6 +118,31 @@ def test_the_command_writes_leaderboards_and_agreements_checked_by_hand(tmp_path
     )
 
 
+def test_one_run_is_evaluated_and_its_labels_compared_with_the_leaderboards_agreement_empty(tmp_path, caplog):
+    """One system with qrels (a documented configuration) stopped the workflow: the judges step refused it."""
+    files = campaign(tmp_path)
+    one = tmp_path / "runs [all]" / "r3.txt"
+    for name, given in (("computed", []), ("given", ["--official", str(tmp_path / "official.json")])):
+        (tmp_path / "official.json").write_text('{"r3": 1, "r4": 2}')
+        caplog.clear()
+        assert main(["compare-judges", "--runs", str(one), "--official-qrels", str(files["official"]), "--labels",
+                     f"noisy={files['noisy']}", *given, "--bootstrap", "0", "--out", str(tmp_path / name)]) == 0  # fmt: skip
+        assert "needs two runs or more and is left empty" in caplog.text
+        boards = pd.read_csv(tmp_path / name / "leaderboards.tsv", sep="\t")
+        noisy = boards[(boards["label_set"] == "noisy") & (boards["measure"] == "ndcg_cut_10")]
+        assert noisy[["run_id", "score"]].values.tolist() == [
+            ["r3", pytest.approx(by_hand_ndcg10(files["noisy"], tmp_path / "runs [all]")["r3"], abs=1e-12)]
+        ]
+        agreement = pd.read_csv(tmp_path / name / "agreement.tsv", sep="\t")
+        assert agreement["value"].isna().all() and set(agreement["runs"]) == {1}
+        assert set(agreement["statistic"]) == set(STATISTICS) and "noisy" in set(agreement["label_set"])
+        labels = pd.read_csv(tmp_path / name / "labels.tsv", sep="\t").set_index(["label_set", "statistic"])
+        truth, mine = qrels_dict(files["official"]), qrels_dict(files["noisy"])
+        pairs = [(mine[q][d], g) for q in truth for d, g in truth[q].items()]
+        kappa = cohen_kappa_score([a for a, _ in pairs], [b for _, b in pairs])
+        assert labels.loc[("noisy", "cohen_kappa"), "value"] == pytest.approx(kappa, abs=1e-12)
+
+
 def test_a_given_official_leaderboard_and_runs_it_lacks(tmp_path, caplog):
     files = campaign(tmp_path)
     (tmp_path / "official.json").write_text('{"r9": 1, "r8": 2, "r7": 3, "r6": 4, "r5": 5, "r4": 6, "r3": 7, "r2": 8}')
@@ -176,7 +202,7 @@ def test_a_judge_of_few_queries_and_a_given_leaderboard_of_scores(tmp_path):
         (["--measure", "RBP(p=0.8)"], "--measure 'RBP(p=0.8)': no provider of ir-measures computes it"),
         (["--measure", "ndcg_cut_10", "--measure", "nDCG@10"], "two names for the same measure (nDCG@10)"),
         (["--official-measure", "foo"], "--official-measure 'foo': neither"),
-        (["--official", "OFFICIAL_JSON"], "ranks 0 of the 1 runs given: agreement needs two or more"),
+        (["--official", "OFFICIAL_JSON"], "ranks none of the 1 runs given"),
         (["--out", "OUT_FILE"], "not a folder"),
         (["--runs", "nothing/*"], "--runs: no such run file, and no file matches 'nothing/*' as a pattern"),
         (["--rbo-p", "1.5"], "--rbo-p"),

@@ -99,3 +99,26 @@ def test_the_summary_names_its_own_page_and_intervals_only_where_there_are_some(
         assert ("95 % bootstrap intervals over the queries" in text) == said
         assert ("Spearman's ρ 1.000 \\[0.500, 1.000\\]" in text) == said  # Markdown escapes the brackets
         assert ("95 % interval\\]" in text) == ("The intervals are percentile bootstrap intervals" in text) == said
+
+
+def test_the_judges_section_says_why_its_cells_are_empty_and_the_order_is_the_one_drawn():
+    """One run with qrels: the judges' table was blank without a word; with bootstrap 0 it promised intervals;
+    without an official leaderboard the figure's runs were said to be "in official order" and the missing
+    correlation was said twice (a stranger's trial)."""
+    board = pd.DataFrame({"method": "m", "measure": "exam_cover", "tau": 4.0, "run_id": ["a", "b"],
+                          "kind": "system", "score": [0.5, 0.4], "stderr": 0.0})  # fmt: skip
+    boards = {"m": Board.of(board, 4, None, [])}
+
+    def judges(runs: int, value: float, low: float) -> str:
+        rows = [("m", "ndcg_cut_10", s, value, low, low, runs) for s in ("kendall", "spearman", "tau_ap", "rbo")]
+        table = pd.DataFrame(rows, columns=["label_set", "measure", "statistic", "value", "low", "high", "runs"])
+        return run_summary({}, None, "results", boards, judges=table).markdown()
+
+    one = judges(1, float("nan"), float("nan"))
+    assert "One run: there is no order to compare" in one and "bootstrap interval" not in one
+    unbootstrapped = judges(3, 0.5, float("nan"))
+    assert "No intervals: no bootstrap replicates" in unbootstrapped and "bootstrap interval," not in unbootstrapped
+    full = judges(3, 0.5, 0.25)
+    assert "Kendall's τ-b with its 95 % bootstrap interval" in full and "No intervals" not in full
+    assert "runs in exam_cover order" in one and "official order" not in one
+    assert one.count("No official leaderboard") == 1

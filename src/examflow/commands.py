@@ -427,12 +427,16 @@ def judges_inputs(args: argparse.Namespace):
         official_given = (scores, True) if scores is not None else (read_leaderboard(args.official), False)
         _check_official_runs(args.official, official_given[0], set(runs["run_id"]))
     elif runs["run_id"].nunique() < 2:
-        raise Failure("--runs: one run; agreement between leaderboards needs two or more")
+        log.warning(ONE_RUN, "--runs: one run")
     leaderboards = outside_leaderboards(args, set(label_sets), set(runs["run_id"]), judged)
     for name, labels in label_sets.items():
         if not set(labels["query_id"]) & set(runs["query_id"]):
             log.warning("--labels %s: judges no query that a run ranks: no run has a score under it", name)
     return Judges(official_labels, label_sets, runs, measures, official_measure, official_given, votes, leaderboards)
+
+
+# Evaluating one system is a use; its labels' agreement (κ, α) stands, its leaderboards' has nothing to order.
+ONE_RUN = "%s: the leaderboards' agreement (Kendall's τ, Spearman's ρ, ...) needs two runs or more and is left empty"
 
 
 def _official_measure(args: argparse.Namespace, measure: Callable) -> tuple[str, object]:
@@ -451,8 +455,10 @@ def _official_measure(args: argparse.Namespace, measure: Callable) -> tuple[str,
 
 def _check_official_runs(path: str, official: dict[str, float], runs: set[str]) -> None:
     shared = runs & set(official)
-    if len(shared) < 2:
-        raise InputError(path, f"ranks {len(shared)} of the {len(runs)} runs given: agreement needs two or more")
+    if not shared:
+        raise InputError(path, f"ranks none of the {len(runs)} runs given")
+    if len(shared) == 1:
+        log.warning(ONE_RUN, f"{path} ranks one of the runs given")
     for what, names in (("ranks no run", runs - shared), ("ranks runs not given (--runs)", set(official) - shared)):
         if names:
             log.warning("%s %s %s: left out of the agreement", path, what, listed(sorted(names)))

@@ -304,8 +304,9 @@ def _headline_section(doc: Document, board: Board) -> None:
         f"<div class='examflow-landing'>{pages.framed(pages.leaderboard_page(board), len(board.runs()))}"
         f"{pages.picture(figures.leaderboard_figure(board), f'{board.method}: the leaderboard, one panel per measure')}</div>"
     )
+    order = "official order" if board.official else f"{headline} order"
     doc.paragraph("Above: the report's `1 Leaderboard` table (a click on a column name sorts by it; the box "
-                  "searches runs) and figure, one panel per measure, runs in official order.")  # fmt: skip
+                  "searches runs) and figure, one panel per measure, runs in {}.", order)  # fmt: skip
 
 
 def _rank(board: Board, run: str) -> str:
@@ -345,8 +346,6 @@ def _leaderboard_section(doc: Document, board: Board) -> None:
                       *without_tau)  # fmt: skip
     if intervals:
         doc.paragraph("The intervals are percentile bootstrap intervals over the queries (`evaluation.bootstrap`).")
-    elif board.correlation is None:
-        doc.paragraph(NO_OFFICIAL)
 
 
 def _note(row) -> str:
@@ -394,10 +393,16 @@ def _injection_section(doc: Document, flagged: pd.DataFrame) -> None:
 def _judges_section(doc: Document, agreement: pd.DataFrame) -> None:
     """Every judge's leaderboards against the official one (judges/agreement.tsv), best Kendall's τ first."""
     doc.heading("Judges against the official leaderboard")
+    intervals = agreement["low"].notna().any()
     doc.paragraph("Every method's EXAM-Qrels, each outside label set, ensemble and other judge's leaderboard, "
-                  "ranking the runs under each measure, against the official leaderboard: Kendall's τ-b with its "
-                  "95 % bootstrap interval, Spearman's ρ, τ_AP and RBO (all statistics, and the labels' agreement, "
-                  "in `judges/`).")  # fmt: skip
+                  "ranking the runs under each measure, against the official leaderboard: Kendall's τ-b"
+                  f"{' with its 95 % bootstrap interval' if intervals else ''}, Spearman's ρ, τ_AP and RBO (all "
+                  "statistics, and the labels' agreement, in `judges/`).")  # fmt: skip
+    if (agreement["runs"] < 2).all():
+        doc.paragraph("One run: there is no order to compare, so every agreement is empty. The labels' agreement "
+                      "with the official qrels (Cohen's κ, Krippendorff's α) is in `judges/labels.tsv`.")  # fmt: skip
+    elif not intervals and agreement["value"].notna().any():
+        doc.paragraph("No intervals: no bootstrap replicates (`evaluation.bootstrap: 0`), or none with an order.")
     found = {(r["label_set"], r["measure"], r["statistic"]): r for r in agreement.to_dict("records")}
     boards = sorted({(label_set, measure) for label_set, measure, _ in found},
                     key=lambda board: (-_or_nan(found[(*board, "kendall")]["value"]), board))  # fmt: skip
