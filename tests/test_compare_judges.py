@@ -118,6 +118,21 @@ def test_the_command_writes_leaderboards_and_agreements_checked_by_hand(tmp_path
     )
 
 
+def test_the_official_leaderboard_under_another_name_of_its_measure_is_not_compared_with_itself(tmp_path):
+    """`--official-measure nDCG@10 --measure ndcg_cut_10` compared the official qrels' board with itself (τ 1,
+    first in the summary's judges) and wrote it twice on the leaderboards (a stranger's trial)."""
+    files = campaign(tmp_path)
+    for official, named in (("nDCG@10", "ndcg_cut_10"), ("ndcg_cut_10", "nDCG@10")):
+        out = tmp_path / official
+        assert main(["compare-judges", "--runs", str(tmp_path / "runs [[]all]" / "*"), "--official-qrels",
+                     str(files["official"]), "--labels", f"noisy={files['noisy']}", "--official-measure", official,
+                     "--measure", named, "--bootstrap", "0", "--out", str(out)]) == 0  # fmt: skip
+        agreement = pd.read_csv(out / "agreement.tsv", sep="\t")
+        assert set(agreement["label_set"]) == {"noisy"} and set(agreement["measure"]) == {named}
+        boards = pd.read_csv(out / "leaderboards.tsv", sep="\t")
+        assert len(boards[boards["label_set"] == "official"]) == 10 and set(boards["measure"]) == {named}
+
+
 def test_one_run_is_evaluated_and_its_labels_compared_with_the_leaderboards_agreement_empty(tmp_path, caplog):
     """One system with qrels (a documented configuration) stopped the workflow: the judges step refused it."""
     files = campaign(tmp_path)

@@ -87,7 +87,7 @@ def test_judges_measures_and_outside_label_names_are_checked():
     for inputs in ({"labels": {"a": "x"}}, {"labels": {"a": "x"}, "qrels": "q.txt"},
                    {"labels": {"a": "x"}, "qrels": "q.txt", "runs": ["r"], "official_leaderboard": None}):  # fmt: skip
         config = {"inputs": {"queries": "q", **inputs}, "evaluation": {"official_measure": None}}
-        assert "inputs.labels: outside judges are compared with the official qrels" in rejected(config)
+        assert "inputs.labels: judges are compared with the official qrels" in rejected(config)
     assert checked({"inputs": {"queries": "q", "labels": {"a": "x"}, "qrels": "q.txt", "runs": ["r"]}})
     irds = {
         "inputs": {"queries": "q", "labels": {"a": "x"}, "qrels": "irds:msmarco-passage/trec-dl-2019", "runs": ["r"]}
@@ -117,7 +117,15 @@ def test_an_ensemble_names_judges_the_configuration_has():
         judges = {"leaderboards": {taken: "x.eval.txt"}, "ensembles": {"vote": ["umb", "team"]}}
         assert f"judges.leaderboards.{taken}: the name is a method's" in rejected({**config, "judges": judges})
     alone = {"inputs": {"queries": "q"}, "judges": {"leaderboards": {"x": "x.eval.txt"}}}
-    assert "judges.leaderboards: outside judges are compared with the official qrels" in rejected(alone)
+    assert "judges.leaderboards: judges are compared with the official qrels" in rejected(alone)
+    # an ensemble of methods without an official leaderboard: there is no judges step; it was left out in silence
+    unofficial = {**config, "inputs": {k: v for k, v in inputs.items() if k != "labels"}}
+    ensemble = {"judges": {"ensembles": {"vote": ["umb", "umb2"]}}, "evaluation": {"official_measure": None}}
+    methods = {"grading": {"methods": [umbrela, {**umbrela, "name": "umb2"}]}}
+    assert "judges.ensembles: judges are compared with the official qrels" in rejected(
+        {**unofficial, **methods, **ensemble}
+    )
+    assert checked({**unofficial, **methods, "judges": ensemble["judges"]})["judges"]["ensembles"]
     assert "judges.leaderboard_layout" in rejected({**config, "judges": {"leaderboard_layout": "trec"}})
 
 

@@ -162,12 +162,16 @@ def _check_judges(checked: dict) -> None:
             raise ConfigError(key, f"{problem}{suggestion(unknown[0], judges) if unknown else ''}")
     official = inputs.get("official_leaderboard") or checked["evaluation"]["official_measure"]
     qrels_file = inputs.get("qrels") and not is_irds(inputs["qrels"])  # ir_datasets qrels: not compared yet
-    outside = {"inputs.labels": inputs.get("labels"), "judges.leaderboards": checked["judges"]["leaderboards"]}
-    for key, given in outside.items():
+    compared = {
+        "inputs.labels": inputs.get("labels"),
+        "judges.leaderboards": checked["judges"]["leaderboards"],
+        "judges.ensembles": checked["judges"]["ensembles"],  # left out in silence without the judges step
+    }
+    for key, given in compared.items():
         if given and not (qrels_file and inputs.get("runs") and official):
             raise ConfigError(
                 key,
-                "outside judges are compared with the official qrels on the runs' leaderboards: set inputs.qrels (a "
+                "judges are compared with the official qrels on the runs' leaderboards: set inputs.qrels (a "
                 "file), inputs.runs and an official leaderboard (inputs.official_leaderboard, or "
                 "evaluation.official_measure)",
             )

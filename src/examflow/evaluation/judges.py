@@ -403,7 +403,8 @@ def _official_board(judges: Judges, boards: list[Board], runs: dict[str, Run], q
         return Board.given(values, len(queries), linear=are_scores), compared
     assert judges.official_measure is not None  # the command asks for one of the two
     name, parsed = judges.official_measure
-    found = [b for b in boards if b.label_set == OFFICIAL and b.measure == name]
+    # the same measure under another name (`nDCG@10` for `ndcg_cut_10`) is the same leaderboard
+    found = [b for b in boards if b.label_set == OFFICIAL and str(judges.measures.get(b.measure)) == str(parsed)]
     if found:
         return found[0], np.ones(len(run_ids), dtype=bool)
     values = per_query_values(judges.official_labels, runs, parsed, queries, complete)
