@@ -250,3 +250,28 @@ def test_the_plan_runs_before_any_grading_job_on_one_core(project):
     assert "grade" in started and started.index("plan") < started.index("grade"), started
     plan = pd.read_csv(project / "results/logs/plan.tsv", sep="\t")
     assert (plan["cached"] == 0).all()  # nothing graded before it counted
+
+
+def test_samples_the_cache_lacks_are_planned_and_their_prompts_counted(tmp_path):
+    """`samples: 5` graded, then raised to 7: the plan said nothing was left (the first sample's answer was
+    there) while the run asked 2 more a pair; its prompt tokens counted one sample a pair (a stranger's trial)."""
+    from examflow.grading.backends import Answer
+    from examflow.grading.cache import GradeCache
+    from examflow.grading.grader import samples_of
+
+    passages, questions, queries = small_collection()
+    backend = {"kind": "openai", "model": "gpt", "temperature": 0.7, "base_url": "http://127.0.0.1:9/v1"}
+
+    def voting(samples: int) -> Method:
+        return check_method("u", {"name": "u", "kind": "umbrela", "samples": samples, "backend": backend})
+
+    cache = GradeCache(tmp_path, voting(5).backend.signature(False))
+    held = [pair for pair in make_pairs("umbrela", passages, questions, queries) if pair.query_id == "a"]
+    cache.add_answers([("a", cache.key(r), Answer("2")) for p in held for r in samples_of(request("umbrela", p), 5)])
+    # 4 pairs (a's 2 passages, b's and c's 1: UMBRELA grades a passage against its query); a's hold 5 samples
+    five, seven = (plan_method(voting(n), passages, questions, queries, tmp_path) for n in (5, 7))
+    assert (five.pairs, five.cached, five.work) == (4, 2, 2 * 5)
+    assert (seven.pairs, seven.cached, seven.work) == (4, 0, 2 * 2 + 2 * 7)
+    sent = [request("umbrela", pair) for pair in make_pairs("umbrela", passages, questions, queries)]
+    characters = sum(len(template(r.template).format(**r.fields)) for r in sent)
+    assert seven.prompt_tokens == pytest.approx(characters / 4 * 18 / 4, rel=0.01)  # 18 of 4 pairs' prompts

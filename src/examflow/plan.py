@@ -78,17 +78,21 @@ def pair_counts(kind: str, passages: pd.DataFrame, questions: pd.DataFrame, quer
 
 def job_share(method: Method, passages, questions, queries, cache=None) -> Job:
     """What one grading job over these tables does; `cache` (a GradeCache) answers some pairs."""
-    from examflow.grading.grader import make_pairs
+    from examflow.grading.grader import make_pairs, samples_of
     from examflow.grading.methods import request
 
-    kind, rate = method.kind, method.backend.rate(False)
+    kind, rate, n = method.kind, method.backend.rate(False), method.samples
     counts = pair_counts(kind, passages, questions, queries)
     held = [q for q in counts.index if cache is not None and cache.holds(q)]
-    left = []  # pairs of the queries the cache holds something for, that it does not answer
+    left = []  # pairs of the queries the cache holds something for, that it does not answer (every sample)
+    unasked = 0  # and their samples it does not answer
     if held:  # keys only where the cache has something for the query
         known = cache.answers(held)
         mine = passages[passages["query_id"].isin(held)]
-        left = [p for p in make_pairs(kind, mine, questions, queries) if cache.key(request(kind, p)) not in known]
+        for pair in make_pairs(kind, mine, questions, queries):
+            missing = sum(cache.key(each) not in known for each in samples_of(request(kind, pair), n))
+            left += [pair] if missing else []
+            unasked += missing
     pairs = int(counts["pairs"].sum())
     # An aggregation prompt's key holds the criterion grades: unknown until they are; it is counted as
     # left with the criteria of its target that are.
@@ -98,8 +102,10 @@ def job_share(method: Method, passages, questions, queries, cache=None) -> Job:
         unit = method.backend.options.get("unit", "passage")  # an encoder may read passages sentence by sentence
         texts = _encoded_texts(kind, unit, passages, questions, queries, held, left)
         return Job(pairs, cached, len(texts), sum(min(len(text), rate.window or len(text)) for text in texts))
-    # answer, then verify: at most twice; each sample of a vote once
-    prompts = (pairs - cached) * (2 if method.entry.verification else 1) * method.samples
+    # answer, then verify: at most twice; each sample of a vote once (those of a pair the cache holds in part)
+    held_pairs = int(counts.loc[held, "pairs"].sum())
+    asked = (pairs - cached) * n if n == 1 else (pairs - held_pairs) * n + unasked
+    prompts = asked * (2 if method.entry.verification else 1)
     return Job(pairs, cached, prompts, prompts)
 
 
@@ -190,9 +196,11 @@ def plan_method(
     rate = backend.rate(on_gpu)
     api = rate.unit == CALLS
     tokens = 0
-    if api and pairs:  # what is sent: the prompts of the pairs the cache does not answer
+    if api and pairs:  # what is sent: the prompts the cache does not answer, each sample of a vote too (a
+        # verification prompt, answer and key alone, is short beside them and left out)
         counts = pair_counts(kind, passages, questions, queries)
-        tokens = math.ceil(_prompt_characters(kind, passages, questions, queries, counts) * (1 - cached / pairs) / 4)
+        asked = sum(job.work for job in jobs) // (2 if method.entry.verification else 1)
+        tokens = math.ceil(_prompt_characters(kind, passages, questions, queries, counts) / pairs * asked / 4)
     cpu_hours, warning = None, ""
     if on_gpu and not gpu_here:
         on_cpu = backend.rate(False)

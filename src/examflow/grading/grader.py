@@ -13,7 +13,7 @@ from typing import Any, Protocol, cast
 import pandas as pd
 
 from examflow.bounds import STORED_CHARS, clip
-from examflow.grading.backends import Answer, expected_signature, make_backend
+from examflow.grading.backends import Answer, Request, expected_signature, make_backend
 from examflow.grading.cache import GradeCache
 from examflow.grading.grades import GRADE_COLUMNS, GRADE_DTYPES
 from examflow.grading.methods import (
@@ -109,6 +109,12 @@ def _question_target(q: _Question) -> Target:
             tuple(sorted(json.loads(choices).items())) if choices else None)  # fmt: skip
 
 
+def samples_of(asked: Request, n: int) -> list[Request]:
+    """A request asked `n` times: sample i > 0 a field of its own, so that each has its own cache entry and API
+    attempt (the first is the request itself: a method's first sample shares the unsampled one's answers)."""
+    return [replace(asked, fields=asked.fields | {"sample": i}) if i else asked for i in range(n)]
+
+
 class ShardGrader:
     """Grades one shard with one method (checked: `examflow.registry.check_method`)."""
 
@@ -202,7 +208,7 @@ class ShardGrader:
         entry and API attempt), the grade their majority (`examflow.grading.methods.vote`)."""
         n = self.method.samples
         asked = [request(self.kind, p) for p in pairs]
-        sampled = [replace(r, fields=r.fields | {"sample": i}) if i else r for r in asked for i in range(n)]
+        sampled = [each for r in asked for each in samples_of(r, n)]
         answers = self.answers(sampled, [p.query_id for p in pairs for _ in range(n)])
         mode = self.method.mode
         grades = [
