@@ -367,3 +367,40 @@ def test_a_repeated_question_is_dropped_with_a_warning_that_names_it(tmp_path, c
         f"1 repeated items dropped (same id as an earlier one; first: {wax} of query 'q1', 'Who makes wax?')"
         in caplog.text
     )
+
+
+def test_an_id_of_two_queries_or_two_texts_is_an_error_not_a_question_dropped(tmp_path):
+    """An older bank numbering each query's questions `x0, x1, ...`: every query's after the first lost its
+    questions as "repeated", in a warning, and the run scored one query of six (a stranger's trial)."""
+
+    def line(query: str, key: str, questions: list[tuple[str, str]]) -> str:
+        return json.dumps({"query_id": query, key: [{"question_id": i, "question_text": t} for i, t in questions]})
+
+    older = write(tmp_path / "older.jsonl", line("q1", "questions", [("x0", "Why does magma rise?")]) + "\n"
+                  + line("q2", "questions", [("x1", "What is a tide?"), ("x0", "What pulls the oceans?")]) + "\n")  # fmt: skip
+    with pytest.raises(
+        InputError,
+        match=r"older.jsonl:2: field 'questions\[1\].question_id': id 'x0' is already that of query 'q1''s 'Why "
+        r"does magma rise\?' \(line 1\): an id names one item of the bank",
+    ):
+        read_bank(older)
+    flat = [{"query_id": q, "qid": "q1/a", "question": t} for q, t in (("q1", "Why?"), ("q2", "How?"))]
+    with pytest.raises(InputError, match=r"flat.jsonl:2: field 'qid': id 'q1/a' is already that of query 'q1''s"):
+        read_bank(write(tmp_path / "flat.jsonl", "".join(json.dumps(r) + "\n" for r in flat)))
+    kept = [{"question_id": "k", "question_text": t, "keep_id": True} for t in ("Why?", "How?")]
+    with pytest.raises(InputError, match=r"kept.jsonl:1: field 'items\[1\].question_id': id 'k' is already"):
+        read_bank(write(tmp_path / "kept.jsonl", json.dumps({"query_id": "q", "items": kept}) + "\n"))
+    # the same question twice for one query stays one question (test above); the older ids stay as written
+    same = write(tmp_path / "same.jsonl", line("q1", "questions", [("x0", "Why?"), ("x0", "Why?")]) + "\n"
+                 + line("q2", "questions", [("y0", "Why?")]) + "\n")  # fmt: skip
+    assert [[item.item_id for item in entry.items] for entry in read_bank(same)] == [["x0"], ["y0"]]
+
+
+def test_a_column_named_twice_or_two_lists_of_items_are_errors(tmp_path):
+    """The last `answers` cell won (an answer key lost); `questions` beside `items` was dropped in silence."""
+    header = write(tmp_path / "h.tsv", "query_id\tquestion\tanswers\tanswers\nq1\tWhat is magma?\tmolten rock\t\n")
+    with pytest.raises(InputError, match=r"h.tsv:1: the column 'answers' is named twice"):
+        read_bank(header)
+    both = {"query_id": "q1", "items": [{"question_text": "What is magma?"}], "questions": [{"question_text": "Lava?"}]}
+    with pytest.raises(InputError, match=r"b.jsonl:1: field 'questions': both items and questions"):
+        read_bank(write(tmp_path / "b.jsonl", json.dumps(both) + "\n"))

@@ -380,7 +380,7 @@ def compare_judges_command(args: argparse.Namespace) -> None:
 
 def judges_inputs(args: argparse.Namespace):
     """What `compare-judges` compares, read and checked: a problem is one line, before any work."""
-    from examflow.config import repeated
+    from examflow.errors import repeated
     from examflow.evaluation.judges import Judges, check_measure, ensemble, per_page
     from examflow.io.leaderboard import read_leaderboard, read_leaderboard_scores
     from examflow.io.qrels import read_labels
@@ -532,7 +532,7 @@ def ensemble_arguments(arguments: list[str], names: set[str]) -> dict[str, list[
 def nrp_command(args: argparse.Namespace) -> None:
     import pandas as pd
 
-    from examflow.config import repeated
+    from examflow.errors import repeated
     from examflow.io import read_passages, read_queries, write_tables
     from examflow.nrp.evaluate import NRPInputs, NRPSettings, nrp_tables
     from examflow.nrp.inputs import (
@@ -644,7 +644,7 @@ def ranker_spec(text: str, run: str | None) -> dict:
 def assignments(values: list[str] | None, option: str, kind, many: bool = False):
     """`NAME=VALUE` options as a dict (or, with `many`, as a list of pairs); a name given twice is refused
     (a dict would keep the last silently)."""
-    from examflow.config import repeated
+    from examflow.errors import repeated
 
     pairs = []
     for text in values or []:

@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from examflow.defaults import SCHEMA
-from examflow.errors import ConfigError, InputError, a, suggestion
+from examflow.errors import ConfigError, InputError, a, repeated, suggestion
 from examflow.io.irds import is_irds
 from examflow.options import check_options
 from examflow.registry import (
@@ -231,16 +231,6 @@ def check_relevance_range(key: str, low: int, high: int) -> tuple[int, int]:
 def methods(settings: list[Any]) -> list[Method]:
     """The grading methods of a configuration (`grading.methods`), each checked."""
     return [check_method(f"grading.methods[{i}]", method) for i, method in enumerate(settings)]
-
-
-def repeated(names: Iterable[str]) -> str | None:
-    """The first name given twice (methods and rankers name their output files), or None."""
-    seen: set[str] = set()
-    for name in names:
-        if name in seen:
-            return name
-        seen.add(name)
-    return None
 
 
 def _check_nrp(nrp: dict) -> dict:

@@ -84,6 +84,16 @@ def listed(names: Sequence[str], most: int = 5) -> str:
     return ", ".join(names[:most]) + (", ..." if len(names) > most else "")
 
 
+def repeated(names: Iterable[str]) -> str | None:
+    """The first name given twice (methods and rankers name their output files, columns their cells), or None."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            return name
+        seen.add(name)
+    return None
+
+
 def suggestion(name: object, known: Iterable[object]) -> str:
     """` (did you mean 'x'?)` for a likely typo of one of `known`, else nothing."""
     if not isinstance(name, str):

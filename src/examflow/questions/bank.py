@@ -21,7 +21,7 @@ import logging
 from pathlib import Path
 from typing import Any, cast
 
-from examflow.errors import InputError, Problems, listed
+from examflow.errors import InputError, Problems, listed, repeated
 from examflow.io.lines import FirstLines, base_suffix, check_id, json_lines, required_id, split_columns, text_lines
 from examflow.questions.autojudge import is_v3, v3_entries
 from examflow.questions.items import IMPORTANCE, KINDS, Entry, Item, item_id, write_records
@@ -36,7 +36,7 @@ def read_bank(path: str | Path) -> list[Entry]:
         raise InputError(path, "unknown bank format: use .jsonl (optionally .gz) or .tsv")
 
     entries: dict[tuple[str, str | None], Entry] = {}
-    edited, rated = 0, Rated(path)
+    edited, rated, owners = 0, Rated(path), Owners(path)
     for number, record in json_lines(path):
         if is_v3(record):  # TREC AutoJudge's question bank: a line a query, its subtopics in the questions
             for entry in v3_entries(path, number, record):
@@ -52,6 +52,7 @@ def read_bank(path: str | Path) -> list[Entry]:
         for index, item in enumerate(entry.items):
             if item.kind == "nugget":
                 rated.add(item, number, f"{listed}[{index}].importance")
+            owners.claim(item, number, "qid" if flat else f"{listed}[{index}].{KINDS[item.kind][0]}")
         edited += changed
         if flat and (entry.query_id, entry.facet_id) in entries:
             entries[entry.query_id, entry.facet_id].items += entry.items
@@ -79,6 +80,22 @@ def _add(path, entries: dict[tuple[str, str | None], Entry], entry: Entry, numbe
         )
     entry.line = number
     entries[key] = entry
+
+
+class Owners:
+    """An item id names one item of the bank. Written twice for one text of one query, the second is dropped
+    (`_drop_repeated_ids`); for another text, or another query (ids numbered within each query, `x0`, in an
+    older bank), one of the two would be dropped and its query's exam shrink: an error."""
+
+    def __init__(self, path):
+        self.path, self.first = path, {}
+
+    def claim(self, item: Item, number: int, field: str) -> None:
+        first = self.first.setdefault(item.item_id, (item, number))[0]
+        if (first.query_id, first.facet_id, first.text) != (item.query_id, item.facet_id, item.text):
+            place = f"query {first.query_id!r}" + (f", facet {first.facet_id!r}" if first.facet_id else "")
+            raise InputError(self.path, f"id {item.item_id!r} is already that of {place}'s {first.text!r} (line "
+                             f"{self.first[item.item_id][1]}): an id names one item of the bank", number, field)  # fmt: skip
 
 
 class Rated:
@@ -178,6 +195,8 @@ def _entry(path, number: int, record: dict) -> tuple[Entry, int]:
     query_id = required_id(path, number, record, "query_id")
     facet_id = _facet(path, number, record)
     list_field = "items" if "items" in record else "questions"
+    if "items" in record and "questions" in record:  # the older variant's list beside the current one's: lost
+        raise InputError(path, "both items and questions: a line holds one list of its items", number, "questions")
     raw_items = record.get(list_field)
     if not isinstance(raw_items, list):
         raise InputError(path, "expected a list of items", number, list_field)
@@ -274,6 +293,8 @@ def _read_tsv(path) -> list[Entry]:
         raise InputError(path, "header must name query_id and question (and may name facet_id, answers, choices), "
                          "or query_id and nugget (and may name facet_id, nugget_id, importance; with nugget_id the "
                          "text may be named text)", 1)  # fmt: skip
+    if twice := repeated(names):  # the row's last cell of the name would win, the others' lost
+        raise InputError(path, f"the column {twice!r} is named twice", 1)
     entries: dict[tuple[str, str | None], Entry] = {}
     rated, first_lines = Rated(path), FirstLines(path)
     for number, line in lines:
