@@ -145,6 +145,15 @@ def test_the_pool_row_is_averaged_over_the_queries_it_has_passages_for_under_pre
     assert every.loc[("exam_cover", "r1"), ["score", "n_queries"]].tolist() == [pytest.approx(0.5 / 3), 3]
 
 
+def test_a_bank_of_queries_without_pooled_passages_is_one_line_not_a_traceback():
+    """A bank whose only query no run retrieves and no qrels judge: grading made no grade, and evaluate raised
+    "No objects to concatenate" (a stranger's trial)."""
+    data = inputs()
+    data.grades = data.grades.iloc[:0]
+    with pytest.raises(InputError, match=r"no grades to evaluate: no query of the exam has a pooled passage"):
+        evaluate(data, Settings(taus=[4], bootstrap=0), None)
+
+
 def test_an_official_leaderboard_of_no_evaluated_run_leaves_the_diagnostics_empty():
     """No official run ranks the exam's queries: no correlation, no leave-one-out change (it raised a
     TypeError dividing an empty table's columns)."""

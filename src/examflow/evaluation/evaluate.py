@@ -228,6 +228,9 @@ def evaluate(
     """Output tables by file name, exactly those of `examflow.outputs.EVALUATION` that `facts` ask for
     (default: what the inputs hold) but the impact tables; `baselines` (not a file): each method's
     Baseline for edit impact."""
+    if inputs.grades.empty:  # (pd.concat of no leaderboard raised a traceback)
+        raise InputError("--grades", "no grades to evaluate: no query of the exam has a pooled passage (are the "
+                         "bank's query ids those of the runs and qrels?)")  # fmt: skip
     facts = facts or facts_of(inputs, official)
     _warn_beyond_the_budget(inputs.rankings, settings)
     leaderboards, per_queries, diagnostics, uncovered = [], [], [], []
