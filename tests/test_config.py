@@ -521,7 +521,20 @@ def test_config_mistakes_stop_the_workflow_at_parse_time_in_one_line(project):
     refused_in_one_line(
         result, "config inputs.runs: no such run file, and no file matches 'resources/demo/runs/*.trec' as a pattern"
     )
+    # names Snakemake reads as a wildcard or a path variable, with no escape: its own traceback, at parse time
+    runs = sorted((project / "resources/demo/runs").glob("*.run"))
+    (project / "runs {1}").mkdir()
+    for run in runs:
+        (project / "runs {1}" / run.name).write_bytes(run.read_bytes())
+    config["inputs"]["runs"] = ["runs {1}/*.run"]
+    write(project / "config/bad.yaml", yaml.safe_dump(config))
+    result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
+    refused_in_one_line(result, f"config inputs.runs: runs {{1}}/{runs[0].name}: Snakemake reads {{1}} in a file's "
+                        "path as a wildcard, and has no escape for it: rename the file or folder")  # fmt: skip
     config["inputs"]["runs"] = ["resources/demo/runs/*.run"]
+    write(project / "config/bad.yaml", yaml.safe_dump(config | {"results_dir": "results/<b>"}))
+    result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
+    refused_in_one_line(result, "config results_dir: results/<b>: Snakemake reads <b> in a file's path as a path var")
     config["inputs"]["qrels"] = "resources/demo/qrels-typo.txt"
     write(project / "config/bad.yaml", yaml.safe_dump(config))
     result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)

@@ -24,10 +24,10 @@ import json
 import os
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from examflow.errors import Failure
+from examflow.errors import ConfigError, Failure
 
 LOCK = ".examflow.lock"
 _held: list = []  # the open lock files of this process: closing one would release its lock
@@ -125,6 +125,20 @@ def _owner(folder: Path) -> dict:
         return json.loads((folder / LOCK).read_text(encoding="utf-8") or "{}")
     except (OSError, ValueError):
         return {}
+
+
+# What Snakemake reads in a rule's file paths: `{name}` (or `{name,constraint}`) a wildcard, in an input
+# function's files even where the braces are doubled, and `<name>` a path variable; it has no escape for either.
+SNAKEMAKE_PLACEHOLDER = re.compile(r"\{\s*[.\w]+\s*(?:,[^{}]*)?\}|<[a-z][a-z0-9_]*>")
+
+
+def check_snakemake_paths(paths: Iterable[tuple[str, str | Path]]) -> None:
+    """Each (configuration key, path) that reaches a rule as a file Snakemake can take as written."""
+    for key, path in paths:
+        if found := SNAKEMAKE_PLACEHOLDER.search(str(path)):
+            what = "a wildcard" if found.group().startswith("{") else "a path variable"
+            raise ConfigError(key, f"{path}: Snakemake reads {found.group()} in a file's path as {what}, and has no "
+                              "escape for it: rename the file or folder, or link it under another name")  # fmt: skip
 
 
 def check_report_target(

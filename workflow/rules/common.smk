@@ -41,6 +41,7 @@ from examflow.results import (
     baselines_folder,
     check_report_target,
     check_results,
+    check_snakemake_paths,
     lock_results,
     report_command,
     report_target,
@@ -560,6 +561,27 @@ def nrp_files():
         *qrels,
         *ranker_files(NRP["rankers"]),
     ]
+
+
+def configured_paths():
+    """(configuration key, path) of every folder and file the configuration gives the rules."""
+    yield from (("results_dir", RESULTS), ("cache_dir", config["cache_dir"]))
+    for key, spec in INPUTS.items():
+        if key == "labels":
+            yield from (
+                (f"inputs.labels.{name}", path) for name, path in (spec or {}).items()
+            )
+        elif key != "runs" and isinstance(spec, str) and not is_irds(spec):
+            yield f"inputs.{key}", spec
+    yield from (("inputs.runs", path) for path in RUN_FILES)
+    yield from (
+        (f"judges.leaderboards.{n}", p)
+        for n, p in config["judges"]["leaderboards"].items()
+    )
+    yield from (("nrp", path) for path in (nrp_files() if NRP else []))
+
+
+checked(check_snakemake_paths, configured_paths())
 
 
 def nrp_inputs(wildcards):
