@@ -182,6 +182,23 @@ def test_the_uncovered_passages_are_told_in_the_methods_own_terms():
     assert "3 judged-relevant passages are below τ: umbrela grades 0–3, so at τ = 4 no passage reaches τ." in above
 
 
+def test_the_questions_page_counts_what_it_shows_and_says_when_nothing_is_judged():
+    """12 questions read "The first 40 of 12"; without qrels every count of judged passages was 0 and the page
+    said "0 judged-relevant passages answer no question": the bank covering everything (a stranger's trial)."""
+    from examflow.evaluation.diagnostics import QUESTION_COLUMNS, UNCOVERED_COLUMNS
+    from examflow.report.pages import questions_page
+
+    questions = pd.DataFrame([["m", "q", f"x{i}"] + [0] * (len(QUESTION_COLUMNS) - 2) for i in range(12)],
+                             columns=["method", *QUESTION_COLUMNS])  # fmt: skip
+    uncovered = pd.DataFrame(columns=["method", *UNCOVERED_COLUMNS])
+    judged = questions_page(questions, uncovered, 4, "m", "self_rating")
+    assert "All 12; all in" in judged and "The first" not in judged and "No qrels" not in judged
+    assert "The first 5 of 12; all in" in questions_page(questions, uncovered, 4, "m", "self_rating", rows=5)
+    unjudged = questions_page(questions, uncovered, 4, "m", "self_rating", judged=False)
+    assert "No qrels (<code>inputs.qrels</code>): no passage is judged" in unjudged
+    assert "judged-relevant passages answer no" not in unjudged and "Uncovered passages" not in unjudged
+
+
 def test_the_impact_page_shows_labels_as_whole_numbers_and_says_why_none_moved():
     """Read back from impact_passages.tsv, a label column with an empty cell (a passage without a label)
     is floating point: the page showed 3.000."""

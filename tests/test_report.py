@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import snakemake, write
+from conftest import ROOT, snakemake, write
 from PIL import Image
 
 from examflow.io.tables import read_tsv
@@ -282,3 +282,30 @@ def test_a_threshold_the_evaluation_does_not_hold_is_refused(demo, tmp_path):
         done = subprocess.run([sys.executable, "-m", "examflow", *words], capture_output=True, text=True)
         assert done.returncode == 2 and "--tau 2:" in done.stderr and "Traceback" not in done.stderr, name
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("facts", [[], ["official", "judgments", "expert"]])
+def test_the_captions_say_only_what_the_configuration_gives(facts):
+    """Without an official leaderboard the captions spoke of official order, official runs and correlations,
+    the NRP one of an expert none was given, and docutils made `nDCG@10` a mailto link (a stranger's trial).
+    Rendered as Snakemake renders them: Jinja with the job's `snakemake`, then docutils."""
+    from types import SimpleNamespace
+
+    from docutils.core import publish_parts
+    from jinja2 import Template
+
+    job = SimpleNamespace(params=SimpleNamespace(facts=facts), wildcards=SimpleNamespace(method="m"),
+                          config={"report": {"tau": 4}})  # fmt: skip
+    captions = {
+        name: publish_parts(Template((ROOT / f"workflow/report/{name}.rst").read_text()).render(snakemake=job),
+                            writer="html", settings_overrides={"report_level": 2, "halt_level": 2})["body"]
+        for name in ("leaderboard", "leaderboard_table", "nrp_table")
+    }  # fmt: skip
+    text = " ".join(captions.values())
+    assert "mailto" not in text and "nDCG&#64;10</tt>" in captions["nrp_table"]  # literal text, no e-mail link
+    official = bool(facts)
+    assert ("official order" in captions["leaderboard"]) == official
+    assert ("Spearman" in captions["leaderboard"]) == official
+    assert ("the best official run under each measure in bold" in captions["leaderboard_table"]) == official
+    assert ("headline measure's order" in captions["leaderboard"]) == (not official)
+    assert ("agreement with the expert" in captions["nrp_table"]) == official

@@ -757,7 +757,7 @@ def method_report(args: argparse.Namespace) -> dict[str, bytes | str]:
         "grades_png": lambda: figures.grade_distribution(grades),
         "kappa_png": lambda: figures.kappa_heatmap(_tsv(table["agreement"]), _tsv(table["kappa"])),
         "questions_html": lambda: pages.questions_page(
-            _tsv(table["questions"]), _tsv(table["uncovered"]), tau, method, kind
+            _tsv(table["questions"]), _tsv(table["uncovered"]), tau, method, kind, judged=facts.judgments
         ),
         "impact_html": lambda: pages.impact_page(
             _tsv(table["impact_questions"]), _tsv(table["impact_passages"]), _tsv(table["impact_systems"]), method

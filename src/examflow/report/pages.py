@@ -181,15 +181,27 @@ def correlation_page(board: Board) -> str:
 
 
 def questions_page(
-    questions: pd.DataFrame, uncovered: pd.DataFrame, tau, method: str, kind: str | None = None, rows: int = 40
+    questions: pd.DataFrame,
+    uncovered: pd.DataFrame,
+    tau,
+    method: str,
+    kind: str | None = None,
+    rows: int = 40,
+    judged: bool = True,
 ) -> str:
+    """`judged`: whether there are qrels, without which no passage is judged relevant or not."""
     spec = KINDS.get(kind or "")
     target = spec.target if spec else "question"  # a direct kind's one "question" is the query
     plural = {"query": "queries"}.get(target, f"{target}s")
+    shown = f"The first {rows} of {len(questions)}" if len(questions) > rows else f"All {len(questions)}"
     note = f"<p class='note'>At τ = {tau:g}. Worst first: bad {plural} (answered more often by judged " \
            "non-relevant than relevant passages), then those whose removal raises Kendall's τ the most " \
-           f"(<code>loo_kendall_change</code>). The first {rows} of {len(questions)}; all in " \
-           "<code>questions.tsv</code>.</p>"  # fmt: skip
+           f"(<code>loo_kendall_change</code>). {shown}; all in <code>questions.tsv</code>.</p>"  # fmt: skip
+    if not judged:
+        note += "<p class='note'>No qrels (<code>inputs.qrels</code>): no passage is judged, so " \
+                "<code>answered_relevant</code>, <code>answered_nonrelevant</code> and <code>bad</code> count " \
+                "nothing, and there are no uncovered passages to list.</p>"  # fmt: skip
+        return page(f"Question diagnostics of {method}", note, table(questions.drop(columns="method").head(rows)))
     judge = html.escape(kind or "")
     if spec and tau > spec.top:  # the warned case: every judged-relevant passage
         why = f"are below τ: {judge} grades 0–{spec.top}, so at τ = {tau:g} no passage reaches τ"
