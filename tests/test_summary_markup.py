@@ -13,7 +13,7 @@ from docutils.core import publish_doctree
 from markdown_it import MarkdownIt
 
 from examflow.report.board import Board
-from examflow.summary import run_summary
+from examflow.summary import OfficialSource, run_summary
 
 HOSTILE = ["oracle_", "*x*", "`x`", "|x|", "_x", "x__", "[1]_", "\\", "<script>", "<img src=x onerror=alert(1)>",
            "&amp;", "a|b\\|c", "**b**", "[l](http://x)", "~~s~~", "# h ##", "``", "x\\", "run_1", ".. x::"]  # fmt: skip
@@ -109,10 +109,10 @@ def test_the_judges_section_says_why_its_cells_are_empty_and_the_order_is_the_on
                           "kind": "system", "score": [0.5, 0.4], "stderr": 0.0})  # fmt: skip
     boards = {"m": Board.of(board, 4, None, [])}
 
-    def judges(runs: int, value: float, low: float) -> str:
+    def judges(runs: int, value: float, low: float, official: OfficialSource | None = None) -> str:
         rows = [("m", "ndcg_cut_10", s, value, low, low, runs) for s in ("kendall", "spearman", "tau_ap", "rbo")]
         table = pd.DataFrame(rows, columns=["label_set", "measure", "statistic", "value", "low", "high", "runs"])
-        return run_summary({}, None, "results", boards, judges=table).markdown()
+        return run_summary({}, None, "results", boards, judges=table, official=official).markdown()
 
     one = judges(1, float("nan"), float("nan"))
     assert "One run: there is no order to compare" in one and "bootstrap interval" not in one
@@ -120,5 +120,8 @@ def test_the_judges_section_says_why_its_cells_are_empty_and_the_order_is_the_on
     assert "No intervals: no bootstrap replicates" in unbootstrapped and "bootstrap interval," not in unbootstrapped
     full = judges(3, 0.5, 0.25)
     assert "Kendall's τ-b with its 95 % bootstrap interval" in full and "No intervals" not in full
+    assert "hold the official leaderboard fixed" not in full  # a given official leaderboard is fixed in both
+    computed = judges(3, 0.5, 0.25, OfficialSource("results/official/leaderboard.tsv", "ndcg_cut_10"))
+    assert "recomputes the official leaderboard from the qrels on the queries it draws" in computed
     assert "runs in exam_cover order" in one and "official order" not in one
     assert one.count("No official leaderboard") == 1

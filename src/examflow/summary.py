@@ -233,7 +233,7 @@ def run_summary(
     for method in sorted(boards):
         _leaderboard_section(doc, boards[method])
     if judges is not None:
-        _judges_section(doc, judges)
+        _judges_section(doc, judges, official is not None and official.measure is not None)
     if flagged is not None:  # EXAM ran (NRP alone has no pool and no grades)
         _grading_section(doc, graded)
         _injection_section(doc, flagged)
@@ -390,8 +390,9 @@ def _injection_section(doc: Document, flagged: pd.DataFrame) -> None:
     )
 
 
-def _judges_section(doc: Document, agreement: pd.DataFrame) -> None:
-    """Every judge's leaderboards against the official one (judges/agreement.tsv), best Kendall's τ first."""
+def _judges_section(doc: Document, agreement: pd.DataFrame, computed: bool = False) -> None:
+    """Every judge's leaderboards against the official one (judges/agreement.tsv), best Kendall's τ first;
+    `computed`: the official leaderboard comes from the qrels, and each replicate recomputes it."""
     doc.heading("Judges against the official leaderboard")
     intervals = agreement["low"].notna().any()
     doc.paragraph("Every method's EXAM-Qrels, each outside label set, ensemble and other judge's leaderboard, "
@@ -401,6 +402,10 @@ def _judges_section(doc: Document, agreement: pd.DataFrame) -> None:
     if (agreement["runs"] < 2).all():
         doc.paragraph("One run: there is no order to compare, so every agreement is empty. The labels' agreement "
                       "with the official qrels (Cohen's κ, Krippendorff's α) is in `judges/labels.tsv`.")  # fmt: skip
+    elif intervals and computed:
+        doc.paragraph("Each bootstrap replicate recomputes the official leaderboard from the qrels on the queries it "
+                      "draws, with the judge's, so these intervals can differ from those of the sections above, "
+                      "which hold the official leaderboard fixed.")  # fmt: skip
     elif not intervals and agreement["value"].notna().any():
         doc.paragraph("No intervals: no bootstrap replicates (`evaluation.bootstrap: 0`), or none with an order.")
     found = {(r["label_set"], r["measure"], r["statistic"]): r for r in agreement.to_dict("records")}
