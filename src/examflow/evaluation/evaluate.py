@@ -13,7 +13,7 @@ import pandas as pd
 
 from examflow.defaults import default
 from examflow.errors import InputError, listed
-from examflow.evaluation.agreement import AGREEMENT_COLUMNS, agreement_tables, kappas, paired, per_page
+from examflow.evaluation.agreement import AGREEMENT_COLUMNS, STRICT_LABEL, agreement_tables, kappas, paired, per_page
 from examflow.evaluation.correlation import (
     Interval,
     bootstrap_intervals,
@@ -118,6 +118,9 @@ def per_query_values(
     if settings.measures:
         if labels is None:
             labels = exam_labels(without_passages(grades, gold_only))
+        if labels.empty:  # every pair failed: nothing for trec_eval to judge (the leaderboard lost them in silence)
+            log.warning("method %s: no passage has an EXAM-Label (every graded pair failed): %s have no value",
+                        grades["method"].iat[0], ", ".join(settings.measures))  # fmt: skip
         values = trec_scores(labels, runs, settings.taus, settings.measures, complete=settings.query_mode == "all")
         parts.append(values.assign(weight=1.0))
     if "kind" in grades and set(grades["kind"].dropna()) & NUGGET_SUPPORT:  # (published grades name no kind)
@@ -429,7 +432,13 @@ def agreement(grades: pd.DataFrame, judgments: pd.DataFrame, settings: Settings)
         facets = judged_facets and bool(group["facet_id"].notna().any())
         pairs = paired(exam_labels(group, per_facet=facets), judgments if facets else per_page(judgments))
         tables = agreement_tables(pairs, settings.relevant_judgment)
-        summaries += [(method, name, value, len(pairs)) for name, value in kappas(tables).items()]
+        values = kappas(tables)
+        kinds = set(group["kind"].dropna()) if "kind" in group else set()  # (published grades name none)
+        top = max((KINDS[kind].top for kind in kinds if kind in KINDS), default=5)
+        if top < STRICT_LABEL:  # κ 0.000 of a label no grade reaches would read as a result
+            values["strict"] = math.nan
+            log.warning("method %s grades 0-%d: STRICT κ (label >= %d) is left empty", method, top, STRICT_LABEL)
+        summaries += [(method, name, value, len(pairs)) for name, value in values.items()]
         for name, table in tables.items():
             # cast: a table with one level of columns stacks into a Series
             long = (

@@ -112,6 +112,11 @@ def grade_distribution(grades: pd.DataFrame) -> bytes:
     return _png(fig)
 
 
+def _kappa(value: float | None) -> str:
+    """κ to three decimals; a dash where it is empty (no pair, or a STRICT label the judge never gives)."""
+    return "–" if value is None or math.isnan(value) else f"{value:.3f}"
+
+
 def kappa_heatmap(agreement: pd.DataFrame, kappa: pd.DataFrame) -> bytes:
     """The graded contingency table (EXAM-Label × official judgment) as a heatmap, κ in the title."""
     graded = agreement[agreement["table"] == "graded"].pivot_table(
@@ -131,7 +136,7 @@ def kappa_heatmap(agreement: pd.DataFrame, kappa: pd.DataFrame) -> bytes:
     ax.set_title(
         "no pooled passage has an official judgment"
         if no_pairs
-        else f"κ lenient {values.get('lenient', math.nan):.3f}, strict {values.get('strict', math.nan):.3f}",
+        else f"κ lenient {_kappa(values.get('lenient'))}, strict {_kappa(values.get('strict'))}",
         fontsize=9,
     )
     fig.colorbar(image, ax=ax, shrink=0.8)
