@@ -200,6 +200,9 @@ def test_the_plan_imports_no_torch_without_a_gpu_back_end_and_warns_where_no_gpu
         "one thread of a 2-core AMD EPYC (benchmarks/embedding_throughput.py --repeat 3)" in offline.stdout
     )
     assert "warning" not in offline.stdout
+    assert "jobs: grading jobs with pairs left to grade (a shard the cache answers whole is still written" in (
+        offline.stdout
+    )  # a stranger read `jobs 0` of a warm cache and then saw grading jobs start
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
         pytest.skip("a GPU is visible here: the warning is for machines without one")

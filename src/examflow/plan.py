@@ -257,6 +257,8 @@ def format_plan(plans: list[MethodPlan]) -> str:
         time = _duration(p.hours, p.on) + (f" ({p.note})" if p.note else "")
         lines.append(f"{p.method:<17} {p.backend:<13} {p.pairs:>10,} {p.cached:>10,} {p.pairs - p.cached:>10,} "
                      f"{p.work:>9,} {p.unit:<7}{p.jobs:>4}  {tokens}  {time}")  # fmt: skip
+    lines.append("jobs: grading jobs with pairs left to grade (a shard the cache answers whole is still written, by a "
+                 "job of seconds that reads the cache and asks nothing)")  # fmt: skip
     lines += [f"rate of {p.method}: {p.rate}" for p in plans]
     lines += [f"warning: {p.method}: {p.warning}" for p in plans if p.warning]
     return "\n".join(lines) + "\n"
