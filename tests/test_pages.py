@@ -26,6 +26,18 @@ def test_the_worked_example_marks_extracted_answers_in_the_passage():
     assert "<td class='grade'>correct</td>" in html and "What is honey made from?" in html
 
 
+def test_the_worked_example_of_the_offline_grader_shows_cosines_and_marks_nothing():
+    """Its "answer" column held the cosine, and the page said the answer was marked (a stranger's trial)."""
+    passages = pd.DataFrame({"query_id": "q", "passage_id": ["p1"], "origin": "judged", "text": ["Bees 0.812 honey."]})
+    grades = pd.DataFrame({"query_id": "q", "passage_id": ["p1"], "question_id": "q/1", "rating": [4],
+                           "correct": None, "answer": ["0.812"], "error": [None]})  # fmt: skip
+    questions = pd.DataFrame({"question_id": ["q/1"], "question_text": ["What do bees make?"]})
+    html = example_page("q", passages, grades, questions, "cosine", similarities=True)
+    assert "<th>cosine</th>" in html and "<th>answer</th>" not in html and "<mark>" not in html
+    assert "the cosine similarity of question and passage that the grade is cut from" in html
+    assert "<th>answer</th>" in example_page("q", passages, grades, questions, "m")
+
+
 def test_the_worked_example_names_each_criterion_and_the_aggregation():
     """criteria_llm: the four criterion grades of a passage and the aggregation's, each row named."""
     passages = pd.DataFrame({"query_id": "q", "passage_id": ["p1"], "origin": "judged", "text": ["Bees."]})

@@ -309,3 +309,9 @@ def test_the_captions_say_only_what_the_configuration_gives(facts):
     assert ("the best official run under each measure in bold" in captions["leaderboard_table"]) == official
     assert ("headline measure's order" in captions["leaderboard"]) == (not official)
     assert ("agreement with the expert" in captions["nrp_table"]) == official
+
+
+def test_the_demo_s_worked_example_shows_the_offline_grader_s_cosines(demo):
+    """The demo grades offline: its example page's third column is the cosine, which marks nothing."""
+    example = (demo / "results/demo/report/cosine/example.html").read_text()
+    assert "<th>cosine</th>" in example and "<mark>" not in example

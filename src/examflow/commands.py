@@ -811,7 +811,18 @@ def worked_example(args: argparse.Namespace, grades: pd.DataFrame, method: str) 
     if query_id is None:
         return pages.page(f"Worked example of {method}", "<p>No topic has both grades and pooled passages.</p>")
     mine = passages[passages["query_id"] == query_id]
-    return pages.example_page(query_id, mine, grades, questions, method)
+    return pages.example_page(query_id, mine, grades, questions, method, _similarities(args))
+
+
+def _similarities(args: argparse.Namespace) -> bool:
+    """Whether the method's answers are similarities (the offline grader's cosines), not a model's words."""
+    from examflow.grading.merge import read_grades_metadata
+    from examflow.registry import BACKENDS
+
+    if not args.grades:  # a workbench graded file: FLAN-T5's self-ratings
+        return False
+    backend = read_grades_metadata(args.grades).get("method", {}).get("backend", {}).get("kind")
+    return backend in BACKENDS and BACKENDS[backend].by_quantiles
 
 
 def _tsv(path: Path, **types) -> pd.DataFrame:

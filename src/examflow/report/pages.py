@@ -247,14 +247,25 @@ class _Passage(Protocol):
 
 
 def example_page(
-    query_id: str, passages: pd.DataFrame, grades: pd.DataFrame, questions: pd.DataFrame, method: str
+    query_id: str,
+    passages: pd.DataFrame,
+    grades: pd.DataFrame,
+    questions: pd.DataFrame,
+    method: str,
+    similarities: bool = False,
 ) -> str:
-    """Each pooled passage of one topic with its grade for every question; extracted answers marked in the text."""
+    """Each pooled passage of one topic with its grade for every question; extracted answers marked in the text.
+    `similarities`: the answers are the offline grader's cosines, which mark nothing."""
     texts = dict(zip(questions["question_id"], questions["question_text"]))
     mine = grades[grades["query_id"] == query_id]
     best = mine.groupby("passage_id")["rating"].max()
-    parts = [f"<p class='note'>{len(passages)} pooled passages, best grade first; a grade cell shows the "
-             "model's answer where there is one, and that answer is marked in the passage.</p>"]  # fmt: skip
+    answered = (
+        "beside a grade, the cosine similarity of question and passage that the grade is cut from (the offline "
+        "grader's; it extracts no answer to mark)"
+        if similarities
+        else "a grade cell shows the model's answer where there is one, and that answer is marked in the passage"
+    )
+    parts = [f"<p class='note'>{len(passages)} pooled passages, best grade first; {answered}.</p>"]
     for passage in cast(
         Iterator[_Passage],
         passages.assign(best=passages["passage_id"].map(best))
@@ -262,7 +273,11 @@ def example_page(
         .itertuples(),
     ):
         graded = mine[mine["passage_id"] == passage.passage_id]
-        answers = [a for a in graded["answer"].dropna() if len(a) > 2 and not a.replace(".", "").isdigit()]
+        answers = (
+            []
+            if similarities
+            else [a for a in graded["answer"].dropna() if len(a) > 2 and not a.replace(".", "").isdigit()]
+        )
         rows = "".join(
             f"<tr><td>{html.escape(_asked(texts, str(g.question_id)))}</td><td class='grade'>{_grade(g)}</td>"
             f"<td>{html.escape(str(g.answer or ''))}</td></tr>"
@@ -270,7 +285,8 @@ def example_page(
         )
         parts.append(
             f"<div class='passage'><b>{html.escape(passage.passage_id)}</b> ({html.escape(passage.origin)})"
-            f"<p>{_marked(passage.text, answers)}</p><table><tr><th>question</th><th>grade</th><th>answer</th></tr>{rows}</table></div>"
+            f"<p>{_marked(passage.text, answers)}</p><table><tr><th>question</th><th>grade</th>"
+            f"<th>{'cosine' if similarities else 'answer'}</th></tr>{rows}</table></div>"
         )
     return page(f"Worked example of {method}: topic {query_id}", *parts)
 
