@@ -220,5 +220,29 @@ def test_the_impact_page_shows_labels_as_whole_numbers_and_says_why_none_moved()
     page = impact_page(questions, passages, systems, "m")
     assert "<td>3</td>" in page and "3.000" not in page
     assert "No passage's label and no system's score moved" not in page  # a passage did
+    moved = pd.read_csv(
+        io.StringIO("method\tmeasure\ttau\trun_id\nm\texam_cover\t4\tr\nm\tndcg_cut_10\t\tr\n"), sep="\t"
+    )
+    cells = impact_page(questions, passages, moved, "m")  # τ read back as floats: it showed 4.0000 and a blank
+    assert "<td>4</td>" in cells and "4.0000" not in cells and "<td>every τ</td>" in cells
     quiet = impact_page(questions, passages.head(0), systems, "m")
     assert "the earlier bank was evaluated over other runs, passages, settings or grading" in quiet
+
+
+def test_the_scatter_of_one_measure_holds_its_title_and_ticks_whole_ranks(monkeypatch):
+    """One measure's panel alone cut the figure's title at both ends, and its axis read 1.25, 1.50, ... ranks."""
+    from examflow.report import figures
+
+    drawn = []
+    monkeypatch.setattr(figures, "_png", lambda fig: drawn.append(fig) or b"")
+    board = pd.DataFrame({"method": "m", "measure": "exam_cover", "tau": 4.0, "run_id": list("abc"),
+                          "kind": "system", "score": [0.5, 0.4, 0.3], "stderr": 0.0})  # fmt: skip
+    correlation = pd.DataFrame([{"method": "m", "measure": "exam_cover", "tau": 4.0, "spearman": 1.0, "kendall": 1.0,
+                                 "n_runs": 3}])  # fmt: skip
+    figures.scatter_figure(Board.of(board, 4, None, [], {"a": 1.0, "b": 2.0, "c": 3.0}, correlation))
+    [fig] = drawn
+    fig.canvas.draw()
+    title = fig._suptitle.get_window_extent()
+    assert 0 <= title.x0 and title.x1 <= fig.bbox.width
+    ticks = fig.axes[0].get_xticks()
+    assert len(ticks) and all(float(t).is_integer() for t in ticks)

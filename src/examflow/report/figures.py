@@ -13,6 +13,7 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from examflow.report.board import Board, plain  # noqa: E402
 
@@ -78,7 +79,9 @@ def scatter_figure(board: Board) -> bytes:
     official = board.official or {}
     runs = board.official_runs()
     columns = min(4, len(board.measures)) or 1
-    fig, axes = plt.subplots(math.ceil(len(board.measures) / columns), columns, figsize=(3.2 * columns, 2.9 * math.ceil(len(board.measures) / columns)), squeeze=False)  # fmt: skip
+    rows = math.ceil(len(board.measures) / columns)
+    # at least as wide as the title: one measure's panel alone cut it at both ends
+    fig, axes = plt.subplots(rows, columns, figsize=(max(3.2 * columns, 5.2), 2.9 * rows), squeeze=False)
     for ax, measure in zip(axes.flat, board.measures):
         scores = board.scores(measure).reindex(runs).dropna(subset=["score"])
         ax.scatter([official[r] for r in scores.index], scores["score"], s=14)
@@ -86,6 +89,7 @@ def scatter_figure(board: Board) -> bytes:
         rho, kendall = (agreement["spearman"], agreement["kendall"]) if agreement is not None else (math.nan,) * 2
         ax.set_title(f"{board.label(measure)}\nρ = {rho:.3f}, τ = {kendall:.3f}", fontsize=8)
         ax.set_xlabel("official rank", fontsize=7)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # ranks (a tie's average may fall between)
         ax.tick_params(labelsize=7)
     for ax in list(axes.flat)[len(board.measures) :]:
         ax.axis("off")

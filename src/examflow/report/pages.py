@@ -135,6 +135,11 @@ def _number_cell(value, text: str, css: str = "") -> str:
 EVERY_TAU = "every τ"  # the mark of a measure that does not depend on τ
 
 
+def _taus(values: pd.Series) -> list[str]:
+    """τ as a whole number, or `every τ` for a measure without one (read back from a TSV, τ is a float)."""
+    return [EVERY_TAU if pd.isna(tau) else f"{tau:g}" for tau in values]
+
+
 def _without_tau_note(board: Board) -> str:
     """Which measures are the same at every τ, so that a reader does not look for them per τ."""
     measures = board.without_tau()
@@ -171,7 +176,7 @@ def correlation_page(board: Board) -> str:
     shown = {  # the correlations with their intervals; a measure's τ, or that it has none
         name: [with_interval(row, name) for _, row in correlation.iterrows()] for name in ("spearman", "kendall")
     }
-    shown["tau"] = [EVERY_TAU if pd.isna(tau) else f"{tau:g}" for tau in correlation["tau"]]
+    shown["tau"] = _taus(correlation["tau"])
     columns = ["measure", "tau", "spearman", "kendall", "n_runs", "spearman_random_ties", "kendall_random_ties",
                "tau_ap", "note"]  # fmt: skip
     note = "<p class='note'>Spearman's ρ and Kendall's τ-b with the official leaderboard, 95 % bootstrap " \
@@ -222,6 +227,8 @@ def impact_page(questions: pd.DataFrame, passages: pd.DataFrame, systems: pd.Dat
                     "evaluation with this bank, or it is the bank of the last one.</p>")  # fmt: skip
     labels = {"old_label": "Int64", "new_label": "Int64"}  # empty where a passage has no label: whole numbers still
     passages = passages.astype({column: kind for column, kind in labels.items() if column in passages})
+    if "tau" in systems:  # read back as floats (4.0000 at the page's 4 digits), empty for a measure without τ
+        systems = systems.assign(tau=_taus(systems["tau"]))
     why = (
         "<p class='note'>No passage's label and no system's score moved; or the earlier bank was evaluated over "
         "other runs, passages, settings or grading, whose changes would be mixed in (the evaluation's log says "
