@@ -404,3 +404,16 @@ def test_a_column_named_twice_or_two_lists_of_items_are_errors(tmp_path):
     both = {"query_id": "q1", "items": [{"question_text": "What is magma?"}], "questions": [{"question_text": "Lava?"}]}
     with pytest.raises(InputError, match=r"b.jsonl:1: field 'questions': both items and questions"):
         read_bank(write(tmp_path / "b.jsonl", json.dumps(both) + "\n"))
+
+
+def test_a_v3_question_keyed_by_another_text_is_graded_by_its_own_with_a_warning(tmp_path, caplog):
+    """AutoJudge keys a v3 bank's questions by their text; one edited in one place only was read in silence."""
+    bank = {"What is magma?": {"question": "What is lava?", "answers": {}},
+            "Why do volcanoes erupt?": {"question": "Why do volcanoes erupt?", "answers": {}}}  # fmt: skip
+    path = write(tmp_path / "v3.jsonl", json.dumps({"query_id": "q1", "format_version": "v3", "nugget_bank": bank}))
+    [entry] = read_bank(path)
+    assert [item.text for item in entry.items] == ["What is lava?", "Why do volcanoes erupt?"]
+    assert (
+        "v3.jsonl:1: 1 questions keyed by another text than their `question`, which is graded (first: key "
+        "'What is magma?', question 'What is lava?')" in caplog.text
+    )

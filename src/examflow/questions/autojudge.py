@@ -14,12 +14,15 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 from pathlib import Path
 from typing import Any
 
 from examflow.errors import InputError
 from examflow.io.lines import required_id
 from examflow.questions.items import Entry, Item, item_id, write_records
+
+log = logging.getLogger(__name__)
 
 V3 = "v3"
 
@@ -36,6 +39,8 @@ def v3_entries(path, number: int, record: dict) -> list[Entry]:
                          "format_version")  # fmt: skip
     listed = record.get("nugget_bank")
     questions = list(listed.values()) if isinstance(listed, dict) else listed
+    if isinstance(listed, dict):
+        _warn_rekeyed(path, number, listed)
     if not isinstance(questions, list):
         raise InputError(path, "expected an object or a list of questions", number, "nugget_bank")
     extra = {k: v for k, v in record.items() if k not in ("query_id", "title_query", "format_version", "nugget_bank")}
@@ -59,6 +64,14 @@ def v3_entries(path, number: int, record: dict) -> list[Entry]:
                                 gold_answers=_answers(path, number, raw.get("answers"), f"{where}.answers"),
                                 choices=choices, extra={"autojudge": kept}))  # fmt: skip
     return list(entries.values()) or [Entry(query_id, None, record.get("title_query"), [], extra=extra)]
+
+
+def _warn_rekeyed(path, number: int, bank: dict) -> None:
+    """A question keyed by another text than its own (one of the two edited): its `question` is graded."""
+    other = [(key, raw["question"]) for key, raw in bank.items() if isinstance(raw, dict) and raw.get("question") != key]
+    if other:
+        log.warning("%s:%d: %d questions keyed by another text than their `question`, which is graded (first: key "
+                    "%r, question %r)", path, number, len(other), *other[0])  # fmt: skip
 
 
 def _answers(path, number: int, answers: Any, where: str) -> list[str] | None:
