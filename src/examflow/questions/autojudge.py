@@ -68,7 +68,9 @@ def v3_entries(path, number: int, record: dict) -> list[Entry]:
 
 def _warn_rekeyed(path, number: int, bank: dict) -> None:
     """A question keyed by another text than its own (one of the two edited): its `question` is graded."""
-    other = [(key, raw["question"]) for key, raw in bank.items() if isinstance(raw, dict) and raw.get("question") != key]
+    other = [
+        (key, raw["question"]) for key, raw in bank.items() if isinstance(raw, dict) and raw.get("question") != key
+    ]
     if other:
         log.warning("%s:%d: %d questions keyed by another text than their `question`, which is graded (first: key "
                     "%r, question %r)", path, number, len(other), *other[0])  # fmt: skip
