@@ -390,6 +390,10 @@ def test_an_id_of_two_queries_or_two_texts_is_an_error_not_a_question_dropped(tm
     kept = [{"question_id": "k", "question_text": t, "keep_id": True} for t in ("Why?", "How?")]
     with pytest.raises(InputError, match=r"kept.jsonl:1: field 'items\[1\].question_id': id 'k' is already"):
         read_bank(write(tmp_path / "kept.jsonl", json.dumps({"query_id": "q", "items": kept}) + "\n"))
+    # ids hash the stripped text: the same question with a trailing space, or two blank items, are one question
+    spaced = [{"question_text": t} for t in ("What is X?", "What is X? ", "", "  ")]
+    [entry] = read_bank(write(tmp_path / "spaced.jsonl", json.dumps({"query_id": "q", "items": spaced}) + "\n"))
+    assert [item.text for item in entry.items] == ["What is X?", ""]
     # the same question twice for one query stays one question (test above); the older ids stay as written
     same = write(tmp_path / "same.jsonl", line("q1", "questions", [("x0", "Why?"), ("x0", "Why?")]) + "\n"
                  + line("q2", "questions", [("y0", "Why?")]) + "\n")  # fmt: skip

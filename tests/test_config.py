@@ -535,6 +535,12 @@ def test_config_mistakes_stop_the_workflow_at_parse_time_in_one_line(project):
     write(project / "config/bad.yaml", yaml.safe_dump(config | {"results_dir": "results/<b>"}))
     result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
     refused_in_one_line(result, "config results_dir: results/<b>: Snakemake reads <b> in a file's path as a path var")
+    write(project / "config/bad.yaml", yaml.safe_dump(config | {"results_dir": "results/d{"}))  # a lone brace too
+    result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
+    refused_in_one_line(result, "config results_dir: results/d{: Snakemake reads { in a file's path as a wildcard")
+    # the cache folder reaches the rules as a param alone, which Snakemake takes as written
+    write(project / "config/bad.yaml", yaml.safe_dump(config | {"cache_dir": "results/c{x}<y>"}))
+    assert snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False).returncode == 0
     config["inputs"]["qrels"] = "resources/demo/qrels-typo.txt"
     write(project / "config/bad.yaml", yaml.safe_dump(config))
     result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)

@@ -160,26 +160,32 @@ def test_a_method_whose_every_pair_failed_says_its_trec_eval_measures_have_no_va
     data.grades = data.grades.assign(rating=pd.NA, error="malformed: ??")
     board = evaluate(data, Settings(taus=[4], measures=["P_5", "map"], bootstrap=0), None)["leaderboard.tsv"]
     assert set(board["measure"]) == {"exam_cover", "n_exam_cover"} and (board["score"] == 0).all()
-    assert "method m: no passage has an EXAM-Label (every graded pair failed): P_5, map have no value" in caplog.text
+    assert (
+        "method m: no passage has an EXAM-Label (every graded pair of the pool failed): P_5, map have no value"
+        in caplog.text
+    )
 
 
-def test_strict_kappa_of_a_judge_whose_grades_stay_below_its_cut_is_empty(caplog):
-    """UMBRELA grades 0-3: STRICT (label >= 4) read κ 0.000 for every judge of its kind, as if a result."""
+def test_a_kappa_whose_labels_all_stay_below_its_cut_is_empty(caplog):
+    """UMBRELA grades 0-3: STRICT (label >= 4) read κ 0.000 for every judge of its kind, as if a result; so
+    did the published direct-grading prompt classes, whose grades name no kind."""
     from sklearn.metrics import cohen_kappa_score
 
     judged = pd.DataFrame([("q1", None, "a", 2), ("q1", None, "b", 0), ("q1", None, "c", 1), ("q2", None, "d", 3)],
                           columns=["query_id", "facet_id", "passage_id", "relevance"])  # fmt: skip
-    for kind, strict_is_empty in (("umbrela", True), ("self_rating", False)):
+    for top, strict_is_empty in ((3, True), (5, False)):
         data = inputs()
-        data.grades = data.grades.assign(kind=kind, rating=data.grades["rating"].clip(upper=3))
+        data.grades = data.grades.assign(rating=data.grades["rating"].clip(upper=top))
         data.judgments = judged
         caplog.clear()
         kappa = evaluate(data, Settings(taus=[1], measures=[], bootstrap=0), None)["kappa.tsv"].set_index("table")
-        # labels a 3, b 3, c 1, d 3 against judgments >= 1 relevant: a, c, d
-        expected = cohen_kappa_score([1, 1, 1, 1], [1, 0, 1, 1])
-        assert kappa.loc["lenient", "kappa"] == pytest.approx(expected) and kappa.loc["strict", "n_pairs"] == 4
-        assert pd.isna(kappa.loc["strict", "kappa"]) == strict_is_empty
-        assert ("STRICT κ (label >= 4) is left empty" in caplog.text) == strict_is_empty
+        # labels a 5 (3), b 4 (3), c 1, d 4 (3) against judgments >= 1 relevant: a, c, d
+        lenient = cohen_kappa_score([1, 1, 1, 1], [1, 0, 1, 1])
+        assert kappa.loc["lenient", "kappa"] == pytest.approx(lenient) and kappa.loc["strict", "n_pairs"] == 4
+        strict = kappa.loc["strict", "kappa"]
+        assert pd.isna(strict) if strict_is_empty else strict == pytest.approx(cohen_kappa_score([1, 1, 0, 1],
+                                                                                                 [1, 0, 1, 1]))  # fmt: skip
+        assert ("method m: no EXAM-Label reaches 4: STRICT κ is left empty" in caplog.text) == strict_is_empty
 
 
 def test_an_official_leaderboard_of_no_evaluated_run_leaves_the_diagnostics_empty():

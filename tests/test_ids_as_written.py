@@ -75,6 +75,14 @@ def test_tables_hold_names_with_quotes_as_written_and_quote_only_free_text_that_
         'said "so"',
     ]
     assert read["score"].tolist()[:2] == [0.5, 0.25] and math.isnan(read["score"].iloc[2])
+    # a lone column with an empty cell (csv writes an empty line only quoted), a name that repeats, no rows
+    for name, frame in {"one": pd.DataFrame({"note": ["a", None]}), "twice": pd.DataFrame([[1, "a"]], columns=["x"] * 2),
+                        "none": pd.DataFrame(columns=["run_id", "score"])}.items():  # fmt: skip
+        write_tables({tmp_path / f"{name}.tsv": frame})
+    assert (
+        read_tsv(tmp_path / "one.tsv")["note"].tolist()[0] == "a" and read_tsv(tmp_path / "one.tsv")["note"].isna()[1]
+    )
+    assert (tmp_path / "twice.tsv").read_text() == "x\tx\n1\ta\n" and read_tsv(tmp_path / "none.tsv").empty
 
 
 def test_input_readers_keep_ids_as_written(tmp_path):

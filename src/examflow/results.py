@@ -127,16 +127,16 @@ def _owner(folder: Path) -> dict:
         return {}
 
 
-# What Snakemake reads in a rule's file paths: `{name}` (or `{name,constraint}`) a wildcard, in an input
-# function's files even where the braces are doubled, and `<name>` a path variable; it has no escape for either.
-SNAKEMAKE_PLACEHOLDER = re.compile(r"\{\s*[.\w]+\s*(?:,[^{}]*)?\}|<[a-z][a-z0-9_]*>")
+# What Snakemake reads in a rule's file paths: a brace begins or ends a wildcard (in an input function's files
+# even where it is doubled, so a lone one breaks too) and `<name>` is a path variable; it has no escape for either.
+SNAKEMAKE_PLACEHOLDER = re.compile(r"\{\s*[.\w]+\s*(?:,[^{}]*)?\}|[{}]|<[a-z][a-z0-9_]*>")
 
 
 def check_snakemake_paths(paths: Iterable[tuple[str, str | Path]]) -> None:
     """Each (configuration key, path) that reaches a rule as a file Snakemake can take as written."""
     for key, path in paths:
         if found := SNAKEMAKE_PLACEHOLDER.search(str(path)):
-            what = "a wildcard" if found.group().startswith("{") else "a path variable"
+            what = "a path variable" if found.group().startswith("<") else "a wildcard"
             raise ConfigError(key, f"{path}: Snakemake reads {found.group()} in a file's path as {what}, and has no "
                               "escape for it: rename the file or folder, or link it under another name")  # fmt: skip
 

@@ -564,8 +564,9 @@ def nrp_files():
 
 
 def configured_paths():
-    """(configuration key, path) of every folder and file the configuration gives the rules."""
-    yield from (("results_dir", RESULTS), ("cache_dir", config["cache_dir"]))
+    """(configuration key, path) of every folder and file the configuration gives the rules as files (the
+    cache folder reaches them only as a param, which Snakemake does not read)."""
+    yield "results_dir", RESULTS
     for key, spec in INPUTS.items():
         if key == "labels":
             yield from (

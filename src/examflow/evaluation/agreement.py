@@ -13,7 +13,7 @@ from typing import cast
 import pandas as pd
 
 AGREEMENT_COLUMNS = ["table", "label", "judgment", "count"]
-STRICT_LABEL = 4  # STRICT: an EXAM-Label this high or higher counts as relevant (LENIENT: 1)
+CUTS = {"lenient": 1, "strict": 4}  # the binary tables: an EXAM-Label this high or higher counts as relevant
 
 
 def paired(labels: pd.DataFrame, judgments: pd.DataFrame) -> pd.DataFrame:
@@ -50,7 +50,7 @@ def agreement_tables(pairs: pd.DataFrame, relevant_judgment: int) -> dict[str, p
     judgments = sorted(set(range(4)) | set(pairs["judgment"]))
     graded = pd.crosstab(pairs["label"], pairs["judgment"]).reindex(index=labels, columns=judgments, fill_value=0)
     tables = {"graded": graded}
-    for name, cut in (("lenient", 1), ("strict", STRICT_LABEL)):
+    for name, cut in CUTS.items():
         binary = pd.crosstab(pairs["label"] >= cut, relevant).reindex(
             index=[False, True], columns=[False, True], fill_value=0
         )

@@ -13,7 +13,7 @@ import pandas as pd
 
 from examflow.defaults import default
 from examflow.errors import InputError, listed
-from examflow.evaluation.agreement import AGREEMENT_COLUMNS, STRICT_LABEL, agreement_tables, kappas, paired, per_page
+from examflow.evaluation.agreement import AGREEMENT_COLUMNS, CUTS, agreement_tables, kappas, paired, per_page
 from examflow.evaluation.correlation import (
     Interval,
     bootstrap_intervals,
@@ -111,16 +111,18 @@ def per_query_values(
     if settings.query_mode == "all":
         counts = complete(counts, query_ids, run_ids)
     else:  # the pool, like a run, is averaged over the queries it has passages for (a question alone is none)
-        pooled = without_passages(examined, gold_only)["query_id"].unique()
-        counts = counts[(counts["run_id"] != OVERALL_RUN) | counts["query_id"].isin(pooled)]
+        with_passages = without_passages(examined, gold_only)["query_id"].unique()
+        counts = counts[(counts["run_id"] != OVERALL_RUN) | counts["query_id"].isin(with_passages)]
     has_answer_keys = bool(grades["correct"].notna().any())
     parts = [cover_measures(counts, settings.n_exam, exam=has_answer_keys)]
     if settings.measures:
         if labels is None:
             labels = exam_labels(without_passages(grades, gold_only))
-        if labels.empty:  # every pair failed: nothing for trec_eval to judge (the leaderboard lost them in silence)
-            log.warning("method %s: no passage has an EXAM-Label (every graded pair failed): %s have no value",
-                        grades["method"].iat[0], ", ".join(settings.measures))  # fmt: skip
+        if labels.empty:  # nothing for trec_eval to judge (the leaderboard lost its measures in silence)
+            pooled = without_passages(grades, gold_only)
+            why = "every graded pair of the pool failed" if len(pooled) else "no pooled passage is graded"
+            log.warning("method %s: no passage has an EXAM-Label (%s): %s have no value", grades["method"].iat[0],
+                        why, ", ".join(settings.measures))  # fmt: skip
         values = trec_scores(labels, runs, settings.taus, settings.measures, complete=settings.query_mode == "all")
         parts.append(values.assign(weight=1.0))
     if "kind" in grades and set(grades["kind"].dropna()) & NUGGET_SUPPORT:  # (published grades name no kind)
@@ -433,11 +435,11 @@ def agreement(grades: pd.DataFrame, judgments: pd.DataFrame, settings: Settings)
         pairs = paired(exam_labels(group, per_facet=facets), judgments if facets else per_page(judgments))
         tables = agreement_tables(pairs, settings.relevant_judgment)
         values = kappas(tables)
-        kinds = set(group["kind"].dropna()) if "kind" in group else set()  # (published grades name none)
-        top = max((KINDS[kind].top for kind in kinds if kind in KINDS), default=5)
-        if top < STRICT_LABEL:  # κ 0.000 of a label no grade reaches would read as a result
-            values["strict"] = math.nan
-            log.warning("method %s grades 0-%d: STRICT κ (label >= %d) is left empty", method, top, STRICT_LABEL)
+        for name, cut in CUTS.items():
+            # κ of labels all below the cut (UMBRELA's 0-3 under STRICT) reads 0.000 whatever the agreement
+            if len(pairs) and not (pairs["label"] >= cut).any():
+                values[name] = math.nan
+                log.warning("method %s: no EXAM-Label reaches %d: %s κ is left empty", method, cut, name.upper())
         summaries += [(method, name, value, len(pairs)) for name, value in values.items()]
         for name, table in tables.items():
             # cast: a table with one level of columns stacks into a Series

@@ -80,8 +80,11 @@ def write_tsv(frame: pd.DataFrame, path: str | Path) -> None:
     """Cells as written, one row a line — a run named `q"x` is `q"x`, as trec_eval, awk and examflow's own
     inputs (an official leaderboard) read it. A table with a tab or a line break in a cell (free text) cannot
     be so: it is CSV-quoted, every cell, so its first character says which of the two it is (`read_tsv`)."""
-    texts = [frame[name].astype("string") for name in frame.columns if not pd.api.types.is_numeric_dtype(frame[name])]
+    columns = [frame.iloc[:, i] for i in range(frame.shape[1])]  # by position: a name may repeat
+    texts = [pd.Series(frame.columns.astype(str))] + [c.astype("string") for c in columns if c.dtype.kind not in "biuf"]
     needs_quotes = any(cells.str.contains("[\t\r\n]", regex=True).any() for cells in texts)
+    # a lone column's empty cell is an empty line, which csv writes only quoted
+    needs_quotes |= frame.shape[1] == 1 and bool(frame.iloc[:, 0].isna().any() | (frame.iloc[:, 0] == "").any())
     frame.to_csv(path, sep="\t", index=False, quoting=csv.QUOTE_ALL if needs_quotes else csv.QUOTE_NONE)
 
 

@@ -92,7 +92,8 @@ class Owners:
 
     def claim(self, item: Item, number: int, field: str) -> None:
         first = self.first.setdefault(item.item_id, (item, number))[0]
-        if (first.query_id, first.facet_id, first.text) != (item.query_id, item.facet_id, item.text):
+        # ids hash the stripped text: `What?` and `What? ` (or two blank items) are one question, dropped once
+        if (first.query_id, first.facet_id, first.text.strip()) != (item.query_id, item.facet_id, item.text.strip()):
             place = f"query {first.query_id!r}" + (f", facet {first.facet_id!r}" if first.facet_id else "")
             raise InputError(self.path, f"id {item.item_id!r} is already that of {place}'s {first.text!r} (line "
                              f"{self.first[item.item_id][1]}): an id names one item of the bank", number, field)  # fmt: skip
