@@ -405,6 +405,9 @@ def test_a_column_named_twice_or_two_lists_of_items_are_errors(tmp_path):
     header = write(tmp_path / "h.tsv", "query_id\tquestion\tanswers\tanswers\nq1\tWhat is magma?\tmolten rock\t\n")
     with pytest.raises(InputError, match=r"h.tsv:1: the column 'answers' is named twice"):
         read_bank(header)
+    texts = write(tmp_path / "t.tsv", "query_id\tnugget_id\ttext\ttext\nq1\tn1\tMagma\tLava\n")
+    with pytest.raises(InputError, match=r"t.tsv:1: the column 'text' is named twice"):  # as written, not `nugget`
+        read_bank(texts)
     both = {"query_id": "q1", "items": [{"question_text": "What is magma?"}], "questions": [{"question_text": "Lava?"}]}
     with pytest.raises(InputError, match=r"b.jsonl:1: field 'questions': both items and questions"):
         read_bank(write(tmp_path / "b.jsonl", json.dumps(both) + "\n"))

@@ -287,6 +287,8 @@ def _read_tsv(path) -> list[Entry]:
     lines = text_lines(path)
     _, header = next(lines)
     names = tuple(header.split("\t"))
+    if twice := repeated(names):  # the row's last cell of the name would win, the others' lost
+        raise InputError(path, f"the column {twice!r} is named twice", 1)
     if {"nugget_id", "text"} <= set(names) and "nugget" not in names:  # `query_id, nugget_id, text, importance`
         names = tuple("nugget" if name == "text" else name for name in names)
     kind = next((k for k, allowed in TSV_COLUMNS.items() if {"query_id", k} <= set(names) <= allowed), None)
@@ -294,8 +296,6 @@ def _read_tsv(path) -> list[Entry]:
         raise InputError(path, "header must name query_id and question (and may name facet_id, answers, choices), "
                          "or query_id and nugget (and may name facet_id, nugget_id, importance; with nugget_id the "
                          "text may be named text)", 1)  # fmt: skip
-    if twice := repeated(names):  # the row's last cell of the name would win, the others' lost
-        raise InputError(path, f"the column {twice!r} is named twice", 1)
     entries: dict[tuple[str, str | None], Entry] = {}
     rated, first_lines = Rated(path), FirstLines(path)
     for number, line in lines:
