@@ -105,3 +105,29 @@ def test_sentences_of_scripts_without_case_end_and_letters_with_points_between_a
     assert segment(["한국어는 좋다. 정말 좋다. 아주 좋다."], 3) == ["한국어는 좋다.", "정말 좋다.", "아주 좋다."]
     assert split_sentences("今日は晴れ．明日は雨．") == ["今日は晴れ．", "明日は雨．"]
     assert split_sentences("यह अच्छा है। वह भी।") == ["यह अच्छा है।", "वह भी।"]
+
+
+def test_a_repeated_passage_is_ranked_once_and_those_after_it_keep_their_ranks(caplog):
+    """A response repeating a paragraph moved its third passage up to rank 2, into a top k of 2."""
+    table = segment_responses([Response("r", "q", ("Bees dance.", "Bees dance.", "The round dance."))], 3)
+    assert table[["rank", "score", "text"]].values.tolist() == [[1, 1.0, "Bees dance."],
+                                                               [3, 1 / 3, "The round dance."]]  # fmt: skip
+    assert "1 passages repeat an earlier passage of their response: ranked once" in caplog.text
+
+
+def test_blank_lines_separate_paragraphs_however_the_lines_end(tmp_path):
+    """`\\r\\n\\r\\n`, a line of spaces or the Unicode paragraph separator was no break: the answer was packed as one
+    paragraph and cut inside a sentence, and its EXAM-Cover changed with its line endings (a stranger's trial)."""
+    import json
+
+    from examflow.errors import Problems
+    from examflow.io.responses import read_responses
+
+    first = "The waggle dance tells nestmates where flowers are and how far away they are from the hive"
+    second = "Karl von Frisch decoded it in the 1940s and won the Nobel Prize for this work"
+    breaks = {"unix": "\n\n", "windows": "\r\n\r\n", "mac": "\r\r", "spaces": "\n  \n", "unicode": "\u2029"}
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps({"run_id": n, "query_id": "q", "text": first + b + second}) + "\n"
+                            for n, b in breaks.items()))  # fmt: skip
+    cut = {r.run_id: segment(r.paragraphs, 20) for r in read_responses(path, {"q"}, Problems("error"))}
+    assert cut == {name: [first, second] for name in breaks}  # 17 and 16 tokens: each paragraph whole

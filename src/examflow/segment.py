@@ -10,12 +10,15 @@ a passage two systems share is graded once.
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 from collections.abc import Iterable
 
 import pandas as pd
 
 from examflow.io.responses import Response
+
+log = logging.getLogger(__name__)
 
 SEGMENT_COLUMNS = ["run_id", "query_id", "passage_id", "rank", "score", "text"]
 
@@ -120,15 +123,19 @@ def _pieces(paragraph: str, max_tokens: int) -> list[tuple[str, int]]:
 
 
 def segment_responses(responses: Iterable[Response], max_tokens: int) -> pd.DataFrame:
-    """Each response as a ranked list of its passages (rank 1 = first; score = 1/rank)."""
-    rows = []
+    """Each response as a ranked list of its passages (rank 1 = first; score = 1/rank). A passage a response
+    repeats is ranked once, where it first stands, and the passages after it keep their places (moved up, a
+    third passage entered the top 2); the repeats are counted in a warning."""
+    rows, repeats = [], 0
     for response in responses:
         seen = set()
-        for text in segment(response.paragraphs, max_tokens):
+        for rank, text in enumerate(segment(response.paragraphs, max_tokens), 1):
             pid = passage_id(text)
-            if pid in seen:  # a response that repeats itself ranks the passage once
-                continue
-            seen.add(pid)
-            rank = len(seen)
-            rows.append((response.run_id, response.query_id, pid, rank, 1.0 / rank, text))
+            repeats += pid in seen
+            if pid not in seen:
+                seen.add(pid)
+                rows.append((response.run_id, response.query_id, pid, rank, 1.0 / rank, text))
+    if repeats:
+        log.warning("%d passages repeat an earlier passage of their response: ranked once, where they first stand; "
+                    "the passages after them keep their ranks", repeats)  # fmt: skip
     return pd.DataFrame(rows, columns=SEGMENT_COLUMNS).astype({"rank": "int64", "score": "float64"})

@@ -7,6 +7,7 @@ one is what the system answered: the run has no passage for that query (counted 
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,10 +74,20 @@ def response_run_ids(path: str | Path, query_ids: set[str]) -> set[str]:
     }
 
 
+# A blank line separates paragraphs: two line breaks with nothing but spaces between (a line of spaces is blank)
+BLANK_LINE = re.compile(r"\n[^\S\n]*\n\s*")
+
+
+def _unix_lines(text: str) -> str:
+    """Windows' and old Macs' line breaks as `\n`, and the Unicode paragraph separator as a blank line: the
+    same answer cut alike however its lines end (`\r\n\r\n` was no paragraph break, and cut a sentence)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\u2029", "\n\n")
+
+
 def _paragraphs(path, number: int, text) -> tuple[str, ...]:
     """The text's non-blank paragraphs; none for an empty text."""
     if isinstance(text, str):
-        parts = [part.strip() for part in text.split("\n\n")]
+        parts = [part.strip() for part in BLANK_LINE.split(_unix_lines(text))]
     elif isinstance(text, list) and all(isinstance(part, str) for part in text):
         parts = [part.strip() for part in text]
     elif text is None:
