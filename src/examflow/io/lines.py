@@ -113,13 +113,27 @@ def text_lines(path: str | Path) -> Iterator[tuple[int, str]]:
         yield number, decode(path, number, raw)
 
 
+class _KeyTwice(Exception):
+    """A JSON object that names a key twice (json keeps the last value, in silence)."""
+
+
+def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    record = dict(pairs)
+    if len(record) < len(pairs):
+        raise _KeyTwice(next(key for i, (key, _) in enumerate(pairs) if key in dict(pairs[:i])))
+    return record
+
+
 def json_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each line of a JSONL file; each line must be a JSON object."""
+    """(line number, object) for each line of a JSONL file; each line must be a JSON object, each of its
+    objects naming a key once (a second `query_id` filed an answer under another query)."""
     for number, line in text_lines(path):
         try:
-            record = json.loads(line)
+            record = json.loads(line, object_pairs_hook=_once_each)
         except json.JSONDecodeError as error:
             raise InputError(path, f"not valid JSON ({error.msg}, column {error.colno})", number) from None
+        except _KeyTwice as twice:
+            raise InputError(path, "written twice in one object", number, str(twice.args[0])) from None
         if not isinstance(record, dict):
             raise InputError(path, f"expected a JSON object, found {type(record).__name__}", number)
         yield number, record
