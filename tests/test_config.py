@@ -455,6 +455,10 @@ def test_a_secret_in_the_config_is_refused_without_repeating_it():
         message = rejected({"inputs": {"queries": "q"}, **where})
         assert "secret does not belong in a config file" in message and "SENTINEL" not in message
     assert checked({"inputs": {"queries": "q"}, "questions": {"llm": {"api_key_env": "MY_KEY", "max_tokens": 9}}})
+    # a misspelt count of tokens was called a secret, and hid the typo (a stranger's trial)
+    assert "segment.max_token: unknown key (did you mean 'max_tokens'?)" in rejected(
+        {"inputs": {"queries": "q"}, "segment": {"max_token": 20}}
+    )
 
 
 def test_config_readme_shows_the_option_tables_and_the_kinds_of_the_registry():

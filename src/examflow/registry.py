@@ -309,6 +309,8 @@ PARSE_MODES = ("reference", "paper", "strict")
 SECRET_KEY = re.compile(
     r"(^|_)(api_?key|key|secret|password|passwd|token|access_token|auth|authorization|bearer)$", re.I
 )
+# A count of tokens misspelt (`max_token`, `max_new_token`) is a typo for the schema to name, not a secret.
+COUNT_KEY = re.compile(r"^(max|min)_", re.I)
 
 
 @dataclass(frozen=True)
@@ -476,7 +478,7 @@ def find_secrets(value: Any, key: str = "") -> list[str]:
     if isinstance(value, dict):
         for name, inner in value.items():
             path = f"{key}.{name}" if key else str(name)
-            if SECRET_KEY.search(str(name)):
+            if SECRET_KEY.search(str(name)) and not COUNT_KEY.search(str(name)):
                 found.append(path)
             found += find_secrets(inner, path)
     elif isinstance(value, list):
