@@ -81,6 +81,10 @@ BAD_FILES = [
     # Found by test_reader_properties: `1` is valid JSON, and the reader asked it for a field.
     ("corpus", "c.jsonl", '{"doc_id": "d1", "text": "first"}\n1\n', 2, None, "expected a JSON object, found int"),
     ("responses", "r.jsonl", '{"run_id": "a", "query_id": "q1", "text": "ok"}\n{"run_id": "a",\n', 2, None, "not valid JSON"),
+    ("queries", "q.jsonl", '{"query_id": "p", "text": "P", "subtopics": [{"facet_id": "s", "text": "S"}, {"facet_id": "s", "text": "T"}]}\n',
+     1, "subtopics[1].facet_id", "subtopic 's' of query 'p' twice"),
+    ("queries", "q.jsonl", '{"query_id": "p", "text": "P", "subtopic": [{"facet_id": "s", "text": "S"}]}\n', 1, "subtopic",
+     r"unknown field \(did you mean 'subtopics'\?\)"),
     # json keeps a key's last value: a second query_id filed the answer under another query, in silence
     ("responses", "r.jsonl", '{"run_id": "a", "query_id": "q1", "query_id": "q2", "text": "ok"}\n', 1, "query_id",
      "written twice in one object"),

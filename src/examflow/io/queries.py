@@ -7,6 +7,7 @@ graded and judged per subtopic (facet), TREC CAR style.
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import cast
 
@@ -76,10 +77,24 @@ def _jsonl_rows(path):
         if not isinstance(subtopics, list):
             raise InputError(path, "expected a list of {facet_id, text} objects", number, "subtopics")
         if not subtopics:
+            _check_no_misspelt_subtopics(path, number, record)
             yield number, (query_id, None, text, None)
+        facets: set[str] = set()
         for index, subtopic in enumerate(subtopics):
             where = f"subtopics[{index}]"
             if not isinstance(subtopic, dict):
                 raise InputError(path, "expected an object {facet_id, text}", number, where)
             facet_id = required_id(path, number, subtopic, "facet_id", f"{where}.")
+            if facet_id in facets:
+                raise InputError(
+                    path, f"subtopic {facet_id!r} of query {query_id!r} twice", number, f"{where}.facet_id"
+                )
+            facets.add(facet_id)
             yield number, (query_id, facet_id, text, required_text(path, number, subtopic, "text").strip())
+
+
+def _check_no_misspelt_subtopics(path, number: int, record: dict) -> None:
+    """`subtopic` or `sub_topics` would be left out in silence, and the query evaluated as a page alone."""
+    misspelt = difflib.get_close_matches("subtopics", [str(key) for key in record], n=1, cutoff=0.8)
+    if misspelt:
+        raise InputError(path, "unknown field (did you mean 'subtopics'?)", number, misspelt[0])
