@@ -73,6 +73,8 @@ BAD_FILES = [
     ("queries", "q.jsonl", '{"query_id": "p", "text": "P"}\n{"query_id": "r", "text": "R", "subtopics": [{"text": "S"}]}\n',
      2, "subtopics[0].facet_id", "missing"),
     ("qrels", "q.qrels", "q1 0 d1 1\nq1 0 d2 relevant\n", 2, "relevance", "not an integer: 'relevant'"),
+    ("qrels", "q.qrels", "q1 0 d1 1\nq1/s9 0 d2 1\n", 2, "query_id", r"unknown query id 'q1/s9' \(no subtopic 's9' of query 'q1' here\)"),
+    ("queries", "q.jsonl", '{"query_id": "p", "title": "P"}\n', 1, "text", "missing"),
     ("qrels", "q.qrels", "q1 0 d1 1_0\n", 1, "relevance", "not a number as trec_eval reads one: '1_0'"),
     ("qrels", "q.qrels", "q1 0 d1 1\nq1 0 d1 0\n", 2, "doc_id", r"document 'd1' judged twice for 'q1' \(first on line 1\)"),
     ("corpus", "c.tsv", "d1\tone\nd2\t \n", 2, "text", "empty text for pooled passage 'd2'"),
@@ -136,7 +138,7 @@ def test_qrels_facet_ids_and_unknown_queries(tmp_path):
         )
     )
     qrels = write(tmp_path / "q.qrels", "page/s1 0 d1 2\npage/s2 0 d2 1\n")
-    with raises_at(qrels, 2, "query_id", "unknown query id 'page/s2'"):
+    with raises_at(qrels, 2, "query_id", r"unknown query id 'page/s2' \(no subtopic 's2' of query 'page' here\)"):
         read_qrels(qrels, queries, strict())
     table = read_qrels(qrels, queries, Problems("warn"))
     assert table.to_dict("records") == [{"query_id": "page", "facet_id": "s1", "passage_id": "d1", "relevance": 2}]

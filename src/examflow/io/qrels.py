@@ -39,10 +39,12 @@ def read_qrels(
     for number, qrels_id, doc_id, grade in qrels_lines(path, relevance_range):
         query_id, facet_id = _resolve(qrels_id, query_ids, facets)
         if query_id is None:
-            unknown_queries.report(
-                "qrels rows with an unknown query id",
-                InputError(path, f"unknown query id {qrels_id!r}", number, "query_id"),
+            page, _, facet = qrels_id.partition("/")
+            known_page = facet and page in query_ids  # the page is a query: only its subtopic is unknown
+            what = f"unknown query id {qrels_id!r}" + (
+                f" (no subtopic {facet!r} of query {page!r} here)" if known_page else ""
             )
+            unknown_queries.report("qrels rows with an unknown query id", InputError(path, what, number, "query_id"))
             continue
         rows.append((query_id, facet_id, doc_id, grade))
     return _table(rows)

@@ -71,7 +71,7 @@ def _json_rows(path):
 def _jsonl_rows(path):
     for number, record in json_lines(path):
         query_id = required_id(path, number, record, "query_id")
-        text_field = "text" if "text" in record else "query_text"
+        text_field = "query_text" if "query_text" in record and "text" not in record else "text"  # the docs' name
         text = required_text(path, number, record, text_field).strip()
         subtopics = record.get("subtopics") or []
         if not isinstance(subtopics, list):
