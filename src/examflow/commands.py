@@ -558,16 +558,17 @@ def nrp_command(args: argparse.Namespace) -> None:
                       "documents' texts; give --corpus (only `--ranker run` works without)")  # fmt: skip
     weights = assignments(args.weight, "--weight", float) or {d: 1 / len(qrels) for d in qrels}
     fixed = assignments(args.fix_ranker, "--fix-ranker", str)
-    for option, mapping in (("--weight", weights), ("--fix-ranker", fixed)):
+    cannot_judge: dict[str, set[int]] = {}
+    for dimension, label in assignments(args.cannot_judge, "--cannot-judge", int, many=True):
+        cannot_judge.setdefault(dimension, set()).add(label)
+    # a misspelt dimension of --cannot-judge kept its documents in D_q, in silence
+    for option, mapping in (("--weight", weights), ("--fix-ranker", fixed), ("--cannot-judge", cannot_judge)):
         if set(mapping) - set(qrels):
             raise Failure(f"{option}: {sorted(set(mapping) - set(qrels))[0]!r} is no dimension of --qrels")
     if problem := weight_problem(weights, list(qrels)):
         raise Failure(f"--weight: {problem}")
     if set(fixed.values()) - set(names):
         raise Failure(f"--fix-ranker: {sorted(set(fixed.values()) - set(names))[0]!r} is none of the --ranker names")
-    cannot_judge: dict[str, set[int]] = {}
-    for dimension, label in assignments(args.cannot_judge, "--cannot-judge", int, many=True):
-        cannot_judge.setdefault(dimension, set()).add(label)
 
     queries = read_queries(args.queries)
     unknown = Problems(args.on_unknown_query)

@@ -128,7 +128,13 @@ def weight_problem(weights: dict[str, float], dimensions: list[str]) -> str | No
     for dimension, weight in weights.items():
         if not (math.isfinite(weight) and weight >= 0):
             return f"the weight of {dimension!r} is {weight}: a weight is a finite number, 0 or more"
-    return None if any(weights.values()) else "every weight is 0"
+    total = math.fsum(weights.values())
+    if not total:
+        return "every weight is 0"
+    if not math.isclose(total, 1.0, rel_tol=1e-9):  # 3 and 1 read as a ratio gave a `combined` NRP of 2.79
+        shares = ", ".join(f"{d}={w / total:.4g}" for d, w in weights.items())
+        return f"the weights sum to {total:g}: the combined NRP is a weighted mean, its weights sum to 1 ({shares})"
+    return None
 
 
 def read_judgments(
