@@ -89,6 +89,17 @@ def test_nrp_by_hand_with_ties_both_denominators_an_empty_answer_and_a_single_do
         assert system["stderr"] == pytest.approx(abs(q1 - q2) / 2)  # stdev of two values / √2
 
 
+def test_nrp_is_the_exact_ratio_rounded_once():
+    """1 − 4/5 in floating point is 0.19999999999999996; (5 − 4)/5 is the float nearest 1/5 (a stranger's trial)."""
+    from fractions import Fraction
+
+    from examflow.nrp.evaluate import nrp
+
+    for n in range(1, 40):
+        for r in range(n + 1):
+            assert nrp(r, n) == float(Fraction(n - r, n)) and nrp(r, n, "list") == float(Fraction(n + 1 - r, n + 1))
+
+
 def test_two_dimensions_combine_as_a_weighted_sum(tmp_path):
     # Relevance judges d1, d2; readability judges d2, d3. The answer scores 2.5.
     lines = "".join(run_line("q1", d, s) for d, s in [("d1", 3), ("d2", 2), ("d3", 1), ("m/p/0", 2.5)])
@@ -292,6 +303,8 @@ def test_the_command_needs_no_model_with_the_run_ranker_and_names_bad_options(tm
         ([*qrels, "--qrels", f"relevance={tmp_path / 'read.qrels'}"], "--qrels: 'relevance' is given twice"),
     ):
         assert message in nrp_refuses(capsys, *base, *args)
+    bm25 = [*base[:6], "--ranker", "bm25", "--run", str(tmp_path / "scores.run"), *base[10:], *qrels]
+    assert "--run: no ranker reads it (give --ranker run)" in nrp_refuses(capsys, *bm25)  # it was ignored
 
 
 def test_answers_and_expert_rankings_are_checked(tmp_path):
@@ -475,7 +488,9 @@ def test_the_report_and_the_summary_name_the_denominator(tmp_path):
     base = [*nrp_collection(tmp_path), "--ranker", "run", "--run", str(tmp_path / "scores.run")]
     assert nrp_command(*base, "--denominator", "list").returncode == 0
     per_system = pd.read_csv(tmp_path / "out/per_system.tsv", sep="\t")
-    assert per_system["denominator"].tolist() == ["list"] and per_system["nrp"].tolist() == [1 - 5 / 6]
+    assert per_system["denominator"].tolist() == ["list"] and per_system["nrp"].tolist() == [
+        1 / 6
+    ]  # r 5 of 6: exactly 1/6
     report = subprocess.run([sys.executable, "-m", "examflow", "report", "--nrp", str(tmp_path / "out"), "--out",
                              str(tmp_path / "report")], capture_output=True, text=True)  # fmt: skip
     assert report.returncode == 0, report.stderr

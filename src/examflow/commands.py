@@ -549,7 +549,10 @@ def nrp_command(args: argparse.Namespace) -> None:
     qrels = assignments(args.qrels, "--qrels", str)
     if problem := next(filter(None, map(dimension_problem, qrels)), None):
         raise Failure(f"--qrels: {problem}")
-    rankers = [check_ranker(f"--ranker[{i}]", ranker_spec(text, args.run)) for i, text in enumerate(args.ranker)]
+    specs = [ranker_spec(text, args.run) for text in args.ranker]
+    if args.run and not any(args.run in spec.values() for spec in specs):  # given, and read by no ranker
+        raise Failure("--run: no ranker reads it (give --ranker run)")
+    rankers = [check_ranker(f"--ranker[{i}]", spec) for i, spec in enumerate(specs)]
     names = [r["name"] for r in rankers]
     if name := repeated(names):
         raise Failure(f"--ranker: two rankers are named {name!r}; give them names")

@@ -147,7 +147,8 @@ def nrp_per_answer(answers: pd.DataFrame, judgments: pd.DataFrame, scores: Score
 def nrp(rank: int, n_docs: int, denominator: str = "docs") -> float:
     if denominator not in ("docs", "list"):
         raise ValueError(f"NRP denominator must be 'docs' or 'list', not {denominator!r}")
-    return 1 - rank / (n_docs if denominator == "docs" else n_docs + 1)
+    size = n_docs if denominator == "docs" else n_docs + 1
+    return (size - rank) / size  # the exact ratio rounded once: 1 − 4/5 is 0.2, not 0.19999999999999996
 
 
 def combine(per_answer: pd.DataFrame, weights: dict[str, float]) -> pd.DataFrame:
