@@ -154,6 +154,8 @@ def test_ids_from_json_follow_the_rules_of_tsv(tmp_path):
         read_queries(write(tmp_path / "q.json", '{"q 1": "a query"}'))
     with raises_at(tmp_path / "q2.json", 2, "query_id", "invalid id 'a/b'"):
         read_queries(write(tmp_path / "q2.json", '{"ok": "x",\n"a/b": "a query"}'))
+    with raises_at(tmp_path / "e.jsonl", 1, "run_id", "empty: an id is one word"):  # it read "invalid id ''"
+        read_responses(write(tmp_path / "e.jsonl", '{"run_id": "", "query_id": "q1", "text": "t"}\n'), {"q1"}, strict())
     with raises_at(tmp_path / "r.jsonl", 1, "run_id", "invalid id 'my run'"):
         read_responses(
             write(tmp_path / "r.jsonl", '{"run_id": "my run", "query_id": "q1", "text": "t"}\n'), {"q1"}, strict()

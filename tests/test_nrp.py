@@ -549,6 +549,8 @@ def test_the_configuration_takes_no_corpus_for_run_rankers_only_and_checks_weigh
     )
     equals = rejected(nrp(corpus="c", dimensions={"a=b": {"qrels": "r"}}))
     assert equals == "config nrp.dimensions.a=b: 'a=b': a dimension's name is one word without '='"
+    for pair in (["a", "p", "b"], ["a", "p", "b", "q", "c"]):  # it said "at least 4" of 3 and "too long" of 5
+        assert f"nrp.wilcoxon[0]: needs exactly 4 entries, found {pair!r}" in rejected(nrp(corpus="c", wilcoxon=[pair]))
     slash = rejected(nrp(corpus="c", wilcoxon=[["x/y", "expert", "x", "p"]]))
     assert slash.startswith("config nrp.wilcoxon[0]: no llm or prompt holds '/'")
 

@@ -366,9 +366,11 @@ def _readable(error) -> Iterator[tuple[str, str, str]]:
         )
     elif error.validator == "type":
         yield key, f"expected {_types(error.validator_value)}, found {error.instance!r}", ""
-    elif error.validator == "minItems":  # jsonschema says "[...] is too short", not how long it must be
+    elif error.validator in ("minItems", "maxItems"):  # jsonschema says "[...] is too short", not how long
+        low, high = error.schema.get("minItems"), error.schema.get("maxItems")
+        bound = "exactly" if low == high else "at least" if error.validator == "minItems" else "at most"
         needed = error.validator_value
-        yield key, f"needs at least {needed} entr{'y' if needed == 1 else 'ies'}, found {error.instance!r}", ""
+        yield key, f"needs {bound} {needed} entr{'y' if needed == 1 else 'ies'}, found {error.instance!r}", ""
     else:
         yield key or "(top level)", error.message, ""
 

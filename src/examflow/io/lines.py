@@ -188,7 +188,9 @@ def required_id(path: str | Path, number: int | None, record: dict[str, Any], fi
 def check_id(path: str | Path, number: int | None, value: str, field: str) -> None:
     # Ids end up as whitespace-separated TREC columns, and `query/facet` names a subtopic in qrels.
     slash = field.endswith("query_id") and "/" in value
-    if not value or any(ch.isspace() for ch in value) or slash:
+    if not value:
+        raise InputError(path, "empty: an id is one word", number, field)
+    if any(ch.isspace() for ch in value) or slash:
         rule = "no whitespace, no /" if field.endswith("query_id") else "no whitespace"
         raise InputError(path, f"invalid id {value!r} ({rule})", number, field)
 
