@@ -116,6 +116,7 @@ def test_the_judges_section_says_why_its_cells_are_empty_and_the_order_is_the_on
 
     one = judges(1, float("nan"), float("nan"))
     assert "One run: there is no order to compare" in one and "bootstrap interval" not in one
+    assert "One run" not in judges(0, float("nan"), float("nan"))  # a label set that judges nothing
     unbootstrapped = judges(3, 0.5, float("nan"))
     assert "No intervals: no bootstrap replicates" in unbootstrapped and "bootstrap interval," not in unbootstrapped
     full = judges(3, 0.5, 0.25)
