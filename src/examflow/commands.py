@@ -745,7 +745,11 @@ def method_report(args: argparse.Namespace) -> dict[str, bytes | str]:
     table = {name: folder / file.path for name, file in EVALUATION.items()}
     official = read_leaderboard(args.official) if args.official else None
     facts = Facts.of(args.facts) if args.facts is not None else Facts(bool(official), table["agreement"].exists())
-    leaderboard, (grades, kind) = _of_method(_tsv(table["leaderboard"], tau=float), method, table), _report_grades(args)
+    leaderboard, (grades, settings) = (
+        _of_method(_tsv(table["leaderboard"], tau=float), method, table),
+        _report_grades(args),
+    )
+    kind = settings.get("kind")
     evaluated = sorted(int(t) for t in leaderboard["tau"].dropna().unique())
     if tau not in evaluated:  # the figures would be empty
         raise Failure(f"--tau {tau}: {table['leaderboard']} holds τ {', '.join(map(str, evaluated))} only")
@@ -766,7 +770,7 @@ def method_report(args: argparse.Namespace) -> dict[str, bytes | str]:
         "impact_html": lambda: pages.impact_page(
             _tsv(table["impact_questions"]), _tsv(table["impact_passages"]), _tsv(table["impact_systems"]), method
         ),
-        "example_html": lambda: worked_example(args, grades, method),
+        "example_html": lambda: worked_example(args, grades, method, _similarities(settings)),
     }
     if facts.official and not official:
         raise Failure("--facts official: give the official leaderboard (--official)")
@@ -782,22 +786,22 @@ def _of_method(leaderboard: pd.DataFrame, method: str, table: dict[str, Path]) -
     return mine.reset_index(drop=True)
 
 
-def _report_grades(args: argparse.Namespace) -> tuple[pd.DataFrame, str | None]:
-    """The method's grades and its kind (None where not recorded): from its grades table, or its rows of a
-    workbench graded file (self-ratings of the reference implementation)."""
+def _report_grades(args: argparse.Namespace) -> tuple[pd.DataFrame, dict]:
+    """The method's grades and its settings (empty where not recorded): from its grades table, or its rows of
+    a workbench graded file (self-ratings of the reference implementation)."""
     from examflow.grading.merge import read_grades_metadata
     from examflow.io.tables import read_table
     from examflow.io.workbench import read_workbench_graded
 
     if args.grades:
-        return read_table(args.grades), read_grades_metadata(args.grades).get("method", {}).get("kind")
+        return read_table(args.grades), read_grades_metadata(args.grades).get("method", {})
     grades = read_workbench_graded(args.workbench_graded)["grades"]
     if args.method not in set(grades["method"]):
         raise InputError(args.workbench_graded, f"no grades of method {args.method!r} (--method)")
-    return grades[grades["method"] == args.method].reset_index(drop=True), None
+    return grades[grades["method"] == args.method].reset_index(drop=True), {}
 
 
-def worked_example(args: argparse.Namespace, grades: pd.DataFrame, method: str) -> str:
+def worked_example(args: argparse.Namespace, grades: pd.DataFrame, method: str, similarities: bool = False) -> str:
     """The worked example page: the configured topic, or else the first with questions and pooled passages."""
     import pandas as pd
 
@@ -815,17 +819,14 @@ def worked_example(args: argparse.Namespace, grades: pd.DataFrame, method: str) 
     if query_id is None:
         return pages.page(f"Worked example of {method}", "<p>No topic has both grades and pooled passages.</p>")
     mine = passages[passages["query_id"] == query_id]
-    return pages.example_page(query_id, mine, grades, questions, method, _similarities(args))
+    return pages.example_page(query_id, mine, grades, questions, method, similarities)
 
 
-def _similarities(args: argparse.Namespace) -> bool:
-    """Whether the method's answers are similarities (the offline grader's cosines), not a model's words."""
-    from examflow.grading.merge import read_grades_metadata
+def _similarities(settings: dict) -> bool:
+    """Whether a method's answers are similarities (the offline grader's cosines), not a model's words."""
     from examflow.registry import BACKENDS
 
-    if not args.grades:  # a workbench graded file: FLAN-T5's self-ratings
-        return False
-    backend = read_grades_metadata(args.grades).get("method", {}).get("backend", {}).get("kind")
+    backend = settings.get("backend", {}).get("kind")
     return backend in BACKENDS and BACKENDS[backend].by_quantiles
 
 

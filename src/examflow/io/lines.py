@@ -17,7 +17,7 @@ from typing import Any, cast
 
 from isal import igzip, isal_zlib
 
-from examflow.errors import InputError
+from examflow.errors import InputError, repeated
 
 log = logging.getLogger(__name__)
 BOM = b"\xef\xbb\xbf"
@@ -120,7 +120,7 @@ class _KeyTwice(Exception):
 def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     record = dict(pairs)
     if len(record) < len(pairs):
-        raise _KeyTwice(next(key for i, (key, _) in enumerate(pairs) if key in dict(pairs[:i])))
+        raise _KeyTwice(repeated(key for key, _ in pairs))
     return record
 
 

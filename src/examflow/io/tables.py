@@ -84,7 +84,7 @@ def write_tsv(frame: pd.DataFrame, path: str | Path) -> None:
     texts = [pd.Series(frame.columns.astype(str))] + [c.astype("string") for c in columns if c.dtype.kind not in "biuf"]
     needs_quotes = any(cells.str.contains("[\t\r\n]", regex=True).any() for cells in texts)
     # a lone column's empty cell is an empty line, which csv writes only quoted
-    needs_quotes |= frame.shape[1] == 1 and bool(frame.iloc[:, 0].isna().any() | (frame.iloc[:, 0] == "").any())
+    needs_quotes |= len(columns) == 1 and bool(columns[0].isna().any() | (columns[0] == "").any())
     frame.to_csv(path, sep="\t", index=False, quoting=csv.QUOTE_ALL if needs_quotes else csv.QUOTE_NONE)
 
 
