@@ -12,14 +12,17 @@ from typing import cast
 
 import pandas as pd
 
+from examflow.io.qrels import qrels_ids
+
 AGREEMENT_COLUMNS = ["table", "label", "judgment", "count"]
 CUTS = {"lenient": 1, "strict": 4}  # the binary tables: an EXAM-Label this high or higher counts as relevant
 
 
 def paired(labels: pd.DataFrame, judgments: pd.DataFrame) -> pd.DataFrame:
     """Labels joined to judgments on (qrels id, passage); a judgment of a facet uses `query/facet`."""
-    ids = [q if pd.isna(f) else f"{q}/{f}" for q, f in zip(judgments["query_id"], judgments["facet_id"])]
-    judged = pd.DataFrame({"qrels_id": ids, "passage_id": judgments["passage_id"], "judgment": judgments["relevance"]})
+    judged = pd.DataFrame(
+        {"qrels_id": qrels_ids(judgments), "passage_id": judgments["passage_id"], "judgment": judgments["relevance"]}
+    )
     return labels.merge(judged, on=["qrels_id", "passage_id"])
 
 

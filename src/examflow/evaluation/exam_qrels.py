@@ -13,6 +13,7 @@ from __future__ import annotations
 import pandas as pd
 import pytrec_eval
 
+from examflow.io.qrels import qrels_ids
 from examflow.registry import AGGREGATE, AGGREGATED_KINDS, CRITERIA, CRITERIA_KINDS, DEFAULT_MEASURES
 
 # Not per-query numbers that an arithmetic mean over queries summarises.
@@ -67,9 +68,7 @@ def exam_labels(grades: pd.DataFrame, per_facet: bool = False) -> pd.DataFrame:
     qa = graded["correct"].notna()
     graded["value"] = graded["rating"].astype("Float64")
     graded.loc[qa, "value"] = graded.loc[qa, "correct"].astype(bool).astype(float)
-    graded["qrels_id"] = graded["query_id"] if not per_facet else [
-        q if pd.isna(f) else f"{q}/{f}" for q, f in zip(graded["query_id"], graded["facet_id"])
-    ]  # fmt: skip
+    graded["qrels_id"] = qrels_ids(graded) if per_facet else graded["query_id"]
     if "kind" in graded and graded["kind"].isin(CRITERIA_KINDS).any():
         graded = criteria_labels(graded)
     how = "sum" if qa.all() and len(graded) else "max"
@@ -103,8 +102,8 @@ def criteria_labels(graded: pd.DataFrame) -> pd.DataFrame:
 
 def format_qrels(labels: pd.DataFrame) -> str:
     """TREC qrels lines `qid 0 docid label`."""
-    rows = labels[["qrels_id", "passage_id", "label"]].itertuples(index=False)
-    return "".join(f"{q} 0 {p} {label}\n" for q, p, label in rows)
+    lines = labels["qrels_id"] + " 0 " + labels["passage_id"] + " " + labels["label"].astype(str) + "\n"
+    return "".join(lines.tolist())
 
 
 # No document id holds a space: the one document of a query judged only negatively (as_trec_eval_reads)

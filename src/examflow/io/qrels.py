@@ -27,6 +27,12 @@ DEFAULT_RANGE = (-2, 4)
 Judgment = tuple[str, str | None, str, int]  # query_id, facet_id (None: the whole query), passage_id, relevance
 
 
+def qrels_ids(table: pd.DataFrame) -> pd.Series:
+    """Each row's id in a qrels file: `query_id`, or `query_id/facet_id` for a subtopic's row."""
+    query_ids, facet_ids = table["query_id"].astype("str"), table["facet_id"].astype("str")
+    return query_ids.where(facet_ids.isna(), query_ids + "/" + facet_ids)
+
+
 def read_qrels(
     path: str | Path, queries: pd.DataFrame, unknown_queries: Problems, relevance_range: tuple[int, int] = DEFAULT_RANGE
 ) -> pd.DataFrame:
@@ -47,7 +53,7 @@ def read_qrels(
             unknown_queries.report("qrels rows with an unknown query id", InputError(path, what, number, "query_id"))
             continue
         rows.append((query_id, facet_id, doc_id, grade))
-    return _table(rows)
+    return judgment_table(rows)
 
 
 def read_labels(path: str | Path, empty_ok: bool = False) -> pd.DataFrame:
@@ -92,11 +98,13 @@ def _irds_judgments(
     for query_id, doc_id, grade in rows:
         if not low <= grade <= high:
             raise InputError(spec, f"relevance {grade} of {doc_id!r} for {query_id!r} is outside {low}..{high}")
-    return _table([(query_id, None, doc_id, grade) for query_id, doc_id, grade in rows])
+    return judgment_table([(query_id, None, doc_id, grade) for query_id, doc_id, grade in rows])
 
 
-def _table(rows: list[Judgment]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=JUDGMENT_COLUMNS, dtype=object).astype({"relevance": "int64"})
+def judgment_table(rows: list[Judgment]) -> pd.DataFrame:
+    """Judgments as a table; the ids as strings, which join with the runs' without a conversion."""
+    types = dict.fromkeys(JUDGMENT_COLUMNS[:3], "str") | {"relevance": "int64"}
+    return pd.DataFrame(rows, columns=JUDGMENT_COLUMNS, dtype=object).astype(types)
 
 
 def _resolve(qrels_id: str, query_ids: set[str], facets: set[tuple[str, str]]) -> tuple[str | None, str | None]:

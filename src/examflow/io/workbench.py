@@ -23,12 +23,13 @@ import pyarrow as pa
 
 from examflow.errors import InputError
 from examflow.io.lines import check_id, decode, raw_lines
-from examflow.io.qrels import JUDGMENT_COLUMNS
+from examflow.io.qrels import judgment_table
 from examflow.io.runs import RUN_COLUMNS
 from examflow.registry import TOP_GRADE
 
 # The model's answers are not read: no measure uses them, and they are a quarter of the decoding time.
 GRADE_COLUMNS = ["method", "query_id", "facet_id", "passage_id", "question_id", "rating", "correct", "error"]
+TEXT_COLUMNS = ["query_id", "facet_id", "passage_id", "question_id", "error"]
 DEFAULT_PROMPT_CLASS = "QuestionPromptWithChoices"  # what the reference assumes for grades without prompt_info
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 Grade = Annotated[int, msgspec.Meta(ge=0, le=TOP_GRADE)]  # a self-rating: a 9 would pass every threshold
@@ -149,9 +150,10 @@ def _read(path: str | Path) -> dict[str, pd.DataFrame]:
     runs = runs.drop_duplicates(["run_id", "query_id", "passage_id"])
     _check_run_ids(path, runs["run_id"].unique())
     return {
-        "grades": table.astype({"rating": "Int64", "correct": "boolean"}),
+        # Ids as strings, as a TSV reads them: joins with the runs' strings then need no conversion.
+        "grades": table.astype(dict.fromkeys(TEXT_COLUMNS, "str") | {"rating": "Int64", "correct": "boolean"}),
         "rankings": runs.reset_index(drop=True),
-        "judgments": pd.DataFrame(judgments, columns=JUDGMENT_COLUMNS, dtype=object).astype({"relevance": "int64"}),
+        "judgments": judgment_table(judgments),
         "passages": pd.DataFrame(passages, columns=["query_id", "passage_id", "text", "origin"]),
     }
 
