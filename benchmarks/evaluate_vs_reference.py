@@ -131,6 +131,9 @@ def main() -> None:
     parser.add_argument("--reference-venv", type=Path, default=HERE / ".venv-exam-pp")
     args = parser.parse_args()
     reference = reference_venv(args.reference_venv)
+    # exam-pp's bytecode was compiled when pip installed it; examflow's (an editable install) is compiled on
+    # first import, or on every import where PYTHONDONTWRITEBYTECODE is set: compile it once here too.
+    subprocess.run([sys.executable, "-m", "compileall", "-q", HERE.parent / "src" / "examflow"], check=True)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         graded, official = args.graded, args.official
