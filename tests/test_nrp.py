@@ -239,6 +239,34 @@ def test_monot5_scores_true_against_false_and_keeps_the_suffix(tiny_monot5, tmp_
     assert again.scores([query], tmp_path) == first
 
 
+def test_a_stopped_scoring_keeps_the_chunks_it_saved(tiny_monot5, tmp_path, monkeypatch):
+    from examflow.nrp import rankers
+
+    monkeypatch.setattr(rankers, "SAVE_EVERY", 2)
+    query = QueryItems(
+        "q", "why tides", {f"d{i}": f"the moon raises tides, part {i}" for i in range(4)}, {"m/p/0": "x"}
+    )
+    first = MonoT5(tiny_monot5, max_input_tokens=32)
+    scored: list = []
+
+    def stopped_after_one_chunk(pairs):
+        if scored:
+            raise KeyboardInterrupt  # the job is killed while the model scores its second chunk
+        scored.extend(pairs)
+        return MonoT5.score_pairs(first, pairs)
+
+    first.score_pairs = stopped_after_one_chunk
+    with pytest.raises(KeyboardInterrupt):
+        first.scores([query], tmp_path / "cache")
+    again, rescored = MonoT5(tiny_monot5, max_input_tokens=32), []
+    again.score_pairs = lambda pairs: rescored.extend(pairs) or MonoT5.score_pairs(again, pairs)
+    resumed = again.scores([query], tmp_path / "cache")
+    everything = {("why tides", text) for text in query.items.values()}
+    assert len(scored) == 2 and set(rescored) == everything - set(scored) and len(rescored) == 3
+    fresh = MonoT5(tiny_monot5, max_input_tokens=32).scores([query], tmp_path / "fresh")
+    assert resumed == pytest.approx(fresh, abs=1e-6)  # (batched otherwise: padding may move the last bits)
+
+
 def nrp_command(*args: str) -> subprocess.CompletedProcess:
     """`examflow nrp ...`, then a line saying whether torch was ever imported."""
     script = "import sys; from examflow.cli import main; code = main(sys.argv[1:]); print('torch' in sys.modules); sys.exit(code)"

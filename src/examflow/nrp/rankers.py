@@ -55,6 +55,7 @@ def _read(texts: dict[str, str | None]) -> dict[str, str]:
     return cast(dict[str, str], texts)
 
 
+SAVE_EVERY = 1024  # pairs scored between two saves to the cache
 Scores = dict[tuple[str, str], float]  # (query id, document id or answer name) -> score
 
 
@@ -69,13 +70,22 @@ class PairRanker(ABC):
         keys = {pair: cache.key({"query": pair[0], "text": pair[1]}) for pair in pairs}
         known = {key: entry["score"] for key, entry in cache.load().items()}
         todo = [pair for pair in pairs if keys[pair] not in known]
-        fresh = self.score_pairs(todo) if todo else []
-        cache.add([(keys[pair], {"score": score}) for pair, score in zip(todo, fresh)])
-        cache.close()
-        known.update({keys[pair]: score for pair, score in zip(todo, fresh)})
+        self.begin(len(todo))
+        try:  # saved a chunk at a time: a job stopped partway keeps what it scored
+            for start in range(0, len(todo), SAVE_EVERY):
+                chunk = todo[start : start + SAVE_EVERY]
+                fresh = {keys[pair]: score for pair, score in zip(chunk, self.score_pairs(chunk))}
+                cache.add([(key, {"score": score}) for key, score in fresh.items()])
+                known.update(fresh)
+        finally:
+            cache.close()
         return {
             (q.query_id, item): known[keys[(q.text, text)]] for q in queries for item, text in _read(q.items).items()
         }
+
+    def begin(self, pairs: int) -> None:
+        """Told the number of pairs to score before the first (a back end may settle its settings)."""
+        return None  # nothing to settle here
 
     @abstractmethod
     def score_pairs(self, pairs: list[tuple[str, str]]) -> list[float]:
@@ -93,6 +103,9 @@ class MonoT5(PairRanker):
         self.signature = {"ranker": "monot5", **self.backend.signature}
         self.true_false = self.backend.token_ids(["true", "false"])
 
+    def begin(self, pairs: int) -> None:
+        self.backend.begin(pairs)  # `compile: auto` settles on the job's size, not a chunk's
+
     def prompt(self, query: str, text: str) -> str:
         """The input, cut to `max_input_tokens` with `Relevant:` whole at its end."""
         return self.backend.prompt(Request(self.TEMPLATE, {"query": query, "context": text}), margin=0)
@@ -103,7 +116,6 @@ class MonoT5(PairRanker):
             return self.backend.torch.log_softmax(logits, dim=-1)[:, 0].tolist()
 
         requests = [Request(self.TEMPLATE, {"query": q, "context": t}) for q, t in pairs]
-        self.backend.begin(len(requests))  # `compile: auto` settles on the first call's size
         return self.backend.batched(self.backend.preparer.prepare(requests, margin=0), step)
 
 
