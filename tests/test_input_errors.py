@@ -92,6 +92,8 @@ BAD_FILES = [
      "written twice in one object"),
     ("queries", "q.jsonl", '{"query_id": "p", "text": "P", "subtopics": [{"facet_id": "s", "text": "S", "text": "T"}]}\n',
      1, "text", "written twice in one object"),
+    ("corpus", "c.jsonl", '{"doc_id": "d1", "text": "one"}\n{"doc_id": "d2", "text": "two", "text": "three"}\n', 2,
+     "text", "written twice in one object"),
 ]  # fmt: skip
 
 

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from examflow.errors import InputError, Problems
 from examflow.io.irds import irds_passages, is_irds
-from examflow.io.lines import base_suffix, decode, raw_lines
+from examflow.io.lines import base_suffix, decode, json_value, raw_lines
 
 ID_FIELDS = ("doc_id", "docid", "id", "_id", "pid")
 TEXT_FIELDS = ("text", "contents", "body")
@@ -83,7 +83,8 @@ def _jsonl(path, wanted: set[str]) -> Iterator[tuple[int, str, str]]:
         doc_id = record.get(id_field)
         if not isinstance(doc_id, (str, int)):
             raise InputError(path, "missing or not a string", number, id_field)
-        if str(doc_id) in wanted:
+        if str(doc_id) in wanted:  # read again, its keys checked: a second "text" would have won in silence
+            record = json_value(path, number, raw)
             text = record.get(text_field)
             if not isinstance(text, str):
                 raise InputError(path, "missing or not a string", number, text_field)

@@ -124,16 +124,21 @@ def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return record
 
 
+def json_value(path: str | Path, number: int, line: str | bytes) -> Any:
+    """A line's JSON value; a key written twice in one of its objects is an error at the line."""
+    try:
+        return json.loads(line, object_pairs_hook=_once_each)
+    except json.JSONDecodeError as error:
+        raise InputError(path, f"not valid JSON ({error.msg}, column {error.colno})", number) from None
+    except _KeyTwice as twice:
+        raise InputError(path, "written twice in one object", number, str(twice.args[0])) from None
+
+
 def json_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each line of a JSONL file; each line must be a JSON object, each of its
     objects naming a key once (a second `query_id` filed an answer under another query)."""
     for number, line in text_lines(path):
-        try:
-            record = json.loads(line, object_pairs_hook=_once_each)
-        except json.JSONDecodeError as error:
-            raise InputError(path, f"not valid JSON ({error.msg}, column {error.colno})", number) from None
-        except _KeyTwice as twice:
-            raise InputError(path, "written twice in one object", number, str(twice.args[0])) from None
+        record = json_value(path, number, line)
         if not isinstance(record, dict):
             raise InputError(path, f"expected a JSON object, found {type(record).__name__}", number)
         yield number, record
