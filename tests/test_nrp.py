@@ -137,6 +137,27 @@ def test_ranker_selection_picks_the_ranker_that_is_best_by_construction(tmp_path
     assert tables["per_answer.tsv"]["ranker"].tolist() == ["backwards"]
 
 
+def test_a_dimension_that_judges_nothing_above_0_says_its_ranker_was_not_chosen_by_merit(tmp_path, caplog):
+    lines = {name: "".join(run_line("q1", d, s) for d, s in [("d1", s1), ("d2", s2), ("m/p/0", 1)])
+             for name, s1, s2 in [("up", 2, 0), ("down", 0, 2)]}  # fmt: skip
+    rankers = [run_ranker(tmp_path, lines["up"], "up"), run_ranker(tmp_path, lines["down"], "down")]
+    inputs = NRPInputs({"q1": "q"}, {"d1": "a", "d2": "b"},
+                       {"readability": judgments([("q1", "d1", 0), ("q1", "d2", -1)]),
+                        "relevance": judgments([("q1", "d1", 1), ("q1", "d2", 0)])},
+                       answers([("m", "p", "0", "q1", "x")]))  # fmt: skip
+    selection = nrp_tables(inputs, NRPSettings(rankers, {"relevance": 0.5, "readability": 0.5}, cache_dir=tmp_path))[
+        "ranker_selection.tsv"
+    ].set_index(["dimension", "ranker"])
+    assert selection["ndcg_cut_10"].to_dict() == {
+        ("readability", "up"): 0.0, ("readability", "down"): 0.0, ("relevance", "up"): 1.0,
+        ("relevance", "down"): pytest.approx(1 / math.log2(3)),
+    }  # fmt: skip
+    assert selection.loc[("readability", "up"), "chosen"]
+    warned = [r.getMessage() for r in caplog.records if "judged above 0" in r.getMessage()]
+    assert warned == ["dimension readability: no document is judged above 0, so every ranker's nDCG@10 is 0 and "
+                      "the first, up, is chosen: fix one (ranker: NAME) to choose"]  # fmt: skip
+
+
 def test_the_published_expert_agreement_interval():
     mean, low, high = mean_interval(PUBLISHED_TAUS)
     assert round(mean, 2) == 0.64 and round(low, 2) == 0.50 and round(high, 2) == 0.78

@@ -11,6 +11,7 @@ value says which denominator it was computed with.
 
 from __future__ import annotations
 
+import logging
 import math
 import statistics
 from collections.abc import Iterator, Sequence
@@ -27,6 +28,8 @@ from examflow.errors import Failure, InputError
 from examflow.evaluation.scores import standard_error
 from examflow.nrp.inputs import COMBINED, answer_name, complete_answers, rankers_needing_texts
 from examflow.nrp.rankers import QueryItems, Scores, make_ranker
+
+log = logging.getLogger("examflow")
 
 DENOMINATORS = {"docs": "1 − r/|D_q|", "list": "1 − r/(|D_q| + 1)"}
 PER_ANSWER_COLUMNS = ["llm", "prompt", "sample", "query_id", "ranker", "dimension", "denominator", "rank", "n_docs",
@@ -195,6 +198,9 @@ def select_rankers(
             per_query = [v["ndcg_cut_10"] for v in evaluator.evaluate(run).values()]
             values[name] = exact_mean(per_query)
         best = fixed.get(dimension) or max(order, key=lambda name: (values[name], -order.index(name)))
+        if len(order) > 1 and dimension not in fixed and not any(r > 0 for q in qrels.values() for r in q.values()):
+            log.warning("dimension %s: no document is judged above 0, so every ranker's nDCG@10 is 0 and the first, "
+                        "%s, is chosen: fix one (ranker: NAME) to choose", dimension, best)  # fmt: skip
         rows += [(name, dimension, values[name], name == best) for name in order]
     return pd.DataFrame(rows, columns=SELECTION_COLUMNS)
 
