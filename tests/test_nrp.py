@@ -487,6 +487,24 @@ def test_an_expert_ranking_of_a_query_without_judged_documents_is_refused(tmp_pa
     assert "e.json:1: field 'query_id': unknown query id 'q4' (no judged document)" in error
 
 
+def test_answers_to_an_unjudged_query_are_named_and_not_counted_as_ranked(tmp_path, caplog):
+    from examflow.cli import main
+
+    base = [*nrp_collection(tmp_path, "q9\tnine\nq2\ttwo\nq10\tten\nq4\tfour\n"), "--ranker", "run", "--run",
+            str(tmp_path / "scores.run")]  # fmt: skip
+    with open(tmp_path / "answers.jsonl", "a") as answers:  # q4: nobody judged it; q9: a second, empty sample
+        answers.write('{"llm": "m", "prompt": "p", "sample": 0, "query_id": "q4", "text": "a"}\n'
+                      '{"llm": "m", "prompt": "p", "sample": 1, "query_id": "q9", "text": " "}\n')  # fmt: skip
+    with open(tmp_path / "scores.run", "a") as run:
+        run.write(run_line("q9", "m/p/1", 0.1))
+    caplog.set_level("INFO", logger="examflow")
+    assert main(["nrp", *base]) == 0
+    said = [r.getMessage() for r in caplog.records]
+    assert "1 queries have answers but no judged document, and no NRP: q4" in said
+    # ranked: m/p/0 for q9, q2 and q10, m/p/1 for q9 (empty) and, missing, for q2 and q10; not q4's answer
+    assert f"NRP (denominator docs) of 6 answers (1 empty, 2 missing) to 3 queries -> {tmp_path / 'out'}" in said
+
+
 def test_subtopic_judgments_are_no_second_judgment_of_a_document(tmp_path):
     queries = write(tmp_path / "q.jsonl", json.dumps({"query_id": "q1", "text": "t", "subtopics": [
         {"facet_id": "f1", "text": "a"}, {"facet_id": "f2", "text": "b"}]}) + "\n")  # fmt: skip

@@ -606,9 +606,10 @@ def nrp_command(args: argparse.Namespace) -> None:
     tables = nrp_tables(inputs, settings)
     check_written(NRP, Facts(wilcoxon=bool(args.wilcoxon), expert=bool(args.expert)), tables)
     write_tables({Path(args.out) / name: table for name, table in tables.items()})
-    empty = tables["per_answer.tsv"].drop_duplicates(["llm", "prompt", "sample", "query_id"])["answer"].value_counts()
+    ranked = tables["per_answer.tsv"].drop_duplicates(["llm", "prompt", "sample", "query_id"])  # judged queries' only
+    empty = ranked["answer"].value_counts()
     log.info("NRP (denominator %s) of %d answers (%d empty, %d missing) to %d queries -> %s", args.denominator,
-             len(answers), empty.get("empty", 0), empty.get("missing", 0), len(known), args.out)  # fmt: skip
+             len(ranked), empty.get("empty", 0), empty.get("missing", 0), len(known), args.out)  # fmt: skip
 
 
 class _AnswerRow(Protocol):
