@@ -165,7 +165,7 @@ def test_ids_from_json_follow_the_rules_of_tsv(tmp_path):
 def test_numeric_ids_read_as_digits_and_numbers_where_text_belongs_are_errors(tmp_path):
     queries = read_queries(write(tmp_path / "q.jsonl", '{"query_id": 1037798, "text": "who is robert gray"}\n'))
     assert queries["query_id"].tolist() == ["1037798"]
-    with raises_at(tmp_path / "f.jsonl", 1, "query_id", "expected a string, found float"):
+    with raises_at(tmp_path / "f.jsonl", 1, "query_id", "expected a string or whole number, found 1.5"):
         read_queries(write(tmp_path / "f.jsonl", '{"query_id": 1.5, "text": "x"}\n'))
     with raises_at(tmp_path / "t.jsonl", 1, "text", "expected a string, found int"):
         read_queries(write(tmp_path / "t.jsonl", '{"query_id": "q", "text": 42}\n'))

@@ -185,7 +185,7 @@ def required_id(path: str | Path, number: int | None, record: dict[str, Any], fi
     if value is None:
         raise InputError(path, "missing", number, name)
     if not isinstance(value, str):
-        raise InputError(path, f"expected a string, found {type(value).__name__}", number, name)
+        raise InputError(path, f"expected a string or whole number, found {json.dumps(value)}", number, name)
     check_id(path, number, value, name)
     return value
 
