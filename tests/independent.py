@@ -73,6 +73,48 @@ def cover(
     return scores
 
 
+def n_exam_cover(
+    answers: dict[tuple[str, str, str], float],
+    runs: dict,
+    questions: dict[str, dict[str, str]],
+    tau: float,
+    passages: dict[tuple[str, str], str],
+    gold: bool = False,
+    k: int = 20,
+    all_queries: bool = False,
+) -> dict[str, float]:
+    """n-EXAM per run (docs/methods.md §4). `passages[(query, passage)]` is the pool's origin of each passage.
+    Pool mode: the mean over queries of the questions covered over those some pooled passage (not a gold
+    article's) answers with a grade >= tau (0 when none). Gold mode: over the queries with a gold article,
+    Σ covered/|Q_q| over Σ (questions the gold article answers)/|Q_q|."""
+
+    def answered(query: str, ids) -> set[str]:
+        return {q for q in questions[query] for p in ids if answers.get((query, p, q), -1) >= tau}
+
+    def of(query: str, gold_passages: bool) -> list[str]:
+        return [p for (q, p), origin in passages.items() if q == query and (origin == "gold") == gold_passages]
+
+    scores = {}
+    for run, lists in runs.items():
+        covered, weights = [], []
+        for query in sorted(questions) if all_queries else sorted(lists):
+            if query not in questions or (gold and not of(query, True)):
+                continue
+            size = len(questions[query])
+            top = [doc for rank, doc, _ in lists.get(query, []) if rank <= k]
+            hits = len(answered(query, top))
+            if gold:
+                covered.append(hits / size)
+                weights.append(len(answered(query, of(query, True))) / size)
+            else:
+                reachable = len(answered(query, of(query, False)))
+                covered.append(hits / reachable if reachable else 0.0)
+                weights.append(1.0)
+        if weights:
+            scores[run] = sum(covered) / sum(weights)
+    return scores
+
+
 def grades_from_table(grades) -> dict[tuple[str, str, str], float]:
     """The grade of each (query, passage, question) of a grades table (a QA answer: 5 if correct);
     failed pairs, and QA answers to a question without an answer key, answer nothing."""

@@ -23,6 +23,7 @@ from independent import (
     bank_questions,
     cover,
     grades_from_table,
+    n_exam_cover,
     ndcg_at_10,
     nrp_of_run,
     per_page,
@@ -70,14 +71,21 @@ def check_exam(project: Path, config: dict, method: str, answers=None) -> None:
     questions = bank_questions(project / inputs["bank"])
     evaluation = config.get("evaluation", {})
     board = numbers(table(results / "eval" / method / "leaderboard.tsv"), "score", "tau")
-    for tau in evaluation.get("tau", [1, 3, 4, 5]):
-        expected = cover(answers, runs, questions, tau, all_queries=evaluation.get("query_mode") == "all")
-        rows = board[(board["measure"] == "exam_cover") & (board["tau"] == tau) & (board["kind"] == "system")]
-        got = dict(zip(rows["run_id"], rows["score"]))
-        for run in expected:  # generated responses are runs too; the run files' runs must be exact
-            assert got[run] == pytest.approx(expected[run], abs=1e-12), (tau, run)
     pool = pd.read_parquet(results / "pool" / "passages.parquet")
-    pooled = {(q, p) for q, p, o in zip(pool["query_id"], pool["passage_id"], pool["origin"]) if o != "gold"}
+    origins = dict(zip(zip(pool["query_id"], pool["passage_id"]), pool["origin"]))
+    k, every_query = evaluation.get("k", 20), evaluation.get("query_mode") == "all"
+    for tau in evaluation.get("tau", [1, 3, 4, 5]):
+        expected = {
+            "exam_cover": cover(answers, runs, questions, tau, k, every_query),
+            "n_exam_cover": n_exam_cover(answers, runs, questions, tau, origins, evaluation.get("n_exam") == "gold",
+                                         k, every_query),
+        }  # fmt: skip
+        for measure, scores in expected.items():
+            rows = board[(board["measure"] == measure) & (board["tau"] == tau) & (board["kind"] == "system")]
+            got = dict(zip(rows["run_id"], rows["score"]))
+            for run in scores:  # generated responses are runs too; the run files' runs must be exact
+                assert got[run] == pytest.approx(scores[run], abs=1e-12), (measure, tau, run)
+    pooled = {key for key, origin in origins.items() if origin != "gold"}
     written = set((results / "eval" / method / "qrels" / f"{method}.qrels").read_text().splitlines())
     assert written == qrels_lines(answers, pooled)
     official = official_ranks(project, config, runs)
