@@ -169,6 +169,10 @@ def test_generate_and_grade_in_one_run(tmp_path):
         bank = bank_questions(project / config["inputs"]["bank"])
         assert sum(map(len, bank.values())) == 27  # 4 queries and 5 subtopics, 3 questions each
         check_exam(project, config, "rater", expected_answers(project, config, bank))
+        models = {
+            (r["body"]["model"], r["path"].rsplit("/", 2)[-2:] == ["chat", "completions"]) for r in server.requests
+        }
+        assert models == {("test-writer", False), ("test-rater", False)}  # both through the completions API
         results = project / config["results_dir"]
         assert (results / "report/rater/example.html").read_text().count("class='passage'") > 0
         finished(project, args)
