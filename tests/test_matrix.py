@@ -89,6 +89,14 @@ def check_exam(project: Path, config: dict, method: str, answers=None) -> None:
     pooled = {key for key, origin in origins.items() if origin != "gold"}
     written = set((results / "eval" / method / "qrels" / f"{method}.qrels").read_text().splitlines())
     assert written == qrels_lines(answers, pooled)
+    if "ndcg_cut_10" in evaluation.get("measures", ["ndcg_cut_10"]):  # trec_eval's, on the EXAM-Qrels
+        labels: dict = {}
+        for query, _, passage, label in (line.split() for line in written):
+            labels.setdefault(query, {})[passage] = int(label)
+        rows = board[(board["measure"] == "ndcg_cut_10") & (board["kind"] == "system")]
+        got = dict(zip(rows["run_id"], rows["score"]))
+        for run, expected in ndcg_at_10(runs, labels, complete=every_query).items():
+            assert got[run] == pytest.approx(expected, abs=1e-12), ("ndcg_cut_10", run)
     official = official_ranks(project, config, runs)
     if official:
         correlation = numbers(table(results / "eval" / method / "correlation.tsv"), "tau", "spearman", "kendall")
