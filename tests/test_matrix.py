@@ -156,7 +156,10 @@ def generator(prompt: str) -> str:
     if "Can the question be answered" in prompt:
         return str(rating(*question_and_context(prompt)))
     topic = " / ".join(dict.fromkeys(re.findall(r"'([^']+)'", prompt)))
-    return json.dumps({"questions": [f"What is {topic}?", f"Why does {topic} matter?", f"How does {topic} work?"]})
+    questions = [f"What is {topic}?", f"Why does {topic} matter?", f"How does {topic} work?"]
+    if prompt.endswith("Give the question set in a Python list format."):  # FLAN-T5-EXAM's instruction
+        return repr(questions)  # Python's quotes, which JSON does not read
+    return json.dumps({"questions": questions})
 
 
 def expected_answers(project: Path, config: dict, questions: dict, fails=lambda q, c: False) -> dict:
@@ -177,6 +180,9 @@ def test_generate_and_grade_in_one_run(tmp_path):
         snakemake(project, *args)
         bank = bank_questions(project / config["inputs"]["bank"])
         assert sum(map(len, bank.values())) == 27  # 4 queries and 5 subtopics, 3 questions each
+        asked = [r["body"]["prompt"] for r in server.requests if r["body"]["model"] == "test-writer"]
+        assert len(asked) == 9 and all(p.endswith("Give the question set in a Python list format.") for p in asked)
+        assert all(text.split()[0] in ("What", "Why", "How") for texts in bank.values() for text in texts.values())
         check_exam(project, config, "rater", expected_answers(project, config, bank))
         models = {
             (r["body"]["model"], r["path"].rsplit("/", 2)[-2:] == ["chat", "completions"]) for r in server.requests
