@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import pytest
 
@@ -221,6 +223,15 @@ def test_n_exam_gold_needs_gold_articles():
     )
     assert gold[("n_exam_cover", 4, "r1")] == 1.0  # r1 covers 1/2 of q1, as does the gold article
     assert gold[("n_exam_cover", 4, "r2")] == 1.0  # q2 has no gold article and takes no part
+    # A gold article that answers all of q1 weighs 1, as a plain mean's queries do: still a ratio of sums
+    data = inputs(gold=True)
+    data.grades.loc[(data.grades["passage_id"] == "g") & (data.grades["question_id"] == "x"), "rating"] = 5
+    board = evaluate(data, Settings(taus=[4], measures=[], n_exam="gold", bootstrap=0), None)["leaderboard.tsv"]
+    r1 = board[board["run_id"] == "r1"].set_index("measure")
+    assert r1.loc["n_exam_cover", ["score", "n_queries"]].tolist() == [0.5, 1] and math.isnan(
+        r1.at["n_exam_cover", "stderr"]
+    )
+    assert r1.at["exam_cover", "stderr"] == 0.0  # a plain mean over one query, as the reference writes it
     with pytest.raises(InputError, match=r"n-EXAM gold \(evaluation.n_exam, --n-exam\): needs graded gold articles"):
         per_query_values(inputs().grades, inputs(), Settings(n_exam="gold"))
 

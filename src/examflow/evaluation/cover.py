@@ -23,6 +23,8 @@ from examflow.io.tables import among
 
 PER_QUERY_COLUMNS = ["run_id", "query_id", "measure", "tau", "value", "weight"]
 KEYS = ["query_id", "passage_id"]
+# Per n-EXAM mode, the measures whose score is a ratio of sums (weights not all 1), with no plain standard error
+RATIOS_OF_SUMS = {"pool": frozenset(), "gold": frozenset({"n_exam_cover"})}
 
 
 def best_levels(grades: pd.DataFrame) -> pd.DataFrame:

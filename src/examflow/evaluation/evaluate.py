@@ -24,6 +24,7 @@ from examflow.evaluation.correlation import (
 from examflow.evaluation.cover import (
     KEYS,
     PER_QUERY_COLUMNS,
+    RATIOS_OF_SUMS,
     best_levels,
     complete,
     cover_counts,
@@ -254,7 +255,7 @@ def evaluate(
         per_query = per_query_values(grades, inputs, settings, labels).assign(method=method)
         per_queries.append(per_query)
         failed = failed_pairs(grades, inputs.rankings, settings.k, inputs.gold_passages)
-        board = system_scores(per_query).assign(method=method)
+        board = system_scores(per_query, RATIOS_OF_SUMS[settings.n_exam]).assign(method=method)
         _warn_unscored(board, inputs.rankings, method, settings.query_mode)
         leaderboards.append(board.assign(failed_pairs=board["run_id"].map(failed).fillna(0).astype(int)))
         outputs[f"qrels/{method}.qrels"] = format_qrels(labels)

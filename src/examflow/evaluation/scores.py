@@ -97,14 +97,15 @@ def _nearest_root(numerator: int, denominator: int) -> float:
     return float(root << shift) if shift >= 0 else root / (1 << -shift)
 
 
-def system_scores(per_query: pd.DataFrame) -> pd.DataFrame:
-    """Score = Σ value / Σ weight; standard error = sample stdev / √n for plain means."""
+def system_scores(per_query: pd.DataFrame, ratios_of_sums: frozenset[str] = frozenset()) -> pd.DataFrame:
+    """Score = Σ value / Σ weight; standard error = sample stdev / √n for plain means, none for the
+    measures in `ratios_of_sums` (n-EXAM `gold`), even where every weight happens to be 1."""
     keys = ["measure", "tau", "run_id"]
     rows = []
     for (measure, tau, run_id), group in per_query.groupby(keys, sort=True, dropna=False):
         values, weights = group["value"].to_numpy(float), group["weight"].to_numpy(float)
         n, exact = len(values), is_count_ratio(cast(str, measure))  # cast: the measure column holds names
-        plain_mean = bool((weights == 1).all())
+        plain_mean = measure not in ratios_of_sums and bool((weights == 1).all())
         stderr = standard_error(values, exact) if n > 1 and plain_mean else (0.0 if plain_mean else math.nan)
         rows.append((measure, tau, run_id, aggregate(values, weights, exact), stderr, n))
     return pd.DataFrame(rows, columns=[*keys, "score", "stderr", "n_queries"])
