@@ -166,6 +166,22 @@ def test_shipped_examples_are_complete_configs(example):
     assert config["results_dir"] != "results/demo"
 
 
+def test_mistakes_in_several_sections_are_named_in_one_message():
+    method = {"name": "m", "kind": "self_ratng", "backend": {"kind": "openai", "model": "x", "concurency": 2}}
+    config = {"inputs": {"queries": "q", "bank": "b"}, "pool": {"depht": 3}, "grading": {"methods": [method]},
+              "evaluation": {"tau": [2, 4, 4]}}  # fmt: skip
+    message = rejected(config)
+    named = re.findall(r"(?:^|; and )config (\S+): ", message)
+    assert sorted(named) == ["evaluation.tau", "grading.methods[0].backend.concurency", "grading.methods[0].kind",
+                             "pool.depht"]  # fmt: skip
+    assert "config grading.methods[0].backend.concurency: unknown option (did you mean 'concurrency'?)" in message
+    assert "config evaluation.tau: 4 is given twice" in message
+    openai = {"name": "m", "kind": "self_rating", "backend": {"kind": "openai"}}  # its model is required
+    assert "; and config grading.methods[0].backend.model: required, and missing" in rejected(
+        {"inputs": {"queries": "q", "bank": "b"}, "pool": {"depht": 3}, "grading": {"methods": [openai]}}
+    )
+
+
 def test_back_end_options_are_checked_by_kind_with_the_key_named():
     def method(**backend) -> dict:
         return {"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [{"name": "m", "kind": "self_rating", "backend": backend}]}}  # fmt: skip

@@ -24,7 +24,7 @@ import yaml
 from examflow.defaults import SCHEMA
 from examflow.errors import ConfigError, InputError, a, repeated, suggestion
 from examflow.io.irds import is_irds
-from examflow.options import check_options
+from examflow.options import REQUIRED, check_options
 from examflow.registry import (
     BACKENDS,
     CALIBRATIONS,
@@ -52,12 +52,24 @@ def schema(path: str | Path = SCHEMA) -> dict:
     method["kind"]["enum"] = list(KINDS)
     method["calibration"] = {**method["calibration"], "enum": list(CALIBRATIONS)}
     method["backend"]["properties"]["kind"]["enum"] = list(BACKENDS)
+    # Each back end's option names, so that a misspelt one is named beside the other mistakes
+    method["backend"]["allOf"] = [
+        {"if": {"properties": {"kind": {"const": name}}, "required": ["kind"]}, "then": _options_schema(spec.options)}
+        for name, spec in BACKENDS.items()
+    ]
     method["mode"]["enum"] = list(PARSE_MODES)
     loaded["$defs"]["llm"]["properties"] = {name: o.json_schema() for name, o in QUESTION_LLM_OPTIONS.items()}
     loaded["properties"]["questions"]["properties"]["format"]["enum"] = list(QUESTION_FORMATS)
     loaded["properties"]["judges"]["properties"]["leaderboard_layout"]["enum"] = list(LEADERBOARD_LAYOUTS)
     loaded["properties"]["evaluation"]["properties"]["measures"]["default"] = list(DEFAULT_MEASURES)
     return loaded
+
+
+def _options_schema(options: dict) -> dict:
+    """A back end's mapping: `kind` and its options, the required ones required, no other key (the values
+    are left to check_method, whose messages say what an option takes)."""
+    required = [name for name, option in options.items() if option.default is REQUIRED]
+    return {"properties": dict.fromkeys(["kind", *options], {}), "required": required, "additionalProperties": False}
 
 
 def check_config(config: dict, path: str | Path = SCHEMA) -> dict:
@@ -348,11 +360,13 @@ def _readable(error) -> Iterator[tuple[str, str, str]]:
     key = _key(error.absolute_path)
     if error.validator == "additionalProperties":
         known = error.schema.get("properties", {})
+        what = "option" if key.endswith(".backend") else "key"  # a back end's, beside its `kind`
+        listed = [name for name in known if not (what == "option" and name == "kind")]
         for unknown in sorted(set(error.instance) - set(known)):
             yield (
                 f"{key}.{unknown}" if key else unknown,
-                f"unknown key{suggestion(unknown, known)}",
-                f"; known: {', '.join(known)}",
+                f"unknown {what}{suggestion(unknown, listed)}",
+                f"; known: {', '.join(listed)}",
             )
     elif error.validator == "required":
         missing = error.message.split("'")[1]
@@ -366,6 +380,8 @@ def _readable(error) -> Iterator[tuple[str, str, str]]:
         )
     elif error.validator == "type":
         yield key, f"expected {_types(error.validator_value)}, found {error.instance!r}", ""
+    elif error.validator == "uniqueItems":
+        yield key, f"{repeated(map(str, error.instance))} is given twice", ""
     elif error.validator in ("minItems", "maxItems"):  # jsonschema says "[...] is too short", not how long
         low, high = error.schema.get("minItems"), error.schema.get("maxItems")
         bound = "exactly" if low == high else "at least" if error.validator == "minItems" else "at most"
