@@ -229,3 +229,30 @@ def test_criteria_llms_question_diagnostics_are_the_four_criteria_s():
     four = table[~table["question_id"].str.endswith("/relevance")].assign(kind="criteria")
     alone = evaluate(Inputs(four, rankings, None, passages, judgments), settings, official)
     assert len(asked["questions.tsv"]) == 8 and asked["questions.tsv"].equals(alone["questions.tsv"])
+
+
+def test_criteria_llm_whose_aggregations_all_failed_evaluates_its_exam_and_says_why_no_label(caplog):
+    """The four criterion grades still make an exam; every aggregation failed, so no passage has a label and
+    trec_eval's measures have no value: a warning saying so, not a traceback in the bootstrap."""
+    from examflow.evaluation.evaluate import Inputs, Settings, evaluate
+
+    ids = {q: [f"{q}/{name.lower().replace(' ', '-')}" for name, _ in CRITERIA] for q in ("q1", "q2")}
+    rows = [(q, None, f"{q}p{i}", target, (i + j) % 4, None) for q in ids for i in range(3)
+            for j, target in enumerate(ids[q])]  # fmt: skip
+    rows += [(q, None, f"{q}p{i}", f"{q}/relevance", None, "http-500") for q in ids for i in range(3)]
+    table = pd.DataFrame(rows, columns=["query_id", "facet_id", "passage_id", "question_id", "rating", "error"])
+    table = table.assign(correct=pd.NA, method="m", kind="criteria_llm").astype(
+        {"correct": "boolean", "rating": "Int64"}
+    )
+    rankings = pd.DataFrame([(f"r{k}", q, f"{q}p{i}", 1, 1.0) for k, i in enumerate(range(3)) for q in ids],
+                            columns=["run_id", "query_id", "passage_id", "rank", "score"])  # fmt: skip
+    passages = table[["query_id", "passage_id"]].drop_duplicates().assign(origin="retrieved", text="x")
+    judgments = pd.DataFrame(columns=["query_id", "facet_id", "passage_id", "relevance"])
+    settings = Settings(taus=[3], measures=["map"], bootstrap=20, diagnostics_tau=3)
+    outputs = evaluate(Inputs(table, rankings, None, passages, judgments), settings, {"r0": 1.0, "r1": 2.0, "r2": 3.0})
+    board = outputs["leaderboard.tsv"].set_index(["measure", "run_id"])
+    # r_k ranks passage p_k of each query; p_k meets criterion j at 3 where (k + j) % 4 == 3: one of four;
+    # the pool meets criteria 1, 2 and 3 (no passage p_3 would meet criterion 0)
+    assert board.loc["exam_cover", "score"].to_dict() == {"r0": 0.25, "r1": 0.25, "r2": 0.25, "_overall_": 0.75}
+    assert "map" not in set(outputs["leaderboard.tsv"]["measure"])
+    assert "no pooled passage has every grade its label needs: 6 of 30 graded pairs failed" in caplog.text

@@ -121,7 +121,12 @@ def per_query_values(
             labels = exam_labels(without_passages(grades, gold_only))
         if labels.empty:  # nothing for trec_eval to judge (the leaderboard lost its measures in silence)
             pooled = without_passages(grades, gold_only)
-            why = "every graded pair of the pool failed" if len(pooled) else "no pooled passage is graded"
+            failed = int(pooled["error"].notna().sum())
+            why = (
+                "no pooled passage is graded" if not len(pooled)
+                else "every graded pair of the pool failed" if failed == len(pooled)
+                else f"no pooled passage has every grade its label needs: {failed} of {len(pooled)} graded pairs failed"
+            )  # fmt: skip
             log.warning("method %s: no passage has an EXAM-Label (%s): %s have no value", grades["method"].iat[0],
                         why, ", ".join(settings.measures))  # fmt: skip
         values = trec_scores(labels, runs, settings.taus, settings.measures, complete=settings.query_mode == "all")
@@ -138,7 +143,8 @@ def per_query_values(
         with_gold = sorted(set(query_ids) & set(inputs.gold))
         parts.append(_fill_missing(rouge, with_gold, run_ids, ROUGE_MEASURE) if settings.query_mode == "all" else rouge)
     table = pd.concat([part[PER_QUERY_COLUMNS] for part in parts], ignore_index=True)
-    return table.astype({"tau": "Int64"})
+    # (a part without rows, as trec_eval's where no passage has a label, would leave the numbers objects)
+    return table.astype({"tau": "Int64", "value": float, "weight": float})
 
 
 def _nuggets(exam: pd.DataFrame, bank: pd.DataFrame | None) -> pd.DataFrame:
