@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import threading
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -60,15 +61,21 @@ def numbers(frame: pd.DataFrame, *columns: str) -> pd.DataFrame:
     return frame.assign(**{c: pd.to_numeric(frame[c].replace("", None)) for c in columns})
 
 
+def config_runs(project: Path, config: dict) -> dict:
+    """The runs of the configuration's run files (`inputs.runs`: a path or pattern, or a list of them)."""
+    patterns = config["inputs"]["runs"] if isinstance(config["inputs"]["runs"], list) else [config["inputs"]["runs"]]
+    return read_runs(
+        sorted({path for p in patterns for path in ([project / p] if (project / p).is_file() else project.glob(p))})
+    )
+
+
 def check_exam(project: Path, config: dict, method: str, answers=None) -> None:
     """Every EXAM table of one method against the independent computation from the raw inputs."""
     results = project / config["results_dir"]
     inputs = config["inputs"]
     grades = pd.read_parquet(results / "grades" / f"{method}.parquet")
     answers = answers if answers is not None else grades_from_table(grades)
-    patterns = inputs["runs"] if isinstance(inputs["runs"], list) else [inputs["runs"]]
-    named = {path for p in patterns for path in ([project / p] if (project / p).is_file() else project.glob(p))}
-    runs = read_runs(sorted(named))
+    runs = config_runs(project, config)
     questions = bank_questions(project / inputs["bank"])
     evaluation = config.get("evaluation", {})
     board = numbers(table(results / "eval" / method / "leaderboard.tsv"), "score", "tau")
@@ -376,6 +383,15 @@ def test_flaky_api_within_the_allowance(tmp_path):
         assert set(failed["error"].str.split(":").str[0]) == {"http-500", "malformed", "unparsable"}
         board = table(results / "eval/flaky/leaderboard.tsv")
         assert int(board[board["run_id"] == "_overall_"]["failed_pairs"].iloc[0]) == expected
+        # A run's failures: in its top 20 for EXAM-Cover, anywhere in its ranking for trec_eval's nDCG@10
+        per_passage = Counter(zip(failed["query_id"], failed["passage_id"]))
+        for run, lists in config_runs(project, config).items():
+            for measure, depth in (("exam_cover", 20), ("ndcg_cut_10", math.inf)):
+                count = sum(
+                    per_passage[(q, doc)] for q, ranked in lists.items() for rank, doc, _ in ranked if rank <= depth
+                )
+                rows = board[(board["run_id"] == run) & (board["measure"] == measure)]
+                assert set(rows["failed_pairs"].astype(int)) == {count}, (run, measure)
         assert f"{expected}" in (results / "summary.md").read_text()
         finished(project, args)
 

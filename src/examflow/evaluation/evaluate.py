@@ -260,10 +260,9 @@ def evaluate(
         labels = exam_labels(pooled)
         per_query = per_query_values(grades, inputs, settings, labels).assign(method=method)
         per_queries.append(per_query)
-        failed = failed_pairs(grades, inputs.rankings, settings.k, inputs.gold_passages)
         board = system_scores(per_query, RATIOS_OF_SUMS[settings.n_exam]).assign(method=method)
         _warn_unscored(board, inputs.rankings, method, settings.query_mode)
-        leaderboards.append(board.assign(failed_pairs=board["run_id"].map(failed).fillna(0).astype(int)))
+        leaderboards.append(board.assign(failed_pairs=_failed_per_row(board, grades, inputs, settings)))
         outputs[f"qrels/{method}.qrels"] = format_qrels(labels)
         if facts.facets:  # CAR-style subtopics: one qrels query per facet too
             outputs[f"qrels/{method}.facets.qrels"] = facet_qrels(pooled, method)
@@ -359,13 +358,23 @@ def sort_leaderboard(board: pd.DataFrame) -> pd.DataFrame:
     return board.sort_values(order, na_position="first", kind="stable")[LEADERBOARD_COLUMNS].reset_index(drop=True)
 
 
-def failed_pairs(grades: pd.DataFrame, rankings: pd.DataFrame, k: int, gold_passages: pd.DataFrame) -> pd.Series:
-    """Per run, the failed (passage, question) pairs among the passages it is scored on (rank ≤ k);
-    `_overall_`: every failed pair of the pool. They answer nothing, so they can only lower EXAM-Cover."""
+def _failed_per_row(board: pd.DataFrame, grades: pd.DataFrame, inputs: Inputs, settings: Settings) -> pd.Series:
+    """Each leaderboard row's failed pairs: among the run's top k for EXAM's measures, among every passage it
+    ranks for trec_eval's, which score the whole ranking on the EXAM-Qrels."""
+    top, everything = (failed_pairs(grades, inputs.rankings, k, inputs.gold_passages) for k in (settings.k, None))
+    counts = board["run_id"].map(everything).where(board["measure"].isin(settings.measures), board["run_id"].map(top))
+    return counts.fillna(0).astype(int)
+
+
+def failed_pairs(grades: pd.DataFrame, rankings: pd.DataFrame, k: int | None, gold_passages: pd.DataFrame) -> pd.Series:
+    """Per run, the failed (passage, question) pairs among the passages it is scored on (rank ≤ k; None:
+    every rank); `_overall_`: every failed pair of the pool. They answer nothing: they can only lower
+    EXAM-Cover, and leave their passage's label to the other questions."""
     failed = grades.loc[grades["error"].notna(), KEYS].value_counts().rename("failed").reset_index()
     if failed.empty:
         return pd.Series(dtype=int)
-    ranked = rankings[(rankings["rank"] <= k) | (rankings["run_id"] == GOLD_RUN)][["run_id", *KEYS]].drop_duplicates()
+    within = rankings["rank"] <= k if k is not None else pd.Series(True, index=rankings.index)
+    ranked = rankings[within | (rankings["run_id"] == GOLD_RUN)][["run_id", *KEYS]].drop_duplicates()
     per_run = ranked.merge(failed, on=KEYS).groupby("run_id")["failed"].sum()
     per_run[OVERALL_RUN] = int(without_passages(failed, gold_passages)["failed"].sum())
     return per_run
