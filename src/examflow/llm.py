@@ -212,7 +212,7 @@ class LLMClient:
                 raise failure
             if wait is not None and wait > self.settings.max_retry_after:
                 log.warning(
-                    "Retry-After asks for %.0f s; waiting llm.max_retry_after = %.0f s",
+                    "Retry-After asks for %.0f s; waiting max_retry_after = %.0f s (the LLM's option)",
                     wait,
                     self.settings.max_retry_after,
                 )
