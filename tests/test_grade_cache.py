@@ -231,3 +231,16 @@ def test_a_grading_job_s_params_follow_the_prompts_as_its_back_end_reads_them():
     assert chat == hashlib.md5(f"{system}\n\n{user}".encode()).hexdigest()[:16] != local
     plain = read_digest(["grade-self-rating"], True)
     assert plain == read_digest(["grade-self-rating"], False) != read_digest(["grade-self-rating", "grade-qa"], False)
+
+
+def test_replies_kept_by_the_api_back_end_are_counted_apart_from_requests(server, tmp_path, caplog):
+    """A job killed between two flushes of the grade cache: its last replies are in the back end's reply
+    cache, which answers them on the rerun with no request; the log counts them apart."""
+    method = openai_method(server, "self_rating")
+    grader(method, str(tmp_path)).grade(pairs(5))
+    requests = len(server.requests)
+    for path in (tmp_path / "grades").rglob("*.jsonl"):  # the grades the kill did not flush
+        path.unlink()
+    again = grader(method, str(tmp_path))
+    assert values(again.grade(pairs(5))["rating"]) == [3] * 5
+    assert len(server.requests) == requests == 5 and (again.sent, again.replayed) == (5, 5)

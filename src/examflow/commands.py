@@ -237,7 +237,9 @@ def grade_command(args: argparse.Namespace) -> None:
             return
         grader = ShardGrader(method, args.cache_dir, args.flush_every, progress)
         grades = grader.grade(pairs)
-        log.info("sent %d prompts to the model", grader.sent)
+        replayed = grader.replayed
+        log.info("sent %d prompts to the model%s", grader.sent - replayed,
+                 f"; {replayed} more answered by its reply cache" if replayed else "")  # fmt: skip
         if progress:
             progress.failures(int(grades["error"].notna().sum()))
         check_failures(grades, method, args.shard, args.max_error_rate)

@@ -117,6 +117,7 @@ class LLMClient:
         self.settings = settings
         self.cache = ResponseCache(cache_dir)
         self.calls = 0  # HTTP requests sent, retries included
+        self.replayed = 0  # prompts answered by the reply cache, no request sent
         self._calls_lock = threading.Lock()  # complete_many counts from several threads
         self._asked = threading.local()  # when this thread's request was sent: its reply's deadline
         key = os.environ.get(settings.api_key_env)
@@ -150,6 +151,8 @@ class LLMClient:
             cached is not None
             and len(cached["response"].encode("utf-8", "surrogatepass")) <= self.settings.max_reply_bytes
         ):
+            with self._calls_lock:
+                self.replayed += 1
             return self._whole(self.kept(cached["response"]), bool(cached.get("cut")))
         response, cut = self._call_with_retries(prompt, system)
         record = {"model": self.settings.model, "prompt": prompt, "attempt": attempt, "response": response}

@@ -125,9 +125,15 @@ class ShardGrader:
         self.loaded: Any = None  # the back end, made when a pair needs the model: a cached job loads none
         self.cache = GradeCache(cache_dir, expected_signature(method.backend))
         self.flush_every = flush_every
-        self.sent = 0  # requests that reached the model
+        self.sent = 0  # prompts given to the back end (an API back end's reply cache may answer some)
         self.known: dict[str, Answer] | None = None  # the cache, read once per job
         self.progress = progress  # the job's progress file (examflow.progress), if it keeps one
+
+    @property
+    def replayed(self) -> int:
+        """Of the prompts sent, those an API back end's own reply cache answered: a job killed between two
+        flushes of the grade cache finds its last replies there."""
+        return getattr(getattr(self.loaded, "client", None), "replayed", 0)
 
     @property
     def backend(self) -> Any:
