@@ -36,6 +36,12 @@ def test_the_worked_example_of_the_offline_grader_shows_cosines_and_marks_nothin
     assert "<th>cosine</th>" in html and "<th>answer</th>" not in html and "<mark>" not in html
     assert "the cosine similarity of question and passage that the grade is cut from" in html
     assert "<th>answer</th>" in example_page("q", passages, grades, questions, "m")
+    # report.example_query may name a topic without questions: its passages, and why no grade
+    other = passages.assign(query_id="q4")
+    assert "m graded nothing for topic q4: the exam holds no question for it" in example_page(
+        "q4", other, grades, questions, "m"
+    )
+    assert "graded nothing" not in example_page("q", passages, grades, questions, "m")
 
 
 def test_the_worked_example_names_each_criterion_and_the_aggregation():

@@ -273,6 +273,9 @@ def example_page(
         else "a grade cell shows the model's answer where there is one, and that answer is marked in the passage"
     )
     parts = [f"<p class='note'>{len(passages)} pooled passages, best grade first; {answered}.</p>"]
+    if mine.empty:  # report.example_query may name a topic the exam has no question for (the check warns)
+        parts.append(f"<p class='note'>{method} graded nothing for topic {html.escape(query_id)}: the exam holds no "
+                     "question for it, so its passages are shown without grades.</p>")  # fmt: skip
     for passage in cast(
         Iterator[_Passage],
         passages.assign(best=passages["passage_id"].map(best))
