@@ -277,6 +277,7 @@ def test_grade_thresholds_are_each_once_and_reachable():
         return rejected({"inputs": {"queries": "q"}, "evaluation": {"tau": list(values)}})
 
     assert tau(4, 4) == "config evaluation.tau: 4 is given twice"
+    assert tau(4, 4.0).startswith("config evaluation.tau: needs each value once, found [4, 4.0]; and config")
     assert tau(1, 9) == "config evaluation.tau: 9 is no grade threshold: grades run 0-5, and a threshold is 1 to 5"
     assert tau(0).startswith("config evaluation.tau: 0 is no grade threshold")
     assert checked({"inputs": {"queries": "q"}, "evaluation": {"tau": [5, 1]}})["evaluation"]["tau"] == [5, 1]

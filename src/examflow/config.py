@@ -380,8 +380,9 @@ def _readable(error) -> Iterator[tuple[str, str, str]]:
         )
     elif error.validator == "type":
         yield key, f"expected {_types(error.validator_value)}, found {error.instance!r}", ""
-    elif error.validator == "uniqueItems":
-        yield key, f"{repeated(map(str, error.instance))} is given twice", ""
+    elif error.validator == "uniqueItems":  # (JSON Schema takes 4 and 4.0 for one value, as Python does)
+        twice = repeated(map(str, error.instance))
+        yield key, f"{twice} is given twice" if twice else f"needs each value once, found {error.instance!r}", ""
     elif error.validator in ("minItems", "maxItems"):  # jsonschema says "[...] is too short", not how long
         low, high = error.schema.get("minItems"), error.schema.get("maxItems")
         bound = "exactly" if low == high else "at least" if error.validator == "minItems" else "at most"
