@@ -85,6 +85,20 @@ def test_tables_hold_names_with_quotes_as_written_and_quote_only_free_text_that_
     assert (tmp_path / "twice.tsv").read_text() == "x\tx\n1\ta\n" and read_tsv(tmp_path / "none.tsv").empty
 
 
+def test_text_columns_keep_a_missing_value_missing_and_a_name_as_written():
+    """`astype("str")` wrote None as 'None' before pandas 3: every workbench grade read as failed, and every
+    judgment of a whole query as one of subtopic 'None' (a reviewer's trial under pandas 2.2)."""
+    from examflow.io.qrels import qrels_ids
+    from examflow.io.tables import text_series
+
+    column = pd.Series([None, "NA", "None", float("nan"), "001"], dtype=object, index=[5, 6, 7, 8, 9], name="error")
+    texts = text_series(column)
+    assert texts.isna().tolist() == [True, False, False, True, False] and texts.index.tolist() == [5, 6, 7, 8, 9]
+    assert texts.dropna().tolist() == ["NA", "None", "001"] and texts.name == "error"
+    judged = pd.DataFrame({"query_id": ["q1", "q2", "NA"], "facet_id": [None, "None", float("nan")]}, dtype=object)
+    assert qrels_ids(judged).tolist() == ["q1", "q2/None", "NA"]
+
+
 def test_input_readers_keep_ids_as_written(tmp_path):
     tsv = write(tmp_path / "q.tsv", "".join(f"{q}\tquery {q}\n" for q in IDS))
     json_queries = write(tmp_path / "q.json", json.dumps({q: f"query {q}" for q in IDS}))

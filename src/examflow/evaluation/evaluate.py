@@ -359,22 +359,30 @@ def sort_leaderboard(board: pd.DataFrame) -> pd.DataFrame:
 
 
 def _failed_per_row(board: pd.DataFrame, grades: pd.DataFrame, inputs: Inputs, settings: Settings) -> pd.Series:
-    """Each leaderboard row's failed pairs: among the run's top k for EXAM's measures, among every passage it
-    ranks for trec_eval's, which score the whole ranking on the EXAM-Qrels."""
-    top, everything = (failed_pairs(grades, inputs.rankings, k, inputs.gold_passages) for k in (settings.k, None))
-    counts = board["run_id"].map(everything).where(board["measure"].isin(settings.measures), board["run_id"].map(top))
+    """Each leaderboard row's failed pairs, those that may have moved its value: among the run's top k for
+    EXAM's measures; for trec_eval's, in the pools of the queries it ranks, since a label anywhere in a
+    query's pool is in map's and nDCG's normalisation."""
+    top = failed_pairs(grades, inputs.rankings, settings.k, inputs.gold_passages)
+    pools = failed_in_pools(grades, inputs.rankings, inputs.gold_passages)
+    counts = board["run_id"].map(pools).where(board["measure"].isin(settings.measures), board["run_id"].map(top))
     return counts.fillna(0).astype(int)
 
 
-def failed_pairs(grades: pd.DataFrame, rankings: pd.DataFrame, k: int | None, gold_passages: pd.DataFrame) -> pd.Series:
-    """Per run, the failed (passage, question) pairs among the passages it is scored on (rank ≤ k; None:
-    every rank); `_overall_`: every failed pair of the pool. They answer nothing: they can only lower
-    EXAM-Cover, and leave their passage's label to the other questions."""
+def failed_in_pools(grades: pd.DataFrame, rankings: pd.DataFrame, gold_passages: pd.DataFrame) -> pd.Series:
+    """Per run, the failed pairs of the pooled passages (no gold article) of the queries it ranks."""
+    failed = without_passages(grades.loc[grades["error"].notna(), KEYS], gold_passages)
+    per_query = failed["query_id"].value_counts().rename("failed")
+    ranked = rankings[["run_id", "query_id"]].drop_duplicates()
+    return ranked.join(per_query, on="query_id").groupby("run_id")["failed"].sum()
+
+
+def failed_pairs(grades: pd.DataFrame, rankings: pd.DataFrame, k: int, gold_passages: pd.DataFrame) -> pd.Series:
+    """Per run, the failed (passage, question) pairs among the passages it is scored on (rank ≤ k);
+    `_overall_`: every failed pair of the pool. They answer nothing: they can only lower EXAM-Cover."""
     failed = grades.loc[grades["error"].notna(), KEYS].value_counts().rename("failed").reset_index()
     if failed.empty:
         return pd.Series(dtype=int)
-    within = rankings["rank"] <= k if k is not None else pd.Series(True, index=rankings.index)
-    ranked = rankings[within | (rankings["run_id"] == GOLD_RUN)][["run_id", *KEYS]].drop_duplicates()
+    ranked = rankings[(rankings["rank"] <= k) | (rankings["run_id"] == GOLD_RUN)][["run_id", *KEYS]].drop_duplicates()
     per_run = ranked.merge(failed, on=KEYS).groupby("run_id")["failed"].sum()
     per_run[OVERALL_RUN] = int(without_passages(failed, gold_passages)["failed"].sum())
     return per_run

@@ -102,7 +102,8 @@ def criteria_labels(graded: pd.DataFrame) -> pd.DataFrame:
 
 def format_qrels(labels: pd.DataFrame) -> str:
     """TREC qrels lines `qid 0 docid label`."""
-    lines = labels["qrels_id"] + " 0 " + labels["passage_id"] + " " + labels["label"].astype(str) + "\n"
+    ids, passages = labels["qrels_id"].astype(str), labels["passage_id"].astype(str)
+    lines = ids + " 0 " + passages + " " + labels["label"].astype(str) + "\n"
     return "".join(lines.tolist())
 
 

@@ -16,6 +16,7 @@ import pandas as pd
 from examflow.errors import InputError, Problems
 from examflow.io.irds import irds_qrels, is_irds
 from examflow.io.lines import EMPTY_FILE, FirstLines, number_text, split_columns, text_lines
+from examflow.io.tables import text_series
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +30,7 @@ Judgment = tuple[str, str | None, str, int]  # query_id, facet_id (None: the who
 
 def qrels_ids(table: pd.DataFrame) -> pd.Series:
     """Each row's id in a qrels file: `query_id`, or `query_id/facet_id` for a subtopic's row."""
-    query_ids, facet_ids = table["query_id"].astype("str"), table["facet_id"].astype("str")
+    query_ids, facet_ids = text_series(table["query_id"]), text_series(table["facet_id"])
     return query_ids.where(facet_ids.isna(), query_ids + "/" + facet_ids)
 
 
@@ -103,8 +104,8 @@ def _irds_judgments(
 
 def judgment_table(rows: list[Judgment]) -> pd.DataFrame:
     """Judgments as a table; the ids as strings, which join with the runs' without a conversion."""
-    types = dict.fromkeys(JUDGMENT_COLUMNS[:3], "str") | {"relevance": "int64"}
-    return pd.DataFrame(rows, columns=JUDGMENT_COLUMNS, dtype=object).astype(types)
+    table = pd.DataFrame(rows, columns=JUDGMENT_COLUMNS, dtype=object).astype({"relevance": "int64"})
+    return table.assign(**{column: text_series(table[column]) for column in JUDGMENT_COLUMNS[:3]})
 
 
 def _resolve(qrels_id: str, query_ids: set[str], facets: set[tuple[str, str]]) -> tuple[str | None, str | None]:

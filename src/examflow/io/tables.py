@@ -19,6 +19,13 @@ import pyarrow.parquet as pq
 from examflow.errors import Failure, InputError
 
 
+def text_series(column: pd.Series) -> pd.Series:
+    """A column of ids or messages as strings the way this pandas reads text (`str` from pandas 3 on, objects
+    before), a missing value kept missing: `astype("str")` writes it as 'None' before pandas 3."""
+    array = pa.array(column.to_numpy(dtype=object), pa.string(), from_pandas=True)
+    return array.to_pandas().set_axis(column.index).rename(column.name)
+
+
 def write_tables(tables: Mapping[str | Path, pd.DataFrame | pa.Table | str | bytes]) -> None:
     """Write each table to a temporary sibling, then rename them all into place.
 

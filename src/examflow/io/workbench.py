@@ -25,6 +25,7 @@ from examflow.errors import InputError
 from examflow.io.lines import check_id, decode, raw_lines
 from examflow.io.qrels import judgment_table
 from examflow.io.runs import RUN_COLUMNS
+from examflow.io.tables import text_series
 from examflow.registry import TOP_GRADE
 
 # The model's answers are not read: no measure uses them, and they are a quarter of the decoding time.
@@ -151,7 +152,9 @@ def _read(path: str | Path) -> dict[str, pd.DataFrame]:
     _check_run_ids(path, runs["run_id"].unique())
     return {
         # Ids as strings, as a TSV reads them: joins with the runs' strings then need no conversion.
-        "grades": table.astype(dict.fromkeys(TEXT_COLUMNS, "str") | {"rating": "Int64", "correct": "boolean"}),
+        "grades": table.assign(**{column: text_series(table[column]) for column in TEXT_COLUMNS}).astype(
+            {"rating": "Int64", "correct": "boolean"}
+        ),
         "rankings": runs.reset_index(drop=True),
         "judgments": judgment_table(judgments),
         "passages": pd.DataFrame(passages, columns=["query_id", "passage_id", "text", "origin"]),

@@ -274,7 +274,7 @@ def example_page(
     )
     parts = [f"<p class='note'>{len(passages)} pooled passages, best grade first; {answered}.</p>"]
     if mine.empty:  # report.example_query may name a topic the exam has no question for (the check warns)
-        parts.append(f"<p class='note'>{method} graded nothing for topic {html.escape(query_id)}: the exam holds no "
+        parts.append(f"<p class='note'>{html.escape(method)} graded nothing for topic {html.escape(query_id)}: the exam holds no "
                      "question for it, so its passages are shown without grades.</p>")  # fmt: skip
     for passage in cast(
         Iterator[_Passage],
