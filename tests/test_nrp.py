@@ -360,6 +360,15 @@ def test_answers_and_expert_rankings_are_checked(tmp_path):
     bad = write(tmp_path / "a.jsonl", '{"llm": "m", "prompt": "p", "sample": 0, "query_id": "q1", "text": 5}\n')
     with pytest.raises(InputError, match=r"a.jsonl:1: field 'text': expected a string or null, found int"):
         read_answers(bad, {"q1"}, Problems("error"))
+    # a misspelt or missing text read as an empty answer, which ranks below every document
+    misspelt = write(tmp_path / "t.jsonl", '{"llm": "m", "prompt": "p", "sample": 0, "query_id": "q1", "txt": "x"}\n')
+    with pytest.raises(InputError, match=r"t.jsonl:1: field 'text': missing \(is 'txt' meant to be 'text'\?\): write"):
+        read_answers(misspelt, {"q1"}, Problems("error"))
+    none = write(tmp_path / "n.jsonl", '{"llm": "m", "prompt": "p", "sample": 0, "query_id": "q1"}\n')
+    with pytest.raises(InputError, match=r"n.jsonl:1: field 'text': missing: write \"\" or null for a system that"):
+        read_answers(none, {"q1"}, Problems("error"))
+    null = write(tmp_path / "z.jsonl", '{"llm": "m", "prompt": "p", "sample": 0, "query_id": "q1", "text": null}\n')
+    assert read_answers(null, {"q1"}, Problems("error"))["answer"].tolist() == ["empty"]
     twice = write(tmp_path / "b.jsonl", '{"llm": "m", "prompt": "p", "sample": 0, "query_id": "q1", "text": "x"}\n' * 2)
     with pytest.raises(InputError, match=r"b.jsonl:2: field 'sample': a second answer m/p/0 to query 'q1'"):
         read_answers(twice, {"q1"}, Problems("error"))
@@ -375,7 +384,7 @@ def test_answer_names_hold_no_separator_and_name_no_judged_document(tmp_path):
              {"llm": "x", "prompt": "y/expert", "sample": 0, "query_id": "q1", "text": "two"},
              {"llm": "x", "prompt": "p", "sample": "0/1", "query_id": "q1", "text": "three"}]  # fmt: skip
     for number, (line, field) in enumerate(zip(lines, ("llm", "prompt", "sample")), 1):
-        path = write(tmp_path / f"{number}.jsonl", '{"llm": "m", "prompt": "p", "sample": 0, "query_id": "q1"}\n'
+        path = write(tmp_path / f"{number}.jsonl", '{"llm": "m", "prompt": "p", "sample": 0, "query_id": "q1", "text": "a"}\n'
                      + json.dumps(line) + "\n")  # fmt: skip
         with pytest.raises(InputError, match=rf"{number}.jsonl:2: field '{field}': '.+' holds '/', which separates"):
             read_answers(path, {"q1"}, Problems("error"))

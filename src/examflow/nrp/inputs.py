@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from examflow.errors import InputError, Problems
+from examflow.errors import InputError, Problems, suggestion
 from examflow.io.lines import base_suffix, check_id, json_entries, json_lines, required_id, split_columns, text_lines
 from examflow.io.qrels import read_qrels
 from examflow.registry import RANKERS
@@ -57,7 +57,11 @@ def read_answers(
                 InputError(path, f"unknown query id {query_id!r}", number, "query_id"),
             )
             continue
-        text = record.get("text")
+        if "text" not in record:  # a misspelt key (`txt`, `Text`) would have read as an empty answer
+            named = next((key for key in record if suggestion(key, ["text"])), None)
+            hint = f" (is {named!r} meant to be 'text'?)" if named else ""
+            raise InputError(path, f'missing{hint}: write "" or null for a system that gave no answer', number, "text")
+        text = record["text"]
         if text is not None and not isinstance(text, str):
             raise InputError(path, f"expected a string or null, found {type(text).__name__}", number, "text")
         key = (llm, prompt, sample, query_id)
