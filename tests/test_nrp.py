@@ -336,6 +336,14 @@ def test_the_command_needs_no_model_with_the_run_ranker_and_names_bad_options(tm
         refused.returncode == 2
         and f"{tmp_path / 'docs.tsv'}: judged document 'd9' is not in the collection" in refused.stderr
     )
+    # A dimension judged on its own scale (readability 1-7): outside the default range, unless it is widened.
+    wide = write(tmp_path / "wide.qrels", "q1 0 d1 7\nq1 0 d2 1\n")
+    scale = [*base[:-1], str(tmp_path / "wide"), "--qrels", f"readability={wide}"]
+    assert (f"{wide}:1: field 'relevance': 7 is outside -2..4 (validation.relevance_range, --relevance-range)"
+            in nrp_command(*scale).stderr)  # fmt: skip
+    assert nrp_command(*scale, "--relevance-range", "1", "7").returncode == 0
+    # d1 (7) scores 2 above the answer's 1.5, d2 (1) below it: r = 1 of 2
+    assert pd.read_csv(tmp_path / "wide/per_answer.tsv", sep="\t")["nrp"].tolist() == [0.5]
     dropped = nrp_command(*again, "--on-missing-passage", "warn")
     assert dropped.returncode == 0 and (
         f"1 × judged documents missing from the collection, dropped (first: {tmp_path / 'docs.tsv'}: judged document "

@@ -407,6 +407,10 @@ def _nrp_parser(subparsers) -> None:
         default=default("cache_dir"),
         help=f"the ranker score cache's folder (default {default('cache_dir')})",
     )
+    _number(
+        nrp, "--relevance-range", nargs=2, default=default("validation.relevance_range"), metavar=("LOW", "HIGH"),
+        help=f"lowest and highest label a dimension's qrels line may hold (default {_words('validation.relevance_range')})",
+    )  # fmt: skip
     _policy(nrp, "--on-unknown-query", "qrels and answers whose query is not in --queries")
     _policy(nrp, "--on-missing-passage", "judged documents missing from --corpus")
     nrp.add_argument("--out", required=True, help="directory for the NRP tables (TSV)")

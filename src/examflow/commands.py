@@ -534,6 +534,7 @@ def ensemble_arguments(arguments: list[str], names: set[str]) -> dict[str, list[
 def nrp_command(args: argparse.Namespace) -> None:
     import pandas as pd
 
+    from examflow.config import check_relevance_range
     from examflow.errors import repeated
     from examflow.io import read_passages, read_queries, write_tables
     from examflow.nrp.evaluate import NRPInputs, NRPSettings, nrp_tables
@@ -577,7 +578,8 @@ def nrp_command(args: argparse.Namespace) -> None:
 
     queries = read_queries(args.queries)
     unknown = Problems(args.on_unknown_query)
-    judgments = read_judgments(qrels, queries, unknown, cannot_judge)
+    relevance_range = check_relevance_range("--relevance-range", *args.relevance_range)
+    judgments = read_judgments(qrels, queries, unknown, cannot_judge, relevance_range)
     wanted = set().union(*(set(j["passage_id"]) for j in judgments.values()))
     documents = None  # without a corpus (run rankers only) the documents are the judged ids
     if args.corpus:

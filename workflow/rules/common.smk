@@ -609,6 +609,7 @@ def nrp_settings(wildcards):
         cache_dir=config["cache_dir"],
         on_unknown_query=config["validation"]["unknown_queries"],
         on_missing_passage=config["validation"]["missing_passages"],
+        relevance_range=config["validation"]["relevance_range"],
     )
     return [*wilcoxon, *options]
 

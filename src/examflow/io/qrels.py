@@ -85,7 +85,10 @@ def qrels_lines(path: str | Path, relevance_range: tuple[int, int] | None) -> It
         if relevance_range is not None and not relevance_range[0] <= grade <= relevance_range[1]:
             low, high = relevance_range
             raise InputError(
-                path, f"{grade} is outside {low}..{high} (validation.relevance_range)", number, "relevance"
+                path,
+                f"{grade} is outside {low}..{high} (validation.relevance_range, --relevance-range)",
+                number,
+                "relevance",
             )
         yield number, qrels_id, doc_id, grade
 

@@ -18,7 +18,7 @@ import pandas as pd
 
 from examflow.errors import InputError, Problems, suggestion
 from examflow.io.lines import base_suffix, check_id, json_entries, json_lines, required_id, split_columns, text_lines
-from examflow.io.qrels import read_qrels
+from examflow.io.qrels import DEFAULT_RANGE, read_qrels
 from examflow.registry import RANKERS
 
 ANSWER_COLUMNS = ["llm", "prompt", "sample", "query_id", "text", "answer"]
@@ -142,7 +142,11 @@ def weight_problem(weights: dict[str, float], dimensions: list[str]) -> str | No
 
 
 def read_judgments(
-    qrels: dict[str, str], queries: pd.DataFrame, unknown: Problems, cannot_judge: dict[str, set[int]]
+    qrels: dict[str, str],
+    queries: pd.DataFrame,
+    unknown: Problems,
+    cannot_judge: dict[str, set[int]],
+    relevance_range: tuple[int, int] = DEFAULT_RANGE,
 ) -> dict[str, pd.DataFrame]:
     """Each quality dimension's judgments, its "cannot judge" labels left out (they are no judgments).
     NRP ranks among a query's documents: a subtopic's judgment (`query/facet`) is an unknown query,
@@ -150,7 +154,7 @@ def read_judgments(
     whole = queries.drop_duplicates("query_id").assign(facet_id=None)
     judgments = {}
     for dimension, path in qrels.items():
-        table = read_qrels(path, whole, unknown)
+        table = read_qrels(path, whole, unknown, relevance_range)
         judgments[dimension] = table[~table["relevance"].isin(cannot_judge.get(dimension, set()))].reset_index(
             drop=True
         )
