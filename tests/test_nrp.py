@@ -592,14 +592,18 @@ def test_the_report_and_the_summary_name_the_denominator(tmp_path):
 
 
 def test_an_expert_table_left_by_an_earlier_run_is_not_reported_when_no_expert_is_given(tmp_path):
-    """The workflow's report said how NRP agreed with an expert ranking the configuration no longer gave: the
-    earlier run's expert_agreement.tsv stays in the folder (a reviewer)."""
+    """The workflow's report said how NRP agreed with an expert ranking the configuration no longer gave (a
+    reviewer); `examflow report --nrp` of a reused folder did so too (a stranger): a rerun without the expert
+    ranking or the Wilcoxon pairs removes their tables."""
     base = [*nrp_collection(tmp_path), "--ranker", "run", "--run", str(tmp_path / "scores.run")]
-    assert nrp_command(*base, "--expert", str(tmp_path / "expert.json")).returncode == 0
-    assert nrp_command(*base).returncode == 0  # the expert ranking since removed; its table left in the folder
-    assert (tmp_path / "out/expert_agreement.tsv").exists()
+    assert (
+        nrp_command(*base, "--expert", str(tmp_path / "expert.json"), "--wilcoxon", "m", "p", "m", "p").returncode == 0
+    )
+    assert (tmp_path / "out/expert_agreement.tsv").exists() and (tmp_path / "out/wilcoxon.tsv").exists()
+    assert nrp_command(*base).returncode == 0  # the expert ranking and the pairs since removed
+    assert not (tmp_path / "out/expert_agreement.tsv").exists() and not (tmp_path / "out/wilcoxon.tsv").exists()
     expert = "Agreement with the expert"
-    for facts, said in (([], False), (["expert"], True), (None, True)):  # None: what the folder holds
+    for facts, said in (([], False), (None, False)):  # None: what the folder holds
         page = tmp_path / "report" / "nrp.html"
         given = [] if facts is None else ["--facts", *facts]
         report = subprocess.run([sys.executable, "-m", "examflow", "report", "--nrp", str(tmp_path / "out"), *given,

@@ -293,3 +293,21 @@ def test_empty_grades_failed_pairs_and_grades_without_a_value(tmp_path):
     write(path, json.dumps(["q", [paragraph("a", [("r", "q", 1)], [], None, [valueless])]]) + "\n")
     with pytest.raises(InputError, match=r"graded.jsonl:1: field 'paragraphs\[0\].grades\[0\]': a grade needs "):
         read_workbench_graded(path)
+
+
+def test_a_rerun_without_the_official_leaderboard_removes_the_correlations_of_the_earlier_one(tmp_path):
+    """A folder evaluated again without `--official` kept the earlier correlation.tsv, which read as this run's."""
+    graded = tmp_path / "graded.jsonl"
+    lines = [["q", [paragraph(p, [("r1", "q", 1 + i), ("r2", "q", 2 - i)], [], [self_rated([("q/x", 4 * i)])])
+                    for i, p in enumerate(["a", "b"])]]]  # fmt: skip
+    write(graded, "".join(json.dumps(line) + "\n" for line in lines))
+    official = write(tmp_path / "official.json", '{"r1": 1, "r2": 2}')
+    out = tmp_path / "out"
+    first = evaluate(
+        "--workbench-graded", str(graded), "--official", str(official), "--bootstrap", "0", "--out", str(out)
+    )
+    assert first.returncode == 0, first.stderr
+    assert (out / "correlation.tsv").exists()
+    again = evaluate("--workbench-graded", str(graded), "--bootstrap", "0", "--out", str(out))
+    assert again.returncode == 0, again.stderr
+    assert not (out / "correlation.tsv").exists() and (out / "leaderboard.tsv").exists()

@@ -286,7 +286,7 @@ def evaluate_command(args: argparse.Namespace) -> None:
     from examflow.io.leaderboard import match_runs, read_leaderboard
     from examflow.io.runs import RESERVED_RUNS
     from examflow.io.tables import write_tables
-    from examflow.outputs import EVALUATION, Facts, check_written
+    from examflow.outputs import EVALUATION, Facts, check_written, remove_unwanted
 
     check_taus("--tau", args.tau)
     problems = measure_problems(args.measures)
@@ -319,6 +319,7 @@ def evaluate_command(args: argparse.Namespace) -> None:
     outputs |= edit_impact(baselines, stores)
     check_written(EVALUATION, facts, outputs, methods=baselines)
     write_tables({Path(args.out) / name: table for name, table in outputs.items()})
+    remove_unwanted(EVALUATION, facts, args.out, methods=baselines)
     for method, store in stores.items():  # only once the outputs are written
         store.save(bank_digest(baselines[method].questions), baselines[method])
     leaderboard = cast("pd.DataFrame", outputs["leaderboard.tsv"])  # cast: evaluate's leaderboard table
@@ -547,7 +548,7 @@ def nrp_command(args: argparse.Namespace) -> None:
         read_judgments,
         weight_problem,
     )
-    from examflow.outputs import NRP, Facts, check_written
+    from examflow.outputs import NRP, Facts, check_written, remove_unwanted
 
     qrels = assignments(args.qrels, "--qrels", str)
     if problem := next(filter(None, map(dimension_problem, qrels)), None):
@@ -608,8 +609,10 @@ def nrp_command(args: argparse.Namespace) -> None:
     inputs = NRPInputs(texts, documents, judgments, answers, expert)
     settings = NRPSettings(rankers, weights, fixed, args.denominator, [tuple(w) for w in args.wilcoxon], args.cache_dir)
     tables = nrp_tables(inputs, settings)
-    check_written(NRP, Facts(wilcoxon=bool(args.wilcoxon), expert=bool(args.expert)), tables)
+    facts = Facts(wilcoxon=bool(args.wilcoxon), expert=bool(args.expert))
+    check_written(NRP, facts, tables)
     write_tables({Path(args.out) / name: table for name, table in tables.items()})
+    remove_unwanted(NRP, facts, args.out)
     ranked = tables["per_answer.tsv"].drop_duplicates(["llm", "prompt", "sample", "query_id"])  # judged queries' only
     empty = ranked["answer"].value_counts()
     log.info("NRP (denominator %s) of %d answers (%d empty, %d missing) to %d queries -> %s", args.denominator,

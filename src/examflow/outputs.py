@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,14 @@ def wanted(step: Mapping[str, File], facts: Facts) -> dict[str, File]:
 def paths(step: dict[str, File], facts: Facts, method: str = "{method}") -> dict[str, str]:
     """The wanted files' paths under the step's folder, by name."""
     return {name: file.path.format(method=method) for name, file in wanted(step, facts).items()}
+
+
+def remove_unwanted(step: dict[str, File], facts: Facts, folder: str | Path, methods=("",)) -> None:
+    """Remove the step's files that these facts do not ask for from its folder: one an earlier run left
+    there (with an expert ranking, an official leaderboard) would read as this run's."""
+    wanted_now = {path for method in methods for path in paths(step, facts, method).values()}
+    for path in {file.path.format(method=method) for method in methods for file in step.values()} - wanted_now:
+        (Path(folder) / path).unlink(missing_ok=True)
 
 
 def check_written(step: dict[str, File], facts: Facts, written, methods=("",)) -> None:
