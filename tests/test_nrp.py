@@ -351,7 +351,10 @@ def test_the_command_needs_no_model_with_the_run_ranker_and_names_bad_options(tm
     )
     for args, message in (
         (["--qrels", "relevance"], "--qrels 'relevance': expected NAME=VALUE"),
-        ([*qrels, "--weight", "relevance=heavy"], "--weight 'relevance=heavy': expected NAME=VALUE with a float"),
+        (
+            [*qrels, "--weight", "relevance=heavy"],
+            "--weight 'relevance=heavy': expected NAME=VALUE with a number value",
+        ),
         ([*qrels, "--fix-ranker", "relevance=monot5"], "--fix-ranker: 'monot5' is none of the --ranker names"),
         ([*qrels, "--weight", "clarity=1"], "--weight: 'clarity' is no dimension of --qrels"),
         # a misspelt dimension kept its cannot-judge documents in D_q in silence (a stranger's trial)
@@ -534,7 +537,7 @@ def test_subtopic_judgments_are_no_second_judgment_of_a_document(tmp_path):
 
 @pytest.mark.parametrize("weights", [["relevance=1"], ["relevance=nan", "readability=1"],
                                      ["relevance=-1", "readability=2"], ["relevance=0", "readability=0"],
-                                     ["relevance=3", "readability=1"]])  # fmt: skip
+                                     ["relevance=3", "readability=1"], ["relevance=0.5", "readability=0.5000001"]])  # fmt: skip
 def test_weights_that_would_drop_a_dimension_or_every_combined_value_are_refused(tmp_path, capsys, weights):
     base = [*nrp_collection(tmp_path), "--ranker", "run", "--run", str(tmp_path / "scores.run")]
     write(tmp_path / "read.qrels", "q9 0 q9-d0 1\n")
@@ -544,6 +547,8 @@ def test_weights_that_would_drop_a_dimension_or_every_combined_value_are_refused
     if weights == ["relevance=3", "readability=1"]:  # a ratio: the combined NRP read 2.79 (a stranger's trial)
         assert "the weights sum to 4: the combined NRP is a weighted mean, its weights sum to 1 (relevance=0.75, " \
                "readability=0.25)" in error  # fmt: skip
+    if weights[1:] == ["readability=0.5000001"]:  # the sum said `1` (a stranger's trial)
+        assert "the weights sum to 1.0000001: " in error
 
 
 def test_a_ranker_that_scores_nan_stops_the_run(tiny_monot5, tmp_path):

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
 
-from examflow.errors import Failure, InputError, Problems, listed
+from examflow.errors import Failure, InputError, Problems, a, listed
 from examflow.options import check_options
 from examflow.outputs import POOL
 from examflow.registry import QUESTION_LLM_OPTIONS, RANKERS, check_method, check_ranker
@@ -602,8 +602,8 @@ def nrp_command(args: argparse.Namespace) -> None:
     if not answers["query_id"].isin(known).any():
         raise InputError(args.answers, "no answer to a query with judged documents: nothing to rank")
     check_systems(args.wilcoxon, answers)
-    for a in cast(Iterator[_AnswerRow], answers[answers["query_id"].isin(known)].itertuples(index=False)):
-        known[a.query_id].add(answer_name(a.llm, a.prompt, a.sample))
+    for row in cast(Iterator[_AnswerRow], answers[answers["query_id"].isin(known)].itertuples(index=False)):
+        known[row.query_id].add(answer_name(row.llm, row.prompt, row.sample))
     expert = read_expert(args.expert, known) if args.expert else None
     texts = dict(zip(queries["query_id"], queries["query_text"]))
     inputs = NRPInputs(texts, documents, judgments, answers, expert)
@@ -666,7 +666,8 @@ def assignments(values: list[str] | None, option: str, kind, many: bool = False)
         except ValueError:
             converted = None
         if converted is None:
-            raise Failure(f"{option} {text!r}: expected NAME=VALUE with a {kind.__name__} value")
+            noun = {"int": "whole number", "float": "number"}.get(kind.__name__, kind.__name__)
+            raise Failure(f"{option} {text!r}: expected NAME=VALUE with {a(noun)} value")
         pairs.append((name, converted))
     if not many and (twice := repeated(name for name, _ in pairs)):
         raise Failure(f"{option}: {twice!r} is given twice")

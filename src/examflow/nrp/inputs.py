@@ -137,7 +137,7 @@ def weight_problem(weights: dict[str, float], dimensions: list[str]) -> str | No
         return "every weight is 0"
     if not math.isclose(total, 1.0, rel_tol=1e-9):  # 3 and 1 read as a ratio gave a `combined` NRP of 2.79
         shares = ", ".join(f"{d}={w / total:.4g}" for d, w in weights.items())
-        return f"the weights sum to {total:g}: the combined NRP is a weighted mean, its weights sum to 1 ({shares})"
+        return f"the weights sum to {total:.10g}: the combined NRP is a weighted mean, its weights sum to 1 ({shares})"
     return None
 
 
