@@ -663,8 +663,45 @@ def test_a_systems_standard_error_is_rounded_once():
     """Five queries' NRP 0, 1, 0, 0, 0: s²/n = 0.04 exactly, so 0.2 (statistics.stdev / √5 gave 0.19999999999999998)."""
     from examflow.nrp.evaluate import per_system
 
+    values = [Fraction(v) for v in (0, 1, 0, 0, 0)]
     per_answer = pd.DataFrame({"llm": "m", "prompt": "p", "ranker": "bm25", "dimension": "relevance",
                                "denominator": "docs", "query_id": [f"q{i}" for i in range(5)],
-                               "nrp": [0.0, 1.0, 0.0, 0.0, 0.0], "answer": "given"})  # fmt: skip
+                               "nrp": [float(v) for v in values], "exact": values, "answer": "given"})  # fmt: skip
     row = per_system(per_answer).iloc[0]
     assert (row["nrp"], row["stderr"], row["n_queries"]) == (0.2, 0.2, 5)
+
+
+def test_a_systems_mean_and_standard_error_are_the_exact_values_rounded_once():
+    """Each answer's NRP a ratio, the mean over samples then queries of them, rounded once: 4/9 read
+    0.4444444444444445 and 1/18 read 0.05555555555555558 from the rounded NRPs (a stranger's trial)."""
+    from decimal import Decimal, localcontext
+
+    from examflow.nrp.evaluate import nrp_per_answer, per_system
+
+    random = np.random.default_rng(11)
+    for case in range(200):
+        queries = [f"q{i}" for i in range(int(random.integers(2, 6)))]
+        sizes = {q: int(random.integers(2, 9)) for q in queries}
+        answers = pd.DataFrame([("m", "p", str(s), q, "text", "given") for q in queries for s in range(3)],
+                               columns=["llm", "prompt", "sample", "query_id", "text", "answer"])  # fmt: skip
+        docs = [(q, f"{q}-d{i}") for q in queries for i in range(sizes[q])]
+        judged = pd.DataFrame([(q, d, 1) for q, d in docs], columns=["query_id", "passage_id", "relevance"])
+        scores = {key: float(random.integers(0, 4)) for key in docs}
+        scores |= {(q, f"m/p/{s}"): float(random.integers(0, 4)) for q in queries for s in range(3)}
+        denominator = ("docs", "list")[case % 2]
+        rows = nrp_per_answer(answers, judged, scores, denominator).assign(
+            ranker="r", dimension="d", denominator=denominator
+        )
+        # by hand: r counts the documents scoring at least the answer's
+        means = [
+            sum(Fraction(size - sum(scores[q, d] >= scores[q, f"m/p/{s}"] for _, d in docs if _ == q), size)
+                for s in range(3)) / 3
+            for q in queries for size in [sizes[q] + (denominator == "list")]
+        ]  # fmt: skip
+        mean = sum(means) / len(means)
+        variance = sum((m - mean) ** 2 for m in means) / (len(means) - 1) / len(means)
+        with localcontext() as context:
+            context.prec = 60
+            stderr = float((Decimal(variance.numerator) / Decimal(variance.denominator)).sqrt())
+        row = per_system(rows).iloc[0]
+        assert (row["nrp"], row["stderr"]) == (float(mean), stderr), case

@@ -66,8 +66,8 @@ def aggregate(values: np.ndarray, weights: np.ndarray, exact: bool) -> float:
 
 
 def standard_error(values: np.ndarray, exact: bool) -> float:
-    """√(s² / n), s² the sample variance of n ≥ 2 values: from exact sums, rounded once."""
-    if not np.isfinite(values).all():
+    """√(s² / n), s² the sample variance of n ≥ 2 values (floats, or Fractions): from exact sums, rounded once."""
+    if not np.isfinite(np.asarray(values, dtype=float)).all():
         return math.nan
     n = len(values)
     scaled, common = _scaled(values.tolist(), exact)

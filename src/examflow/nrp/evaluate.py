@@ -32,6 +32,7 @@ from examflow.nrp.rankers import QueryItems, Scores, make_ranker
 log = logging.getLogger("examflow")
 
 DENOMINATORS = {"docs": "1 − r/|D_q|", "list": "1 − r/(|D_q| + 1)"}
+EXACT = "exact"  # per_answer's column of each NRP as a Fraction, for means rounded once (not written)
 PER_ANSWER_COLUMNS = ["llm", "prompt", "sample", "query_id", "ranker", "dimension", "denominator", "rank", "n_docs",
                       "nrp", "answer"]  # fmt: skip
 PER_SYSTEM_COLUMNS = ["llm", "prompt", "ranker", "dimension", "denominator", "nrp", "stderr", "n_queries", "n_empty"]
@@ -141,27 +142,34 @@ def nrp_per_answer(answers: pd.DataFrame, judgments: pd.DataFrame, scores: Score
         mine = documents[a.query_id]
         score = scores[a.query_id, answer_name(a.llm, a.prompt, a.sample)]
         rank = sum(scores[a.query_id, d] >= score for d in mine)
-        rows.append(
-            (a.llm, a.prompt, a.sample, a.query_id, rank, len(mine), nrp(rank, len(mine), denominator), a.answer)
-        )
-    return pd.DataFrame(rows, columns=["llm", "prompt", "sample", "query_id", "rank", "n_docs", "nrp", "answer"])
+        exact = exact_nrp(rank, len(mine), denominator)
+        rows.append((a.llm, a.prompt, a.sample, a.query_id, rank, len(mine), float(exact), exact, a.answer))
+    columns = ["llm", "prompt", "sample", "query_id", "rank", "n_docs", "nrp", EXACT, "answer"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def nrp(rank: int, n_docs: int, denominator: str = "docs") -> float:
+    return float(exact_nrp(rank, n_docs, denominator))  # rounded once: 1 − 4/5 is 0.2, not 0.19999999999999996
+
+
+def exact_nrp(rank: int, n_docs: int, denominator: str = "docs") -> Fraction:
     if denominator not in ("docs", "list"):
         raise ValueError(f"NRP denominator must be 'docs' or 'list', not {denominator!r}")
     size = n_docs if denominator == "docs" else n_docs + 1
-    return (size - rank) / size  # the exact ratio rounded once: 1 − 4/5 is 0.2, not 0.19999999999999996
+    return Fraction(size - rank, size)
 
 
 def combine(per_answer: pd.DataFrame, weights: dict[str, float]) -> pd.DataFrame:
     """The weighted sum over dimensions of each answer's NRP (dimension `combined`)."""
     keys = ["llm", "prompt", "sample", "query_id", "answer"]
-    wide = per_answer.pivot_table("nrp", keys, "dimension", aggfunc="first")
+    wide = per_answer.set_index([*keys, "dimension"])[EXACT].unstack()
     rankers = "+".join(per_answer.drop_duplicates("dimension")["ranker"])
     # Answers to queries judged in every dimension only: a missing dimension would count as 0.
-    # cast: every dimension has a weight (`weight_problem`), so the sum has terms and is a Series
-    combined = cast(pd.Series, sum(wide[d] * w for d, w in weights.items())).rename("nrp").dropna().reset_index()
+    judged = wide[list(weights)].dropna()
+    exact = [
+        sum(Fraction(w) * value for w, value in zip(weights.values(), row)) for row in judged.itertuples(index=False)
+    ]
+    combined = judged.index.to_frame(index=False).assign(nrp=[float(x) for x in exact], **{EXACT: exact})
     return combined.assign(ranker=rankers, dimension=COMBINED, rank=pd.NA, n_docs=pd.NA)  # type: ignore[arg-type]  # pandas-stubs: assign's scalars omit pd.NA
 
 
@@ -169,11 +177,11 @@ def per_system(per_answer: pd.DataFrame) -> pd.DataFrame:
     """Mean over the samples of (system, query), then over queries; standard error over queries."""
     keys = ["llm", "prompt", "ranker", "dimension", "denominator"]
     by_query = per_answer.groupby([*keys, "query_id"], sort=False).agg(
-        nrp=("nrp", exact_mean), n_empty=("answer", lambda v: int((v != "given").sum()))
-    )
+        nrp=(EXACT, statistics.mean), n_empty=("answer", lambda v: int((v != "given").sum()))
+    )  # each answer's exact NRP: a mean of means is rounded once, at the end
     rows = []
     for key, group in by_query.groupby(level=keys, sort=True):
-        values = group["nrp"].to_numpy()
+        values = group["nrp"].to_numpy(dtype=object)
         # One query has no spread to estimate: no standard error (not 0, which would claim certainty).
         # From exact sums, rounded once, as every examflow standard error: [0, 1, 0, 0, 0] gives 0.2, not 0.19999999999999998
         stderr = standard_error(values, exact=False) if len(values) > 1 else math.nan
@@ -219,7 +227,7 @@ def wilcoxon_tests(per_answer: pd.DataFrame, pairs: list[tuple[str, str, str, st
             a = group[(group["llm"] == llm_a) & (group["prompt"] == prompt_a)]
             b = group[(group["llm"] == llm_b) & (group["prompt"] == prompt_b)]
             paired = a.merge(b, on=["query_id", "sample"], suffixes=("_a", "_b"))
-            difference = paired["nrp_a"] - paired["nrp_b"]
+            difference = paired[f"{EXACT}_a"] - paired[f"{EXACT}_b"]  # Fractions: the mean is rounded once
             statistic = p_value = math.nan
             if (difference != 0).any():
                 test = wilcoxon(paired["nrp_a"], paired["nrp_b"])
