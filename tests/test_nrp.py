@@ -588,6 +588,11 @@ def test_the_report_and_the_summary_name_the_denominator(tmp_path):
     doc = Document()
     _nrp_section(doc, per_system)
     assert "| relevance | run | m / p | 0.167 ± 0.000 | list |" in doc.markdown()
+    # Two systems tied at the best score: each its own standard error (the one shown was neither's, or none)
+    tied = pd.concat([per_system, per_system.assign(llm="n", stderr=0.25)], ignore_index=True)
+    doc = Document()
+    _nrp_section(doc, tied)
+    assert "| relevance | run | m / p (± 0.000), n / p (± 0.250) | 0.167 | list |" in doc.markdown()
     # A table written before the denominator was recorded: one line, not a figure without it.
     write(tmp_path / "old/per_system.tsv", per_system.drop(columns="denominator").to_csv(sep="\t", index=False))
     write(tmp_path / "old/ranker_selection.tsv", "ranker\tdimension\tndcg_cut_10\tchosen\n")

@@ -435,9 +435,14 @@ def _nrp_section(doc: Document, per_system: pd.DataFrame) -> None:
     for (dimension, ranker, denominator), group in per_system.groupby(["dimension", "ranker", "denominator"]):
         keys = tie_keys(group["nrp"])
         best = group[keys == keys.max()].sort_values(["llm", "prompt"])  # every system of the top score
-        stderr = "" if len(best) > 1 or math.isnan(best["stderr"].iat[0]) else f" ± {best['stderr'].iat[0]:.3f}"
-        systems = ", ".join(f"{llm} / {prompt}" for llm, prompt in zip(best["llm"], best["prompt"]))
-        rows.append((dimension, ranker, systems, f"{best['nrp'].iat[0]:.3f}{stderr}", denominator))
+        errors = ["" if math.isnan(e) else f" ± {e:.3f}" for e in best["stderr"]]
+        if len(best) == 1:
+            systems, score = f"{best['llm'].iat[0]} / {best['prompt'].iat[0]}", f"{best['nrp'].iat[0]:.3f}{errors[0]}"
+        else:  # tied at one score, each with its own standard error
+            named = zip(best["llm"], best["prompt"], errors)
+            systems = ", ".join(f"{llm} / {prompt}" + (f" ({e.strip()})" if e else "") for llm, prompt, e in named)
+            score = f"{best['nrp'].iat[0]:.3f}"
+        rows.append((dimension, ranker, systems, score, denominator))
     doc.table(["dimension", "ranker", "best system (LLM / prompt)", "NRP", "denominator"], rows)
     doc.paragraph("With n judged documents and r of them scoring at least the answer, NRP = 1 − r/n under "
                   "denominator `docs` (the paper's formula) and 1 − r/(n + 1) under `list` (how the published "
