@@ -132,16 +132,21 @@ def paths(step: dict[str, File], facts: Facts, method: str = "{method}") -> dict
     return {name: file.path.format(method=method) for name, file in wanted(step, facts).items()}
 
 
+def declared(step: dict[str, File], facts: Facts, methods=("",)) -> set[str]:
+    """The paths, under the step's folder, of the files these facts ask for, for each method."""
+    return {path for method in methods for path in paths(step, facts, method).values()}
+
+
 def remove_unwanted(step: dict[str, File], facts: Facts, folder: str | Path, methods=("",)) -> None:
     """Remove the step's files that these facts do not ask for from its folder: one an earlier run left
     there (with an expert ranking, an official leaderboard) would read as this run's."""
-    wanted_now = {path for method in methods for path in paths(step, facts, method).values()}
-    for path in {file.path.format(method=method) for method in methods for file in step.values()} - wanted_now:
+    every = {file.path.format(method=method) for method in methods for file in step.values()}
+    for path in every - declared(step, facts, methods):
         (Path(folder) / path).unlink(missing_ok=True)
 
 
 def check_written(step: dict[str, File], facts: Facts, written, methods=("",)) -> None:
     """A command writes exactly the files its step declares for these facts; anything else is a bug."""
-    declared = {path for method in methods for path in paths(step, facts, method).values()}
-    if set(written) != declared:
-        raise AssertionError(f"wrote {sorted(written)}, declared {sorted(declared)} (examflow.outputs)")
+    expected = declared(step, facts, methods)
+    if set(written) != expected:
+        raise AssertionError(f"wrote {sorted(written)}, declared {sorted(expected)} (examflow.outputs)")

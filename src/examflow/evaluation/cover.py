@@ -52,7 +52,7 @@ def cover_counts(
     """
     counts = questions.groupby("query_id")["question_id"].nunique()
     # A grade below every τ covers nothing (a correct answer's level is +∞): most grades, left out of the join.
-    levels = levels[levels["level"] >= min(taus)] if taus else levels
+    levels = levels[levels["level"] >= min(taus)]
     ranked = ranked_passages(rankings, set(counts.index), k)
     best = ranked.merge(levels, on=KEYS).groupby(["run_id", "query_id", "question_id"])[["level", "correct"]].max()
     pooled = levels if excluded is None else without_passages(levels, excluded)

@@ -422,6 +422,11 @@ class OpenAIBackend:
         self.client = LLMClient(LLMSettings(**settings), Path(cache_dir) / "llm")
         self.signature = api_signature(settings, False)
 
+    @property
+    def replayed(self) -> int:
+        """Prompts its reply cache answered, with no request sent."""
+        return self.client.replayed
+
     def answer(self, requests: list[Request]) -> list[Answer]:
         parts = [chat_template(r.template) for r in requests]  # a system message goes as one (nuggetizer)
         prompts = [user.format(**r.fields) for (_, user), r in zip(parts, requests)]

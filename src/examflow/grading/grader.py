@@ -133,7 +133,7 @@ class ShardGrader:
     def replayed(self) -> int:
         """Of the prompts sent, those an API back end's own reply cache answered: a job killed between two
         flushes of the grade cache finds its last replies there."""
-        return getattr(getattr(self.loaded, "client", None), "replayed", 0)
+        return getattr(self.loaded, "replayed", 0)
 
     @property
     def backend(self) -> Any:
