@@ -18,6 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 import scipy.stats
 from conftest import ROOT, copy_project, snakemake
@@ -169,16 +170,17 @@ def generator(prompt: str) -> str:
     return json.dumps({"questions": questions})
 
 
-def expected_answers(project: Path, config: dict, questions: dict, fails=lambda q, c: False) -> dict:
-    """The grade the test server gives each pooled (query, passage, question), failures left out."""
+def expected_answers(project: Path, config: dict, questions: dict, grade=rating) -> dict:
+    """The grade (`grade` of question and passage; None: a failure, left out) of each pooled (query,
+    passage, question)."""
     results = project / config["results_dir"]
     pool = pd.read_parquet(results / "pool" / "passages.parquet")
-    return {
-        (q, p, qid): float(rating(text, context))
+    answers = {
+        (q, p, qid): grade(text, context)
         for q, p, context in zip(pool["query_id"], pool["passage_id"], pool["text"])
         for qid, text in questions.get(q, {}).items()
-        if not fails(text, context)
     }
+    return {key: float(value) for key, value in answers.items() if value is not None}
 
 
 def test_generate_and_grade_in_one_run(tmp_path):
@@ -278,7 +280,33 @@ def test_tsv_facetless_bank_on_subtopic_queries(tmp_path):
     pages = {(q.split("/")[0], d) for q, docs in judged.items() for d in docs}
     pool = pd.read_parquet(results / "pool/passages.parquet")
     assert set(kappa["n_pairs"]) == {len(pages & set(zip(pool["query_id"], pool["passage_id"])))}
+    # another judge's leaderboard of means (ir_measures' layout, topic `all`): its scores as given
+    means = (project / config["judges"]["leaderboards"]["team-z"]).read_text().splitlines()
+    given = {run: float(value) for run, topic, measure, value in (line.split() for line in means)}
+    check_other_judge(
+        project,
+        config,
+        "team-z",
+        "AP",
+        given,
+        {run: -rank for run, rank in official_ranks(project, config, {}).items()},
+    )
     finished(project, args)
+
+
+def check_other_judge(project: Path, config: dict, name: str, measure: str, expected: dict, official: dict) -> None:
+    """Another judge's leaderboard (`judges.leaderboards`) on judges/leaderboards.tsv as `expected`, and its
+    Kendall's τ with the `official` scores (higher is better) on judges/agreement.tsv."""
+    results = project / config["results_dir"]
+    boards = numbers(table(results / "judges/leaderboards.tsv"), "score")
+    mine = boards[(boards["label_set"] == name) & (boards["measure"] == measure)]
+    assert dict(zip(mine["run_id"], mine["score"])) == pytest.approx(expected, abs=1e-12)
+    agreement = numbers(table(results / "judges/agreement.tsv"), "value").set_index(
+        ["label_set", "measure", "statistic"]
+    )
+    shared = sorted(official)
+    tau = scipy.stats.kendalltau([expected[r] for r in shared], [official[r] for r in shared]).statistic
+    assert agreement.loc[(name, measure, "kendall"), "value"] == pytest.approx(tau, abs=1e-12)
 
 
 def test_no_qrels(tmp_path):
@@ -332,7 +360,12 @@ def test_stored_ids_reworded_and_rerun(tmp_path):
 
 class Flaky:
     """A grader that fails now and then, by a digest of the prompt: HTTP 500 once then a grade, HTTP 429
-    once, always HTTP 500, a malformed reply, prose in place of a grade."""
+    once, always HTTP 500, a malformed reply, prose in place of a grade, an unanswerable expression."""
+
+    # How each parse mode reads the prose (fate 4) and the unanswerable expression (fate 5): docs/methods.md
+    # §3's unanswerable answers rate 1 in `reference` mode and 0 in `paper` mode, other text the reverse;
+    # `strict` reads neither (None: a failure).
+    READINGS = {"strict": {4: None, 5: None}, "paper": {4: 1, 5: 0}, "reference": {4: 0, 5: 1}}
 
     def __init__(self):
         self.seen: dict[str, int] = {}
@@ -343,8 +376,16 @@ class Flaky:
         return int(hashlib.md5(f"fate|{question}|{context}".encode()).hexdigest(), 16) % 40
 
     @staticmethod
-    def fails(question: str, context: str) -> bool:
-        return Flaky.fate(question, context) in (2, 3, 4)
+    def grade(mode: str):
+        """The grade a method of this parse mode keeps of question and passage; None: the pair failed."""
+
+        def grade(question: str, context: str) -> int | None:
+            fate = Flaky.fate(question, context)
+            if fate in (2, 3):
+                return None
+            return Flaky.READINGS[mode][fate] if fate in (4, 5) else rating(question, context)
+
+        return grade
 
     def __call__(self, prompt: str):
         question, context = question_and_context(prompt)
@@ -361,37 +402,53 @@ class Flaky:
             return Raw('{"choices": [{"message": {"content": null}}]}')
         if fate == 4:
             return "I would say this passage is rather relevant."
+        if fate == 5:
+            return "unanswerable"  # with a full stop, none (docs/methods.md §3)
         return str(rating(question, context))
 
 
 def test_flaky_api_within_the_allowance(tmp_path):
-    flaky = Flaky()
-    with LLMServer(default=flaky) as server:
+    """Three methods on one flaky server, one per parse mode: the failures each keeps, the prose and the
+    unanswerable expression read as its mode reads them (grades or failures), every table checked."""
+    with LLMServer(default=Flaky()) as server:
         project, args, config = prepare(tmp_path, "flaky_api", server.base_url)
         snakemake(project, *args)
         questions = bank_questions(project / config["inputs"]["bank"])
-        answers = expected_answers(project, config, questions, Flaky.fails)
-        check_exam(project, config, "flaky", answers)
         results = project / config["results_dir"]
-        grades = pd.read_parquet(results / "grades/flaky.parquet")
-        failed = grades[grades["error"].notna()]
         pool = pd.read_parquet(results / "pool/passages.parquet")
         texts = dict(zip(zip(pool["query_id"], pool["passage_id"]), pool["text"]))
-        expected = sum(Flaky.fails(t, texts[(q, p)]) for q in questions for t in questions[q].values()
-                       for (qq, p) in texts if qq == q)  # fmt: skip
-        assert len(failed) == expected > 0
-        assert set(failed["error"].str.split(":").str[0]) == {"http-500", "malformed", "unparsable"}
-        board = table(results / "eval/flaky/leaderboard.tsv")
-        assert int(board[board["run_id"] == "_overall_"]["failed_pairs"].iloc[0]) == expected
-        # A run's failures: in its top 20 for EXAM-Cover; for trec_eval's nDCG@10, in the pools of its queries
-        per_passage, per_query = Counter(zip(failed["query_id"], failed["passage_id"])), Counter(failed["query_id"])
-        for run, lists in config_runs(project, config).items():
-            top = sum(per_passage[(q, doc)] for q, ranked in lists.items() for rank, doc, _ in ranked if rank <= 20)
-            for measure, count in (("exam_cover", top), ("ndcg_cut_10", sum(per_query[q] for q in lists))):
-                rows = board[(board["run_id"] == run) & (board["measure"] == measure)]
-                assert set(rows["failed_pairs"].astype(int)) == {count}, (run, measure)
-        assert f"{expected}" in (results / "summary.md").read_text()
+        fates = Counter(Flaky.fate(t, texts[(q, p)]) for q in questions for t in questions[q].values()
+                        for (qq, p) in texts if qq == q)  # fmt: skip
+        summary = (results / "summary.md").read_text()
+        for method in config["grading"]["methods"]:
+            name, mode = method["name"], method.get("mode", "strict")
+            check_exam(project, config, name, expected_answers(project, config, questions, Flaky.grade(mode)))
+            grades = pd.read_parquet(results / f"grades/{name}.parquet")
+            failed = grades[grades["error"].notna()]
+            expected = fates[2] + fates[3] + (fates[4] + fates[5] if mode == "strict" else 0)
+            assert len(failed) == expected > 0, name
+            kinds = {"http-500", "malformed"} | ({"unparsable"} if mode == "strict" else set())
+            assert set(failed["error"].str.split(":").str[0]) == kinds, name
+            # the prose and the unanswerable expression are unparsable in every mode: kept as grades, or failed
+            assert grades["unparsable"].sum() == fates[4] + fates[5] > 0, name
+            metadata = json.loads(pq.read_schema(results / f"grades/{name}.parquet").metadata[b"examflow"])
+            assert (metadata["errors"], metadata["unparsable"]) == (expected, fates[4] + fates[5]), name
+            check_failures_counted(project, config, name, failed, expected)
+            assert f"{expected}" in summary
         finished(project, args)
+
+
+def check_failures_counted(project: Path, config: dict, method: str, failed: pd.DataFrame, expected: int) -> None:
+    """A method's failed pairs in its leaderboard: all of them on the `_overall_` row; a run's, in its top 20
+    for EXAM-Cover and, for trec_eval's nDCG@10, in the pools of its queries."""
+    board = table(project / config["results_dir"] / f"eval/{method}/leaderboard.tsv")
+    assert int(board[board["run_id"] == "_overall_"]["failed_pairs"].iloc[0]) == expected
+    per_passage, per_query = Counter(zip(failed["query_id"], failed["passage_id"])), Counter(failed["query_id"])
+    for run, lists in config_runs(project, config).items():
+        top = sum(per_passage[(q, doc)] for q, ranked in lists.items() for rank, doc, _ in ranked if rank <= 20)
+        for measure, count in (("exam_cover", top), ("ndcg_cut_10", sum(per_query[q] for q in lists))):
+            rows = board[(board["run_id"] == run) & (board["measure"] == measure)]
+            assert set(rows["failed_pairs"].astype(int)) == {count}, (method, run, measure)
 
 
 def umbrela_label(passage: str) -> int | None:
@@ -736,4 +793,17 @@ def test_direct_no_bank_grades_the_pool_against_the_queries(tmp_path):
         labels[q][p] = int(label)
     mine = boards[(boards["label_set"] == "sun") & (boards["measure"] == "ndcg_cut_10")]
     assert dict(zip(mine["run_id"], mine["score"])) == pytest.approx(ndcg_at_10(runs, labels, complete=True), abs=1e-12)
+    # another judge's per-topic values (AutoJudge's JSONL): a run's mean over the file's judged topics, a topic
+    # it has no line for 0 (query_mode: all), the topic of no query left out
+    other = [
+        json.loads(line) for line in (project / config["judges"]["leaderboards"]["team-y"]).read_text().splitlines()
+    ]
+    topics = {line["topic_id"] for line in other} & set(official)
+    assert len(topics) == 6 and {line["topic_id"] for line in other} - topics == {"lighthouses"}
+    values: dict[str, list[float]] = {}
+    for line in other:
+        values.setdefault(line["run_id"], []).extend([line["value"]] if line["topic_id"] in topics else [])
+    means = {run: math.fsum(v) / len(topics) for run, v in values.items()}
+    assert len(values["partial"]) == 2
+    check_other_judge(project, config, "team-y", "nugget_recall", means, by_hand)
     finished(project, args)
