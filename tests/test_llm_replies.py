@@ -10,14 +10,18 @@ import logging
 import time
 import tracemalloc
 import zlib
+from collections import Counter
 
 import pandas as pd
 import pytest
+from cli_chain import examflow
 from llm_server import Echo, LLMServer, Padded, Raw, Status, Trickle, completion
 from test_grading_backends import grader, openai_method, pairs, values
+from test_grading_resume import shard_inputs
 
 from examflow.grading.grades import failure_counts
-from examflow.llm import LLMClient, LLMError, LLMSettings
+from examflow.grading.merge import read_grades_metadata
+from examflow.llm import LLMClient, LLMError, LLMSettings, log_served
 
 SENTINEL = "sk-sentinel-7f3a9c2e-do-not-store"
 LIMIT = 262_144  # the default max_reply_bytes
@@ -300,3 +304,65 @@ def test_a_job_failing_on_cut_answers_says_a_rerun_meets_them_again():
                            "unparsable": [False, False]})  # fmt: skip
     with pytest.raises(Failure, match=r"1 cut-off\), .*; an answer cut at max_tokens is an answer and stays: raise"):
         check_failures(grades, method, "shard-0", 0)
+
+
+def test_the_model_a_reply_names_is_counted_from_the_server_and_the_reply_cache(server, tmp_path):
+    server.script("bees", Raw(json.dumps(completion("4", True, "m-2026-01-01"))))  # a dated version of `m`
+    server.script("tides", Raw(json.dumps(completion("2", True, "other-model"))))  # a proxy's other model
+    server.script("moon", Raw(json.dumps({"choices": [{"message": {"content": "1"}}]})))  # a reply naming none
+    prompts = ["bees", "tides", "moon", "lava"]  # lava: the server names the model asked for
+    first = client(server, tmp_path)
+    assert first.complete_many(prompts) == ["4", "2", "1", "3"]
+    expected = {"m-2026-01-01": 1, "other-model": 1, "m": 1}
+    assert first.served == expected and server.calls == 4
+    replayed = client(server, tmp_path)  # a rerun: every answer from the reply cache, its model's name too
+    assert replayed.complete_many(prompts) == ["4", "2", "1", "3"]
+    assert replayed.served == expected and replayed.replayed == 4 and server.calls == 4
+
+
+def test_another_model_is_a_warning_and_a_dated_version_a_note(caplog):
+    caplog.set_level(logging.INFO, logger="examflow.llm")
+    log_served("m", Counter({"m": 3}))
+    assert not caplog.records  # the model asked for: nothing to say
+    log_served("m", Counter({"m": 3, "m-2026-01-01": 2}), "grades.parquet's metadata")
+    dated = caplog.records[-1]
+    assert dated.levelno == logging.INFO
+    assert dated.getMessage() == (
+        "asked for model 'm', the server named 'm-2026-01-01' (2 answers); recorded in grades.parquet's metadata"
+    )
+    log_served("m", Counter({"m-2026-01-01": 2, "other-model": 1}))
+    other = caplog.records[-1]
+    assert other.levelno == logging.WARNING
+    assert other.getMessage() == (
+        "asked for model 'm', the server named 'm-2026-01-01' (2 answers), 'other-model' (1 answers): answers of "
+        "another model than the configured one"
+    )
+
+
+def test_grading_jobs_record_the_served_models_and_the_merge_sums_them(tmp_path, caplog):
+    def served_as(prompt: str) -> Raw:  # one question of five answered by another model
+        return Raw(json.dumps(completion("3", True, "other-model" if "what bees do honey make" in prompt else "m")))
+
+    shard_inputs(tmp_path)
+    tables = [f"--{name}={tmp_path / name}.parquet" for name in ("passages", "queries", "questions")]
+    with LLMServer(default=served_as) as running:
+        method = json.dumps(openai_method(running, "self_rating"))
+        for shard in ("a", "b"):  # two jobs, the second answered by the reply cache (the names too)
+            caplog.clear()
+            examflow("grade", "--method", method, "--shard", shard, *tables, "--cache-dir", tmp_path / "cache",
+                     "--out", tmp_path / f"{shard}.parquet")  # fmt: skip
+            assert read_grades_metadata(str(tmp_path / f"{shard}.parquet"))["served_models"] == {
+                "m": 160, "other-model": 40
+            }  # fmt: skip
+            warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+            assert any("'other-model' (40 answers): answers of another model" in m for m in warned), warned
+        assert running.calls == 200
+    examflow(
+        "merge-grades",
+        "--method",
+        method,
+        "--out",
+        tmp_path / "merged.parquet",
+        *(tmp_path / f"{s}.parquet" for s in "ab"),
+    )
+    assert read_grades_metadata(str(tmp_path / "merged.parquet"))["served_models"] == {"m": 320, "other-model": 80}

@@ -94,7 +94,7 @@ def questions_command(args: argparse.Namespace) -> None:
         # The bank is the user's to edit from the moment it is written.
         raise InputError(out, "exists: the bank is generated once and never overwritten (delete it to generate anew)")
     from examflow.io import read_queries
-    from examflow.llm import LLMClient, LLMSettings
+    from examflow.llm import LLMClient, LLMSettings, log_served
     from examflow.questions.bank import write_bank
     from examflow.questions.generate import generate_bank
 
@@ -103,6 +103,7 @@ def questions_command(args: argparse.Namespace) -> None:
     )
     llm = LLMClient(settings, args.cache_dir)
     bank = generate_bank(read_queries(args.queries), llm, args.format, args.attempts)
+    log_served(settings.model, llm.served)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_bank(bank, out)
     log.info(
@@ -120,7 +121,7 @@ def nuggets_command(args: argparse.Namespace) -> None:
     if out.exists():
         raise InputError(out, "exists: the bank is generated once and never overwritten (delete it to generate anew)")
     from examflow.io.tables import read_table
-    from examflow.llm import LLMClient, LLMSettings
+    from examflow.llm import LLMClient, LLMSettings, log_served
     from examflow.questions.bank import write_bank
     from examflow.questions.nuggetize import create_nugget_banks, pool_documents
 
@@ -143,6 +144,7 @@ def nuggets_command(args: argparse.Namespace) -> None:
                     listed(left))  # fmt: skip
     llm = LLMClient(settings, args.cache_dir)
     bank = create_nugget_banks(asked, llm, args.attempts, args.max_nuggets)
+    log_served(settings.model, llm.served)
     write_bank(bank, out)
     log.info("wrote %d nuggets for %d queries to %s (%d API calls)", sum(len(e.items) for e in bank), len(bank), out,
              llm.calls)  # fmt: skip
@@ -223,6 +225,7 @@ def grade_command(args: argparse.Namespace) -> None:
     from examflow.grading.grades import check_failures, empty_grades
     from examflow.grading.merge import write_grades
     from examflow.io.tables import read_table, write_tables
+    from examflow.llm import log_served
     from examflow.progress import job_progress
 
     method = check_method("--method", json_argument(args.method, "--method"))
@@ -243,7 +246,10 @@ def grade_command(args: argparse.Namespace) -> None:
         if progress:
             progress.failures(int(grades["error"].notna().sum()))
         check_failures(grades, method, args.shard, args.max_error_rate)
-        write_grades(grades, {"model": grader.cache.signature}, args.out)
+        served = {"served_models": dict(grader.served)} if grader.served else {}
+        if served:
+            log_served(method.backend.options["model"], grader.served, f"{args.out}'s metadata (served_models)")
+        write_grades(grades, {"model": grader.cache.signature} | served, args.out)
 
 
 def progress_command(args: argparse.Namespace) -> None:
@@ -259,6 +265,8 @@ def progress_command(args: argparse.Namespace) -> None:
 
 
 def merge_grades_command(args: argparse.Namespace) -> None:
+    from collections import Counter
+
     from examflow.grading.merge import merge_grades, read_grades_metadata, write_grades
     from examflow.io.tables import read_table
 
@@ -271,9 +279,12 @@ def merge_grades_command(args: argparse.Namespace) -> None:
         passages = read_table(args.passages)
         gold = passages.loc[passages["origin"] == "gold", ["query_id", "passage_id"]]
     grades, metadata = merge_grades([read_table(path) for path in args.shards], method, gold)
+    shards = [read_grades_metadata(path) for path in args.shards]
     # The back ends' signatures (model, revision or weights digest, decoding), once each.
-    models = {json.dumps(m, sort_keys=True) for path in args.shards if (m := read_grades_metadata(path).get("model"))}
+    models = {json.dumps(m, sort_keys=True) for shard in shards if (m := shard.get("model"))}
     metadata["models"] = [json.loads(m) for m in sorted(models)]
+    served = sum((Counter(shard.get("served_models", {})) for shard in shards), Counter())
+    metadata |= {"served_models": dict(sorted(served.items()))} if served else {}
     write_grades(grades, metadata, args.out)
     log.info("merged %d grades (%d errors) into %s", metadata["pairs"], metadata["errors"], args.out)
 

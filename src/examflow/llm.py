@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
 import openai
 
@@ -80,6 +80,11 @@ class LLMError(Failure):
         self.kind = kind
 
 
+class Reply(NamedTuple):
+    text: str
+    served: str | None  # the model the reply named (None: it named none, or its cache entry predates the record)
+
+
 class ResponseCache:
     """One JSON file per (settings, prompt) key, written atomically: safe for parallel jobs. A file
     is checked like the lines of `examflow.cache`: a damaged or edited one is asked again."""
@@ -118,6 +123,9 @@ class LLMClient:
         self.cache = ResponseCache(cache_dir)
         self.calls = 0  # HTTP requests sent, retries included
         self.replayed = 0  # prompts answered by the reply cache, no request sent
+        # The model each answer came from as the server named it (OpenAI's dated version of the name asked
+        # for, a proxy's target, another model altogether), from the reply cache too where it recorded one.
+        self.served: Counter[str] = Counter()
         self._calls_lock = threading.Lock()  # complete_many counts from several threads
         self._asked = threading.local()  # when this thread's request was sent: its reply's deadline
         key = os.environ.get(settings.api_key_env)
@@ -144,6 +152,10 @@ class LLMClient:
     def complete(self, prompt: str, attempt: int = 0, system: str | None = None) -> str:
         """The model's answer to `prompt` (after the `system` message, if any); `attempt` > 0 asks again
         past a cached answer."""
+        return self.reply(prompt, attempt, system).text
+
+    def reply(self, prompt: str, attempt: int = 0, system: str | None = None) -> Reply:
+        """The answer, as `complete`, and the model the server named for it."""
         key = self.cache_key(prompt, attempt, system)
         cached = self.cache.get(key)
         # A reply cached before the bound existed is asked again if it would not pass it now.
@@ -151,16 +163,24 @@ class LLMClient:
             cached is not None
             and len(cached["response"].encode("utf-8", "surrogatepass")) <= self.settings.max_reply_bytes
         ):
-            with self._calls_lock:
-                self.replayed += 1
-            return self._whole(self.kept(cached["response"]), bool(cached.get("cut")))
-        response, cut = self._call_with_retries(prompt, system)
+            served = cached.get("served") if isinstance(cached.get("served"), str) else None
+            self._count(served, replayed=True)
+            return Reply(self._whole(self.kept(cached["response"]), bool(cached.get("cut"))), served)
+        response, cut, served = self._call_with_retries(prompt, system)
+        self._count(served)
         record = {"model": self.settings.model, "prompt": prompt, "attempt": attempt, "response": response}
+        record |= {"served": served} if served is not None else {}
         # A cut answer is cached, marked, as the server gave it: whether it is a failure is this client's policy.
         self.cache.put(
             key, record | ({"system": system} if system is not None else {}) | ({"cut": True} if cut else {})
         )
-        return self._whole(response, cut)
+        return Reply(self._whole(response, cut), served)
+
+    def _count(self, served: str | None, replayed: bool = False) -> None:
+        with self._calls_lock:  # `replies` answers from several threads
+            self.replayed += replayed
+            if served is not None:  # a reply cached before examflow recorded the name has none
+                self.served[served] += 1
 
     def _whole(self, text: str, cut: bool) -> str:
         """An answer, unless the server cut it at max_tokens and `cut_off` is `fail` (a `2` of `2.5`)."""
@@ -176,10 +196,16 @@ class LLMClient:
         self, prompts: Sequence[str], attempt: int | Sequence[int] = 0, systems: Sequence[str | None] | None = None
     ) -> list[str | LLMError]:
         """Every prompt's answer (or its failure), `concurrency` at a time; `attempt` one for all, or each's."""
+        return [r.text if isinstance(r, Reply) else r for r in self.replies(prompts, attempt, systems)]
 
-        def one(asked: tuple[str, int, str | None]) -> str | LLMError:
+    def replies(
+        self, prompts: Sequence[str], attempt: int | Sequence[int] = 0, systems: Sequence[str | None] | None = None
+    ) -> list[Reply | LLMError]:
+        """Every prompt's answer and served model (or its failure), as `complete_many`."""
+
+        def one(asked: tuple[str, int, str | None]) -> Reply | LLMError:
             try:
-                return self.complete(*asked)
+                return self.reply(*asked)
             except LLMError as error:
                 return error
 
@@ -187,7 +213,7 @@ class LLMClient:
         with ThreadPoolExecutor(max_workers=self.settings.concurrency) as pool:
             return list(pool.map(one, zip(prompts, attempts, systems or [None] * len(prompts))))
 
-    def _call_with_retries(self, prompt: str, system: str | None = None) -> tuple[str, bool]:
+    def _call_with_retries(self, prompt: str, system: str | None = None) -> tuple[str, bool, str | None]:
         delay = self.settings.backoff
         for attempt in range(1, self.settings.max_attempts + 1):
             try:
@@ -226,8 +252,8 @@ class LLMClient:
             delay *= 2
         raise AssertionError("unreachable")
 
-    def _call(self, prompt: str, system: str | None = None) -> tuple[str, bool]:
-        """The answer, and whether the server cut it at max_tokens."""
+    def _call(self, prompt: str, system: str | None = None) -> tuple[str, bool, str | None]:
+        """The answer, whether the server cut it at max_tokens, and the model the reply names (if any)."""
         with self._calls_lock:
             self.calls += 1
         settings = self.settings
@@ -250,7 +276,12 @@ class LLMClient:
         if isinstance(reply, str):  # the client hands back bodies that are not JSON (an HTML page) as text
             raise Malformed(f"the reply is not the API's JSON: {clip(self.kept(reply), 80)!r}")
         text, cut = self._answer(reply)
-        return self.kept(text), cut
+        served = _field(reply, "model")
+        return (
+            self.kept(text),
+            cut,
+            clip(self.kept(served), MESSAGE_CHARS) if isinstance(served, str) and served else None,
+        )
 
     def _answer(self, reply: ChatCompletion | Completion) -> tuple[str, bool]:
         """The answer text of a reply, and whether the server cut it at max_tokens; Malformed where the reply's
@@ -396,6 +427,23 @@ class _BoundedStream(SyncByteStream):
 
     def close(self) -> None:
         self.stream.close()
+
+
+def log_served(asked: str, served: Counter[str], recorded: str | None = None) -> None:
+    """Say which models the server named for its answers where one is not the model asked for: a note for a
+    dated version of it (OpenAI answers `gpt-4o` as `gpt-4o-2024-08-06`), else a warning (a proxy's or a
+    server's other model answered); `recorded`: where the names are kept, if anywhere."""
+    others = {name: count for name, count in served.items() if name != asked}
+    if not others:
+        return
+    names = ", ".join(f"{name!r} ({count} answers)" for name, count in sorted(others.items()))
+    dated = all(name.startswith(asked) for name in others)
+    log.log(
+        logging.INFO if dated else logging.WARNING,
+        "asked for model %r, the server named %s%s%s", asked, names,
+        "" if dated else ": answers of another model than the configured one",
+        f"; recorded in {recorded}" if recorded else "",
+    )  # fmt: skip
 
 
 def answer_settings(settings: LLMSettings) -> dict:

@@ -52,6 +52,7 @@ class Answer:
     error: str | None = None
     expected: float | None = None  # fast ratings: the probability-weighted grade
     score: float | None = None  # embedding back end: cosine similarity
+    served: str | None = None  # API back end: the model the server named for the answer
 
 
 class PreparedBackend(ABC):
@@ -428,12 +429,16 @@ class OpenAIBackend:
         return self.client.replayed
 
     def answer(self, requests: list[Request]) -> list[Answer]:
+        from examflow.llm import Reply
+
         parts = [chat_template(r.template) for r in requests]  # a system message goes as one (nuggetizer)
         prompts = [user.format(**r.fields) for (_, user), r in zip(parts, requests)]
         # a sample past the first is asked as a new attempt: its own answer, its own cache entry
         samples = [r.fields.get("sample", 0) for r in requests]
-        replies = self.client.complete_many(prompts, samples, systems=[system for system, _ in parts])
-        return [Answer(r) if isinstance(r, str) else Answer(None, error=str(r)) for r in replies]
+        replies = self.client.replies(prompts, samples, systems=[system for system, _ in parts])
+        return [
+            Answer(r.text, served=r.served) if isinstance(r, Reply) else Answer(None, error=str(r)) for r in replies
+        ]
 
 
 class EmbeddingBackend:

@@ -3,7 +3,8 @@ decoding, truncation length), the prompt template's text as the back end reads i
 passage, answer key). Only answers are cached, never failures (`examflow.cache`). Answers are
 kept in one folder per query, so the number of grading shards can change without a regrade.
 An entry is used only if it holds what its back end answers: a text, and the `expected` grade of
-`fast` decoding or the `score` of the embedding back end (and null where the back end gives none)."""
+`fast` decoding or the `score` of the embedding back end (and null where the back end gives none);
+an API back end's entry also keeps the model the server named for the answer (`served`)."""
 
 from __future__ import annotations
 
@@ -48,7 +49,8 @@ class GradeCache:
         found = {}
         for query_id in sorted(set(query_ids)):
             for key, e in self._folder(query_id).load().items():
-                found[key] = Answer(e["text"], expected=e.get("expected"), score=e.get("score"))
+                served = e.get("served") if isinstance(e.get("served"), str) else None  # none before it was kept
+                found[key] = Answer(e["text"], expected=e.get("expected"), score=e.get("score"), served=served)
         return found
 
     def add_answers(self, entries: list[tuple[str, str, Answer]]) -> None:
@@ -56,8 +58,9 @@ class GradeCache:
         by_query: dict[str, list] = {}
         for query_id, key, a in entries:
             if a.error is None:
+                served = {"served": a.served} if a.served is not None else {}
                 by_query.setdefault(query_id, []).append(
-                    (key, {"text": a.text, "expected": a.expected, "score": a.score})
+                    (key, {"text": a.text, "expected": a.expected, "score": a.score} | served)
                 )
         for query_id, stored in by_query.items():
             self._folder(query_id).add(stored)

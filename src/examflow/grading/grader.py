@@ -6,6 +6,7 @@ import hashlib
 import json
 import logging
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any, Protocol, cast
@@ -128,6 +129,8 @@ class ShardGrader:
         self.sent = 0  # prompts given to the back end (an API back end's reply cache may answer some)
         self.known: dict[str, Answer] | None = None  # the cache, read once per job
         self.progress = progress  # the job's progress file (examflow.progress), if it keeps one
+        # The models an API back end's server named for the answers, fresh or cached (none for a local model).
+        self.served: Counter[str] = Counter()
 
     @property
     def replayed(self) -> int:
@@ -170,7 +173,7 @@ class ShardGrader:
         if self.progress:
             self.progress.planned(len(requests) - len(todo), len(todo))
         if not todo:  # the cache answers all: no model is loaded for nothing
-            return [known[key] for key in keys]
+            return self._served([known[key] for key in keys])
         start = time.monotonic()
         batches = [todo[offset : offset + self.flush_every] for offset in range(0, len(todo), self.flush_every)]
         chunks = [[requests[i] for i in batch] for batch in batches]
@@ -185,7 +188,12 @@ class ShardGrader:
             _progress(offset + len(batch), len(todo), time.monotonic() - start)
             if self.progress:
                 self.progress.graded(len(batch))
-        return [known[key] for key in keys]
+        return self._served([known[key] for key in keys])
+
+    def _served(self, answers: list[Answer]) -> list[Answer]:
+        """The answers, their models counted (the grades' metadata records them)."""
+        self.served.update(a.served for a in answers if a.served is not None)
+        return answers
 
     def grade(self, pairs: list[Pair]) -> pd.DataFrame:
         if self.method.samples > 1:
