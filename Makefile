@@ -32,8 +32,9 @@ demo: install
 	@echo "  What happened, in words:           results/demo/summary.md"
 	@echo "  Leaderboards and correlations:     results/demo/eval/cosine/, NRP: results/demo/nrp/"
 
+# The slowest tests are listed at the end: CI has 30 minutes on 2 cores.
 test: install
-	$(BIN)/python -m pytest -m "not slurm"
+	$(BIN)/python -m pytest -m "not slurm" --durations=25
 
 # The inner loop: no Snakemake run, no large inputs, no SLURM.
 test-fast: install

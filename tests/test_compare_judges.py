@@ -138,7 +138,7 @@ def test_one_run_is_evaluated_and_its_labels_compared_with_the_leaderboards_agre
     files = campaign(tmp_path)
     one = tmp_path / "runs [all]" / "r3.txt"
     for name, given in (("computed", []), ("given", ["--official", str(tmp_path / "official.json")])):
-        (tmp_path / "official.json").write_text('{"r3": 1, "r4": 2}')
+        (tmp_path / "official.json").write_text('{"r3": 1}')
         caplog.clear()
         assert main(["compare-judges", "--runs", str(one), "--official-qrels", str(files["official"]), "--labels",
                      f"noisy={files['noisy']}", *given, "--bootstrap", "0", "--out", str(tmp_path / name)]) == 0  # fmt: skip
@@ -158,7 +158,7 @@ def test_one_run_is_evaluated_and_its_labels_compared_with_the_leaderboards_agre
         assert labels.loc[("noisy", "cohen_kappa"), "value"] == pytest.approx(kappa, abs=1e-12)
 
 
-def test_a_given_official_leaderboard_and_runs_it_lacks(tmp_path, caplog):
+def test_a_given_official_leaderboard_and_runs_it_lacks(tmp_path, caplog, capsys):
     files = campaign(tmp_path)
     (tmp_path / "official.json").write_text('{"r9": 1, "r8": 2, "r7": 3, "r6": 4, "r5": 5, "r4": 6, "r3": 7, "r2": 8}')
     out = tmp_path / "out"
@@ -166,7 +166,20 @@ def test_a_given_official_leaderboard_and_runs_it_lacks(tmp_path, caplog):
     assert main(["compare-judges", "--runs", *runs, "--official-qrels", str(files["official"]), "--official",
                  str(tmp_path / "official.json"), "--labels", f"noisy={files['noisy']}", "--bootstrap", "0",
                  "--out", str(out)]) == 0  # fmt: skip
-    assert "ranks no run r0, r1" in caplog.text
+    assert (
+        "2 evaluated runs are not on the official leaderboard and take no part in correlations: r0, r1" in caplog.text
+    )
+    # a run it ranks that --runs lacks (a typo, a missing file) is an error, or with `warn` counted and left out
+    official = tmp_path / "official.json"
+    official.write_text('{\n"r9": 1,\n"r42": 2,\n"r8": 3\n}')
+    arguments = ["compare-judges", "--runs", *runs, "--official-qrels", str(files["official"]), "--official",
+                 str(official), "--labels", f"noisy={files['noisy']}", "--bootstrap", "0", "--out", str(tmp_path / "x")]  # fmt: skip
+    assert main(arguments) == 2 and not (tmp_path / "x").exists()
+    error = f"examflow: error: {official}:3: field 'run_id': official run 'r42' is not among the evaluated runs\n"
+    assert capsys.readouterr().err == error
+    caplog.clear()
+    assert main([*arguments, "--on-unknown-run", "warn"]) == 0
+    assert "1 × official runs that are not evaluated, dropped (first:" in caplog.text
     agreement = pd.read_csv(out / "agreement.tsv", sep="\t").set_index(["label_set", "statistic"])
     noisy = by_hand_ndcg10(files["noisy"], tmp_path / "runs [all]")
     shared = [f"r{k}" for k in range(2, 10)]

@@ -439,7 +439,7 @@ def judges_inputs(args: argparse.Namespace):
     if args.official:
         scores = read_leaderboard_scores(args.official)
         official_given = (scores, True) if scores is not None else (read_leaderboard(args.official), False)
-        _check_official_runs(args.official, official_given[0], set(runs["run_id"]))
+        _check_official_runs(args.official, official_given[0], set(runs["run_id"]), Problems(args.on_unknown_run))
     elif runs["run_id"].nunique() < 2:
         log.warning(ONE_RUN, "--runs: one run")
     leaderboards = outside_leaderboards(args, set(label_sets), set(runs["run_id"]), judged)
@@ -467,15 +467,19 @@ def _official_measure(args: argparse.Namespace, measure: Callable) -> tuple[str,
     return (name, parsed) if parsed is given else (str(parsed), parsed)
 
 
-def _check_official_runs(path: str, official: dict[str, float], runs: set[str]) -> None:
+def _check_official_runs(path: str, official: dict[str, float], runs: set[str], unknown: Problems) -> None:
+    """A given official leaderboard against the runs: one it ranks that --runs lacks goes to `unknown` (a
+    typo would drop it from every statistic); runs it lacks are left out of the agreement, said once."""
+    from examflow.io.leaderboard import match_runs
+
     shared = runs & set(official)
     if not shared:
         raise InputError(path, f"ranks none of the {len(runs)} runs given")
     if len(shared) == 1:
         log.warning(ONE_RUN, f"{path} ranks one of the runs given")
-    for what, names in (("ranks no run", runs - shared), ("ranks runs not given (--runs)", set(official) - shared)):
-        if names:
-            log.warning("%s %s %s: left out of the agreement", path, what, listed(sorted(names)))
+    for note in match_runs(path, official, runs, unknown):
+        log.warning("%s", note)
+    unknown.summarise()
 
 
 def label_arguments(arguments: list[str], option: str = "--labels", taken=frozenset()) -> dict[str, str]:

@@ -519,7 +519,10 @@ def judges_official(wildcards):
         computed = official_computation("official_")
         del computed["official_query_mode"]
         return cli_options(**computed)
-    return cli_options(official=INPUTS["official_leaderboard"])
+    return cli_options(
+        official=INPUTS["official_leaderboard"],
+        on_unknown_run=config["validation"]["leaderboard_runs"],
+    )
 
 
 def judges_settings(wildcards):
