@@ -148,6 +148,11 @@ def test_every_layout_round_trips(tmp_path):
             ":1: field 'value': value 'value' is not a number (AutoJudge leaderboards have no header line)",
         ),
         ("r1 q0 M 0.5\nr2 q1 M 0.6\n", "no topic (M, ...) is a judged query: is the column order `tot`"),
+        (
+            '{"run_id": "r1", "topic_id": "q0", "measure": "M", "value": 0.5}\n',
+            ":1: expected 4 columns (run_id measure topic_id value), found 8 (a JSON object: this file is read as "
+            "columns, not as JSON lines)",
+        ),
     ],
 )
 def test_a_bad_leaderboard_is_one_line_naming_file_and_line(tmp_path, text, message, layout="tot"):
@@ -190,10 +195,17 @@ def test_topics_no_label_set_judges_are_left_out_and_a_mean_that_is_not_one_is_s
     that is not the mean of its topics: warned, the topics compared; a given score stays exactly itself."""
     lines = [f"r{k} M q{q} {(k + q) / 10}" for k in range(10) for q in range(6)]
     lines += ["r3 M typo 0.99", "r4 M all 0.01", *(f"r{k} S all 0.95" for k in range(10))]
+    # r3's `all` line the mean of its judged topics (0.55, as examflow takes it), r7's of neither
+    lines += ["r3 M all 0.55", "r7 M typo 0.3", "r7 M all 0.2"]
     (tmp_path / "team.txt").write_text("\n".join(lines) + "\n")
     compare(tmp_path / "t", "--leaderboard", f"team={tmp_path / 'team.txt'}")
     assert "team.txt: 1 topics are no judged query and are left out of the means: typo" in caplog.text
-    assert "measure 'M', run 'r4': the `all` line (0.01) is not the mean of its topics (0.65)" in caplog.text
+    assert "measure 'M', run 'r4': the `all` line (0.01) is not the mean of its topics (0.65); the" in caplog.text
+    assert "run 'r3'" not in caplog.text
+    assert (
+        "measure 'M', run 'r7': the `all` line (0.2) is not the mean of its topics (0.857143), nor of its judged "
+        "topics (0.95); the judged topics are compared" in caplog.text
+    )
     boards = pd.read_csv(tmp_path / "t" / "out" / "leaderboards.tsv", sep="\t")
     team = boards[boards["label_set"] == "team"].set_index(["measure", "run_id"])["score"]
     assert team[("M", "r3")] == pytest.approx(sum((3 + q) / 10 for q in range(6)) / 6, abs=1e-15)

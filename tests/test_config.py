@@ -575,6 +575,10 @@ def test_config_mistakes_stop_the_workflow_at_parse_time_in_one_line(project):
     write(project / "team-x.eval.txt", "run-a ndcg_cut_10 1 0.5\nrun-a ndcg_cut_10 2\n")
     result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
     refused_in_one_line(result, "team-x.eval.txt:2: expected 4 columns")
+    # ... and so is a run that is none of the run files' (a typo)
+    write(project / "team-x.eval.txt", "bm25 ndcg_cut_10 1 0.5\nbm52 ndcg_cut_10 1 0.4\n")
+    result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
+    refused_in_one_line(result, "team-x.eval.txt:2: field 'run_id': run 'bm52' is not among the runs of inputs.runs")
     del config["judges"]
     config["inputs"]["labels"] = {"team": "team.qrels"}
     write(project / "team.qrels", "q1 0 d1 1\nq1 0 d2\n")

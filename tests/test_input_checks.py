@@ -109,6 +109,9 @@ def test_official_leaderboards_are_checked(tmp_path):
     official = write(tmp_path / "official.json", '{\n"good": 1,\n"typo": 2\n}')
     with raises_at(official, 3, "run_id", "official run 'typo' is not among the evaluated runs"):
         match_runs(official, read_leaderboard(official), {"good", "rag"}, Problems("error"))
+    scored = write(tmp_path / "official.tsv", "run_id\tscore\ngood\t0.5\ntypo\t0.4\n")  # a TSV: the row's line
+    with raises_at(scored, 3, "run_id", "official run 'typo' is not among the evaluated runs"):
+        match_runs(scored, read_leaderboard(scored), {"good", "rag"}, Problems("error"))
     notes = match_runs(official, read_leaderboard(official), {"good", "rag"}, Problems("warn"))
     assert notes == ["1 evaluated runs are not on the official leaderboard and take no part in correlations: rag"]
 

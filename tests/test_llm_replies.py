@@ -19,6 +19,7 @@ from llm_server import Echo, LLMServer, Padded, Raw, Status, Trickle, completion
 from test_grading_backends import grader, openai_method, pairs, values
 from test_grading_resume import shard_inputs
 
+from examflow.cli import main
 from examflow.grading.grades import failure_counts
 from examflow.grading.merge import read_grades_metadata
 from examflow.llm import LLMClient, LLMError, LLMSettings, log_served
@@ -339,30 +340,35 @@ def test_another_model_is_a_warning_and_a_dated_version_a_note(caplog):
     )
 
 
-def test_grading_jobs_record_the_served_models_and_the_merge_sums_them(tmp_path, caplog):
+def test_grading_jobs_record_the_served_models_and_the_merge_sums_them(tmp_path, caplog, capsys):
     def served_as(prompt: str) -> Raw:  # one question of five answered by another model
         return Raw(json.dumps(completion("3", True, "other-model" if "what bees do honey make" in prompt else "m")))
 
-    shard_inputs(tmp_path)
-    tables = [f"--{name}={tmp_path / name}.parquet" for name in ("passages", "queries", "questions")]
     with LLMServer(default=served_as) as running:
         method = json.dumps(openai_method(running, "self_rating"))
-        for shard in ("a", "b"):  # two jobs, the second answered by the reply cache (the names too)
+        for shard, query in (("a", "q1"), ("b", "q2")):  # q2's prompts are q1's: answered by the reply cache
+            inputs = tmp_path / shard
+            inputs.mkdir()
+            shard_inputs(inputs)
+            for name in ("passages", "queries", "questions"):
+                table = pd.read_parquet(inputs / f"{name}.parquet")
+                table["query_id"] = query
+                table.to_parquet(inputs / f"{name}.parquet")
             caplog.clear()
-            examflow("grade", "--method", method, "--shard", shard, *tables, "--cache-dir", tmp_path / "cache",
-                     "--out", tmp_path / f"{shard}.parquet")  # fmt: skip
-            assert read_grades_metadata(str(tmp_path / f"{shard}.parquet"))["served_models"] == {
-                "m": 160, "other-model": 40
-            }  # fmt: skip
+            examflow("grade", "--method", method, "--shard", shard, "--passages", inputs / "passages.parquet",
+                     "--queries", inputs / "queries.parquet", "--questions", inputs / "questions.parquet",
+                     "--cache-dir", tmp_path / "cache", "--out", tmp_path / f"{shard}.parquet")  # fmt: skip
+            metadata = read_grades_metadata(str(tmp_path / f"{shard}.parquet"))
+            assert metadata["served_models"] == {"m": 160, "other-model": 40}
             warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
             assert any("'other-model' (40 answers): answers of another model" in m for m in warned), warned
         assert running.calls == 200
-    examflow(
-        "merge-grades",
-        "--method",
-        method,
-        "--out",
-        tmp_path / "merged.parquet",
-        *(tmp_path / f"{s}.parquet" for s in "ab"),
-    )
+    shards = [tmp_path / "a.parquet", tmp_path / "b.parquet"]
+    examflow("merge-grades", "--method", method, "--out", tmp_path / "merged.parquet", *shards)
     assert read_grades_metadata(str(tmp_path / "merged.parquet"))["served_models"] == {"m": 320, "other-model": 80}
+    # a shard given twice would count its pairs twice (and its served models): refused, naming both
+    capsys.readouterr()
+    assert main(["merge-grades", "--method", method, "--out", str(tmp_path / "twice.parquet"), *map(str, shards),
+                 str(shards[0])]) == 2  # fmt: skip
+    assert capsys.readouterr().err.startswith(f"examflow: error: {shards[0]}: query 'q1', passage 'p0', question ")
+    assert not (tmp_path / "twice.parquet").exists()

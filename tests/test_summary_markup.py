@@ -126,3 +126,27 @@ def test_the_judges_section_says_why_its_cells_are_empty_and_the_order_is_the_on
     assert "recomputes the official leaderboard from the qrels on the queries it draws" in computed
     assert "runs in exam_cover order" in one and "official order" not in one
     assert one.count("No official leaderboard") == 1
+
+
+def test_the_models_a_server_named_besides_the_one_asked_for_are_said_as_written():
+    served = {"m": 3, "m-2026-01-01": 1, "<b>other</b>|*x*": 2}
+    graded = {METHOD: {"pairs": 6, "errors": 0, "unparsable": 0, "method": {"backend": {"model": "m"}},
+                       "served_models": served}}  # fmt: skip
+    flagged = pd.DataFrame(columns=["query_id", "passage_id", "origin", "phrase"])
+    doc = run_summary(graded, flagged, "results", {})
+    html = MarkdownIt("commonmark", {"html": True}).enable("table").render(doc.markdown())
+    said = next(p for p in html.split("<p>") if "asked its server" in p)
+    assert said == (
+        "Method *m*_&lt;b&gt; asked its server for model m; the server named &lt;b&gt;other&lt;/b&gt;|*x*, "
+        "m-2026-01-01 for answers (<code>served_models</code> in its grades' metadata counts them).</p>\n"
+    )
+    stream = io.StringIO()
+    tree = publish_doctree(doc.rst(), settings_overrides={"report_level": 2, "halt_level": 5, "warning_stream": stream})
+    assert stream.getvalue() == ""
+    assert (
+        f"Method {METHOD} asked its server for model m; the server named <b>other</b>|*x*, m-2026-01-01 for answers"
+        in tree.astext()
+    )
+    # the model asked for alone: nothing to say
+    graded[METHOD]["served_models"] = {"m": 6}
+    assert "asked its server" not in run_summary(graded, flagged, "results", {}).markdown()

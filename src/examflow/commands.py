@@ -245,10 +245,10 @@ def grade_command(args: argparse.Namespace) -> None:
                  f"; {replayed} more answered by its reply cache" if replayed else "")  # fmt: skip
         if progress:
             progress.failures(int(grades["error"].notna().sum()))
+        if grader.served:  # before the failures: another model may be why its answers fail
+            log_served(method.backend.options["model"], grader.served)
         check_failures(grades, method, args.shard, args.max_error_rate)
         served = {"served_models": dict(grader.served)} if grader.served else {}
-        if served:
-            log_served(method.backend.options["model"], grader.served, f"{args.out}'s metadata (served_models)")
         write_grades(grades, {"model": grader.cache.signature} | served, args.out)
 
 
@@ -267,7 +267,7 @@ def progress_command(args: argparse.Namespace) -> None:
 def merge_grades_command(args: argparse.Namespace) -> None:
     from collections import Counter
 
-    from examflow.grading.merge import merge_grades, read_grades_metadata, write_grades
+    from examflow.grading.merge import check_disjoint, merge_grades, read_grades_metadata, write_grades
     from examflow.io.tables import read_table
 
     method = check_method("--method", json_argument(args.method, "--method"))
@@ -278,7 +278,9 @@ def merge_grades_command(args: argparse.Namespace) -> None:
     if args.passages:
         passages = read_table(args.passages)
         gold = passages.loc[passages["origin"] == "gold", ["query_id", "passage_id"]]
-    grades, metadata = merge_grades([read_table(path) for path in args.shards], method, gold)
+    tables = [read_table(path) for path in args.shards]
+    check_disjoint(args.shards, tables)
+    grades, metadata = merge_grades(tables, method, gold)
     shards = [read_grades_metadata(path) for path in args.shards]
     # The back ends' signatures (model, revision or weights digest, decoding), once each.
     models = {json.dumps(m, sort_keys=True) for shard in shards if (m := shard.get("model"))}
@@ -513,15 +515,12 @@ def _check_judge_name(option: str, argument: str, name: str) -> None:
 def outside_leaderboards(args: argparse.Namespace, taken: set[str], run_ids: set[str], judged: set[str]) -> dict:
     """Other judges' AutoJudge leaderboards (`--leaderboard NAME=FILE`): each measure's runs among the runs, its
     topics among the queries judged (others left out, counted in a warning; none judged is an error)."""
-    from examflow.io.autojudge import judged_topics, read_autojudge
+    from examflow.io.autojudge import check_runs, judged_topics, read_autojudge
 
     boards = {}
     for name, path in label_arguments(args.leaderboard, "--leaderboard", taken).items():
         boards[name] = read_autojudge(path, args.leaderboard_layout)
-        for measured in boards[name].values():
-            for run, line in measured.lines.items():
-                if run not in run_ids:
-                    raise InputError(path, f"run {run!r} is not among the runs of --runs", line, "run_id")
+        check_runs(path, boards[name], run_ids, "--runs")
         boards[name] = judged_topics(path, boards[name], judged, args.leaderboard_layout)
     return boards
 

@@ -151,13 +151,15 @@ def check_leaderboard(inputs: dict, run_files: list[str], validation: dict) -> N
     problems.summarise()
 
 
-def check_judge_files(labels: dict[str, str], leaderboards: dict[str, str], layout: str) -> None:
-    """Other judges' label sets and AutoJudge leaderboards, read and put aside: a malformed line stops the
-    run before any model is asked, not once the grading the comparison waits for is done."""
-    from examflow.io.autojudge import read_autojudge
+def check_judge_files(labels: dict[str, str], leaderboards: dict[str, str], layout: str, run_files: list[str]) -> None:
+    """Other judges' label sets and AutoJudge leaderboards, read and put aside: a malformed line, or a run
+    that is none of the run files', stops the run before any model is asked, not once the grading the
+    comparison waits for is done."""
+    from examflow.io.autojudge import check_runs, read_autojudge
     from examflow.io.qrels import read_labels
 
     for path in labels.values():
         read_labels(path)
+    runs = {run_tag(file) for file in run_files}
     for path in leaderboards.values():
-        read_autojudge(path, layout)
+        check_runs(path, read_autojudge(path, layout), runs, "inputs.runs")

@@ -360,6 +360,11 @@ def _grading_section(doc: Document, graded: dict[str, dict]) -> None:
         rows.append((name, meta["pairs"], meta["errors"], kinds, meta.get("unparsable", 0)))
     doc.table(["method", "pairs", "failed", "failed by kind", "unparsable answers"], rows)
     for name, meta in sorted(graded.items()):
+        asked = meta.get("method", {}).get("backend", {}).get("model")
+        if others := sorted(set(meta.get("served_models", {})) - {asked}):
+            doc.paragraph("Method {} asked its server for model {}; the server named " + ", ".join(["{}"] * len(others))
+                          + " for answers (`served_models` in its grades' metadata counts them).", name, asked,
+                          *others)  # fmt: skip
         if made := _similarity_grades(meta).get("similarity_grades"):
             ladder = ", ".join(f"{q:g}" for q in made["quantiles"])
             doc.paragraph("Method {} grades similarities by {} quantiles ({}).", name, made["calibration"], ladder)

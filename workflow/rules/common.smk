@@ -205,6 +205,7 @@ if workflow.is_main_process:  # once a run, not again in each job
         INPUTS.get("labels") or {},
         config["judges"]["leaderboards"],
         config["judges"]["leaderboard_layout"],
+        RUN_FILES,
     )
 
 

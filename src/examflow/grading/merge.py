@@ -39,6 +39,22 @@ def merge_grades(
     return grades, metadata
 
 
+PAIR = ["query_id", "passage_id", "question_id"]
+
+
+def check_disjoint(paths: list[str], tables: list[pd.DataFrame]) -> None:
+    """Each pair graded in one shard, once: a shard given twice, or shards of two runs mixed, would count a
+    pair twice in every measure."""
+    frame = pd.concat([table[PAIR].assign(shard=at) for at, table in enumerate(tables)], ignore_index=True)
+    twice = frame[frame.duplicated(PAIR, keep=False)]
+    if len(twice):
+        (query, passage, question), shards = next(iter(twice.groupby(PAIR, dropna=False, sort=False)["shard"]))
+        first, second = shards.iloc[0], shards.iloc[1]
+        where = f"again in {paths[second]}" if second != first else "twice in it"
+        raise InputError(paths[first], f"query {query!r}, passage {passage!r}, question {question!r} is graded "
+                         f"{where}: each pair is in one shard, once")  # fmt: skip
+
+
 def write_grades(grades: pd.DataFrame, metadata: dict, path: str) -> None:
     """Parquet with the metadata under the schema key `examflow`, written atomically."""
     table = pa.Table.from_pandas(grades, preserve_index=False)

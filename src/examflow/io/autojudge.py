@@ -64,6 +64,15 @@ class Measured:
     lines: dict[str, int]  # run -> its first line (for errors)
 
 
+def check_runs(path, measures: dict[str, Measured], run_ids: set[str], where: str) -> None:
+    """Every run a leaderboard scores is one of the runs evaluated (`where` names them): a typo would drop
+    that run from every statistic of the judge."""
+    for measured in measures.values():
+        for run, line in measured.lines.items():
+            if run not in run_ids:
+                raise InputError(path, f"run {run!r} is not among the runs of {where}", line, "run_id")
+
+
 def read_autojudge(path, layout: str = "tot") -> dict[str, Measured]:
     """The measures of an AutoJudge leaderboard file, by name; a line that is not four columns, a value that
     is not a finite number, a bad id or a repeated (run, measure, topic) is an error naming its line."""
@@ -130,11 +139,18 @@ def judged_topics(path, measures: dict[str, Measured], judged: set[str], layout:
         }
         kept[name] = Measured(per_topic, measured.overall, measured.lines)
         for run, overall in measured.overall.items():
-            values = list(measured.per_topic.get(run, {}).values())
-            if values and not math.isclose(overall, math.fsum(values) / len(values), rel_tol=1e-9, abs_tol=1e-12):
-                log.warning("%s: measure %r, run %r: the `all` line (%g) is not the mean of its topics (%g); the "
-                            "topics are compared", path, name, run, overall, math.fsum(values) / len(values))  # fmt: skip
+            # the mean of all its topics, as the judge took it, or of the judged ones, as examflow does
+            means = [_mean(topics[run]) for topics in (measured.per_topic, per_topic) if topics.get(run)]
+            if means and not any(math.isclose(overall, m, rel_tol=1e-9, abs_tol=1e-12) for m in means):
+                log.warning("%s: measure %r, run %r: the `all` line (%g) is not the mean of its topics (%g)%s; the "
+                            "judged topics are compared", path, name, run, overall, means[0],
+                            f", nor of its judged topics ({means[1]:g})" if len(means) > 1 and means[1] != means[0]
+                            else "")  # fmt: skip
     return kept
+
+
+def _mean(values: dict[str, float]) -> float:
+    return math.fsum(values.values()) / len(values)
 
 
 def _value(path, number: int, text: str) -> float:

@@ -120,7 +120,7 @@ def match_runs(path: str | Path, official: dict[str, float], evaluated: set[str]
     for run in sorted(set(official) - evaluated):
         problems.report(
             "official runs that are not evaluated",
-            InputError(path, f"official run {run!r} is not among the evaluated runs", line_of(text, run), "run_id"),
+            InputError(path, f"official run {run!r} is not among the evaluated runs", _line(text, run), "run_id"),
         )
     extra = sorted(evaluated - set(official))
     if not extra:
@@ -129,3 +129,10 @@ def match_runs(path: str | Path, official: dict[str, float], evaluated: set[str]
     return [
         f"{len(extra)} evaluated runs are not on the official leaderboard and take no part in correlations: {shown}"
     ]
+
+
+def _line(text: str, run: str) -> int | None:
+    """The line that names a run: its key in a JSON object, or the first cell of a TSV's row."""
+    if (number := line_of(text, run)) is not None:
+        return number
+    return next((n for n, line in enumerate(text.splitlines(), 1) if line.split("\t", 1)[0] == run), None)

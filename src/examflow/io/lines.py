@@ -159,6 +159,8 @@ def _why(line: str, sep: str | None) -> str:
     separate columns where any whitespace does)."""
     if line.lstrip().startswith("#"):
         return " (a comment? these files have none)"
+    if line.lstrip().startswith("{"):  # an AutoJudge *.eval.jsonl read in a column layout, say
+        return " (a JSON object: this file is read as columns, not as JSON lines)"
     odd = next((c for c in line if c.isspace() and not c.isascii()), None) if sep is None else None
     return f" (U+{ord(odd):04X}, a space that is not ASCII, separates columns)" if odd else ""
 
