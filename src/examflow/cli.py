@@ -353,7 +353,9 @@ def _grading_parsers(subparsers) -> None:
         help="the pool's passages.parquet: its gold articles take no part in an embedding method's quantiles "
         "(required for such a method)",
     )
-    merge.add_argument("shards", nargs="*", help="the shards' grades tables (Parquet), each pair graded in one of them, once")
+    merge.add_argument(
+        "shards", nargs="*", help="the shards' grades tables (Parquet), each pair graded in one of them, once"
+    )
     merge.set_defaults(handler=commands.merge_grades_command)
 
 
