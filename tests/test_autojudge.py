@@ -203,13 +203,34 @@ def test_topics_no_label_set_judges_are_left_out_and_a_mean_that_is_not_one_is_s
     assert "measure 'M', run 'r4': the `all` line (0.01) is not the mean of its topics (0.65); the" in caplog.text
     assert "run 'r3'" not in caplog.text
     assert (
-        "measure 'M', run 'r7': the `all` line (0.2) is not the mean of its topics (0.857143), nor of its judged "
-        "topics (0.95); the judged topics are compared" in caplog.text
+        "measure 'M', run 'r7': the `all` line (0.2) is not the mean of its topics (0.857143), nor 0.95 over the "
+        "judged ones; the judged topics are compared" in caplog.text
     )
     boards = pd.read_csv(tmp_path / "t" / "out" / "leaderboards.tsv", sep="\t")
     team = boards[boards["label_set"] == "team"].set_index(["measure", "run_id"])["score"]
     assert team[("M", "r3")] == pytest.approx(sum((3 + q) / 10 for q in range(6)) / 6, abs=1e-15)
     assert set(team.loc["S"]) == {0.95}  # exactly, not 0.9499999999999998
+
+
+def test_a_run_no_run_file_holds_is_left_out_of_another_judges_leaderboard_under_warn(tmp_path, caplog):
+    lines = [f"r{k} M q{q} {(k + q) / 10}" for k in range(10) for q in range(6)] + ["ghost M q0 0.9"]
+    (tmp_path / "team.txt").write_text("\n".join(lines) + "\n")
+    agreement = compare(tmp_path, "--leaderboard", f"team={tmp_path / 'team.txt'}", "--on-unknown-run", "warn")
+    assert "1 × runs of another judge's leaderboard that are not evaluated, dropped (first: " in caplog.text
+    assert f"{tmp_path / 'team.txt'}:61: field 'run_id': run 'ghost' is not among the runs of --runs" in caplog.text
+    assert agreement.loc[("team", "M", "kendall"), "runs"] == 10
+
+
+def test_an_all_line_that_counts_a_missing_topic_as_0_is_the_mean_compared_under_query_mode_all(tmp_path, caplog):
+    """AutoJudge's `fix_aggregate` writes a run's `all` line with its missing topics as 0: the mean examflow
+    compares under --query-mode all (said nothing of there), not that of the topics it has (said)."""
+    lines = [f"r{k} M q{q} {(k + q) / 10}" for k in range(10) for q in range(6) if (k, q) != (2, 5)]
+    lines.append(f"r2 M all {sum((2 + q) / 10 for q in range(5)) / 6}")  # q5 counted as 0
+    (tmp_path / "team.txt").write_text("\n".join(lines) + "\n")
+    for mode, said in (("all", False), ("present", True)):
+        caplog.clear()
+        compare(tmp_path / mode, "--leaderboard", f"team={tmp_path / 'team.txt'}", "--query-mode", mode)
+        assert ("run 'r2': the `all` line (0.333333) is not the mean of its topics (0.4)" in caplog.text) == said
 
 
 @pytest.mark.parametrize("option", ["--labels", "--leaderboard", "--ensemble"])

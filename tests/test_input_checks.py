@@ -112,6 +112,9 @@ def test_official_leaderboards_are_checked(tmp_path):
     scored = write(tmp_path / "official.tsv", "run_id\tscore\ngood\t0.5\ntypo\t0.4\n")  # a TSV: the row's line
     with raises_at(scored, 3, "run_id", "official run 'typo' is not among the evaluated runs"):
         match_runs(scored, read_leaderboard(scored), {"good", "rag"}, Problems("error"))
+    ranked = write(tmp_path / "ranked.tsv", "rank\trun\n1\tgood\n2\t1\n")  # run `1`: found in the run column
+    with raises_at(ranked, 3, "run_id", "official run '1' is not among the evaluated runs"):
+        match_runs(ranked, read_leaderboard(ranked), {"good", "rag"}, Problems("error"))
     notes = match_runs(official, read_leaderboard(official), {"good", "rag"}, Problems("warn"))
     assert notes == ["1 evaluated runs are not on the official leaderboard and take no part in correlations: rag"]
 

@@ -13,6 +13,8 @@ import zlib
 from collections import Counter
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from cli_chain import examflow
 from llm_server import Echo, LLMServer, Padded, Raw, Status, Trickle, completion
@@ -311,32 +313,34 @@ def test_the_model_a_reply_names_is_counted_from_the_server_and_the_reply_cache(
     server.script("bees", Raw(json.dumps(completion("4", True, "m-2026-01-01"))))  # a dated version of `m`
     server.script("tides", Raw(json.dumps(completion("2", True, "other-model"))))  # a proxy's other model
     server.script("moon", Raw(json.dumps({"choices": [{"message": {"content": "1"}}]})))  # a reply naming none
-    prompts = ["bees", "tides", "moon", "lava"]  # lava: the server names the model asked for
+    for name, model in (("sun", ""), ("star", 123), ("comet", " ")):  # names that are none
+        server.script(name, Raw(json.dumps(completion("0", True, "m") | {"model": model})))
+    prompts = ["bees", "tides", "moon", "lava", "sun", "star", "comet"]  # lava: the server names the model asked for
     first = client(server, tmp_path)
-    assert first.complete_many(prompts) == ["4", "2", "1", "3"]
+    assert first.complete_many(prompts) == ["4", "2", "1", "3", "0", "0", "0"]
     expected = {"m-2026-01-01": 1, "other-model": 1, "m": 1}
-    assert first.served == expected and server.calls == 4
+    assert first.served == expected and server.calls == 7
     replayed = client(server, tmp_path)  # a rerun: every answer from the reply cache, its model's name too
-    assert replayed.complete_many(prompts) == ["4", "2", "1", "3"]
-    assert replayed.served == expected and replayed.replayed == 4 and server.calls == 4
+    assert replayed.complete_many(prompts) == ["4", "2", "1", "3", "0", "0", "0"]
+    assert replayed.served == expected and replayed.replayed == 7 and server.calls == 7
 
 
 def test_another_model_is_a_warning_and_a_dated_version_a_note(caplog):
     caplog.set_level(logging.INFO, logger="examflow.llm")
     log_served("m", Counter({"m": 3}))
     assert not caplog.records  # the model asked for: nothing to say
-    log_served("m", Counter({"m": 3, "m-2026-01-01": 2}), "grades.parquet's metadata")
+    log_served("gpt-4", Counter({"gpt-4": 3, "gpt-4-2024-08-06": 1, "gpt-4-0613": 1}))
     dated = caplog.records[-1]
-    assert dated.levelno == logging.INFO
-    assert dated.getMessage() == (
-        "asked for model 'm', the server named 'm-2026-01-01' (2 answers); recorded in grades.parquet's metadata"
+    assert (dated.levelno, dated.getMessage()) == (
+        logging.INFO,
+        "asked for model 'gpt-4', the server answered 1 of 5 as 'gpt-4-0613', 1 of 5 as 'gpt-4-2024-08-06'",
     )
-    log_served("m", Counter({"m-2026-01-01": 2, "other-model": 1}))
+    log_served("gpt-4", Counter({"gpt-4-2024-08-06": 2, "gpt-4o-mini": 1}))  # a name that starts alike: another
     other = caplog.records[-1]
-    assert other.levelno == logging.WARNING
-    assert other.getMessage() == (
-        "asked for model 'm', the server named 'm-2026-01-01' (2 answers), 'other-model' (1 answers): answers of "
-        "another model than the configured one"
+    assert (other.levelno, other.getMessage()) == (
+        logging.WARNING,
+        "asked for model 'gpt-4', the server answered 2 of 3 as 'gpt-4-2024-08-06', 1 of 3 as 'gpt-4o-mini': "
+        "another model than the configured one",
     )
 
 
@@ -361,7 +365,16 @@ def test_grading_jobs_record_the_served_models_and_the_merge_sums_them(tmp_path,
             metadata = read_grades_metadata(str(tmp_path / f"{shard}.parquet"))
             assert metadata["served_models"] == {"m": 160, "other-model": 40}
             warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-            assert any("'other-model' (40 answers): answers of another model" in m for m in warned), warned
+            assert warned == [
+                "asked for model 'm', the server answered 40 of 200 as 'other-model': another model than the "
+                "configured one"
+            ]
+        assert running.calls == 200
+        # shard a again: every answer from the grade cache, which kept each answer's model
+        examflow("grade", "--method", method, "--shard", "a", "--passages", tmp_path / "a/passages.parquet",
+                 "--queries", tmp_path / "a/queries.parquet", "--questions", tmp_path / "a/questions.parquet",
+                 "--cache-dir", tmp_path / "cache", "--out", tmp_path / "again.parquet")  # fmt: skip
+        assert read_grades_metadata(str(tmp_path / "again.parquet"))["served_models"] == {"m": 160, "other-model": 40}
         assert running.calls == 200
     shards = [tmp_path / "a.parquet", tmp_path / "b.parquet"]
     examflow("merge-grades", "--method", method, "--out", tmp_path / "merged.parquet", *shards)
@@ -370,5 +383,20 @@ def test_grading_jobs_record_the_served_models_and_the_merge_sums_them(tmp_path,
     capsys.readouterr()
     assert main(["merge-grades", "--method", method, "--out", str(tmp_path / "twice.parquet"), *map(str, shards),
                  str(shards[0])]) == 2  # fmt: skip
-    assert capsys.readouterr().err.startswith(f"examflow: error: {shards[0]}: query 'q1', passage 'p0', question ")
+    error = capsys.readouterr().err
+    assert error.startswith(f"examflow: error: {shards[0]}: query 'q1', passage 'p0', question ")
+    assert error.endswith(f"is graded again in {shards[0]} (the shard given twice): each pair is in one shard, once\n")
     assert not (tmp_path / "twice.parquet").exists()
+    # no shard: an empty table; a shard whose served_models is no {name: answers}: its file named
+    assert main(["merge-grades", "--method", method, "--out", str(tmp_path / "none.parquet")]) == 0
+    assert read_grades_metadata(str(tmp_path / "none.parquet"))["pairs"] == 0
+    grades = pd.read_parquet(shards[1])
+    edited = pa.Table.from_pandas(grades, preserve_index=False)
+    metadata = read_grades_metadata(str(shards[1])) | {"served_models": {"m": "160"}}
+    pq.write_table(edited.replace_schema_metadata({b"examflow": json.dumps(metadata).encode()}), tmp_path / "c.parquet")
+    assert main(["merge-grades", "--method", method, "--out", str(tmp_path / "bad.parquet"), str(shards[0]),
+                 str(tmp_path / "c.parquet")]) == 2  # fmt: skip
+    assert capsys.readouterr().err == (
+        f"examflow: error: {tmp_path / 'c.parquet'}: metadata served_models: expected {{model name: answers}}, "
+        "found {'m': '160'}\n"
+    )

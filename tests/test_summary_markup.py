@@ -137,15 +137,15 @@ def test_the_models_a_server_named_besides_the_one_asked_for_are_said_as_written
     html = MarkdownIt("commonmark", {"html": True}).enable("table").render(doc.markdown())
     said = next(p for p in html.split("<p>") if "asked its server" in p)
     assert said == (
-        "Method *m*_&lt;b&gt; asked its server for model m; the server named &lt;b&gt;other&lt;/b&gt;|*x*, "
-        "m-2026-01-01 for answers (<code>served_models</code> in its grades' metadata counts them).</p>\n"
+        "Method *m*_&lt;b&gt; asked its server for model m; the server answered 2 of 6 as &lt;b&gt;other&lt;/b&gt;|*x*, "
+        "1 of 6 as m-2026-01-01 (<code>served_models</code> in its grades' metadata).</p>\n"
     )
     stream = io.StringIO()
     tree = publish_doctree(doc.rst(), settings_overrides={"report_level": 2, "halt_level": 5, "warning_stream": stream})
     assert stream.getvalue() == ""
     assert (
-        f"Method {METHOD} asked its server for model m; the server named <b>other</b>|*x*, m-2026-01-01 for answers"
-        in tree.astext()
+        f"Method {METHOD} asked its server for model m; the server answered 2 of 6 as <b>other</b>|*x*, 1 of 6 as "
+        "m-2026-01-01" in tree.astext()
     )
     # the model asked for alone: nothing to say
     graded[METHOD]["served_models"] = {"m": 6}

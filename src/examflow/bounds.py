@@ -3,6 +3,8 @@ reply of any size must not make a grades table, a cache or a log of that size.""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 STORED_CHARS = 2000  # of a grade row's raw answer, parsed answer and error
 MESSAGE_CHARS = 300  # of a server's message in an error or a log line
 
@@ -12,3 +14,11 @@ def clip(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… [{len(text) - limit} more characters]"
+
+
+def served_name(value: object, kept: Callable[[str], str] = str) -> str | None:
+    """A model's name as a reply or a cache entry gives it, bounded (`kept`: made fit to keep); None for no
+    name (a missing one, an empty one, one that is no text)."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    return clip(kept(value), MESSAGE_CHARS)

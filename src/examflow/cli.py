@@ -510,7 +510,7 @@ def _compare_judges_parser(subparsers) -> None:
         "judges.top_k",
         help=f"tau_at_k: the official top k runs (default {default('judges.top_k')})",
     )
-    _policy(compare, "--on-unknown-run", "runs a given --official ranks that --runs lacks")
+    _policy(compare, "--on-unknown-run", "runs a given --official or a --leaderboard file ranks that --runs lacks")
     _setting(compare, "--rbo-p", "judges.rbo_p", help=f"rbo: persistence p (default {default('judges.rbo_p')})")
     _setting(compare, "--bootstrap", "evaluation.bootstrap",
              help=f"bootstrap replicates over queries (default {default('evaluation.bootstrap')}; 0: none)")  # fmt: skip

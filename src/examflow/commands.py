@@ -267,7 +267,7 @@ def progress_command(args: argparse.Namespace) -> None:
 def merge_grades_command(args: argparse.Namespace) -> None:
     from collections import Counter
 
-    from examflow.grading.merge import check_disjoint, merge_grades, read_grades_metadata, write_grades
+    from examflow.grading.merge import check_disjoint, merge_grades, read_grades_metadata, served_counts, write_grades
     from examflow.io.tables import read_table
 
     method = check_method("--method", json_argument(args.method, "--method"))
@@ -285,7 +285,7 @@ def merge_grades_command(args: argparse.Namespace) -> None:
     # The back ends' signatures (model, revision or weights digest, decoding), once each.
     models = {json.dumps(m, sort_keys=True) for shard in shards if (m := shard.get("model"))}
     metadata["models"] = [json.loads(m) for m in sorted(models)]
-    served = sum((Counter(shard.get("served_models", {})) for shard in shards), Counter())
+    served = sum((served_counts(path, shard) for path, shard in zip(args.shards, shards)), Counter())
     metadata |= {"served_models": dict(sorted(served.items()))} if served else {}
     write_grades(grades, metadata, args.out)
     log.info("merged %d grades (%d errors) into %s", metadata["pairs"], metadata["errors"], args.out)
@@ -515,13 +515,13 @@ def _check_judge_name(option: str, argument: str, name: str) -> None:
 def outside_leaderboards(args: argparse.Namespace, taken: set[str], run_ids: set[str], judged: set[str]) -> dict:
     """Other judges' AutoJudge leaderboards (`--leaderboard NAME=FILE`): each measure's runs among the runs, its
     topics among the queries judged (others left out, counted in a warning; none judged is an error)."""
-    from examflow.io.autojudge import check_runs, judged_topics, read_autojudge
+    from examflow.io.autojudge import judged_topics, known_runs, read_autojudge
 
-    boards = {}
+    boards, unknown = {}, Problems(args.on_unknown_run)
     for name, path in label_arguments(args.leaderboard, "--leaderboard", taken).items():
-        boards[name] = read_autojudge(path, args.leaderboard_layout)
-        check_runs(path, boards[name], run_ids, "--runs")
-        boards[name] = judged_topics(path, boards[name], judged, args.leaderboard_layout)
+        boards[name] = known_runs(path, read_autojudge(path, args.leaderboard_layout), run_ids, "--runs", unknown)
+        boards[name] = judged_topics(path, boards[name], judged, args.leaderboard_layout, args.query_mode == "all")
+    unknown.summarise()
     return boards
 
 

@@ -25,6 +25,7 @@ import json
 import logging
 import math
 import os
+import re
 import tempfile
 import threading
 import time
@@ -38,7 +39,7 @@ from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
 import openai
 
-from examflow.bounds import MESSAGE_CHARS, clip
+from examflow.bounds import MESSAGE_CHARS, clip, served_name
 from examflow.cache import TEXT, check_entry, parse_json, report_damage, stamped
 from examflow.errors import Failure
 
@@ -163,24 +164,25 @@ class LLMClient:
             cached is not None
             and len(cached["response"].encode("utf-8", "surrogatepass")) <= self.settings.max_reply_bytes
         ):
-            served = cached.get("served") if isinstance(cached.get("served"), str) else None
-            self._count(served, replayed=True)
-            return Reply(self._whole(self.kept(cached["response"]), bool(cached.get("cut"))), served)
+            with self._calls_lock:
+                self.replayed += 1
+            text, served = self._whole(self.kept(cached["response"]), bool(cached.get("cut"))), cached.get("served")
+            return self._served(text, served_name(served))
         response, cut, served = self._call_with_retries(prompt, system)
-        self._count(served)
         record = {"model": self.settings.model, "prompt": prompt, "attempt": attempt, "response": response}
         record |= {"served": served} if served is not None else {}
         # A cut answer is cached, marked, as the server gave it: whether it is a failure is this client's policy.
         self.cache.put(
             key, record | ({"system": system} if system is not None else {}) | ({"cut": True} if cut else {})
         )
-        return Reply(self._whole(response, cut), served)
+        return self._served(self._whole(response, cut), served)
 
-    def _count(self, served: str | None, replayed: bool = False) -> None:
-        with self._calls_lock:  # `replies` answers from several threads
-            self.replayed += replayed
-            if served is not None:  # a reply cached before examflow recorded the name has none
+    def _served(self, text: str, served: str | None) -> Reply:
+        """An answer given, its model counted (a reply cached before examflow recorded the name has none)."""
+        if served is not None:
+            with self._calls_lock:  # `replies` answers from several threads
                 self.served[served] += 1
+        return Reply(text, served)
 
     def _whole(self, text: str, cut: bool) -> str:
         """An answer, unless the server cut it at max_tokens and `cut_off` is `fail` (a `2` of `2.5`)."""
@@ -276,12 +278,7 @@ class LLMClient:
         if isinstance(reply, str):  # the client hands back bodies that are not JSON (an HTML page) as text
             raise Malformed(f"the reply is not the API's JSON: {clip(self.kept(reply), 80)!r}")
         text, cut = self._answer(reply)
-        served = _field(reply, "model")
-        return (
-            self.kept(text),
-            cut,
-            clip(self.kept(served), MESSAGE_CHARS) if isinstance(served, str) and served else None,
-        )
+        return self.kept(text), cut, served_name(_field(reply, "model"), self.kept)
 
     def _answer(self, reply: ChatCompletion | Completion) -> tuple[str, bool]:
         """The answer text of a reply, and whether the server cut it at max_tokens; Malformed where the reply's
@@ -429,20 +426,25 @@ class _BoundedStream(SyncByteStream):
         self.stream.close()
 
 
-def log_served(asked: str, served: Counter[str], recorded: str | None = None) -> None:
+def is_dated(name: str, asked: str) -> bool:
+    """Whether `name` is the model asked for with a date: OpenAI answers `gpt-4o` as `gpt-4o-2024-08-06`
+    and `gpt-4` as `gpt-4-0613` (`gpt-4o-mini` is another model)."""
+    return re.fullmatch(re.escape(asked) + r"-(\d{4}-\d{2}-\d{2}|\d{4})", name) is not None
+
+
+def log_served(asked: str, served: Counter[str]) -> None:
     """Say which models the server named for its answers where one is not the model asked for: a note for a
-    dated version of it (OpenAI answers `gpt-4o` as `gpt-4o-2024-08-06`), else a warning (a proxy's or a
-    server's other model answered); `recorded`: where the names are kept, if anywhere."""
+    dated version of it, else a warning (a proxy's target or a server's other model answered)."""
     others = {name: count for name, count in served.items() if name != asked}
     if not others:
         return
-    names = ", ".join(f"{name!r} ({count} answers)" for name, count in sorted(others.items()))
-    dated = all(name.startswith(asked) for name in others)
+    total = sum(served.values())
+    names = ", ".join(f"{count} of {total} as {name!r}" for name, count in sorted(others.items()))
+    dated = all(is_dated(name, asked) for name in others)
     log.log(
         logging.INFO if dated else logging.WARNING,
-        "asked for model %r, the server named %s%s%s", asked, names,
-        "" if dated else ": answers of another model than the configured one",
-        f"; recorded in {recorded}" if recorded else "",
+        "asked for model %r, the server answered %s%s", asked, names,
+        "" if dated else ": another model than the configured one",
     )  # fmt: skip
 
 

@@ -151,15 +151,18 @@ def check_leaderboard(inputs: dict, run_files: list[str], validation: dict) -> N
     problems.summarise()
 
 
-def check_judge_files(labels: dict[str, str], leaderboards: dict[str, str], layout: str, run_files: list[str]) -> None:
+def check_judge_files(
+    labels: dict[str, str], leaderboards: dict[str, str], layout: str, run_files: list[str], validation: dict
+) -> None:
     """Other judges' label sets and AutoJudge leaderboards, read and put aside: a malformed line, or a run
-    that is none of the run files', stops the run before any model is asked, not once the grading the
-    comparison waits for is done."""
-    from examflow.io.autojudge import check_runs, read_autojudge
+    that is none of the run files' (under `validation.leaderboard_runs: error`), stops the run before any
+    model is asked, not once the grading the comparison waits for is done."""
+    from examflow.io.autojudge import known_runs, read_autojudge
     from examflow.io.qrels import read_labels
 
     for path in labels.values():
         read_labels(path)
-    runs = {run_tag(file) for file in run_files}
+    runs, unknown = {run_tag(file) for file in run_files}, Problems(validation["leaderboard_runs"])
     for path in leaderboards.values():
-        check_runs(path, read_autojudge(path, layout), runs, "inputs.runs")
+        known_runs(path, read_autojudge(path, layout), runs, "inputs.runs", unknown)
+    unknown.summarise()

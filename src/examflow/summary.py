@@ -360,11 +360,7 @@ def _grading_section(doc: Document, graded: dict[str, dict]) -> None:
         rows.append((name, meta["pairs"], meta["errors"], kinds, meta.get("unparsable", 0)))
     doc.table(["method", "pairs", "failed", "failed by kind", "unparsable answers"], rows)
     for name, meta in sorted(graded.items()):
-        asked = meta.get("method", {}).get("backend", {}).get("model")
-        if others := sorted(set(meta.get("served_models", {})) - {asked}):
-            doc.paragraph("Method {} asked its server for model {}; the server named " + ", ".join(["{}"] * len(others))
-                          + " for answers (`served_models` in its grades' metadata counts them).", name, asked,
-                          *others)  # fmt: skip
+        _served_paragraph(doc, name, meta)
         if made := _similarity_grades(meta).get("similarity_grades"):
             ladder = ", ".join(f"{q:g}" for q in made["quantiles"])
             doc.paragraph("Method {} grades similarities by {} quantiles ({}).", name, made["calibration"], ladder)
@@ -374,6 +370,18 @@ def _grading_section(doc: Document, graded: dict[str, dict]) -> None:
                   "Unparsable answers are failed pairs under `mode: strict` (and, for the UMBRELA, nugget and "
                   "criteria kinds, in every mode), and were read as docs/methods.md §3 says under "
                   "`reference` or `paper` otherwise.")  # fmt: skip
+
+
+def _served_paragraph(doc: Document, name: str, meta: dict) -> None:
+    """The models an API method's server named for its answers, where one is not the model asked for."""
+    asked, served = meta.get("method", {}).get("backend", {}).get("model"), meta.get("served_models")
+    if not isinstance(served, dict):
+        return
+    if others := sorted(set(served) - {asked}):
+        total = sum(served.values())
+        doc.paragraph("Method {} asked its server for model {}; the server answered " + ", ".join(
+            [f"{{}} of {total} as {{}}"] * len(others)) + " (`served_models` in its grades' metadata).", name, asked,
+            *(value for other in others for value in (served[other], other)))  # fmt: skip
 
 
 def _injection_section(doc: Document, flagged: pd.DataFrame) -> None:

@@ -206,6 +206,7 @@ if workflow.is_main_process:  # once a run, not again in each job
         config["judges"]["leaderboards"],
         config["judges"]["leaderboard_layout"],
         RUN_FILES,
+        config["validation"],
     )
 
 
@@ -520,10 +521,7 @@ def judges_official(wildcards):
         computed = official_computation("official_")
         del computed["official_query_mode"]
         return cli_options(**computed)
-    return cli_options(
-        official=INPUTS["official_leaderboard"],
-        on_unknown_run=config["validation"]["leaderboard_runs"],
-    )
+    return cli_options(official=INPUTS["official_leaderboard"])
 
 
 def judges_settings(wildcards):
@@ -536,6 +534,8 @@ def judges_settings(wildcards):
         seed=evaluation["seed"],
         # as the EXAM-Qrels measures of `examflow evaluate`
         query_mode=evaluation["query_mode"],
+        # runs an official leaderboard or another judge's ranks that no run file holds
+        on_unknown_run=config["validation"]["leaderboard_runs"],
         ensemble=[
             f"{name}={','.join(members)}"
             for name, members in judges["ensembles"].items()

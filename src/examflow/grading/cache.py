@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from examflow.bounds import served_name
 from examflow.cache import NULL, NUMBER, TEXT, ContentCache, content_key
 from examflow.grading.backends import Answer, Request
 from examflow.prompts import read_by
@@ -49,7 +50,7 @@ class GradeCache:
         found = {}
         for query_id in sorted(set(query_ids)):
             for key, e in self._folder(query_id).load().items():
-                served = e.get("served") if isinstance(e.get("served"), str) else None  # none before it was kept
+                served = served_name(e.get("served"))  # none in an entry written before it was kept
                 found[key] = Answer(e["text"], expected=e.get("expected"), score=e.get("score"), served=served)
         return found
 

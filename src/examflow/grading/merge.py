@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import pandas as pd
 import pyarrow as pa
@@ -11,7 +12,7 @@ import pyarrow.parquet as pq
 
 from examflow.errors import InputError
 from examflow.grading.calibration import calibrated_grades
-from examflow.grading.grades import failure_counts
+from examflow.grading.grades import empty_grades, failure_counts
 from examflow.io.tables import NOT_PARQUET, among, existing, write_tables
 from examflow.registry import Method
 
@@ -21,7 +22,7 @@ def merge_grades(
 ) -> tuple[pd.DataFrame, dict]:
     """The method's grades table and the metadata recorded with it (`method.record()`); `gold`: the
     (query_id, passage_id) of gold articles, graded but no pooled passages, so not on the quantile ladder."""
-    grades = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
+    grades = pd.concat(tables, ignore_index=True) if tables else empty_grades()
     grades = grades.sort_values(["query_id", "passage_id", "question_id"], kind="stable").reset_index(drop=True)
     failed = failure_counts(grades) if len(grades) else {}
     metadata = {
@@ -45,14 +46,27 @@ PAIR = ["query_id", "passage_id", "question_id"]
 def check_disjoint(paths: list[str], tables: list[pd.DataFrame]) -> None:
     """Each pair graded in one shard, once: a shard given twice, or shards of two runs mixed, would count a
     pair twice in every measure."""
+    if not tables:
+        return
     frame = pd.concat([table[PAIR].assign(shard=at) for at, table in enumerate(tables)], ignore_index=True)
     twice = frame[frame.duplicated(PAIR, keep=False)]
     if len(twice):
         (query, passage, question), shards = next(iter(twice.groupby(PAIR, dropna=False, sort=False)["shard"]))
         first, second = shards.iloc[0], shards.iloc[1]
-        where = f"again in {paths[second]}" if second != first else "twice in it"
+        where = "twice in it" if first == second else f"again in {paths[second]}"
+        where += " (the shard given twice)" if first != second and paths[first] == paths[second] else ""
         raise InputError(paths[first], f"query {query!r}, passage {passage!r}, question {question!r} is graded "
                          f"{where}: each pair is in one shard, once")  # fmt: skip
+
+
+def served_counts(path: str, metadata: dict) -> Counter[str]:
+    """A shard's `served_models` (model name -> answers), checked: the merge adds them up."""
+    served = metadata.get("served_models", {})
+    if not isinstance(served, dict) or not all(
+        isinstance(name, str) and type(count) is int and count >= 0 for name, count in served.items()
+    ):
+        raise InputError(path, f"metadata served_models: expected {{model name: answers}}, found {served!r:.80}")
+    return Counter(served)
 
 
 def write_grades(grades: pd.DataFrame, metadata: dict, path: str) -> None:

@@ -17,12 +17,12 @@ import json
 import logging
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 
 import numpy as np
 import pandas as pd
 
-from examflow.errors import InputError, listed
+from examflow.errors import InputError, Problems, listed
 from examflow.io.lines import FirstLines, check_id, json_lines, number_text, split_columns, text_lines
 from examflow.registry import LEADERBOARD_LAYOUTS
 
@@ -64,13 +64,18 @@ class Measured:
     lines: dict[str, int]  # run -> its first line (for errors)
 
 
-def check_runs(path, measures: dict[str, Measured], run_ids: set[str], where: str) -> None:
-    """Every run a leaderboard scores is one of the runs evaluated (`where` names them): a typo would drop
-    that run from every statistic of the judge."""
-    for measured in measures.values():
-        for run, line in measured.lines.items():
-            if run not in run_ids:
-                raise InputError(path, f"run {run!r} is not among the runs of {where}", line, "run_id")
+def known_runs(
+    path, measures: dict[str, Measured], run_ids: set[str], where: str, problems: Problems
+) -> dict[str, Measured]:
+    """The measures of the runs evaluated (`where` names them); another run goes to `problems` (a typo would
+    drop it from every statistic of the judge) and, under `warn`, is left out."""
+    kept = {}
+    for name, measured in measures.items():
+        for run in sorted(set(measured.lines) - run_ids):
+            error = InputError(path, f"run {run!r} is not among the runs of {where}", measured.lines[run], "run_id")
+            problems.report("runs of another judge's leaderboard that are not evaluated", error)
+        kept[name] = Measured(*({run: v for run, v in part.items() if run in run_ids} for part in astuple(measured)))
+    return kept
 
 
 def read_autojudge(path, layout: str = "tot") -> dict[str, Measured]:
@@ -119,11 +124,13 @@ def _rows(path, layout: str) -> Iterator[tuple[int, dict[str, str]]]:
         yield number, row
 
 
-def judged_topics(path, measures: dict[str, Measured], judged: set[str], layout: str) -> dict[str, Measured]:
+def judged_topics(
+    path, measures: dict[str, Measured], judged: set[str], layout: str, complete: bool = False
+) -> dict[str, Measured]:
     """The measures with their per-topic values of the judged queries only; the others are left out, counted
     in one warning (a typo would otherwise move a run's mean). None judged at all is an error; an `all`
     line that is not the mean of its topics (AutoJudge's `fix_aggregate` may count missing topics) is a
-    warning: the topics' values are what is compared."""
+    warning: the judged topics' values are what is compared (`complete`: a topic a run lacks as 0)."""
     topics = {t for m in measures.values() for values in m.per_topic.values() for t in values}
     if topics and not topics & judged:
         shown = ", ".join(sorted(topics)[:3])
@@ -139,14 +146,24 @@ def judged_topics(path, measures: dict[str, Measured], judged: set[str], layout:
         }
         kept[name] = Measured(per_topic, measured.overall, measured.lines)
         for run, overall in measured.overall.items():
-            # the mean of all its topics, as the judge took it, or of the judged ones, as examflow does
-            means = [_mean(topics[run]) for topics in (measured.per_topic, per_topic) if topics.get(run)]
-            if means and not any(math.isclose(overall, m, rel_tol=1e-9, abs_tol=1e-12) for m in means):
-                log.warning("%s: measure %r, run %r: the `all` line (%g) is not the mean of its topics (%g)%s; the "
-                            "judged topics are compared", path, name, run, overall, means[0],
-                            f", nor of its judged topics ({means[1]:g})" if len(means) > 1 and means[1] != means[0]
-                            else "")  # fmt: skip
+            _check_overall(path, name, run, overall, measured.per_topic.get(run), per_topic, complete)
     return kept
+
+
+def _check_overall(path, measure: str, run: str, overall: float, its: dict | None, judged: dict, complete: bool):
+    """Warn where an `all` line is none of the means it may be: of all the run's topics (as the judge took
+    it), of its judged topics, or over every judged topic of the file, 0 where it has none (`complete`, as
+    examflow compares them then)."""
+    if not its:
+        return
+    compared = judged.get(run) or {}
+    every = {t for values in judged.values() for t in values}
+    means = [_mean(its), *([_mean(compared)] if compared else [])]
+    means += [math.fsum(compared.values()) / len(every)] if complete and every else []
+    if not any(math.isclose(overall, m, rel_tol=1e-9, abs_tol=1e-12) for m in means):
+        log.warning("%s: measure %r, run %r: the `all` line (%g) is not the mean of its topics (%g)%s; the judged "
+                    "topics are compared", path, measure, run, overall, means[0],
+                    f", nor {means[-1]:g} over the judged ones" if not math.isclose(means[-1], means[0]) else "")  # fmt: skip
 
 
 def _mean(values: dict[str, float]) -> float:

@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 
 from examflow.errors import InputError, Problems, listed
-from examflow.io.lines import check_id, json_entries, line_of, read_alike, split_columns, text_lines
+from examflow.io.lines import check_id, json_entries, read_alike, split_columns, text_lines
 from examflow.ties import ranks_of
 
 SHAPES = (
@@ -116,11 +116,11 @@ def _number(path, number: int | None, field: str, value, what: str) -> float:
 def match_runs(path: str | Path, official: dict[str, float], evaluated: set[str], problems: Problems) -> list[str]:
     """Official runs that are not evaluated go to `problems` (a typo would silently drop them from
     every correlation); evaluated runs that are not official are a note, returned for the log."""
-    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    lines = _run_lines(path)
     for run in sorted(set(official) - evaluated):
         problems.report(
             "official runs that are not evaluated",
-            InputError(path, f"official run {run!r} is not among the evaluated runs", _line(text, run), "run_id"),
+            InputError(path, f"official run {run!r} is not among the evaluated runs", lines.get(run), "run_id"),
         )
     extra = sorted(evaluated - set(official))
     if not extra:
@@ -131,8 +131,12 @@ def match_runs(path: str | Path, official: dict[str, float], evaluated: set[str]
     ]
 
 
-def _line(text: str, run: str) -> int | None:
-    """The line that names a run: its key in a JSON object, or the first cell of a TSV's row."""
-    if (number := line_of(text, run)) is not None:
-        return number
-    return next((n for n, line in enumerate(text.splitlines(), 1) if line.split("\t", 1)[0] == run), None)
+def _run_lines(path: str | Path) -> dict[str, int | None]:
+    """The line of each run of a leaderboard read (`read_leaderboard`): its key in the JSON object, or its
+    row of the TSV, found in its run column."""
+    if _looks_like_json(path):
+        return {run: number for number, run, _ in json_entries(path, SHAPES, "run_id")}
+    lines = iter(text_lines(path))
+    names = next(lines, (1, ""))[1].split("\t")
+    at = names.index(next(name for name in ("run_id", "run") if name in names))
+    return {line.split("\t")[at]: number for number, line in lines}
