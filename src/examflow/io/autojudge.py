@@ -150,7 +150,9 @@ def judged_topics(
     return kept
 
 
-def _check_overall(path, measure: str, run: str, overall: float, its: dict | None, judged: dict, complete: bool):
+def _check_overall(
+    path, measure: str, run: str, overall: float, its: dict | None, judged: dict, complete: bool
+) -> None:
     """Warn where an `all` line is none of the means it may be: of all the run's topics (as the judge took
     it), of its judged topics, or over every judged topic of the file, 0 where it has none (`complete`, as
     examflow compares them then)."""
