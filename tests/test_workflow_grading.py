@@ -31,7 +31,8 @@ def test_a_bank_edit_or_a_new_run_regrades_only_what_it_touched(project):
             ]
         }
         write(project / "config/llm.yaml", yaml.safe_dump(config))
-        run = ("--configfile", "config/llm.yaml")
+        # the merged grades as the target: what the edits regrade (the tables after them are other tests')
+        run = ("results/demo/grades/llm.parquet", "--configfile", "config/llm.yaml")
 
         snakemake(project, *run)
         grades = pd.read_parquet(project / "results/demo/grades/llm.parquet")
