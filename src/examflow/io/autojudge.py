@@ -145,23 +145,20 @@ def judged_topics(
             run: {t: v for t, v in values.items() if t in judged} for run, values in measured.per_topic.items()
         }
         kept[name] = Measured(per_topic, measured.overall, measured.lines)
+        every = len({t for values in per_topic.values() for t in values}) if complete else 0
         for run, overall in measured.overall.items():
-            _check_overall(path, name, run, overall, measured.per_topic.get(run), per_topic, complete)
+            _check_overall(path, name, run, overall, measured.per_topic.get(run), per_topic.get(run) or {}, every)
     return kept
 
 
-def _check_overall(
-    path, measure: str, run: str, overall: float, its: dict | None, judged: dict, complete: bool
-) -> None:
+def _check_overall(path, measure: str, run: str, overall: float, its: dict | None, compared: dict, every: int) -> None:
     """Warn where an `all` line is none of the means it may be: of all the run's topics (as the judge took
-    it), of its judged topics, or over every judged topic of the file, 0 where it has none (`complete`, as
-    examflow compares them then)."""
+    it), of its judged topics (`compared`), or over the file's `every` judged topics, 0 where it has none
+    (under query_mode all, as examflow compares them then; 0: not that mode)."""
     if not its:
         return
-    compared = judged.get(run) or {}
-    every = {t for values in judged.values() for t in values}
     means = [_mean(its), *([_mean(compared)] if compared else [])]
-    means += [math.fsum(compared.values()) / len(every)] if complete and every else []
+    means += [math.fsum(compared.values()) / every] if every else []
     if not any(math.isclose(overall, m, rel_tol=1e-9, abs_tol=1e-12) for m in means):
         log.warning("%s: measure %r, run %r: the `all` line (%g) is not the mean of its topics (%g)%s; the judged "
                     "topics are compared", path, measure, run, overall, means[0],

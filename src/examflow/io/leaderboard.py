@@ -116,8 +116,9 @@ def _number(path, number: int | None, field: str, value, what: str) -> float:
 def match_runs(path: str | Path, official: dict[str, float], evaluated: set[str], problems: Problems) -> list[str]:
     """Official runs that are not evaluated go to `problems` (a typo would silently drop them from
     every correlation); evaluated runs that are not official are a note, returned for the log."""
-    lines = _run_lines(path)
-    for run in sorted(set(official) - evaluated):
+    unknown = sorted(set(official) - evaluated)
+    lines = _run_lines(path) if unknown else {}  # the file again, only to name a problem's line
+    for run in unknown:
         problems.report(
             "official runs that are not evaluated",
             InputError(path, f"official run {run!r} is not among the evaluated runs", lines.get(run), "run_id"),
