@@ -10,6 +10,8 @@ import sys
 import pandas as pd
 import pytest
 from conftest import REFERENCE, needs_reference, write
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from examflow.errors import InputError
 from examflow.io.workbench import read_workbench_graded
@@ -311,3 +313,45 @@ def test_a_rerun_without_the_official_leaderboard_removes_the_correlations_of_th
     again = evaluate("--workbench-graded", str(graded), "--bootstrap", "0", "--out", str(out))
     assert again.returncode == 0, again.stderr
     assert not (out / "correlation.tsv").exists() and (out / "leaderboard.tsv").exists()
+
+
+RUN_NAMES = ["r1", "R1", "r10", "r2", "ä-run", "z", "run.b"]  # upper case before lower, ä after z: code points
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(  # queries, each a list of passages, each ranked by some runs, perhaps twice (under two facets)
+        st.lists(
+            st.lists(st.tuples(st.sampled_from(RUN_NAMES), st.integers(1, 6), st.sampled_from([0.5, 1.0])), max_size=4),
+            min_size=1,
+            max_size=4,
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+    st.permutations(["q9", "Q1", "q10"]),
+)
+def test_rankings_ordered_and_each_run_keeps_its_best_rank(tmp_path, queries, names):
+    lines, expected = [], []
+    for query_id, passages in zip(names, queries):
+        paragraphs = []
+        for p, ranked in enumerate(passages):
+            passage_id = f"{query_id}-p{p}"
+            rankings = [{"method": r, "paragraphId": passage_id, "queryId": query_id, "rank": k, "score": s}
+                        for r, k, s in ranked]  # fmt: skip
+            grade = {"correctAnswered": ["x"], "wrongAnswered": [], "llm": "m", "prompt_info": {"prompt_class": "P"}}
+            paragraphs.append({"paragraph_id": passage_id, "paragraph_data": {"judgments": [], "rankings": rankings},
+                               "exam_grades": [grade]})  # fmt: skip
+            expected += [(r, query_id, passage_id, k, s, len(expected) + i) for i, (r, k, s) in enumerate(ranked)]
+        lines.append(json.dumps([query_id, paragraphs]))
+    path = write(tmp_path / "graded.jsonl", "\n".join(lines) + "\n")
+    # Independently: sorted by run, query and rank (file order among equals), the first of a run's passage kept
+    kept, seen = [], set()
+    for run, query_id, passage_id, rank, score, _ in sorted(expected, key=lambda e: (e[0], e[1], e[3], e[5])):
+        if (run, passage_id) not in seen:
+            seen.add((run, passage_id))
+            kept.append([run, query_id, passage_id, rank, score])
+    rankings = read_workbench_graded(path)["rankings"]
+    assert rankings.values.tolist() == kept
+    assert list(rankings.columns) == ["run_id", "query_id", "passage_id", "rank", "score"]
+    assert rankings["rank"].dtype == "int64" and rankings["score"].dtype == "float64"

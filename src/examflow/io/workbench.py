@@ -24,13 +24,11 @@ import pyarrow as pa
 from examflow.errors import InputError
 from examflow.io.lines import check_id, decode, raw_lines
 from examflow.io.qrels import judgment_table
-from examflow.io.runs import RUN_COLUMNS
-from examflow.io.tables import text_series
 from examflow.registry import TOP_GRADE
 
 # The model's answers are not read: no measure uses them, and they are a quarter of the decoding time.
 GRADE_COLUMNS = ["method", "query_id", "facet_id", "passage_id", "question_id", "rating", "correct", "error"]
-TEXT_COLUMNS = ["query_id", "facet_id", "passage_id", "question_id", "error"]
+_NULLABLE = {"rating": (pa.int64(), pd.Int64Dtype()), "correct": (pa.bool_(), pd.BooleanDtype())}  # others: text
 DEFAULT_PROMPT_CLASS = "QuestionPromptWithChoices"  # what the reference assumes for grades without prompt_info
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 Grade = Annotated[int, msgspec.Meta(ge=0, le=TOP_GRADE)]  # a self-rating: a 9 would pass every threshold
@@ -109,7 +107,8 @@ def read_workbench_graded(path: str | Path) -> dict[str, pd.DataFrame]:
 
 def _read(path: str | Path) -> dict[str, pd.DataFrame]:
     grades, judgments, passages = [], [], []
-    rankings: dict[str, list] = {column: [] for column in RUN_COLUMNS}  # by column: 9 of 10 records are rankings
+    rankings: dict[str, list] = {"run_id": [], "rank": [], "score": []}  # by column: 9 of 10 records are rankings
+    ranked_per_passage: list[int] = []  # a ranking's query and passage are its paragraph's: not repeated here
     keys, spans = [], []  # each grade's (prompt class, model), and how many rows it gave: its method, once
     lines: dict[str, int] = {}  # each query's line
     for number, raw in raw_lines(path):
@@ -122,8 +121,7 @@ def _read(path: str | Path) -> dict[str, pd.DataFrame]:
             judgments += judged
             ranked = data.rankings or []
             rankings["run_id"] += [r.method for r in ranked]
-            rankings["query_id"] += [query_id] * len(ranked)
-            rankings["passage_id"] += [passage_id] * len(ranked)
+            ranked_per_passage.append(len(ranked))
             rankings["rank"] += [r.rank for r in ranked]
             rankings["score"] += [r.score for r in ranked]
             passages.append((query_id, passage_id, paragraph.text or "", "judged" if judged else "retrieved"))
@@ -142,23 +140,64 @@ def _read(path: str | Path) -> dict[str, pd.DataFrame]:
                 spans.append(1)
     if not grades:
         raise InputError(path, "no grades: the file holds no exam_grades or grades")
-    table = pd.DataFrame(grades, columns=GRADE_COLUMNS[1:], dtype=object)
+    table = _grade_table(grades)
     table.insert(0, "method", np.repeat(np.array(_method_names(path, keys), dtype=object), spans))
-    # Through Arrow: a third of the time pandas takes to infer 300,000 rows of strings.
-    order = [("run_id", "ascending"), ("query_id", "ascending"), ("rank", "ascending")]
-    runs = pa.table(rankings).sort_by(order).to_pandas().astype({"rank": "int64", "score": "float64"})
-    # A run may rank a passage under several facets of a page: its best rank counts.
-    runs = runs.drop_duplicates(["run_id", "query_id", "passage_id"])
+    passage_table = pd.DataFrame(passages, columns=["query_id", "passage_id", "text", "origin"])
+    runs = _ranking_table(rankings, ranked_per_passage, passage_table)
     _check_run_ids(path, runs["run_id"].unique())
     return {
         # Ids as strings, as a TSV reads them: joins with the runs' strings then need no conversion.
-        "grades": table.assign(**{column: text_series(table[column]) for column in TEXT_COLUMNS}).astype(
-            {"rating": "Int64", "correct": "boolean"}
-        ),
+        "grades": table,
         "rankings": runs.reset_index(drop=True),
         "judgments": judgment_table(judgments),
-        "passages": pd.DataFrame(passages, columns=["query_id", "passage_id", "text", "origin"]),
+        "passages": passage_table,
     }
+
+
+def _grade_table(rows: list[tuple]) -> pd.DataFrame:
+    """The grade rows as columns, each through Arrow: ids as strings, as a TSV reads them (joins with the
+    runs' strings then need no conversion), ratings and verdicts nullable (half the time of pandas' rows)."""
+    return pd.DataFrame({name: _column(name, values) for name, values in zip(GRADE_COLUMNS[1:], zip(*rows))})
+
+
+def _column(name: str, values: tuple) -> pd.Series:
+    if name in _NULLABLE:  # a missing rating or verdict stays missing
+        arrow, dtype = _NULLABLE[name]
+        return pa.array(values, arrow).to_pandas(types_mapper={arrow: dtype}.get)
+    return pa.array(values, pa.string()).to_pandas()  # pandas' own text type (a mapper would make objects)
+
+
+def _ranking_table(rankings: dict[str, list], counts: list[int], passages: pd.DataFrame) -> pd.DataFrame:
+    """The runs' rankings (`counts[i]` of them rank passage `i`), by run, query and rank; a run that ranks a
+    passage under several facets of a page keeps its best rank. Built and ordered in Arrow on integer codes:
+    sorting 300,000 rows by their strings took longer than reading them."""
+    owner = np.repeat(np.arange(len(counts)), counts)  # each ranking's passage
+    query_ids, passage_ids = (
+        pa.array(passages[c].to_numpy(dtype=object), pa.string()) for c in ("query_id", "passage_id")
+    )
+    runs, queries = pa.array(rankings["run_id"], pa.string()).dictionary_encode(), query_ids.dictionary_encode()
+    run_code, query_code = (_sorted_codes(array) for array in (runs, queries))
+    ranks = np.array(rankings["rank"], dtype=np.int64)
+    order = np.lexsort((ranks, query_code[owner], run_code))
+    # np.lexsort is stable: the first of a (run, passage) pair in this order has its best rank
+    order = order[~pd.Series(run_code[order] * max(len(counts), 1) + owner[order]).duplicated().to_numpy()]
+    at = pa.array(owner[order])
+    table = pa.table({
+        "run_id": runs.dictionary.take(runs.indices.take(pa.array(order))),
+        "query_id": query_ids.take(at),
+        "passage_id": passage_ids.take(at),
+        "rank": ranks[order],
+        "score": np.array(rankings["score"], dtype=np.float64)[order],
+    })  # fmt: skip
+    return table.to_pandas()
+
+
+def _sorted_codes(array: pa.DictionaryArray) -> np.ndarray:
+    """Each value's place in the sorted order of the distinct values (code points: Arrow's byte order)."""
+    values = array.dictionary.to_pylist()
+    place = np.empty(len(values), dtype=np.int64)
+    place[sorted(range(len(values)), key=values.__getitem__)] = np.arange(len(values))
+    return place[array.indices.to_numpy(zero_copy_only=False)]
 
 
 def _once(path, number: int, query_id: str, paragraphs: list[Paragraph], lines: dict[str, int]) -> None:
