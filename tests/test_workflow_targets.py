@@ -69,7 +69,8 @@ def test_an_input_put_back_with_its_old_modification_time_reruns_the_steps_that_
     """`cp -p`, `rsync -a` and `tar x` restore a file's older time, which Snakemake's own comparison of
     times cannot see (a stranger's run kept 17 tables of the other content). `touch` reruns nothing, of
     a file over Snakemake's checksum size too (a reviewer's 1.5 MB run file reran the pool)."""
-    snakemake(project)
+    evaluation = "results/demo/eval/cosine/leaderboard.tsv"  # the target: pool, grades and the evaluation
+    snakemake(project, evaluation)
     original = outputs(project / "results/demo")
     run = project / "resources/demo/runs/bm25.run"
     text, times = run.read_text(), run.stat()
@@ -79,18 +80,18 @@ def test_an_input_put_back_with_its_old_modification_time_reruns_the_steps_that_
         os.utime(run, ns=(times.st_atime_ns, times.st_mtime_ns))
 
     put(text.replace("p023 1 ", "p009 1 ", 1).replace("p009 2 ", "p023 2 ", 1))  # bm25's top two swapped
-    assert "pool" in planned(snakemake(project, "-n"))
-    snakemake(project)
+    assert "pool" in planned(snakemake(project, "-n", evaluation))
+    snakemake(project, evaluation)
     rankings = pd.read_parquet(project / "results/demo/pool/rankings.parquet")
     top = rankings[(rankings["run_id"] == "bm25") & (rankings["query_id"] == "honeybee") & (rankings["rank"] <= 2)]
     assert top.sort_values("rank")["passage_id"].tolist() == ["p009", "p023"]
 
     put(text)  # the original back with its own time: the original results, to the byte
-    assert "pool" in planned(snakemake(project, "-n"))
-    snakemake(project)
+    assert "pool" in planned(snakemake(project, "-n", evaluation))
+    snakemake(project, evaluation)
     assert outputs(project / "results/demo") == original
     os.utime(run)  # a touch: nothing to do, whatever the file's size (Snakemake checksums small files only)
-    assert "Nothing to be done" in snakemake(project, "-n", "--max-checksum-file-size", "1B").stdout
+    assert "Nothing to be done" in snakemake(project, "-n", "--max-checksum-file-size", "1B", evaluation).stdout
 
 
 def test_a_second_run_on_the_same_results_folder_is_refused(tmp_path):
