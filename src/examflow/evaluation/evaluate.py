@@ -371,6 +371,8 @@ def _failed_per_row(board: pd.DataFrame, grades: pd.DataFrame, inputs: Inputs, s
 def failed_in_pools(grades: pd.DataFrame, rankings: pd.DataFrame, gold_passages: pd.DataFrame) -> pd.Series:
     """Per run, the failed pairs of the pooled passages (no gold article) of the queries it ranks."""
     failed = without_passages(grades.loc[grades["error"].notna(), KEYS], gold_passages)
+    if failed.empty:  # the common case: no pass over every ranking to find the runs' pools
+        return pd.Series(dtype=int)
     per_query = failed["query_id"].value_counts().rename("failed")
     ranked = rankings[["run_id", "query_id"]].drop_duplicates()
     return ranked.join(per_query, on="query_id").groupby("run_id")["failed"].sum()
