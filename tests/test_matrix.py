@@ -844,3 +844,73 @@ def test_direct_no_bank_grades_the_pool_against_the_queries(tmp_path):
     assert len(values["partial"]) == 2
     check_other_judge(project, config, "team-y", "nugget_recall", means, by_hand)
     finished(project, args)
+
+
+# The prompt of each kind config_llm_kinds grades, by a phrase of it (few-shot prompts hold an example
+# passage about eye drops; their zero-shot twins do not).
+KIND_PHRASES = {
+    "faggioli": "Indicate if the passage is relevant for the question",
+    "helm": "Does the passage answer the query? Respond",
+    "sun": "predict whether the passage includes an answer",
+    "thomas": "search quality rater evaluating the relevance",
+    "umbrela_basic": "You are an expert judge of a content",
+    "umbrela_few": "Following are some of the examples",
+    "nugget_rating": "evaluate the coverage of the specified key fact",
+    "nugget_support_2grade": "either as support or not_support",
+}
+
+
+def kind_grade(kind: str, passage: str, nugget: str = "") -> int:
+    """The test server's grade of a passage (for a nugget) under a kind, by a digest of the three."""
+    value = int(hashlib.md5(f"{kind}|{passage}|{nugget}".encode()).hexdigest(), 16)
+    scales = {"thomas": 3, "umbrela_basic": 4, "umbrela_few": 4, "nugget_rating": 6}
+    if kind == "nugget_support_2grade":
+        return 2 * (value % 4 == 0)  # support (2) or not_support (0)
+    return value % scales[kind] if kind in scales else int(value % 3 == 0)  # the rest: yes (1) or no (0)
+
+
+def kinds_judge(prompt: str) -> str:
+    """The answer each kind's prompt asks for, in its own words, of `kind_grade`."""
+    kind = next(kind for kind, phrase in KIND_PHRASES.items() if phrase in prompt)
+    kind += "_few" if kind in ("faggioli", "sun") and "Its 25 drops per ml" in prompt else ""
+    if kind == "nugget_rating":
+        nugget, passage = (prompt.split(f"\n{key}: ", 1)[1].split("\n", 1)[0] for key in ("Key fact", "Context"))
+        return str(kind_grade(kind, passage, nugget))
+    passage = prompt.rsplit("Passage: ", 1)[1].split("\n", 1)[0]  # the last: few-shot examples come first
+    if kind == "nugget_support_2grade":
+        nugget = ast.literal_eval(prompt.split("\nNugget List: ", 1)[1].split("\n", 1)[0])[0]
+        return str(["support" if kind_grade(kind, passage, nugget) else "not_support"])
+    grade = kind_grade(kind, passage)
+    if kind.startswith("umbrela"):  # the few-shot prompt's stated score; the basic one's category on the last line
+        return f"##final score: {grade}" if kind == "umbrela_few" else f"The passage is about the query.\n{grade}"
+    return str(grade) if kind == "thomas" else ("No", "Yes")[grade]
+
+
+def test_llm_kinds_direct_and_nugget_through_a_server(tmp_path):
+    """Each kind's prompt reaches the server (each answered in its own words), its answers read back into
+    grades, and the EXAM-Qrels (a passage's best grade) and their nDCG@10 equal the server's by hand."""
+    with LLMServer(default=kinds_judge) as server:
+        project, args, config = prepare(tmp_path, "llm_kinds", server.base_url)
+        snakemake(project, *args)
+    results = project / config["results_dir"]
+    pool = pd.read_parquet(results / "pool/passages.parquet")
+    texts = dict(zip(zip(pool["query_id"], pool["passage_id"]), pool["text"]))
+    nuggets = pd.read_csv(project / config["inputs"]["bank"], sep="\t").groupby("query_id")["nugget"].agg(list)
+    runs = config_runs(project, config)
+    for method in config["grading"]["methods"]:
+        kind, name = method["kind"], method["name"]
+        grades = pd.read_parquet(results / "grades" / f"{name}.parquet")
+        assert grades["error"].isna().all() and not grades["unparsable"].any(), name
+        targets = {q: nuggets[q] if kind.startswith("nugget") else [""] for q, _ in texts}
+        answers = {(q, p, n): kind_grade(kind, text, n) for (q, p), text in texts.items() for n in targets[q]}
+        expected = qrels_lines(answers, set(texts))
+        assert set((results / "eval" / name / "qrels" / f"{name}.qrels").read_text().splitlines()) == expected, name
+        labels: dict = {}
+        for line in expected:
+            query, _, passage, label = line.split()
+            labels.setdefault(query, {})[passage] = int(label)
+        assert len({label for judged in labels.values() for label in judged.values()}) >= 2, name  # a real check
+        board = numbers(table(results / "eval" / name / "leaderboard.tsv"), "score")
+        rows = board[(board["measure"] == "ndcg_cut_10") & (board["kind"] == "system")]
+        assert dict(zip(rows["run_id"], rows["score"])) == pytest.approx(ndcg_at_10(runs, labels), abs=1e-12), name
+    finished(project, args)

@@ -4,6 +4,7 @@ the demo and on a collection of 40 runs of graded quality made here."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -282,6 +283,37 @@ def test_a_threshold_the_evaluation_does_not_hold_is_refused(demo, tmp_path):
         done = subprocess.run([sys.executable, "-m", "examflow", *words], capture_output=True, text=True)
         assert done.returncode == 2 and "--tau 2:" in done.stderr and "Traceback" not in done.stderr, name
     assert not any(tmp_path.iterdir())
+
+
+def test_the_summary_embeds_the_report_s_figure_and_draws_the_same_without_it(demo, tmp_path):
+    """The run's summary takes each method's leaderboard figure from its report (drawing it again took a
+    second and a half a method); by hand, without `--figures`, it draws the same picture, to the byte."""
+    import base64
+
+    from examflow.registry import DEFAULT_MEASURES
+
+    def pictures(page: Path) -> list[bytes]:
+        return [
+            base64.b64decode(data) for data in re.findall(r"image/png;base64,([A-Za-z0-9+/=\s]+)'", page.read_text())
+        ]
+
+    results = demo / "results/demo"
+    figure = (results / "report/cosine/leaderboard.png").read_bytes()
+    assert pictures(results / "summary.rst") == [figure]
+    command = [sys.executable, "-m", "examflow", "summary", "--eval", str(results / "eval/cosine"), "--results",
+               str(results), "--config-digest", "x", "--out-provenance", str(tmp_path / "p.json"), "--official",
+               str(demo / "resources/demo/official_leaderboard.json"), "--tau", "4", "--measures",
+               *DEFAULT_MEASURES]  # fmt: skip
+    outputs = ["--out-summary", str(tmp_path / "s.md"), "--out-rst", str(tmp_path / "s.rst")]
+    drawn = subprocess.run([*command, *outputs], capture_output=True, text=True)
+    assert drawn.returncode == 0, drawn.stderr
+    assert pictures(tmp_path / "s.rst") == [figure]
+    for given, error in ((results / "eval/cosine/leaderboard.tsv", "not a PNG image"),
+                         (tmp_path / "cosine/leaderboard.png", "cannot read the figure: No such file")):  # fmt: skip
+        refused = subprocess.run([*command, "--out-summary", str(tmp_path / "t.md"), "--figures", str(given)],
+                                 capture_output=True, text=True)  # fmt: skip
+        assert refused.returncode == 2 and f"examflow: error: {given}: {error}" in refused.stderr, refused.stderr
+    assert not (tmp_path / "t.md").exists()
 
 
 @pytest.mark.parametrize("facts", [[], ["official", "judgments", "expert"]])

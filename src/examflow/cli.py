@@ -129,6 +129,11 @@ def parser() -> argparse.ArgumentParser:
         default=[],
         help="the methods' evaluation folders (`examflow evaluate --out`)",
     )
+    summary.add_argument(
+        "--figures", nargs="*", action=Gathered, default=[], metavar="PNG",
+        help="the methods' leaderboard figures as `examflow report` drew them (METHOD/leaderboard.png in its --out "
+        "folder), embedded as they are; a method without one has its figure drawn again",
+    )  # fmt: skip
     summary.add_argument("--official", help="official leaderboard: its runs are the ones named best")
     summary.add_argument(
         "--official-measure",

@@ -876,6 +876,17 @@ def nrp_per_system(path: Path) -> tuple[pd.DataFrame, str]:
     return table, denominator_of(table, path)
 
 
+def _report_figure(path: str) -> tuple[str, bytes]:
+    """(method, PNG) of a leaderboard figure `examflow report` drew: the method is the folder it is in."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise InputError(path, f"cannot read the figure: {error.strerror}") from None
+    if not data.startswith(b"\x89PNG\r\n\x1a\n"):
+        raise InputError(path, "not a PNG image (`examflow report` draws METHOD/leaderboard.png)")
+    return Path(path).parent.name, data
+
+
 def summary_command(args: argparse.Namespace) -> None:
 
     from examflow.grading.merge import read_grades_metadata
@@ -907,6 +918,7 @@ def summary_command(args: argparse.Namespace) -> None:
         else None
     )
     judges = _tsv(Path(args.judges)) if args.judges else None
+    figures = dict(map(_report_figure, args.figures))
     document = run_summary(
         graded,
         flagged,
@@ -919,6 +931,7 @@ def summary_command(args: argparse.Namespace) -> None:
         judges,
         args.out_summary,
         args.config_setting,
+        figures,
     )
     record = json.dumps(provenance(graded, args.config_digest), indent=2, sort_keys=True) + "\n"
     files = {args.out_summary: document.markdown(), args.out_provenance: record}

@@ -17,7 +17,7 @@ import platform
 import re
 import textwrap
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata as package_metadata
 from typing import cast
@@ -217,9 +217,11 @@ def run_summary(
     judges: pd.DataFrame | None = None,
     page: str | None = None,
     settings: Sequence[str] = (),
+    figures: Mapping[str, bytes] | None = None,
 ) -> Document:
     """`boards`: each method's leaderboard at the report's τ. The report's first page opens on each
-    method's headline leaderboard (the report's own table and figure, embedded)."""
+    method's headline leaderboard (the report's own table and figure, embedded: `figures`, the PNG the
+    report drew, by method; one not given is drawn again, the same picture)."""
     doc = Document()
     doc.heading("examflow run summary", 1)
     if boards:
@@ -229,7 +231,7 @@ def run_summary(
     if boards:
         _official_paragraph(doc, official)
     for method in sorted(boards):
-        _headline_section(doc, boards[method])
+        _headline_section(doc, boards[method], (figures or {}).get(method))
     for method in sorted(boards):
         _leaderboard_section(doc, boards[method])
     if judges is not None:
@@ -272,9 +274,10 @@ div.h-screen:has(.examflow-landing){align-items:flex-start;justify-content:flex-
 </style>"""
 
 
-def _headline_section(doc: Document, board: Board) -> None:
+def _headline_section(doc: Document, board: Board, figure: bytes | None) -> None:
     """The headline measure's leaderboard: its agreement with the official one, the best official run,
-    the runs off the official leaderboard, then the interactive table and the small multiples."""
+    the runs off the official leaderboard, then the interactive table and the small multiples (`figure`,
+    the report's; else drawn: a second and a half a method)."""
     from examflow.report import figures, pages
 
     best, headline = board.best(board.headline), board.headline
@@ -302,7 +305,7 @@ def _headline_section(doc: Document, board: Board) -> None:
               markdown_only=True)  # fmt: skip
     doc.html(
         f"<div class='examflow-landing'>{pages.framed(pages.leaderboard_page(board), len(board.runs()))}"
-        f"{pages.picture(figures.leaderboard_figure(board), f'{board.method}: the leaderboard, one panel per measure')}</div>"
+        f"{pages.picture(figure or figures.leaderboard_figure(board), f'{board.method}: the leaderboard, one panel per measure')}</div>"
     )
     order = "official order" if board.official else f"{headline} order"
     doc.paragraph("Above: the report's `1 Leaderboard` table (a click on a column name sorts by it; the box "

@@ -8,6 +8,12 @@ rule summary:
         nrp=rules.nrp.output.per_system if NRP else [],
         official=official_input if EXAM else [],
         judges=rules.judges.output.agreement if JUDGES else [],
+        # the report's figures, embedded as they are (drawn again, each took a second and a half)
+        figures=(
+            expand(rules.report_method.output.leaderboard_png, method=METHODS)
+            if EXAM
+            else []
+        ),
     output:
         summary=results("summary.md"),
         page=results("summary.rst"),
@@ -26,6 +32,7 @@ rule summary:
             nrp=input.nrp or None,
             official=input.official or None,
             judges=input.judges or None,
+            figures=input.figures or None,
         ),
         settings=lambda wildcards: cli_options(
             tau=config["report"]["tau"],
