@@ -313,6 +313,13 @@ def test_the_summary_embeds_the_report_s_figure_and_draws_the_same_without_it(de
         refused = subprocess.run([*command, "--out-summary", str(tmp_path / "t.md"), "--figures", str(given)],
                                  capture_output=True, text=True)  # fmt: skip
         assert refused.returncode == 2 and f"examflow: error: {given}: {error}" in refused.stderr, refused.stderr
+    copy = tmp_path / "again/cosine/leaderboard.png"  # another report folder, the same method
+    write(copy, figure)
+    figures = ["--figures", str(results / "report/cosine/leaderboard.png"), str(copy)]
+    twice = subprocess.run(
+        [*command, "--out-summary", str(tmp_path / "t.md"), *figures], capture_output=True, text=True
+    )
+    assert twice.returncode == 2 and "--figures: two figures of method 'cosine'" in twice.stderr, twice.stderr
     assert not (tmp_path / "t.md").exists()
 
 

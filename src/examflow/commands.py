@@ -919,6 +919,9 @@ def summary_command(args: argparse.Namespace) -> None:
     )
     judges = _tsv(Path(args.judges)) if args.judges else None
     figures = dict(map(_report_figure, args.figures))
+    if len(figures) < len(args.figures):  # one would silently replace the other
+        twice = next(name for name in figures if [Path(f).parent.name for f in args.figures].count(name) > 1)
+        raise Failure(f"--figures: two figures of method {twice!r} (a figure's folder names its method)")
     document = run_summary(
         graded,
         flagged,
