@@ -918,10 +918,11 @@ def summary_command(args: argparse.Namespace) -> None:
         else None
     )
     judges = _tsv(Path(args.judges)) if args.judges else None
-    figures = dict(map(_report_figure, args.figures))
-    if len(figures) < len(args.figures):  # one would silently replace the other
-        twice = next(name for name in figures if [Path(f).parent.name for f in args.figures].count(name) > 1)
-        raise Failure(f"--figures: two figures of method {twice!r} (a figure's folder names its method)")
+    figures: dict[str, bytes] = {}
+    for method, png in map(_report_figure, args.figures):
+        if method in figures:  # the second would silently replace the first
+            raise Failure(f"--figures: two figures of method {method!r} (a figure's folder names its method)")
+        figures[method] = png
     document = run_summary(
         graded,
         flagged,
