@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import REFERENCE, needs_reference, write
@@ -14,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from examflow.errors import InputError
-from examflow.io.workbench import read_workbench_graded
+from examflow.io.workbench import _stable_order, read_workbench_graded
 
 SAMPLE = REFERENCE / "format-samples" / "workbench-graded-sample.jsonl.gz"
 
@@ -316,6 +317,19 @@ def test_a_rerun_without_the_official_leaderboard_removes_the_correlations_of_th
 
 
 RUN_NAMES = ["r1", "R1", "r10", "r2", "ä-run", "z", "run.b"]  # upper case before lower, ä after z: code points
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(0, 40).flatmap(
+        lambda rows: st.lists(  # keys of few values (many ties) and of huge ones (no packing into one int64)
+            st.lists(st.integers(0, 3) | st.integers(0, 2**62), min_size=rows, max_size=rows), min_size=1, max_size=3
+        )
+    )
+)
+def test_the_packed_sort_orders_rows_as_lexsort_does(keys):
+    arrays = [np.array(key, dtype=np.int64) for key in keys]
+    assert _stable_order(arrays).tolist() == np.lexsort(arrays[::-1]).tolist()
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -125,6 +125,6 @@ def uncovered_passages(
     best = labels.rename(columns={"qrels_id": "query_id"}).groupby(KEYS)["label"].max().reset_index()
     table = judged[judged["relevant"]].merge(best, on=KEYS, how="left")
     table = table[table["label"].fillna(-1) < tau]  # a judged passage nobody graded answers nothing either
-    text = passages.set_index(KEYS)["text"]
-    table = table.assign(text=[str(text.get(key, ""))[:200] for key in zip(table["query_id"], table["passage_id"])])
+    table = table.merge(passages[[*KEYS, "text"]], on=KEYS, how="left")  # a judged passage outside the pool: no text
+    table["text"] = table["text"].fillna("").astype(str).str.slice(0, 200)
     return table.sort_values(["judgment", "query_id", "passage_id"], ascending=[False, True, True])[UNCOVERED_COLUMNS]

@@ -248,16 +248,17 @@ def evaluate(
     leaderboards, per_queries, diagnostics, uncovered = [], [], [], []
     outputs: dict[str, Output] = {}
     baselines: dict[str, Baseline] = {}
-    kept = []
+    judged: dict[str, pd.DataFrame] = {}  # each method's EXAM-Labels beside the judgments
     for key, graded in inputs.grades.groupby("method", sort=True):
         method = cast(str, key)  # the method column holds names
         in_pool = within_pool(graded, inputs.passages, method) if inputs.graded_pool else graded
         grades, exam = within_exam(in_pool, inputs.questions, method)
         if inputs.graded_pool:
             check_graded(grades, exam, inputs.passages, method)
-        kept.append(grades)
         pooled = without_passages(grades, inputs.gold_passages)
         labels = exam_labels(pooled)
+        if facts.judgments:
+            judged[method] = judged_pairs(grades, inputs.judgments, labels if pooled is grades else None)
         per_query = per_query_values(grades, inputs, settings, labels).assign(method=method)
         per_queries.append(per_query)
         board = system_scores(per_query, RATIOS_OF_SUMS[settings.n_exam]).assign(method=method)
@@ -289,7 +290,7 @@ def evaluate(
     if facts.official:
         outputs["correlation.tsv"] = correlations(per_query, official or {}, settings)
     if facts.judgments:
-        outputs["kappa.tsv"], outputs["agreement.tsv"] = agreement(pd.concat(kept), inputs.judgments, settings)
+        outputs["kappa.tsv"], outputs["agreement.tsv"] = agreement(judged, inputs.judgments, settings)
     outputs["baselines"] = baselines
     return outputs
 
@@ -450,15 +451,23 @@ def _warn_unscored(board: pd.DataFrame, rankings: pd.DataFrame, method: str, que
         )  # fmt: skip
 
 
-def agreement(grades: pd.DataFrame, judgments: pd.DataFrame, settings: Settings) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """kappa.tsv (method, table, kappa, n_pairs) and the contingency counts in long form. Judgments of
-    subtopics meet labels of subtopics; a method whose questions have no facet ids (a bank without them
-    on subtopic queries) is compared per page, each passage with its highest judgment on the page."""
-    judged_facets = bool(judgments["facet_id"].notna().any())
+def judged_pairs(grades: pd.DataFrame, judgments: pd.DataFrame, page_labels: pd.DataFrame | None) -> pd.DataFrame:
+    """A method's EXAM-Labels of its graded passages beside their judgments. Judgments of subtopics meet
+    labels of subtopics; a method whose questions have no facet ids (a bank without them on subtopic
+    queries) is compared per page, each passage with its highest judgment on the page. `page_labels`: the
+    page labels of these grades, where they are at hand."""
+    if judgments["facet_id"].notna().any() and grades["facet_id"].notna().any():
+        return paired(exam_labels(grades, per_facet=True), judgments)
+    return paired(page_labels if page_labels is not None else exam_labels(grades), per_page(judgments))
+
+
+def agreement(
+    judged: dict[str, pd.DataFrame], judgments: pd.DataFrame, settings: Settings
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """kappa.tsv (method, table, kappa, n_pairs) and the contingency counts in long form, from each
+    method's `judged_pairs`."""
     summaries, counts = [], []
-    for method, group in grades.groupby("method", sort=True):
-        facets = judged_facets and bool(group["facet_id"].notna().any())
-        pairs = paired(exam_labels(group, per_facet=facets), judgments if facets else per_page(judgments))
+    for method, pairs in sorted(judged.items()):
         tables = agreement_tables(pairs, settings.relevant_judgment)
         values = kappas(tables)
         for name, cut in CUTS.items():
