@@ -221,6 +221,15 @@ def test_malformed_files_name_line_and_field(tmp_path):
         write(path, json.dumps(["q", [paragraph("a", [("r", "q", 1)], [], [self_rated([("q/x", rating)])])]]) + "\n")
         with pytest.raises(InputError, match=rf"self_ratings\[0\].self_rating': expected `int` {bound}$"):
             read_workbench_graded(path)
+    # the prompt class names the method: a number there is refused where it is, the prompt's other fields not read
+    info = {"prompt_class": 3, "prompt_style": ["anything"]}
+    write(
+        path, json.dumps(["q", [paragraph("a", [("r", "q", 1)], [], [qa_grade(["q/x"], []) | {"prompt_info": info}])]])
+    )
+    with pytest.raises(
+        InputError, match=r"exam_grades\[0\].prompt_info.prompt_class': expected `str \| null`, got `int`$"
+    ):
+        read_workbench_graded(path)
     ungraded = [["q", [paragraph("a", [("r", "q", 1)])]]]
     write(path, json.dumps(ungraded[0]) + "\n")
     with pytest.raises(InputError, match="no grades"):

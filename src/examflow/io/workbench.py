@@ -27,8 +27,6 @@ from examflow.io.qrels import judgment_table
 from examflow.registry import TOP_GRADE
 
 # The model's answers are not read: no measure uses them, and they are a quarter of the decoding time.
-GRADE_COLUMNS = ["method", "query_id", "facet_id", "passage_id", "question_id", "rating", "correct", "error"]
-_NULLABLE = {"rating": (pa.int64(), pd.Int64Dtype()), "correct": (pa.bool_(), pd.BooleanDtype())}  # others: text
 DEFAULT_PROMPT_CLASS = "QuestionPromptWithChoices"  # what the reference assumes for grades without prompt_info
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 Grade = Annotated[int, msgspec.Meta(ge=0, le=TOP_GRADE)]  # a self-rating: a 9 would pass every threshold
@@ -43,13 +41,19 @@ class SelfRating(msgspec.Struct, gc=False):
     nugget_id: str | None = None
 
 
+class PromptInfo(msgspec.Struct, gc=False):
+    """Of the prompt's description, its class: what names the method (a struct, not a dict: the rest is skipped)."""
+
+    prompt_class: str | None = None
+
+
 class ExamGrade(msgspec.Struct, gc=False):
     """Per-question grades: self-ratings, or the questions answered correctly and wrongly."""
 
     correctAnswered: list[str]
     wrongAnswered: list[str]
     llm: str | None = None
-    prompt_info: dict[str, Any] | None = None
+    prompt_info: PromptInfo | None = None
     self_ratings: list[SelfRating] | None = None
     llm_response_errors: dict[str, Any] | None = None
 
@@ -59,7 +63,7 @@ class DirectGrade(msgspec.Struct, gc=False):
 
     correctAnswered: bool | None = None
     llm: str | None = None
-    prompt_info: dict[str, Any] | None = None
+    prompt_info: PromptInfo | None = None
     self_ratings: Grade | None = None
     llm_response_error: str | None = None
 
@@ -106,10 +110,9 @@ def read_workbench_graded(path: str | Path) -> dict[str, pd.DataFrame]:
 
 
 def _read(path: str | Path) -> dict[str, pd.DataFrame]:
-    grades, judgments, passages = [], [], []
+    grades, judgments, passages = _GradeColumns(), [], []
     rankings: dict[str, list] = {"run_id": [], "rank": [], "score": []}  # by column: 9 of 10 records are rankings
     ranked_per_passage: list[int] = []  # a ranking's query and passage are its paragraph's: not repeated here
-    keys, spans = [], []  # each grade's (prompt class, model), and how many rows it gave: its method, once
     lines: dict[str, int] = {}  # each query's line
     for number, raw in raw_lines(path):
         query_id, paragraphs = _line(path, number, raw)
@@ -126,45 +129,95 @@ def _read(path: str | Path) -> dict[str, pd.DataFrame]:
             rankings["score"] += [r.score for r in ranked]
             passages.append((query_id, passage_id, paragraph.text or "", "judged" if judged else "retrieved"))
             for grade in paragraph.exam_grades or []:
-                rows = _exam_grade_rows(query_id, passage_id, grade)
-                if rows:  # a grade of no question names no method: it must not qualify another's name
-                    grades += rows
-                    keys.append(_key(grade))
-                    spans.append(len(rows))
+                grades.add_exam_grade(query_id, passage_id, grade)
             for g, direct in enumerate(paragraph.grades or []):
                 if direct.self_ratings is None and direct.correctAnswered is None and not direct.llm_response_error:
                     field = f"paragraphs[{at}].grades[{g}]"
                     raise InputError(path, "a grade needs self_ratings or correctAnswered", number, field)
-                grades.append(_direct_grade_row(query_id, passage_id, direct))
-                keys.append(_key(direct))
-                spans.append(1)
-    if not grades:
+                grades.add_direct_grade(query_id, passage_id, direct)
+    if not grades.sizes:
         raise InputError(path, "no grades: the file holds no exam_grades or grades")
-    table = _grade_table(grades)
-    table.insert(0, "method", np.repeat(np.array(_method_names(path, keys), dtype=object), spans))
     passage_table = pd.DataFrame(passages, columns=["query_id", "passage_id", "text", "origin"])
     runs = _ranking_table(rankings, ranked_per_passage, passage_table)
     _check_run_ids(path, runs["run_id"].unique())
     return {
         # Ids as strings, as a TSV reads them: joins with the runs' strings then need no conversion.
-        "grades": table,
+        "grades": grades.table(path),
         "rankings": runs.reset_index(drop=True),
         "judgments": judgment_table(judgments),
         "passages": passage_table,
     }
 
 
-def _grade_table(rows: list[tuple]) -> pd.DataFrame:
-    """The grade rows as columns, each through Arrow: ids as strings, as a TSV reads them (joins with the
-    runs' strings then need no conversion), ratings and verdicts nullable (half the time of pandas' rows)."""
-    return pd.DataFrame({name: _column(name, values) for name, values in zip(GRADE_COLUMNS[1:], zip(*rows))})
+class _GradeColumns:
+    """The grades' rows by column: a grade's rows, one per question, share its query, passage and method,
+    kept once per grade (a tuple per row, transposed, took twice the time)."""
+
+    def __init__(self) -> None:
+        self.where: list[tuple[str, str]] = []  # each grade's (query, passage)
+        self.keys: list[tuple[str, str]] = []  # each grade's (prompt class, model): its method's name, once
+        self.sizes: list[int] = []  # each grade's rows
+        self.question_id: list[str | None] = []
+        self.rating: list[int | None] = []
+        self.correct: list[bool | None] = []
+        self.error: list[str | None] = []
+
+    def add_exam_grade(self, query_id: str, passage_id: str, grade: ExamGrade) -> None:
+        failed = grade.llm_response_errors or {}
+        if grade.self_ratings is not None:  # self-rated: the rating is the grade; correctAnswered derives from it
+            rated = [r.question_id or r.nugget_id for r in grade.self_ratings]
+            if failed:  # a question both rated and failed keeps its rating
+                kept = set(rated)
+                failed = {q: e for q, e in failed.items() if q not in kept}
+            self._add(query_id, passage_id, grade, rated, failed, rating=[r.self_rating for r in grade.self_ratings])
+        else:
+            verdicts = [True] * len(grade.correctAnswered) + [False] * len(grade.wrongAnswered)
+            self._add(
+                query_id, passage_id, grade, grade.correctAnswered + grade.wrongAnswered, failed, correct=verdicts
+            )
+
+    def add_direct_grade(self, query_id: str, passage_id: str, grade: DirectGrade) -> None:
+        """One row, its question the query."""
+        if grade.llm_response_error:
+            self._add(query_id, passage_id, grade, [], {query_id: grade.llm_response_error})
+        else:
+            rating = grade.self_ratings if grade.self_ratings is not None else int(bool(grade.correctAnswered))
+            self._add(query_id, passage_id, grade, [query_id], {}, rating=[rating])
+
+    def _add(self, query_id, passage_id, grade, graded: list, failed: dict, rating=None, correct=None) -> None:
+        """One grade's rows: the questions `graded` (their `rating`s or `correct` verdicts, where given), then
+        those `failed` (question -> the error)."""
+        if not graded and not failed:  # a grade of no question names no method: it must not qualify another's name
+            return
+        self.where.append((query_id, passage_id))
+        self.keys.append(_key(grade))
+        self.sizes.append(len(graded) + len(failed))
+        self.question_id += graded + list(failed)
+        self.error += [None] * len(graded) + [str(e) for e in failed.values()]
+        for column, values in ((self.rating, rating), (self.correct, correct)):
+            column += (values or [None] * len(graded)) + [None] * len(failed)
+
+    def table(self, path) -> pd.DataFrame:
+        """Each column through Arrow: ids as strings, as a TSV reads them (joins with the runs' strings then
+        need no conversion), ratings and verdicts nullable."""
+        grade = pa.array(np.repeat(np.arange(len(self.sizes)), self.sizes))  # each row's grade
+        queries, passages = (pa.array(ids, pa.string()).take(grade) for ids in zip(*self.where))
+        rows = len(self.question_id)
+        table = pd.DataFrame({
+            "query_id": _text(queries),
+            "facet_id": _text(pa.nulls(rows, pa.string())),
+            "passage_id": _text(passages),
+            "question_id": _text(pa.array(self.question_id, pa.string())),
+            "rating": pa.array(self.rating, pa.int64()).to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get),
+            "correct": pa.array(self.correct, pa.bool_()).to_pandas(types_mapper={pa.bool_(): pd.BooleanDtype()}.get),
+            "error": _text(pa.array(self.error, pa.string())),
+        })  # fmt: skip
+        table.insert(0, "method", np.repeat(np.array(_method_names(path, self.keys), dtype=object), self.sizes))
+        return table
 
 
-def _column(name: str, values: tuple) -> pd.Series:
-    if name in _NULLABLE:  # a missing rating or verdict stays missing
-        arrow, dtype = _NULLABLE[name]
-        return pa.array(values, arrow).to_pandas(types_mapper={arrow: dtype}.get)
-    return pa.array(values, pa.string()).to_pandas()  # pandas' own text type (a mapper would make objects)
+def _text(array: pa.Array) -> pd.Series:
+    return array.to_pandas()  # pandas' own text type (a types_mapper would make objects)
 
 
 def _ranking_table(rankings: dict[str, list], counts: list[int], passages: pd.DataFrame) -> pd.DataFrame:
@@ -275,29 +328,7 @@ def _facet(query_id: str, judged_query: str | None) -> str | None:
 
 
 def _key(grade: ExamGrade | DirectGrade) -> tuple[str, str]:
-    return (grade.prompt_info or {}).get("prompt_class") or DEFAULT_PROMPT_CLASS, grade.llm or ""
-
-
-def _exam_grade_rows(query_id: str, passage_id: str, grade: ExamGrade) -> list[tuple]:
-    errors = grade.llm_response_errors or {}
-    if grade.self_ratings is not None:  # self-rated: the rating is the grade; correctAnswered only derives from it
-        rows: list[tuple] = [
-            (query_id, None, passage_id, r.question_id or r.nugget_id, r.self_rating, None, None)
-            for r in grade.self_ratings
-        ]
-        rated = {row[3] for row in rows}  # a question both rated and failed keeps its rating
-        return rows + [(query_id, None, passage_id, q, None, None, str(e)) for q, e in errors.items() if q not in rated]
-    rows = [(query_id, None, passage_id, q, None, True, None) for q in grade.correctAnswered]
-    rows += [(query_id, None, passage_id, q, None, False, None) for q in grade.wrongAnswered]
-    rows += [(query_id, None, passage_id, q, None, None, str(e)) for q, e in errors.items()]
-    return rows
-
-
-def _direct_grade_row(query_id: str, passage_id: str, grade: DirectGrade) -> tuple:
-    rating: int | None = grade.self_ratings if grade.self_ratings is not None else int(bool(grade.correctAnswered))
-    error = grade.llm_response_error
-    rating = None if error else rating
-    return (query_id, None, passage_id, query_id, rating, None, error)
+    return (grade.prompt_info and grade.prompt_info.prompt_class) or DEFAULT_PROMPT_CLASS, grade.llm or ""
 
 
 def _method_names(path, keys: list[tuple[str, str]]) -> list[str]:
