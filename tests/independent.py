@@ -129,11 +129,15 @@ def grades_from_table(grades) -> dict[tuple[str, str, str], float]:
     return found
 
 
-def qrels_lines(answers: dict[tuple[str, str, str], float], passages: set[tuple[str, str]]) -> set[str]:
-    """EXAM-Qrels: every pooled passage with its best grade over the questions (0 when none)."""
+def qrels_lines(
+    answers: dict[tuple[str, str, str], float], passages: set[tuple[str, str]], qa: bool = False
+) -> set[str]:
+    """EXAM-Qrels: every pooled passage with its best grade over the questions (`qa`, answers checked against
+    keys, 5 where correct: how many it answers correctly), 0 when none."""
     best: dict = {}
     for (query, passage, _), grade in answers.items():
-        best[(query, passage)] = max(best.get((query, passage), 0), int(grade))
+        label = best.get((query, passage), 0) + (grade > 0) if qa else max(best.get((query, passage), 0), int(grade))
+        best[(query, passage)] = label
     return {f"{q} 0 {p} {best.get((q, p), 0)}" for q, p in passages}
 
 

@@ -26,6 +26,11 @@ def test_labels_are_max_grade_or_number_correct_and_per_facet():
     assert exam_labels(rated, per_facet=True).values.tolist() == [["q/f1", "a", 5], ["q/f2", "a", 1], ["q/f2", "b", 0]]
     qa = grades([("q", None, "a", True), ("q", None, "a", True), ("q", None, "b", False)], qa=True)
     assert exam_labels(qa).values.tolist() == [["q", "a", 2], ["q", "b", 0]]
+    # a question without an answer key gets no verdict (qa_llm_verify, extractive_qa): still a count
+    unkeyed = grades(
+        [("q", None, "a", True), ("q", None, "a", True), ("q", None, "a", None), ("q", None, "b", None)], qa=True
+    )
+    assert exam_labels(unkeyed).values.tolist() == [["q", "a", 2], ["q", "b", 0]]
     assert format_qrels(exam_labels(rated)) == "q 0 a 5\nq 0 b 0\n"
 
 

@@ -96,7 +96,7 @@ def check_exam(project: Path, config: dict, method: str, answers=None) -> None:
                 assert got[run] == pytest.approx(scores[run], abs=1e-12), (measure, tau, run)
     pooled = {key for key, origin in origins.items() if origin != "gold"}
     written = set((results / "eval" / method / "qrels" / f"{method}.qrels").read_text().splitlines())
-    assert written == qrels_lines(answers, pooled)
+    assert written == qrels_lines(answers, pooled, qa=bool(grades["correct"].notna().any()))  # QA: answers checked
     if "ndcg_cut_10" in evaluation.get("measures", ["ndcg_cut_10"]):  # trec_eval's, on the EXAM-Qrels
         labels: dict = {}
         for query, _, passage, label in (line.split() for line in written):
@@ -352,8 +352,43 @@ def test_no_qrels(tmp_path):
     assert "WARNING" not in report.stderr and "ERROR" not in report.stderr, report.stderr
 
 
+def verifier_answer(question: str, context: str) -> str:
+    return hashlib.md5(f"{question}|{context}".encode()).hexdigest()[:8]
+
+
+def verifier(prompt: str) -> str:
+    """The test server's qa_llm_verify: an answer from a digest of question and passage, and a verdict
+    on it from the answer alone (one in four is correct)."""
+    if prompt.startswith("provide a complete and concise answer"):
+        question, context = prompt.split(" Question: ", 1)[1].split(" Context: ", 1)
+        return verifier_answer(question, context)
+    answer = prompt.split('Is "', 1)[1].split('" an equally correct response', 1)[0]
+    return "Yes." if int(answer, 16) % 4 == 0 else "no"
+
+
 def test_no_official_leaderboard_with_responses_and_query_mode_all(tmp_path):
-    project, args, config, results = evaluated(tmp_path, "no_official")
+    with LLMServer(default=verifier) as server:
+        project, args, config = prepare(tmp_path, "no_official", server.base_url)
+        snakemake(project, *args)
+    check_exam(project, config, "cosine")
+    # qa_llm_verify: a question with an answer key is answered (5) or not (0); one without, never asked twice
+    keys = {item["question_id"] for line in (project / config["inputs"]["bank"]).open()
+            for item in json.loads(line)["items"] if item.get("gold_answers")}  # fmt: skip
+    questions = bank_questions(project / config["inputs"]["bank"])
+    verdict = lambda text, context: 5 * (int(verifier_answer(text, context), 16) % 4 == 0)  # noqa: E731
+    answers = {
+        key: grade for key, grade in expected_answers(project, config, questions, verdict).items() if key[2] in keys
+    }
+    check_exam(project, config, "verified", answers)  # EXAM-Qrels: how many questions a passage answers correctly
+    results = project / config["results_dir"]
+    board = numbers(table(results / "eval/verified/leaderboard.tsv"), "score")
+    exam = board[(board["measure"] == "exam") & (board["kind"] == "system")]
+    runs = config_runs(project, config)
+    expected = cover(answers, runs, questions, 5, k=10, all_queries=True)  # the EXAM score: answered correctly
+    scores = dict(zip(exam["run_id"], exam["score"]))
+    assert {run: scores[run] for run in expected} == pytest.approx(expected, abs=1e-12)
+    assert len(set(expected.values())) > 2 and "rag-brief" in scores  # a generated response is scored too
+    assert 0 < sum(map(bool, answers.values())) < len(answers)
     for absent in ("eval/cosine/correlation.tsv", "report/cosine/scatter.png", "report/cosine/correlation.html"):
         assert not (results / absent).exists()
     board = table(results / "eval/cosine/leaderboard.tsv")
