@@ -40,13 +40,16 @@ pytestmark = pytest.mark.workflow
 CONFIGS = sorted(p.name.removeprefix("config_") for p in (ROOT / ".test").glob("config_*"))
 
 
-def prepare(tmp_path: Path, name: str, base_url: str = "", model_dir: str = "") -> tuple[Path, tuple[str, ...], dict]:
-    """A project copy with the .test folder, the config's LLM address and model folder filled in;
+def prepare(
+    tmp_path: Path, name: str, base_url: str = "", model_dir: str = "", span_model: str = ""
+) -> tuple[Path, tuple[str, ...], dict]:
+    """A project copy with the .test folder, the config's LLM address and model folders filled in;
     (folder, args, config)."""
     project = copy_project(tmp_path if name != "hostile_paths" else tmp_path / "clone $(touch PWNED-root);'c'")
     shutil.copytree(ROOT / ".test", project / ".test")
     config_file = project / ".test" / f"config_{name}" / "config.yaml"
     text = config_file.read_text().replace("LLM_BASE_URL", base_url).replace("MODEL_DIR", json.dumps(model_dir))
+    text = text.replace("SPAN_MODEL_FOLDER", json.dumps(span_model))
     config_file.write_text(text)
     import yaml
 
@@ -776,13 +779,14 @@ def test_local_models_torch_and_ctranslate2_rate_alike(tmp_path):
     from tiny_models import build_tiny_t5
 
     model = build_tiny_t5(tmp_path / "tiny flan-t5 (model)", seed=3, digit_boost=4.0, scale=2.0, flan=True)
-    project, args, config = prepare(tmp_path / "project", "local_models", model_dir=str(model))
+    spans = build_tiny_t5(tmp_path / "tiny squad2", seed=1, question_answering=True)
+    project, args, config = prepare(tmp_path / "project", "local_models", model_dir=str(model), span_model=str(spans))
     # Two grading jobs at a time on CI's two cores (each would hold both): most of a job here is its start.
     args = ("--set-threads", "grade=1", *args)
     snakemake(project, *args)
     results = project / config["results_dir"]
     grades = {}
-    for method in ("torch", "converted", "torch-beam", "converted-beam", "answers"):
+    for method in ("torch", "converted", "torch-beam", "converted-beam", "answers", "spans"):
         check_exam(project, config, method)
         table = pd.read_parquet(results / "grades" / f"{method}.parquet")
         assert len(table) > 100 and table["error"].isna().all()
@@ -799,6 +803,15 @@ def test_local_models_torch_and_ctranslate2_rate_alike(tmp_path):
     assert (beam["answer"] == converted_beam["answer"]).all() and (beam["rating"] == converted_beam["rating"]).all()
     parsed = beam[~beam["unparsable"]]  # a word or an empty answer is unparsable (rating 1 or 0, as the reference)
     assert len(parsed) > 0.9 * len(beam) and (parsed["rating"] == parsed["answer"].astype(int)).all()
+    # The extractor's answers are spans of their passages (or empty: no answer), verified where the bank has a key
+    pool = pd.read_parquet(results / "pool/passages.parquet").set_index(["query_id", "passage_id"])["text"]
+    extracted = grades["spans"].reset_index()
+    texts = pool.loc[list(zip(extracted["query_id"], extracted["passage_id"]))].tolist()
+    assert all(answer in text for answer, text in zip(extracted["answer"], texts))
+    assert extracted["answer"].str.len().gt(0).mean() > 0.5
+    keyed = {item["question_id"] for line in (project / config["inputs"]["bank"]).open()
+             for item in json.loads(line)["items"] if item.get("gold_answers")}  # fmt: skip
+    assert (extracted["correct"].notna() == extracted["question_id"].isin(keyed)).all()
     [conversion] = (project / "results" / "cache" / "ctranslate2").iterdir()  # made once, for both methods
     assert conversion.name.startswith("tiny_flan-t5_model_-") and (conversion / "model.bin").is_file()
     finished(project, args)
