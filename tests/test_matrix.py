@@ -272,6 +272,16 @@ def test_nuggetize_creates_assigns_and_scores_in_one_run(tmp_path):
     assert dict(zip(shown["run_id"], shown["score"])) == pytest.approx(expected_all, abs=1e-12)
     assert 0 < min(expected_all.values()) < max(expected_all.values())  # the runs differ: a real check
     finished(project, args)
+    # `documents: pool`: every pooled passage by its id, judged or not. Only the bank is made again.
+    config_file = project / args[1]
+    (project / config["inputs"]["bank"]).unlink()
+    with LLMServer(default=nuggetizer) as again:
+        text = config_file.read_text().replace("documents: judged", "documents: pool")
+        config_file.write_text(text.replace(config["questions"]["llm"]["base_url"], again.base_url))
+        snakemake(project, config["inputs"]["bank"], *args)
+    bank = [json.loads(line) for line in (project / config["inputs"]["bank"]).read_text().splitlines()]
+    pooled = {q: created_nuggets([texts[(q, p)] for p in sorted(p for qq, p in texts if qq == q)]) for q, _ in texts}
+    assert {e["query_id"]: [i["nugget_text"] for i in e["items"]] for e in bank} == pooled != expected
 
 
 def test_tsv_facetless_bank_on_subtopic_queries(tmp_path):
