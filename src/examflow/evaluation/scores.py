@@ -101,9 +101,13 @@ def system_scores(per_query: pd.DataFrame, ratios_of_sums: frozenset[str] = froz
     """Score = Σ value / Σ weight; standard error = sample stdev / √n for plain means, none for the
     measures in `ratios_of_sums` (n-EXAM `gold`), even where every weight happens to be 1."""
     keys = ["measure", "tau", "run_id"]
+    grouped = per_query.groupby(keys, sort=True, dropna=False)
+    # Each group's values as slices of two arrays, in the rows' order (a third of the time of a frame a group)
+    group = grouped.ngroup().to_numpy()
+    order, ends = np.argsort(group, kind="stable"), np.cumsum(np.bincount(group, minlength=grouped.ngroups))
+    columns = (np.split(per_query[name].to_numpy(float)[order], ends[:-1]) for name in ("value", "weight"))
     rows = []
-    for (measure, tau, run_id), group in per_query.groupby(keys, sort=True, dropna=False):
-        values, weights = group["value"].to_numpy(float), group["weight"].to_numpy(float)
+    for (measure, tau, run_id), values, weights in zip(grouped.size().index, *columns):
         n, exact = len(values), is_count_ratio(cast(str, measure))  # cast: the measure column holds names
         plain_mean = measure not in ratios_of_sums and bool((weights == 1).all())
         stderr = standard_error(values, exact) if n > 1 and plain_mean else (0.0 if plain_mean else math.nan)
