@@ -384,7 +384,7 @@ def test_no_official_leaderboard_with_responses_and_query_mode_all(tmp_path):
         project, args, config = prepare(tmp_path, "no_official", server.base_url)
         snakemake(project, *args)
     check_exam(project, config, "cosine")
-    # qa_llm_verify: a question with an answer key is answered (5) or not (0); one without, never asked twice
+    # qa_llm_verify: a question with an answer key is answered (5) or not (0); one without is not verified
     keys = {item["question_id"] for line in (project / config["inputs"]["bank"]).open()
             for item in json.loads(line)["items"] if item.get("gold_answers")}  # fmt: skip
     questions = bank_questions(project / config["inputs"]["bank"])
@@ -393,6 +393,8 @@ def test_no_official_leaderboard_with_responses_and_query_mode_all(tmp_path):
         key: grade for key, grade in expected_answers(project, config, questions, verdict).items() if key[2] in keys
     }
     check_exam(project, config, "verified", answers)  # EXAM-Qrels: how many questions a passage answers correctly
+    asked = [r["body"]["messages"][-1]["content"] for r in server.requests]
+    assert sum("an equally correct response" in prompt for prompt in asked) == len(answers)
     results = project / config["results_dir"]
     board = numbers(table(results / "eval/verified/leaderboard.tsv"), "score")
     exam = board[(board["measure"] == "exam") & (board["kind"] == "system")]

@@ -305,6 +305,15 @@ def test_empty_grades_failed_pairs_and_grades_without_a_value(tmp_path):
     write(path, json.dumps(["q", [paragraph("a", [("r", "q", 1)], [], None, [valueless])]]) + "\n")
     with pytest.raises(InputError, match=r"graded.jsonl:1: field 'paragraphs\[0\].grades\[0\]': a grade needs "):
         read_workbench_graded(path)
+    # An error named, even an empty one, fails the pair, in a direct grade as in an exam grade
+    failed = valueless | {"self_ratings": 2, "llm_response_error": ""}
+    write(
+        path, json.dumps(["q", [paragraph("a", [("r", "q", 1)], [], [self_rated([], errors={"q/y": ""})], [failed])]])
+    )
+    grades = read_workbench_graded(path)["grades"]
+    assert grades[["question_id", "rating", "error"]].astype(object).where(grades.notna(), None).values.tolist() == [
+        ["q/y", None, ""], ["q", None, ""]
+    ]  # fmt: skip
 
 
 def test_a_rerun_without_the_official_leaderboard_removes_the_correlations_of_the_earlier_one(tmp_path):

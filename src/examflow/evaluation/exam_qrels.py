@@ -71,8 +71,8 @@ def exam_labels(grades: pd.DataFrame, per_facet: bool = False) -> pd.DataFrame:
     graded["qrels_id"] = qrels_ids(graded) if per_facet else graded["query_id"]
     if "kind" in graded and graded["kind"].isin(CRITERIA_KINDS).any():
         graded = criteria_labels(graded)
-    # QA: how many questions the passage answers correctly. A question without an answer key has no verdict
-    # (no value): it must not make the method's labels the best grade's.
+    # QA: how many questions the passage answers correctly. A question without an answer key gets no verdict
+    # (no value): such rows must not switch the rule from the count to the best grade.
     how = "sum" if qa.any() and (qa | graded["value"].isna()).all() else "max"
     labels = graded.groupby(["qrels_id", "passage_id"])["value"].agg(how).fillna(0).astype(int)
     return labels.rename("label").reset_index()

@@ -102,7 +102,8 @@ def system_scores(per_query: pd.DataFrame, ratios_of_sums: frozenset[str] = froz
     measures in `ratios_of_sums` (n-EXAM `gold`), even where every weight happens to be 1."""
     keys = ["measure", "tau", "run_id"]
     grouped = per_query.groupby(keys, sort=True, dropna=False)
-    # Each group's values as slices of two arrays, in the rows' order (a third of the time of a frame a group)
+    # Each group's values are slices of two arrays, in the rows' order: a third of the time that making a
+    # frame of each group took.
     group = grouped.ngroup().to_numpy()
     order, ends = np.argsort(group, kind="stable"), np.cumsum(np.bincount(group, minlength=grouped.ngroups))
     columns = (np.split(per_query[name].to_numpy(float)[order], ends[:-1]) for name in ("value", "weight"))

@@ -131,7 +131,7 @@ def _read(path: str | Path) -> dict[str, pd.DataFrame]:
             for grade in paragraph.exam_grades or []:
                 grades.add_exam_grade(query_id, passage_id, grade)
             for g, direct in enumerate(paragraph.grades or []):
-                if direct.self_ratings is None and direct.correctAnswered is None and not direct.llm_response_error:
+                if direct.self_ratings is None and direct.correctAnswered is None and direct.llm_response_error is None:
                     field = f"paragraphs[{at}].grades[{g}]"
                     raise InputError(path, "a grade needs self_ratings or correctAnswered", number, field)
                 grades.add_direct_grade(query_id, passage_id, direct)
@@ -177,8 +177,8 @@ class _GradeColumns:
             )
 
     def add_direct_grade(self, query_id: str, passage_id: str, grade: DirectGrade) -> None:
-        """One row, its question the query."""
-        if grade.llm_response_error:
+        """One row, its question the query; failed where it names an error (even an empty one, as in exam grades)."""
+        if grade.llm_response_error is not None:
             self._add(query_id, passage_id, grade, [], {query_id: grade.llm_response_error})
         else:
             rating = grade.self_ratings if grade.self_ratings is not None else int(bool(grade.correctAnswered))
