@@ -562,6 +562,18 @@ def test_config_mistakes_stop_the_workflow_at_parse_time_in_one_line(project):
     # the cache folder reaches the rules as a param alone, which Snakemake takes as written
     write(project / "config/bad.yaml", yaml.safe_dump(config | {"cache_dir": "results/c{x}<y>"}))
     assert snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False).returncode == 0
+    # answer checking on a bank without answer keys would ask every pair and verify none
+    write(project / "keyless.tsv", "query_id\tquestion\nhoneybee\tWhere do bees store nectar?\n")
+    qa = {
+        "name": "qa",
+        "kind": "qa_verify",
+        "backend": {"kind": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1"},
+    }
+    keyless = config | {"inputs": config["inputs"] | {"bank": "keyless.tsv"}}
+    write(project / "config/bad.yaml", yaml.safe_dump(keyless | {"grading": config["grading"] | {"methods": [qa]}}))
+    result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
+    refused_in_one_line(result, "config grading.methods.qa: 'qa_verify' checks each answer against the question's "
+                        "answer key (gold_answers), and no question of keyless.tsv has one")  # fmt: skip
     config["inputs"]["qrels"] = "resources/demo/qrels-typo.txt"
     write(project / "config/bad.yaml", yaml.safe_dump(config))
     result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)

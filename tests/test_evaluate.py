@@ -321,3 +321,19 @@ def test_correlation_table_has_intervals_random_ties_and_tau_ap():
     assert row["spearman"] == pytest.approx(1.0) and row["kendall"] == pytest.approx(1.0) and row["n_runs"] == 2
     assert row["spearman_random_ties"] == pytest.approx(1.0) and row["tau_ap"] == 1.0
     assert -1 <= row["spearman_low"] <= row["spearman_high"] <= 1
+
+
+def test_answer_checking_without_any_answer_key_is_named_in_a_warning(caplog):
+    """qa_verify on a bank without answer keys: every answer unchecked, EXAM-Cover 0, no EXAM score, and
+    nothing said. With one checked answer the EXAM score is there, and no warning."""
+    data = inputs()
+    data.grades = data.grades.assign(kind="qa_verify", rating=pd.NA).astype({"rating": "Int64"})
+    board = scores(evaluate(data, Settings(taus=[4], measures=[], bootstrap=0), None)["leaderboard.tsv"])
+    assert board[("exam_cover", 4, "r1")] == 0 and not [key for key in board if key[0] == "exam"]
+    (warning,) = [r.getMessage() for r in caplog.records if "answer key" in r.getMessage()]
+    assert warning == ("method m: no graded question has an answer key (gold_answers): no answer is checked, "
+                       "EXAM-Cover is 0 and there is no EXAM score")  # fmt: skip
+    caplog.clear()
+    data.grades.loc[data.grades.index[0], "correct"] = True  # a answers x
+    board = scores(evaluate(data, Settings(taus=[4], measures=[], bootstrap=0), None)["leaderboard.tsv"])
+    assert board[("exam", None, "r1")] == 0.5 and not [r for r in caplog.records if "answer key" in r.getMessage()]

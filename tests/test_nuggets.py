@@ -3,6 +3,7 @@ the label read from a Python list, grades over real HTTP and from a tiny local m
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -247,6 +248,17 @@ def test_a_method_finds_its_kind_of_items_in_the_bank_and_ratings_count_as_edits
     with pytest.raises(ConfigError, match="holds questions"):  # a generated bank of questions
         check_bank_kinds(str(nuggets), "question", grading)
     check_bank_kinds(str(questions), "nugget", grading)  # a bank to be generated with nuggets
+    # Answer checking needs some question with an answer key; generated questions have none
+    grading["methods"] = [{"name": "qa", "kind": "qa_llm_verify", "backend": backend}]
+    with pytest.raises(ConfigError, match=r"grading.methods.qa: 'qa_llm_verify' checks each answer against the "
+                                          r"question's answer key \(gold_answers\), and no question of .*questions.tsv has one"):  # fmt: skip
+        check_bank_kinds(str(questions), None, grading)
+    with pytest.raises(ConfigError, match="a generated bank's questions have none"):
+        check_bank_kinds(str(questions), "question", grading)
+    keyed = tmp_path / "keyed.jsonl"
+    items = [{"question_text": "What do bees make?"}, {"question_text": "From what?", "gold_answers": ["nectar"]}]
+    keyed.write_text(json.dumps({"query_id": "q1", "items": items}) + "\n")
+    check_bank_kinds(str(keyed), None, grading)  # one key is enough: the others go unverified
     bank = pd.DataFrame({"query_id": ["q1"], "facet_id": [None], "question_id": ["q1/n"], "question_text": ["Bees"]})
     unrated = bank_digest(bank)
     assert bank_digest(bank.assign(importance=None)) == unrated  # no ratings: the digest it always had

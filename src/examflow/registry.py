@@ -119,6 +119,11 @@ class Kind:
         return [name for name in (self.template, self.verification, self.aggregation) if name]
 
     @property
+    def checks_answers(self) -> bool:
+        """Its grade is an answer checked against the question's key (the original EXAM): without a key, none."""
+        return self.grade in ("correct", "verified")
+
+    @property
     def rows_per_target(self) -> int:
         """The grades one (passage, target) pair gets: one per criterion and one of the aggregation, else one."""
         return max(1, len(self.criteria)) + (1 if self.aggregation else 0)

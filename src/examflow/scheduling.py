@@ -28,6 +28,7 @@ class BankQueries:
     lines: dict[tuple[str, str | None], int]  # every (query id, facet id) in the bank -> line of its entry
     items: dict[tuple[str, str | None], int]  # (query id, facet id) -> its questions or nuggets
     kinds: frozenset[str] = frozenset()  # what its items are: question, nugget
+    keyed: int = 0  # questions with an answer key
 
 
 @functools.cache
@@ -36,21 +37,28 @@ def bank_queries(path: str, modified: float, shards: int = 16) -> BankQueries:
     entries = read_bank(path)
     items = {(entry.query_id, entry.facet_id): len(entry.items) for entry in entries}
     kinds = frozenset(item.kind for entry in entries for item in entry.items)
-    return BankQueries(shard_digests(entries, shards), entry_lines(entries), items, kinds)
+    keyed = sum(bool(item.gold_answers) for entry in entries for item in entry.items)
+    return BankQueries(shard_digests(entries, shards), entry_lines(entries), items, kinds, keyed)
 
 
 def check_bank_kinds(bank: str, generated: str | None, grading: dict) -> None:
     """Every method that grades questions or nuggets finds some in the bank (a generated bank holds the
-    `generated` kind of items): a nugget method on a question bank would grade nothing, and evaluate nothing."""
-    kinds = {generated} if generated else bank_queries(bank, os.path.getmtime(bank), grading["shards"]).kinds
+    `generated` kind of items, without answer keys): a nugget method on a question bank would grade nothing,
+    and evaluate nothing; a method that checks answers, on questions without keys, would ask the model every
+    pair and verify none (no EXAM score, EXAM-Cover 0)."""
+    if generated:  # not written yet: items of the kind generated, none with an answer key
+        read = BankQueries({}, {}, {}, frozenset({generated}))
+    else:
+        read = bank_queries(bank, os.path.getmtime(bank), grading["shards"])
     for method in grading["methods"]:
-        target = KINDS[method["kind"]].target
-        if target in ("question", "nugget") and target not in kinds:
-            holds = " and ".join(f"{kind}s" for kind in sorted(kinds)) or "nothing"
-            raise ConfigError(
-                f"grading.methods.{method['name']}",
-                f"{method['kind']!r} grades {target}s; the bank {bank} holds {holds}",
-            )
+        kind, where = KINDS[method["kind"]], f"grading.methods.{method['name']}"
+        if kind.target in ("question", "nugget") and kind.target not in read.kinds:
+            holds = " and ".join(f"{item}s" for item in sorted(read.kinds)) or "nothing"
+            raise ConfigError(where, f"{method['kind']!r} grades {kind.target}s; the bank {bank} holds {holds}")
+        if kind.checks_answers and not read.keyed:
+            whose = "a generated bank's questions have none" if generated else f"no question of {bank} has one"
+            raise ConfigError(where, f"{method['kind']!r} checks each answer against the question's answer key "
+                                     f"(gold_answers), and {whose}")  # fmt: skip
 
 
 @functools.cache

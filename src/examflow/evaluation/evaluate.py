@@ -51,6 +51,7 @@ from examflow.ties import tie_keys
 log = logging.getLogger(__name__)
 
 LEADERBOARD_COLUMNS = ["method", "measure", "tau", "run_id", "kind", "score", "stderr", "n_queries", "failed_pairs"]
+ANSWER_CHECKING = [name for name, kind in KINDS.items() if kind.checks_answers]  # QA kinds: no key, no grade
 RUN_KINDS = {OVERALL_RUN: "pool", GOLD_RUN: "gold"}  # special rows; every other run is a `system`
 # An output of `evaluate`: a table, a qrels file's text, or (`baselines`, no file) each method's Baseline.
 Output: TypeAlias = pd.DataFrame | str | dict[str, Baseline]
@@ -115,6 +116,9 @@ def per_query_values(
         with_passages = without_passages(examined, gold_only)["query_id"].unique()
         counts = counts[(counts["run_id"] != OVERALL_RUN) | counts["query_id"].isin(with_passages)]
     has_answer_keys = bool(grades["correct"].notna().any())
+    if not has_answer_keys and "kind" in grades and grades["kind"].isin(ANSWER_CHECKING).any():
+        log.warning("method %s: no graded question has an answer key (gold_answers): no answer is checked, "
+                    "EXAM-Cover is 0 and there is no EXAM score", grades["method"].iat[0])  # fmt: skip
     parts = [cover_measures(counts, settings.n_exam, exam=has_answer_keys)]
     if settings.measures:
         if labels is None:
