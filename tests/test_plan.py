@@ -39,7 +39,10 @@ def test_the_plan_of_the_demo(demo, tmp_path):
     fresh = plan_method(api, passages, questions, queries, cache)
     # Pairs by hand: every pooled passage with each question of its query.
     by_hand = sum((passages["query_id"] == q).sum() * n for q, n in questions.groupby("query_id").size().items())
-    assert fresh.pairs == by_hand == 3345 and fresh.cached == 0 and fresh.work == 2 * 3345  # answer, then verify
+    # answer, then verify where the question has an answer key (26 of the demo bank's 50 questions)
+    keyed = questions[[answers is not None and len(answers) > 0 for answers in questions["gold_answers"]]]
+    verified = sum((passages["query_id"] == q).sum() * n for q, n in keyed.groupby("query_id").size().items())
+    assert fresh.pairs == by_hand == 3345 and fresh.cached == 0 and fresh.work == 3345 + verified == 5079
     texts = dict(zip(questions["question_id"], questions["question_text"]))
     characters = sum(
         len(template("grade-qa").format(question=texts[qid], context=text))
@@ -47,8 +50,8 @@ def test_the_plan_of_the_demo(demo, tmp_path):
         for qid in questions.loc[questions["query_id"] == q, "question_id"]
     )
     assert fresh.prompt_tokens == pytest.approx(characters / 4, rel=0.01)
-    # 6,690 calls, 8 at a time of about a second, after a second's start: 837.25 s.
-    assert (fresh.work, fresh.unit, fresh.jobs) == (6690, "calls", 1) and fresh.hours == pytest.approx(837.25 / 3600)
+    # 5,079 calls (1,734 of them verifications), 8 at a time of about a second, after a second's start
+    assert (fresh.work, fresh.unit, fresh.jobs) == (5079, "calls", 1) and fresh.hours == pytest.approx(635.875 / 3600)
     # A direct method pairs each passage with each facet of its query: the prompts the grading would send.
     helm = plan_method(method("helm", "helm", kind="openai", model="gpt"), passages, questions, queries, cache)
     sent = [request("helm", pair) for pair in make_pairs("helm", passages, questions, queries)]
@@ -60,9 +63,9 @@ def test_the_plan_of_the_demo(demo, tmp_path):
                "--method", json.dumps(cosine.settings), json.dumps(api.settings), "--cache-dir", str(cache), "--out", str(tmp_path / "p.tsv")]  # fmt: skip
     printed = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     assert "cosine            embedding          3,345      3,345          0         0 texts     0" in printed
-    assert "api               openai             3,345          0      3,345     6,690 calls     1" in printed
+    assert "api               openai             3,345          0      3,345     5,079 calls     1" in printed
     written = pd.read_csv(tmp_path / "p.tsv", sep="\t")
-    assert written["to_grade"].tolist() == [0, 3345] and written["work"].tolist() == [0, 6690]
+    assert written["to_grade"].tolist() == [0, 3345] and written["work"].tolist() == [0, 5079]
 
 
 @pytest.mark.workflow
@@ -278,3 +281,26 @@ def test_samples_the_cache_lacks_are_planned_and_their_prompts_counted(tmp_path)
     sent = [request("umbrela", pair) for pair in make_pairs("umbrela", passages, questions, queries)]
     characters = sum(len(template(r.template).format(**r.fields)) for r in sent)
     assert seven.prompt_tokens == pytest.approx(characters / 4 * 18 / 4, rel=0.01)  # 18 of 4 pairs' prompts
+
+
+def test_verification_is_planned_only_for_questions_with_an_answer_key(tmp_path):
+    """qa_llm_verify asks a second prompt only where the question has a key: the plan counted two calls a pair
+    (a stranger's trial: 6,022 planned for 3,011 pairs, half of whose questions have no key)."""
+    from examflow.grading.backends import Answer
+    from examflow.grading.cache import GradeCache
+
+    passages, questions, queries = small_collection()
+    questions["gold_answers"] = [None, ["because"], ["this"], None]  # q2 (query a) and q3 (b) have keys
+    backend = {"kind": "openai", "model": "gpt", "base_url": "http://127.0.0.1:9/v1"}
+    verify = check_method("v", {"name": "v", "kind": "qa_llm_verify", "backend": backend})
+    cache = GradeCache(tmp_path, verify.backend.signature(False))
+    [answered] = [
+        p
+        for p in make_pairs("qa_llm_verify", passages, questions, queries)
+        if (p.passage_id, p.question_id) == ("p1", "q1")
+    ]
+    cache.add_answers([("a", cache.key(request("qa_llm_verify", answered)), Answer("x"))])
+    # 5 pairs, 1 answered: 4 first prompts; second prompts for (p1, q2), (p2, q2) and (p3, q3)
+    job = job_share(verify, passages, questions, queries, GradeCache(tmp_path, verify.backend.signature(False)))
+    assert (job.pairs, job.cached, job.work, job.verifications) == (5, 1, 7, 3)
+    assert plan_method(verify, passages, questions, queries, tmp_path).work == 7

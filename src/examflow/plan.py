@@ -40,7 +40,7 @@ class MethodPlan:
     pairs: int
     cached: int
     work: int  # what is left, in `unit`: distinct texts to encode, API calls, or prompts through a model
-    unit: str  # texts, calls or prompts (QA with LLM verification asks twice a pair)
+    unit: str  # texts, calls or prompts (QA with LLM verification asks twice a pair whose question has a key)
     prompt_tokens: int  # API back ends: about four characters a token
     jobs: int  # grading jobs (shards) with pairs left to grade; each pays the back end's start
     hours: float  # at the planning rate, the jobs' starts included
@@ -60,6 +60,7 @@ class Job:
     cached: int
     work: int
     amount: float
+    verifications: int = 0  # of `work`, the second prompts that check an answer against its key
 
     def seconds(self, rate: Rate) -> float:
         return rate.seconds(self.amount, self.work) if self.pairs > self.cached else 0.0
@@ -102,11 +103,26 @@ def job_share(method: Method, passages, questions, queries, cache=None) -> Job:
         unit = method.backend.options.get("unit", "passage")  # an encoder may read passages sentence by sentence
         texts = _encoded_texts(kind, unit, passages, questions, queries, held, left)
         return Job(pairs, cached, len(texts), sum(min(len(text), rate.window or len(text)) for text in texts))
-    # answer, then verify: at most twice; each sample of a vote once (those of a pair the cache holds in part)
+    # each sample of a vote once (those of a pair the cache holds in part); then, for a kind that verifies
+    # (one sample), each answer to a question with a key (at most: a failed answer is not verified)
     held_pairs = int(counts.loc[held, "pairs"].sum())
     asked = (pairs - cached) * n if n == 1 else (pairs - held_pairs) * n + unasked
-    prompts = asked * (2 if method.entry.verification else 1)
-    return Job(pairs, cached, prompts, prompts)
+    verified = 0
+    if entry.verification:
+        fresh = passages[~passages["query_id"].isin(held)]
+        verified = _keyed_pairs(fresh, questions) + sum(bool(pair.gold_answers) for pair in left)
+    return Job(pairs, cached, asked + verified, asked + verified, verified)
+
+
+def _keyed_pairs(passages: pd.DataFrame, questions: pd.DataFrame) -> int:
+    """The pairs of these passages with the questions of their queries that have an answer key."""
+    from examflow.io.tables import optional
+
+    if "gold_answers" not in questions:
+        return 0
+    keyed = questions[[bool(optional(answers) is not None and len(answers)) for answers in questions["gold_answers"]]]
+    per_query = keyed[keyed["kind"] == "question"].groupby("query_id").size()
+    return int((passages.groupby("query_id").size() * per_query).fillna(0).sum())
 
 
 def _encoded_texts(kind: str, unit: str, passages, questions, queries, held, left) -> set[str]:
@@ -199,7 +215,7 @@ def plan_method(
     if api and pairs:  # what is sent: the prompts the cache does not answer, each sample of a vote too (a
         # verification prompt, answer and key alone, is short beside them and left out)
         counts = pair_counts(kind, passages, questions, queries)
-        asked = sum(job.work for job in jobs) // (2 if method.entry.verification else 1)
+        asked = sum(job.work - job.verifications for job in jobs)
         tokens = math.ceil(_prompt_characters(kind, passages, questions, queries, counts) / pairs * asked / 4)
     cpu_hours, warning = None, ""
     if on_gpu and not gpu_here:
