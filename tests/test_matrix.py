@@ -365,6 +365,12 @@ def test_no_qrels(tmp_path):
     assert "WARNING" not in report.stderr and "ERROR" not in report.stderr, report.stderr
 
 
+def keyed_questions(bank: Path) -> set[str]:
+    """The ids of a JSONL bank's questions that have an answer key."""
+    lines = bank.read_text().splitlines()
+    return {item["question_id"] for line in lines for item in json.loads(line)["items"] if item.get("gold_answers")}
+
+
 def verifier_answer(question: str, context: str) -> str:
     return hashlib.md5(f"{question}|{context}".encode()).hexdigest()[:8]
 
@@ -385,8 +391,7 @@ def test_no_official_leaderboard_with_responses_and_query_mode_all(tmp_path):
         snakemake(project, *args)
     check_exam(project, config, "cosine")
     # qa_llm_verify: a question with an answer key is answered (5) or not (0); one without is not verified
-    keys = {item["question_id"] for line in (project / config["inputs"]["bank"]).open()
-            for item in json.loads(line)["items"] if item.get("gold_answers")}  # fmt: skip
+    keys = keyed_questions(project / config["inputs"]["bank"])
     questions = bank_questions(project / config["inputs"]["bank"])
     verdict = lambda text, context: 5 * (int(verifier_answer(text, context), 16) % 4 == 0)  # noqa: E731
     answers = {
@@ -821,8 +826,7 @@ def test_local_models_torch_and_ctranslate2_rate_alike(tmp_path):
     texts = pool.loc[list(zip(extracted["query_id"], extracted["passage_id"]))].tolist()
     assert all(answer in text for answer, text in zip(extracted["answer"], texts))
     assert extracted["answer"].str.len().gt(0).mean() > 0.5
-    keyed = {item["question_id"] for line in (project / config["inputs"]["bank"]).open()
-             for item in json.loads(line)["items"] if item.get("gold_answers")}  # fmt: skip
+    keyed = keyed_questions(project / config["inputs"]["bank"])
     assert (extracted["correct"].notna() == extracted["question_id"].isin(keyed)).all()
     [conversion] = (project / "results" / "cache" / "ctranslate2").iterdir()  # made once, for both methods
     assert conversion.name.startswith("tiny_flan-t5_model_-") and (conversion / "model.bin").is_file()

@@ -110,19 +110,18 @@ def job_share(method: Method, passages, questions, queries, cache=None) -> Job:
     verified = 0
     if entry.verification:
         fresh = passages[~passages["query_id"].isin(held)]
-        verified = _keyed_pairs(fresh, questions) + sum(bool(pair.gold_answers) for pair in left)
+        keyed = pair_counts(kind, fresh, _with_keys(questions), queries)["pairs"].sum()
+        verified = int(keyed) + sum(bool(pair.gold_answers) for pair in left)
     return Job(pairs, cached, asked + verified, asked + verified, verified)
 
 
-def _keyed_pairs(passages: pd.DataFrame, questions: pd.DataFrame) -> int:
-    """The pairs of these passages with the questions of their queries that have an answer key."""
+def _with_keys(questions: pd.DataFrame) -> pd.DataFrame:
+    """The questions that have an answer key."""
     from examflow.io.tables import optional
 
     if "gold_answers" not in questions:
-        return 0
-    keyed = questions[[bool(optional(answers) is not None and len(answers)) for answers in questions["gold_answers"]]]
-    per_query = keyed[keyed["kind"] == "question"].groupby("query_id").size()
-    return int((passages.groupby("query_id").size() * per_query).fillna(0).sum())
+        return questions.iloc[:0]
+    return questions[[bool(optional(answers) is not None and len(answers)) for answers in questions["gold_answers"]]]
 
 
 def _encoded_texts(kind: str, unit: str, passages, questions, queries, held, left) -> set[str]:
