@@ -386,6 +386,8 @@ def verifier(prompt: str) -> str:
 
 
 def test_no_official_leaderboard_with_responses_and_query_mode_all(tmp_path):
+    from examflow.progress import read_progress
+
     with LLMServer(default=verifier) as server:
         project, args, config = prepare(tmp_path, "no_official", server.base_url)
         snakemake(project, *args)
@@ -401,6 +403,10 @@ def test_no_official_leaderboard_with_responses_and_query_mode_all(tmp_path):
     asked = [r["body"]["messages"][-1]["content"] for r in server.requests]
     assert sum("an equally correct response" in prompt for prompt in asked) == len(answers)
     results = project / config["results_dir"]
+    # The progress line counts prompts: a pair's answer, and its verification where the question has a key
+    jobs = [job for job in read_progress(results).jobs if job.job.startswith("verified/")]
+    pairs = len(pd.read_parquet(results / "grades/verified.parquet"))
+    assert sum(job.graded for job in jobs) == sum(job.to_grade or 0 for job in jobs) == pairs + len(answers)
     board = numbers(table(results / "eval/verified/leaderboard.tsv"), "score")
     exam = board[(board["measure"] == "exam") & (board["kind"] == "system")]
     runs = config_runs(project, config)

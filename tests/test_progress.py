@@ -40,22 +40,22 @@ def results(tmp_path):
     return folder
 
 
-def test_the_line_counts_pairs_sent_to_the_model_over_the_run_s_grading_time(results):
-    # 300 + 100 of 300 + 500 pairs graded from t=1010 (the first job's start) to t=1060: 8 pairs/s,
+def test_the_line_counts_prompts_sent_to_the_model_over_the_run_s_grading_time(results):
+    # 300 + 100 of 300 + 500 prompts answered from t=1010 (the first job's start) to t=1060: 8 prompts/s,
     # and the 400 left take 50 s more. The cache's 50 are no graded work.
     assert progress_line(read_progress(results), now=1060.0) == (
-        "examflow: graded 400 of 800 pairs, 8.0 pairs/s, ETA 0:00:50 for the jobs counted so far; "
-        "grade jobs: 1 starting, 1 running, 1 done, 2 waiting; 50 more pairs answered by the cache"
+        "examflow: answered 400 of 800 prompts, 8.0 prompts/s, ETA 0:00:50 for the jobs counted so far; "
+        "grade jobs: 1 starting, 1 running, 1 done, 2 waiting; 50 more prompts answered by the cache"
     )
 
 
 def test_after_the_run_a_job_left_running_was_stopped_and_time_ends_at_the_last_count(results):
     run = results / "logs/progress/run.json"
     run.write_text(json.dumps({**json.loads(run.read_text()), "ended": 1100.0}))
-    # Time ends at the last count written (t=1055): 400 pairs in 45 s.
+    # Time ends at the last count written (t=1055): 400 prompts in 45 s.
     assert progress_line(read_progress(results), now=5000.0) == (
-        "examflow: graded 400 of 800 pairs, 8.9 pairs/s, ETA 0:00:45 for the jobs counted so far; "
-        "grade jobs: 1 done, 2 stopped, 2 waiting; 50 more pairs answered by the cache"
+        "examflow: answered 400 of 800 prompts, 8.9 prompts/s, ETA 0:00:45 for the jobs counted so far; "
+        "grade jobs: 1 done, 2 stopped, 2 waiting; 50 more prompts answered by the cache"
     )
 
 
@@ -65,9 +65,9 @@ def test_examflow_progress_prints_the_line_and_names_a_folder_without_progress(r
         return subprocess.run(command, capture_output=True, text=True)
 
     done = examflow_progress(results)
-    assert done.returncode == 0 and done.stdout.startswith("examflow: graded 400 of 800 pairs, ")
+    assert done.returncode == 0 and done.stdout.startswith("examflow: answered 400 of 800 prompts, ")
     assert done.stdout.rstrip().endswith(
-        "grade jobs: 1 starting, 1 running, 1 done, 2 waiting; 50 more pairs answered by the cache"
+        "grade jobs: 1 starting, 1 running, 1 done, 2 waiting; 50 more prompts answered by the cache"
     )
     (tmp_path / "nothing").mkdir()
     empty = examflow_progress(tmp_path / "nothing")
@@ -93,7 +93,7 @@ def test_a_run_whose_jobs_have_not_started_says_so(tmp_path):
     assert progress_line(read_progress(tmp_path), now=1001.0) == "examflow: grading: 2 grade jobs, none started yet"
 
 
-def test_jobs_that_have_not_counted_their_pairs_yet_are_starting_not_done_with_zero_pairs(tmp_path):
+def test_jobs_that_have_not_counted_their_prompts_yet_are_starting_not_done_with_zero_prompts(tmp_path):
     progress = tmp_path / "logs/progress"
     write(progress / "run.json", json.dumps({"started": 1000.0, "jobs": ["m/a", "m/b", "m/c"]}))
     write(progress / "m/a.json", job("m/a", 1001.0, 1001.0, 0, None, 0, "running"))
@@ -103,7 +103,7 @@ def test_jobs_that_have_not_counted_their_pairs_yet_are_starting_not_done_with_z
     )
 
 
-def test_jobs_that_failed_before_counting_their_pairs_do_not_read_as_zero_of_zero(tmp_path):
+def test_jobs_that_failed_before_counting_their_prompts_do_not_read_as_zero_of_zero(tmp_path):
     """A model that cannot be loaded fails its job before the cache is read: there is no total yet."""
     from examflow.progress import job_progress
 
@@ -112,7 +112,7 @@ def test_jobs_that_failed_before_counting_their_pairs_do_not_read_as_zero_of_zer
     with pytest.raises(Failure), job_progress(folder / "logs/progress/m/s0.json", "m/s0") as progress:
         raise Failure("config backend.model: 'model': could not be loaded (header too small)")
     assert progress_line(read_progress(folder), now=progress.counts.updated) == (
-        "examflow: graded no pairs (no grade job got as far as counting its pairs); grade jobs: 1 failed"
+        "examflow: answered no prompts (no grade job got as far as counting its prompts); grade jobs: 1 failed"
     )
 
 
@@ -187,7 +187,7 @@ def test_pairs_that_got_no_grade_are_counted_apart_from_the_graded_ones(tmp_path
         progress.graded(60)
         progress.failures(7)  # 3 HTTP 500, 3 unparsable, 1 timeout, say
     line = progress_line(read_progress(folder), now=progress.counts.updated)
-    assert line.startswith("examflow: graded 60 of 60 pairs (100%)")
+    assert line.startswith("examflow: answered 60 of 60 prompts (100%)")
     assert line.endswith("grade jobs: 1 done; 7 pairs failed (no grade: summary.md counts them by kind)")
 
 

@@ -18,7 +18,7 @@ from llm_server import LLMServer, Slow
 
 pytestmark = pytest.mark.workflow
 
-LINE = re.compile(r"^examflow: graded ([\d,]+) of ([\d,]+) pairs.*$", re.MULTILINE)
+LINE = re.compile(r"^examflow: answered ([\d,]+) of ([\d,]+) prompts.*$", re.MULTILINE)
 PERIOD = 1  # seconds between two progress lines in this test ($EXAMFLOW_PROGRESS_SECONDS)
 GRADES = "results/demo/grades/llm.parquet"
 
@@ -88,11 +88,11 @@ def test_a_long_run_shows_its_grading_progress_and_a_rerun_keeps_the_first_logs(
         jobs = ["segment", "pool", "pool/shard-0", "pool/shard-1", "bank/shard-0", "bank/shard-1", "grade/llm",
                 "grade/llm/shard-0", "grade/llm/shard-1"]  # fmt: skip
         assert sorted(str(path.relative_to(logs).with_suffix("")) for path in first) == sorted(jobs)  # each job
-        assert "graded" in first[shards[0]] + first[shards[1]]
+        assert "prompts/s, ETA" in first[shards[0]] + first[shards[1]]
 
         # A dry run prints no progress and moves no log, even of every job.
         dry = snakemake(project, *args, "-n", "--forceall")
-        assert "examflow: grad" not in dry.stdout + dry.stderr
+        assert "examflow: grad" not in dry.stdout + dry.stderr and "examflow: answered" not in dry.stdout + dry.stderr
         assert not list(logs.rglob("*.log.1"))
 
         # A rerun of every job: the cache answers every pair, which is no graded work; every rule's
@@ -100,7 +100,10 @@ def test_a_long_run_shows_its_grading_progress_and_a_rerun_keeps_the_first_logs(
         result = snakemake(project, *args, "--forceall")
         assert server.calls == 3345
         rerun = [line for line in (result.stdout + result.stderr).splitlines() if LINE.match(line)]
-        assert rerun[-1] == "examflow: graded 0 of 0 pairs; grade jobs: 2 done; 3,345 more pairs answered by the cache"
+        assert (
+            rerun[-1]
+            == "examflow: answered 0 of 0 prompts; grade jobs: 2 done; 3,345 more prompts answered by the cache"
+        )
         for path, text in first.items():
             assert Path(f"{path}.1").read_text() == text
             assert path.is_file()

@@ -6,8 +6,11 @@ jobs and when it started. One line sums them up (`progress_line`): the main Snak
 prints it at least every period while grading runs (`Reporter`), and `examflow progress` prints it
 on demand. Only a shared file system is needed, so it works alike for local and cluster jobs.
 
-Pairs answered by the grade cache are no work done: the pairs/s and the ETA count only pairs sent
-to the model, over the wall time since this run's first grading job began.
+The line counts prompts, the model's unit of work: one a pair for most methods, but `qa_llm_verify`
+adds a verification prompt for each answer to a question with a key, `samples: n` asks each pair n
+times, and the criteria methods add their aggregation prompts. Prompts answered by the grade cache are
+no work done: the prompts/s and the ETA count only prompts sent to the model, over the wall time since
+this run's first grading job began. Failures are counted in pairs (grades not given).
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ def job_path(results: str | Path, method: str, shard: str) -> Path:
 
 @dataclass
 class JobCounts:
-    """One grading job's counts: pairs the cache answered, pairs sent or to send to the model."""
+    """One grading job's counts: prompts the cache answered, prompts sent or to send to the model."""
 
     job: str  # method/shard
     cached: int = 0
@@ -55,7 +58,7 @@ class JobCounts:
 
 
 class JobProgress:
-    """A grading job's progress file, rewritten as pairs are graded."""
+    """A grading job's progress file, rewritten as prompts are answered."""
 
     def __init__(self, path: str | Path, job: str):
         self.path = Path(path)
@@ -66,13 +69,13 @@ class JobProgress:
         self._write()
 
     def planned(self, cached: int, to_grade: int) -> None:
-        """A pass over the pairs: `cached` answered by the cache, `to_grade` to send to the model."""
+        """A pass over prompts: `cached` answered by the cache, `to_grade` to send to the model."""
         self.counts.cached += cached
         self.counts.to_grade = (self.counts.to_grade or 0) + to_grade
         self._write()
 
-    def graded(self, pairs: int) -> None:
-        self.counts.graded += pairs
+    def graded(self, prompts: int) -> None:
+        self.counts.graded += prompts
         if time.time() - self.written >= WRITE_EVERY:
             self._write()
 
@@ -149,7 +152,7 @@ def _read_json(path: Path) -> dict:
 
 
 def progress_line(progress: RunProgress, now: float) -> str:
-    """`graded 1,920 of 3,345 pairs (57%), 41.3 pairs/s, ETA 0:00:35; grade jobs: 1 running, ...`."""
+    """`answered 1,920 of 3,345 prompts (57%), 41.3 prompts/s, ETA 0:00:35; grade jobs: 1 running, ...`."""
     jobs = progress.jobs
     if not jobs:
         waiting = f"{_jobs(progress.waiting)}, none started yet" if progress.waiting else "no grade job in this run"
@@ -160,18 +163,18 @@ def progress_line(progress: RunProgress, now: float) -> str:
     graded, to_grade = sum(j.graded for j in jobs), sum(j.to_grade or 0 for j in jobs)
     running = 0 if progress.ended else sum(j.state == RUNNING for j in jobs)
     starting = 0 if progress.ended else sum(j.state == RUNNING and j.to_grade is None for j in jobs)
-    # The wall time of this run's grading so far: parallel jobs add up their pairs, not their time.
+    # The wall time of this run's grading so far: parallel jobs add up their prompts, not their time.
     seconds = (now if running else max(j.updated for j in jobs)) - min(j.started for j in jobs)
     rate = graded / seconds if seconds > 0 and graded else None
     # A share of a total that jobs not yet counted will add to would read 100% too early.
     counted = not (progress.waiting or starting)
     share = f" ({100 * graded // to_grade}%)" if to_grade and counted else ""
     if any(j.to_grade is not None for j in jobs):
-        words = [f"examflow: graded {graded:,} of {to_grade:,} pairs{share}"]
-    else:  # every job stopped (a model that would not load, say) before it counted: not "0 of 0 pairs"
-        words = ["examflow: graded no pairs (no grade job got as far as counting its pairs)"]
+        words = [f"examflow: answered {graded:,} of {to_grade:,} prompts{share}"]
+    else:  # every job stopped (a model that would not load, say) before it counted: not "0 of 0 prompts"
+        words = ["examflow: answered no prompts (no grade job got as far as counting its prompts)"]
     if rate or running:
-        words.append(f"{rate:,.1f} pairs/s" if rate else "pairs/s not known yet")
+        words.append(f"{rate:,.1f} prompts/s" if rate else "prompts/s not known yet")
     if graded < to_grade and rate:
         partial = "" if counted else " for the jobs counted so far"
         words.append(f"ETA {_clock((to_grade - graded) / rate)}{partial}")
@@ -185,7 +188,7 @@ def progress_line(progress: RunProgress, now: float) -> str:
     }
     line = ", ".join(words) + "; grade jobs: " + ", ".join(f"{n} {state}" for state, n in states.items() if n)
     cached, failed = sum(j.cached for j in jobs), sum(j.failed for j in jobs)
-    line += f"; {cached:,} more pairs answered by the cache" if cached else ""
+    line += f"; {cached:,} more prompts answered by the cache" if cached else ""
     # a failed job stops the run before summary.md is written; each job's log has its counts
     counts = "the grade jobs' logs count" if states["failed"] else "summary.md counts"
     return line + (f"; {failed:,} pairs failed (no grade: {counts} them by kind)" if failed else "")

@@ -270,4 +270,6 @@ def _kept(text: str | None) -> str | None:
 def _progress(done: int, total: int, seconds: float) -> None:
     rate = done / seconds if seconds > 0 else float("inf")
     eta = (total - done) / rate if rate > 0 else 0
-    log.info("graded %d/%d pairs, %.1f pairs/s, ETA %s", done, total, rate, time.strftime("%H:%M:%S", time.gmtime(eta)))
+    log.info(
+        "answered %d/%d prompts, %.1f prompts/s, ETA %s", done, total, rate, time.strftime("%H:%M:%S", time.gmtime(eta))
+    )
