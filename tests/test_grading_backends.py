@@ -186,6 +186,7 @@ def test_openai_qa_with_llm_verification(server, tmp_path):
     table = grader(openai_method(server, "qa_llm_verify"), str(tmp_path)).grade([pair, no_key])
     assert values(table["correct"]) == [True, None]
     assert table["answer"].tolist() == ["from nectar", "from nectar"]
+    assert table["raw"].tolist() == ["from nectar\n[verdict] Yes", "from nectar"]  # the verdict's reply kept
     assert server.calls == 3  # two answers (identical prompts differ by question), one verification
     verify = grader(openai_method(server, "qa_verify"), str(tmp_path)).grade([pair])
     assert verify["correct"].tolist() == [True] and verify["rating"].tolist() == [1]

@@ -131,11 +131,13 @@ def interpret(kind: str, answer: Answer, pair: Pair, mode: str = "reference", ve
         return grade
     if verdict is not None and verdict.error is not None:
         return Grade(text, answer=text.strip(), error=verdict.error)
+    if verdict is not None:  # the verification's reply, which the grade is read from, kept after the answer
+        grade.raw = f"{text}\n[verdict] {verdict.text or ''}"
     reading = READINGS[KINDS[kind].grade]
     read = reading.read(grade, text, pair, mode, verdict)
     if grade.unparsable and (mode == "strict" or reading.always_strict):
         return Grade(
-            text, answer=text.strip(), unparsable=True, error=f"unparsable: not {reading.expected}: {read[:80]!r}"
+            grade.raw, answer=text.strip(), unparsable=True, error=f"unparsable: not {reading.expected}: {read[:80]!r}"
         )
     if grade.correct is not None:
         grade.rating = int(grade.correct)
