@@ -204,3 +204,24 @@ def test_a_job_stopped_by_its_failures_points_to_its_log_not_to_a_summary(tmp_pa
         raise Failure("17 of 35 pairs failed, more than grading.max_error_rate = 0 allows")
     line = progress_line(read_progress(folder), now=progress.counts.updated)
     assert line.endswith("grade jobs: 1 failed; 17 pairs failed (no grade: the grade jobs' logs count them by kind)")
+
+
+def test_the_line_counts_in_the_jobs_unit_pairs_for_the_embedding_grader_requests_for_a_mix(tmp_path):
+    """An embedding grader is sent pairs, not prompts; a run with both kinds of job says requests."""
+    from examflow.progress import job_progress
+
+    folder = tmp_path / "results"
+    write(folder / "logs/progress/run.json", json.dumps({"started": 0.0, "jobs": ["cosine/s0", "llm/s0"]}))
+    with job_progress(folder / "logs/progress/cosine/s0.json", "cosine/s0", "pairs") as progress:
+        progress.planned(cached=5, to_grade=40)
+        progress.graded(40)
+    alone = read_progress(folder)
+    alone.waiting = 0  # as if the run had only this job
+    assert progress_line(alone, now=progress.counts.updated).startswith("examflow: answered 40 of 40 pairs (100%), ")
+    assert progress_line(alone, now=progress.counts.updated).endswith("; 5 more pairs answered by the cache")
+    with job_progress(folder / "logs/progress/llm/s0.json", "llm/s0") as progress:
+        progress.planned(cached=0, to_grade=30)
+        progress.graded(30)
+    both = progress_line(read_progress(folder), now=progress.counts.updated)
+    assert both.startswith("examflow: answered 70 of 70 requests (100%), ")
+    assert both.endswith("; 5 more requests answered by the cache")

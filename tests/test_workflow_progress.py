@@ -109,3 +109,15 @@ def test_a_long_run_shows_its_grading_progress_and_a_rerun_keeps_the_first_logs(
             assert path.is_file()
         for path in shards:
             assert "3345 of 3345 prompts cached" not in first[path] and "prompts cached; 0 to grade" in path.read_text()
+
+
+def test_the_demo_s_embedding_grader_counts_pairs(demo):
+    """The offline grader is sent pairs, not prompts: its line counts them (whether this session's other
+    demo tests have rerun its jobs from the cache or not)."""
+    line = examflow_progress(demo)
+    found = re.match(
+        r"examflow: answered ([\d,]+) of \1 pairs.*grade jobs: \d+ done(?:; ([\d,]+) more pairs answered by the cache)?$",
+        line,
+    )
+    assert found, line
+    assert sum(int((count or "0").replace(",", "")) for count in found.groups()) == 3345  # every pair of the demo

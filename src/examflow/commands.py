@@ -221,7 +221,7 @@ def _with_query_texts(entries: list, queries_path: str, bank: str) -> list:
 
 
 def grade_command(args: argparse.Namespace) -> None:
-    from examflow.grading.grader import ShardGrader, make_pairs
+    from examflow.grading.grader import ShardGrader, make_pairs, work_unit
     from examflow.grading.grades import check_failures, empty_grades
     from examflow.grading.merge import write_grades
     from examflow.io.tables import read_table, write_tables
@@ -229,7 +229,7 @@ def grade_command(args: argparse.Namespace) -> None:
     from examflow.progress import job_progress
 
     method = check_method("--method", json_argument(args.method, "--method"))
-    with job_progress(args.progress, f"{method.name}/{args.shard}") as progress:
+    with job_progress(args.progress, f"{method.name}/{args.shard}", work_unit(method)) as progress:
         queries, passages = read_table(args.queries), read_table(args.passages)
         questions = read_table(args.questions)
         pairs = make_pairs(method.kind, passages, questions, queries)

@@ -6,11 +6,12 @@ jobs and when it started. One line sums them up (`progress_line`): the main Snak
 prints it at least every period while grading runs (`Reporter`), and `examflow progress` prints it
 on demand. Only a shared file system is needed, so it works alike for local and cluster jobs.
 
-The line counts prompts, the model's unit of work: one a pair for most methods, but `qa_llm_verify`
-adds a verification prompt for each answer to a question with a key, `samples: n` asks each pair n
-times, and the criteria methods add their aggregation prompts. Prompts answered by the grade cache are
-no work done: the prompts/s and the ETA count only prompts sent to the model, over the wall time since
-this run's first grading job began. Failures are counted in pairs (grades not given).
+The line counts the model's unit of work: prompts for a model that reads them (one a pair for most
+methods, but `qa_llm_verify` adds a verification prompt for each answer to a question with a key,
+`samples: n` asks each pair n times, and the criteria methods add their aggregation prompts), pairs for
+the embedding grader, "requests" where a run has jobs of both. What the grade cache answers is no work
+done: the rate and the ETA count only what was sent to the model, over the wall time since this run's
+first grading job began. Failures are counted in pairs (grades not given).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ RUN = "run.json"
 PERIOD_VARIABLE = "EXAMFLOW_PROGRESS_SECONDS"
 DEFAULT_PERIOD = 30.0
 RUNNING, DONE, FAILED = "running", "done", "failed"
+PROMPTS, PAIRS = "prompts", "pairs"  # a job's unit of work: prompts to a model, or pairs to an embedding grader
 WRITE_EVERY = 1.0  # seconds between two rewrites of a job's file; its end is always written
 
 
@@ -45,9 +47,10 @@ def job_path(results: str | Path, method: str, shard: str) -> Path:
 
 @dataclass
 class JobCounts:
-    """One grading job's counts: prompts the cache answered, prompts sent or to send to the model."""
+    """One grading job's counts, in its unit: what the cache answered, what was sent or is to send to the model."""
 
     job: str  # method/shard
+    unit: str = PROMPTS
     cached: int = 0
     to_grade: int | None = None  # None until the job has looked in the cache
     graded: int = 0
@@ -60,10 +63,10 @@ class JobCounts:
 class JobProgress:
     """A grading job's progress file, rewritten as prompts are answered."""
 
-    def __init__(self, path: str | Path, job: str):
+    def __init__(self, path: str | Path, job: str, unit: str = PROMPTS):
         self.path = Path(path)
         now = time.time()
-        self.counts = JobCounts(job, started=now, updated=now)
+        self.counts = JobCounts(job, unit, started=now, updated=now)
         self.written = 0.0
         self.broken = False
         self._write()
@@ -100,9 +103,9 @@ class JobProgress:
 
 
 @contextmanager
-def job_progress(path: str | Path | None, job: str):
+def job_progress(path: str | Path | None, job: str, unit: str = PROMPTS):
     """A grading job's progress file (None without a path), marked done or failed at the end."""
-    progress = JobProgress(path, job) if path else None
+    progress = JobProgress(path, job, unit) if path else None
     try:
         yield progress
     except BaseException:
@@ -161,6 +164,8 @@ def progress_line(progress: RunProgress, now: float) -> str:
         waiting = f", {progress.waiting} waiting" if progress.waiting else ""
         return f"examflow: grading: {_jobs(len(jobs))} starting (reading tables, looking in the cache){waiting}"
     graded, to_grade = sum(j.graded for j in jobs), sum(j.to_grade or 0 for j in jobs)
+    units = {j.unit for j in jobs}
+    unit = units.pop() if len(units) == 1 else "requests"  # prompts to some models, pairs to an embedding grader
     running = 0 if progress.ended else sum(j.state == RUNNING for j in jobs)
     starting = 0 if progress.ended else sum(j.state == RUNNING and j.to_grade is None for j in jobs)
     # The wall time of this run's grading so far: parallel jobs add up their prompts, not their time.
@@ -170,11 +175,11 @@ def progress_line(progress: RunProgress, now: float) -> str:
     counted = not (progress.waiting or starting)
     share = f" ({100 * graded // to_grade}%)" if to_grade and counted else ""
     if any(j.to_grade is not None for j in jobs):
-        words = [f"examflow: answered {graded:,} of {to_grade:,} prompts{share}"]
+        words = [f"examflow: answered {graded:,} of {to_grade:,} {unit}{share}"]
     else:  # every job stopped (a model that would not load, say) before it counted: not "0 of 0 prompts"
-        words = ["examflow: answered no prompts (no grade job got as far as counting its prompts)"]
+        words = [f"examflow: answered no {unit} (no grade job got as far as counting its {unit})"]
     if rate or running:
-        words.append(f"{rate:,.1f} prompts/s" if rate else "prompts/s not known yet")
+        words.append(f"{rate:,.1f} {unit}/s" if rate else f"{unit}/s not known yet")
     if graded < to_grade and rate:
         partial = "" if counted else " for the jobs counted so far"
         words.append(f"ETA {_clock((to_grade - graded) / rate)}{partial}")
@@ -188,7 +193,7 @@ def progress_line(progress: RunProgress, now: float) -> str:
     }
     line = ", ".join(words) + "; grade jobs: " + ", ".join(f"{n} {state}" for state, n in states.items() if n)
     cached, failed = sum(j.cached for j in jobs), sum(j.failed for j in jobs)
-    line += f"; {cached:,} more prompts answered by the cache" if cached else ""
+    line += f"; {cached:,} more {unit} answered by the cache" if cached else ""
     # a failed job stops the run before summary.md is written; each job's log has its counts
     counts = "the grade jobs' logs count" if states["failed"] else "summary.md counts"
     return line + (f"; {failed:,} pairs failed (no grade: {counts} them by kind)" if failed else "")

@@ -27,7 +27,7 @@ from examflow.grading.methods import (
     vote,
 )
 from examflow.io.tables import optional
-from examflow.progress import JobProgress
+from examflow.progress import PAIRS, PROMPTS, JobProgress
 from examflow.prompts import template
 from examflow.registry import AGGREGATE, KINDS, Method, criterion_id
 
@@ -185,7 +185,7 @@ class ShardGrader:
             self.sent += len(batch)
             self.cache.add_answers([(query_ids[i], keys[i], a) for i, a in zip(batch, fresh)])
             known.update({keys[i]: a for i, a in zip(batch, fresh)})
-            _progress(offset + len(batch), len(todo), time.monotonic() - start)
+            _progress(offset + len(batch), len(todo), time.monotonic() - start, work_unit(self.method))
             if self.progress:
                 self.progress.graded(len(batch))
         return self._served([known[key] for key in keys])
@@ -267,9 +267,12 @@ def _kept(text: str | None) -> str | None:
     return None if text is None else clip(text, STORED_CHARS)
 
 
-def _progress(done: int, total: int, seconds: float) -> None:
+def work_unit(method: Method) -> str:
+    """What a method's job sends its back end: pairs to an embedding grader, prompts to a model."""
+    return PAIRS if method.backend.entry.by_quantiles else PROMPTS
+
+
+def _progress(done: int, total: int, seconds: float, unit: str) -> None:
     rate = done / seconds if seconds > 0 else float("inf")
-    eta = (total - done) / rate if rate > 0 else 0
-    log.info(
-        "answered %d/%d prompts, %.1f prompts/s, ETA %s", done, total, rate, time.strftime("%H:%M:%S", time.gmtime(eta))
-    )
+    eta = time.strftime("%H:%M:%S", time.gmtime((total - done) / rate if rate > 0 else 0))
+    log.info("answered %d/%d %s, %.1f %s/s, ETA %s", done, total, unit, rate, unit, eta)
