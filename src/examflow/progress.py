@@ -61,7 +61,7 @@ class JobCounts:
 
 
 class JobProgress:
-    """A grading job's progress file, rewritten as prompts are answered."""
+    """A grading job's progress file, rewritten as its back end answers."""
 
     def __init__(self, path: str | Path, job: str, unit: str = PROMPTS):
         self.path = Path(path)
@@ -72,7 +72,7 @@ class JobProgress:
         self._write()
 
     def planned(self, cached: int, to_grade: int) -> None:
-        """A pass over prompts: `cached` answered by the cache, `to_grade` to send to the model."""
+        """A pass over requests: `cached` answered by the cache, `to_grade` to send to the model."""
         self.counts.cached += cached
         self.counts.to_grade = (self.counts.to_grade or 0) + to_grade
         self._write()
@@ -168,7 +168,7 @@ def progress_line(progress: RunProgress, now: float) -> str:
     unit = units.pop() if len(units) == 1 else "requests"  # prompts to some models, pairs to an embedding grader
     running = 0 if progress.ended else sum(j.state == RUNNING for j in jobs)
     starting = 0 if progress.ended else sum(j.state == RUNNING and j.to_grade is None for j in jobs)
-    # The wall time of this run's grading so far: parallel jobs add up their prompts, not their time.
+    # The wall time of this run's grading so far: parallel jobs add up their work, not their time.
     seconds = (now if running else max(j.updated for j in jobs)) - min(j.started for j in jobs)
     rate = graded / seconds if seconds > 0 and graded else None
     # A share of a total that jobs not yet counted will add to would read 100% too early.
