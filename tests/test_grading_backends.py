@@ -192,6 +192,26 @@ def test_openai_qa_with_llm_verification(server, tmp_path):
     assert verify["correct"].tolist() == [True] and verify["rating"].tolist() == [1]
 
 
+def test_answers_the_reply_cache_replays_are_counted_as_cached_not_as_work(server, tmp_path):
+    """A job killed between two flushes of the grade cache finds its last replies in the API back end's own
+    cache: its progress counts them with the cache's answers, so the rate counts only what the server did."""
+    import shutil
+
+    from examflow.progress import JobProgress
+
+    server.script("", "4")
+    grader(openai_method(server, "self_rating"), str(tmp_path)).grade(pairs(6))
+    shutil.rmtree(tmp_path / "grades")  # the grade cache lost; the reply cache kept
+    grader(openai_method(server, "self_rating"), str(tmp_path)).grade(pairs(3))  # three graded again, from it
+    progress = JobProgress(tmp_path / "progress.json", "self_rating/s0")
+    again = grader(openai_method(server, "self_rating"), str(tmp_path), progress=progress).grade(pairs(8))
+    assert values(again["rating"]) == [4] * 8 and server.calls == 6 + 2
+    progress.end("done")
+    counts = json.loads((tmp_path / "progress.json").read_text())
+    # 3 in the grade cache, 3 replayed by the reply cache, 2 sent to the server
+    assert (counts["cached"], counts["to_grade"], counts["graded"]) == (6, 2, 2)
+
+
 def direct_inputs() -> tuple[pd.DataFrame, pd.DataFrame]:
     """One query and two of its passages, for the direct-grading baselines."""
     queries = pd.DataFrame(

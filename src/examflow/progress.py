@@ -9,8 +9,8 @@ on demand. Only a shared file system is needed, so it works alike for local and 
 The line counts the model's unit of work: prompts for a model that reads them (one a pair for most
 methods, but `qa_llm_verify` adds a verification prompt for each answer to a question with a key,
 `samples: n` asks each pair n times, and the criteria methods add their aggregation prompts), pairs for
-the embedding grader, "requests" where a run has jobs of both. What the grade cache answers is no work
-done: the rate and the ETA count only what was sent to the model, over the wall time since this run's
+the embedding grader, "requests" where a run has jobs of both. What the grade cache, or an API back
+end's reply cache, answers is no work done: the rate and the ETA count only what was sent to the model, over the wall time since this run's
 first grading job began. Failures are counted in pairs (grades not given).
 """
 
@@ -77,8 +77,12 @@ class JobProgress:
         self.counts.to_grade = (self.counts.to_grade or 0) + to_grade
         self._write()
 
-    def graded(self, prompts: int) -> None:
-        self.counts.graded += prompts
+    def graded(self, sent: int, replayed: int = 0) -> None:
+        """`sent` given to the back end, of which `replayed` its own reply cache answered (no work done:
+        a job killed between two flushes of the grade cache, or methods that share prompts)."""
+        self.counts.graded += sent - replayed
+        self.counts.to_grade = (self.counts.to_grade or 0) - replayed
+        self.counts.cached += replayed
         if time.time() - self.written >= WRITE_EVERY:
             self._write()
 
