@@ -304,3 +304,43 @@ def test_verification_is_planned_only_for_questions_with_an_answer_key(tmp_path)
     job = job_share(verify, passages, questions, queries, GradeCache(tmp_path, verify.backend.signature(False)))
     assert (job.pairs, job.cached, job.work, job.verifications) == (5, 1, 7, 3)
     assert plan_method(verify, passages, questions, queries, tmp_path).work == 7
+
+
+def test_an_aggregation_prompt_is_cached_only_where_the_cache_answers_it_not_where_its_criteria_are(tmp_path):
+    """criteria_llm after criteria on one server: the cache held the four criterion answers, and the plan
+    counted each target's aggregation prompt, which holds their grades, as cached: 0 calls planned, 603
+    asked (a stranger's trial). Planned against what grading then sends to a real server."""
+    from dataclasses import replace
+
+    from llm_server import LLMServer
+
+    from examflow.grading.grader import ShardGrader
+    from examflow.grading.methods import aggregation_request
+    from examflow.registry import AGGREGATE
+
+    passages, questions, queries = small_collection()
+    with LLMServer() as server:
+        server.script("", "2")  # every criterion and every aggregation: 2
+        backend = {"kind": "openai", "model": "gpt", "base_url": server.base_url}
+        criteria, aggregated = (
+            check_method(k, {"name": k, "kind": k, "backend": backend}) for k in ("criteria", "criteria_llm")
+        )
+        # a's two passages graded by the four criteria: 8 prompts, cached
+        ShardGrader(criteria, str(tmp_path)).grade(
+            make_pairs("criteria", passages[passages["query_id"] == "a"], questions, queries)
+        )
+        assert server.calls == 8
+        # 4 passages (a's 2, b's, c's) × (4 criteria + 1 aggregation): 8 cached, a's 2 aggregations and b's and c's 10 left
+        plan = plan_method(aggregated, passages, questions, queries, tmp_path)
+        assert (plan.pairs, plan.cached, plan.work) == (20, 8, 12)
+        # one aggregation cached too (p1's, its prompt holding the four grades of 2)
+        [first] = [p for p in make_pairs("criteria_llm", passages, questions, queries) if p.passage_id == "p1"][:1]
+        asked = aggregation_request("criteria_llm", replace(first, question_id=f"a/{AGGREGATE}"), [2, 2, 2, 2])
+        ShardGrader(aggregated, str(tmp_path)).answers([asked], ["a"])
+        assert server.calls == 9
+        plan = plan_method(aggregated, passages, questions, queries, tmp_path)
+        assert (plan.pairs, plan.cached, plan.work) == (20, 9, 11)
+        grades = ShardGrader(aggregated, str(tmp_path)).grade(make_pairs("criteria_llm", passages, questions, queries))
+        assert server.calls == 9 + plan.work and len(grades) == plan.pairs and grades["rating"].eq(2).all()
+        plan = plan_method(aggregated, passages, questions, queries, tmp_path)
+        assert (plan.pairs, plan.cached, plan.work) == (20, 20, 0)

@@ -84,28 +84,33 @@ def job_share(method: Method, passages, questions, queries, cache=None) -> Job:
 
     kind, rate, n = method.kind, method.backend.rate(False), method.samples
     counts = pair_counts(kind, passages, questions, queries)
+    entry = KINDS[kind]
     held = [q for q in counts.index if cache is not None and cache.holds(q)]
     left = []  # pairs of the queries the cache holds something for, that it does not answer (every sample)
     unasked = 0  # and their samples it does not answer
+    aggregations = 0  # of those queries' targets, the aggregation prompts the cache answers
     if held:  # keys only where the cache has something for the query
         known = cache.answers(held)
         mine = passages[passages["query_id"].isin(held)]
+        answered = []
         for pair in make_pairs(kind, mine, questions, queries):
-            missing = sum(cache.key(each) not in known for each in samples_of(request(kind, pair), n))
+            asked_for = samples_of(request(kind, pair), n)
+            missing = sum(cache.key(each) not in known for each in asked_for)
             left += [pair] if missing else []
             unasked += missing
+            answered += [(pair, known[cache.key(asked_for[0])])] if entry.aggregation and not missing else []
+        aggregations = _aggregations_cached(method, answered, known, cache)
     pairs = int(counts["pairs"].sum())
-    # An aggregation prompt's key holds the criterion grades: unknown until they are; it is counted as
-    # left with the criteria of its target that are.
-    entry = KINDS[kind]
-    cached = int(counts.loc[held, "pairs"].sum()) - len(left) * entry.rows_per_target // max(1, len(entry.criteria))
+    held_pairs = int(counts.loc[held, "pairs"].sum())
+    # An aggregation prompt's key holds its criterion grades: left unless they are all cached and it is too
+    targets = held_pairs // entry.rows_per_target if entry.aggregation else 0
+    cached = held_pairs - len(left) - (targets - aggregations)
     if rate.unit == CHARACTERS:  # each distinct text is encoded once a job; a pair's cosine is free
         unit = method.backend.options.get("unit", "passage")  # an encoder may read passages sentence by sentence
         texts = _encoded_texts(kind, unit, passages, questions, queries, held, left)
         return Job(pairs, cached, len(texts), sum(min(len(text), rate.window or len(text)) for text in texts))
     # each sample of a vote once (those of a pair the cache holds in part); then, for a kind that verifies
     # (one sample), each answer to a question with a key (at most: a failed answer is not verified)
-    held_pairs = int(counts.loc[held, "pairs"].sum())
     asked = (pairs - cached) * n if n == 1 else (pairs - held_pairs) * n + unasked
     verified = 0
     if entry.verification:
@@ -113,6 +118,17 @@ def job_share(method: Method, passages, questions, queries, cache=None) -> Job:
         keyed = pair_counts(kind, fresh, _with_keys(questions), queries)["pairs"].sum()
         verified = int(keyed) + sum(bool(pair.gold_answers) for pair in left)
     return Job(pairs, cached, asked + verified, asked + verified, verified)
+
+
+def _aggregations_cached(method: Method, answered: list, known: dict, cache) -> int:
+    """Of the targets whose criteria the cache answers (`answered`: pairs and their cached answers), those
+    whose aggregation prompt, which holds the criteria's grades, it answers too."""
+    from examflow.grading.grader import aggregation_requests
+    from examflow.grading.methods import interpret
+
+    grades = [interpret(method.kind, answer, pair, method.mode) for pair, answer in answered]
+    _, requests = aggregation_requests(method.kind, [pair for pair, _ in answered], grades)
+    return sum(cache.key(each) in known for each in requests)
 
 
 def _with_keys(questions: pd.DataFrame) -> pd.DataFrame:

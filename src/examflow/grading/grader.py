@@ -234,19 +234,8 @@ class ShardGrader:
         return self.table(pairs, grades, asked[0].template if asked else "")
 
     def aggregate(self, pairs: list[Pair], grades: list[Grade]) -> tuple[list[Pair], list[Grade]]:
-        """The aggregation prompt's grade of each (passage, query or subtopic) whose criteria all got one,
-        as a pair `target/relevance`; a target with a failed criterion is not asked (its failure is counted)."""
-        criteria = [criterion_id(name) for name, _ in self.method.entry.criteria]
-        graded: dict[tuple[str, str], dict[str, int]] = {}
-        first: dict[tuple[str, str], Pair] = {}
-        for pair, grade in zip(pairs, grades):
-            target, criterion = pair.question_id.rsplit("/", 1)
-            if grade.error is None and grade.rating is not None:
-                graded.setdefault((pair.passage_id, target), {})[criterion] = grade.rating
-                first.setdefault((pair.passage_id, target), pair)
-        whole = [key for key, found in graded.items() if len(found) == len(criteria)]
-        asked = [replace(first[key], question_id=f"{key[1]}/{AGGREGATE}") for key in whole]
-        requests = [aggregation_request(self.kind, p, [graded[k][c] for c in criteria]) for p, k in zip(asked, whole)]
+        """The aggregation prompt's grade of each (passage, query or subtopic) whose criteria all got one."""
+        asked, requests = aggregation_requests(self.kind, pairs, grades)
         answers = self.answers(requests, [p.query_id for p in asked])
         return asked, [interpret(self.kind, a, p, self.method.mode) for p, a in zip(asked, answers)]
 
@@ -263,6 +252,23 @@ class ShardGrader:
         ]  # fmt: skip
         table = pd.DataFrame(rows, columns=GRADE_COLUMNS, dtype=object)
         return table.astype(GRADE_DTYPES)
+
+
+def aggregation_requests(kind: str, pairs: list[Pair], grades: list[Grade]) -> tuple[list[Pair], list[Request]]:
+    """The aggregation prompt of each (passage, query or subtopic) whose criteria all got a grade, as a pair
+    `target/relevance`; a target with a failed criterion is not asked (its failure is counted). The prompt
+    holds the grades: the plan asks the cache for it from the cached criteria's grades, as grading does."""
+    criteria = [criterion_id(name) for name, _ in KINDS[kind].criteria]
+    graded: dict[tuple[str, str], dict[str, int]] = {}
+    first: dict[tuple[str, str], Pair] = {}
+    for pair, grade in zip(pairs, grades):
+        target, criterion = pair.question_id.rsplit("/", 1)
+        if grade.error is None and grade.rating is not None:
+            graded.setdefault((pair.passage_id, target), {})[criterion] = grade.rating
+            first.setdefault((pair.passage_id, target), pair)
+    whole = [key for key, found in graded.items() if len(found) == len(criteria)]
+    asked = [replace(first[key], question_id=f"{key[1]}/{AGGREGATE}") for key in whole]
+    return asked, [aggregation_request(kind, p, [graded[k][c] for c in criteria]) for p, k in zip(asked, whole)]
 
 
 def _kept(text: str | None) -> str | None:
