@@ -44,7 +44,7 @@ def test_the_line_counts_prompts_sent_to_the_model_over_the_run_s_grading_time(r
     # 300 + 100 of 300 + 500 prompts answered from t=1010 (the first job's start) to t=1060: 8 prompts/s,
     # and the 400 left take 50 s more. The cache's 50 are no graded work.
     assert progress_line(read_progress(results), now=1060.0) == (
-        "examflow: answered 400 of 800 prompts, 8.0 prompts/s, ETA 0:00:50 for the jobs counted so far; "
+        "examflow: answered 400 of 800 prompts, 8.0 prompts/s, ETA 0:00:50 for the prompts counted so far; "
         "grade jobs: 1 starting, 1 running, 1 done, 2 waiting; 50 more prompts answered by the cache"
     )
 
@@ -54,7 +54,7 @@ def test_after_the_run_a_job_left_running_was_stopped_and_time_ends_at_the_last_
     run.write_text(json.dumps({**json.loads(run.read_text()), "ended": 1100.0}))
     # Time ends at the last count written (t=1055): 400 prompts in 45 s.
     assert progress_line(read_progress(results), now=5000.0) == (
-        "examflow: answered 400 of 800 prompts, 8.9 prompts/s, ETA 0:00:45 for the jobs counted so far; "
+        "examflow: answered 400 of 800 prompts, 8.9 prompts/s, ETA 0:00:45 for the prompts counted so far; "
         "grade jobs: 1 done, 2 stopped, 2 waiting; 50 more prompts answered by the cache"
     )
 
@@ -225,3 +225,24 @@ def test_the_line_counts_in_the_jobs_unit_pairs_for_the_embedding_grader_request
     both = progress_line(read_progress(folder), now=progress.counts.updated)
     assert both.startswith("examflow: answered 70 of 70 requests (100%), ")
     assert both.endswith("; 5 more requests answered by the cache")
+
+
+def test_a_job_with_a_second_pass_to_count_shows_no_share_until_it_is_counted(tmp_path, monkeypatch):
+    """criteria_llm's aggregation prompts (or qa_llm_verify's verifications) are known once the first
+    answers are: a share taken before would go backwards, 91 % then 84 % (a stranger's trial)."""
+    from examflow import progress as module
+    from examflow.progress import job_progress
+
+    monkeypatch.setattr(module, "WRITE_EVERY", 0.0)  # every count written
+
+    folder = tmp_path / "results"
+    write(folder / "logs/progress/run.json", json.dumps({"started": 0.0, "jobs": ["m/s0"]}))
+    with job_progress(folder / "logs/progress/m/s0.json", "m/s0") as progress:
+        progress.planned(cached=0, to_grade=40, more=True)  # the four criteria of ten targets
+        progress.graded(40)
+        first = progress_line(read_progress(folder), now=progress.counts.updated + 1)
+        progress.planned(cached=0, to_grade=10)  # their ten aggregations: the last pass
+        progress.graded(4)
+        second = progress_line(read_progress(folder), now=progress.counts.updated + 1)
+    assert first.startswith("examflow: answered 40 of 40 prompts, ") and "%" not in first
+    assert second.startswith("examflow: answered 44 of 50 prompts (88%), ") and "counted so far" not in second

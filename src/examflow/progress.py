@@ -53,6 +53,7 @@ class JobCounts:
     unit: str = PROMPTS
     cached: int = 0
     to_grade: int | None = None  # None until the job has looked in the cache
+    more: bool = False  # a second pass (verification, aggregation) is still to be counted
     graded: int = 0
     failed: int = 0  # graded pairs that got no grade (an HTTP error, a timeout, an unparsable answer), at the end
     started: float = 0.0  # wall-clock seconds (time.time()), comparable across a cluster's nodes
@@ -71,10 +72,12 @@ class JobProgress:
         self.broken = False
         self._write()
 
-    def planned(self, cached: int, to_grade: int) -> None:
-        """A pass over requests: `cached` answered by the cache, `to_grade` to send to the model."""
+    def planned(self, cached: int, to_grade: int, more: bool = False) -> None:
+        """A pass over requests: `cached` answered by the cache, `to_grade` to send to the model; `more`:
+        another pass follows, whose requests depend on this one's answers."""
         self.counts.cached += cached
         self.counts.to_grade = (self.counts.to_grade or 0) + to_grade
+        self.counts.more = more
         self._write()
 
     def graded(self, sent: int, replayed: int = 0) -> None:
@@ -175,8 +178,8 @@ def progress_line(progress: RunProgress, now: float) -> str:
     # The wall time of this run's grading so far: parallel jobs add up their work, not their time.
     seconds = (now if running else max(j.updated for j in jobs)) - min(j.started for j in jobs)
     rate = graded / seconds if seconds > 0 and graded else None
-    # A share of a total that jobs not yet counted will add to would read 100% too early.
-    counted = not (progress.waiting or starting)
+    # A share of a total that jobs or passes not yet counted will add to would read 100% too early.
+    counted = not (progress.waiting or starting or any(j.more and j.state == RUNNING for j in jobs))
     share = f" ({100 * graded // to_grade}%)" if to_grade and counted else ""
     if any(j.to_grade is not None for j in jobs):
         words = [f"examflow: answered {graded:,} of {to_grade:,} {unit}{share}"]
@@ -185,7 +188,7 @@ def progress_line(progress: RunProgress, now: float) -> str:
     if rate or running:
         words.append(f"{rate:,.1f} {unit}/s" if rate else f"{unit}/s not known yet")
     if graded < to_grade and rate:
-        partial = "" if counted else " for the jobs counted so far"
+        partial = "" if counted else f" for the {unit} counted so far"
         words.append(f"ETA {_clock((to_grade - graded) / rate)}{partial}")
     states = {
         "starting": starting,  # reading their tables, loading the model, looking in the cache

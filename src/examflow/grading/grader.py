@@ -160,8 +160,9 @@ class ShardGrader:
             self.known = self.cache.answers(query_ids)
         return keys, [i for i, key in enumerate(keys) if key not in self.known]
 
-    def answers(self, requests: list, query_ids: list[str]) -> list[Answer]:
-        """Cached answers where there are any; the rest from the model, flushed batch by batch."""
+    def answers(self, requests: list, query_ids: list[str], more: bool = False) -> list[Answer]:
+        """Cached answers where there are any; the rest from the model, flushed batch by batch (`more`:
+        another pass follows, for the progress line)."""
         keys, todo = self._todo(requests, query_ids)
         if todo and self.loaded is None:
             expected = self.cache.signature
@@ -171,7 +172,7 @@ class ShardGrader:
         known = cast(dict[str, Answer], self.known)
         log.info("%d of %d prompts cached; %d to grade", len(requests) - len(todo), len(requests), len(todo))
         if self.progress:
-            self.progress.planned(len(requests) - len(todo), len(todo))
+            self.progress.planned(len(requests) - len(todo), len(todo), more)
         if not todo:  # the cache answers all: no model is loaded for nothing
             return self._served([known[key] for key in keys])
         start = time.monotonic()
@@ -200,7 +201,8 @@ class ShardGrader:
     def grade(self, pairs: list[Pair]) -> pd.DataFrame:
         if self.method.samples > 1:
             return self.voted(pairs)
-        answers = self.answers([request(self.kind, p) for p in pairs], [p.query_id for p in pairs])
+        second = bool(self.method.entry.verification or self.method.entry.aggregation)
+        answers = self.answers([request(self.kind, p) for p in pairs], [p.query_id for p in pairs], second)
         verdicts: list[Answer | None] = [None] * len(pairs)
         if self.method.entry.verification:  # a second prompt: does the answer match the key?
             needed = [
