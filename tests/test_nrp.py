@@ -365,6 +365,12 @@ def test_the_command_needs_no_model_with_the_run_ranker_and_names_bad_options(tm
         assert message in nrp_refuses(capsys, *base, *args)
     bm25 = [*base[:6], "--ranker", "bm25", "--run", str(tmp_path / "scores.run"), *base[10:], *qrels]
     assert "--run: no ranker reads it (give --ranker run)" in nrp_refuses(capsys, *bm25)  # it was ignored
+    # A model ranker's model that is not there: named as the ranker's option, not a grading back end's
+    absent = json.dumps({"kind": "monot5", "model": str(tmp_path / "no-model"), "device": "cpu"})
+    monot5 = [*base[:6], "--ranker", "run", "--run", str(tmp_path / "scores.run"), "--ranker", absent, *base[10:]]
+    assert nrp_refuses(capsys, *monot5, *qrels).startswith(
+        f"examflow: error: --ranker[1].model: '{tmp_path / 'no-model'}': not a model folder, nor a hub model"
+    )
 
 
 def test_answers_and_expert_rankings_are_checked(tmp_path):

@@ -24,7 +24,7 @@ import pandas as pd
 import pytrec_eval
 
 from examflow.defaults import default
-from examflow.errors import Failure, InputError
+from examflow.errors import ConfigError, Failure, InputError
 from examflow.evaluation.scores import standard_error
 from examflow.nrp.inputs import COMBINED, answer_name, complete_answers, rankers_needing_texts
 from examflow.nrp.rankers import QueryItems, Scores, make_ranker
@@ -73,6 +73,17 @@ class NRPSettings:
     cache_dir: str | Path = default("cache_dir")
 
 
+def _ranker_scores(index: int, ranker: dict, items: list[QueryItems], cache_dir: str | Path) -> Scores:
+    """A ranker's scores. Its model is loaded by a grading back end's code, whose errors name the back end's
+    option (`backend.model`): they name the ranker's (`--ranker[i].model`, the workflow's `nrp.rankers[i]`)."""
+    try:
+        return make_ranker(ranker).scores(items, cache_dir)
+    except ConfigError as error:
+        if not error.key.startswith("backend."):
+            raise
+        raise ConfigError(f"--ranker[{index}].{error.key.removeprefix('backend.')}", error.message) from None
+
+
 def nrp_tables(inputs: NRPInputs, settings: NRPSettings) -> dict[str, pd.DataFrame]:
     """per_answer.tsv, per_system.tsv, ranker_selection.tsv and, where asked, wilcoxon.tsv and expert_agreement.tsv."""
     if inputs.documents is None and rankers_needing_texts(settings.rankers):
@@ -81,7 +92,7 @@ def nrp_tables(inputs: NRPInputs, settings: NRPSettings) -> dict[str, pd.DataFra
     judged = sorted(set().union(*(set(j["query_id"]) for j in inputs.judgments.values())))
     answers = complete_answers(inputs.answers, judged)
     items = query_items(inputs, answers, judged)
-    scores = {r["name"]: make_ranker(r).scores(items, settings.cache_dir) for r in settings.rankers}
+    scores = {r["name"]: _ranker_scores(i, r, items, settings.cache_dir) for i, r in enumerate(settings.rankers)}
     for name, scored in scores.items():
         check_scores(name, scored)
     selection = select_rankers(scores, inputs.judgments, [r["name"] for r in settings.rankers], settings.fixed)
