@@ -246,3 +246,16 @@ def test_a_job_with_a_second_pass_to_count_shows_no_share_until_it_is_counted(tm
         second = progress_line(read_progress(folder), now=progress.counts.updated + 1)
     assert first.startswith("examflow: answered 40 of 40 prompts, ") and "%" not in first
     assert second.startswith("examflow: answered 44 of 50 prompts (88%), ") and "counted so far" not in second
+
+
+def test_a_failed_run_names_the_failures_its_steps_logged_and_no_earlier_run_s(tmp_path):
+    import os
+
+    from examflow.joblogs import failures_logged
+
+    old = write(tmp_path / "logs/pool.log", "examflow: error: runs/a.run:3: an earlier run's failure\n")
+    os.utime(old, (900.0, 900.0))
+    write(tmp_path / "logs/grade/m/shard-1.log", "INFO starting\nexamflow: error: first\nexamflow: error: m: last\n")
+    write(tmp_path / "logs/grade/m/shard-2.log", "INFO done\n")  # this run's, no failure
+    write(tmp_path / "logs/nrp.log", "Traceback (most recent call last):\n")  # a bug: Snakemake names its log
+    assert failures_logged(tmp_path / "logs", since=1000.0) == [(tmp_path / "logs/grade/m/shard-1.log", "m: last")]

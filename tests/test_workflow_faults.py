@@ -71,6 +71,14 @@ def test_failed_pairs_fail_the_run_and_a_plain_rerun_asks_only_for_them(project)
         )
         assert f"method llm, shard {bucket('q2')}: 2 of 6 pairs failed (2 malformed)" in output
         assert "Traceback" not in output
+        # The run ends by naming each failure again, among Snakemake's last lines (its jobs' logs come before)
+        named = [line for line in result.stderr.splitlines()[-8:] if line.startswith("examflow: a step failed: ")]
+        assert sorted(named) == sorted(
+            f"examflow: a step failed: method llm, shard {bucket(q)}: 2 of 6 pairs failed ({kinds}), more than "
+            f"grading.max_error_rate = 0 allows. The answers received are cached: a rerun asks the model again only "
+            f"for the pairs that got none (its log: results/logs/grade/llm/{bucket(q)}.log)"
+            for q, kinds in (("q1", "1 http-500, 1 malformed"), ("q2", "2 malformed"))
+        ), result.stderr[-3000:]
         assert not (project / "results/eval").exists() and not (project / "results/grades/llm.parquet").exists()
         # A malformed reply is never cached; the answers that came are.
         cached = llm_cache_prompts(project)

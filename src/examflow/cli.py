@@ -13,7 +13,7 @@ from typing import TypedDict
 
 from examflow import __version__, commands
 from examflow.defaults import choices, default, number
-from examflow.errors import ConfigError, Failure, a
+from examflow.errors import PRINTED, ConfigError, Failure, a
 from examflow.options import REQUIRED, Option
 from examflow.outputs import FACT_NAMES
 from examflow.registry import (
@@ -676,12 +676,12 @@ def main(argv: list[str] | None = None) -> int:
         args = parser().parse_args(argv)  # a bad number raises a Failure from there
         args.handler(args)
     except Failure as error:
-        print(f"examflow: error: {error}", file=sys.stderr)
+        print(f"{PRINTED}{error}", file=sys.stderr)
         return 2
     except OSError as error:
         if error.errno not in _DISK_ERRORS:
             raise
-        print(f"examflow: error: {error.filename or 'output'}: cannot write: {error.strerror}", file=sys.stderr)
+        print(f"{PRINTED}{error.filename or 'output'}: cannot write: {error.strerror}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C reaches Snakemake's jobs too: one line in their logs, not a traceback
         print("examflow: interrupted (outputs are written only when a step completes)", file=sys.stderr)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 log = logging.getLogger(__name__)
+PRINTED = "examflow: error: "  # what the command line prints before a Failure (a job's log holds it)
 
 
 class Failure(Exception):

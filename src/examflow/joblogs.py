@@ -7,6 +7,25 @@ import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from examflow.errors import PRINTED
+
+
+def failures_logged(folder: str | Path, since: float) -> list[tuple[Path, str]]:
+    """The logs under `folder` written since `since` (a run's start) whose step stopped on an expected
+    failure, each with that failure's line: what a failed run ends by naming, where Snakemake's output
+    shows it inside each failed job's log among its own lines."""
+    found = []
+    for log in sorted(Path(folder).rglob("*.log")):
+        try:
+            if log.stat().st_mtime < since:
+                continue
+            text = log.read_text(encoding="utf-8", errors="replace")
+        except OSError:  # moved aside by a retry, or unreadable: the log itself is no failure
+            continue
+        errors = [line.removeprefix(PRINTED) for line in text.splitlines() if line.startswith(PRINTED)]
+        found += [(log, errors[-1])] if errors else []
+    return found
+
 
 def keep_earlier(log: str | Path) -> Path | None:
     """Move an existing `NAME.log` to the first free `NAME.log.N` (N = 1, 2, ...: the order of the

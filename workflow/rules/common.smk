@@ -5,6 +5,7 @@ import logging
 import os
 import shlex
 import sys
+import time
 from pathlib import Path
 
 from snakemake.settings.enums import RerunTrigger
@@ -621,7 +622,7 @@ def nrp_settings(wildcards):
 from snakemake.logging import logger as snakemake_logger
 from snakemake_interface_logger_plugins.common import LogEvent
 
-from examflow.joblogs import KeepEarlierLogs
+from examflow.joblogs import KeepEarlierLogs, failures_logged
 from examflow.progress import Reporter, job_path, progress_period
 
 
@@ -659,6 +660,15 @@ def job_logs(jobid):
         dag = workflow.dag
         JOB_LOGS.update({dag.jobid(job): list(job.log) for job in dag.jobs})
     return JOB_LOGS.get(jobid, [])
+
+
+PARSED = time.time()  # before any job of this run writes its log
+
+
+def name_failures():
+    """`onerror`: the expected failures this run's steps stopped on, one line each, last in the output."""
+    for log, message in failures_logged(logs(""), PARSED):
+        print(f"examflow: a step failed: {message} (its log: {log})", file=sys.stderr)
 
 
 def keep_earlier_logs():
