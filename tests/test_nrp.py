@@ -4,6 +4,7 @@ published expert-agreement interval, and the `examflow nrp` command end to end."
 from __future__ import annotations
 
 import json
+import logging
 import math
 import subprocess
 import sys
@@ -539,6 +540,21 @@ def test_subtopic_judgments_are_no_second_judgment_of_a_document(tmp_path):
         read_judgments({"relevance": str(qrels)}, read_queries(queries), Problems("error"), {})
     kept = read_judgments({"relevance": str(qrels)}, read_queries(queries), Problems("warn"), {})["relevance"]
     assert kept["passage_id"].tolist() == ["d1"]  # D_q is {d1}, not {d1, d2, d2}
+
+
+def test_a_query_with_only_cannot_judge_labels_in_a_dimension_is_said_to_leave_it(tmp_path, caplog):
+    """Its D_q is empty there: no NRP in that dimension, none combined; only n_queries said so (a stranger's trial)."""
+    queries = write(tmp_path / "q.tsv", "q1\tbees\nq2\ttides\n")
+    relevance = write(tmp_path / "rel.qrels", "q1 0 d1 2\nq2 0 d2 1\n")
+    readability = write(tmp_path / "read.qrels", "q1 0 d1 3\nq2 0 d2 -1\nq2 0 d3 -1\n")
+    qrels = {"relevance": str(relevance), "readability": str(readability)}
+    with caplog.at_level(logging.WARNING):
+        judged = read_judgments(qrels, read_queries(queries), Problems("error"), {"readability": {-1}})
+    assert judged["readability"]["query_id"].tolist() == ["q1"] and len(judged["relevance"]) == 2
+    assert [r.getMessage() for r in caplog.records] == [
+        f"dimension readability: 1 queries have only cannot-judge labels ({readability}), so no NRP there, nor a "
+        "combined one: q2"
+    ]
 
 
 @pytest.mark.parametrize("weights", [["relevance=1"], ["relevance=nan", "readability=1"],

@@ -10,16 +10,19 @@ An expert ranking is JSON `{query_id: [item, ...]}` (best first) or TSV `query_i
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pandas as pd
 
-from examflow.errors import InputError, Problems, suggestion
+from examflow.errors import InputError, Problems, listed, suggestion
 from examflow.io.lines import base_suffix, check_id, json_entries, json_lines, required_id, split_columns, text_lines
 from examflow.io.qrels import DEFAULT_RANGE, read_qrels
 from examflow.registry import RANKERS
+
+log = logging.getLogger(__name__)
 
 ANSWER_COLUMNS = ["llm", "prompt", "sample", "query_id", "text", "answer"]
 EXPERT_COLUMNS = ["query_id", "item", "rank"]
@@ -155,9 +158,11 @@ def read_judgments(
     judgments = {}
     for dimension, path in qrels.items():
         table = read_qrels(path, whole, unknown, relevance_range)
-        judgments[dimension] = table[~table["relevance"].isin(cannot_judge.get(dimension, set()))].reset_index(
-            drop=True
-        )
+        judged = table[~table["relevance"].isin(cannot_judge.get(dimension, set()))].reset_index(drop=True)
+        if gone := sorted(set(table["query_id"]) - set(judged["query_id"])):  # it has no D_q in this dimension
+            log.warning("dimension %s: %d queries have only cannot-judge labels (%s), so no NRP there, nor a "
+                        "combined one: %s", dimension, len(gone), path, listed(gone))  # fmt: skip
+        judgments[dimension] = judged
     return judgments
 
 
