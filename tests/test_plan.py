@@ -334,7 +334,7 @@ def test_an_aggregation_prompt_is_cached_only_where_the_cache_answers_it_not_whe
         plan = plan_method(aggregated, passages, questions, queries, tmp_path)
         assert (plan.pairs, plan.cached, plan.work) == (20, 8, 12)
         # one aggregation cached too (p1's, its prompt holding the four grades of 2)
-        [first] = [p for p in make_pairs("criteria_llm", passages, questions, queries) if p.passage_id == "p1"][:1]
+        first = next(p for p in make_pairs("criteria_llm", passages, questions, queries) if p.passage_id == "p1")
         asked = aggregation_request("criteria_llm", replace(first, question_id=f"a/{AGGREGATE}"), [2, 2, 2, 2])
         ShardGrader(aggregated, str(tmp_path)).answers([asked], ["a"])
         assert server.calls == 9

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -25,6 +26,13 @@ def failures_logged(folder: str | Path, since: float) -> list[tuple[Path, str]]:
         errors = [line.removeprefix(PRINTED) for line in text.splitlines() if line.startswith(PRINTED)]
         found += [(log, errors[-1])] if errors else []
     return found
+
+
+def name_failures(folder: str | Path, since: float) -> None:
+    """`onerror` (Snakemake's main process): each expected failure this run's steps stopped on, one line
+    each on stderr, last in the output."""
+    for log, message in failures_logged(folder, since):
+        print(f"examflow: a step failed: {message} (its log: {log})", file=sys.stderr)
 
 
 def keep_earlier(log: str | Path) -> Path | None:

@@ -622,7 +622,7 @@ def nrp_settings(wildcards):
 from snakemake.logging import logger as snakemake_logger
 from snakemake_interface_logger_plugins.common import LogEvent
 
-from examflow.joblogs import KeepEarlierLogs, failures_logged
+from examflow.joblogs import KeepEarlierLogs, name_failures
 from examflow.progress import Reporter, job_path, progress_period
 
 
@@ -662,13 +662,8 @@ def job_logs(jobid):
     return JOB_LOGS.get(jobid, [])
 
 
-PARSED = time.time()  # before any job of this run writes its log
-
-
-def name_failures():
-    """`onerror`: the expected failures this run's steps stopped on, one line each, last in the output."""
-    for log, message in failures_logged(logs(""), PARSED):
-        print(f"examflow: a step failed: {message} (its log: {log})", file=sys.stderr)
+# Before any job of this run writes its log: `onerror` names the failures logged since.
+PARSED = time.time()
 
 
 def keep_earlier_logs():

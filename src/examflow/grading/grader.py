@@ -181,13 +181,13 @@ class ShardGrader:
         # A local model prepares the next chunk's prompts while it answers this one.
         answered = getattr(self.backend, "answer_chunks", None)
         replies = answered(chunks) if answered else map(self.backend.answer, chunks)
-        replayed = self.replayed
+        replayed, unit = self.replayed, work_unit(self.method)
         # `replies` first: zip ends by exhausting it, which ends the preparing thread.
         for fresh, offset, batch in zip(replies, range(0, len(todo), self.flush_every), batches):
             self.sent += len(batch)
             self.cache.add_answers([(query_ids[i], keys[i], a) for i, a in zip(batch, fresh)])
             known.update({keys[i]: a for i, a in zip(batch, fresh)})
-            _progress(offset + len(batch), len(todo), time.monotonic() - start, work_unit(self.method))
+            _progress(offset + len(batch), len(todo), time.monotonic() - start, unit)
             if self.progress:
                 self.progress.graded(len(batch), self.replayed - replayed)
             replayed = self.replayed
