@@ -191,6 +191,23 @@ def test_pairs_that_got_no_grade_are_counted_apart_from_the_graded_ones(tmp_path
     assert line.endswith("grade jobs: 1 done; 7 pairs failed (no grade: summary.md counts them by kind)")
 
 
+def test_prompts_the_model_gave_no_answer_to_are_not_counted_as_answered(tmp_path, monkeypatch):
+    """A server down: every prompt is asked and none answered (a stranger read "answered 3,345 of 3,345")."""
+    from examflow import progress as module
+    from examflow.progress import job_progress
+
+    monkeypatch.setattr(module, "WRITE_EVERY", 0.0)  # every count written
+    folder = tmp_path / "results"
+    write(folder / "logs/progress/run.json", json.dumps({"started": 0.0, "jobs": ["m/s0"]}))
+    with job_progress(folder / "logs/progress/m/s0.json", "m/s0") as progress:
+        progress.planned(cached=0, to_grade=50)
+        progress.graded(20, unanswered=20)
+        progress.graded(20, replayed=5, unanswered=3)
+        line = progress_line(read_progress(folder), now=progress.counts.updated + 1)
+    # 35 asked of 45 left to the model (5 came from the reply cache), 23 of them with no answer
+    assert line.startswith("examflow: answered 12 of 45 prompts and got no answer to 23 (77% asked), ")
+
+
 def test_a_job_stopped_by_its_failures_points_to_its_log_not_to_a_summary(tmp_path):
     """max_error_rate exceeded: the job fails, the run stops, and no summary.md is written."""
     from examflow.progress import job_progress

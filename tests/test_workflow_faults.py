@@ -144,7 +144,14 @@ def test_unreachable_endpoint_fails_the_run(project):
     write(project / "mine.yaml", yaml.safe_dump(config))
     result = snakemake(project, *run, check=False)
     assert result.returncode != 0
-    assert "6 of 6 pairs failed (6 connection)" in result.stdout + result.stderr
+    output = result.stdout + result.stderr
+    assert "6 of 6 pairs failed (6 connection)" in output
+    assert "No pair got an answer from the model: a rerun asks it again for every pair" in output
+    assert "answers received" not in output
+    # Nothing answered reads as such, in the run's progress line and in each job's log
+    assert "examflow: answered 0 of 12 prompts and got no answer to 12 (100% asked)" in output
+    logs = sorted((project / "results/logs/grade/llm").glob("*.log"))
+    assert len(logs) == 2 and all("asked 6/6 prompts (6 got no answer)" in log.read_text() for log in logs)
     assert not (project / "results/eval").exists()
 
 

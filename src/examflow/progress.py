@@ -55,6 +55,7 @@ class JobCounts:
     to_grade: int | None = None  # None until the job has looked in the cache
     more: bool = False  # a second pass (verification, aggregation) is still to be counted
     graded: int = 0
+    unanswered: int = 0  # of the graded, prompts the model gave no answer to (an HTTP error, a timeout)
     failed: int = 0  # graded pairs that got no grade (an HTTP error, a timeout, an unparsable answer), at the end
     started: float = 0.0  # wall-clock seconds (time.time()), comparable across a cluster's nodes
     updated: float = 0.0
@@ -80,10 +81,12 @@ class JobProgress:
         self.counts.more = more
         self._write()
 
-    def graded(self, sent: int, replayed: int = 0) -> None:
+    def graded(self, sent: int, replayed: int = 0, unanswered: int = 0) -> None:
         """`sent` given to the back end, of which `replayed` its own reply cache answered (no work done:
-        a job killed between two flushes of the grade cache, or methods that share prompts)."""
+        a job killed between two flushes of the grade cache, or methods that share prompts) and
+        `unanswered` got no answer (a server down reads as such, not as answered)."""
         self.counts.graded += sent - replayed
+        self.counts.unanswered += unanswered
         self.counts.to_grade = (self.counts.to_grade or 0) - replayed
         self.counts.cached += replayed
         if time.time() - self.written >= WRITE_EVERY:
@@ -182,7 +185,7 @@ def progress_line(progress: RunProgress, now: float) -> str:
     counted = not (progress.waiting or starting or any(j.more and j.state == RUNNING for j in jobs))
     share = f" ({100 * graded // to_grade}%)" if to_grade and counted else ""
     if any(j.to_grade is not None for j in jobs):
-        words = [f"examflow: answered {graded:,} of {to_grade:,} {unit}{share}"]
+        words = [_answered(graded, sum(j.unanswered for j in jobs), to_grade, unit, share)]
     else:  # every job stopped (a model that would not load, say) before it counted: not "0 of 0 prompts"
         words = [f"examflow: answered no {unit} (no grade job got as far as counting its {unit})"]
     if rate or running:
@@ -204,6 +207,17 @@ def progress_line(progress: RunProgress, now: float) -> str:
     # a failed job stops the run before summary.md is written; each job's log has its counts
     counts = "the grade jobs' logs count" if states["failed"] else "summary.md counts"
     return line + (f"; {failed:,} pairs failed (no grade: {counts} them by kind)" if failed else "")
+
+
+def _answered(graded: int, unanswered: int, to_grade: int, unit: str, share: str) -> str:
+    """`answered 1,920 of 3,345 prompts (57%)`; with prompts asked but not answered (a server down),
+    `answered 0 of 3,345 prompts and got no answer to 3,345 (100% asked)`."""
+    if not unanswered:
+        return f"examflow: answered {graded:,} of {to_grade:,} {unit}{share}"
+    asked = f"{share[:-1]} asked)" if share else ""
+    return (
+        f"examflow: answered {graded - unanswered:,} of {to_grade:,} {unit} and got no answer to {unanswered:,}{asked}"
+    )
 
 
 def _jobs(count: int) -> str:

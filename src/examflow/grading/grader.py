@@ -181,15 +181,17 @@ class ShardGrader:
         # A local model prepares the next chunk's prompts while it answers this one.
         answered = getattr(self.backend, "answer_chunks", None)
         replies = answered(chunks) if answered else map(self.backend.answer, chunks)
-        replayed, unit = self.replayed, work_unit(self.method)
+        replayed, unit, unanswered = self.replayed, work_unit(self.method), 0
         # `replies` first: zip ends by exhausting it, which ends the preparing thread.
         for fresh, offset, batch in zip(replies, range(0, len(todo), self.flush_every), batches):
             self.sent += len(batch)
             self.cache.add_answers([(query_ids[i], keys[i], a) for i, a in zip(batch, fresh)])
             known.update({keys[i]: a for i, a in zip(batch, fresh)})
-            _progress(offset + len(batch), len(todo), time.monotonic() - start, unit)
+            failed = sum(a.error is not None for a in fresh)  # no answer: an HTTP error, a timeout
+            unanswered += failed
+            _progress(offset + len(batch), len(todo), time.monotonic() - start, unit, unanswered)
             if self.progress:
-                self.progress.graded(len(batch), self.replayed - replayed)
+                self.progress.graded(len(batch), self.replayed - replayed, failed)
             replayed = self.replayed
         return self._served([known[key] for key in keys])
 
@@ -282,7 +284,8 @@ def work_unit(method: Method) -> str:
     return PAIRS if method.backend.entry.by_quantiles else PROMPTS
 
 
-def _progress(done: int, total: int, seconds: float, unit: str) -> None:
+def _progress(done: int, total: int, seconds: float, unit: str, unanswered: int) -> None:
     rate = done / seconds if seconds > 0 else float("inf")
     eta = time.strftime("%H:%M:%S", time.gmtime((total - done) / rate if rate > 0 else 0))
-    log.info("answered %d/%d %s, %.1f %s/s, ETA %s", done, total, unit, rate, unit, eta)
+    none = f" ({unanswered} got no answer)" if unanswered else ""
+    log.info("asked %d/%d %s%s, %.1f %s/s, ETA %s", done, total, unit, none, rate, unit, eta)

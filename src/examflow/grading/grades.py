@@ -51,8 +51,13 @@ def check_failures(grades: pd.DataFrame, method: Method, shard: str, max_error_r
     if n_failed <= max_error_rate * len(grades):
         return
     hint = "".join(text for kind, text in _CACHED_FAILURES.items() if kind in failed)
+    unanswered = n_failed - sum(failed.get(kind, 0) for kind in _CACHED_FAILURES)
+    rerun = (
+        "No pair got an answer from the model: a rerun asks it again for every pair"
+        if unanswered == len(grades)
+        else "The answers received are cached: a rerun asks the model again only for the pairs that got none"
+    )
     raise Failure(
         f"method {method.name}, shard {shard}: {n_failed} of {len(grades)} pairs failed ({kinds}), more than "
-        f"grading.max_error_rate = {max_error_rate:g} allows. The answers received are cached: a rerun asks the "
-        f"model again only for the pairs that got none{hint}"
+        f"grading.max_error_rate = {max_error_rate:g} allows. {rerun}{hint}"
     )
