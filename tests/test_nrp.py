@@ -482,10 +482,14 @@ def test_a_run_ranker_needs_no_corpus_and_the_expert_table_keeps_the_queries_ord
 
 def test_bad_expert_rankings_and_wilcoxon_names_are_refused(tmp_path, capsys):
     base = [*nrp_collection(tmp_path), "--ranker", "run", "--run", str(tmp_path / "scores.run")]
+    with open(tmp_path / "answers.jsonl", "a") as answers:  # a system whose only sample is 7
+        answers.write('{"llm": "late", "prompt": "p", "sample": 7, "query_id": "q9", "text": "a"}\n')
     for args, message in (
         (["--wilcoxon", "m", "p", "m", "q"], "--wilcoxon: 'm' / 'q' is no (llm, prompt) of --answers"),
         (["--wilcoxon", "m", "p", "m/p", "0"], "--wilcoxon: 'm/p' / '0' is no (llm, prompt) of --answers (no llm or "
                                                "prompt holds '/')"),
+        (["--wilcoxon", "m", "p", "late", "p"], "--wilcoxon m p late p: the two share no sample number (0 and 7), and "
+                                                 "the test pairs answers of the same query and sample"),
         (["--expert", str(write(tmp_path / "e.tsv", "q9\tq9-d0\t1\nq2\tq2-d0\t1\nq2\tq2-d1\t2\n"))],
          "e.tsv:1: field 'rank': query 'q9': rank at least two items, not all tied"),
         (["--expert", str(write(tmp_path / "f.tsv", "q9\tq9-d0\t1\nq9\tq9-d1\t1\n"))],
@@ -732,3 +736,21 @@ def test_a_systems_mean_and_standard_error_are_the_exact_values_rounded_once():
             stderr = float((Decimal(variance.numerator) / Decimal(variance.denominator)).sqrt())
         row = per_system(rows).iloc[0]
         assert (row["nrp"], row["stderr"]) == (float(mean), stderr), case
+
+
+def test_the_wilcoxon_table_pairs_the_answers_of_each_query_and_sample(tmp_path):
+    """m/p's answers score below every judged document (NRP 0); n/p's above four, three and two of the five
+    (NRP 0.8, 0.6, 0.4). Three differences of one sign: W = 0, and the exact two-sided p is 2 · (1/2)³."""
+    base = [*nrp_collection(tmp_path), "--ranker", "run", "--run", str(tmp_path / "scores.run")]
+    with open(tmp_path / "answers.jsonl", "a") as answers, open(tmp_path / "scores.run", "a") as scores:
+        for query, score in (("q9", 4.5), ("q2", 3.5), ("q10", 2.5)):
+            answers.write(json.dumps({"llm": "n", "prompt": "p", "sample": 0, "query_id": query, "text": "b"}) + "\n")
+            scores.write(run_line(query, "n/p/0", score))
+    result = nrp_command(*base, "--wilcoxon", "m", "p", "n", "p", "--wilcoxon", "m", "p", "m", "p")
+    assert result.returncode == 0, result.stderr
+    lines = (tmp_path / "out/wilcoxon.tsv").read_text().splitlines()
+    assert lines == [
+        "llm_a\tprompt_a\tllm_b\tprompt_b\tranker\tdimension\tdenominator\tn_pairs\tmean_difference\tstatistic\tp_value",
+        "m\tp\tn\tp\trun\trelevance\tdocs\t3\t-0.6\t0.0\t0.25",
+        "m\tp\tm\tp\trun\trelevance\tdocs\t3\t0.0\t\t",  # every pair equal: no test
+    ]

@@ -644,14 +644,20 @@ class _AnswerRow(Protocol):
 
 
 def check_systems(pairs: list[list[str]], answers: pd.DataFrame) -> None:
-    """Each --wilcoxon system is an (llm, prompt) of the answers: a name with a typo would test nothing."""
+    """Each --wilcoxon system is an (llm, prompt) of the answers (a name with a typo would test nothing), and
+    the two of a test share a sample number (the test pairs answers of the same query and sample)."""
     from examflow.nrp.inputs import SEPARATOR
 
-    systems = set(zip(answers["llm"], answers["prompt"]))
-    for system in (tuple(pair[i : i + 2]) for pair in pairs for i in (0, 2)):
-        if system not in systems:
-            slash = f" (no llm or prompt holds {SEPARATOR!r})" if any(SEPARATOR in name for name in system) else ""
-            raise Failure(f"--wilcoxon: {system[0]!r} / {system[1]!r} is no (llm, prompt) of --answers{slash}")
+    samples = answers.groupby(["llm", "prompt"])["sample"].agg(set).to_dict()
+    for pair in pairs:
+        for system in (tuple(pair[:2]), tuple(pair[2:])):
+            if system not in samples:
+                slash = f" (no llm or prompt holds {SEPARATOR!r})" if any(SEPARATOR in name for name in system) else ""
+                raise Failure(f"--wilcoxon: {system[0]!r} / {system[1]!r} is no (llm, prompt) of --answers{slash}")
+        first, second = samples[tuple(pair[:2])], samples[tuple(pair[2:])]
+        if not first & second:
+            raise Failure(f"--wilcoxon {' '.join(pair)}: the two share no sample number ({listed(sorted(first))} "
+                          f"and {listed(sorted(second))}), and the test pairs answers of the same query and sample")  # fmt: skip
 
 
 def ranker_spec(text: str, run: str | None) -> dict:
