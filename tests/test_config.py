@@ -257,6 +257,35 @@ def test_typos_wrong_types_and_bad_measures_name_the_key():
     )
 
 
+def test_a_path_that_starts_with_a_dash_is_refused_where_it_is_configured():
+    """Each step's command line read `-in/queries.tsv` as an unknown option (a stranger): every configured
+    file or folder is checked, an absolute path is not refused."""
+    message = "starts with '-', which a command line reads as an option: give it as an absolute path"
+    for config, key in (
+        ({"results_dir": "-res", "inputs": {"queries": "q"}}, "results_dir"),
+        ({"cache_dir": "-cache", "inputs": {"queries": "q"}}, "cache_dir"),
+        ({"inputs": {"queries": "-in/q.tsv"}}, "inputs.queries"),
+        ({"inputs": {"queries": "q", "runs": ["r.run", "-in/*.run"]}}, "inputs.runs[1]"),
+        ({"inputs": {"queries": "q", "labels": {"theirs": "-l.qrels"}}}, "inputs.labels.theirs"),
+        ({"inputs": {"queries": "q"}, "judges": {"leaderboards": {"x": "-x.tsv"}}}, "judges.leaderboards.x"),
+        ({"nrp": {"queries": "q", "answers": "a", "dimensions": {"d": {"qrels": "-d.qrels"}}}}, "nrp.dimensions.d.qrels"),
+    ):  # fmt: skip
+        value = repr(str(next(iter(_leaves(config)))))
+        assert rejected(config) == f"config {key}: {value} {message}"
+    assert checked({"inputs": {"queries": "/data/-in/q.tsv"}, "results_dir": "/r/-res"})["results_dir"] == "/r/-res"
+
+
+def _leaves(config):
+    """The one value that starts with `-` in a config."""
+    for value in config.values():
+        if isinstance(value, dict):
+            yield from _leaves(value)
+        elif isinstance(value, list):
+            yield from (v for v in value if v.startswith("-"))
+        elif value.startswith("-"):
+            yield value
+
+
 def test_every_schema_problem_of_a_config_is_named_at_once():
     # Two typos took two runs to find: each run named only the first.
     message = rejected(

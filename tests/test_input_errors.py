@@ -123,6 +123,19 @@ def test_a_run_file_named_twice_is_read_once(tmp_path, monkeypatch):
     assert files == [str(run), str(tmp_path / "runs" / "b.run")]
 
 
+def test_a_run_file_a_pattern_matches_whose_name_starts_with_a_dash_is_refused(tmp_path, monkeypatch):
+    """`--runs -b.run` reads as an unknown option in every step (a stranger's `-in/…` paths)."""
+    from examflow.errors import ConfigError
+    from examflow.io.runs import run_files
+
+    write(tmp_path / "a.run", "q1 Q0 d1 1 3 runA\n")
+    write(tmp_path / "-b.run", "q1 Q0 d1 1 3 runB\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=r"^config inputs.runs: '\*.run' matches '-b.run', which starts with '-'"):
+        run_files(["*.run"], "inputs.runs")
+    assert run_files([str(tmp_path / "*.run")], "inputs.runs") == [str(tmp_path / "-b.run"), str(tmp_path / "a.run")]
+
+
 def test_run_with_unknown_query_fails_or_is_counted(tmp_path):
     run = write(tmp_path / "a.run", "q1 Q0 d1 1 3 runA\nq9 Q0 d1 1 3 runA\nq9 Q0 d2 2 2 runA\n")
     with raises_at(run, 2, "query_id", "unknown query id 'q9'"):

@@ -37,6 +37,8 @@ def test_a_report_path_that_snakemake_would_expand_is_never_printed_nor_taken(mo
     monkeypatch.delenv("UNSET_HERE", raising=False)
     report = str(tmp_path / "res $HOME" / "report.html")
     assert report_command(report, ["c $HOME.yaml"]) == "snakemake --report report.html --configfile 'c $HOME.yaml'"
+    # `./` kept before a config file whose name starts with `-` (the command printed failed as pasted)
+    assert report_command("r.html", ["./-c.yaml"]) == "snakemake --report r.html --configfile ./-c.yaml"
     with pytest.raises(
         Failure, match=r"expands `\$NAME` .* in its path, here to .*/res /elsewhere/report.html; .*: snakemake "
     ):

@@ -329,9 +329,9 @@ def _validate(config: dict, loaded: dict) -> None:
 
 
 def _filling_defaults(validator_class):
-    """A validator that writes each property's default into the instance before checking it, and takes an
+    """A validator that writes each property's default into the instance before checking it, takes an
     integer to be an integer (JSON Schema lets 5.0 pass, which then reaches a command line as `--depth 5.0`)
-    and a number to be finite."""
+    and a number to be finite, and knows `path: true`, a file or folder name (`_path`)."""
     import jsonschema
 
     check_properties = validator_class.VALIDATORS["properties"]
@@ -352,7 +352,18 @@ def _filling_defaults(validator_class):
                     instance.setdefault(name, copy.deepcopy(subschema["default"]))
         yield from check_properties(validator, declared, instance, schema)
 
-    return jsonschema.validators.extend(validator_class, {"properties": properties}, type_checker=types)
+    return jsonschema.validators.extend(validator_class, {"properties": properties, "path": _path}, type_checker=types)
+
+
+def _path(validator, is_path, instance, schema):
+    """A path reaches each step's command line as a word of its own, where a name that starts with `-` is
+    read as an option (`--queries -in/q.tsv`: "expected one argument")."""
+    import jsonschema
+
+    if is_path and isinstance(instance, str) and instance.startswith("-"):
+        yield jsonschema.ValidationError(
+            f"{instance!r} starts with '-', which a command line reads as an option: give it as an absolute path"
+        )
 
 
 def _readable(error) -> Iterator[tuple[str, str, str]]:

@@ -171,13 +171,20 @@ def report_command(report: str, configfiles, snakefile: str | None = None, setti
     to the working directory where they lie below it) and `--config` settings, and with `snakefile` where
     the run named one that snakemake would not find by itself."""
     words = ["snakemake", "--report", _unexpanded(report)] + (["--snakefile", snakefile] if snakefile else [])
-    files = [
-        file if (relative := os.path.relpath(file)).startswith("..") else relative for file in map(str, configfiles)
-    ]
+    files = [_relative(file) for file in map(str, configfiles)]
     # One --configfile with every file: Snakemake keeps only the last of repeated --configfile options.
     return shlex.join(
         words + (["--configfile", *files] if files else []) + (["--config", *settings] if settings else [])
     )
+
+
+def _relative(file: str) -> str:
+    """A config file named relative to the working directory where it lies below it; `./` before a name
+    that starts with `-`, which a command line would read as an option."""
+    relative = os.path.relpath(file)
+    if relative.startswith(".."):
+        return file
+    return f"./{relative}" if relative.startswith("-") else relative
 
 
 def _as_snakemake_reads(report: str) -> str:

@@ -117,5 +117,8 @@ def run_files(patterns: Iterable[str], key: str) -> list[str]:
         if not matched:
             raise ConfigError(key, f"no such run file, and no file matches {pattern!r} as a pattern")
         for path in matched:
+            if path.startswith("-"):  # a command line reads it as an option (config.py's `path: true`)
+                raise ConfigError(key, f"{pattern!r} matches {path!r}, which starts with '-' and a command line "
+                                  "reads as an option: give it as an absolute path")  # fmt: skip
             files.setdefault(Path(path).resolve(), path)
     return list(files.values())
