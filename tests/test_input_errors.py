@@ -35,7 +35,11 @@ BAD_RUNS = [
     ("q1 Q0 d1 1 nan runA\n", 1, "score", "not a finite number"),
     # Python reads these as 10, 1000 and 3; trec_eval's atof and atol read 1, 1 and 0
     ("q1 Q0 d1 1_0 2.0 runA\n", 1, "rank", "not a number as trec_eval reads one: '1_0'"),
-    ("q1 Q0 d\u00a01 1 2.0 runA\n", 1, None, r"expected 6 columns .* found 7 \(U\+00A0, a space that is not ASCII, separates columns\)"),
+    ("q1 Q0 d\u00a01 1 2.0 runA\n", 1, None, r"U\+00A0, a space that is not ASCII, at column 8: trec_eval reads it as part of a field"),
+    # in place of a separator, the columns counted right: Python's split read q1 and Q0, trec_eval one field
+    ("q1\u00a0Q0 d1 1 2.0 runA\n", 1, None, r"U\+00A0, a space that is not ASCII, at column 3: .*; write a plain space$"),
+    ("q1 Q0 d1 99999999999999999999 2 runA\n", 1, "rank", "'99999999999999999999' is beyond a 64-bit integer"),
+    (f"q1 Q0 d1 {'9' * 5000} 2 runA\n", 1, "rank", r"'99999999999999999999'… \(5,000 characters\) is beyond a 64-bit integer$"),
     ("# my run\nq1 Q0 d1 1 2.0 runA\n", 1, None, r"expected 6 columns .* found 3 \(a comment\? these files have none\)"),
     ("q1 Q0 d1 1 1_000 runA\n", 1, "score", "not a number as trec_eval reads one: '1_000'"),
     ("q1 Q0 d1 1 \u0663 runA\n", 1, "score", "not a number as trec_eval reads one: '\u0663'"),
@@ -94,6 +98,12 @@ BAD_FILES = [
      1, "text", "written twice in one object"),
     ("corpus", "c.jsonl", '{"doc_id": "d1", "text": "one"}\n{"doc_id": "d2", "text": "two", "text": "three"}\n', 2,
      "text", "written twice in one object"),
+    # Python's JSON reader fails beyond syntax: nesting past its recursion limit, integers past 4,300 digits
+    ("queries", "q.jsonl", "[" * 100_000 + "]" * 100_000 + "\n", 1, None, r"not valid JSON \(nested too deeply to read\)$"),
+    ("queries", "q.json", '{"q1": ' + "[" * 100_000 + "]" * 100_000 + "}", None, None, r"not valid JSON \(nested too deeply"),
+    ("queries", "q.jsonl", '{"query_id": ' + "9" * 5000 + ', "text": "a"}\n', 1, None, r"not valid JSON \(a number too long"),
+    ("corpus", "c.jsonl", '{"doc_id": "d1", "text": ' + "[" * 100_000 + "]" * 100_000 + "}\n", 1, None, "not valid JSON .nested too deeply"),
+    ("qrels", "q.qrels", "q1 0 d1 9223372036854775808\n", 1, "relevance", "'9223372036854775808' is beyond a 64-bit integer"),
 ]  # fmt: skip
 
 
@@ -251,3 +261,17 @@ def test_a_file_that_is_not_a_table_is_one_line_naming_it(tmp_path, capsys, comm
         == f"examflow: error: {table}: not a Parquet table (the tables examflow writes for its steps are Parquet files)\n"
     )
     assert not (tmp_path / "out").exists()
+
+
+def test_a_graded_file_python_s_json_reader_cannot_read_is_named_at_its_line(tmp_path):
+    """Nesting past the recursion limit, an integer past 4,300 digits: tracebacks, once."""
+    from examflow.io.workbench import read_workbench_graded
+
+    nested = write(tmp_path / "nested.jsonl", "[" * 100_000 + "]" * 100_000 + "\n")
+    with raises_at(nested, 1, None, r"not valid JSON \(nested too deeply to read\)$"):
+        read_workbench_graded(nested)
+    ranking = '{"method": "r", "paragraphId": "p", "queryId": "q1", "rank": ' + "9" * 5000 + ', "score": 1}'
+    line = '["q1", [{"paragraph_id": "p", "text": "t", "paragraph_data": {"rankings": [' + ranking + "]}}]]\n"
+    long = write(tmp_path / "long.jsonl", line)
+    with raises_at(long, 1, None, r"not valid JSON \(a number too long to read\)$"):
+        read_workbench_graded(long)

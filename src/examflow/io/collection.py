@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from examflow.errors import InputError, Problems
 from examflow.io.irds import irds_passages, is_irds
-from examflow.io.lines import base_suffix, decode, json_value, raw_lines
+from examflow.io.lines import JSON_FAILURES, base_suffix, decode, json_problem, json_value, raw_lines
 
 ID_FIELDS = ("doc_id", "docid", "id", "_id", "pid")
 TEXT_FIELDS = ("text", "contents", "body")
@@ -72,9 +72,9 @@ def _jsonl(path, wanted: set[str]) -> Iterator[tuple[int, str, str]]:
     for number, raw in raw_lines(path):
         try:
             record = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except JSON_FAILURES as error:  # invalid UTF-8 among them (a ValueError)
             decode(path, number, raw)  # names invalid UTF-8 precisely, if that is the cause
-            raise InputError(path, "not a valid JSON object", number) from None
+            raise InputError(path, f"not valid JSON ({json_problem(error)})", number) from None
         if not isinstance(record, dict):  # a number or a list is valid JSON, but holds no passage
             raise InputError(path, f"expected a JSON object, found {type(record).__name__}", number)
         if id_field is None:

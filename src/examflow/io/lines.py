@@ -124,12 +124,25 @@ def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return record
 
 
+JSON_FAILURES = (ValueError, RecursionError)  # json.loads's, beyond JSONDecodeError too (`json_problem`)
+
+
+def json_problem(error: Exception) -> str:
+    """What json.loads found wrong: a syntax error (JSONDecodeError, a ValueError), an integer of more than
+    Python's 4,300 digits (a ValueError) or nesting deeper than the recursion limit (RecursionError)."""
+    if isinstance(error, json.JSONDecodeError):
+        return f"{error.msg}, column {error.colno}"
+    return "nested too deeply to read" if isinstance(error, RecursionError) else "a number too long to read"
+
+
 def json_value(path: str | Path, number: int, line: str | bytes) -> Any:
     """A line's JSON value; a key written twice in one of its objects is an error at the line."""
     try:
         return json.loads(line, object_pairs_hook=_once_each)
-    except json.JSONDecodeError as error:
-        raise InputError(path, f"not valid JSON ({error.msg}, column {error.colno})", number) from None
+    except UnicodeDecodeError:  # a ValueError too: the caller names the byte
+        raise
+    except JSON_FAILURES as error:
+        raise InputError(path, f"not valid JSON ({json_problem(error)})", number) from None
     except _KeyTwice as twice:
         raise InputError(path, "written twice in one object", number, str(twice.args[0])) from None
 
@@ -145,24 +158,28 @@ def json_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def split_columns(path: str | Path, number: int, line: str, names: tuple[str, ...], sep: str | None) -> list[str]:
-    """Split a line into exactly `len(names)` columns (sep None: any whitespace)."""
+    """Split a line into exactly `len(names)` columns (sep None: ASCII whitespace, as trec_eval splits)."""
+    if sep is None and not line.isascii():
+        # Python splits at U+00A0 and its kin, trec_eval does not: the two would read other columns
+        odd = next((c for c in line if c.isspace() and not c.isascii()), None)
+        if odd:
+            raise InputError(path, f"U+{ord(odd):04X}, a space that is not ASCII, at column {line.index(odd) + 1}: "
+                             "trec_eval reads it as part of a field, not between two; write a plain space", number)  # fmt: skip
     columns = line.split(sep) if sep is None else line.split(sep, len(names))
     if len(columns) != len(names):
         expected = " ".join(names)
-        message = f"expected {len(names)} columns ({expected}), found {len(columns)}{_why(line, sep)}"
+        message = f"expected {len(names)} columns ({expected}), found {len(columns)}{_why(line)}"
         raise InputError(path, message, number)
     return columns
 
 
-def _why(line: str, sep: str | None) -> str:
-    """What may have split a line wrongly: a comment, or a space that is not ASCII (U+00A0 and its kin
-    separate columns where any whitespace does)."""
+def _why(line: str) -> str:
+    """What may have split a line wrongly: a comment, or a JSON object."""
     if line.lstrip().startswith("#"):
         return " (a comment? these files have none)"
     if line.lstrip().startswith("{"):  # an AutoJudge *.eval.jsonl read in a column layout, say
         return " (a JSON object: this file is read as columns, not as JSON lines)"
-    odd = next((c for c in line if c.isspace() and not c.isascii()), None) if sep is None else None
-    return f" (U+{ord(odd):04X}, a space that is not ASCII, separates columns)" if odd else ""
+    return ""
 
 
 def read_alike(text: str) -> bool:
@@ -174,8 +191,30 @@ def read_alike(text: str) -> bool:
 def number_text(path: str | Path, number: int, text: str, field: str) -> str:
     """A number's text, refused where trec_eval would read another number (`read_alike`)."""
     if not read_alike(text):
-        raise InputError(path, f"not a number as trec_eval reads one: {text!r}", number, field)
+        raise InputError(path, f"not a number as trec_eval reads one: {shown(text)}", number, field)
     return text
+
+
+INTEGER_LIMIT = 2**63  # the tables hold integers in 64 bits
+
+
+def integer_field(path: str | Path, number: int, text: str, field: str) -> int:
+    """A whole number as trec_eval reads one (`number_text`), within 64 bits: a rank of 20 digits failed
+    deep in pandas, and Python reads no integer of more than 4,300 digits."""
+    try:
+        value: int | None = int(number_text(path, number, text, field))
+    except ValueError:
+        value = None
+    if value is None and not text.lstrip("+-").isdigit():
+        raise InputError(path, f"not an integer: {shown(text)}", number, field)
+    if value is None or not -INTEGER_LIMIT <= value < INTEGER_LIMIT:
+        raise InputError(path, f"{shown(text)} is beyond a 64-bit integer", number, field)
+    return value
+
+
+def shown(text: str) -> str:
+    """A field's text as an error repeats it: one of 5,000 digits cut short."""
+    return repr(text) if len(text) <= 40 else f"{text[:20]!r}… ({len(text):,} characters)"
 
 
 def required_id(path: str | Path, number: int | None, record: dict[str, Any], field: str, where: str = "") -> str:
@@ -258,8 +297,9 @@ def json_object(path: str | Path, what: str = "") -> tuple[dict[str, Any], str]:
 
     try:
         data = json.loads(text, object_pairs_hook=unique)
-    except json.JSONDecodeError as error:
-        raise InputError(path, f"not valid JSON ({error.msg}, column {error.colno}){expected}", error.lineno) from None
+    except JSON_FAILURES as error:
+        line = error.lineno if isinstance(error, json.JSONDecodeError) else None
+        raise InputError(path, f"not valid JSON ({json_problem(error)}){expected}", line) from None
     if not isinstance(data, dict):
         raise InputError(path, f"expected a JSON object {what}".rstrip() + f", found {type(data).__name__}")
     return data, text

@@ -15,7 +15,7 @@ import pandas as pd
 
 from examflow.errors import InputError, Problems
 from examflow.io.irds import irds_qrels, is_irds
-from examflow.io.lines import EMPTY_FILE, FirstLines, number_text, split_columns, text_lines
+from examflow.io.lines import EMPTY_FILE, FirstLines, integer_field, split_columns, text_lines
 from examflow.io.tables import text_series
 
 log = logging.getLogger(__name__)
@@ -78,10 +78,7 @@ def qrels_lines(path: str | Path, relevance_range: tuple[int, int] | None) -> It
     for number, line in text_lines(path):
         qrels_id, _, doc_id, relevance = split_columns(path, number, line, QRELS_FIELDS, None)
         first_lines.add((qrels_id, doc_id), number, "doc_id", f"document {doc_id!r} judged twice for {qrels_id!r}")
-        try:
-            grade = int(number_text(path, number, relevance, "relevance"))
-        except ValueError:
-            raise InputError(path, f"not an integer: {relevance!r}", number, "relevance") from None
+        grade = integer_field(path, number, relevance, "relevance")
         if relevance_range is not None and not relevance_range[0] <= grade <= relevance_range[1]:
             low, high = relevance_range
             raise InputError(

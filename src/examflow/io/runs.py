@@ -11,7 +11,7 @@ from typing import cast
 import pandas as pd
 
 from examflow.errors import ConfigError, InputError, Problems
-from examflow.io.lines import FirstLines, number_text, split_columns, text_lines
+from examflow.io.lines import FirstLines, integer_field, number_text, shown, split_columns, text_lines
 
 RUN_FIELDS = ("query_id", "Q0", "doc_id", "rank", "score", "run_tag")
 RUN_COLUMNS = ["run_id", "query_id", "passage_id", "rank", "score"]
@@ -75,7 +75,7 @@ def read_run(path: str | Path, query_ids: set[str], unknown_queries: Problems, o
                 InputError(path, f"{outside[1]} {query_id!r}", number, "query_id"),
             )
             continue
-        rows.append((tag, query_id, doc_id, _integer(path, number, rank), _finite(path, number, score)))
+        rows.append((tag, query_id, doc_id, integer_field(path, number, rank, "rank"), _finite(path, number, score)))
         if rows[-1][3] < 0:
             negative.append(number)
     if not rows:
@@ -88,20 +88,13 @@ def read_run(path: str | Path, query_ids: set[str], unknown_queries: Problems, o
     return pd.DataFrame(rows, columns=RUN_COLUMNS).astype({"rank": "int64", "score": "float64"})
 
 
-def _integer(path, number: int, text: str) -> int:
-    try:
-        return int(number_text(path, number, text, "rank"))
-    except ValueError:
-        raise InputError(path, f"not an integer: {text!r}", number, "rank") from None
-
-
 def _finite(path, number: int, text: str) -> float:
     try:
         value = float(number_text(path, number, text, "score"))
     except ValueError:
-        raise InputError(path, f"not a number: {text!r}", number, "score") from None
+        raise InputError(path, f"not a number: {shown(text)}", number, "score") from None
     if not math.isfinite(value):
-        raise InputError(path, f"not a finite number: {text!r}", number, "score")
+        raise InputError(path, f"not a finite number: {shown(text)}", number, "score")
     return value
 
 

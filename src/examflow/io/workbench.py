@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow as pa
 
 from examflow.errors import InputError
-from examflow.io.lines import check_id, decode, raw_lines
+from examflow.io.lines import JSON_FAILURES, check_id, decode, json_problem, raw_lines
 from examflow.io.qrels import judgment_table
 from examflow.registry import TOP_GRADE
 
@@ -299,9 +299,7 @@ def _line(path, number: int, raw: bytes) -> Line:
             return _DECODER.decode(text)
         except msgspec.DecodeError:  # Python writes NaN and Infinity, which JSON does not have
             return _finite_scores(path, number, msgspec.convert(json.loads(text), Line))
-    except json.JSONDecodeError as error:
-        raise InputError(path, f"not valid JSON ({error.msg}, column {error.colno})", number) from None
-    except msgspec.ValidationError as error:
+    except msgspec.ValidationError as error:  # a ValueError too: before JSON_FAILURES
         found = _AT.match(str(error))
         assert found is not None  # every part of the pattern may be empty: it matches any message
         where = re.sub(r"^\[1\]", "paragraphs", found["where"] or "")
@@ -309,6 +307,8 @@ def _line(path, number: int, raw: bytes) -> Line:
             raise InputError(path, "expected [query_id, [paragraph, ...]]", number) from None
         message = found["message"][:1].lower() + found["message"][1:]
         raise InputError(path, message, number, where) from None
+    except JSON_FAILURES as error:
+        raise InputError(path, f"not valid JSON ({json_problem(error)})", number) from None
 
 
 def _finite_scores(path, number: int, line: Line) -> Line:
