@@ -47,7 +47,7 @@ def test_tables_read_back_keep_ids_as_written_and_empty_number_cells_missing(tmp
     assert read["n_queries"].tolist() == [3, 2, 1, 3, 3, 2, 1, 3] and read["n_queries"].dtype == "int64"
     assert read["score"].iloc[2] != read["score"].iloc[2] and read["score"].iloc[[0, 5]].tolist() == [0.5, 0.125]
     assert read["tau"].iloc[:7].tolist() == [4] * 7 and math.isnan(read["tau"].iloc[7])
-    assert read_table(tmp_path / "board.parquet")["run_id"].tolist() == IDS
+    assert read_table(tmp_path / "board.parquet", ["run_id"])["run_id"].tolist() == IDS
     flags = read_tsv(write(tmp_path / "flags.tsv", "ranker\tchosen\tndcg_cut_10\nNA\tTrue\t0.5\nnull\tFalse\t\n"))
     assert flags["ranker"].tolist() == ["NA", "null"] and flags["chosen"].tolist() == [True, False]
 

@@ -11,6 +11,7 @@ import pytest
 from conftest import write
 
 from examflow.errors import InputError, Problems
+from examflow.grading.grades import GRADE_COLUMNS
 from examflow.io import read_passages, read_qrels, read_queries, read_responses, read_runs
 
 QUERY_IDS = {"q1", "q2"}
@@ -275,3 +276,44 @@ def test_a_graded_file_python_s_json_reader_cannot_read_is_named_at_its_line(tmp
     long = write(tmp_path / "long.jsonl", line)
     with raises_at(long, 1, None, r"not valid JSON \(a number too long to read\)$"):
         read_workbench_graded(long)
+
+
+def test_another_step_s_table_in_a_table_s_place_is_one_line_naming_its_columns(tmp_path, capsys):
+    """The pool's passages given as its rankings or as a bank's questions, a leaderboard that is no table:
+    KeyErrors deep in the step (a stranger's trial)."""
+    from examflow.cli import main
+
+    passages = pd.DataFrame({"query_id": ["q1"], "passage_id": ["d1"], "text": ["t"], "origin": ["retrieved"]})
+    grades = pd.DataFrame({"method": ["m"], "query_id": ["q1"]})
+    pool = tmp_path / "pool"
+    pool.mkdir()
+    for name in ("rankings", "passages", "judgments"):
+        passages.to_parquet(pool / f"{name}.parquet")
+    pd.DataFrame({"query_id": ["q1"], "facet_id": [None], "query_text": ["x"], "facet_text": [None]}).to_parquet(
+        pool / "queries.parquet"
+    )
+    grades.to_parquet(tmp_path / "m.parquet")
+    write(tmp_path / "eval/leaderboard.tsv", "garbage\n")
+    has = "(its columns: query_id, passage_id, text, origin)"
+    for words, message in (
+        (["evaluate", "--grades", str(tmp_path / "m.parquet"), "--pool", str(pool), "--out", str(tmp_path / "out")],
+         f"{tmp_path / 'm.parquet'}: not the table wanted here: no column 'facet_id' (its columns: method, query_id)"),
+        (["plan", "--pool", str(pool), "--questions", str(pool / "passages.parquet"), "--method", '{"name": "m", '
+          '"kind": "self_rating", "backend": {"kind": "embedding"}}', "--out", str(tmp_path / "plan.tsv")],
+         f"{pool / 'passages.parquet'}: not the table wanted here: no column 'facet_id' {has}"),
+    ):  # fmt: skip
+        assert main(words) == 2, words
+        assert capsys.readouterr().err == f"examflow: error: {message}\n"
+        assert not (tmp_path / "out").exists()
+    grades = pd.DataFrame({c: pd.Series([], dtype=object) for c in GRADE_COLUMNS})
+    grades.to_parquet(tmp_path / "m.parquet")
+    main(["evaluate", "--grades", str(tmp_path / "m.parquet"), "--pool", str(pool), "--out", str(tmp_path / "out")])
+    assert capsys.readouterr().err.endswith(
+        f"{pool / 'rankings.parquet'}: not the table wanted here: no column 'run_id' {has}\n"
+    )
+    main(["report", "--method", "m", "--eval", str(tmp_path / "eval"), "--grades", str(tmp_path / "m.parquet"), "--out",
+          str(tmp_path / "out")])  # fmt: skip
+    leaderboard = tmp_path / "eval/leaderboard.tsv"
+    assert capsys.readouterr().err.endswith(
+        f"{leaderboard}: not the table wanted here: no column 'tau' (its columns: garbage)\n"
+    )

@@ -52,9 +52,9 @@ def test_the_line_counts_prompts_sent_to_the_model_over_the_run_s_grading_time(r
 def test_after_the_run_a_job_left_running_was_stopped_and_time_ends_at_the_last_count(results):
     run = results / "logs/progress/run.json"
     run.write_text(json.dumps({**json.loads(run.read_text()), "ended": 1100.0}))
-    # Time ends at the last count written (t=1055): 400 prompts in 45 s.
+    # Time ends at the last count written (t=1055): 400 prompts in 45 s; nothing runs, so no ETA.
     assert progress_line(read_progress(results), now=5000.0) == (
-        "examflow: answered 400 of 800 prompts, 8.9 prompts/s, ETA 0:00:45 for the prompts counted so far; "
+        "examflow: answered 400 of 800 prompts, 8.9 prompts/s; "
         "grade jobs: 1 done, 2 stopped, 2 waiting; 50 more prompts answered by the cache"
     )
 
@@ -204,8 +204,20 @@ def test_prompts_the_model_gave_no_answer_to_are_not_counted_as_answered(tmp_pat
         progress.graded(20, unanswered=20)
         progress.graded(20, replayed=5, unanswered=3)
         line = progress_line(read_progress(folder), now=progress.counts.updated + 1)
-    # 35 asked of 45 left to the model (5 came from the reply cache), 23 of them with no answer
+    # 35 asked of 45 left to the model (5 came from the reply cache), 23 of them with no answer: the rate is
+    # of prompts asked
     assert line.startswith("examflow: answered 12 of 45 prompts and got no answer to 23 (77% asked), ")
+    assert " prompts/s asked, ETA " in line
+
+
+def test_an_answer_cut_off_or_unparsable_is_an_answer_a_transport_failure_is_none():
+    from examflow.grading.grades import unanswered
+
+    for error in ("http-500: Internal Server Error", "timeout: no reply in 5 s", "connection: refused", "malformed: x",
+                  "too-large: 2 MB", "non-finite: the model scored the digits NaN or infinite"):  # fmt: skip
+        assert unanswered(error), error
+    for error in (None, "cut-off: the server cut the answer at max_tokens = 4: '2'", "unparsable: not a grade: 'x'"):
+        assert not unanswered(error), error
 
 
 def test_a_job_stopped_by_its_failures_points_to_its_log_not_to_a_summary(tmp_path):
@@ -221,6 +233,9 @@ def test_a_job_stopped_by_its_failures_points_to_its_log_not_to_a_summary(tmp_pa
         raise Failure("17 of 35 pairs failed, more than grading.max_error_rate = 0 allows")
     line = progress_line(read_progress(folder), now=progress.counts.updated)
     assert line.endswith("grade jobs: 1 failed; 17 pairs failed (no grade: the grade jobs' logs count them by kind)")
+    progress.failures(1)
+    line = progress_line(read_progress(folder), now=progress.counts.updated)
+    assert line.endswith("grade jobs: 1 failed; 1 pair failed (no grade: the grade jobs' logs count them by kind)")
 
 
 def test_the_line_counts_in_the_jobs_unit_pairs_for_the_embedding_grader_requests_for_a_mix(tmp_path):

@@ -30,6 +30,29 @@ def pooled(pool: str | Path, name: str) -> Path:
     return Path(pool) / POOL[name].path
 
 
+def read_pooled(pool: str | Path, name: str) -> pd.DataFrame:
+    """The table `name` of the pool's folder, with its columns."""
+    return pool_table(pooled(pool, name), name)
+
+
+def pool_table(path: str | Path, name: str) -> pd.DataFrame:
+    """A pool table (the pool's, or a pool shard's) with the columns of its kind (examflow.pool.POOL_COLUMNS)."""
+    from examflow.io.tables import read_table
+    from examflow.pool import POOL_COLUMNS
+
+    return read_table(path, POOL_COLUMNS[name])
+
+
+def read_questions(paths: list[str]) -> pd.DataFrame:
+    """The question tables of the bank's shards."""
+    import pandas as pd
+
+    from examflow.io.tables import read_table
+    from examflow.questions.shards import QUESTIONS_READ
+
+    return pd.concat([read_table(path, QUESTIONS_READ) for path in paths])
+
+
 def pool_command(args: argparse.Namespace) -> None:
     import pandas as pd
 
@@ -38,6 +61,7 @@ def pool_command(args: argparse.Namespace) -> None:
     from examflow.io.qrels import JUDGMENT_COLUMNS
     from examflow.io.runs import RUN_COLUMNS
     from examflow.pool import build_pool
+    from examflow.segment import SEGMENT_COLUMNS
 
     relevance_range = check_relevance_range("--relevance-range", *args.relevance_range)
     queries = read_queries(args.queries)
@@ -49,7 +73,7 @@ def pool_command(args: argparse.Namespace) -> None:
         if args.qrels
         else pd.DataFrame(columns=JUDGMENT_COLUMNS)
     )
-    segments = read_table(args.segments) if args.segments else None
+    segments = read_table(args.segments, SEGMENT_COLUMNS) if args.segments else None
     if runs.empty and segments is None:
         raise InputError("config: inputs", "nothing to evaluate: give run files, generated responses, or both")
     missing = Problems(args.on_missing_passage)
@@ -120,7 +144,6 @@ def nuggets_command(args: argparse.Namespace) -> None:
     out = Path(args.out)
     if out.exists():
         raise InputError(out, "exists: the bank is generated once and never overwritten (delete it to generate anew)")
-    from examflow.io.tables import read_table
     from examflow.llm import LLMClient, LLMSettings, log_served
     from examflow.questions.bank import write_bank
     from examflow.questions.nuggetize import create_nugget_banks, pool_documents
@@ -129,8 +152,8 @@ def nuggets_command(args: argparse.Namespace) -> None:
         **check_options("--llm", {n: getattr(args, n) for n in QUESTION_LLM_OPTIONS}, QUESTION_LLM_OPTIONS)
     )
     pool = Path(args.pool)
-    queries = read_table(pooled(pool, "queries"))
-    passages, judgments = read_table(pooled(pool, "passages")), read_table(pooled(pool, "judgments"))
+    queries = read_pooled(pool, "queries")
+    passages, judgments = read_pooled(pool, "passages"), read_pooled(pool, "judgments")
     if args.documents == "judged" and judgments.empty:
         raise InputError(pooled(pool, "judgments"), "no judgment: give qrels, or create from --documents pool")
     documents = pool_documents(passages, judgments, args.documents)
@@ -171,11 +194,12 @@ def bank_shard_command(args: argparse.Namespace) -> None:
 
 
 def pool_shard_command(args: argparse.Namespace) -> None:
-    from examflow.io.tables import read_table, write_tables
+    from examflow.io.tables import write_tables
     from examflow.questions.shards import check_shard, pool_shard
 
     check_shard(args.shard, args.shards)
-    passages, queries = pool_shard(read_table(args.passages), read_table(args.queries), args.shard, args.shards)
+    passages, queries = pool_table(args.passages, "passages"), pool_table(args.queries, "queries")
+    passages, queries = pool_shard(passages, queries, args.shard, args.shards)
     write_tables({args.out_passages: passages, args.out_queries: queries})
 
 
@@ -224,14 +248,14 @@ def grade_command(args: argparse.Namespace) -> None:
     from examflow.grading.grader import ShardGrader, make_pairs, work_unit
     from examflow.grading.grades import check_failures, empty_grades
     from examflow.grading.merge import write_grades
-    from examflow.io.tables import read_table, write_tables
+    from examflow.io.tables import write_tables
     from examflow.llm import log_served
     from examflow.progress import job_progress
 
     method = check_method("--method", json_argument(args.method, "--method"))
     with job_progress(args.progress, f"{method.name}/{args.shard}", work_unit(method)) as progress:
-        queries, passages = read_table(args.queries), read_table(args.passages)
-        questions = read_table(args.questions)
+        queries, passages = pool_table(args.queries, "queries"), pool_table(args.passages, "passages")
+        questions = read_questions([args.questions])
         pairs = make_pairs(method.kind, passages, questions, queries)
         log.info("method %s, shard %s: %d passages, %d pairs", method.name, args.shard, len(passages), len(pairs))
         if not pairs:  # no model is loaded for nothing
@@ -267,6 +291,7 @@ def progress_command(args: argparse.Namespace) -> None:
 def merge_grades_command(args: argparse.Namespace) -> None:
     from collections import Counter
 
+    from examflow.grading.grades import GRADE_COLUMNS
     from examflow.grading.merge import check_disjoint, merge_grades, read_grades_metadata, served_counts, write_grades
     from examflow.io.tables import read_table
 
@@ -276,9 +301,9 @@ def merge_grades_command(args: argparse.Namespace) -> None:
         raise Failure("--passages: the pool's passages.parquet, needed to leave its gold articles out of the quantiles")
     gold = None
     if args.passages:
-        passages = read_table(args.passages)
+        passages = pool_table(args.passages, "passages")
         gold = passages.loc[passages["origin"] == "gold", ["query_id", "passage_id"]]
-    tables = [read_table(path) for path in args.shards]
+    tables = [read_table(path, GRADE_COLUMNS) for path in args.shards]
     check_disjoint(args.shards, tables)
     grades, metadata = merge_grades(tables, method, gold)
     shards = [read_grades_metadata(path) for path in args.shards]
@@ -351,15 +376,15 @@ def official_command(args: argparse.Namespace) -> None:
     from examflow.evaluation.exam_qrels import measure_problems
     from examflow.evaluation.official import official_leaderboard
     from examflow.io.runs import run_tag
-    from examflow.io.tables import read_table, write_tables
+    from examflow.io.tables import write_tables
 
     for name, why in measure_problems([args.measure]).items():
         raise Failure(f"--measure: {name!r}: {why}")
     pool = Path(args.pool)
-    judgments = read_table(pooled(pool, "judgments"))
+    judgments = read_pooled(pool, "judgments")
     if judgments.empty:
         raise InputError(pooled(pool, "judgments"), "no official judgment: an official leaderboard needs qrels")
-    rankings = read_table(pooled(pool, "rankings"))
+    rankings = read_pooled(pool, "rankings")
     runs = {run_tag(path): path for path in args.runs}
     ranked = set(rankings["run_id"])
     for tag, path in runs.items():  # a leaderboard that silently leaves a run out is a wrong number
@@ -697,16 +722,12 @@ def assignments(values: list[str] | None, option: str, kind, many: bool = False)
 def plan_command(args: argparse.Namespace) -> None:
     import pandas as pd
 
-    from examflow.io.tables import read_table, write_tables
+    from examflow.io.tables import write_tables
     from examflow.plan import format_plan, gpu_visible, plan_method, plan_table
 
     pool = Path(args.pool)
-    passages, queries = read_table(pooled(pool, "passages")), read_table(pooled(pool, "queries"))
-    questions = (
-        pd.concat([read_table(path) for path in args.questions])
-        if args.questions
-        else pd.DataFrame(columns=["query_id", "kind"])
-    )
+    passages, queries = read_pooled(pool, "passages"), read_pooled(pool, "queries")
+    questions = read_questions(args.questions) if args.questions else pd.DataFrame(columns=["query_id", "kind"])
     methods = [check_method(f"--method[{i}]", json_argument(text, "--method")) for i, text in enumerate(args.method)]
     gpu_here = not any(method.on_gpu for method in methods) or gpu_visible()  # torch only for a GPU back end
     plans = [
@@ -818,12 +839,13 @@ def _of_method(leaderboard: pd.DataFrame, method: str, table: dict[str, Path]) -
 def _report_grades(args: argparse.Namespace) -> tuple[pd.DataFrame, dict]:
     """The method's grades and its settings (empty where not recorded): from its grades table, or its rows of
     a workbench graded file (self-ratings of the reference implementation)."""
+    from examflow.grading.grades import GRADES_READ
     from examflow.grading.merge import read_grades_metadata
     from examflow.io.tables import read_table
     from examflow.io.workbench import read_workbench_graded
 
     if args.grades:
-        return read_table(args.grades), read_grades_metadata(args.grades).get("method", {})
+        return read_table(args.grades, GRADES_READ), read_grades_metadata(args.grades).get("method", {})
     grades = read_workbench_graded(args.workbench_graded)["grades"]
     if args.method not in set(grades["method"]):
         raise InputError(args.workbench_graded, f"no grades of method {args.method!r} (--method)")
@@ -832,16 +854,14 @@ def _report_grades(args: argparse.Namespace) -> tuple[pd.DataFrame, dict]:
 
 def worked_example(args: argparse.Namespace, grades: pd.DataFrame, method: str, similarities: bool = False) -> str:
     """The worked example page: the configured topic, or else the first with questions and pooled passages."""
-    import pandas as pd
 
-    from examflow.io.tables import read_table
     from examflow.report import pages
 
     if not (args.pool and args.questions):
         return pages.page(f"Worked example of {method}", "<p>No pool and bank given (--pool, --questions).</p>")
-    passages = read_table(pooled(args.pool, "passages"))
+    passages = read_pooled(args.pool, "passages")
     passages = passages[passages["origin"] != "gold"]
-    questions = pd.concat([read_table(path) for path in args.questions])
+    questions = read_questions(args.questions)
     # the topics graded: those with questions (or nuggets), or for direct grading any with pooled passages
     topics = sorted(set(grades["query_id"]) & set(passages["query_id"]))
     query_id = args.example_query or (topics[0] if topics else None)
@@ -999,7 +1019,6 @@ def _evaluation_inputs(args: argparse.Namespace):
 
     from examflow.evaluation.evaluate import Inputs
     from examflow.io.responses import read_gold_articles
-    from examflow.io.tables import read_table
     from examflow.io.workbench import read_workbench_graded
 
     gold = read_gold_articles(args.gold_articles) if args.gold_articles else None
@@ -1023,27 +1042,29 @@ def _evaluation_inputs(args: argparse.Namespace):
         raise InputError("examflow evaluate", "give --grades and --pool, or --workbench-graded")
     pool = Path(args.pool)
     grades = pd.concat(_grades_tables(args.grades), ignore_index=True)
-    questions = pd.concat([read_table(path) for path in args.questions]) if args.questions else None
+    questions = read_questions(args.questions) if args.questions else None
     return Inputs(
         grades,
-        read_table(pooled(pool, "rankings")),
+        read_pooled(pool, "rankings"),
         questions,
-        read_table(pooled(pool, "passages")),
-        read_table(pooled(pool, "judgments")),
+        read_pooled(pool, "passages"),
+        read_pooled(pool, "judgments"),
         gold,
     )
 
 
 def _grades_tables(paths: list[str]) -> list:
     """The grades tables given, each a method's own: a method in two of them would have its grades merged."""
-    from examflow.io.tables import read_table
+    from examflow.grading.grades import GRADES_READ
+    from examflow.io.tables import read_table, with_columns
 
     tables: list = []
     owner: dict[str, str] = {}
     for path in paths:
-        table = read_table(path)
+        table = read_table(path, ())
         if "method" not in table.columns:
             raise InputError(path, "not a grades table (no `method` column): give grades/METHOD.parquet")
+        with_columns(path, table, GRADES_READ)
         for method in table["method"].unique():
             if method in owner:
                 raise InputError(path, f"method {method!r} is in {owner[method]} too: give each method's grades once")

@@ -10,11 +10,16 @@ import pandas as pd
 from examflow.errors import InputError, Problems
 from examflow.injection import flag_passages
 from examflow.io.collection import read_passages
+from examflow.io.qrels import JUDGMENT_COLUMNS
+from examflow.io.queries import QUERY_COLUMNS
 from examflow.io.runs import GOLD_RUN, RUN_COLUMNS
 
 log = logging.getLogger(__name__)
 
 PASSAGE_COLUMNS = ["query_id", "passage_id", "text", "origin"]
+# The columns of each pool table the steps read (examflow.outputs.POOL names their files).
+POOL_COLUMNS = {"passages": PASSAGE_COLUMNS, "rankings": RUN_COLUMNS, "queries": QUERY_COLUMNS,
+                "judgments": JUDGMENT_COLUMNS}  # fmt: skip
 ORIGINS = ("judged", "retrieved", "generated", "gold")
 
 

@@ -184,13 +184,15 @@ def progress_line(progress: RunProgress, now: float) -> str:
     # A share of a total that jobs or passes not yet counted will add to would read 100% too early.
     counted = not (progress.waiting or starting or any(j.more and j.state == RUNNING for j in jobs))
     share = f" ({100 * graded // to_grade}%)" if to_grade and counted else ""
+    unanswered = sum(j.unanswered for j in jobs)
     if any(j.to_grade is not None for j in jobs):
-        words = [_answered(graded, sum(j.unanswered for j in jobs), to_grade, unit, share)]
+        words = [_answered(graded, unanswered, to_grade, unit, share)]
     else:  # every job stopped (a model that would not load, say) before it counted: not "0 of 0 prompts"
         words = [f"examflow: answered no {unit} (no grade job got as far as counting its {unit})"]
     if rate or running:
-        words.append(f"{rate:,.1f} {unit}/s" if rate else f"{unit}/s not known yet")
-    if graded < to_grade and rate:
+        asked = " asked" if unanswered else ""  # not answered: a server down is asked as fast as one up
+        words.append(f"{rate:,.1f} {unit}/s{asked}" if rate else f"{unit}/s not known yet")
+    if graded < to_grade and rate and running:  # a stopped run has no time left to tell
         partial = "" if counted else f" for the {unit} counted so far"
         words.append(f"ETA {_clock((to_grade - graded) / rate)}{partial}")
     states = {
@@ -206,7 +208,8 @@ def progress_line(progress: RunProgress, now: float) -> str:
     line += f"; {cached:,} more {unit} answered by the cache" if cached else ""
     # a failed job stops the run before summary.md is written; each job's log has its counts
     counts = "the grade jobs' logs count" if states["failed"] else "summary.md counts"
-    return line + (f"; {failed:,} pairs failed (no grade: {counts} them by kind)" if failed else "")
+    pairs = "pair" if failed == 1 else "pairs"
+    return line + (f"; {failed:,} {pairs} failed (no grade: {counts} them by kind)" if failed else "")
 
 
 def _answered(graded: int, unanswered: int, to_grade: int, unit: str, share: str) -> str:

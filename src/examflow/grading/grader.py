@@ -16,7 +16,7 @@ import pandas as pd
 from examflow.bounds import STORED_CHARS, clip
 from examflow.grading.backends import Answer, Request, expected_signature, make_backend
 from examflow.grading.cache import GradeCache
-from examflow.grading.grades import GRADE_COLUMNS, GRADE_DTYPES
+from examflow.grading.grades import GRADE_COLUMNS, GRADE_DTYPES, unanswered
 from examflow.grading.methods import (
     Grade,
     Pair,
@@ -181,15 +181,15 @@ class ShardGrader:
         # A local model prepares the next chunk's prompts while it answers this one.
         answered = getattr(self.backend, "answer_chunks", None)
         replies = answered(chunks) if answered else map(self.backend.answer, chunks)
-        replayed, unit, unanswered = self.replayed, work_unit(self.method), 0
+        replayed, unit, without = self.replayed, work_unit(self.method), 0
         # `replies` first: zip ends by exhausting it, which ends the preparing thread.
         for fresh, offset, batch in zip(replies, range(0, len(todo), self.flush_every), batches):
             self.sent += len(batch)
             self.cache.add_answers([(query_ids[i], keys[i], a) for i, a in zip(batch, fresh)])
             known.update({keys[i]: a for i, a in zip(batch, fresh)})
-            failed = sum(a.error is not None for a in fresh)  # no answer: an HTTP error, a timeout
-            unanswered += failed
-            _progress(offset + len(batch), len(todo), time.monotonic() - start, unit, unanswered)
+            failed = sum(unanswered(a.error) for a in fresh)
+            without += failed
+            _progress(offset + len(batch), len(todo), time.monotonic() - start, unit, without)
             if self.progress:
                 self.progress.graded(len(batch), self.replayed - replayed, failed)
             replayed = self.replayed
@@ -284,8 +284,8 @@ def work_unit(method: Method) -> str:
     return PAIRS if method.backend.entry.by_quantiles else PROMPTS
 
 
-def _progress(done: int, total: int, seconds: float, unit: str, unanswered: int) -> None:
+def _progress(done: int, total: int, seconds: float, unit: str, without: int) -> None:
     rate = done / seconds if seconds > 0 else float("inf")
     eta = time.strftime("%H:%M:%S", time.gmtime((total - done) / rate if rate > 0 else 0))
-    none = f" ({unanswered} got no answer)" if unanswered else ""
+    none = f" ({without} got no answer)" if without else ""
     log.info("asked %d/%d %s%s, %.1f %s/s, ETA %s", done, total, unit, none, rate, unit, eta)

@@ -17,6 +17,9 @@ GRADE_COLUMNS = [
     "raw", "answer", "rating", "correct", "expected", "score", "unparsable", "error", "votes", "margin",
 ]  # fmt: skip
 
+# What a reader of a grades table needs (a published one, converted, names no `kind` nor `prompt`).
+GRADES_READ = ["method", "query_id", "facet_id", "passage_id", "question_id", "rating", "correct", "error"]
+
 GRADE_DTYPES: dict[str, str | type] = {
     "rating": "Int64", "correct": "boolean", "expected": "Float64", "score": "Float64", "unparsable": bool,
     "votes": "Int64", "margin": "Int64",
@@ -39,6 +42,12 @@ _CACHED_FAILURES = {
     "unparsable": "; an unparsable answer is an answer and stays: see the method's `mode`",
     "cut-off": "; an answer cut at max_tokens is an answer and stays: raise max_tokens, or set cut_off: keep",
 }
+
+
+def unanswered(error: str | None) -> bool:
+    """Whether an answer's failure is that the model gave none (an HTTP error, a timeout), not an answer
+    that fails (cut off at max_tokens, unparsable)."""
+    return error is not None and error.split(":", 1)[0] not in _CACHED_FAILURES
 
 
 def check_failures(grades: pd.DataFrame, method: Method, shard: str, max_error_rate: float) -> None:

@@ -8,7 +8,7 @@ import math
 import os
 import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -118,20 +118,31 @@ def optional(value):
     return None if missing else value
 
 
-def read_table(path: str | Path) -> pd.DataFrame:
+def read_table(path: str | Path, columns: Iterable[str]) -> pd.DataFrame:
+    """A Parquet table examflow wrote, with the `columns` the reader needs (another step's table named in
+    its place is one error, not a KeyError deep in the step)."""
     try:
-        return pd.read_parquet(existing(path))
+        table = pd.read_parquet(existing(path))
     except pa.ArrowInvalid:  # a JSONL or TSV file named where a table examflow wrote goes
         raise InputError(path, NOT_PARQUET) from None
+    return with_columns(path, table, columns)
 
 
-def read_tsv(path: str | Path, **types) -> pd.DataFrame:
+def with_columns(path: str | Path, table: pd.DataFrame, columns: Iterable[str]) -> pd.DataFrame:
+    missing = [name for name in columns if name not in table.columns]
+    if missing:
+        has = ", ".join(map(str, table.columns)) or "none"
+        raise InputError(path, f"not the table wanted here: no column {missing[0]!r} (its columns: {has})")
+    return table
+
+
+def read_tsv(path: str | Path, columns: Iterable[str] = (), **types) -> pd.DataFrame:
     """A TSV table examflow wrote, every cell as written: ids named `NA`, `null`, `nan`, `001`, `1e5`
     or `True` stay those strings (pandas would read missing values and numbers into them).
 
     Ids and names (`*_id` and TEXT_COLUMNS) stay text; another column whose cells all read as numbers
     (or all as True/False) is converted. An empty cell is a missing value: pandas writes one so.
-    `types` (column: type) override the result, e.g. `tau=float`.
+    `types` (column: type) override the result, e.g. `tau=float`; `columns` and the typed ones must be there.
     """
     with open(existing(path), encoding="utf-8") as file:
         quoted = file.read(1) == '"'  # `write_tsv` quotes every cell or none
@@ -140,7 +151,11 @@ def read_tsv(path: str | Path, **types) -> pd.DataFrame:
     for name in table.columns:
         cells = table[name].where(table[name] != "")
         table[name] = cells if name.endswith("_id") or name in TEXT_COLUMNS else _typed(cells)
-    return table.astype(types)
+    with_columns(path, table, [*columns, *types])
+    try:
+        return table.astype(types)
+    except ValueError as error:  # `tau=float` of a column holding words
+        raise InputError(path, f"not the table wanted here ({error})") from None
 
 
 def _typed(cells: pd.Series) -> pd.Series:

@@ -19,6 +19,8 @@ from examflow.questions.items import Entry
 
 QUESTION_COLUMNS = ["query_id", "facet_id", "question_id", "question_text", "kind", "gold_answers", "choices",
                     "importance"]  # fmt: skip
+# What a reader of a questions table needs: `importance` (nuggets') is read where it is there.
+QUESTIONS_READ = QUESTION_COLUMNS[:-1]
 
 
 NAME_MAX = 255  # the longest file name most file systems take, in bytes (here ASCII characters)
