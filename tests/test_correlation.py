@@ -111,7 +111,8 @@ def test_correlations_are_scipys_to_the_last_bit_and_vectorised_ones_agree():
         # exactly scipy's numbers (examflow does not import scipy.stats: a second at start-up)
         assert point.spearman == spearmanr(official, predicted).statistic
         assert point.kendall == kendalltau(official, predicted).statistic
-        assert rho == pytest.approx(point.spearman, abs=1e-15) and tau == pytest.approx(point.kendall, abs=1e-15)
+        # and the vectorised ones, to the last bit: a point outside its own interval by one step was seen
+        assert rho == point.spearman and tau == point.kendall
 
 
 def test_bootstrap_intervals_resample_queries_with_a_fixed_seed():

@@ -157,13 +157,19 @@ def rank_correlations(scores: np.ndarray, official: np.ndarray) -> tuple[np.ndar
     computed as scipy does, for many rows at once; NaN where a row has no order."""
     predicted = pd.DataFrame(-tie_keys(scores)).rank(axis=1, method="average").to_numpy()
     truth = pd.Series(official).rank(method="average").to_numpy()
+    # Ranks are halves and their means too, so every sum below is exact in any order; the divisions and
+    # roots are np.corrcoef's and `_scipy_correlations`' own, in their order: a replicate that orders the
+    # runs as the leaderboard does has its point's value to the last bit (an interval never misses it).
     centred, truth_centred = predicted - predicted.mean(axis=1, keepdims=True), truth - truth.mean()
-    spread = np.sqrt((centred**2).sum(axis=1) * (truth_centred**2).sum())
+    inverse = np.true_divide(1, len(official) - 1)
+    spread = np.sqrt((centred**2).sum(axis=1) * inverse), np.sqrt((truth_centred**2).sum() * inverse)
     with np.errstate(invalid="ignore", divide="ignore"):
-        spearman = np.where(spread > 0, centred @ truth_centred / spread, np.nan)
+        rho = centred @ truth_centred * inverse / spread[0] / spread[1]
+        spearman = np.where((spread[0] > 0) & (spread[1] > 0), np.clip(rho, -1, 1), np.nan)
         first, second = np.triu_indices(len(official), k=1)
         truth_sign = np.sign(official[first] - official[second])
         predicted_sign = np.sign(predicted[:, first] - predicted[:, second])
-        ties = np.sqrt(np.abs(truth_sign).sum() * np.abs(predicted_sign).sum(axis=1))
-        kendall = np.where(ties > 0, predicted_sign @ truth_sign / ties, np.nan)
+        untied = np.abs(truth_sign).sum(), np.abs(predicted_sign).sum(axis=1)
+        tau = predicted_sign @ truth_sign / np.sqrt(untied[0]) / np.sqrt(untied[1])
+        kendall = np.where((untied[0] > 0) & (untied[1] > 0), np.clip(tau, -1, 1), np.nan)
     return spearman, kendall
