@@ -69,3 +69,37 @@ def test_a_full_disk_and_a_read_only_folder_fail_in_one_line_keeping_earlier_out
     assert read_only.returncode == 2 and "Traceback" not in read_only.stderr
     assert "cannot write: Read-only file system" in read_only.stderr
     assert snapshot(out) == before
+
+
+def fill(disk) -> None:
+    handle = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT)
+    try:  # to the last block
+        while os.write(handle, b"\0" * 4096):
+            pass
+    except OSError:
+        pass
+    finally:
+        os.close(handle)
+
+
+def test_a_full_disk_under_the_caches_names_the_file_and_leaves_no_half_written_one(small_disk):
+    """A write or flush that fills the disk names no file: the command line said `output: cannot write`
+    (a stranger's cache_dir on a small tmpfs)."""
+    from examflow.cache import ContentCache
+    from examflow.llm import ResponseCache
+
+    replies, grades = ResponseCache(small_disk / "llm"), ContentCache(small_disk / "grades", "x", {}, "s", {})
+    replies.put("k0", {"prompt": "p", "text": "t"})  # their folders exist before the disk is full
+    grades.add([("k0", {"answer": "t"})])
+    fill(small_disk)
+    with pytest.raises(OSError) as raised:
+        replies.put("k1", {"prompt": "p", "text": "x" * 100_000})
+    assert raised.value.filename == str(replies.path("k1"))
+    assert not list((small_disk / "llm").rglob("*.tmp"))
+    with pytest.raises(OSError) as raised:
+        grades.add([("k1", {"answer": "x" * 100_000})])
+    assert raised.value.filename == grades.file.name and raised.value.filename.startswith(str(small_disk / "grades"))
+    try:
+        grades.close()  # its buffer's flush fails again: the disk is still full
+    except OSError:
+        pass

@@ -288,6 +288,16 @@ def test_a_failed_run_names_the_failures_its_steps_logged_and_no_earlier_run_s(t
     old = write(tmp_path / "logs/pool.log", "examflow: error: runs/a.run:3: an earlier run's failure\n")
     os.utime(old, (900.0, 900.0))
     write(tmp_path / "logs/grade/m/shard-1.log", "INFO starting\nexamflow: error: first\nexamflow: error: m: last\n")
-    write(tmp_path / "logs/grade/m/shard-2.log", "INFO done\n")  # this run's, no failure
-    write(tmp_path / "logs/nrp.log", "Traceback (most recent call last):\n")  # a bug: Snakemake names its log
-    assert failures_logged(tmp_path / "logs", since=1000.0) == [(tmp_path / "logs/grade/m/shard-1.log", "m: last")]
+    write(tmp_path / "logs/grade/m/shard-2.log", "t INFO examflow: sent 3 prompts\nt INFO examflow: done\n")  # done
+    write(tmp_path / "logs/grade/m/shard-3.log", "t INFO examflow: 3 to grade\n")  # killed: no end of its own
+    write(tmp_path / "logs/pool/shard-0.log", "t INFO examflow: x\nexamflow: interrupted (outputs are written only "
+                                              "when a step completes)\n")  # fmt: skip
+    write(tmp_path / "logs/nrp.log", "Traceback (most recent call last):\n")  # a bug
+    assert failures_logged(tmp_path / "logs", since=1000.0) == [
+        (tmp_path / "logs/grade/m/shard-1.log", "m: last"),
+        (tmp_path / "logs/grade/m/shard-3.log", "the step stopped without an error of its own: killed (out of "
+                                                "memory, a time limit, a signal)"),
+        (tmp_path / "logs/nrp.log", "the step stopped on an unexpected error, a bug in examflow: its log holds the "
+                                    "traceback; please report it"),
+        (tmp_path / "logs/pool/shard-0.log", "the step was interrupted"),
+    ]  # fmt: skip

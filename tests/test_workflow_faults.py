@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import bucket, own_collection, snakemake, write
-from llm_server import Echo, LLMServer, Padded, Raw, Status, reply_json
+from llm_server import Echo, LLMServer, Padded, Raw, Slow, Status, reply_json
 from test_llm_replies import SENTINEL, files_holding
 
 from examflow.grading.merge import read_grades_metadata
@@ -153,6 +153,42 @@ def test_unreachable_endpoint_fails_the_run(project):
     logs = sorted((project / "results/logs/grade/llm").glob("*.log"))
     assert len(logs) == 2 and all("asked 6/6 prompts (6 got no answer)" in log.read_text() for log in logs)
     assert not (project / "results/eval").exists()
+
+
+def test_a_grade_job_killed_from_outside_is_named_at_the_end_of_the_run(project):
+    """Out of memory, a cluster's time limit: the job logs no error of its own, and the run ended on
+    Snakemake's lines alone (a stranger's trial)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    with LLMServer(default=lambda prompt: "3") as server:
+        server.script(pair(GLACIER, "Glaciers move because"), Slow(20, "3"))  # q1's job waits on it
+        run = setup(project, server)
+        shard = bucket("q1")
+        command = [sys.executable, "-m", "snakemake", "--cores", "2", *run]
+        env = dict(os.environ, PATH=f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}")
+        snakemake_run = subprocess.Popen(command, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                         text=True)  # fmt: skip
+        pid = None
+        for _ in range(600):  # the job, once it waits on the slow reply
+            found = subprocess.run(["pgrep", "-f", f"examflow grade .*--shard {shard} "], capture_output=True,
+                                   text=True).stdout.split()  # fmt: skip
+            mine = [int(p) for p in found if os.path.realpath(f"/proc/{p}/cwd") == os.path.realpath(project)]
+            if mine and server.calls:
+                pid = mine[0]
+                break
+            time.sleep(0.1)
+        assert pid is not None, "the grade job never started"
+        os.kill(pid, signal.SIGKILL)
+        stdout, stderr = snakemake_run.communicate(timeout=300)
+    assert snakemake_run.returncode != 0
+    named = [line for line in stderr.splitlines() if line.startswith("examflow: a step failed: ")]
+    assert named == [
+        "examflow: a step failed: the step stopped without an error of its own: killed (out of memory, a time "
+        f"limit, a signal) (its log: results/logs/grade/llm/{shard}.log)"
+    ], stderr[-3000:]
 
 
 def test_the_same_model_name_on_another_server_is_another_model(project):

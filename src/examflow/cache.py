@@ -25,6 +25,8 @@ from collections import Counter
 from pathlib import Path
 from typing import TextIO
 
+from examflow.errors import writing
+
 log = logging.getLogger(__name__)
 
 CHECKSUM = "checksum"  # the field of an entry that holds its checksum
@@ -110,16 +112,18 @@ class ContentCache:
         if self.file is None:
             self.folder.mkdir(parents=True, exist_ok=True)
             self.file = open(self.folder / f"{os.getpid()}-{uuid.uuid4().hex[:8]}.jsonl", "a", encoding="utf-8")
-        self.file.writelines(
-            json.dumps(stamped({"key": key, **value}), ensure_ascii=False) + "\n" for key, value in entries
-        )
-        self.file.flush()
-        os.fsync(self.file.fileno())
+        with writing(self.file.name):  # a line cut short by a full disk is a damaged line, left out when read
+            self.file.writelines(
+                json.dumps(stamped({"key": key, **value}), ensure_ascii=False) + "\n" for key, value in entries
+            )
+            self.file.flush()
+            os.fsync(self.file.fileno())
 
     def close(self) -> None:
         if self.file is not None:
-            self.file.close()
-            self.file = None
+            file, self.file = self.file, None
+            with writing(file.name):
+                file.close()
 
 
 def stamped(entry: dict) -> dict:

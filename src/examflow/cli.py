@@ -13,7 +13,7 @@ from typing import TypedDict
 
 from examflow import __version__, commands
 from examflow.defaults import choices, default, number
-from examflow.errors import PRINTED, ConfigError, Failure, a
+from examflow.errors import DONE, INTERRUPTED_LINE, PRINTED, ConfigError, Failure, a
 from examflow.options import REQUIRED, Option
 from examflow.outputs import FACT_NAMES
 from examflow.registry import (
@@ -675,6 +675,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser().parse_args(argv)  # a bad number raises a Failure from there
         args.handler(args)
+        logging.getLogger("examflow").info(DONE.removeprefix("examflow: "))
     except Failure as error:
         print(f"{PRINTED}{error}", file=sys.stderr)
         return 2
@@ -684,7 +685,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PRINTED}{error.filename or 'output'}: cannot write: {error.strerror}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C reaches Snakemake's jobs too: one line in their logs, not a traceback
-        print("examflow: interrupted (outputs are written only when a step completes)", file=sys.stderr)
+        print(INTERRUPTED_LINE, file=sys.stderr)
         return 130
     return 0
 

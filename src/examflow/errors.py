@@ -7,12 +7,15 @@ from __future__ import annotations
 import difflib
 import logging
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 log = logging.getLogger(__name__)
 PRINTED = "examflow: error: "  # what the command line prints before a Failure (a job's log holds it)
+INTERRUPTED_LINE = "examflow: interrupted (outputs are written only when a step completes)"  # Ctrl-C
+DONE = "examflow: done"  # the line a command logs last when it completes: a job's log without it was stopped
 
 
 class Failure(Exception):
@@ -32,6 +35,18 @@ class InputError(Failure):
         where = str(self.path) if self.line is None else f"{self.path}:{self.line}"
         what = self.message if self.field is None else f"field '{self.field}': {self.message}"
         return f"{where}: {what}"
+
+
+@contextmanager
+def writing(path: str | Path) -> Iterator[None]:
+    """An OSError inside names `path` where it names no file: a write or flush that fills the disk
+    names none, and the command line said `output: cannot write` (a stranger's full cache disk)."""
+    try:
+        yield
+    except OSError as error:
+        if error.filename is None:
+            error.filename = str(path)
+        raise
 
 
 class ConfigError(InputError):

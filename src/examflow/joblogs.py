@@ -8,13 +8,18 @@ import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from examflow.errors import PRINTED
+from examflow.errors import DONE, INTERRUPTED_LINE, PRINTED
+
+# What a step's log says when it holds neither an expected failure nor the line of a step done.
+STOPPED = "the step stopped without an error of its own: killed (out of memory, a time limit, a signal)"
+INTERRUPTED = "the step was interrupted"
+BUG = "the step stopped on an unexpected error, a bug in examflow: its log holds the traceback; please report it"
 
 
 def failures_logged(folder: str | Path, since: float) -> list[tuple[Path, str]]:
-    """The logs under `folder` written since `since` (a run's start) whose step stopped on an expected
-    failure, each with that failure's line: what a failed run ends by naming, where Snakemake's output
-    shows it inside each failed job's log among its own lines."""
+    """The logs under `folder` written since `since` (a run's start) of steps that did not complete, each
+    with what stopped it: an expected failure's line, or else how it ended (`stopped`): what a failed run
+    ends by naming, where Snakemake's output shows it inside each failed job's log among its own lines."""
     found = []
     for log in sorted(Path(folder).rglob("*.log")):
         try:
@@ -23,9 +28,20 @@ def failures_logged(folder: str | Path, since: float) -> list[tuple[Path, str]]:
             text = log.read_text(encoding="utf-8", errors="replace")
         except OSError:  # moved aside by a retry, or unreadable: the log itself is no failure
             continue
-        errors = [line.removeprefix(PRINTED) for line in text.splitlines() if line.startswith(PRINTED)]
-        found += [(log, errors[-1])] if errors else []
+        lines = text.splitlines()
+        errors = [line.removeprefix(PRINTED) for line in lines if line.startswith(PRINTED)]
+        if errors:
+            found.append((log, errors[-1]))
+        elif not any(line.endswith(DONE) for line in lines):
+            found.append((log, stopped(text)))
     return found
+
+
+def stopped(text: str) -> str:
+    """How a step whose log names no failure and no end ended."""
+    if "Traceback (most recent call last):" in text:
+        return BUG
+    return INTERRUPTED if INTERRUPTED_LINE in text else STOPPED
 
 
 def name_failures(folder: str | Path, since: float) -> None:

@@ -41,7 +41,7 @@ import openai
 
 from examflow.bounds import MESSAGE_CHARS, clip, served_name
 from examflow.cache import TEXT, check_entry, parse_json, report_damage, stamped
-from examflow.errors import Failure
+from examflow.errors import Failure, writing
 
 if TYPE_CHECKING:
     from openai.types import Completion
@@ -113,8 +113,12 @@ class ResponseCache:
         target = self.path(key)
         target.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(stamped({"key": key, **record}), out, ensure_ascii=False)
+        try:
+            with writing(target), os.fdopen(handle, "w", encoding="utf-8") as out:
+                json.dump(stamped({"key": key, **record}), out, ensure_ascii=False)
+        except OSError:  # a full disk: no half-written file is left beside the cache's
+            os.unlink(temporary)
+            raise
         os.replace(temporary, target)
 
 
