@@ -97,6 +97,11 @@ def test_malformed_banks_name_file_line_and_field(tmp_path):
     twice = write(tmp_path / "d.jsonl", '{"query_id": "q", "items": []}\n{"query_id": "q", "items": []}\n')
     with pytest.raises(InputError, match=r"d.jsonl:2: field 'query_id': second entry for query 'q'"):
         read_bank(twice)
+    # an id with a space at its end is refused as in the queries file (it was trimmed in silence); a text is trimmed
+    spaced = write(tmp_path / "e.tsv", "query_id\tfacet_id\tquestion\nq1\t\t What? \nq2 \t\tWhy?\n")
+    with pytest.raises(InputError, match=r"e.tsv:3: field 'query_id': invalid id 'q2 ' \(no whitespace, no /\)$"):
+        read_bank(spaced)
+    assert read_bank(write(tmp_path / "f.tsv", "query_id\tquestion\nq1\t What? \n"))[0].items[0].text == "What?"
 
 
 def test_shards_are_hash_buckets_of_queries_and_cache_folders_safe_names():

@@ -273,6 +273,11 @@ def test_a_path_that_starts_with_a_dash_is_refused_where_it_is_configured():
         value = repr(str(next(iter(_leaves(config)))))
         assert rejected(config) == f"config {key}: {value} {message}"
     assert checked({"inputs": {"queries": "/data/-in/q.tsv"}, "results_dir": "/r/-res"})["results_dir"] == "/r/-res"
+    # nor may one be empty (`results_dir: ""` wrote into the working directory)
+    assert (
+        rejected({"results_dir": "", "inputs": {"queries": "q"}}) == "config results_dir: empty: name a file or folder"
+    )
+    assert rejected({"inputs": {"queries": "q", "runs": [""]}}) == "config inputs.runs[0]: empty: name a file or folder"
 
 
 def _leaves(config):

@@ -62,7 +62,7 @@ def test_damaged_lines_are_skipped_counted_and_regraded(server, tmp_path, caplog
     table = again.grade(pairs(5))
     assert again.sent == 4  # every pair but the intact one is graded again
     assert values(table["rating"]) == [3, 3, 3, 3, 3] and table.equals(first)
-    assert warnings(caplog) == [f"{path}: {DAMAGE.format(4, 0)} ones (checksum mismatch); their values are asked of the model again"]  # fmt: skip
+    assert warnings(caplog) == [f"{path}: {DAMAGE.format(4, 0)} ones (checksum mismatch); their values are asked again (of an API back end's reply cache where it holds them, else of the model)"]  # fmt: skip
     # The regraded answers were flushed with checksums: a third run trusts them and warns only of the old file.
     caplog.clear()
     third = grader(method, str(tmp_path))
@@ -80,7 +80,7 @@ def test_an_edited_answer_is_detected_and_asked_again(server, tmp_path, caplog):
     again = grader(method, str(tmp_path))
     table = again.grade(pairs(3))
     assert again.sent == 1 and values(table["rating"]) == [3, 3, 3]  # the model's grade, not the edited one
-    assert warnings(caplog) == [f"{path}: {DAMAGE.format(0, 1)} ones (checksum mismatch); their values are asked of the model again"]  # fmt: skip
+    assert warnings(caplog) == [f"{path}: {DAMAGE.format(0, 1)} ones (checksum mismatch); their values are asked again (of an API back end's reply cache where it holds them, else of the model)"]  # fmt: skip
 
 
 def test_entries_written_before_checksums_are_used_unchecked(server, tmp_path, caplog):
@@ -123,7 +123,7 @@ def test_an_entry_without_what_its_back_end_answers_is_no_answer(tmp_path, caplo
     bad = only_file(tmp_path).with_name("1-00000000.jsonl")
     bad.write_text(json.dumps({"key": "bad", **broken}) + "\n", encoding="utf-8")
     assert GradeCache(tmp_path, signature).answers(["q1"]) == {"good": good}
-    assert warnings(caplog) == [f"{bad}: {DAMAGE.format(1, 0)} ones (checksum mismatch); their values are asked of the model again"]  # fmt: skip
+    assert warnings(caplog) == [f"{bad}: {DAMAGE.format(1, 0)} ones (checksum mismatch); their values are asked again (of an API back end's reply cache where it holds them, else of the model)"]  # fmt: skip
 
 
 def test_a_back_end_without_roles_is_keyed_by_the_user_message_it_reads(tmp_path):
@@ -164,7 +164,7 @@ def test_an_edited_nrp_score_is_detected_and_scored_again(tmp_path, caplog):
     path.write_text("".join(json.dumps(e) + "\n" for e in entries), encoding="utf-8")
     again = MonoT5(model, max_input_tokens=32).scores(queries, tmp_path / "cache")
     assert again == first
-    assert warnings(caplog) == [f"{path}: {DAMAGE.format(1, 1)} ones (checksum mismatch); their values are asked of the model again"]  # fmt: skip
+    assert warnings(caplog) == [f"{path}: {DAMAGE.format(1, 1)} ones (checksum mismatch); their values are asked again (of an API back end's reply cache where it holds them, else of the model)"]  # fmt: skip
 
 
 LONG = "topic-" + "x" * 294  # 300 characters: no file system takes it as a name

@@ -167,9 +167,9 @@ def test_a_damaged_or_edited_llm_cache_file_is_asked_again(server, tmp_path, cap
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warned == [
         f"{path}: skipped 0 damaged entries (cut short, not UTF-8, not a JSON object, or a field missing) and 1 "
-        "edited ones (checksum mismatch); their values are asked of the model again",
+        "edited ones (checksum mismatch); their values are asked again (of an API back end's reply cache where it holds them, else of the model)",
         *[f"{path}: skipped 1 damaged entries (cut short, not UTF-8, not a JSON object, or a field missing) and 0 "
-          "edited ones (checksum mismatch); their values are asked of the model again"] * 2,
+          "edited ones (checksum mismatch); their values are asked again (of an API back end's reply cache where it holds them, else of the model)"] * 2,
     ]  # fmt: skip
 
 

@@ -135,6 +135,9 @@ def test_a_progress_period_that_is_no_number_of_seconds_is_refused_in_one_line(t
     with pytest.raises(Failure) as error:
         progress_period({"EXAMFLOW_PROGRESS_SECONDS": text})
     assert str(error.value) == f"EXAMFLOW_PROGRESS_SECONDS: expected a number of seconds above 0, found {text!r}"
+    from examflow.config import config_sources
+
+    assert config_sources(error.value, ["mine.yaml"], []) == ""  # the run's error names no config file for it
     assert progress_period({}) == 30 and progress_period({"EXAMFLOW_PROGRESS_SECONDS": "2.5"}) == 2.5
 
 

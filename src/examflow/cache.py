@@ -68,7 +68,7 @@ def report_damage(path: Path, verdicts: Counter) -> None:
     if verdicts["damaged"] or verdicts["edited"]:
         log.warning(
             "%s: skipped %d damaged entries (cut short, not UTF-8, not a JSON object, or a field missing) and %d "
-            "edited ones (checksum mismatch); their values are asked of the model again",
+            "edited ones (checksum mismatch); their values are asked again (of an API back end's reply cache where it holds them, else of the model)",
             path, verdicts["damaged"], verdicts["edited"],
         )  # fmt: skip
 

@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from examflow.defaults import SCHEMA
-from examflow.errors import ConfigError, InputError, a, repeated, suggestion
+from examflow.errors import ConfigError, EnvironmentSetting, InputError, a, repeated, suggestion
 from examflow.io.irds import is_irds
 from examflow.options import REQUIRED, check_options
 from examflow.registry import (
@@ -304,7 +304,10 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 def config_sources(error: Exception, files: list[str], overrides: Iterable[str]) -> str:
     """Where the setting behind a failed check was given: the config files, and `--config KEY`
-    where the command line set the top-level key the error names (Snakemake lays it over the files)."""
+    where the command line set the top-level key the error names (Snakemake lays it over the files);
+    nothing for an environment variable's error, which names it."""
+    if isinstance(error, EnvironmentSetting):
+        return ""
     named = re.split(r"[.\[]", error.key)[0] if isinstance(error, ConfigError) else None
     files_part = f"configuration: {', '.join(files)}"
     return f"--config {named}=…, over the {files_part}" if named in set(overrides) else files_part
@@ -356,11 +359,13 @@ def _filling_defaults(validator_class):
 
 
 def _path(validator, is_path, instance, schema):
-    """A path reaches each step's command line as a word of its own, where a name that starts with `-` is
-    read as an option (`--queries -in/q.tsv`: "expected one argument")."""
+    """A path is not empty, and reaches each step's command line as a word of its own, where a name that
+    starts with `-` is read as an option (`--queries -in/q.tsv`: "expected one argument")."""
     import jsonschema
 
-    if is_path and isinstance(instance, str) and instance.startswith("-"):
+    if is_path and instance == "":  # `results_dir: ""` wrote the results into the working directory
+        yield jsonschema.ValidationError("empty: name a file or folder")
+    elif is_path and isinstance(instance, str) and instance.startswith("-"):
         yield jsonschema.ValidationError(
             f"{instance!r} starts with '-', which a command line reads as an option: give it as an absolute path"
         )

@@ -49,6 +49,10 @@ def writing(path: str | Path) -> Iterator[None]:
         raise
 
 
+class EnvironmentSetting(Failure):
+    """A bad environment variable, which its message names: it is in no config file."""
+
+
 class ConfigError(InputError):
     """A problem in the configuration: `str()` reads `config key.path: message`; never echoes a secret."""
 

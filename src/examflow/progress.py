@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from examflow.errors import Failure, InputError
+from examflow.errors import EnvironmentSetting, Failure, InputError
 from examflow.io.tables import write_tables
 
 log = logging.getLogger(__name__)
@@ -242,7 +242,7 @@ def progress_period(environment: dict) -> float:
     except ValueError:
         period = math.nan
     if not (math.isfinite(period) and period > 0):
-        raise Failure(f"{PERIOD_VARIABLE}: expected a number of seconds above 0, found {text!r}")
+        raise EnvironmentSetting(f"{PERIOD_VARIABLE}: expected a number of seconds above 0, found {text!r}")
     return period
 
 

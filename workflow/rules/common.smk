@@ -84,7 +84,10 @@ def checked(step, *args):
     except Failure as error:
         overrides = workflow.config_settings.config  # --config's keys alone
         sources = config_sources(error, CONFIG_FILES, overrides)
-        print(f"examflow: error: {error} [{sources}]", file=sys.stderr)
+        print(
+            f"examflow: error: {error}" + (f" [{sources}]" if sources else ""),
+            file=sys.stderr,
+        )
         sys.exit(1)
 
 

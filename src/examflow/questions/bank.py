@@ -271,6 +271,7 @@ def _flat_question(path, number: int, record: dict) -> tuple[Entry, int]:
     return Entry(query_id, facet_id, record.get("query_text"), [item]), 0
 
 
+TSV_IDS = {"query_id", "facet_id", "nugget_id"}
 TSV_COLUMNS = {
     "question": {"query_id", "facet_id", "question", "answers", "choices"},
     "nugget": {"query_id", "facet_id", "nugget", "nugget_id", "importance"},
@@ -299,7 +300,9 @@ def _read_tsv(path) -> list[Entry]:
     entries: dict[tuple[str, str | None], Entry] = {}
     rated, first_lines = Rated(path), FirstLines(path)
     for number, line in lines:
-        row = dict(zip(names, (c.strip() for c in split_columns(path, number, line, names, "\t"))))
+        cells = split_columns(path, number, line, names, "\t")
+        # texts lose their outer spaces; an id keeps them and is refused, as in every other input
+        row = {name: cell if name in TSV_IDS else cell.strip() for name, cell in zip(names, cells)}
         if not row[kind]:
             raise InputError(path, "empty", number, kind)
         check_id(path, number, row["query_id"], "query_id")
