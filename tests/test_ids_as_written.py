@@ -9,6 +9,8 @@ import io
 import json
 import math
 import re
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -219,3 +221,18 @@ def test_runs_and_queries_named_na_null_none_nan_go_through_evaluate_summary_and
     assert systems["official rank"].tolist() == [str(OFFICIAL[run]) for run in systems["run"]]
     example = (tmp_path / "report" / "example.html").read_text()
     assert "topic NA" in example and "the moon pulls water" in example
+    # Run alone, the report refuses what the workflow checks at parse time: a topic the pool lacks, and an
+    # official leaderboard of a run not evaluated (its figures were empty, in silence)
+    typo = write(tmp_path / "typo.json", json.dumps({**OFFICIAL, "Nan": 5}))
+    for option, message in ((["--example-query", "na"], "--example-query 'na': the pool has no passage of this topic "
+                             "(its topics: 001, NA)"),
+                            (["--official", typo], f"{typo}:1: field 'run_id': official run 'Nan' is not among the "
+                             "evaluated runs")):  # fmt: skip
+        words = ["report", "--method", "llm", "--eval", out, "--grades", grades / "llm.parquet", "--pool", pool,
+                 "--questions", shard, *option, "--out", tmp_path / "refused"]  # fmt: skip
+        refused = subprocess.run([sys.executable, "-m", "examflow", *map(str, words)], capture_output=True, text=True)
+        assert refused.returncode == 2 and refused.stderr == f"examflow: error: {message}\n"
+        assert not (tmp_path / "refused").exists()
+    # validation.leaderboard_runs: warn, as evaluate's --on-unknown-run: dropped, counted
+    examflow(*words[:-2], "--on-unknown-run", "warn", "--out", tmp_path / "warned")
+    assert (tmp_path / "warned/leaderboard.html").is_file()

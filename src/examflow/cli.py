@@ -90,6 +90,7 @@ def parser() -> argparse.ArgumentParser:
     report.add_argument(
         "--official", help="official leaderboard: JSON {run_id: rank}, or a TSV of run_id and rank or score"
     )
+    _policy(report, "--on-unknown-run", "official runs that are not evaluated (as evaluate's)")
     _measure_order(report)
     report.add_argument(
         "--example-query",

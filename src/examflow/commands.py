@@ -800,6 +800,7 @@ def method_report(args: argparse.Namespace) -> dict[str, bytes | str]:
         _report_grades(args),
     )
     kind = settings.get("kind")
+    _check_official(args, official, leaderboard)
     evaluated = sorted(int(t) for t in leaderboard["tau"].dropna().unique())
     if tau not in evaluated:  # the figures would be empty
         raise Failure(f"--tau {tau}: {table['leaderboard']} holds τ {', '.join(map(str, evaluated))} only")
@@ -825,6 +826,18 @@ def method_report(args: argparse.Namespace) -> dict[str, bytes | str]:
     if facts.official and not official:
         raise Failure("--facts official: give the official leaderboard (--official)")
     return {file.path: builders[name]() for name, file in wanted(REPORT, facts).items()}
+
+
+def _check_official(args: argparse.Namespace, official: dict[str, float] | None, leaderboard: pd.DataFrame) -> None:
+    """An official leaderboard of the evaluated runs, as `examflow evaluate` checks it: a run it ranks that
+    was not evaluated (a typo) would be missing from the figures in silence."""
+    from examflow.io.leaderboard import match_runs
+    from examflow.io.runs import RESERVED_RUNS
+
+    if official is not None:
+        unknown = Problems(args.on_unknown_run)
+        match_runs(args.official, official, set(leaderboard["run_id"]) - set(RESERVED_RUNS), unknown)
+        unknown.summarise()
 
 
 def _of_method(leaderboard: pd.DataFrame, method: str, table: dict[str, Path]) -> pd.DataFrame:
@@ -864,6 +877,12 @@ def worked_example(args: argparse.Namespace, grades: pd.DataFrame, method: str, 
     questions = read_questions(args.questions)
     # the topics graded: those with questions (or nuggets), or for direct grading any with pooled passages
     topics = sorted(set(grades["query_id"]) & set(passages["query_id"]))
+    # A topic without questions is shown (its passages, and why no grade); one the pool lacks would be a page
+    # of nothing.
+    pooled_topics = sorted(set(passages["query_id"]))
+    if args.example_query and args.example_query not in pooled_topics:
+        raise Failure(f"--example-query {args.example_query!r}: the pool has no passage of this topic (its "
+                      f"topics: {listed(pooled_topics)})")  # fmt: skip
     query_id = args.example_query or (topics[0] if topics else None)
     if query_id is None:
         return pages.page(f"Worked example of {method}", "<p>No topic has both grades and pooled passages.</p>")

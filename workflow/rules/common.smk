@@ -429,6 +429,7 @@ def report_settings(wildcards):
         tau=config["report"]["tau"],
         example_query=config["report"]["example_query"],
         measures=config["evaluation"]["measures"],
+        on_unknown_run=config["validation"]["leaderboard_runs"],
     )
 
 
