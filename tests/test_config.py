@@ -612,6 +612,10 @@ def test_config_mistakes_stop_the_workflow_at_parse_time_in_one_line(project):
     write(project / "config/bad.yaml", yaml.safe_dump(config))
     result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
     refused_in_one_line(result, "config inputs.qrels: file not found: resources/demo/qrels-typo.txt")
+    config["inputs"]["qrels"] = "resources/demo"
+    write(project / "config/bad.yaml", yaml.safe_dump(config))
+    result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
+    refused_in_one_line(result, "config inputs.qrels: resources/demo is a folder, not a file")
     config["inputs"]["qrels"] = "resources/demo/qrels.txt"
     config["judges"] = {"leaderboards": {"team-x": "team-x.eval.txt"}}  # another judge's, not there
     write(project / "config/bad.yaml", yaml.safe_dump(config))

@@ -49,7 +49,8 @@ BAD_RUNS = [
     ("q1 Q0 d1 1 3 runA\nq1 Q0 d2 2 2 runB\n", 2, "run_tag", "second run tag 'runB'"),
     (b"q1 Q0 d1 1 3 runA\nq1 Q0 d\xff2 2 2 runA\n", 2, None, "invalid UTF-8: byte 0xff at offset 7 of the line$"),
     (gzip.compress(b"q1 Q0 d1 1 3 runA\n", mtime=0), 1, None,
-     r"invalid UTF-8: byte 0x8b at offset 1 of the line \(gzip-compressed\? name it .gz\)"),
+     r"gzip-compressed: name it .gz$"),
+    ("q1 Q0 d1 1 3 runA\rq1 Q0 d2 2 2 runA\r", 1, None, r"expected 6 columns .*, found 12 \(lines that end in a carriage return alone"),
     ("", None, None, "file is empty"),
     ("\n\n  \n", None, None, "file is empty"),
     ("q1 Q0 d1 1 2.0 _gold_\n", 1, "run_tag", "run tag '_gold_' is reserved for examflow's own rows"),
@@ -105,6 +106,9 @@ BAD_FILES = [
     ("queries", "q.jsonl", '{"query_id": ' + "9" * 5000 + ', "text": "a"}\n', 1, None, r"not valid JSON \(a number too long"),
     ("corpus", "c.jsonl", '{"doc_id": "d1", "text": ' + "[" * 100_000 + "]" * 100_000 + "}\n", 1, None, "not valid JSON .nested too deeply"),
     ("qrels", "q.qrels", "q1 0 d1 9223372036854775808\n", 1, "relevance", "'9223372036854775808' is beyond a 64-bit integer"),
+    # a corpus line of gzip's bytes read as one column; an old Mac file as one line of many
+    ("corpus", "c.tsv", gzip.compress(b"d1\tone\n", mtime=0), 1, None, "gzip-compressed: name it .gz$"),
+    ("corpus", "c.tsv", "d1\tone\rd2\ttwo\r", 1, None, r"expected 2 tab-separated columns .*, found 3 \(lines that end in a carriage return alone"),
 ]  # fmt: skip
 
 
@@ -145,6 +149,11 @@ def test_a_run_file_a_pattern_matches_whose_name_starts_with_a_dash_is_refused(t
     with pytest.raises(ConfigError, match=r"^config inputs.runs: '\*.run' matches '-b.run', which starts with '-'"):
         run_files(["*.run"], "inputs.runs")
     assert run_files([str(tmp_path / "*.run")], "inputs.runs") == [str(tmp_path / "-b.run"), str(tmp_path / "a.run")]
+    (tmp_path / "runs").mkdir()  # a folder named where its files go
+    with pytest.raises(
+        ConfigError, match=r"^config inputs.runs: 'runs' is a folder: name its run files \(runs/\*, say\)$"
+    ):
+        run_files(["runs"], "inputs.runs")
 
 
 def test_run_with_unknown_query_fails_or_is_counted(tmp_path):

@@ -158,6 +158,8 @@ def logs(path):
 
 def existing_file(key, path):
     """`path`, which must be a file; `key`, its configuration key, names it in the error."""
+    if Path(path).is_dir():
+        raise ConfigError(key, f"{path} is a folder, not a file")
     if not Path(path).is_file():
         raise ConfigError(key, f"file not found: {path}")
     return path

@@ -41,6 +41,8 @@ def base_suffix(path: str | Path) -> str:
 
 
 EMPTY_FILE = "file is empty"
+GZIP_MAGIC = b"\x1f\x8b"
+CR_ALONE = " (lines that end in a carriage return alone, as old Mac files? end them in LF or CRLF)"
 
 
 def raw_lines(path: str | Path) -> Iterator[tuple[int, bytes]]:
@@ -50,12 +52,20 @@ def raw_lines(path: str | Path) -> Iterator[tuple[int, bytes]]:
         for number, raw in _numbered(path, handle):
             raw = raw.rstrip(b"\r\n")
             if number == 1:
-                raw = without_bom(path, raw)
+                raw = without_bom(path, _not_gzipped(path, raw))
             if raw.strip():
                 seen = True
                 yield number, raw
     if not seen:
         raise InputError(path, EMPTY_FILE)
+
+
+def _not_gzipped(path: str | Path, first: bytes) -> bytes:
+    """The first line, unless it starts with gzip's magic number: compressed, under a name without `.gz`
+    (a corpus line of such bytes read as one column)."""
+    if first.startswith(GZIP_MAGIC) and Path(path).suffix != ".gz":
+        raise InputError(path, "gzip-compressed: name it .gz", 1)
+    return first
 
 
 def read_bytes(path: str | Path) -> bytes:
@@ -103,7 +113,7 @@ def decode(path: str | Path, number: int, raw: bytes) -> str:
     except UnicodeDecodeError as error:
         bad = raw[error.start]
         # gzip's magic number at the file's start: compressed, under a name without `.gz`
-        hint = " (gzip-compressed? name it .gz)" if number == 1 and raw.startswith(b"\x1f\x8b") else ""
+        hint = " (gzip-compressed? name it .gz)" if number == 1 and raw.startswith(GZIP_MAGIC) else ""
         message = f"invalid UTF-8: byte 0x{bad:02x} at offset {error.start} of the line{hint}"
         raise InputError(path, message, number) from None
 
@@ -174,7 +184,9 @@ def split_columns(path: str | Path, number: int, line: str, names: tuple[str, ..
 
 
 def _why(line: str) -> str:
-    """What may have split a line wrongly: a comment, or a JSON object."""
+    """What may have split a line wrongly: a comment, a JSON object, or line ends of CR alone."""
+    if "\r" in line:
+        return CR_ALONE
     if line.lstrip().startswith("#"):
         return " (a comment? these files have none)"
     if line.lstrip().startswith("{"):  # an AutoJudge *.eval.jsonl read in a column layout, say

@@ -107,6 +107,8 @@ def run_files(patterns: Iterable[str], key: str) -> list[str]:
     files: dict[Path, str] = {}  # each file once, however it is named (`runs/a.run`, `../x/runs/a.run`)
     for pattern in patterns:
         matched = [pattern] if Path(pattern).is_file() else sorted(p for p in glob.glob(pattern) if Path(p).is_file())
+        if not matched and Path(pattern).is_dir():
+            raise ConfigError(key, f"{pattern!r} is a folder: name its run files ({Path(pattern) / '*'!s}, say)")
         if not matched:
             raise ConfigError(key, f"no such run file, and no file matches {pattern!r} as a pattern")
         for path in matched:
