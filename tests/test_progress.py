@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -304,3 +305,21 @@ def test_a_failed_run_names_the_failures_its_steps_logged_and_no_earlier_run_s(t
                                     "traceback; please report it"),
         (tmp_path / "logs/pool/shard-0.log", "the step was interrupted"),
     ]  # fmt: skip
+
+
+def test_a_job_whose_process_is_gone_reads_stopped_though_its_file_says_running(tmp_path):
+    """SIGKILL of a run's whole process group left `examflow progress` saying `2 running` (a stranger's
+    trial): a job on this host whose process has ended is stopped; one on another host cannot be told."""
+    import socket
+
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = int(ended.stdout)
+    folder = tmp_path / "results"
+    progress = folder / "logs/progress"
+    write(progress / "run.json", json.dumps({"started": 0.0, "jobs": ["m/s0", "m/s1", "m/s2"]}))
+    for shard, host, pid in (("s0", socket.gethostname(), dead), ("s1", "node-7", dead), ("s2", socket.gethostname(),
+                                                                                         os.getpid())):  # fmt: skip
+        counts = json.loads(job(f"m/{shard}", 10.0, 20.0, 0, 50, 10, "running"))
+        write(progress / f"m/{shard}.json", json.dumps(counts | {"host": host, "pid": pid}))
+    line = progress_line(read_progress(folder), now=30.0)
+    assert line.endswith("grade jobs: 2 running, 1 stopped")

@@ -19,6 +19,8 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -36,7 +38,7 @@ FOLDER = "logs/progress"  # under the results folder
 RUN = "run.json"
 PERIOD_VARIABLE = "EXAMFLOW_PROGRESS_SECONDS"
 DEFAULT_PERIOD = 30.0
-RUNNING, DONE, FAILED = "running", "done", "failed"
+RUNNING, DONE, FAILED, STOPPED = "running", "done", "failed", "stopped"  # stopped: its process is gone
 PROMPTS, PAIRS = "prompts", "pairs"  # a job's unit of work: prompts to a model, or pairs to an embedding grader
 WRITE_EVERY = 1.0  # seconds between two rewrites of a job's file; its end is always written
 
@@ -60,6 +62,8 @@ class JobCounts:
     started: float = 0.0  # wall-clock seconds (time.time()), comparable across a cluster's nodes
     updated: float = 0.0
     state: str = RUNNING
+    host: str = ""  # where its process runs, and which: a job killed outside (SIGKILL, out of memory) is
+    pid: int = 0  # found stopped from the same host, though its file still says running
 
 
 class JobProgress:
@@ -68,7 +72,7 @@ class JobProgress:
     def __init__(self, path: str | Path, job: str, unit: str = PROMPTS):
         self.path = Path(path)
         now = time.time()
-        self.counts = JobCounts(job, unit, started=now, updated=now)
+        self.counts = JobCounts(job, unit, started=now, updated=now, host=socket.gethostname(), pid=os.getpid())
         self.written = 0.0
         self.broken = False
         self._write()
@@ -147,7 +151,23 @@ def read_progress(results: str | Path) -> RunProgress:
     names = run["jobs"] if run["jobs"] is not None else sorted(files)
     counts = [_job_counts(files[name]) for name in names if name in files]
     started = [c for c in counts if c.started >= run["started"]]  # older ones are an earlier run's
+    for job in started:
+        if job.state == RUNNING and _gone(job):
+            job.state = STOPPED
     return RunProgress(started, len(names) - len(started), bool(run.get("ended")))
+
+
+def _gone(job: JobCounts) -> bool:
+    """Whether a job said to run has no process left, as far as this host can tell (another host's: no)."""
+    if not job.pid or job.host != socket.gethostname():
+        return False
+    try:
+        os.kill(job.pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # another user's process of that number
+        return False
+    return False
 
 
 def _job_counts(path: Path) -> JobCounts:
@@ -200,7 +220,7 @@ def progress_line(progress: RunProgress, now: float) -> str:
         "running": running - starting,
         "done": sum(j.state == DONE for j in jobs),
         "failed": sum(j.state == FAILED for j in jobs),
-        "stopped": sum(j.state == RUNNING for j in jobs) - running,
+        "stopped": sum(j.state == RUNNING for j in jobs) - running + sum(j.state == STOPPED for j in jobs),
         "waiting": progress.waiting,
     }
     line = ", ".join(words) + "; grade jobs: " + ", ".join(f"{n} {state}" for state, n in states.items() if n)
