@@ -278,6 +278,9 @@ def test_a_path_that_starts_with_a_dash_is_refused_where_it_is_configured():
         rejected({"results_dir": "", "inputs": {"queries": "q"}}) == "config results_dir: empty: name a file or folder"
     )
     assert rejected({"inputs": {"queries": "q", "runs": [""]}}) == "config inputs.runs[0]: empty: name a file or folder"
+    assert (
+        rejected({"results_dir": " ", "inputs": {"queries": "q"}}) == "config results_dir: empty: name a file or folder"
+    )
 
 
 def _leaves(config):

@@ -224,8 +224,8 @@ def test_runs_and_queries_named_na_null_none_nan_go_through_evaluate_summary_and
     # Run alone, the report refuses what the workflow checks at parse time: a topic the pool lacks, and an
     # official leaderboard of a run not evaluated (its figures were empty, in silence)
     typo = write(tmp_path / "typo.json", json.dumps({**OFFICIAL, "Nan": 5}))
-    for option, message in ((["--example-query", "na"], "--example-query 'na': the pool has no passage of this topic "
-                             "(its topics: 001, NA)"),
+    for option, message in ((["--example-query", "na"], "--example-query 'na': no query of the pool (its queries: "
+                             "001, NA)"),
                             (["--official", typo], f"{typo}:1: field 'run_id': official run 'Nan' is not among the "
                              "evaluated runs")):  # fmt: skip
         words = ["report", "--method", "llm", "--eval", out, "--grades", grades / "llm.parquet", "--pool", pool,

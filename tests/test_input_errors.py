@@ -40,6 +40,7 @@ BAD_RUNS = [
     # in place of a separator, the columns counted right: Python's split read q1 and Q0, trec_eval one field
     ("q1\u00a0Q0 d1 1 2.0 runA\n", 1, None, r"U\+00A0, a space that is not ASCII, at column 3: .*; write a plain space$"),
     ("q1 Q0 d1 99999999999999999999 2 runA\n", 1, "rank", "'99999999999999999999' is beyond a 64-bit integer"),
+    ("q1 Q0 d1 --5 2 runA\n", 1, "rank", "not an integer: '--5'$"),
     (f"q1 Q0 d1 {'9' * 5000} 2 runA\n", 1, "rank", r"'99999999999999999999'… \(5,000 characters\) is beyond a 64-bit integer$"),
     ("# my run\nq1 Q0 d1 1 2.0 runA\n", 1, None, r"expected 6 columns .* found 3 \(a comment\? these files have none\)"),
     ("q1 Q0 d1 1 1_000 runA\n", 1, "score", "not a number as trec_eval reads one: '1_000'"),
@@ -106,6 +107,8 @@ BAD_FILES = [
     ("queries", "q.jsonl", '{"query_id": ' + "9" * 5000 + ', "text": "a"}\n', 1, None, r"not valid JSON \(a number too long"),
     ("corpus", "c.jsonl", '{"doc_id": "d1", "text": ' + "[" * 100_000 + "]" * 100_000 + "}\n", 1, None, "not valid JSON .nested too deeply"),
     ("qrels", "q.qrels", "q1 0 d1 9223372036854775808\n", 1, "relevance", "'9223372036854775808' is beyond a 64-bit integer"),
+    # json.loads guessed UTF-16 from a NUL byte (and named the failure "a number too long")
+    ("corpus", "c.jsonl", '\x00{"doc_id": "d1", "text": "one"}\n', 1, None, r"not valid JSON \(Expecting value, column 1\)$"),
     # a corpus line of gzip's bytes read as one column; an old Mac file as one line of many
     ("corpus", "c.tsv", gzip.compress(b"d1\tone\n", mtime=0), 1, None, "gzip-compressed: name it .gz$"),
     ("corpus", "c.tsv", "d1\tone\rd2\ttwo\r", 1, None, r"expected 2 tab-separated columns .*, found 3 \(lines that end in a carriage return alone"),
@@ -326,3 +329,11 @@ def test_another_step_s_table_in_a_table_s_place_is_one_line_naming_its_columns(
     assert capsys.readouterr().err.endswith(
         f"{leaderboard}: not the table wanted here: no column 'tau' (its columns: garbage)\n"
     )
+
+
+def test_a_whole_json_file_gzipped_under_a_name_without_gz_says_so(tmp_path):
+    from examflow.io.leaderboard import read_leaderboard
+
+    board = write(tmp_path / "official.json", gzip.compress(b'{"a": 1, "b": 2}', mtime=0))
+    with raises_at(board, 1, None, "gzip-compressed: name it .gz$"):
+        read_leaderboard(board)

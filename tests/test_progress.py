@@ -292,34 +292,44 @@ def test_a_failed_run_names_the_failures_its_steps_logged_and_no_earlier_run_s(t
     old = write(tmp_path / "logs/pool.log", "examflow: error: runs/a.run:3: an earlier run's failure\n")
     os.utime(old, (900.0, 900.0))
     write(tmp_path / "logs/grade/m/shard-1.log", "INFO starting\nexamflow: error: first\nexamflow: error: m: last\n")
-    write(tmp_path / "logs/grade/m/shard-2.log", "t INFO examflow: sent 3 prompts\nt INFO examflow: done\n")  # done
-    write(tmp_path / "logs/grade/m/shard-3.log", "t INFO examflow: 3 to grade\n")  # killed: no end of its own
-    write(tmp_path / "logs/pool/shard-0.log", "t INFO examflow: x\nexamflow: interrupted (outputs are written only "
-                                              "when a step completes)\n")  # fmt: skip
+    t = "2026-11-29 07:02:32,896"
+    write(tmp_path / "logs/grade/m/shard-2.log", f"{t} INFO examflow: sent 3 prompts\nexamflow: done\n")  # done
+    write(tmp_path / "logs/grade/m/shard-3.log", f"{t} INFO examflow.grading.grader: 3 to grade\n")  # killed
+    write(tmp_path / "logs/grade/m/shard-4.log", "")  # killed before it wrote a word
+    write(tmp_path / "logs/pool/shard-0.log", f"{t} INFO examflow: x\nexamflow: interrupted (outputs are written "
+                                              "only when a step completes)\n")  # fmt: skip
+    write(tmp_path / "logs/pool/shard-1.log", "/usr/bin/python: No module named examflow\n")  # a broken environment
     write(tmp_path / "logs/nrp.log", "Traceback (most recent call last):\n")  # a bug
     assert failures_logged(tmp_path / "logs", since=1000.0) == [
         (tmp_path / "logs/grade/m/shard-1.log", "m: last"),
         (tmp_path / "logs/grade/m/shard-3.log", "the step stopped without an error of its own: killed (out of "
                                                 "memory, a time limit, a signal)"),
+        (tmp_path / "logs/grade/m/shard-4.log", "the step stopped without an error of its own: killed (out of "
+                                                "memory, a time limit, a signal)"),
         (tmp_path / "logs/nrp.log", "the step stopped on an unexpected error, a bug in examflow: its log holds the "
                                     "traceback; please report it"),
         (tmp_path / "logs/pool/shard-0.log", "the step was interrupted"),
+        (tmp_path / "logs/pool/shard-1.log", "the step failed before examflow ran: /usr/bin/python: No module "
+                                             "named examflow"),
     ]  # fmt: skip
 
 
 def test_a_job_whose_process_is_gone_reads_stopped_though_its_file_says_running(tmp_path):
     """SIGKILL of a run's whole process group left `examflow progress` saying `2 running` (a stranger's
     trial): a job on this host whose process has ended is stopped; one on another host cannot be told."""
-    import socket
+    from examflow.progress import _host
 
     ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     dead = int(ended.stdout)
     folder = tmp_path / "results"
     progress = folder / "logs/progress"
     write(progress / "run.json", json.dumps({"started": 0.0, "jobs": ["m/s0", "m/s1", "m/s2"]}))
-    for shard, host, pid in (("s0", socket.gethostname(), dead), ("s1", "node-7", dead), ("s2", socket.gethostname(),
-                                                                                         os.getpid())):  # fmt: skip
+    for shard, host, pid in (("s0", _host(), dead), ("s1", "node-7:1", dead), ("s2", _host(), os.getpid())):
         counts = json.loads(job(f"m/{shard}", 10.0, 20.0, 0, 50, 10, "running"))
         write(progress / f"m/{shard}.json", json.dumps(counts | {"host": host, "pid": pid}))
     line = progress_line(read_progress(folder), now=30.0)
     assert line.endswith("grade jobs: 2 running, 1 stopped")
+    # a file a later version wrote, with a field this one does not know, is read
+    counts = json.loads((progress / "m/s2.json").read_text())
+    write(progress / "m/s2.json", json.dumps(counts | {"gpu": "H200"}))
+    assert progress_line(read_progress(folder), now=30.0).endswith("grade jobs: 2 running, 1 stopped")

@@ -676,7 +676,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser().parse_args(argv)  # a bad number raises a Failure from there
         args.handler(args)
-        logging.getLogger("examflow").info(DONE.removeprefix("examflow: "))
+        print(DONE, file=sys.stderr)  # not logged: a library's logging settings could drop it
     except Failure as error:
         print(f"{PRINTED}{error}", file=sys.stderr)
         return 2

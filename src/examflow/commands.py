@@ -291,7 +291,7 @@ def progress_command(args: argparse.Namespace) -> None:
 def merge_grades_command(args: argparse.Namespace) -> None:
     from collections import Counter
 
-    from examflow.grading.grades import GRADE_COLUMNS
+    from examflow.grading.grades import GRADES_READ
     from examflow.grading.merge import check_disjoint, merge_grades, read_grades_metadata, served_counts, write_grades
     from examflow.io.tables import read_table
 
@@ -303,7 +303,7 @@ def merge_grades_command(args: argparse.Namespace) -> None:
     if args.passages:
         passages = pool_table(args.passages, "passages")
         gold = passages.loc[passages["origin"] == "gold", ["query_id", "passage_id"]]
-    tables = [read_table(path, GRADE_COLUMNS) for path in args.shards]
+    tables = [read_table(path, GRADES_READ) for path in args.shards]  # a shard of before `votes` merges too
     check_disjoint(args.shards, tables)
     grades, metadata = merge_grades(tables, method, gold)
     shards = [read_grades_metadata(path) for path in args.shards]
@@ -877,12 +877,11 @@ def worked_example(args: argparse.Namespace, grades: pd.DataFrame, method: str, 
     questions = read_questions(args.questions)
     # the topics graded: those with questions (or nuggets), or for direct grading any with pooled passages
     topics = sorted(set(grades["query_id"]) & set(passages["query_id"]))
-    # A topic without questions is shown (its passages, and why no grade); one the pool lacks would be a page
-    # of nothing.
-    pooled_topics = sorted(set(passages["query_id"]))
-    if args.example_query and args.example_query not in pooled_topics:
-        raise Failure(f"--example-query {args.example_query!r}: the pool has no passage of this topic (its "
-                      f"topics: {listed(pooled_topics)})")  # fmt: skip
+    # A topic without questions or passages is shown (and why there is no grade); one that is no query of
+    # the pool's (a typo) would be a page of nothing.
+    known = sorted(set(read_pooled(args.pool, "queries")["query_id"]))
+    if args.example_query and args.example_query not in known:
+        raise Failure(f"--example-query {args.example_query!r}: no query of the pool (its queries: {listed(known)})")
     query_id = args.example_query or (topics[0] if topics else None)
     if query_id is None:
         return pages.page(f"Worked example of {method}", "<p>No topic has both grades and pooled passages.</p>")

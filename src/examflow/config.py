@@ -363,7 +363,7 @@ def _path(validator, is_path, instance, schema):
     starts with `-` is read as an option (`--queries -in/q.tsv`: "expected one argument")."""
     import jsonschema
 
-    if is_path and instance == "":  # `results_dir: ""` wrote the results into the working directory
+    if is_path and isinstance(instance, str) and not instance.strip():  # `results_dir: ""` wrote into `.`
         yield jsonschema.ValidationError("empty: name a file or folder")
     elif is_path and isinstance(instance, str) and instance.startswith("-"):
         yield jsonschema.ValidationError(

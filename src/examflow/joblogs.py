@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -37,11 +38,20 @@ def failures_logged(folder: str | Path, since: float) -> list[tuple[Path, str]]:
     return found
 
 
+# A line examflow's logging wrote (examflow.cli's format): a log without one is of a step examflow never ran in.
+LOGGED = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [A-Z]+ examflow[\w.]*: ")
+
+
 def stopped(text: str) -> str:
     """How a step whose log names no failure and no end ended."""
     if "Traceback (most recent call last):" in text:
         return BUG
-    return INTERRUPTED if INTERRUPTED_LINE in text else STOPPED
+    if INTERRUPTED_LINE in text:
+        return INTERRUPTED
+    lines = [line for line in text.splitlines() if line.strip()]
+    if lines and not any(LOGGED.match(line) for line in lines):  # `python: command not found`, a broken env
+        return f"the step failed before examflow ran: {lines[-1]}"
+    return STOPPED
 
 
 def name_failures(folder: str | Path, since: float) -> None:

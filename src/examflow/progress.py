@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -66,13 +66,16 @@ class JobCounts:
     pid: int = 0  # found stopped from the same host, though its file still says running
 
 
+JOB_FIELDS = {field.name for field in fields(JobCounts)}
+
+
 class JobProgress:
     """A grading job's progress file, rewritten as its back end answers."""
 
     def __init__(self, path: str | Path, job: str, unit: str = PROMPTS):
         self.path = Path(path)
         now = time.time()
-        self.counts = JobCounts(job, unit, started=now, updated=now, host=socket.gethostname(), pid=os.getpid())
+        self.counts = JobCounts(job, unit, started=now, updated=now, host=_host(), pid=os.getpid())
         self.written = 0.0
         self.broken = False
         self._write()
@@ -151,15 +154,26 @@ def read_progress(results: str | Path) -> RunProgress:
     names = run["jobs"] if run["jobs"] is not None else sorted(files)
     counts = [_job_counts(files[name]) for name in names if name in files]
     started = [c for c in counts if c.started >= run["started"]]  # older ones are an earlier run's
-    for job in started:
+    for i, job in enumerate(started):
+        # read again once its process is found gone: it may have written its end and left meanwhile
         if job.state == RUNNING and _gone(job):
-            job.state = STOPPED
+            started[i] = _job_counts(files[job.job])
+            started[i].state = STOPPED if started[i].state == RUNNING else started[i].state
     return RunProgress(started, len(names) - len(started), bool(run.get("ended")))
+
+
+def _host() -> str:
+    """This host and its process-id namespace (a container's pids are not the host's)."""
+    try:
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        namespace = 0
+    return f"{socket.gethostname()}:{namespace}"
 
 
 def _gone(job: JobCounts) -> bool:
     """Whether a job said to run has no process left, as far as this host can tell (another host's: no)."""
-    if not job.pid or job.host != socket.gethostname():
+    if not job.pid or job.host != _host():
         return False
     try:
         os.kill(job.pid, 0)
@@ -171,8 +185,8 @@ def _gone(job: JobCounts) -> bool:
 
 
 def _job_counts(path: Path) -> JobCounts:
-    try:
-        return JobCounts(**_read_json(path))
+    try:  # a field a later version added is left out: its files read here too
+        return JobCounts(**{name: value for name, value in _read_json(path).items() if name in JOB_FIELDS})
     except TypeError as error:
         raise InputError(path, f"not a progress file examflow wrote ({error})") from None
 

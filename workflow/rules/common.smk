@@ -20,7 +20,7 @@ from examflow.config import (
     methods,
 )
 from examflow.contents import contents_digest
-from examflow.errors import ConfigError, Failure
+from examflow.errors import DONE, ConfigError, Failure
 from examflow.grading.signatures import local_weights
 from examflow.io.irds import is_irds
 from examflow.io.runs import run_files

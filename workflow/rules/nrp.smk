@@ -64,5 +64,9 @@ if not EXAM:
         localrule: True
         conda:
             ENV
+        params:
+            # the line of a step done, as every examflow command's log ends (a failed run names the others)
+            done=DONE,
         shell:
-            "echo 'examflow: nothing to grade: this configuration computes NRP alone' | tee {log:q} >&2"
+            "(echo 'examflow: nothing to grade: this configuration computes NRP alone'; echo {params.done:q})"
+            " | tee {log:q} >&2"

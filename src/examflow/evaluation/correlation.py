@@ -159,7 +159,8 @@ def rank_correlations(scores: np.ndarray, official: np.ndarray) -> tuple[np.ndar
     truth = pd.Series(official).rank(method="average").to_numpy()
     # Ranks are halves and their means too, so every sum below is exact in any order; the divisions and
     # roots are np.corrcoef's and `_scipy_correlations`' own, in their order: a replicate that orders the
-    # runs as the leaderboard does has its point's value to the last bit (an interval never misses it).
+    # runs as the leaderboard does has its point's value to the last bit (an interval's bound that is the
+    # point's value is that value, not one float step beside it).
     centred, truth_centred = predicted - predicted.mean(axis=1, keepdims=True), truth - truth.mean()
     inverse = np.true_divide(1, len(official) - 1)
     spread = np.sqrt((centred**2).sum(axis=1) * inverse), np.sqrt((truth_centred**2).sum() * inverse)

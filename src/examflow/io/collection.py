@@ -71,9 +71,9 @@ def _jsonl(path, wanted: set[str]) -> Iterator[tuple[int, str, str]]:
     id_field = text_field = None
     for number, raw in raw_lines(path):
         try:
-            record = json.loads(raw)
-        except JSON_FAILURES as error:  # invalid UTF-8 among them (a ValueError)
-            decode(path, number, raw)  # names invalid UTF-8 precisely, if that is the cause
+            # decoded first (naming a byte that is not UTF-8): json.loads would guess UTF-16 from a NUL byte
+            record = json.loads(decode(path, number, raw))
+        except JSON_FAILURES as error:
             raise InputError(path, f"not valid JSON ({json_problem(error)})", number) from None
         if not isinstance(record, dict):  # a number or a list is valid JSON, but holds no passage
             raise InputError(path, f"expected a JSON object, found {type(record).__name__}", number)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+import re
 import zlib
 from collections.abc import Hashable, Iterator
 from io import BufferedReader
@@ -71,7 +72,7 @@ def _not_gzipped(path: str | Path, first: bytes) -> bytes:
 def read_bytes(path: str | Path) -> bytes:
     """A whole file, gunzipped for `.gz`, without a byte-order mark."""
     with open_bytes(path) as handle:
-        return without_bom(path, b"".join(raw for _, raw in _numbered(path, handle)))
+        return without_bom(path, _not_gzipped(path, b"".join(raw for _, raw in _numbered(path, handle))))
 
 
 def without_bom(path, raw: bytes) -> bytes:
@@ -111,10 +112,8 @@ def decode(path: str | Path, number: int, raw: bytes) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as error:
-        bad = raw[error.start]
-        # gzip's magic number at the file's start: compressed, under a name without `.gz`
-        hint = " (gzip-compressed? name it .gz)" if number == 1 and raw.startswith(GZIP_MAGIC) else ""
-        message = f"invalid UTF-8: byte 0x{bad:02x} at offset {error.start} of the line{hint}"
+        bad = raw[error.start]  # (a file that starts with gzip's bytes was refused as such: `_not_gzipped`)
+        message = f"invalid UTF-8: byte 0x{bad:02x} at offset {error.start} of the line"
         raise InputError(path, message, number) from None
 
 
@@ -142,7 +141,9 @@ def json_problem(error: Exception) -> str:
     Python's 4,300 digits (a ValueError) or nesting deeper than the recursion limit (RecursionError)."""
     if isinstance(error, json.JSONDecodeError):
         return f"{error.msg}, column {error.colno}"
-    return "nested too deeply to read" if isinstance(error, RecursionError) else "a number too long to read"
+    if isinstance(error, RecursionError):
+        return "nested too deeply to read"
+    return "a number too long to read" if "integer string conversion" in str(error) else str(error)
 
 
 def json_value(path: str | Path, number: int, line: str | bytes) -> Any:
@@ -217,7 +218,7 @@ def integer_field(path: str | Path, number: int, text: str, field: str) -> int:
         value: int | None = int(number_text(path, number, text, field))
     except ValueError:
         value = None
-    if value is None and not text.lstrip("+-").isdigit():
+    if value is None and not re.fullmatch(r"[+-]?[0-9]+", text):
         raise InputError(path, f"not an integer: {shown(text)}", number, field)
     if value is None or not -INTEGER_LIMIT <= value < INTEGER_LIMIT:
         raise InputError(path, f"{shown(text)} is beyond a 64-bit integer", number, field)
