@@ -102,6 +102,9 @@ def test_malformed_banks_name_file_line_and_field(tmp_path):
     with pytest.raises(InputError, match=r"e.tsv:3: field 'query_id': invalid id 'q2 ' \(no whitespace, no /\)$"):
         read_bank(spaced)
     assert read_bank(write(tmp_path / "f.tsv", "query_id\tquestion\nq1\t What? \n"))[0].items[0].text == "What?"
+    old_mac = write(tmp_path / "g.tsv", "query_id\tquestion\rq1\tWhat?\r")
+    with pytest.raises(InputError, match=r"g.tsv:1: header must name .* \(lines that end in a carriage return alone"):
+        read_bank(old_mac)
 
 
 def test_shards_are_hash_buckets_of_queries_and_cache_folders_safe_names():

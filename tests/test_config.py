@@ -620,6 +620,16 @@ def test_config_mistakes_stop_the_workflow_at_parse_time_in_one_line(project):
     result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
     refused_in_one_line(result, "config inputs.qrels: resources/demo is a folder, not a file")
     config["inputs"]["qrels"] = "resources/demo/qrels.txt"
+    config["nrp"] = config["nrp"] | {"corpus": "resources/demo-nrp"}  # NRP's files were checked in their job only
+    write(project / "config/bad.yaml", yaml.safe_dump(config))
+    result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
+    refused_in_one_line(result, "config nrp.corpus: resources/demo-nrp is a folder, not a file")
+    nrp = config["nrp"] | {"corpus": "resources/demo-nrp/documents.tsv"}
+    write(project / "config/bad.yaml", yaml.safe_dump(config | {"nrp": nrp | {"expert": "expert-typo.json"}}))
+    result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
+    refused_in_one_line(result, "config nrp.expert: file not found: expert-typo.json")
+    config["nrp"] = nrp
+    config["inputs"]["qrels"] = "resources/demo/qrels.txt"
     config["judges"] = {"leaderboards": {"team-x": "team-x.eval.txt"}}  # another judge's, not there
     write(project / "config/bad.yaml", yaml.safe_dump(config))
     result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)

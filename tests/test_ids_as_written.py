@@ -233,6 +233,15 @@ def test_runs_and_queries_named_na_null_none_nan_go_through_evaluate_summary_and
         refused = subprocess.run([sys.executable, "-m", "examflow", *map(str, words)], capture_output=True, text=True)
         assert refused.returncode == 2 and refused.stderr == f"examflow: error: {message}\n"
         assert not (tmp_path / "refused").exists()
+    alone = ["report", "--method", "llm", "--eval", out, "--grades", grades / "llm.parquet", "--example-query", "NA"]
+    refused = subprocess.run([sys.executable, "-m", "examflow", *map(str, alone), "--out", tmp_path / "refused"],
+                             capture_output=True, text=True)  # fmt: skip
+    assert refused.stderr == "examflow: error: --example-query needs --pool and --questions\n"
     # validation.leaderboard_runs: warn, as evaluate's --on-unknown-run: dropped, counted
     examflow(*words[:-2], "--on-unknown-run", "warn", "--out", tmp_path / "warned")
     assert (tmp_path / "warned/leaderboard.html").is_file()
+    # and evaluate's: a run dropped so is no evaluated run "without a score" in the correlations' notes
+    examflow("evaluate", "--grades", graded_table, "--pool", pool, "--questions", shard, "--official", typo,
+             "--on-unknown-run", "warn", "--tau", 4, "--measures", "P_5", "--bootstrap", 10, "--out", tmp_path / "ev")  # fmt: skip
+    notes = set(read_tsv(tmp_path / "ev/correlation.tsv")["note"].dropna())
+    assert not any("Nan" in note for note in notes), notes

@@ -111,6 +111,8 @@ BAD_FILES = [
     ("corpus", "c.jsonl", '\x00{"doc_id": "d1", "text": "one"}\n', 1, None, r"not valid JSON \(Expecting value, column 1\)$"),
     # a corpus line of gzip's bytes read as one column; an old Mac file as one line of many
     ("corpus", "c.tsv", gzip.compress(b"d1\tone\n", mtime=0), 1, None, "gzip-compressed: name it .gz$"),
+    ("queries", "q.jsonl", '{"query_id": "p", "text": "P"}\r{"query_id": "r", "text": "R"}\r', 1, None,
+     r"not valid JSON \(Extra data, column 32\) \(lines that end in a carriage return alone"),
     ("corpus", "c.tsv", "d1\tone\rd2\ttwo\r", 1, None, r"expected 2 tab-separated columns .*, found 3 \(lines that end in a carriage return alone"),
 ]  # fmt: skip
 
@@ -327,8 +329,25 @@ def test_another_step_s_table_in_a_table_s_place_is_one_line_naming_its_columns(
           str(tmp_path / "out")])  # fmt: skip
     leaderboard = tmp_path / "eval/leaderboard.tsv"
     assert capsys.readouterr().err.endswith(
-        f"{leaderboard}: not the table wanted here: no column 'tau' (its columns: garbage)\n"
+        f"{leaderboard}: not the table wanted here: no column 'method' (its columns: garbage)\n"
     )
+    # damaged: empty, cut short, a score that is a word (tracebacks, a stranger's trial)
+    header = "method\tmeasure\ttau\trun_id\tkind\tscore\tstderr\tn_queries\n"
+    for content, message in (("", "empty: not a table examflow wrote"),
+                             (header + "m\texam_cover\t4\tr\tsystem\t0.", "cut short: its last line has no end"),
+                             (header + "m\texam_cover\t4\tr\tsystem\tabc\t0\t1\n", "not the table wanted here")):  # fmt: skip
+        write(leaderboard, content)
+        main(["report", "--method", "m", "--eval", str(tmp_path / "eval"), "--grades", str(tmp_path / "m.parquet"),
+              "--out", str(tmp_path / "out")])  # fmt: skip
+        assert capsys.readouterr().err.startswith(f"examflow: error: {leaderboard}: {message}")
+
+
+def test_an_official_rank_of_hundreds_of_digits_is_no_finite_number(tmp_path):
+    from examflow.io.leaderboard import read_leaderboard
+
+    board = write(tmp_path / "official.json", '{"a": 1, "b": 1' + "0" * 400 + "}")
+    with raises_at(board, 1, "b", r"rank '10000000000000000000'… \(401 characters\) is not a finite number"):
+        read_leaderboard(board)
 
 
 def test_a_whole_json_file_gzipped_under_a_name_without_gz_says_so(tmp_path):

@@ -140,6 +140,7 @@ def test_a_progress_period_that_is_no_number_of_seconds_is_refused_in_one_line(t
 
     assert config_sources(error.value, ["mine.yaml"], []) == ""  # the run's error names no config file for it
     assert progress_period({}) == 30 and progress_period({"EXAMFLOW_PROGRESS_SECONDS": "2.5"}) == 2.5
+    assert progress_period({"EXAMFLOW_PROGRESS_SECONDS": ""}) == 30  # set empty: unset, as a shell user means
 
 
 def test_a_job_s_logs_move_aside_when_snakemake_announces_the_job_and_only_then(tmp_path):
@@ -333,3 +334,15 @@ def test_a_job_whose_process_is_gone_reads_stopped_though_its_file_says_running(
     counts = json.loads((progress / "m/s2.json").read_text())
     write(progress / "m/s2.json", json.dumps(counts | {"gpu": "H200"}))
     assert progress_line(read_progress(folder), now=30.0).endswith("grade jobs: 2 running, 1 stopped")
+
+
+def test_a_job_interrupted_by_ctrl_c_is_stopped_not_failed(tmp_path):
+    """The failure lines said `the step was interrupted` while the progress line said `2 failed`."""
+    from examflow.progress import job_progress
+
+    folder = tmp_path / "results"
+    write(folder / "logs/progress/run.json", json.dumps({"started": 0.0, "jobs": ["m/s0"]}))
+    with pytest.raises(KeyboardInterrupt), job_progress(folder / "logs/progress/m/s0.json", "m/s0") as progress:
+        progress.planned(cached=0, to_grade=5)
+        raise KeyboardInterrupt
+    assert progress_line(read_progress(folder), now=progress.counts.updated).endswith("grade jobs: 1 stopped")

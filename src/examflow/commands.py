@@ -265,7 +265,7 @@ def grade_command(args: argparse.Namespace) -> None:
         grader = ShardGrader(method, args.cache_dir, args.flush_every, progress)
         grades = grader.grade(pairs)
         replayed = grader.replayed
-        log.info("sent %d prompts to the model%s", grader.sent - replayed,
+        log.info("sent %d %s to the model%s", grader.sent - replayed, work_unit(method),
                  f"; {replayed} more answered by its reply cache" if replayed else "")  # fmt: skip
         if progress:
             progress.failures(int(grades["error"].notna().sum()))
@@ -343,6 +343,9 @@ def evaluate_command(args: argparse.Namespace) -> None:
         for note in match_runs(args.official, official, evaluated, unknown_runs):
             log.warning("%s", note)
         unknown_runs.summarise()
+        # dropped under `warn` (counted above), not read as evaluated runs "without a score" in the correlations'
+        # notes; where none is evaluated, the notes list them all
+        official = {run: rank for run, rank in official.items() if run in evaluated} or official
     facts = Facts.of(args.facts) if args.facts is not None else facts_of(inputs, official)
     if facts.official and not official:
         raise Failure("--facts official: give the official leaderboard (--official)")
@@ -796,7 +799,7 @@ def method_report(args: argparse.Namespace) -> dict[str, bytes | str]:
     official = read_leaderboard(args.official) if args.official else None
     facts = Facts.of(args.facts) if args.facts is not None else Facts(bool(official), table["agreement"].exists())
     leaderboard, (grades, settings) = (
-        _of_method(_tsv(table["leaderboard"], tau=float), method, table),
+        _of_method(_tsv(table["leaderboard"], BOARD_READ, **BOARD_TYPES), method, table),
         _report_grades(args),
     )
     kind = settings.get("kind")
@@ -804,7 +807,7 @@ def method_report(args: argparse.Namespace) -> dict[str, bytes | str]:
     evaluated = sorted(int(t) for t in leaderboard["tau"].dropna().unique())
     if tau not in evaluated:  # the figures would be empty
         raise Failure(f"--tau {tau}: {table['leaderboard']} holds τ {', '.join(map(str, evaluated))} only")
-    correlation = _tsv(table["correlation"], tau=float) if facts.official else None
+    correlation = _tsv(table["correlation"], CORRELATION_READ, **CORRELATION_TYPES) if facts.official else None
     if correlation is not None:
         correlation = correlation[correlation["method"] == method]
     board = Board.of(leaderboard, tau, kind, args.measures, official, correlation)
@@ -871,6 +874,8 @@ def worked_example(args: argparse.Namespace, grades: pd.DataFrame, method: str, 
     from examflow.report import pages
 
     if not (args.pool and args.questions):
+        if args.example_query:  # it would be ignored
+            raise Failure("--example-query needs --pool and --questions")
         return pages.page(f"Worked example of {method}", "<p>No pool and bank given (--pool, --questions).</p>")
     passages = read_pooled(args.pool, "passages")
     passages = passages[passages["origin"] != "gold"]
@@ -897,11 +902,18 @@ def _similarities(settings: dict) -> bool:
     return backend in BACKENDS and BACKENDS[backend].by_quantiles
 
 
-def _tsv(path: Path, **types) -> pd.DataFrame:
-    """A table examflow wrote, ids as written."""
+# What the report reads of an evaluation's leaderboard and correlations: a damaged table is one error.
+BOARD_READ = ["method", "measure", "tau", "run_id", "kind", "score", "stderr"]
+BOARD_TYPES = {"tau": float, "score": float, "stderr": float}
+CORRELATION_READ = ["method", "measure", "tau", "spearman", "kendall", "n_runs"]
+CORRELATION_TYPES = {"tau": float, "spearman": float, "kendall": float}
+
+
+def _tsv(path: Path, columns: tuple[str, ...] | list[str] = (), **types) -> pd.DataFrame:
+    """A table examflow wrote, ids as written, with the `columns` and the `types` its reader needs."""
     from examflow.io.tables import read_tsv
 
-    return read_tsv(path, **types)
+    return read_tsv(path, columns, **types)
 
 
 def _correlation(path: Path) -> pd.DataFrame:
@@ -909,7 +921,7 @@ def _correlation(path: Path) -> pd.DataFrame:
     earlier evaluation with a leaderboard since removed would be stale."""
     if not path.exists():
         raise Failure(f"--official: {path} does not exist (evaluated without an official leaderboard?)")
-    return _tsv(path, tau=float)
+    return _tsv(path, CORRELATION_READ, **CORRELATION_TYPES)
 
 
 def nrp_per_system(path: Path) -> tuple[pd.DataFrame, str]:
@@ -946,7 +958,7 @@ def summary_command(args: argparse.Namespace) -> None:
     boards: dict[str, Board] = {}
     for folder in map(Path, args.eval):
         table = {name: folder / file.path for name, file in EVALUATION.items()}
-        leaderboard = _tsv(table["leaderboard"], tau=float)
+        leaderboard = _tsv(table["leaderboard"], BOARD_READ, **BOARD_TYPES)
         if args.tau not in set(leaderboard["tau"].dropna()):  # the summary's tables would be empty
             raise Failure(f"--tau {args.tau}: {table['leaderboard']} holds no row at that τ")
         correlation = _correlation(table["correlation"]) if official else None

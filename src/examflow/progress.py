@@ -125,6 +125,10 @@ def job_progress(path: str | Path | None, job: str, unit: str = PROMPTS):
     progress = JobProgress(path, job, unit) if path else None
     try:
         yield progress
+    except KeyboardInterrupt:  # Ctrl-C: a job interrupted is stopped, not failed
+        if progress:
+            progress.end(STOPPED)
+        raise
     except BaseException:
         if progress:
             progress.end(FAILED)
@@ -269,7 +273,7 @@ def _clock(seconds: float) -> str:
 def progress_period(environment: dict) -> float:
     """Seconds between two progress lines: $EXAMFLOW_PROGRESS_SECONDS, else 30."""
     text = environment.get(PERIOD_VARIABLE)
-    if text is None:
+    if text is None or not text.strip():  # `EXAMFLOW_PROGRESS_SECONDS=` unsets it, as a shell user means
         return DEFAULT_PERIOD
     try:
         period = float(text)
@@ -341,5 +345,7 @@ class Reporter:
         else:
             if (progress.finished() or final) and line == self.last:
                 return  # grading is over and its last line was shown
+            if final and not progress.jobs:  # the run stopped before grading: its failure is the news
+                return
         self.emit(line)
         self.last = line

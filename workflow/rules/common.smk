@@ -37,7 +37,7 @@ from examflow.outputs import (
 )
 from examflow.plan import job_minutes
 from examflow.prompts import read_digest
-from examflow.registry import KINDS, MERGE_ONLY, ranker_files, ranker_gpus
+from examflow.registry import KINDS, MERGE_ONLY, RANKERS, ranker_files, ranker_gpus
 from examflow.results import (
     baselines_folder,
     check_report_target,
@@ -176,6 +176,16 @@ def check_input_files():
             existing_file(f"inputs.{key}", spec)
     for name, path in config["judges"]["leaderboards"].items():
         existing_file(f"judges.leaderboards.{name}", path)
+    nrp = config["nrp"] or {}
+    for key in ("queries", "corpus", "answers", "expert"):
+        if nrp.get(key) and not is_irds(nrp[key]):
+            existing_file(f"nrp.{key}", nrp[key])
+    for name, dimension in nrp.get("dimensions", {}).items():
+        existing_file(f"nrp.dimensions.{name}.qrels", dimension["qrels"])
+    for index, ranker in enumerate(nrp.get("rankers", [])):
+        option = RANKERS[ranker["kind"]].input_file
+        if option:
+            existing_file(f"nrp.rankers[{index}].{option}", ranker[option])
 
 
 def check_rerun_triggers():

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from examflow.errors import InputError, Problems
 from examflow.io.irds import irds_passages, is_irds
-from examflow.io.lines import CR_ALONE, JSON_FAILURES, base_suffix, decode, json_problem, json_value, raw_lines
+from examflow.io.lines import JSON_FAILURES, base_suffix, cr_hint, decode, json_problem, json_value, raw_lines
 
 ID_FIELDS = ("doc_id", "docid", "id", "_id", "pid")
 TEXT_FIELDS = ("text", "contents", "body")
@@ -61,8 +61,10 @@ def _tsv(path, wanted: set[str]) -> Iterator[tuple[int, str, str]]:
     for number, raw in raw_lines(path):
         doc_id, tab, text = raw.partition(b"\t")
         if not tab or b"\t" in text:
-            found, hint = raw.count(b"\t") + 1, CR_ALONE if b"\r" in raw else ""
-            raise InputError(path, f"expected 2 tab-separated columns (doc_id, text), found {found}{hint}", number)
+            found = raw.count(b"\t") + 1
+            raise InputError(
+                path, f"expected 2 tab-separated columns (doc_id, text), found {found}{cr_hint(raw)}", number
+            )
         if doc_id in wanted_bytes:
             yield number, decode(path, number, doc_id), decode(path, number, text)
 

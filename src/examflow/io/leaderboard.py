@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 
 from examflow.errors import InputError, Problems, listed
-from examflow.io.lines import check_id, json_entries, read_alike, split_columns, text_lines
+from examflow.io.lines import check_id, json_entries, read_alike, shown, split_columns, text_lines
 from examflow.ties import ranks_of
 
 SHAPES = (
@@ -108,9 +108,14 @@ def _number(path, number: int | None, field: str, value, what: str) -> float:
     """`value` (the run's rank or score) as a finite number: a JSON string is no number."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InputError(path, f"{what} {value!r} is not a number", number, field)
-    if not math.isfinite(value):
-        raise InputError(path, f"{what} {value!r} is not a finite number", number, field)
-    return float(value)
+    try:
+        number_value = float(value)  # a whole number of 400 digits is none
+    except OverflowError:
+        number_value = math.inf
+    if not math.isfinite(number_value):
+        written = repr(value) if len(repr(value)) <= 40 else shown(str(value))
+        raise InputError(path, f"{what} {written} is not a finite number", number, field)
+    return number_value
 
 
 def match_runs(path: str | Path, official: dict[str, float], evaluated: set[str], problems: Problems) -> list[str]:

@@ -153,7 +153,7 @@ def json_value(path: str | Path, number: int, line: str | bytes) -> Any:
     except UnicodeDecodeError:  # a ValueError too: the caller names the byte
         raise
     except JSON_FAILURES as error:
-        raise InputError(path, f"not valid JSON ({json_problem(error)})", number) from None
+        raise InputError(path, f"not valid JSON ({json_problem(error)}){cr_hint(line)}", number) from None
     except _KeyTwice as twice:
         raise InputError(path, "written twice in one object", number, str(twice.args[0])) from None
 
@@ -182,6 +182,12 @@ def split_columns(path: str | Path, number: int, line: str, names: tuple[str, ..
         message = f"expected {len(names)} columns ({expected}), found {len(columns)}{_why(line)}"
         raise InputError(path, message, number)
     return columns
+
+
+def cr_hint(line: str | bytes) -> str:
+    """The hint for a line that holds a carriage return: a file whose lines end in one alone reads as one line."""
+    carriage = "\r" in line if isinstance(line, str) else b"\r" in line
+    return CR_ALONE if carriage else ""
 
 
 def _why(line: str) -> str:

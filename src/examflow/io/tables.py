@@ -144,10 +144,18 @@ def read_tsv(path: str | Path, columns: Iterable[str] = (), **types) -> pd.DataF
     (or all as True/False) is converted. An empty cell is a missing value: pandas writes one so.
     `types` (column: type) override the result, e.g. `tau=float`; `columns` and the typed ones must be there.
     """
-    with open(existing(path), encoding="utf-8") as file:
-        quoted = file.read(1) == '"'  # `write_tsv` quotes every cell or none
+    with open(existing(path), "rb") as file:
+        quoted = file.read(1) == b'"'  # `write_tsv` quotes every cell or none
+        if file.seek(0, os.SEEK_END) == 0:
+            raise InputError(path, "empty: not a table examflow wrote")
+        file.seek(-1, os.SEEK_END)
+        if file.read(1) != b"\n":  # a table examflow wrote ends its last row: this one was cut short
+            raise InputError(path, "cut short: its last line has no end (a table examflow wrote has)")
     quoting: Literal[0, 3] = 0 if quoted else 3  # csv.QUOTE_MINIMAL, csv.QUOTE_NONE
-    table = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, quoting=quoting)
+    try:
+        table = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, quoting=quoting)
+    except pd.errors.EmptyDataError:  # blank lines alone
+        raise InputError(path, "empty: not a table examflow wrote") from None
     for name in table.columns:
         cells = table[name].where(table[name] != "")
         table[name] = cells if name.endswith("_id") or name in TEXT_COLUMNS else _typed(cells)

@@ -22,7 +22,16 @@ from pathlib import Path
 from typing import Any, cast
 
 from examflow.errors import InputError, Problems, listed, repeated
-from examflow.io.lines import FirstLines, base_suffix, check_id, json_lines, required_id, split_columns, text_lines
+from examflow.io.lines import (
+    FirstLines,
+    base_suffix,
+    check_id,
+    cr_hint,
+    json_lines,
+    required_id,
+    split_columns,
+    text_lines,
+)
 from examflow.questions.autojudge import is_v3, v3_entries
 from examflow.questions.items import IMPORTANCE, KINDS, Entry, Item, item_id, write_records
 
@@ -296,7 +305,7 @@ def _read_tsv(path) -> list[Entry]:
     if kind is None:
         raise InputError(path, "header must name query_id and question (and may name facet_id, answers, choices), "
                          "or query_id and nugget (and may name facet_id, nugget_id, importance; with nugget_id the "
-                         "text may be named text)", 1)  # fmt: skip
+                         f"text may be named text){cr_hint(header)}", 1)  # fmt: skip
     entries: dict[tuple[str, str | None], Entry] = {}
     rated, first_lines = Rated(path), FirstLines(path)
     for number, line in lines:
