@@ -48,14 +48,7 @@ def test_a_full_disk_and_a_read_only_folder_fail_in_one_line_keeping_earlier_out
     assert "passages.parquet" in before
 
     filler = small_disk / "filler"
-    handle = os.open(filler, os.O_WRONLY | os.O_CREAT)
-    try:  # fill the disk to the last block
-        while os.write(handle, b"\0" * 4096):
-            pass
-    except OSError:
-        pass
-    finally:
-        os.close(handle)
+    fill(small_disk)
     full = pool(files, out)
     assert full.returncode == 2
     errors = [line for line in full.stderr.splitlines() if line.startswith("examflow: error:")]
