@@ -169,6 +169,7 @@ def test_a_given_official_leaderboard_and_runs_it_lacks(tmp_path, caplog, capsys
     assert (
         "2 evaluated runs are not on the official leaderboard and take no part in correlations: r0, r1" in caplog.text
     )
+    assert capsys.readouterr().err.endswith("examflow: done\n")  # a command that completes says so last
     # a run it ranks that --runs lacks (a typo, a missing file) is an error, or with `warn` counted and left out
     official = tmp_path / "official.json"
     official.write_text('{\n"r9": 1,\n"r42": 2,\n"r8": 3\n}')

@@ -389,6 +389,7 @@ def test_grading_jobs_record_the_served_models_and_the_merge_sums_them(tmp_path,
     assert not (tmp_path / "twice.parquet").exists()
     # no shard: an empty table; a shard whose served_models is no {name: answers}: its file named
     assert main(["merge-grades", "--method", method, "--out", str(tmp_path / "none.parquet")]) == 0
+    assert capsys.readouterr().err.endswith("examflow: done\n")
     assert read_grades_metadata(str(tmp_path / "none.parquet"))["pairs"] == 0
     grades = pd.read_parquet(shards[1])
     edited = pa.Table.from_pandas(grades, preserve_index=False)
