@@ -34,7 +34,7 @@ def failures_logged(folder: str | Path, since: float) -> list[tuple[Path, str]]:
         if errors:
             found.append((log, errors[-1]))
         elif not any(line.endswith(DONE) for line in lines):
-            found.append((log, stopped(text)))
+            found.append((log, stopped(lines)))
     return found
 
 
@@ -42,15 +42,15 @@ def failures_logged(folder: str | Path, since: float) -> list[tuple[Path, str]]:
 LOGGED = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [A-Z]+ examflow[\w.]*: ")
 
 
-def stopped(text: str) -> str:
-    """How a step whose log names no failure and no end ended."""
-    if "Traceback (most recent call last):" in text:
+def stopped(lines: list[str]) -> str:
+    """How a step whose log (its `lines`) names no failure and no end ended."""
+    if "Traceback (most recent call last):" in lines:
         return BUG
-    if INTERRUPTED_LINE in text:
+    if INTERRUPTED_LINE in lines:
         return INTERRUPTED
-    lines = [line for line in text.splitlines() if line.strip()]
-    if lines and not any(LOGGED.match(line) for line in lines):  # `python: command not found`, a broken env
-        return f"the step failed before examflow ran: {lines[-1]}"
+    said = [line for line in lines if line.strip()]
+    if said and not any(LOGGED.match(line) for line in said):  # `python: command not found`, a broken env
+        return f"the step failed before examflow ran: {said[-1]}"
     return STOPPED
 
 

@@ -158,11 +158,13 @@ def read_progress(results: str | Path) -> RunProgress:
     names = run["jobs"] if run["jobs"] is not None else sorted(files)
     counts = [_job_counts(files[name]) for name in names if name in files]
     started = [c for c in counts if c.started >= run["started"]]  # older ones are an earlier run's
+    here = _host()
     for i, job in enumerate(started):
         # read again once its process is found gone: it may have written its end and left meanwhile
-        if job.state == RUNNING and _gone(job):
+        if job.state == RUNNING and _gone(job, here):
             started[i] = _job_counts(files[job.job])
-            started[i].state = STOPPED if started[i].state == RUNNING else started[i].state
+            if started[i].state == RUNNING:
+                started[i].state = STOPPED
     return RunProgress(started, len(names) - len(started), bool(run.get("ended")))
 
 
@@ -175,16 +177,17 @@ def _host() -> str:
     return f"{socket.gethostname()}:{namespace}"
 
 
-def _gone(job: JobCounts) -> bool:
-    """Whether a job said to run has no process left, as far as this host can tell (another host's: no)."""
-    if not job.pid or job.host != _host():
+def _gone(job: JobCounts, here: str) -> bool:
+    """Whether a job said to run has no process left, as far as this host (`here`) can tell: another
+    host's cannot be told."""
+    if not job.pid or job.host != here:
         return False
     try:
-        os.kill(job.pid, 0)
+        os.kill(job.pid, 0)  # a PermissionError: another user's process of that number, alive
     except ProcessLookupError:
         return True
-    except PermissionError:  # another user's process of that number
-        return False
+    except PermissionError:
+        pass
     return False
 
 

@@ -60,10 +60,9 @@ def check_failures(grades: pd.DataFrame, method: Method, shard: str, max_error_r
     if n_failed <= max_error_rate * len(grades):
         return
     hint = "".join(text for kind, text in _CACHED_FAILURES.items() if kind in failed)
-    unanswered = n_failed - sum(failed.get(kind, 0) for kind in _CACHED_FAILURES)
     rerun = (
         "No pair got an answer from the model: a rerun asks it again for every pair"
-        if unanswered == len(grades)
+        if grades["error"].dropna().map(unanswered).sum() == len(grades)
         else "The answers received are cached: a rerun asks the model again only for the pairs that got none"
     )
     raise Failure(

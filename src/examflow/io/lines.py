@@ -220,15 +220,11 @@ INTEGER_LIMIT = 2**63  # the tables hold integers in 64 bits
 def integer_field(path: str | Path, number: int, text: str, field: str) -> int:
     """A whole number as trec_eval reads one (`number_text`), within 64 bits: a rank of 20 digits failed
     deep in pandas, and Python reads no integer of more than 4,300 digits."""
-    try:
-        value: int | None = int(number_text(path, number, text, field))
-    except ValueError:
-        value = None
-    if value is None and not re.fullmatch(r"[+-]?[0-9]+", text):
+    if not re.fullmatch(r"[+-]?[0-9]+", number_text(path, number, text, field)):
         raise InputError(path, f"not an integer: {shown(text)}", number, field)
-    if value is None or not -INTEGER_LIMIT <= value < INTEGER_LIMIT:
+    if len(text.lstrip("+-")) > 19 or not -INTEGER_LIMIT <= int(text) < INTEGER_LIMIT:
         raise InputError(path, f"{shown(text)} is beyond a 64-bit integer", number, field)
-    return value
+    return int(text)
 
 
 def shown(text: str) -> str:
