@@ -13,6 +13,7 @@ from conftest import write
 from examflow.errors import InputError, Problems
 from examflow.grading.grades import GRADE_COLUMNS
 from examflow.io import read_passages, read_qrels, read_queries, read_responses, read_runs
+from examflow.questions.bank import read_bank
 
 QUERY_IDS = {"q1", "q2"}
 
@@ -356,3 +357,29 @@ def test_a_whole_json_file_gzipped_under_a_name_without_gz_says_so(tmp_path):
     board = write(tmp_path / "official.json", gzip.compress(b'{"a": 1, "b": 2}', mtime=0))
     with raises_at(board, 1, None, "gzip-compressed: name it .gz$"):
         read_leaderboard(board)
+
+
+@pytest.mark.parametrize("reader", [read_queries, read_bank, lambda path: read_passages(path, {"d1"}, strict())])
+def test_a_folder_or_no_file_where_an_input_file_goes_says_so_not_unknown_format(tmp_path, reader):
+    """A folder has no suffix, and read `unknown collection format` (a stranger by hand); a missing
+    file named without a suffix too."""
+    with raises_at(tmp_path, None, None, "is a folder, not a file$"):
+        reader(tmp_path)
+    with raises_at(tmp_path / "missing", None, None, "file not found$"):
+        reader(tmp_path / "missing")
+    with pytest.raises(InputError, match="^'': an empty path$"):
+        reader("")
+
+
+@pytest.mark.parametrize("option", ["--out", "--cache-dir", "--progress"])
+def test_an_empty_path_to_write_is_refused_before_anything_is_read_or_written(tmp_path, capsys, monkeypatch, option):
+    """`--out ""` wrote a grades table into the current folder: the empty path is the current folder."""
+    from examflow.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    words = {"--method": '{"name": "m"}', "--passages": "p", "--queries": "q", "--questions": "b", "--shard": "s",
+             "--cache-dir": "cache", "--out": "g.parquet", "--progress": "progress.json"}  # fmt: skip
+    words[option] = " "
+    assert main(["grade", *(w for pair in words.items() for w in pair)]) == 2
+    assert capsys.readouterr().err == f"examflow: error: {option}: an empty path\n"
+    assert not list(tmp_path.iterdir())

@@ -485,10 +485,10 @@ def test_bad_expert_rankings_and_wilcoxon_names_are_refused(tmp_path, capsys):
     with open(tmp_path / "answers.jsonl", "a") as answers:  # a system whose only sample is 7
         answers.write('{"llm": "late", "prompt": "p", "sample": 7, "query_id": "q9", "text": "a"}\n')
     for args, message in (
-        (["--wilcoxon", "m", "p", "m", "q"], "--wilcoxon: 'm' / 'q' is no (llm, prompt) of --answers"),
-        (["--wilcoxon", "m", "p", "m/p", "0"], "--wilcoxon: 'm/p' / '0' is no (llm, prompt) of --answers (no llm or "
+        (["--wilcoxon", "m", "p", "m", "q"], "--wilcoxon (the workflow's nrp.wilcoxon): 'm' / 'q' is no (llm, prompt) of --answers"),
+        (["--wilcoxon", "m", "p", "m/p", "0"], "--wilcoxon (the workflow's nrp.wilcoxon): 'm/p' / '0' is no (llm, prompt) of --answers (no llm or "
                                                "prompt holds '/')"),
-        (["--wilcoxon", "m", "p", "late", "p"], "--wilcoxon m p late p: the two share no sample number (0 and 7), and "
+        (["--wilcoxon", "m", "p", "late", "p"], "--wilcoxon (the workflow's nrp.wilcoxon) m p late p: the two share no sample number (0 and 7), and "
                                                  "the test pairs answers of the same query and sample"),
         (["--expert", str(write(tmp_path / "e.tsv", "q9\tq9-d0\t1\nq2\tq2-d0\t1\nq2\tq2-d1\t2\n"))],
          "e.tsv:1: field 'rank': query 'q9': rank at least two items, not all tied"),

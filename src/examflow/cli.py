@@ -675,6 +675,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger(chatty).setLevel(logging.WARNING)
     try:
         args = parser().parse_args(argv)  # a bad number raises a Failure from there
+        _refuse_empty_outputs(args)
         args.handler(args)
         print(DONE, file=sys.stderr)  # not logged: a library's logging settings could drop it
     except Failure as error:
@@ -689,6 +690,18 @@ def main(argv: list[str] | None = None) -> int:
         print(INTERRUPTED_LINE, file=sys.stderr)
         return 130
     return 0
+
+
+# The options that name a file or folder a command writes, besides --out and --out-*.
+_WRITTEN = ("cache_dir", "progress", "baselines")
+
+
+def _refuse_empty_outputs(args: argparse.Namespace) -> None:
+    """An empty path names the current folder: a step would write its tables among the user's files."""
+    for name, value in vars(args).items():
+        written = name == "out" or name.startswith("out_") or name in _WRITTEN
+        if written and isinstance(value, str) and not value.strip():
+            raise Failure(f"--{name.replace('_', '-')}: an empty path")
 
 
 def program() -> int:

@@ -671,6 +671,9 @@ class _AnswerRow(Protocol):
     query_id: str
 
 
+WILCOXON = "--wilcoxon (the workflow's nrp.wilcoxon)"
+
+
 def check_systems(pairs: list[list[str]], answers: pd.DataFrame) -> None:
     """Each --wilcoxon system is an (llm, prompt) of the answers (a name with a typo would test nothing), and
     the two of a test share a sample number (the test pairs answers of the same query and sample)."""
@@ -681,10 +684,10 @@ def check_systems(pairs: list[list[str]], answers: pd.DataFrame) -> None:
         for system in (tuple(pair[:2]), tuple(pair[2:])):
             if system not in samples:
                 slash = f" (no llm or prompt holds {SEPARATOR!r})" if any(SEPARATOR in name for name in system) else ""
-                raise Failure(f"--wilcoxon: {system[0]!r} / {system[1]!r} is no (llm, prompt) of --answers{slash}")
+                raise Failure(f"{WILCOXON}: {system[0]!r} / {system[1]!r} is no (llm, prompt) of --answers{slash}")
         first, second = samples[tuple(pair[:2])], samples[tuple(pair[2:])]
         if not first & second:
-            raise Failure(f"--wilcoxon {' '.join(pair)}: the two share no sample number ({listed(sorted(first))} "
+            raise Failure(f"{WILCOXON} {' '.join(pair)}: the two share no sample number ({listed(sorted(first))} "
                           f"and {listed(sorted(second))}), and the test pairs answers of the same query and sample")  # fmt: skip
 
 

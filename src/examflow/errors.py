@@ -32,7 +32,8 @@ class InputError(Failure):
     field: str | None = None
 
     def __str__(self) -> str:
-        where = str(self.path) if self.line is None else f"{self.path}:{self.line}"
+        path = str(self.path) or "''"  # an empty path given, which would read as no path at all
+        where = path if self.line is None else f"{path}:{self.line}"
         what = self.message if self.field is None else f"field '{self.field}': {self.message}"
         return f"{where}: {what}"
 

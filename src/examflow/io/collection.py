@@ -17,7 +17,16 @@ import pyarrow.parquet as pq
 
 from examflow.errors import InputError, Problems
 from examflow.io.irds import irds_passages, is_irds
-from examflow.io.lines import JSON_FAILURES, base_suffix, cr_hint, decode, json_problem, json_value, raw_lines
+from examflow.io.lines import (
+    JSON_FAILURES,
+    base_suffix,
+    cr_hint,
+    decode,
+    json_problem,
+    json_value,
+    raw_lines,
+    unknown_format,
+)
 
 ID_FIELDS = ("doc_id", "docid", "id", "_id", "pid")
 TEXT_FIELDS = ("text", "contents", "body")
@@ -30,7 +39,7 @@ def read_passages(
     readers = {".tsv": _tsv, ".jsonl": _jsonl, ".parquet": _parquet}
     reader = _irds if is_irds(path) else readers.get(base_suffix(path))
     if reader is None:
-        raise InputError(path, "unknown collection format: use .tsv, .jsonl (optionally .gz) or .parquet")
+        raise unknown_format(path, "collection format: use .tsv, .jsonl (optionally .gz) or .parquet")
     found: dict[str, str] = {}
     for number, doc_id, text in reader(path, wanted):
         if not text.strip():

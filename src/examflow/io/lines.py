@@ -27,8 +27,8 @@ ISAL_ERROR = cast(type[Exception], isal_zlib.error)  # isal's stubs declare the 
 
 def open_bytes(path: str | Path) -> igzip.IGzipFile | BufferedReader:
     path = Path(path)
-    if not path.is_file():
-        raise InputError(path, "file not found" if not path.exists() else "not a regular file")
+    if problem := _not_a_file(path):
+        raise InputError(path, problem)
     # ISA-L inflates the same gzip stream in under half zlib's time (a tenth of reading a graded file)
     return igzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
 
@@ -39,6 +39,22 @@ def base_suffix(path: str | Path) -> str:
     if suffixes and suffixes[-1] == ".gz":
         suffixes = suffixes[:-1]
     return suffixes[-1].lower() if suffixes else ""
+
+
+def unknown_format(path: str | Path, formats: str) -> InputError:
+    """The error for a path whose name no reader takes: what is wrong with the path itself first (a
+    folder named by mistake has no suffix either), else the `formats` that are read."""
+    return InputError(path, _not_a_file(Path(path)) or f"unknown {formats}")
+
+
+def _not_a_file(path: Path) -> str | None:
+    if not str(path).strip() or path == Path():  # Path("") is the current folder
+        return "an empty path"
+    if path.is_file():
+        return None
+    return (
+        "is a folder, not a file" if path.is_dir() else "file not found" if not path.exists() else "not a regular file"
+    )
 
 
 EMPTY_FILE = "file is empty"

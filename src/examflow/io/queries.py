@@ -25,6 +25,7 @@ from examflow.io.lines import (
     required_text,
     split_columns,
     text_lines,
+    unknown_format,
 )
 
 QUERY_COLUMNS = ["query_id", "facet_id", "query_text", "facet_text"]
@@ -36,7 +37,7 @@ def read_queries(path: str | Path) -> pd.DataFrame:
         return irds_queries(cast(str, path))  # cast: an ir_datasets id is a string (`is_irds`)
     reader = {".tsv": _tsv_rows, ".txt": _tsv_rows, ".json": _json_rows, ".jsonl": _jsonl_rows}.get(base_suffix(path))
     if reader is None:
-        raise InputError(path, "unknown queries format: use .tsv, .json or .jsonl (optionally .gz)")
+        raise unknown_format(path, "queries format: use .tsv, .json or .jsonl (optionally .gz)")
     rows, first_lines = [], FirstLines(path)
     for number, row in reader(path):
         first_lines.add((row[0], row[1]), number, "query_id", f"duplicate query id {row[0]!r}")

@@ -31,6 +31,7 @@ from examflow.io.lines import (
     required_id,
     split_columns,
     text_lines,
+    unknown_format,
 )
 from examflow.questions.autojudge import is_v3, v3_entries
 from examflow.questions.items import IMPORTANCE, KINDS, Entry, Item, item_id, write_records
@@ -42,7 +43,7 @@ def read_bank(path: str | Path) -> list[Entry]:
     if base_suffix(path) == ".tsv":
         return _read_tsv(path)
     if base_suffix(path) != ".jsonl":
-        raise InputError(path, "unknown bank format: use .jsonl (optionally .gz) or .tsv")
+        raise unknown_format(path, "bank format: use .jsonl (optionally .gz) or .tsv")
 
     entries: dict[tuple[str, str | None], Entry] = {}
     edited, rated, owners = 0, Rated(path), Owners(path)
