@@ -393,6 +393,25 @@ def test_compat_is_ir_measures_and_by_hand():
     assert values[0, 0] == pytest.approx(0.9 / 1.9)
 
 
+def test_tied_scores_are_taken_in_trec_eval_s_order_by_every_measure():
+    """Three documents of one score: trec_eval ranks them by descending doc id (d3, d2, d1), and so do
+    pooling and `examflow evaluate`; ir-measures' Compat took ascending ids (d1 first: 1.0, a stranger's
+    hand check), so one run had two orders. Each measure is compared with ir-measures on the order
+    written out, scores strictly falling."""
+    import ir_measures
+
+    labels = pd.DataFrame({"query_id": "q", "doc_id": ["d1", "d2", "d3"], "relevance": [2, 1, 0]})
+    tied = pd.DataFrame({"run_id": "r", "query_id": "q", "passage_id": ["d1", "d3", "d2"], "score": 5.0, "rank": 1})
+    trec_eval_order = {"q": {"d3": 3.0, "d2": 2.0, "d1": 1.0}}
+    for name in ("Compat(p=0.9)", "ndcg_cut_10", "recip_rank", "P_1"):
+        measure = parse_measure(name)
+        expected = ir_measures.calc_aggregate([measure], labels, trec_eval_order)[measure]
+        assert per_query_values(labels, run_dictionaries(tied), measure, ["q"])[0, 0] == pytest.approx(expected)
+    assert expected == 0.0  # P_1: d3 (not relevant) first, not d1
+    compat = parse_measure("Compat(p=0.9)")
+    assert ir_measures.calc_aggregate([compat], labels, {"q": {"d1": 5.0, "d2": 5.0, "d3": 5.0}})[compat] == 1.0
+
+
 def test_measures_equal_ir_measures_on_random_runs(tmp_path):
     import ir_measures
 

@@ -111,10 +111,15 @@ Run = dict[str, dict[str, float]]  # query -> document -> score, as ir-measures 
 
 def run_dictionaries(runs: pd.DataFrame) -> dict[str, Run]:
     """Each run by id (sorted), made once: ir-measures would convert a run's table again for every label set
-    and measure (half the time of a TREC DL-sized comparison)."""
+    and measure (half the time of a TREC DL-sized comparison). A document's score is its place in trec_eval's
+    order (score descending, ties by descending doc id), counted from the bottom: each provider breaks ties
+    its own way (ir-measures' Compat by ascending doc id), and every measure must see the one order that
+    pooling, `examflow evaluate` and the official leaderboard take."""
+    ordered = runs.sort_values(["run_id", "query_id", "score", "passage_id"], ascending=[True, True, False, False])
+    places = ordered.groupby(["run_id", "query_id"], sort=False).cumcount(ascending=False)
     found: dict[str, Run] = {}
-    for run, query, doc, score in zip(runs["run_id"], runs["query_id"], runs["passage_id"], runs["score"]):
-        found.setdefault(run, {}).setdefault(query, {})[doc] = float(score)
+    for run, query, doc, place in zip(ordered["run_id"], ordered["query_id"], ordered["passage_id"], places):
+        found.setdefault(run, {}).setdefault(query, {})[doc] = float(place)
     return dict(sorted(found.items()))
 
 
