@@ -36,3 +36,34 @@ def test_an_interrupted_grading_job_says_so_in_one_line(demo, tmp_path):
     assert job.wait(timeout=60) == 130, "".join(lines) + rest
     assert rest.strip().splitlines()[-1] == "examflow: interrupted (outputs are written only when a step completes)"
     assert "Traceback" not in rest and not out.exists()
+
+
+def test_ctrl_c_while_a_429_asks_to_wait_stops_at_once_and_asks_no_more(tmp_path):
+    """A job waiting out a 429's `Retry-After: 100` (a stranger's trial) took the whole 100 s after Ctrl-C,
+    then sent its retries: the wait stops, and no request goes after the signal."""
+    import time
+
+    from llm_server import LLMServer, Status
+    from test_grading_backends import openai_method
+    from test_grading_resume import grade_command, shard_inputs
+
+    shard_inputs(tmp_path)
+    with LLMServer() as server:
+        server.script("", Status(429, {"Retry-After": "100"}))
+        words = grade_command(tmp_path, "unused", tmp_path / "cache", tmp_path / "grades.parquet")
+        method = openai_method(server, "self_rating")
+        method["backend"] |= {"max_attempts": 3, "concurrency": 4}
+        words[words.index("--method") + 1] = json.dumps(method)
+        job = subprocess.Popen(
+            words, stderr=subprocess.PIPE, text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)
+        )
+        assert job.stderr is not None
+        waiting = next((line for line in job.stderr if "retry 1 in 100.0 s" in line), None)
+        time.sleep(0.5)  # the other threads' first requests
+        sent, started = server.calls, time.monotonic()
+        job.send_signal(signal.SIGINT)
+        rest = job.stderr.read()
+        assert job.wait(timeout=60) == 130, rest
+        assert time.monotonic() - started < 30 and waiting
+        assert server.calls == sent == 4  # one request a thread, each told to wait; none after Ctrl-C
+        assert rest.strip().splitlines()[-1] == "examflow: interrupted (outputs are written only when a step completes)"

@@ -133,6 +133,9 @@ class LLMClient:
         self.served: Counter[str] = Counter()
         self._calls_lock = threading.Lock()  # complete_many counts from several threads
         self._asked = threading.local()  # when this thread's request was sent: its reply's deadline
+        # Set on Ctrl-C: a thread waiting to retry (a 429's Retry-After, minutes) stops waiting, and no
+        # request is sent after it.
+        self._stopping = threading.Event()
         key = os.environ.get(settings.api_key_env)
         if not key and settings.base_url is None:
             raise LLMError("config", f"environment variable {settings.api_key_env} holds no API key")
@@ -216,12 +219,21 @@ class LLMClient:
                 return error
 
         attempts = [attempt] * len(prompts) if isinstance(attempt, int) else list(attempt)
-        with ThreadPoolExecutor(max_workers=self.settings.concurrency) as pool:
+        pool = ThreadPoolExecutor(max_workers=self.settings.concurrency)
+        try:
             return list(pool.map(one, zip(prompts, attempts, systems or [None] * len(prompts))))
+        except BaseException:  # Ctrl-C: the requests in flight get their answer or timeout, and no more go
+            self._stopping.set()
+            pool.shutdown(cancel_futures=True)
+            raise
+        finally:
+            pool.shutdown()
 
     def _call_with_retries(self, prompt: str, system: str | None = None) -> tuple[str, bool, str | None]:
         delay = self.settings.backoff
         for attempt in range(1, self.settings.max_attempts + 1):
+            if self._stopping.is_set():
+                raise self.failure("interrupted", "stopped before the request was sent")
             try:
                 return self._call(prompt, system)
             except BodyFailure as error:
@@ -254,7 +266,8 @@ class LLMClient:
                 wait = self.settings.max_retry_after
             wait = delay if wait is None else wait
             log.warning("LLM call failed (%s); retry %d in %.1f s", failure, attempt, wait)
-            time.sleep(wait)
+            if self._stopping.wait(wait):
+                raise failure
             delay *= 2
         raise AssertionError("unreachable")
 
