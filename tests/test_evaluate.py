@@ -156,16 +156,28 @@ def test_a_bank_of_queries_without_pooled_passages_is_one_line_not_a_traceback()
         evaluate(data, Settings(taus=[4], bootstrap=0), None)
 
 
-def test_a_method_whose_every_pair_failed_says_its_trec_eval_measures_have_no_value(caplog):
-    """Every pair failed within max_error_rate 1: the leaderboard lost map, nDCG, ... without a word."""
+def test_a_method_whose_every_pair_failed_is_an_error_not_a_leaderboard_of_zeros():
+    """Every pair failed within max_error_rate 1: the leaderboard lost map, nDCG, ... without a word, then
+    (a stranger's trial) read every run 0.000 ± 0.000 with exit 0, from no answer at all."""
     data = inputs()
     data.grades = data.grades.assign(rating=pd.NA, error="malformed: ??")
-    board = evaluate(data, Settings(taus=[4], measures=["P_5", "map"], bootstrap=0), None)["leaderboard.tsv"]
-    assert set(board["measure"]) == {"exam_cover", "n_exam_cover"} and (board["score"] == 0).all()
-    assert (
-        "method m: no passage has an EXAM-Label (every graded pair of the pool failed): P_5, map have no value"
-        in caplog.text
+    with pytest.raises(InputError, match=r"^--grades: method m: every one of its \d+ graded pairs failed: no score"):
+        evaluate(data, Settings(taus=[4], measures=["P_5", "map"], bootstrap=0), None)
+
+
+def test_a_query_whose_every_pair_failed_is_named_in_a_warning(caplog):
+    """One query's pairs all failed within the allowance: EXAM-Cover counted it 0 for every run, trec_eval's
+    measures left it out (no label), and nothing said so (a stranger's trial)."""
+    data = inputs()
+    failed = data.grades["query_id"] == "q2"
+    data.grades = data.grades.assign(
+        rating=data.grades["rating"].mask(failed), error=data.grades["error"].mask(failed, "http-500: down")
     )
+    board = evaluate(data, Settings(taus=[4], measures=["P_5"], bootstrap=0), None)["leaderboard.tsv"]
+    board = board.set_index(["measure", "run_id"])
+    assert board.loc[("exam_cover", "_overall_"), ["score", "n_queries"]].tolist() == [0.5, 2]  # q2 answers nothing
+    assert board.loc[("P_5", "r1"), "n_queries"] == 1  # q1 alone has labels
+    assert "method m: every graded pair of 1 query failed (q2): EXAM-Cover counts nothing" in caplog.text
 
 
 def test_a_kappa_whose_labels_all_stay_below_its_cut_is_empty(caplog):

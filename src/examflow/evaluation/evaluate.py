@@ -126,10 +126,9 @@ def per_query_values(
         if labels.empty:  # nothing for trec_eval to judge (the leaderboard lost its measures in silence)
             pooled = without_passages(grades, gold_only)
             failed = int(pooled["error"].notna().sum())
-            why = (
-                "no pooled passage is graded" if not len(pooled)
-                else "every graded pair of the pool failed" if failed == len(pooled)
-                else f"no pooled passage has every grade its label needs: {failed} of {len(pooled)} graded pairs failed"
+            why = (  # (a pool of failures alone stopped at `_check_answered`)
+                f"no pooled passage has every grade its label needs: {failed} of {len(pooled)} graded pairs failed"
+                if len(pooled) else "no pooled passage is graded"
             )  # fmt: skip
             log.warning("method %s: no passage has an EXAM-Label (%s): %s have no value", grades["method"].iat[0],
                         why, ", ".join(settings.measures))  # fmt: skip
@@ -229,6 +228,21 @@ def check_graded(grades: pd.DataFrame, exam: pd.DataFrame, passages: pd.DataFram
         )
 
 
+def _check_answered(pooled: pd.DataFrame, method: str) -> None:
+    """A method none of whose pairs got a grade is an error: every run would score 0 (failures answer
+    nothing), however much `max_error_rate` allowed. A query none of whose pairs did is a warning: EXAM-Cover
+    counts it as answering nothing, and trec_eval's measures leave it out, as it has no label."""
+    failed = pooled["error"].notna().groupby(pooled["query_id"]).all()
+    if len(failed) and failed.all():
+        raise InputError("--grades", f"method {method}: every one of its {len(pooled):,} graded pairs failed: no score "
+                         "would mean anything (the grade logs count the failures by kind)")  # fmt: skip
+    if failed.any():
+        lost = sorted(failed.index[failed])
+        log.warning("method %s: every graded pair of %d quer%s failed (%s): EXAM-Cover counts nothing answered "
+                    "there, and with no EXAM-Qrels label trec_eval's measures leave it out", method, len(lost),
+                    "y" if len(lost) == 1 else "ies", listed(lost))  # fmt: skip
+
+
 def facts_of(inputs: Inputs, official: dict[str, float] | None) -> Facts:
     """What the inputs hold, for `examflow evaluate` without the workflow's `--facts`."""
     return Facts(
@@ -260,6 +274,7 @@ def evaluate(
         if inputs.graded_pool:
             check_graded(grades, exam, inputs.passages, method)
         pooled = without_passages(grades, inputs.gold_passages)
+        _check_answered(pooled, method)
         labels = exam_labels(pooled)
         if facts.judgments:
             judged[method] = judged_pairs(grades, inputs.judgments, labels if pooled is grades else None)
