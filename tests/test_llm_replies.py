@@ -305,7 +305,11 @@ def test_a_job_failing_on_cut_answers_says_a_rerun_meets_them_again():
     method = methods([{"name": "m", "kind": "self_rating", "backend": {"kind": "openai", "model": "m"}}])[0]
     grades = pd.DataFrame({"error": ["cut-off: the server cut the answer at max_tokens = 5: '2'", None],
                            "unparsable": [False, False]})  # fmt: skip
-    with pytest.raises(Failure, match=r"1 cut-off\), .*; an answer cut at max_tokens is an answer and stays: raise"):
+    with pytest.raises(
+        Failure,
+        match=r"1 cut-off; the first: cut-off: the server cut the answer at max_tokens = 5: '2'\), .*; an answer cut "
+        "at max_tokens is an answer and stays: raise",
+    ):
         check_failures(grades, method, "shard-0", 0)
 
 
@@ -401,3 +405,21 @@ def test_grading_jobs_record_the_served_models_and_the_merge_sums_them(tmp_path,
         f"examflow: error: {tmp_path / 'c.parquet'}: metadata served_models: expected {{model name: answers}}, "
         "found {'m': '160'}\n"
     )
+
+
+def test_a_connection_failure_names_the_address_and_why_and_an_http_error_keeps_the_server_s_words(server, tmp_path):
+    """`connection: Connection error.` for a port typo and for `htp://`, and `http-500: Error code: 500` for a
+    body `{"error": "boom"}`: neither the address nor the cause nor the server's words (a stranger's trials)."""
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(LLMError, match=rf"^connection: cannot reach http://127.0.0.1:{port}/v1/: .*Connection refused"):
+        client(server, tmp_path, max_attempts=1, base_url=f"http://127.0.0.1:{port}/v1").complete("bees")
+    server.script("wax", Raw(json.dumps({"error": "boom"}), code=500))
+    with pytest.raises(LLMError, match=r'^http-500: Error code: 500 - {"error": "boom"}$'):
+        client(server, tmp_path, max_attempts=1).complete("wax")
+    server.script("comb", Status(404, message="no such model"))  # the API's own error shape: openai reads it
+    with pytest.raises(LLMError, match=r"^http-404: Error code: 404 - no such model$"):
+        client(server, tmp_path, max_attempts=1).complete("comb")

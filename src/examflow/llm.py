@@ -240,7 +240,7 @@ class LLMClient:
                 failure, wait = self._of_body(error), None
             except openai.APIStatusError as error:
                 status = error.status_code
-                failure = self.failure(f"http-{status}", str(error.message))
+                failure = self.failure(f"http-{status}", _status_message(error))
                 if status != 429 and status < 500:
                     raise failure from None
                 wait = _retry_after(error.response) if status == 429 else None
@@ -248,8 +248,11 @@ class LLMClient:
                 failure, wait = self._of_body(ReplyTooSlow(self.settings.timeout)), None
             except openai.APIConnectionError as error:
                 cause = error.__cause__  # openai before 3 wraps what a hook raises
+                # openai's own message is "Connection error.": the address and why (refused, no such host) say more
                 failure = (
-                    self._of_body(cause) if isinstance(cause, BodyFailure) else self.failure("connection", str(error))
+                    self._of_body(cause)
+                    if isinstance(cause, BodyFailure)
+                    else self.failure("connection", f"cannot reach {self.client.base_url}: {cause or error}")
                 )
                 wait = None
             # a body that is no JSON, or no UTF-8, as the client decodes it
@@ -482,6 +485,14 @@ _WBITS = 47  # a gzip or a zlib header, either
 def _field(value: object, name: str) -> object:
     """A field of a reply's part, however the client built it (a model, or a mapping it left as it was)."""
     return value.get(name) if isinstance(value, dict) else getattr(value, name, None)
+
+
+def _status_message(error: openai.APIStatusError) -> str:
+    """openai's message of an HTTP error, and the body where it took nothing from it (`{"error": "boom"}`
+    read `Error code: 500`, the server's words lost)."""
+    message = str(error.message)
+    body = error.response.text.strip() if error.response is not None else ""
+    return f"{message} - {body}" if body and message == f"Error code: {error.status_code}" else message
 
 
 def _retry_after(response) -> float | None:

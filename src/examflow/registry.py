@@ -40,7 +40,8 @@ NAME = re.compile(r"[A-Za-z0-9_-]+")
 LLM_OPTIONS = {
     "model": Option("string", help="model name sent to the endpoint"),
     "base_url": Option(
-        "string", None, "OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 for vLLM; null for OpenAI", nullable=True
+        "string", None, "OpenAI-compatible endpoint, an http:// or https:// URL (http://localhost:8000/v1 for "
+        "vLLM, say); null for OpenAI", nullable=True, pattern=r"https?://\S+",
     ),
     "api_key_env": Option(
         "string", "OPENAI_API_KEY",

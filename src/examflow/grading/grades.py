@@ -7,6 +7,7 @@ from typing import cast
 
 import pandas as pd
 
+from examflow.bounds import MESSAGE_CHARS, clip
 from examflow.errors import Failure
 from examflow.registry import Method
 
@@ -65,7 +66,8 @@ def check_failures(grades: pd.DataFrame, method: Method, shard: str, max_error_r
         if grades["error"].dropna().map(unanswered).sum() == len(grades)
         else "The answers received are cached: a rerun asks the model again only for the pairs that got none"
     )
+    first = clip(grades["error"].dropna().iat[0], MESSAGE_CHARS)  # the kinds alone hide a URL's typo, a 404's why
     raise Failure(
-        f"method {method.name}, shard {shard}: {n_failed} of {len(grades)} pairs failed ({kinds}), more than "
-        f"grading.max_error_rate = {max_error_rate:g} allows. {rerun}{hint}"
+        f"method {method.name}, shard {shard}: {n_failed} of {len(grades)} pairs failed ({kinds}; the first: "
+        f"{first}), more than grading.max_error_rate = {max_error_rate:g} allows. {rerun}{hint}"
     )
