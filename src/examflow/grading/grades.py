@@ -66,7 +66,8 @@ def check_failures(grades: pd.DataFrame, method: Method, shard: str, max_error_r
         if grades["error"].dropna().map(unanswered).sum() == len(grades)
         else "The answers received are cached: a rerun asks the model again only for the pairs that got none"
     )
-    first = clip(str(grades["error"].dropna().iat[0]), MESSAGE_CHARS)  # the kinds alone hide a typo in a URL, a 404's why
+    # The kinds alone hide a typo in a URL, a 404's why.
+    first = clip(str(grades["error"].dropna().iat[0]), MESSAGE_CHARS)
     raise Failure(
         f"method {method.name}, shard {shard}: {n_failed} of {len(grades)} pairs failed ({kinds}; the first: "
         f"{first}), more than grading.max_error_rate = {max_error_rate:g} allows. {rerun}{hint}"
