@@ -372,9 +372,30 @@ def test_a_repeated_question_is_dropped_with_a_warning_that_names_it(tmp_path, c
     assert [item.text for item in entry.items] == ["Who makes wax?", "What is nectar?"]
     wax = item_id("q1", None, "Who makes wax?")
     assert (
-        f"1 repeated items dropped (same id as an earlier one; first: {wax} of query 'q1', 'Who makes wax?')"
+        f"1 repeated item dropped (same id as an earlier one; first: {wax} of query 'q1', 'Who makes wax?')"
         in caplog.text
     )
+
+
+def test_a_repeated_question_with_other_answer_keys_is_an_error_not_a_key_dropped(tmp_path):
+    """A second line meant to add an answer lost it, with a warning that said nothing of keys: for
+    `qa_verify` another answer would count as correct (a stranger's trial)."""
+    tsv = write(tmp_path / "bank.tsv", "query_id\tquestion\tanswers\nq1\tWhat is honey?\tfood\n"
+                "q1\tWhat is nectar?\tsugar water\nq1\tWhat is honey? \tsugar\n")  # fmt: skip
+    with pytest.raises(
+        InputError,
+        match=r"^.*bank.tsv:4: field 'answers': 'What is honey\?' repeats the item of line 2 with other answer keys "
+        r"\(\['food'\] there\): write the item once, with all its answer keys$",
+    ):
+        read_bank(tsv)
+    items = [{"question_text": "Who?", "choices": {"A": "bees"}}, {"question_text": "Who?", "choices": {"A": "ants"}}]
+    with pytest.raises(InputError, match=r"bank.jsonl:1: field 'items\[1\].choices': 'Who\?' repeats the item "
+                       r"of line 1 with other choices \(\{'A': 'bees'\} there\)"):  # fmt: skip
+        read_bank(write(tmp_path / "bank.jsonl", json.dumps({"query_id": "q1", "items": items}) + "\n"))
+    same = write(
+        tmp_path / "same.tsv", "query_id\tquestion\tanswers\nq1\tWhat is honey?\tfood\nq1\tWhat is honey?\tfood\n"
+    )
+    assert [item.gold_answers for item in read_bank(same)[0].items] == [["food"]]  # a plain repeat: dropped
 
 
 def test_an_id_of_two_queries_or_two_texts_is_an_error_not_a_question_dropped(tmp_path):

@@ -62,7 +62,9 @@ def read_bank(path: str | Path) -> list[Entry]:
         for index, item in enumerate(entry.items):
             if item.kind == "nugget":
                 rated.add(item, number, f"{listed}[{index}].importance")
-            owners.claim(item, number, "qid" if flat else f"{listed}[{index}].{KINDS[item.kind][0]}")
+            at = "" if flat else f"{listed}[{index}]."
+            keys = {what: at + name for what, name in JSONL_KEY_FIELDS.items()}
+            owners.claim(item, number, "qid" if flat else f"{at}{KINDS[item.kind][0]}", keys)
         edited += changed
         if flat and (entry.query_id, entry.facet_id) in entries:
             entries[entry.query_id, entry.facet_id].items += entry.items
@@ -100,13 +102,24 @@ class Owners:
     def __init__(self, path):
         self.path, self.first = path, {}
 
-    def claim(self, item: Item, number: int, field: str) -> None:
-        first = self.first.setdefault(item.item_id, (item, number))[0]
+    def claim(self, item: Item, number: int, field: str, columns: dict[str, str] | None = None) -> None:
+        """`item`, read at `field` of line `number`; `columns`: the field of each of its keys, where a
+        line holds them apart (a TSV bank's `answers`)."""
+        first, line = self.first.setdefault(item.item_id, (item, number))
         # ids hash the stripped text: `What?` and `What? ` (or two blank items) are one question, dropped once
         if (first.query_id, first.facet_id, first.text.strip()) != (item.query_id, item.facet_id, item.text.strip()):
             place = f"query {first.query_id!r}" + (f", facet {first.facet_id!r}" if first.facet_id else "")
             raise InputError(self.path, f"id {item.item_id!r} is already that of {place}'s {first.text!r} (line "
-                             f"{self.first[item.item_id][1]}): an id names one item of the bank", number, field)  # fmt: skip
+                             f"{line}): an id names one item of the bank", number, field)  # fmt: skip
+        # A repeat is dropped: one with other answer keys would lose them in silence (a second line meant
+        # to add an answer), and which answers count as correct.
+        for what, mine, theirs in (("answer keys", item.gold_answers, first.gold_answers),
+                                   ("choices", item.choices, first.choices),
+                                   ("importance", item.importance, first.importance)):  # fmt: skip
+            if mine != theirs:
+                raise InputError(self.path, f"{item.text!r} repeats the item of line {line} with other {what} "
+                                 f"({theirs!r} there): write the item once, with all its {what}", number,
+                                 (columns or {}).get(what, field))  # fmt: skip
 
 
 class Rated:
@@ -308,7 +321,7 @@ def _read_tsv(path) -> list[Entry]:
                          "or query_id and nugget (and may name facet_id, nugget_id, importance; with nugget_id the "
                          f"text may be named text){cr_hint(header)}", 1)  # fmt: skip
     entries: dict[tuple[str, str | None], Entry] = {}
-    rated, first_lines = Rated(path), FirstLines(path)
+    rated, first_lines, owners = Rated(path), FirstLines(path), Owners(path)
     for number, line in lines:
         cells = split_columns(path, number, line, names, "\t")
         # texts lose their outer spaces; an id keeps them and is refused, as in every other input
@@ -324,9 +337,15 @@ def _read_tsv(path) -> list[Entry]:
         if kind == "nugget":  # a nugget twice would count twice in nuggetizer's scores, or lose a rating
             rated.add(item, number, "importance")
             first_lines.add(item.item_id, number, "nugget", f"nugget {item.item_id!r} twice")
+        owners.claim(item, number, kind, TSV_KEY_COLUMNS)
         entry.items.append(item)
     _drop_repeated_ids(path, entries.values())
     return _not_empty(path, list(entries.values()))
+
+
+# Where a line holds an item's keys, for an error that names one.
+TSV_KEY_COLUMNS = {"answer keys": "answers", "choices": "choices", "importance": "importance"}
+JSONL_KEY_FIELDS = {"answer keys": "gold_answers", "choices": "choices", "importance": "importance"}
 
 
 def _tsv_item(path, number: int, kind: str, row: dict[str, str], facet_id: str | None) -> Item:
@@ -361,8 +380,8 @@ def _drop_repeated_ids(path, entries) -> None:
         entry.items = kept
     if dropped:
         first = dropped[0]
-        log.warning("%s: %d repeated items dropped (same id as an earlier one; first: %s of query %r, %r)", path,
-                    len(dropped), first.item_id, first.query_id, first.text)  # fmt: skip
+        log.warning("%s: %d repeated item%s dropped (same id as an earlier one; first: %s of query %r, %r)", path,
+                    len(dropped), "" if len(dropped) == 1 else "s", first.item_id, first.query_id, first.text)  # fmt: skip
 
 
 def entry_record(entry: Entry) -> dict[str, Any]:
