@@ -160,8 +160,8 @@ def test_an_answer_key_edited_is_a_bank_edit_listed_as_re_keyed(tmp_path):
     before, after = baseline(["sugar water"]), baseline(["sugary juice"])
     assert bank_digest(before.questions) != bank_digest(after.questions)
     changes = impact_tables(before, after)["questions"]
-    assert changes[["change", "question_id", "question_text"]].values.tolist() == [
-        ["re-keyed", "q/1", "What is nectar?"]
+    assert changes[["change", "question_id", "question_text", "old_answers", "answers"]].values.tolist() == [
+        ["re-keyed", "q/1", "What is nectar?", "sugar water", "sugary juice"]
     ]
     older = Baseline(before.questions.drop(columns=["answer_key"]), before.labels, before.leaderboard)
     assert impact_tables(older, after)["questions"].empty  # no key known before: none re-keyed
@@ -184,7 +184,9 @@ def test_keys_added_to_a_bank_without_any_are_listed_as_re_keyed(tmp_path):
     text_only = keyless.questions.drop(columns=["answer_key"])
     assert bank_digest(keyless.questions) == bank_digest(text_only) != bank_digest(keyed.questions)
     changes = impact_tables(keyless, keyed)["questions"]
-    assert changes[["change", "question_id"]].values.tolist() == [["re-keyed", "q/2"]]
+    assert changes[["change", "question_id", "old_answers", "answers"]].values.tolist() == [
+        ["re-keyed", "q/2", None, "bees"]
+    ]
 
 
 def test_banks_evaluated_over_other_runs_or_settings_compare_their_questions_alone(tmp_path):

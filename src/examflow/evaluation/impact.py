@@ -26,7 +26,7 @@ from examflow.questions.items import Entry, Item
 from examflow.ties import tie_keys
 
 QUESTION_CHANGE_COLUMNS = ["query_id", "facet_id", "change", "question_id", "question_text", "old_question_id",
-                           "old_question_text", "importance", "old_importance"]  # fmt: skip
+                           "old_question_text", "importance", "old_importance", "answers", "old_answers"]  # fmt: skip
 PASSAGE_CHANGE_COLUMNS = ["query_id", "passage_id", "old_label", "new_label"]
 SYSTEM_CHANGE_COLUMNS = ["measure", "tau", "run_id", "old_score", "new_score", "delta", "old_rank", "new_rank"]
 IMPACT_FILES = {name: EVALUATION[f"impact_{name}"].path for name in ("questions", "passages", "systems")}
@@ -138,17 +138,27 @@ def question_changes(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
     rows: list[tuple] = []
     known = "importance" in old  # a baseline kept before importances were: none was rated, or none is known
     for (query_id, facet_id), change in diff_banks(_entries(old), _entries(new)).items():
-        rows += [(query_id, facet_id, "added", *_now(i), None, None, i.importance, None) for i in change.added]
-        rows += [(query_id, facet_id, "removed", None, None, *_now(i), None, i.importance) for i in change.removed]
+        rows += [(query_id, facet_id, "added", *_now(i), None, None, i.importance, None, _key(i), None)
+                 for i in change.added]  # fmt: skip
+        rows += [(query_id, facet_id, "removed", None, None, *_now(i), None, i.importance, None, _key(i))
+                 for i in change.removed]  # fmt: skip
         keyed = change.rekeyed if "answer_key" in old else []  # a baseline of before keys were kept: unknown
         for name, pairs in (("reworded", change.reworded), ("re-rated", change.rerated if known else []),
                             ("re-keyed", keyed)):  # fmt: skip
-            rows += [(query_id, facet_id, name, *_now(b), *_now(a), b.importance, a.importance) for a, b in pairs]
+            rows += [(query_id, facet_id, name, *_now(b), *_now(a), b.importance, a.importance, _key(b), _key(a))
+                     for a, b in pairs]  # fmt: skip
     return pd.DataFrame(rows, columns=QUESTION_CHANGE_COLUMNS)
 
 
 def _now(item: Item) -> tuple[str, str]:
     return item.item_id, item.text
+
+
+def _key(item: Item) -> str | None:
+    """An item's answer key as a TSV bank writes it (answers, then choices): what `re-keyed` changed."""
+    parts = [" | ".join(item.gold_answers)] if item.gold_answers else []
+    parts += ["choices " + " | ".join(f"{k}: {v}" for k, v in item.choices.items())] if item.choices else []
+    return "; ".join(parts) or None
 
 
 class _Question(Protocol):
