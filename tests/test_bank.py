@@ -385,7 +385,7 @@ def test_a_repeated_question_with_other_answer_keys_is_an_error_not_a_key_droppe
     with pytest.raises(
         InputError,
         match=r"^.*bank.tsv:4: field 'answers': 'What is honey\?' repeats the item of line 2 with other answer keys "
-        r"\(\['food'\] there\): write the item once, with all its answer keys$",
+        r"\(\['food'\] there\): write the item once, with all its answers$",
     ):
         read_bank(tsv)
     items = [{"question_text": "Who?", "choices": {"A": "bees"}}, {"question_text": "Who?", "choices": {"A": "ants"}}]
@@ -396,6 +396,16 @@ def test_a_repeated_question_with_other_answer_keys_is_an_error_not_a_key_droppe
         tmp_path / "same.tsv", "query_id\tquestion\tanswers\nq1\tWhat is honey?\tfood\nq1\tWhat is honey?\tfood\n"
     )
     assert [item.gold_answers for item in read_bank(same)[0].items] == [["food"]]  # a plain repeat: dropped
+    swapped = write(tmp_path / "swapped.tsv", "query_id\tquestion\tanswers\nq1\tWhy?\ta | b\nq1\tWhy?\tb | a\n")
+    assert [item.gold_answers for item in read_bank(swapped)[0].items] == [["a", "b"]]  # the same answers
+    flat = [{"query_id": "q1", "qid": "q1/a", "question": "Why?", "correct": answer} for answer in ("heat", "cold")]
+    with pytest.raises(InputError, match=r"flat.jsonl:2: field 'correct': 'Why\?' repeats the item of line 1"):
+        read_bank(write(tmp_path / "flat.jsonl", "".join(json.dumps(r) + "\n" for r in flat)))
+    v3 = {"query_id": "q1", "format_version": "v3", "nugget_bank": [{"question": "Who?", "answers": ["bees"]},
+                                                                     {"question": "Who?", "answers": ["ants"]}]}  # fmt: skip
+    with pytest.raises(InputError, match=r"v3.jsonl:1: field 'nugget_bank': 'Who\?' repeats the item of line 1 "
+                       r"with other answer keys"):  # fmt: skip
+        read_bank(write(tmp_path / "v3.jsonl", json.dumps(v3) + "\n"))
 
 
 def test_an_id_of_two_queries_or_two_texts_is_an_error_not_a_question_dropped(tmp_path):

@@ -369,6 +369,13 @@ def test_a_folder_or_no_file_where_an_input_file_goes_says_so_not_unknown_format
         reader(tmp_path / "missing")
     with pytest.raises(InputError, match="^'': an empty path$"):
         reader("")
+    with pytest.raises(InputError, match=r"^\.: is a folder, not a file$"):
+        reader(".")
+
+
+def test_an_empty_path_is_named_so_by_the_readers_that_open_it_alone():
+    with pytest.raises(InputError, match="^'': an empty path$"):
+        read_responses("", {"q1"}, strict())
 
 
 @pytest.mark.parametrize("option", ["--out", "--cache-dir", "--progress"])

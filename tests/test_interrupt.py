@@ -58,12 +58,15 @@ def test_ctrl_c_while_a_429_asks_to_wait_stops_at_once_and_asks_no_more(tmp_path
             words, stderr=subprocess.PIPE, text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)
         )
         assert job.stderr is not None
-        waiting = next((line for line in job.stderr if "retry 1 in 100.0 s" in line), None)
-        time.sleep(0.5)  # the other threads' first requests
+        waiting = 0
+        for line in job.stderr:  # each of the 4 threads told to wait: their requests are all counted
+            waiting += "retry 1 in 100.0 s" in line
+            if waiting == 4:
+                break
         sent, started = server.calls, time.monotonic()
         job.send_signal(signal.SIGINT)
         rest = job.stderr.read()
         assert job.wait(timeout=60) == 130, rest
-        assert time.monotonic() - started < 30 and waiting
+        assert time.monotonic() - started < 30 and waiting == 4
         assert server.calls == sent == 4  # one request a thread, each told to wait; none after Ctrl-C
         assert rest.strip().splitlines()[-1] == "examflow: interrupted (outputs are written only when a step completes)"

@@ -415,7 +415,9 @@ def test_a_connection_failure_names_the_address_and_why_and_an_http_error_keeps_
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    with pytest.raises(LLMError, match=rf"^connection: cannot reach http://127.0.0.1:{port}/v1/: .*Connection refused"):
+    with pytest.raises(
+        LLMError, match=rf"^connection: request to http://127.0.0.1:{port}/v1/ failed: .*Connection refused"
+    ):
         client(server, tmp_path, max_attempts=1, base_url=f"http://127.0.0.1:{port}/v1").complete("bees")
     server.script("wax", Raw(json.dumps({"error": "boom"}), code=500))
     with pytest.raises(LLMError, match=r'^http-500: Error code: 500 - {"error": "boom"}$'):
@@ -423,3 +425,29 @@ def test_a_connection_failure_names_the_address_and_why_and_an_http_error_keeps_
     server.script("comb", Status(404, message="no such model"))  # the API's own error shape: openai reads it
     with pytest.raises(LLMError, match=r"^http-404: Error code: 404 - no such model$"):
         client(server, tmp_path, max_attempts=1).complete("comb")
+    # A proxy's HTML page: one line, or the job's failure line that quotes it ends at its first line break
+    server.script("hive", Raw("<html>\r\n<head><title>502 Bad Gateway</title></head>\n</html>\n", "text/html", 502))
+    with pytest.raises(
+        LLMError, match=r"^http-502: Error code: 502 - <html> <head><title>502 Bad Gateway</title></head> </html>$"
+    ):
+        client(server, tmp_path, max_attempts=1).complete("hive")
+    # A user and password in the URL stay out of the message, which grades and logs keep
+    with pytest.raises(LLMError, match=rf"^connection: request to http://127.0.0.1:{port}/v1/ failed: "):
+        client(server, tmp_path, max_attempts=1, base_url=f"http://me:secret@127.0.0.1:{port}/v1").complete("bees")
+
+
+def test_a_client_whose_replies_stopped_on_an_error_asks_again_afterwards(server, tmp_path, monkeypatch):
+    """`replies` stops its other threads' retries when one raises (Ctrl-C, a bug); the client must not stay
+    stopped: every later prompt would fail `interrupted` without a request."""
+    llm = client(server, tmp_path)
+    answer = llm.reply
+
+    def reply(prompt, *rest):
+        if prompt == "wax":
+            raise RuntimeError("a bug")
+        return answer(prompt, *rest)
+
+    monkeypatch.setattr(llm, "reply", reply)
+    with pytest.raises(RuntimeError, match="a bug"):
+        llm.replies(["wax", "bees"])
+    assert [r.text for r in llm.replies(["bees", "honey"])] == ["3", "3"]

@@ -153,7 +153,7 @@ def test_unreachable_endpoint_fails_the_run(project):
     output = result.stdout + result.stderr
     # the address and why, not openai's "Connection error." alone (a stranger's port typo)
     assert (
-        f"6 of 6 pairs failed (6 connection; the first: connection: cannot reach http://127.0.0.1:{port}/v1/: "
+        f"6 of 6 pairs failed (6 connection; the first: connection: request to http://127.0.0.1:{port}/v1/ failed: "
         in output
     )
     assert "Connection refused), more than grading.max_error_rate = 0 allows" in output

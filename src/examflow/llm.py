@@ -73,8 +73,8 @@ class LLMSettings:
 
 
 class LLMError(Failure):
-    """A call that failed for good: `kind` is timeout, http-NNN, connection, malformed, too-large, cut-off or
-    config."""
+    """A call that failed for good: `kind` is timeout, http-NNN, connection, malformed, too-large, cut-off,
+    config, or interrupted (Ctrl-C came before the request was sent)."""
 
     def __init__(self, kind: str, message: str):
         super().__init__(f"{kind}: {message}")
@@ -133,8 +133,8 @@ class LLMClient:
         self.served: Counter[str] = Counter()
         self._calls_lock = threading.Lock()  # complete_many counts from several threads
         self._asked = threading.local()  # when this thread's request was sent: its reply's deadline
-        # Set on Ctrl-C: a thread waiting to retry (a 429's Retry-After, minutes) stops waiting, and no
-        # request is sent after it.
+        # Set while `replies` stops on Ctrl-C: a thread waiting to retry (a 429's Retry-After, minutes)
+        # stops waiting, and no request is sent after it.
         self._stopping = threading.Event()
         key = os.environ.get(settings.api_key_env)
         if not key and settings.base_url is None:
@@ -223,11 +223,11 @@ class LLMClient:
         try:
             return list(pool.map(one, zip(prompts, attempts, systems or [None] * len(prompts))))
         except BaseException:  # Ctrl-C: the requests in flight get their answer or timeout, and no more go
-            self._stopping.set()
-            pool.shutdown(cancel_futures=True)
+            self._stopping.set()  # (map has cancelled the prompts not started)
             raise
         finally:
             pool.shutdown()
+            self._stopping.clear()  # every thread has ended: the client may ask again
 
     def _call_with_retries(self, prompt: str, system: str | None = None) -> tuple[str, bool, str | None]:
         delay = self.settings.backoff
@@ -248,12 +248,7 @@ class LLMClient:
                 failure, wait = self._of_body(ReplyTooSlow(self.settings.timeout)), None
             except openai.APIConnectionError as error:
                 cause = error.__cause__  # openai before 3 wraps what a hook raises
-                # openai's own message is "Connection error.": the address and why (refused, no such host) say more
-                failure = (
-                    self._of_body(cause)
-                    if isinstance(cause, BodyFailure)
-                    else self.failure("connection", f"cannot reach {self.client.base_url}: {cause or error}")
-                )
+                failure = self._of_body(cause) if isinstance(cause, BodyFailure) else self._connection(cause or error)
                 wait = None
             # a body that is no JSON, or no UTF-8, as the client decodes it
             except (Malformed, json.JSONDecodeError, UnicodeDecodeError, openai.APIResponseValidationError) as error:
@@ -323,7 +318,15 @@ class LLMClient:
         return text.encode("utf-8", "replace").decode("utf-8")
 
     def failure(self, kind: str, message: str) -> LLMError:
-        return LLMError(kind, clip(self.kept(message), MESSAGE_CHARS))
+        """A failure of `kind`, its message on one line (a proxy's HTML error page spans many: the job's
+        failure line, which quotes it, would end at its first), redacted and clipped."""
+        return LLMError(kind, clip(self.kept(" ".join(message.split())), MESSAGE_CHARS))
+
+    def _connection(self, cause: BaseException) -> LLMError:
+        """openai says `Connection error.` alone: the address (without a user or password in it) and why
+        (refused, no such host, the server hung up) say more."""
+        address = self.client.base_url.copy_with(userinfo=b"")
+        return self.failure("connection", f"request to {address} failed: {str(cause) or type(cause).__name__}")
 
     def _of_body(self, error: BodyFailure) -> LLMError:
         """The failure of a body that could not be read; raised at once where asking again would not help."""

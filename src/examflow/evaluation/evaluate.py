@@ -228,19 +228,20 @@ def check_graded(grades: pd.DataFrame, exam: pd.DataFrame, passages: pd.DataFram
         )
 
 
-def _check_answered(pooled: pd.DataFrame, method: str) -> None:
+def _check_answered(pooled: pd.DataFrame, labels: pd.DataFrame, method: str) -> None:
     """A method none of whose pairs got a grade is an error: every run would score 0 (failures answer
-    nothing), however much `max_error_rate` allowed. A query none of whose pairs did is a warning: EXAM-Cover
-    counts it as answering nothing, and trec_eval's measures leave it out, as it has no label."""
-    failed = pooled["error"].notna().groupby(pooled["query_id"]).all()
-    if len(failed) and failed.all():
+    nothing), however much `max_error_rate` allowed. A query that lost every label to failures (each of
+    its passages lost a grade, or a criterion, its label needs) is a warning: trec_eval's measures leave it
+    out, while EXAM-Cover counts what the grades that came answer."""
+    failed = pooled["error"].notna()
+    if len(pooled) and failed.all():
         raise InputError("--grades", f"method {method}: every one of its {len(pooled):,} graded pairs failed: no score "
                          "would mean anything (the grade logs count the failures by kind)")  # fmt: skip
-    if failed.any():
-        lost = sorted(failed.index[failed])
-        log.warning("method %s: every graded pair of %d quer%s failed (%s): EXAM-Cover counts nothing answered "
-                    "there, and with no EXAM-Qrels label trec_eval's measures leave it out", method, len(lost),
-                    "y" if len(lost) == 1 else "ies", listed(lost))  # fmt: skip
+    if lost := sorted(set(pooled.loc[failed, "query_id"]) - set(labels["qrels_id"])):
+        log.warning("method %s: no passage of %d quer%s has an EXAM-Qrels label, its grades having failed (%s): "
+                    "trec_eval's measures leave %s out, and EXAM-Cover counts what the grades that came answer",
+                    method, len(lost), "y" if len(lost) == 1 else "ies", listed(lost),
+                    "it" if len(lost) == 1 else "them")  # fmt: skip
 
 
 def facts_of(inputs: Inputs, official: dict[str, float] | None) -> Facts:
@@ -274,8 +275,8 @@ def evaluate(
         if inputs.graded_pool:
             check_graded(grades, exam, inputs.passages, method)
         pooled = without_passages(grades, inputs.gold_passages)
-        _check_answered(pooled, method)
         labels = exam_labels(pooled)
+        _check_answered(pooled, labels, method)
         if facts.judgments:
             judged[method] = judged_pairs(grades, inputs.judgments, labels if pooled is grades else None)
         per_query = per_query_values(grades, inputs, settings, labels).assign(method=method)

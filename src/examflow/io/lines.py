@@ -26,9 +26,9 @@ ISAL_ERROR = cast(type[Exception], isal_zlib.error)  # isal's stubs declare the 
 
 
 def open_bytes(path: str | Path) -> igzip.IGzipFile | BufferedReader:
-    path = Path(path)
     if problem := _not_a_file(path):
         raise InputError(path, problem)
+    path = Path(path)
     # ISA-L inflates the same gzip stream in under half zlib's time (a tenth of reading a graded file)
     return igzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
 
@@ -44,12 +44,15 @@ def base_suffix(path: str | Path) -> str:
 def unknown_format(path: str | Path, formats: str) -> InputError:
     """The error for a path whose name no reader takes: what is wrong with the path itself first (a
     folder named by mistake has no suffix either), else the `formats` that are read."""
-    return InputError(path, _not_a_file(Path(path)) or f"unknown {formats}")
+    return InputError(path, _not_a_file(path) or f"unknown {formats}")
 
 
-def _not_a_file(path: Path) -> str | None:
-    if not str(path).strip() or path == Path():  # Path("") is the current folder
+def _not_a_file(given: str | Path) -> str | None:
+    """What keeps `given` from being read as a file, if anything; an empty string is no path (Path("")
+    would read the current folder)."""
+    if isinstance(given, str) and not given.strip():
         return "an empty path"
+    path = Path(given)
     if path.is_file():
         return None
     return (

@@ -50,6 +50,8 @@ def read_bank(path: str | Path) -> list[Entry]:
     for number, record in json_lines(path):
         if is_v3(record):  # TREC AutoJudge's question bank: a line a query, its subtopics in the questions
             for entry in v3_entries(path, number, record):
+                for item in entry.items:
+                    owners.claim(item, number, "nugget_bank")
                 _add(path, entries, entry, number)
             continue
         flat = "qid" in record and "question" in record
@@ -62,8 +64,8 @@ def read_bank(path: str | Path) -> list[Entry]:
         for index, item in enumerate(entry.items):
             if item.kind == "nugget":
                 rated.add(item, number, f"{listed}[{index}].importance")
-            at = "" if flat else f"{listed}[{index}]."
-            keys = {what: at + name for what, name in JSONL_KEY_FIELDS.items()}
+            at = f"{listed}[{index}]."
+            keys = FLAT_KEY_FIELDS if flat else {what: at + name for what, name in JSONL_KEY_FIELDS.items()}
             owners.claim(item, number, "qid" if flat else f"{at}{KINDS[item.kind][0]}", keys)
         edited += changed
         if flat and (entry.query_id, entry.facet_id) in entries:
@@ -113,13 +115,18 @@ class Owners:
                              f"{line}): an id names one item of the bank", number, field)  # fmt: skip
         # A repeat is dropped: one with other answer keys would lose them in silence (a second line meant
         # to add an answer), and which answers count as correct.
-        for what, mine, theirs in (("answer keys", item.gold_answers, first.gold_answers),
-                                   ("choices", item.choices, first.choices),
-                                   ("importance", item.importance, first.importance)):  # fmt: skip
-            if mine != theirs:
+        mine, theirs = _keys(item), _keys(first)
+        for what in mine:
+            if mine[what] != theirs[what]:
+                shown = {"answer keys": first.gold_answers, "choices": first.choices}.get(what, first.importance)
                 raise InputError(self.path, f"{item.text!r} repeats the item of line {line} with other {what} "
-                                 f"({theirs!r} there): write the item once, with all its {what}", number,
-                                 (columns or {}).get(what, field))  # fmt: skip
+                                 f"({shown!r} there): write the item once{', with all its answers' if what == 'answer keys' else ''}", number, (columns or {}).get(what, field))  # fmt: skip
+
+
+def _keys(item: Item) -> dict[str, object]:
+    """What an item's repeat must repeat: its answers in any order, its choices and its importance."""
+    return {"answer keys": frozenset(item.gold_answers or ()), "choices": item.choices or {},
+            "importance": item.importance}  # fmt: skip
 
 
 class Rated:
@@ -346,6 +353,7 @@ def _read_tsv(path) -> list[Entry]:
 # Where a line holds an item's keys, for an error that names one.
 TSV_KEY_COLUMNS = {"answer keys": "answers", "choices": "choices", "importance": "importance"}
 JSONL_KEY_FIELDS = {"answer keys": "gold_answers", "choices": "choices", "importance": "importance"}
+FLAT_KEY_FIELDS = {"answer keys": "correct", "choices": "choices"}
 
 
 def _tsv_item(path, number: int, kind: str, row: dict[str, str], facet_id: str | None) -> Item:
