@@ -257,4 +257,6 @@ def test_criteria_llm_whose_aggregations_all_failed_evaluates_its_exam_and_says_
     assert "map" not in set(outputs["leaderboard.tsv"]["measure"])
     assert "no pooled passage has every grade its label needs: 6 of 30 graded pairs failed" in caplog.text
     # most of each query's grades came, yet neither has a label: trec_eval leaves both out, and says so
-    assert "method m: no passage of 2 queries has an EXAM-Qrels label, its grades having failed (q1, q2)" in caplog.text
+    assert (
+        "method m: no passage of 2 queries has an EXAM-Qrels label, their grades having failed (q1, q2)" in caplog.text
+    )

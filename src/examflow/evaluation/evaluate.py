@@ -238,10 +238,11 @@ def _check_answered(pooled: pd.DataFrame, labels: pd.DataFrame, method: str) -> 
         raise InputError("--grades", f"method {method}: every one of its {len(pooled):,} graded pairs failed: no score "
                          "would mean anything (the grade logs count the failures by kind)")  # fmt: skip
     if lost := sorted(set(pooled.loc[failed, "query_id"]) - set(labels["qrels_id"])):
-        log.warning("method %s: no passage of %d quer%s has an EXAM-Qrels label, its grades having failed (%s): "
+        one = len(lost) == 1
+        log.warning("method %s: no passage of %d quer%s has an EXAM-Qrels label, %s grades having failed (%s): "
                     "trec_eval's measures leave %s out, and EXAM-Cover counts what the grades that came answer",
-                    method, len(lost), "y" if len(lost) == 1 else "ies", listed(lost),
-                    "it" if len(lost) == 1 else "them")  # fmt: skip
+                    method, len(lost), "y" if one else "ies", "its" if one else "their", listed(lost),
+                    "it" if one else "them")  # fmt: skip
 
 
 def facts_of(inputs: Inputs, official: dict[str, float] | None) -> Facts:
