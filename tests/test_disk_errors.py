@@ -96,3 +96,22 @@ def test_a_full_disk_under_the_caches_names_the_file_and_leaves_no_half_written_
         grades.close()  # its buffer's flush fails again: the disk is still full
     except OSError:
         pass
+
+
+def test_a_folder_where_an_output_goes_replaces_no_earlier_output_and_is_named(tmp_path):
+    """A folder in the place of one table: the tables renamed before it were replaced (an evaluation's folder
+    held two evaluations), and the error named the last table staged, not the folder (a stranger by hand)."""
+    files = own_collection(tmp_path / "mine")
+    out = tmp_path / "pool"
+    assert pool(files, out).returncode == 0
+    (out / "summary.tsv").unlink()
+    (out / "summary.tsv").mkdir()
+    before = {path.name: path.read_bytes() for path in out.iterdir() if path.is_file()}
+    files["run_poor"].write_text(files["run_poor"].read_text().replace("poor", "fair"))  # another pool: new tables
+    result = pool(files, out)
+    assert result.returncode == 2
+    assert (
+        result.stderr.strip().splitlines()[-1] == f"examflow: error: {out / 'summary.tsv'}: cannot write: is a folder"
+    )
+    assert {path.name: path.read_bytes() for path in out.iterdir() if path.is_file()} == before
+    assert (out / "summary.tsv").is_dir() and len(before) == 5

@@ -33,12 +33,17 @@ def write_tables(tables: Mapping[str | Path, pd.DataFrame | pa.Table | str | byt
     DataFrames are written as TSV, text and bytes (a figure) as they are.
     """
     staged: list[tuple[str, Path]] = []  # (temporary file, its target)
+    where: Path | None = None  # the file being written or renamed, for the error
     try:
         _stage_all(tables, staged)
-        for temporary, target in staged:
-            os.replace(temporary, target)
+        # A folder where a table goes is the one thing that stops a rename in the same folder: found
+        # before the first, so that a failed step replaces none of its earlier outputs.
+        if folders := [target for _, target in staged if target.is_dir()]:
+            raise Failure(f"{folders[0]}: cannot write: is a folder")
+        for temporary, where in staged:
+            os.replace(temporary, where)
     except OSError as error:  # a full disk, a read-only folder: the earlier outputs stay as they were
-        where = staged[-1][1] if staged else error.filename
+        where = where or (staged[-1][1] if staged else error.filename)
         raise Failure(f"{where}: cannot write: {_reason(error)}") from None
     finally:
         for temporary, _ in staged:
