@@ -97,6 +97,40 @@ def test_gold_articles_are_graded_on_the_ladder_of_the_pooled_pairs_alone(tmp_pa
     assert "--passages: the pool's passages.parquet" in capsys.readouterr().err
 
 
+def test_shards_of_another_method_are_refused_by_the_merge(tmp_path, capsys):
+    """`merge-grades --method emb2` over emb's shards wrote emb's rows under emb2's metadata, and evaluate then
+    wrote `qrels/emb.qrels` of emb2's grades; a `sun` --method over self_rating shards passed too (a stranger)."""
+    import json
+
+    from examflow.cli import main
+
+    shard = tmp_path / "shard.parquet"
+    columns = {"facet_id": None, "rating": pd.NA, "correct": pd.NA, "error": None, "unparsable": False}
+    SIMILARITIES.assign(**columns, method="emb", kind="self_rating").to_parquet(shard)
+    (tmp_path / "pool").mkdir()
+    passages = SIMILARITIES[["query_id", "passage_id"]].drop_duplicates().assign(text="x", origin="retrieved")
+    passages.to_parquet(tmp_path / "pool/passages.parquet")
+    merge = [
+        "merge-grades",
+        "--passages",
+        str(tmp_path / "pool/passages.parquet"),
+        "--out",
+        str(tmp_path / "m.parquet"),
+    ]
+    for name, kind, column, found in (("emb2", "self_rating", "method", "emb"), ("emb", "sun", "kind", "self_rating")):
+        method = {"name": name, "kind": kind, "backend": {"kind": "embedding"}}
+        assert main([*merge, "--method", json.dumps(method), str(shard)]) == 2
+        assert capsys.readouterr().err.endswith(
+            f"examflow: error: {shard}: field '{column}': graded by {column} {found!r}, not --method's "
+            f"{name if column == 'method' else kind!r}: merge a method's own shards, with the method they were "
+            "graded with\n"
+        )
+    assert not (tmp_path / "m.parquet").exists()
+    method = {"name": "emb", "kind": "self_rating", "backend": {"kind": "embedding"}, "quantiles": LADDER}
+    assert main([*merge, "--method", json.dumps(method), str(shard)]) == 0  # its own, another ladder: merged
+    capsys.readouterr()
+
+
 @pytest.mark.workflow
 def test_a_new_calibration_regrades_nothing_and_reruns_from_the_merge(project):
     grades = project / "results/demo/grades/cosine.parquet"

@@ -293,6 +293,18 @@ def test_a_path_that_starts_with_a_dash_is_refused_where_it_is_configured():
     )
 
 
+def test_a_results_or_cache_folder_that_is_a_file_is_refused(tmp_path):
+    """`results_dir: afile` ended the first `snakemake -n` in NotADirectoryError's traceback (a stranger)."""
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for key in ("results_dir", "cache_dir"):
+        assert (
+            rejected({key: str(afile), "inputs": {"queries": "q"}})
+            == f"config {key}: {str(afile)!r} is a file: name a folder"
+        )
+        assert checked({key: str(tmp_path), "inputs": {"queries": "q"}})[key] == str(tmp_path)
+
+
 def _leaves(config):
     """The one value that starts with `-` in a config."""
     for value in config.values():

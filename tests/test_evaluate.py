@@ -352,3 +352,20 @@ def test_answer_checking_without_any_answer_key_is_named_in_a_warning(caplog):
     data.grades.loc[data.grades.index[0], "correct"] = True  # a answers x
     board = scores(evaluate(data, Settings(taus=[4], measures=[], bootstrap=0), None)["leaderboard.tsv"])
     assert board[("exam", None, "r1")] == 0.5 and not [r for r in caplog.records if "answer key" in r.getMessage()]
+
+
+def test_a_pooled_query_without_a_grade_is_warned_of_when_no_bank_says_the_exam(caplog):
+    """Without `--questions` the exam is what was graded: a shard left out of a merge by hand dropped its
+    queries from every run's mean in silence (a stranger: nDCG@10 0.795 over one query, not 0.713 over three)."""
+    data = inputs()
+    data.questions = None
+    data.grades = data.grades[data.grades["query_id"] == "q1"]
+    board = evaluate(data, Settings(taus=[4], measures=[], bootstrap=0), None)["leaderboard.tsv"]
+    assert board.set_index(["measure", "run_id"]).loc[("exam_cover", "r2"), "n_queries"] == 1  # q1 alone
+    assert (
+        "method m: no grade of 1 pooled query (q2): without the bank (--questions) it takes no part of the "
+        "evaluation; were all the shards merged?" in caplog.text
+    )
+    caplog.clear()
+    evaluate(inputs(), Settings(taus=[4], measures=[], bootstrap=0), None)  # with the bank: no such warning
+    assert "no grade of" not in caplog.text

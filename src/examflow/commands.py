@@ -292,7 +292,14 @@ def merge_grades_command(args: argparse.Namespace) -> None:
     from collections import Counter
 
     from examflow.grading.grades import GRADES_READ
-    from examflow.grading.merge import check_disjoint, merge_grades, read_grades_metadata, served_counts, write_grades
+    from examflow.grading.merge import (
+        check_disjoint,
+        check_graded_by,
+        merge_grades,
+        read_grades_metadata,
+        served_counts,
+        write_grades,
+    )
     from examflow.io.tables import read_table
 
     method = check_method("--method", json_argument(args.method, "--method"))
@@ -304,6 +311,7 @@ def merge_grades_command(args: argparse.Namespace) -> None:
         passages = pool_table(args.passages, "passages")
         gold = passages.loc[passages["origin"] == "gold", ["query_id", "passage_id"]]
     tables = [read_table(path, GRADES_READ) for path in args.shards]  # a shard of before `votes` merges too
+    check_graded_by(args.shards, tables, method)
     check_disjoint(args.shards, tables)
     grades, metadata = merge_grades(tables, method, gold)
     shards = [read_grades_metadata(path) for path in args.shards]

@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 import math
+import os
 import re
 from collections.abc import Hashable, Iterable, Iterator
 from pathlib import Path
@@ -334,7 +335,7 @@ def _validate(config: dict, loaded: dict) -> None:
 def _filling_defaults(validator_class):
     """A validator that writes each property's default into the instance before checking it, takes an
     integer to be an integer (JSON Schema lets 5.0 pass, which then reaches a command line as `--depth 5.0`)
-    and a number to be finite, and knows `path: true`, a file or folder name (`_path`)."""
+    and a number to be finite, and knows `path: true`, a file or folder name, and `path: folder` (`_path`)."""
     import jsonschema
 
     check_properties = validator_class.VALIDATORS["properties"]
@@ -360,15 +361,20 @@ def _filling_defaults(validator_class):
 
 def _path(validator, is_path, instance, schema):
     """A path is not empty, and reaches each step's command line as a word of its own, where a name that
-    starts with `-` is read as an option (`--queries -in/q.tsv`: "expected one argument")."""
+    starts with `-` is read as an option (`--queries -in/q.tsv`: "expected one argument"); `path: folder`
+    names a folder, which an existing file cannot be (Snakemake's first mkdir under it was a traceback)."""
     import jsonschema
 
-    if is_path and isinstance(instance, str) and not instance.strip():  # `results_dir: ""` wrote into `.`
+    if not is_path or not isinstance(instance, str):
+        return
+    if not instance.strip():  # `results_dir: ""` wrote into `.`
         yield jsonschema.ValidationError("empty: name a file or folder")
-    elif is_path and isinstance(instance, str) and instance.startswith("-"):
+    elif instance.startswith("-"):
         yield jsonschema.ValidationError(
             f"{instance!r} starts with '-', which a command line reads as an option: give it as an absolute path"
         )
+    elif is_path == "folder" and os.path.exists(instance) and not os.path.isdir(instance):
+        yield jsonschema.ValidationError(f"{instance!r} is a file: name a folder")
 
 
 def _readable(error) -> Iterator[tuple[str, str, str]]:

@@ -245,6 +245,18 @@ def _check_answered(pooled: pd.DataFrame, labels: pd.DataFrame, method: str) -> 
                     "it" if one else "them")  # fmt: skip
 
 
+def _warn_ungraded_queries(inputs: Inputs) -> None:
+    """Without the bank a method's exam is what it graded: a pooled query it graded nothing of (a shard left
+    out of the merge, by hand) is no query of the exam, and every run is averaged over the others."""
+    pooled = set(without_passages(inputs.passages, inputs.gold_passages)["query_id"])
+    for method, graded in inputs.grades.groupby("method", sort=True):
+        if missing := sorted(pooled - set(graded["query_id"])):
+            log.warning("method %s: no grade of %d pooled quer%s (%s): without the bank (--questions) %s no part "
+                        "of the evaluation; were all the shards merged?", method, len(missing),
+                        "y" if len(missing) == 1 else "ies", listed(missing),
+                        "it takes" if len(missing) == 1 else "they take")  # fmt: skip
+
+
 def facts_of(inputs: Inputs, official: dict[str, float] | None) -> Facts:
     """What the inputs hold, for `examflow evaluate` without the workflow's `--facts`."""
     return Facts(
@@ -265,6 +277,8 @@ def evaluate(
                          "bank's query ids those of the runs and qrels?)")  # fmt: skip
     facts = facts or facts_of(inputs, official)
     _warn_beyond_the_budget(inputs.rankings, settings)
+    if inputs.questions is None and inputs.graded_pool:
+        _warn_ungraded_queries(inputs)
     leaderboards, per_queries, diagnostics, uncovered = [], [], [], []
     outputs: dict[str, Output] = {}
     baselines: dict[str, Baseline] = {}

@@ -43,6 +43,17 @@ def merge_grades(
 PAIR = ["query_id", "passage_id", "question_id"]
 
 
+def check_graded_by(paths: list[str], tables: list[pd.DataFrame], method: Method) -> None:
+    """Each shard graded by `method` (its name and kind): another method's shards would be written under
+    this one's name, its qrels and leaderboard rows holding the other's grades (a stranger by hand)."""
+    for path, table in zip(paths, tables):
+        for column, wanted in (("method", method.name), ("kind", method.kind)):
+            found = sorted(set(table[column].dropna()) - {wanted}) if column in table else []
+            if found:
+                raise InputError(path, f"graded by {column} {found[0]!r}, not --method's {wanted!r}: merge a "
+                                 "method's own shards, with the method they were graded with", field=column)  # fmt: skip
+
+
 def check_disjoint(paths: list[str], tables: list[pd.DataFrame]) -> None:
     """Each pair graded in one shard, once: a shard given twice, or shards of two runs mixed, would count a
     pair twice in every measure."""
