@@ -194,7 +194,8 @@ def test_the_plan_imports_no_torch_without_a_gpu_back_end_and_warns_where_no_gpu
     cosine = method("cosine", "self_rating", kind="embedding")
     flan = method("flan", "self_rating", kind="hf_seq2seq", model="/nonexistent/flan-t5-large", decoding="fast")
     command = [sys.executable, "-X", "importtime", "-m", "examflow", "plan", "--pool", str(tmp_path / "pool"),
-               "--questions", str(tmp_path / "bank.parquet"), "--cache-dir", str(tmp_path / "cache"), "--method"]  # fmt: skip
+               "--questions", str(tmp_path / "bank.parquet"), "--cache-dir", str(tmp_path / "cache"), "--shards", "1",
+               "--method"]  # fmt: skip
     offline = subprocess.run([*command, json.dumps(cosine.settings)], capture_output=True, text=True, check=True)
     assert not [line for line in offline.stderr.splitlines() if line.endswith(("| torch", "| sentence_transformers"))]
     assert "cosine            embedding              5          0          5         4 texts     1" in offline.stdout
@@ -217,6 +218,28 @@ def test_the_plan_imports_no_torch_without_a_gpu_back_end_and_warns_where_no_gpu
         "warning: flan: no GPU visible on this machine (the plan runs where snakemake runs; cluster jobs may "
         "have one); on CPU cores it would take 0.6 CPU-minutes" in both.stdout
     )
+
+
+def test_a_plan_by_hand_without_the_bank_or_with_a_method_twice_is_refused(tmp_path, capsys):
+    """`plan` without `--questions` planned 0 pairs, 0 CPU-minutes, for a method that grades questions; a
+    method given twice was planned twice (a stranger by hand)."""
+    from examflow.cli import main
+
+    passages, _, queries = small_collection()
+    (tmp_path / "pool").mkdir()
+    passages.to_parquet(tmp_path / "pool/passages.parquet")
+    queries.to_parquet(tmp_path / "pool/queries.parquet")
+    cosine = json.dumps(method("cosine", "self_rating", kind="embedding").settings)
+    plan = ["plan", "--pool", str(tmp_path / "pool"), "--cache-dir", str(tmp_path / "cache"), "--method"]
+    assert main([*plan, cosine]) == 2
+    assert capsys.readouterr().err.endswith(
+        "examflow: error: --questions: method 'cosine' grades questions: give the bank's shards\n"
+    )
+    umbrela = json.dumps({"name": "u", "kind": "umbrela", "backend": {"kind": "openai", "model": "m"}})
+    assert main([*plan, umbrela, umbrela]) == 2
+    assert capsys.readouterr().err.endswith("examflow: error: --method: 'u' is named twice\n")
+    assert main([*plan, umbrela]) == 0  # a direct grader pairs passages with the query: no bank
+    assert "pairs" in capsys.readouterr().out
 
 
 def test_a_larger_gpu_batch_is_planned_to_take_longer():

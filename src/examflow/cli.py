@@ -70,7 +70,10 @@ def parser() -> argparse.ArgumentParser:
         default=default("cache_dir"),
         help=f"directory of the grade cache (default {default('cache_dir')})",
     )
-    _number(plan, "--shards", minimum=1, default=1, help="buckets of queries, one grading job each (default 1)")
+    _setting(
+        plan, "--shards", "grading.shards",
+        help=f"buckets of queries, one grading job each, as `bank-shard` made them (default {default('grading.shards')})",
+    )  # fmt: skip
     plan.add_argument("--out", help="TSV file to write the plan to (it is printed in any case)")
     plan.set_defaults(handler=commands.plan_command)
     report = subparsers.add_parser("report", help="the figures and HTML pages of an evaluation, or of NRP")
@@ -342,7 +345,11 @@ def _grading_parsers(subparsers) -> None:
         f"(default {default('grading.max_error_rate')})",
     )  # fmt: skip
     grade.add_argument("--out", required=True, help="Parquet table to write")
-    grade.add_argument("--progress", help="JSON file of the job's counts, rewritten as it grades (`examflow progress`)")
+    grade.add_argument(
+        "--progress",
+        help="JSON file of the job's counts, rewritten as it grades; `examflow progress --results DIR` reads "
+        "DIR/logs/progress/METHOD/SHARD.json (with DIR/logs/progress/run.json naming the jobs, as a run writes it)",
+    )
     grade.set_defaults(handler=commands.grade_command)
 
     progress = subparsers.add_parser(

@@ -11,10 +11,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
 
-from examflow.errors import Failure, InputError, Problems, a, listed
+from examflow.errors import Failure, InputError, Problems, a, listed, repeated
 from examflow.options import check_options
 from examflow.outputs import POOL
-from examflow.registry import QUESTION_LLM_OPTIONS, RANKERS, check_method, check_ranker
+from examflow.registry import KINDS, QUESTION_LLM_OPTIONS, RANKERS, check_method, check_ranker
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -743,6 +743,13 @@ def plan_command(args: argparse.Namespace) -> None:
     passages, queries = read_pooled(pool, "passages"), read_pooled(pool, "queries")
     questions = read_questions(args.questions) if args.questions else pd.DataFrame(columns=["query_id", "kind"])
     methods = [check_method(f"--method[{i}]", json_argument(text, "--method")) for i, text in enumerate(args.method)]
+    if not args.questions and (asking := next((m for m in methods if KINDS[m.kind].target != "query"), None)):
+        # no bank would plan 0 pairs for it: a cost of nothing, in silence (a stranger by hand)
+        raise Failure(
+            f"--questions: method {asking.name!r} grades {KINDS[asking.kind].target}s: give the bank's shards"
+        )
+    if repeated_name := repeated([m.name for m in methods]):
+        raise Failure(f"--method: {repeated_name!r} is named twice")
     gpu_here = not any(method.on_gpu for method in methods) or gpu_visible()  # torch only for a GPU back end
     plans = [
         plan_method(method, passages, questions, queries, args.cache_dir, args.shards, gpu_here) for method in methods
