@@ -116,11 +116,11 @@ class Owners:
         # A repeat is dropped: one with other answer keys would lose them in silence (a second line meant
         # to add an answer), and which answers count as correct.
         mine, theirs = _keys(item), _keys(first)
-        for what in mine:
-            if mine[what] != theirs[what]:
-                shown = {"answer keys": first.gold_answers, "choices": first.choices}.get(what, first.importance)
-                raise InputError(self.path, f"{item.text!r} repeats the item of line {line} with other {what} "
-                                 f"({shown!r} there): write the item once{', with all its answers' if what == 'answer keys' else ''}", number, (columns or {}).get(what, field))  # fmt: skip
+        for what in (what for what in mine if mine[what] != theirs[what]):
+            shown = {"answer keys": first.gold_answers, "choices": first.choices}.get(what, first.importance)
+            advice = "write the item once" + (", with all its answers" if what == "answer keys" else "")
+            raise InputError(self.path, f"{item.text!r} repeats the item of line {line} with other {what} ({shown!r} "
+                             f"there): {advice}", number, (columns or {}).get(what, field))  # fmt: skip
 
 
 def _keys(item: Item) -> dict[str, object]:
