@@ -60,7 +60,8 @@ def test_the_plan_of_the_demo(demo, tmp_path):
     sent_characters = sum(len(template(r.template).format(**r.fields)) for r in sent)
     assert helm.prompt_tokens == pytest.approx(sent_characters / 4, rel=0.01)
     command = [sys.executable, "-m", "examflow", "plan", "--pool", str(pool), "--questions", *map(str, bank),
-               "--method", json.dumps(cosine.settings), json.dumps(api.settings), "--cache-dir", str(cache), "--out", str(tmp_path / "p.tsv")]  # fmt: skip
+               "--method", json.dumps(cosine.settings), json.dumps(api.settings), "--cache-dir", str(cache), "--shards", "1",
+               "--out", str(tmp_path / "p.tsv")]  # fmt: skip
     printed = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     assert "cosine            embedding          3,345      3,345          0         0 texts     0" in printed
     assert "api               openai             3,345          0      3,345     5,079 calls     1" in printed
