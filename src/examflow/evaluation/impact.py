@@ -21,7 +21,7 @@ import pandas as pd
 from examflow.evaluation.cover import KEYS
 from examflow.io.tables import optional, write_tables
 from examflow.outputs import EVALUATION
-from examflow.questions.diff import diff_banks
+from examflow.questions.diff import diff_banks, key_text
 from examflow.questions.items import Entry, Item
 from examflow.ties import tie_keys
 
@@ -138,27 +138,20 @@ def question_changes(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
     rows: list[tuple] = []
     known = "importance" in old  # a baseline kept before importances were: none was rated, or none is known
     for (query_id, facet_id), change in diff_banks(_entries(old), _entries(new)).items():
-        rows += [(query_id, facet_id, "added", *_now(i), None, None, i.importance, None, _key(i), None)
+        rows += [(query_id, facet_id, "added", *_now(i), None, None, i.importance, None, key_text(i), None)
                  for i in change.added]  # fmt: skip
-        rows += [(query_id, facet_id, "removed", None, None, *_now(i), None, i.importance, None, _key(i))
+        rows += [(query_id, facet_id, "removed", None, None, *_now(i), None, i.importance, None, key_text(i))
                  for i in change.removed]  # fmt: skip
         keyed = change.rekeyed if "answer_key" in old else []  # a baseline of before keys were kept: unknown
         for name, pairs in (("reworded", change.reworded), ("re-rated", change.rerated if known else []),
                             ("re-keyed", keyed)):  # fmt: skip
-            rows += [(query_id, facet_id, name, *_now(b), *_now(a), b.importance, a.importance, _key(b), _key(a))
+            rows += [(query_id, facet_id, name, *_now(b), *_now(a), b.importance, a.importance, key_text(b), key_text(a))
                      for a, b in pairs]  # fmt: skip
     return pd.DataFrame(rows, columns=QUESTION_CHANGE_COLUMNS)
 
 
 def _now(item: Item) -> tuple[str, str]:
     return item.item_id, item.text
-
-
-def _key(item: Item) -> str | None:
-    """An item's answer key as a TSV bank writes it (answers, then choices): what `re-keyed` changed."""
-    parts = [" | ".join(item.gold_answers)] if item.gold_answers else []
-    parts += ["choices " + " | ".join(f"{k}: {v}" for k, v in item.choices.items())] if item.choices else []
-    return "; ".join(parts) or None
 
 
 class _Question(Protocol):

@@ -97,8 +97,14 @@ def format_diff(changes: dict[tuple[str, str | None], Change]) -> str:
 
 def _key(item: Item) -> str:
     """An answer key and its choices as the diff shows them: `none` for neither."""
-    answers = " | ".join(item.gold_answers or []) or "none"
-    return answers + (f" (choices {', '.join(f'{k}: {v}' for k, v in item.choices.items())})" if item.choices else "")
+    return key_text(item) or "none"
+
+
+def key_text(item: Item) -> str | None:
+    """An answer key and its choices as a TSV bank writes the answers (`a | b`); None for neither."""
+    answers = " | ".join(item.gold_answers or [])
+    choices = f"(choices {', '.join(f'{k}: {v}' for k, v in item.choices.items())})" if item.choices else ""
+    return " ".join(part for part in (answers, choices) if part) or None
 
 
 def _rating(before: Item, after: Item) -> str:
