@@ -162,6 +162,12 @@ def test_a_run_file_a_pattern_matches_whose_name_starts_with_a_dash_is_refused(t
         run_files(["runs"], "inputs.runs")
 
 
+def test_a_rank_with_leading_zeros_is_the_number_trec_eval_reads(tmp_path):
+    zeros = "0" * 30  # a 31-digit field that holds 7: atol reads 7, and so must we
+    run = write(tmp_path / "a.run", f"q1 Q0 d1 {zeros}7 2 runA\nq1 Q0 d2 -{zeros}3 1 runA\n")
+    assert read_runs([run], QUERY_IDS, strict())["rank"].tolist() == [7, -3]
+
+
 def test_run_with_unknown_query_fails_or_is_counted(tmp_path):
     run = write(tmp_path / "a.run", "q1 Q0 d1 1 3 runA\nq9 Q0 d1 1 3 runA\nq9 Q0 d2 2 2 runA\n")
     with raises_at(run, 2, "query_id", "unknown query id 'q9'"):
