@@ -108,6 +108,8 @@ class Owners:
         """`item`, read at `field` of line `number`; `columns`: the field of each of its keys, where a
         line holds them apart (a TSV bank's `answers`)."""
         first, line = self.first.setdefault(item.item_id, (item, number))
+        if first is item:  # the first of its id: nothing to compare (most items of a large bank)
+            return
         # ids hash the stripped text: `What?` and `What? ` (or two blank items) are one question, dropped once
         if (first.query_id, first.facet_id, first.text.strip()) != (item.query_id, item.facet_id, item.text.strip()):
             place = f"query {first.query_id!r}" + (f", facet {first.facet_id!r}" if first.facet_id else "")
