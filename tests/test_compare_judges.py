@@ -20,7 +20,8 @@ from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
 from examflow.cli import main
-from examflow.evaluation.judges import STATISTICS, Settings, parse_measure, per_query_values, run_dictionaries
+from examflow.evaluation.correlation import leaderboard_correlation, tau_ap
+from examflow.evaluation.judges import STATISTICS, Settings, Sides, parse_measure, per_query_values, run_dictionaries
 from examflow.io.runs import read_run
 
 SETTINGS = Settings(top_k=4, persistence=0.8, replicates=0)
@@ -333,6 +334,12 @@ def test_the_docs_name_every_statistic_and_nugget_score():
 # -- each statistic against a library or by hand ---------------------------------------------------------------
 
 
+def statistic(name: str, judge: np.ndarray, official: np.ndarray) -> float:
+    """One statistic of one pair of leaderboards (a single row)."""
+    [value] = STATISTICS[name](Sides(judge[None, :], official[None, :]), SETTINGS)
+    return float(value)
+
+
 def leaderboards(seed: int, runs: int = 9, ties: bool = False) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     official = rng.random(runs)
@@ -346,18 +353,39 @@ def leaderboards(seed: int, runs: int = 9, ties: bool = False) -> tuple[np.ndarr
 def test_correlations_equal_scipys(seed):
     for ties in (False, True):
         judge, official = leaderboards(seed, ties=ties)
-        assert STATISTICS["kendall"](judge, official, SETTINGS) == pytest.approx(
-            stats.kendalltau(judge, official).statistic
-        )
-        assert STATISTICS["spearman"](judge, official, SETTINGS) == pytest.approx(
-            stats.spearmanr(judge, official).statistic
-        )
-        assert STATISTICS["pearson"](judge, official, SETTINGS) == pytest.approx(
-            stats.pearsonr(judge, official).statistic
-        )
+        assert statistic("kendall", judge, official) == pytest.approx(stats.kendalltau(judge, official).statistic)
+        assert statistic("spearman", judge, official) == pytest.approx(stats.spearmanr(judge, official).statistic)
+        assert statistic("pearson", judge, official) == pytest.approx(stats.pearsonr(judge, official).statistic)
         top = stats.rankdata(-official) <= 4
         expected = stats.kendalltau(judge[top], official[top]).statistic
-        assert STATISTICS["tau_at_k"](judge, official, SETTINGS) == pytest.approx(expected)
+        assert statistic("tau_at_k", judge, official) == pytest.approx(expected)
+
+
+def test_every_sample_s_rank_statistics_are_the_leaderboard_s_to_the_last_bit():
+    """The statistics take every bootstrap sample at once, the official leaderboard differing from row to
+    row: each row's τ, ρ, τ@k and τ_AP are, to the last bit, those of the two leaderboards alone as
+    `examflow evaluate` correlates them (dictionaries of runs; scipy's own numbers, test_correlation)."""
+    rng = np.random.default_rng(5)
+    for _ in range(40):
+        rows, n = int(rng.integers(1, 30)), int(rng.integers(2, 9))
+        judge = rng.integers(0, int(rng.integers(1, 5)), size=(rows, n)) / 3  # many ties on both sides
+        official = rng.integers(0, int(rng.integers(1, 5)), size=(rows, n)) / 7
+        sides = Sides(judge, official)
+        values = {name: STATISTICS[name](sides, SETTINGS) for name in ("kendall", "spearman", "tau_at_k", "tau_ap")}
+        for i in range(rows):
+            runs = [f"r{k}" for k in range(n)]
+            ranks = stats.rankdata(-official[i], method="average")
+            point = leaderboard_correlation(dict(zip(runs, judge[i])), dict(zip(runs, ranks)))
+            top = ranks <= SETTINGS.top_k
+            at_k = (
+                leaderboard_correlation(dict(zip(runs, judge[i][top])), dict(zip(runs, stats.rankdata(ranks[top]))))
+                if top.sum() >= 2 else point.__class__(math.nan, math.nan, 0)
+            )  # fmt: skip
+            expected = {"kendall": point.kendall, "spearman": point.spearman, "tau_at_k": at_k.kendall,
+                        "tau_ap": tau_ap(dict(zip(runs, judge[i])), dict(zip(runs, ranks)))}  # fmt: skip
+            for name, theirs in expected.items():
+                mine = values[name][i]
+                assert mine == theirs or (math.isnan(mine) and math.isnan(theirs)), (name, judge[i], official[i])
 
 
 def plain_rbo(first: list[int], second: list[int], p: float) -> float:
@@ -377,9 +405,9 @@ def orders(scores: np.ndarray) -> list[list[int]]:
 def test_rbo_is_the_mean_over_the_orders_ties_allow(seed):
     judge, official = leaderboards(seed, runs=7, ties=seed % 2 == 1)
     expected = np.mean([plain_rbo(a, b, 0.8) for a in orders(judge) for b in orders(official)])
-    assert STATISTICS["rbo"](judge, official, SETTINGS) == pytest.approx(expected, abs=1e-12)
+    assert statistic("rbo", judge, official) == pytest.approx(expected, abs=1e-12)
     untied = np.arange(7.0)
-    assert STATISTICS["rbo"](untied, untied + 1, SETTINGS) == pytest.approx(1.0)  # the same order
+    assert statistic("rbo", untied, untied + 1) == pytest.approx(1.0)  # the same order
 
 
 def test_compat_is_ir_measures_and_by_hand():

@@ -153,24 +153,48 @@ def bootstrap_intervals(
 
 
 def rank_correlations(scores: np.ndarray, official: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Spearman ρ and Kendall τ-b of each row of `scores` (higher is better) with official ranks,
-    computed as scipy does, for many rows at once; NaN where a row has no order."""
-    predicted = pd.DataFrame(-tie_keys(scores)).rank(axis=1, method="average").to_numpy()
-    truth = pd.Series(official).rank(method="average").to_numpy()
-    # Ranks are halves and their means too, so every sum below is exact in any order; the divisions and
-    # roots are np.corrcoef's and `_scipy_correlations`' own, in their order: a replicate that orders the
-    # runs as the leaderboard does has its point's value to the last bit (an interval's bound that is the
-    # point's value is that value, not one float step beside it).
-    centred, truth_centred = predicted - predicted.mean(axis=1, keepdims=True), truth - truth.mean()
-    inverse = np.true_divide(1, len(official) - 1)
-    spread = np.sqrt((centred**2).sum(axis=1) * inverse), np.sqrt((truth_centred**2).sum() * inverse)
+    """Spearman ρ and Kendall τ-b of each row of `scores` (higher is better) with official ranks (one
+    leaderboard's, or a row of them per row of scores), computed as scipy does, for many rows at once;
+    NaN where a row has no order."""
+    predicted, truth = average_ranks(-tie_keys(scores)), average_ranks(np.atleast_2d(official))
+    return spearman_rho(predicted, truth), kendall_tau_b(predicted, truth)
+
+
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """Each row's ranks, lowest first, ties as averaged ranks."""
+    return pd.DataFrame(values).rank(axis=1, method="average").to_numpy()
+
+
+# Ranks are halves and their means too, so every sum below is exact in any order; the divisions and roots
+# are np.corrcoef's and `_scipy_correlations`' own, in their order: a replicate that orders the runs as the
+# leaderboard does has its point's value to the last bit (an interval's bound that is the point's value is
+# that value, not one float step beside it).
+
+
+def spearman_rho(predicted: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """Spearman's ρ of each row of predicted ranks with its row of true ranks (or the one row given)."""
+    centred, truth_centred = (
+        predicted - predicted.mean(axis=1, keepdims=True),
+        truth - truth.mean(axis=1, keepdims=True),
+    )
+    inverse = np.true_divide(1, predicted.shape[1] - 1)
+    spread = np.sqrt((centred**2).sum(axis=1) * inverse), np.sqrt((truth_centred**2).sum(axis=1) * inverse)
     with np.errstate(invalid="ignore", divide="ignore"):
-        rho = centred @ truth_centred * inverse / spread[0] / spread[1]
-        spearman = np.where((spread[0] > 0) & (spread[1] > 0), np.clip(rho, -1, 1), np.nan)
-        first, second = np.triu_indices(len(official), k=1)
-        truth_sign = np.sign(official[first] - official[second])
-        predicted_sign = np.sign(predicted[:, first] - predicted[:, second])
-        untied = np.abs(truth_sign).sum(), np.abs(predicted_sign).sum(axis=1)
-        tau = predicted_sign @ truth_sign / np.sqrt(untied[0]) / np.sqrt(untied[1])
-        kendall = np.where((untied[0] > 0) & (untied[1] > 0), np.clip(tau, -1, 1), np.nan)
-    return spearman, kendall
+        rho = (centred * truth_centred).sum(axis=1) * inverse / spread[0] / spread[1]
+        return np.where((spread[0] > 0) & (spread[1] > 0), np.clip(rho, -1, 1), np.nan)
+
+
+def kendall_tau_b(predicted: np.ndarray, truth: np.ndarray, counted: np.ndarray | None = None) -> np.ndarray:
+    """Kendall's τ-b of each row of predicted ranks with its row of true ranks (or the one row given), over
+    the pairs of runs that `counted` holds both of (every pair by default): a subset's τ, since ranks order
+    any subset of the runs as they order it alone."""
+    first, second = np.triu_indices(predicted.shape[1], k=1)
+    truth_sign = np.sign(truth[:, first] - truth[:, second])
+    predicted_sign = np.sign(predicted[:, first] - predicted[:, second])
+    if counted is not None:
+        both = counted[:, first] & counted[:, second]
+        truth_sign, predicted_sign = truth_sign * both, predicted_sign * both
+    untied = np.abs(truth_sign).sum(axis=1), np.abs(predicted_sign).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau = (predicted_sign * truth_sign).sum(axis=1) / np.sqrt(untied[0]) / np.sqrt(untied[1])
+        return np.where((untied[0] > 0) & (untied[1] > 0), np.clip(tau, -1, 1), np.nan)

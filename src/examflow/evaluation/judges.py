@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -26,7 +27,7 @@ import pandas as pd
 from examflow.defaults import default
 from examflow.errors import Failure
 from examflow.evaluation.agreement import cohen_kappa
-from examflow.evaluation.correlation import leaderboard_correlation, tau_ap
+from examflow.evaluation.correlation import average_ranks, kendall_tau_b, spearman_rho, tau_ap
 from examflow.io.autojudge import Measured, format_leaderboard
 from examflow.outputs import JUDGES
 from examflow.ties import majority, ranks_of, tie_keys
@@ -174,46 +175,73 @@ def ensemble(members: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFra
 # -- leaderboard agreement: each statistic of (judge's scores, official scores), runs aligned -----------------
 
 
-def _ranks(scores: np.ndarray) -> dict[str, float]:
-    return ranks_of(_as_dict(scores))
+@dataclass
+class Sides:
+    """The judge's leaderboard and the official one, a row for each: the first row all the queries, each
+    once; then one per bootstrap sample. Each statistic is taken on every row at once (a sample at a time
+    was most of `compare-judges`' time)."""
+
+    scores: np.ndarray  # rows × runs
+    official: np.ndarray
+
+    @cached_property
+    def predicted(self) -> np.ndarray:
+        """The judge's ranks, best first, on the tie keys."""
+        return average_ranks(-tie_keys(self.scores))
+
+    @cached_property
+    def truth(self) -> np.ndarray:
+        """The official ranks, best first, on the tie keys (`ties.ranks_of`)."""
+        return average_ranks(-tie_keys(self.official))
+
+    def each(self, statistic: Callable[[np.ndarray, np.ndarray, np.ndarray], float]) -> np.ndarray:
+        """A statistic of one row (scores, official scores, official ranks) taken row by row."""
+        return np.array([statistic(*row) for row in zip(self.scores, self.official, self.truth)])
 
 
-def _as_dict(scores: np.ndarray) -> dict[str, float]:
-    return {str(i): float(s) for i, s in enumerate(scores)}
+def kendall(sides: Sides, settings: Settings) -> np.ndarray:
+    return kendall_tau_b(sides.predicted, sides.truth)
 
 
-def kendall(scores: np.ndarray, official: np.ndarray, settings: Settings) -> float:
-    return leaderboard_correlation(_as_dict(scores), _ranks(official)).kendall
+def spearman(sides: Sides, settings: Settings) -> np.ndarray:
+    return spearman_rho(sides.predicted, sides.truth)
 
 
-def spearman(scores: np.ndarray, official: np.ndarray, settings: Settings) -> float:
-    return leaderboard_correlation(_as_dict(scores), _ranks(official)).spearman
+def pearson(sides: Sides, settings: Settings) -> np.ndarray:
+    def one(scores: np.ndarray, official: np.ndarray, _: np.ndarray) -> float:
+        if np.ptp(scores) == 0 or np.ptp(official) == 0:
+            return math.nan  # a constant leaderboard has no linear relation to anything
+        return float(np.corrcoef(scores, official)[0, 1])
+
+    return sides.each(one)
 
 
-def pearson(scores: np.ndarray, official: np.ndarray, settings: Settings) -> float:
-    if np.ptp(scores) == 0 or np.ptp(official) == 0:
-        return math.nan  # a constant leaderboard has no linear relation to anything
-    return float(np.corrcoef(scores, official)[0, 1])
+def ap_correlation(sides: Sides, settings: Settings) -> np.ndarray:
+    def one(scores: np.ndarray, _: np.ndarray, truth: np.ndarray) -> float:
+        runs = [str(i) for i in range(len(scores))]
+        return tau_ap(dict(zip(runs, scores.tolist())), dict(zip(runs, truth.tolist())))
+
+    return sides.each(one)
 
 
-def ap_correlation(scores: np.ndarray, official: np.ndarray, settings: Settings) -> float:
-    return tau_ap(_as_dict(scores), _ranks(official))
+def kendall_at_k(sides: Sides, settings: Settings) -> np.ndarray:
+    """Kendall's τ-b over the runs the official leaderboard ranks in its top k (ranks ≤ k, ties averaged);
+    NaN where fewer than two are."""
+    return kendall_tau_b(sides.predicted, sides.truth, counted=sides.truth <= settings.top_k)
 
 
-def kendall_at_k(scores: np.ndarray, official: np.ndarray, settings: Settings) -> float:
-    """Kendall's τ-b over the runs the official leaderboard ranks in its top k (ranks ≤ k, ties averaged)."""
-    top = _top(official, settings.top_k)
-    return kendall(scores[top], official[top], settings) if top.sum() >= 2 else math.nan
-
-
-def rank_biased_overlap(scores: np.ndarray, official: np.ndarray, settings: Settings) -> float:
+def rank_biased_overlap(sides: Sides, settings: Settings) -> np.ndarray:
     """RBO_ext (Webber, Moffat and Zobel 2010, eq. 32) of the two orders of the same runs, with
     persistence p; runs tied on either side are in every order among themselves with equal chance, and
     the result is its expectation over those orders (exact: RBO is linear in the overlaps)."""
-    p, n = settings.persistence, len(scores)
-    overlap = (_inclusion(scores) * _inclusion(official)).sum(axis=0)  # E|S_d ∩ T_d|, d = 1..n
+    p, n = settings.persistence, sides.scores.shape[1]
     depth = np.arange(1, n + 1)
-    return float(overlap[-1] / n * p**n + (1 - p) / p * np.sum(overlap / depth * p**depth))
+
+    def one(scores: np.ndarray, official: np.ndarray, _: np.ndarray) -> float:
+        overlap = (_inclusion(scores) * _inclusion(official)).sum(axis=0)  # E|S_d ∩ T_d|, d = 1..n
+        return float(overlap[-1] / n * p**n + (1 - p) / p * np.sum(overlap / depth * p**depth))
+
+    return sides.each(one)
 
 
 def _inclusion(scores: np.ndarray) -> np.ndarray:
@@ -225,7 +253,7 @@ def _inclusion(scores: np.ndarray) -> np.ndarray:
     return np.clip((depth - above) / group, 0.0, 1.0)
 
 
-Statistic = Callable[[np.ndarray, np.ndarray, Settings], float]
+Statistic = Callable[[Sides, Settings], np.ndarray]  # a value for each row
 # Every statistic by its name in agreement.tsv, the report and docs/judges.md (tests check the docs).
 STATISTICS: dict[str, Statistic] = {
     "kendall": kendall,
@@ -278,27 +306,21 @@ def leaderboard_agreement(board: Board, official: Board, settings: Settings) -> 
     the run's judged queries) is left out."""
     scores, truth = board.scores(), official.scores()
     both = np.isfinite(scores) & np.isfinite(truth)
-    scores, truth = scores[both], truth[both]
-    replicates = [(s[both], t[both]) for s, t in _replicates(board, official, settings)]
-    replicates = [(s, t) for s, t in replicates if np.isfinite(s).all() and np.isfinite(t).all()]
+    samples = [(s[both], t[both]) for s, t in _replicates(board, official, settings)]
+    samples = [(s, t) for s, t in samples if np.isfinite(s).all() and np.isfinite(t).all()]
+    sides = Sides(np.array([scores[both], *(s for s, _ in samples)]), np.array([truth[both], *(t for _, t in samples)]))
     tail = (1 - settings.level) / 2 * 100
     rows = []
     for name, statistic in STATISTICS.items():
-        runs = int(_top(truth, settings.top_k).sum()) if name == "tau_at_k" else len(scores)
-        if (name == "pearson" and not official.linear) or len(scores) < 2:
+        runs = int((sides.truth[0] <= settings.top_k).sum()) if name == "tau_at_k" else int(both.sum())
+        if (name == "pearson" and not official.linear) or both.sum() < 2:
             rows.append((name, math.nan, math.nan, math.nan, runs))
             continue
-        value = statistic(scores, truth, settings)
-        draws = np.array([statistic(s, t, settings) for s, t in replicates])
-        finite = draws[np.isfinite(draws)]
-        low, high = np.percentile(finite, [tail, 100 - tail]) if len(finite) else (math.nan,) * 2
+        value, *draws = statistic(sides, settings).tolist()
+        finite = [draw for draw in draws if math.isfinite(draw)]
+        low, high = np.percentile(finite, [tail, 100 - tail]) if finite else (math.nan,) * 2
         rows.append((name, value, float(low), float(high), runs))
     return rows
-
-
-def _top(official: np.ndarray, k: int) -> np.ndarray:
-    """The runs the official leaderboard ranks in its top k (ranks ≤ k, ties averaged)."""
-    return np.array([rank <= k for rank in _ranks(official).values()])
 
 
 def _replicates(board: Board, official: Board, settings: Settings) -> list[tuple[np.ndarray, np.ndarray]]:
