@@ -305,6 +305,21 @@ def nrp_refuses(capsys, *args: str) -> str:
     return error
 
 
+def test_an_embedding_ranker_the_cache_answers_whole_loads_no_model(tmp_path):
+    """A rerun whose every pair is cached (an expert file edited, say) imports no torch: seconds, not ten."""
+    write(tmp_path / "q.tsv", "q1\thow do bees make honey\n")
+    write(tmp_path / "docs.tsv", "d1\tbees make honey from nectar\nd2\tthe moon raises tides\n")
+    write(tmp_path / "rel.qrels", "q1 0 d1 2\nq1 0 d2 0\n")
+    write(tmp_path / "answers.jsonl", '{"llm": "m", "prompt": "p", "sample": 0, "query_id": "q1", "text": "nectar"}\n')
+    base = ["--queries", str(tmp_path / "q.tsv"), "--corpus", str(tmp_path / "docs.tsv"), "--answers",
+            str(tmp_path / "answers.jsonl"), "--qrels", f"relevance={tmp_path / 'rel.qrels'}", "--ranker",
+            '{"kind": "embedding", "name": "emb"}', "--cache-dir", str(tmp_path / "cache"), "--out"]  # fmt: skip
+    loaded = [nrp_command(*base, str(tmp_path / name)) for name in ("first", "again")]
+    assert [(run.returncode, run.stdout.strip()) for run in loaded] == [(0, "True"), (0, "False")], loaded[1].stderr
+    for table in ("per_answer", "per_system"):
+        assert (tmp_path / f"first/{table}.tsv").read_bytes() == (tmp_path / f"again/{table}.tsv").read_bytes()
+
+
 def test_the_command_needs_no_model_with_the_run_ranker_and_names_bad_options(tmp_path, capsys):
     write(tmp_path / "q.tsv", "q1\thow do bees make honey\n")
     write(tmp_path / "docs.tsv", "d1\tbees make honey from nectar\nd2\tthe moon raises tides\n")

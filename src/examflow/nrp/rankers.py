@@ -21,13 +21,15 @@ import math
 from abc import ABC, abstractmethod
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from examflow.cache import NUMBER, ContentCache
 from examflow.errors import InputError, Problems
 from examflow.grading.backends import EmbeddingBackend, Request, Seq2SeqBackend
 from examflow.grading.preparation import Prompt
+from examflow.grading.signatures import embedding_signature
 from examflow.io.runs import read_run
 from examflow.registry import RANKERS
 
@@ -121,8 +123,13 @@ class MonoT5(PairRanker):
 
 class Embedding(PairRanker):
     def __init__(self, model: str, batch_size: int = 64, device: str = "auto"):
-        self.backend = EmbeddingBackend(model, unit="passage", batch_size=batch_size, device=device)
-        self.signature = {"ranker": "embedding", **self.backend.signature}
+        self.options: dict[str, Any] = {"model": model, "unit": "passage", "batch_size": batch_size, "device": device}
+        # the signature needs no model: a job the cache answers whole never loads one (seconds of imports)
+        self.signature = {"ranker": "embedding", **embedding_signature(self.options, False)}
+
+    @cached_property
+    def backend(self) -> EmbeddingBackend:
+        return EmbeddingBackend(**self.options)
 
     def score_pairs(self, pairs: list[tuple[str, str]]) -> list[float]:
         answers = self.backend.answer([Request("embedding", {"query": q, "context": t}) for q, t in pairs])
