@@ -119,6 +119,32 @@ def test_the_command_writes_leaderboards_and_agreements_checked_by_hand(tmp_path
     )
 
 
+def test_a_label_set_s_query_that_is_no_query_is_refused_or_dropped_with_queries(tmp_path, capsys):
+    """A typo'd query id in one label set was read without a word, and every replicate drew it: the other
+    label sets' intervals moved (a stranger's trial). With --queries it is refused, or dropped under warn,
+    which gives the tables of the file without it."""
+    files = campaign(tmp_path)
+    (tmp_path / "queries.tsv").write_text("".join(f"q{i}\tquery {i}\n" for i in range(6)))
+    stray = tmp_path / "stray.qrels"
+    stray.write_text(files["noisy"].read_text() + "q99 0 d1 1\n")
+
+    def compare(labels: Path, out: str, *options: str) -> int:
+        return main(["compare-judges", "--runs", str(tmp_path / "runs [[]all]" / "*"), "--official-qrels",
+                     str(files["official"]), "--labels", f"noisy={labels}", "--bootstrap", "100", *options,
+                     "--out", str(tmp_path / out)])  # fmt: skip
+
+    queries = ("--queries", str(tmp_path / "queries.tsv"))
+    assert compare(stray, "refused", *queries) == 2 and not (tmp_path / "refused").exists()
+    assert capsys.readouterr().err.endswith(f"examflow: error: {stray}:151: field 'query_id': unknown query id 'q99'\n")
+    assert (
+        compare(files["noisy"], "clean", *queries) == 0
+        and compare(stray, "dropped", *queries, "--on-unknown-query", "warn") == 0
+    )
+    assert compare(stray, "unchecked") == 0
+    agreement = {name: (tmp_path / name / "agreement.tsv").read_text() for name in ("clean", "dropped", "unchecked")}
+    assert agreement["dropped"] == agreement["clean"] != agreement["unchecked"]  # q99 drawn: other intervals
+
+
 def test_the_official_leaderboard_under_another_name_of_its_measure_is_not_compared_with_itself(tmp_path):
     """`--official-measure nDCG@10 --measure ndcg_cut_10` compared the official qrels' board with itself (τ 1,
     first in the summary's judges) and wrote it twice on the leaderboards (a stranger's trial)."""

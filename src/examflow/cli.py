@@ -523,6 +523,11 @@ def _compare_judges_parser(subparsers) -> None:
         "judges.top_k",
         help=f"tau_at_k: the official top k runs (default {default('judges.top_k')})",
     )
+    compare.add_argument(
+        "--queries", help=f"{QUERIES_HELP}: with it, a qrels row (official or a label set's) of another query is "
+        "refused or dropped (--on-unknown-query), as `examflow pool` reads the qrels",
+    )  # fmt: skip
+    _policy(compare, "--on-unknown-query", "qrels rows whose query is not in --queries")
     _policy(compare, "--on-unknown-run", "runs a given --official or a --leaderboard file ranks that --runs lacks")
     _setting(compare, "--rbo-p", "judges.rbo_p", help=f"rbo: persistence p (default {default('judges.rbo_p')})")
     _setting(compare, "--bootstrap", "evaluation.bootstrap",

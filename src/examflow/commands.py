@@ -435,7 +435,8 @@ def judges_inputs(args: argparse.Namespace):
     from examflow.errors import repeated
     from examflow.evaluation.judges import Judges, check_measure, ensemble, per_page
     from examflow.io.leaderboard import read_leaderboard, read_leaderboard_scores
-    from examflow.io.qrels import read_labels
+    from examflow.io.qrels import KnownQueries, read_labels
+    from examflow.io.queries import read_queries
     from examflow.io.runs import NO_KNOWN_QUERY, UNJUDGED_QUERY, read_runs, run_files
 
     def measure(option: str, name: str):
@@ -453,12 +454,19 @@ def judges_inputs(args: argparse.Namespace):
                       "(--official-measure), not of one given (--official)")  # fmt: skip
     official_measure = None if args.official else _official_measure(args, measure)
 
+    # a query id of no query (a typo) would be drawn by every bootstrap replicate, each label set's interval moved
+    known, unknown_queries = (
+        KnownQueries(read_queries(args.queries)) if args.queries else None,
+        Problems(args.on_unknown_query),
+    )
+
     def read(path: str, empty_ok: bool = False):
-        labels = read_labels(path, empty_ok)
+        labels = read_labels(path, empty_ok, known, unknown_queries)
         return per_page(labels) if args.per_page else labels
 
     official_labels = read(args.official_qrels)
     label_sets = {name: read(path, empty_ok=True) for name, path in label_arguments(args.labels).items()}
+    unknown_queries.summarise()
     votes = {}
     for name, members in ensemble_arguments(args.ensemble, set(label_sets)).items():
         label_sets[name], votes[name] = ensemble({member: label_sets[member] for member in members})

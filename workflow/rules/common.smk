@@ -553,6 +553,8 @@ def judges_settings(wildcards):
         query_mode=evaluation["query_mode"],
         # runs an official leaderboard or another judge's ranks that no run file holds
         on_unknown_run=config["validation"]["leaderboard_runs"],
+        # label sets' rows of a query that is not in inputs.queries (checked with --queries)
+        on_unknown_query=config["validation"]["unknown_queries"],
         ensemble=[
             f"{name}={','.join(members)}"
             for name, members in judges["ensembles"].items()

@@ -83,6 +83,7 @@ if JUDGES:
         input:
             runs=[given(run) for run in RUN_FILES],
             qrels=input_file("qrels"),
+            queries=input_file("queries"),
             official=[] if OFFICIAL_FROM_QRELS else official_input,
             methods=[literal(method_qrels(method)) for method in METHODS],
             outside=[given(path) for path in OUTSIDE_LABELS.values()],
@@ -100,11 +101,14 @@ if JUDGES:
         params:
             contents=contents(
                 RUN_FILES,
-                configured("qrels", "official_leaderboard"),
+                configured("queries", "qrels", "official_leaderboard"),
                 OUTSIDE_LABELS.values(),
                 config["judges"]["leaderboards"].values(),
             ),
             # option words (cli_options), each quoted by :q in the shell line
+            # the queries, against which every label set's query ids are checked
+            queries=lambda wildcards, input: input_files(input, "queries"),
+            datasets=lambda wildcards: irds_sources("queries"),
             labels=judges_labels,
             official=judges_official,
             settings=judges_settings,
@@ -112,7 +116,7 @@ if JUDGES:
         shell:
             (
                 "python -m examflow compare-judges --runs {input.runs:q} --official-qrels {input.qrels:q}"
-                " {params.official:q} {params.labels:q} {params.settings:q}"
+                " {params.queries:q} {params.datasets:q} {params.official:q} {params.labels:q} {params.settings:q}"
                 " --out {params.out:q} 2> {log:q}"
             )
 
