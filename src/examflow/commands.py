@@ -455,13 +455,11 @@ def judges_inputs(args: argparse.Namespace):
     official_measure = None if args.official else _official_measure(args, measure)
 
     # a query id of no query (a typo) would be drawn by every bootstrap replicate, each label set's interval moved
-    known, unknown_queries = (
-        KnownQueries(read_queries(args.queries)) if args.queries else None,
-        Problems(args.on_unknown_query),
-    )
+    unknown_queries = Problems(args.on_unknown_query)
+    known = KnownQueries(read_queries(args.queries), unknown_queries) if args.queries else None
 
     def read(path: str, empty_ok: bool = False):
-        labels = read_labels(path, empty_ok, known, unknown_queries)
+        labels = read_labels(path, empty_ok, known)
         return per_page(labels) if args.per_page else labels
 
     official_labels = read(args.official_qrels)

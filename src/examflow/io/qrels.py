@@ -40,31 +40,29 @@ def read_qrels(
     """Judgments; a relevance outside `relevance_range` is an error (TREC CAR's −2 is valid, non-relevant)."""
     if is_irds(path):  # cast: an ir_datasets id is a string (`is_irds`)
         return _irds_judgments(cast(str, path), queries, unknown_queries, relevance_range)
-    known = KnownQueries(queries)
+    known = KnownQueries(queries, unknown_queries)
     rows: list[Judgment] = []
     for number, qrels_id, doc_id, grade in qrels_lines(path, relevance_range):
         query_id, facet_id = known.resolve(qrels_id)
         if query_id is None:
-            known.report(unknown_queries, path, number, qrels_id)
+            known.report(path, number, qrels_id)
             continue
         rows.append((query_id, facet_id, doc_id, grade))
     return judgment_table(rows)
 
 
-def read_labels(
-    path: str | Path, empty_ok: bool = False, known: KnownQueries | None = None, unknown_queries: Problems | None = None
-) -> pd.DataFrame:
+def read_labels(path: str | Path, empty_ok: bool = False, known: KnownQueries | None = None) -> pd.DataFrame:
     """A qrels file as it is, `query_id, doc_id, relevance` (its query ids unresolved: `q/facet` stays one
     id), labels any integers (a judge's scale is its own: EXAM-Qrels run 0-5, UMBRELA's 0-3). An empty
     file is an error unless `empty_ok` (the EXAM-Qrels of a method whose every pair failed), with a warning.
-    With `known` queries, a row of another query goes to `unknown_queries` (an error, or dropped)."""
+    With `known` queries, a row of another query is reported to their problems (an error, or dropped)."""
     try:
         rows = []
         for number, qrels_id, doc_id, grade in qrels_lines(path, None):
             if known is None or known.resolve(qrels_id)[0] is not None:
                 rows.append((qrels_id, doc_id, grade))
             else:
-                known.report(cast(Problems, unknown_queries), path, number, qrels_id)
+                known.report(path, number, qrels_id)
     except InputError as error:
         if not (empty_ok and error.message == EMPTY_FILE):
             raise
@@ -111,9 +109,11 @@ def judgment_table(rows: list[Judgment]) -> pd.DataFrame:
 
 
 class KnownQueries:
-    """The queries a qrels id may name: a query's id, or `query_id/facet_id` of one of its subtopics."""
+    """The queries a qrels id may name: a query's id, or `query_id/facet_id` of one of its subtopics; a row
+    of another goes to `problems`."""
 
-    def __init__(self, queries: pd.DataFrame):
+    def __init__(self, queries: pd.DataFrame, problems: Problems):
+        self.problems = problems
         self.query_ids = set(queries["query_id"])
         self.facets = set(zip(queries["query_id"], queries["facet_id"].fillna("")))
 
@@ -126,10 +126,10 @@ class KnownQueries:
             return query_id, facet_id
         return None, None
 
-    def report(self, problems: Problems, path: str | Path, number: int, qrels_id: str) -> None:
+    def report(self, path: str | Path, number: int, qrels_id: str) -> None:
         page, _, facet = qrels_id.partition("/")
         known_page = facet and page in self.query_ids  # the page is a query: only its subtopic is unknown
         what = f"unknown query id {qrels_id!r}" + (
             f" (no subtopic {facet!r} of query {page!r} here)" if known_page else ""
         )
-        problems.report("qrels rows with an unknown query id", InputError(path, what, number, "query_id"))
+        self.problems.report("qrels rows with an unknown query id", InputError(path, what, number, "query_id"))
