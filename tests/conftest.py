@@ -18,13 +18,6 @@ REFERENCE = Path(os.environ.get("EXAMFLOW_REFERENCE") or ROOT.parent / "shared" 
 DEMO = ROOT / "resources" / "demo"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The long tests (Snakemake runs, large inputs) first, each group in its own order: on CI's two
-    workers they start early and the short ones fill the end, where a 6-minute test collected last
-    (test_matrix, test_workflow_*) kept one worker busy minutes after the other had run out of tests."""
-    items.sort(key=lambda item: not (item.get_closest_marker("workflow") or item.get_closest_marker("slow")))
-
-
 def needs_reference(what: str, present: bool | None = None):
     """Skip a check against the published data when it is not beside this checkout, saying what the
     check is and how to run it (the data are not part of the repository)."""
