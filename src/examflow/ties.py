@@ -4,8 +4,6 @@ than summation noise, far finer than any real difference between two systems."""
 
 from __future__ import annotations
 
-from typing import cast
-
 import numpy as np
 
 SIGNIFICANT_DIGITS = 12
@@ -23,10 +21,14 @@ def tie_keys(scores) -> np.ndarray:
 def ranks_of(scores: dict[str, float]) -> dict[str, float]:
     """Official ranks of scores, best (highest) first, ties as averaged ranks — on the tie keys, so
     that scores equal but for summation noise tie."""
+    return dict(zip(scores, average_ranks(-tie_keys([list(scores.values())]))[0].tolist()))
+
+
+def average_ranks(values) -> np.ndarray:
+    """Each row's ranks, lowest first, ties as averaged ranks."""
     import pandas as pd
 
-    ranks = pd.Series(-tie_keys(list(scores.values())), index=list(scores)).rank(method="average")
-    return cast(dict[str, float], ranks.to_dict())  # cast: indexed by the keys of `scores`
+    return pd.DataFrame(values).rank(axis=1, method="average").to_numpy()
 
 
 def majority(labels) -> tuple[int, int, int]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from examflow.ties import tie_keys
+from examflow.ties import average_ranks, tie_keys
 
 
 @dataclass(frozen=True)
@@ -158,11 +158,6 @@ def rank_correlations(scores: np.ndarray, official: np.ndarray) -> tuple[np.ndar
     NaN where a row has no order."""
     predicted, truth = average_ranks(-tie_keys(scores)), average_ranks(np.atleast_2d(official))
     return spearman_rho(predicted, truth), kendall_tau_b(predicted, truth)
-
-
-def average_ranks(values: np.ndarray) -> np.ndarray:
-    """Each row's ranks, lowest first, ties as averaged ranks."""
-    return pd.DataFrame(values).rank(axis=1, method="average").to_numpy()
 
 
 # Ranks are halves and their means too, so every sum below is exact in any order; the divisions and roots

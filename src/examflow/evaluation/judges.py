@@ -27,10 +27,10 @@ import pandas as pd
 from examflow.defaults import default
 from examflow.errors import Failure
 from examflow.evaluation.agreement import cohen_kappa
-from examflow.evaluation.correlation import average_ranks, kendall_tau_b, spearman_rho, tau_ap
+from examflow.evaluation.correlation import kendall_tau_b, spearman_rho, tau_ap
 from examflow.io.autojudge import Measured, format_leaderboard
 from examflow.outputs import JUDGES
-from examflow.ties import majority, ranks_of, tie_keys
+from examflow.ties import average_ranks, majority, ranks_of, tie_keys
 
 OFFICIAL = "official"
 LEADERBOARD_COLUMNS = ["label_set", "measure", "run_id", "score", "rank"]
