@@ -398,7 +398,7 @@ COMMANDS = {
 }  # fmt: skip
 
 
-def command_line(command: str, out: Path, *options: str) -> list[str]:
+def command_line(command: str, out: Path | str, *options: str) -> list[str]:
     return [command, *(text.format(out=out) for text in COMMANDS[command]), *options]
 
 
@@ -441,6 +441,44 @@ def test_the_command_line_takes_the_numbers_the_config_takes_and_refuses_others_
     assert not out.exists()
     taken = parser().parse_args(command_line(command, out, option, lowest_or_highest))
     assert getattr(taken, option[2:].replace("-", "_")) == float(lowest_or_highest)
+
+
+@pytest.mark.parametrize(
+    "command, option",
+    [("segment", "--out"), ("pool-shard", "--out-queries"), ("grade", "--out"), ("summary", "--out-provenance")],
+)
+def test_a_file_to_write_named_as_a_folder_is_refused_in_one_line(command, option, tmp_path, capsys):
+    """`official --out d/` wrote its leaderboard as a file named `d` (pathlib drops the slash)."""
+    from examflow.cli import main, parser
+
+    out = tmp_path / "out"
+    line = command_line(command, out)
+    line[line.index(option) + 1] = f"{out}/"
+    assert main(line) == 2
+    assert (
+        capsys.readouterr().err
+        == f"examflow: error: {option}: '{out}/' ends with '/', which names a folder: name the file to write\n"
+    )
+    assert not out.exists()
+    assert parser().parse_args(command_line("evaluate", f"{tmp_path}/folder/")).out == f"{tmp_path}/folder/"
+
+
+@pytest.mark.parametrize(
+    "command, options, message",
+    [
+        # the report and the summary read the tables of --diagnostics-tau among those of every --tau
+        ("evaluate", ["--tau", "1", "4", "--diagnostics-tau", "2"], "--diagnostics-tau: 2 is none of --tau (1, 4)"),
+        ("compare-judges", ["--on-unknown-query", "warn"],
+         "--on-unknown-query: it checks the qrels' query ids against --queries: give --queries too"),
+    ],
+)  # fmt: skip
+def test_an_option_that_acts_only_with_another_is_refused_without_it(command, options, message, tmp_path, capsys):
+    from examflow.cli import main
+
+    out = tmp_path / "out"
+    assert main(command_line(command, out, *options)) == 2
+    assert capsys.readouterr().err == f"examflow: error: {message}\n"
+    assert not out.exists()
 
 
 def test_the_configuration_takes_the_persistence_the_command_takes():

@@ -128,7 +128,7 @@ def test_a_bad_input_file_is_named_at_its_line_and_field(tmp_path, reader, name,
 def test_two_files_with_the_same_tag(tmp_path):
     first = write(tmp_path / "a.run", "q1 Q0 d1 1 3 runA\n")
     second = write(tmp_path / "b.run", "q1 Q0 d1 1 3 runA\n")
-    with raises_at(second, None, "run_tag", f"run tag 'runA' is also the tag of {re.escape(str(first))}"):
+    with raises_at(second, 1, "run_tag", f"run tag 'runA' is also the tag of {re.escape(str(first))}"):
         read_runs([first, second], QUERY_IDS, strict())
 
 
@@ -142,6 +142,44 @@ def test_a_run_file_named_twice_is_read_once(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path / "elsewhere")
     files = run_files([str(tmp_path / "runs" / "*.run"), "../runs/a.run", str(run)], "--runs")
     assert files == [str(run), str(tmp_path / "runs" / "b.run")]
+
+
+def test_every_command_reads_a_run_file_named_twice_once_and_refuses_two_files_of_one_tag(tmp_path, capsys):
+    """`pool` refused a file given twice as two files of one tag, where compare-judges and the workflow read
+    it once; `official` took two files of one tag as one run."""
+    from examflow.cli import main
+    from examflow.commands import read_pooled
+
+    write(tmp_path / "q.tsv", "q1\tquery one\n")
+    write(tmp_path / "c.tsv", "d1\tpassage one\nd2\tpassage two\n")
+    write(tmp_path / "qrels", "q1 0 d1 1\n")
+    run = write(tmp_path / "a.run", "q1 Q0 d1 1 3 runA\nq1 Q0 d2 2 2 runA\n")
+    copy = write(tmp_path / "b.run", "\nq1 Q0 d2 1 3 runA\n")  # the tag on its second line
+    pool, board = tmp_path / "pool", tmp_path / "board.tsv"
+    files = [
+        "--queries",
+        str(tmp_path / "q.tsv"),
+        "--corpus",
+        str(tmp_path / "c.tsv"),
+        "--qrels",
+        str(tmp_path / "qrels"),
+    ]
+    assert main(["pool", *files, "--runs", str(run), str(tmp_path / "*.run"), "--out", str(pool)]) == 2
+    assert capsys.readouterr().err.endswith(
+        f"error: {copy}:2: field 'run_tag': run tag 'runA' is also the tag of {run}\n"
+    )
+    assert not pool.exists()
+    assert main(["pool", *files, "--runs", str(run), f"{tmp_path}/./a.run", "--out", str(pool)]) == 0
+    assert read_pooled(pool, "rankings")[["run_id", "passage_id", "rank"]].values.tolist() == [
+        ["runA", "d1", 1], ["runA", "d2", 2],
+    ]  # fmt: skip
+    assert main(["official", "--pool", str(pool), "--runs", str(run), str(copy), "--out", str(board)]) == 2
+    assert capsys.readouterr().err.endswith(
+        f"error: {copy}:2: field 'run_tag': run tag 'runA' is also the tag of {run}\n"
+    )
+    assert not board.exists()
+    assert main(["official", "--pool", str(pool), "--runs", str(run), str(run), "--out", str(board)]) == 0
+    assert board.read_text() == "run_id\tscore\trank\nrunA\t1.0\t1.0\n"  # AP of d1 at rank 1; ranks average ties
 
 
 def test_a_run_file_a_pattern_matches_whose_name_starts_with_a_dash_is_refused(tmp_path, monkeypatch):

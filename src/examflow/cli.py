@@ -7,6 +7,7 @@ import errno
 import gc
 import logging
 import math
+import os
 import sys
 from functools import partial
 from typing import TypedDict
@@ -43,6 +44,18 @@ class Gathered(argparse._ExtendAction):
 TABLE = "a Parquet table written by examflow"
 
 
+def _written(command, name: str, **argument) -> None:
+    """An option naming a file the command writes. `out/` names a folder, and pathlib drops the slash: the
+    table would be written as a file named `out`."""
+    command.add_argument(name, type=partial(_written_file, name), **argument)
+
+
+def _written_file(name: str, text: str) -> str:
+    if text.endswith(("/", os.sep)):
+        raise ConfigError(name, f"{text!r} ends with '/', which names a folder: name the file to write")
+    return text
+
+
 def parser() -> argparse.ArgumentParser:
     main = argparse.ArgumentParser(prog="examflow", description=__doc__)
     main.add_argument("--version", action="version", version=f"examflow {__version__}")
@@ -74,7 +87,7 @@ def parser() -> argparse.ArgumentParser:
         plan, "--shards", "grading.shards",
         help=f"buckets of queries, one grading job each, as `bank-shard` made them (default {default('grading.shards')})",
     )  # fmt: skip
-    plan.add_argument("--out", help="TSV file to write the plan to (it is printed in any case)")
+    _written(plan, "--out", help="TSV file to write the plan to (it is printed in any case)")
     plan.set_defaults(handler=commands.plan_command)
     report = subparsers.add_parser("report", help="the figures and HTML pages of an evaluation, or of NRP")
     report.add_argument("--method", help="the method's name")
@@ -162,9 +175,9 @@ def parser() -> argparse.ArgumentParser:
         default=DEFAULT_TAU,
         help=f"the threshold the summary reports (default {DEFAULT_TAU})",
     )
-    summary.add_argument("--out-summary", required=True, help="Markdown file to write")
-    summary.add_argument("--out-rst", help="the same summary as reStructuredText (the report's first page)")
-    summary.add_argument("--out-provenance", required=True, help="JSON file to write")
+    _written(summary, "--out-summary", required=True, help="Markdown file to write")
+    _written(summary, "--out-rst", help="the same summary as reStructuredText (the report's first page)")
+    _written(summary, "--out-provenance", required=True, help="JSON file to write")
     summary.set_defaults(handler=commands.summary_command)
     diff = subparsers.add_parser("bank-diff", help="questions added, removed and reworded between two banks")
     diff.add_argument("old", help="the bank before the edit (JSONL, optionally .gz, or TSV)")
@@ -178,7 +191,7 @@ def parser() -> argparse.ArgumentParser:
         "--format", choices=("autojudge", "examflow"), required=True,
         help="autojudge: questions as NuggetBanks v3, nuggets as nuggetizer's lines; examflow: its JSONL",
     )  # fmt: skip
-    export.add_argument("--out", required=True, help="the file to write (JSONL, .gz for gzip)")
+    _written(export, "--out", required=True, help="the file to write (JSONL, .gz for gzip)")
     export.add_argument(
         "--queries", help="the queries (as inputs.queries): their texts where the bank has none (nuggetizer's "
         "lines need them)",
@@ -194,11 +207,12 @@ def _measure_order(command) -> None:
     )  # fmt: skip
 
 
-def _policy(command, name: str, what: str) -> None:
+def _policy(command, name: str, what: str, default: str | None = "error") -> None:
+    """A policy option; `default` None where it acts only with another option, which it then requires."""
     command.add_argument(
         name,
         choices=choices("validation.missing_passages"),
-        default="error",
+        default=default,
         help=f"{what}: error (default) stops, warn drops and counts them",
     )
 
@@ -207,7 +221,11 @@ def _pool_parser(subparsers) -> None:
     pool = subparsers.add_parser("pool", help="pool judged and top-k passages of every run (docs/methods.md §1)")
     pool.add_argument("--queries", required=True, help=QUERIES_HELP)
     pool.add_argument(
-        "--runs", nargs="*", action=Gathered, default=[], help="TREC run files: query_id Q0 doc_id rank score run_tag"
+        "--runs",
+        nargs="*",
+        action=Gathered,
+        default=[],
+        help="TREC run files (query_id Q0 doc_id rank score run_tag), or quoted patterns such as 'runs/*'",
     )
     pool.add_argument("--segments", help="segmented responses, the Parquet table of `examflow segment`")
     pool.add_argument("--qrels", help="TREC qrels: query_id 0 doc_id relevance (query_id/facet_id for a subtopic)")
@@ -231,8 +249,8 @@ def _pool_parser(subparsers) -> None:
     shard.add_argument("--passages", required=True, help=f"pool passages, {TABLE}")
     shard.add_argument("--queries", required=True, help=f"pool queries, {TABLE}")
     _shard_options(shard)
-    shard.add_argument("--out-passages", required=True, help="Parquet table to write")
-    shard.add_argument("--out-queries", required=True, help="Parquet table to write")
+    _written(shard, "--out-passages", required=True, help="Parquet table to write")
+    _written(shard, "--out-queries", required=True, help="Parquet table to write")
     shard.set_defaults(handler=commands.pool_shard_command)
 
 
@@ -262,14 +280,14 @@ def _segment_parser(subparsers) -> None:
         help=f"most tokens in a passage (words; a Chinese or Japanese character is one) (default {default('segment.max_tokens')})",
     )  # fmt: skip
     _policy(segment, "--on-unknown-query", "responses whose query is not in --queries")
-    segment.add_argument("--out", required=True, help="Parquet table to write")
+    _written(segment, "--out", required=True, help="Parquet table to write")
     segment.set_defaults(handler=commands.segment_command)
 
 
 def _questions_parser(subparsers) -> None:
     questions = subparsers.add_parser("questions", help="generate a question bank with an LLM (docs/methods.md §2)")
     questions.add_argument("--queries", required=True, help=QUERIES_HELP)
-    questions.add_argument("--out", required=True, help="bank file to write (JSONL, .gz for gzip); never overwritten")
+    _written(questions, "--out", required=True, help="bank file to write (JSONL, .gz for gzip); never overwritten")
     questions.add_argument(
         "--format",
         choices=QUESTION_FORMATS,
@@ -296,7 +314,7 @@ def _questions_parser(subparsers) -> None:
         shard, "--on-unknown-query", "bank entries whose query is not in --queries, or whose facet is no subtopic of it"
     )
     _shard_options(shard)
-    shard.add_argument("--out", required=True, help="Parquet table to write")
+    _written(shard, "--out", required=True, help="Parquet table to write")
     shard.set_defaults(handler=commands.bank_shard_command)
 
 
@@ -310,7 +328,7 @@ def _nuggets_parser(subparsers) -> None:
         help="the documents: pooled passages judged relevant, best first (judged), or every pooled passage "
         f"(pool) (default {default('questions.documents')})",
     )  # fmt: skip
-    nuggets.add_argument("--out", required=True, help="bank file to write (JSONL, .gz for gzip); never overwritten")
+    _written(nuggets, "--out", required=True, help="bank file to write (JSONL, .gz for gzip); never overwritten")
     _setting(
         nuggets, "--attempts", "questions.attempts",
         help=f"tries per call on unparsable answers (default {default('questions.attempts')})",
@@ -344,8 +362,9 @@ def _grading_parsers(subparsers) -> None:
         help="share of pairs (0-1) that may fail before the job fails, writing no table "
         f"(default {default('grading.max_error_rate')})",
     )  # fmt: skip
-    grade.add_argument("--out", required=True, help="Parquet table to write")
-    grade.add_argument(
+    _written(grade, "--out", required=True, help="Parquet table to write")
+    _written(
+        grade,
         "--progress",
         help="JSON file of the job's counts, rewritten as it grades; `examflow progress --results DIR` reads "
         "DIR/logs/progress/METHOD/SHARD.json (with DIR/logs/progress/run.json naming the jobs, as a run writes it)",
@@ -360,7 +379,7 @@ def _grading_parsers(subparsers) -> None:
 
     merge = subparsers.add_parser("merge-grades", help="one grades table per method from its shards")
     merge.add_argument("--method", required=True, help="the method as JSON, as for `examflow grade`")
-    merge.add_argument("--out", required=True, help="Parquet table to write")
+    _written(merge, "--out", required=True, help="Parquet table to write")
     merge.add_argument(
         "--passages",
         help="the pool's passages.parquet: its gold articles take no part in an embedding method's quantiles "
@@ -442,7 +461,7 @@ def _official_parser(subparsers) -> None:
         nargs="+",
         action=Gathered,
         required=True,
-        help="the run files (TREC format) to rank, already pooled (`examflow pool`)",
+        help="the run files (TREC format) or quoted patterns to rank, already pooled (`examflow pool`)",
     )
     official.add_argument(
         "--measure",
@@ -459,7 +478,7 @@ def _official_parser(subparsers) -> None:
         help="a run's mean over the judged queries it ranks (present, default, trec_eval's) or over all, missing "
         "ones as 0 (trec_eval -c), as `examflow evaluate --query-mode`",
     )  # fmt: skip
-    official.add_argument("--out", required=True, help="TSV file to write: run_id, score, rank")
+    _written(official, "--out", required=True, help="TSV file to write: run_id, score, rank")
     official.set_defaults(handler=commands.official_command)
 
 
@@ -527,7 +546,7 @@ def _compare_judges_parser(subparsers) -> None:
         "--queries", help=f"{QUERIES_HELP}: with it, a qrels row (official or a label set's) of another query is "
         "refused or dropped (--on-unknown-query), as `examflow pool` reads the qrels",
     )  # fmt: skip
-    _policy(compare, "--on-unknown-query", "qrels rows whose query is not in --queries")
+    _policy(compare, "--on-unknown-query", "qrels rows whose query is not in --queries", default=None)
     _policy(compare, "--on-unknown-run", "runs a given --official or a --leaderboard file ranks that --runs lacks")
     _setting(compare, "--rbo-p", "judges.rbo_p", help=f"rbo: persistence p (default {default('judges.rbo_p')})")
     _setting(compare, "--bootstrap", "evaluation.bootstrap",
@@ -599,7 +618,7 @@ def _evaluate_parser(subparsers) -> None:
     )
     _number(
         evaluate, "--diagnostics-tau", **THRESHOLD,
-        help=f"threshold of the question diagnostics (default {DEFAULT_TAU}, or the highest --tau)",
+        help=f"threshold of the question diagnostics, one of --tau (default {DEFAULT_TAU}, or the highest --tau)",
     )  # fmt: skip
     evaluate.add_argument(
         "--baselines",

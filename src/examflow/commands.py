@@ -59,7 +59,7 @@ def pool_command(args: argparse.Namespace) -> None:
     from examflow.config import check_relevance_range
     from examflow.io import read_qrels, read_queries, read_runs, read_table, write_tables
     from examflow.io.qrels import JUDGMENT_COLUMNS
-    from examflow.io.runs import RUN_COLUMNS
+    from examflow.io.runs import RUN_COLUMNS, run_files
     from examflow.pool import build_pool
     from examflow.segment import SEGMENT_COLUMNS
 
@@ -67,7 +67,12 @@ def pool_command(args: argparse.Namespace) -> None:
     queries = read_queries(args.queries)
     unknown = Problems(args.on_unknown_query)
     query_ids = set(queries["query_id"])
-    runs = read_runs(args.runs, query_ids, unknown) if args.runs else pd.DataFrame(columns=RUN_COLUMNS)
+    # each file once however it is named, as compare-judges and the workflow take them (a repeat is no second run)
+    runs = (
+        read_runs(run_files(args.runs, "--runs"), query_ids, unknown)
+        if args.runs
+        else pd.DataFrame(columns=RUN_COLUMNS)
+    )
     judgments = (
         read_qrels(args.qrels, queries, unknown, relevance_range)
         if args.qrels
@@ -325,7 +330,7 @@ def merge_grades_command(args: argparse.Namespace) -> None:
 
 
 def evaluate_command(args: argparse.Namespace) -> None:
-    from examflow.config import check_taus, default_tau
+    from examflow.config import check_taus, shown_tau
     from examflow.evaluation.evaluate import Settings, evaluate, facts_of
     from examflow.evaluation.exam_qrels import measure_problems
     from examflow.evaluation.impact import BaselineStore, bank_digest
@@ -335,6 +340,7 @@ def evaluate_command(args: argparse.Namespace) -> None:
     from examflow.outputs import EVALUATION, Facts, check_written, remove_unwanted
 
     check_taus("--tau", args.tau)
+    diagnostics_tau = shown_tau(("--diagnostics-tau", args.diagnostics_tau), ("--tau", args.tau))
     problems = measure_problems(args.measures)
     if problems:
         name, why = next(iter(problems.items()))
@@ -342,7 +348,7 @@ def evaluate_command(args: argparse.Namespace) -> None:
     inputs = _evaluation_inputs(args)
     settings = Settings(
         args.tau, args.k, args.measures, args.query_mode, args.n_exam, args.relevant_judgment, args.bootstrap, args.seed,
-        args.diagnostics_tau if args.diagnostics_tau is not None else default_tau(args.tau),
+        diagnostics_tau,
     )  # fmt: skip
     official = read_leaderboard(args.official) if args.official else None
     if official:
@@ -386,7 +392,7 @@ def evaluate_command(args: argparse.Namespace) -> None:
 def official_command(args: argparse.Namespace) -> None:
     from examflow.evaluation.exam_qrels import measure_problems
     from examflow.evaluation.official import official_leaderboard
-    from examflow.io.runs import run_tag
+    from examflow.io.runs import run_files, runs_by_tag
     from examflow.io.tables import write_tables
 
     for name, why in measure_problems([args.measure]).items():
@@ -396,7 +402,7 @@ def official_command(args: argparse.Namespace) -> None:
     if judgments.empty:
         raise InputError(pooled(pool, "judgments"), "no official judgment: an official leaderboard needs qrels")
     rankings = read_pooled(pool, "rankings")
-    runs = {run_tag(path): path for path in args.runs}
+    runs = runs_by_tag(run_files(args.runs, "--runs"))
     ranked = set(rankings["run_id"])
     for tag, path in runs.items():  # a leaderboard that silently leaves a run out is a wrong number
         if tag not in ranked:
@@ -455,7 +461,9 @@ def judges_inputs(args: argparse.Namespace):
     official_measure = None if args.official else _official_measure(args, measure)
 
     # a query id of no query (a typo) would be drawn by every bootstrap replicate, each label set's interval moved
-    unknown_queries = Problems(args.on_unknown_query)
+    if args.on_unknown_query and not args.queries:
+        raise Failure("--on-unknown-query: it checks the qrels' query ids against --queries: give --queries too")
+    unknown_queries = Problems(args.on_unknown_query or "error")
     known = KnownQueries(read_queries(args.queries), unknown_queries) if args.queries else None
 
     def read(path: str, empty_ok: bool = False):

@@ -105,10 +105,7 @@ def check_config(config: dict, path: str | Path = SCHEMA) -> dict:
         )
     taus, report = check_taus("evaluation.tau", checked["evaluation"]["tau"]), checked["report"]
     _warn_about_the_budget(checked)
-    if report["tau"] is None:
-        report["tau"] = default_tau(taus)
-    elif report["tau"] not in taus:
-        raise ConfigError("report.tau", f"{report['tau']} is none of evaluation.tau ({', '.join(map(str, taus))})")
+    report["tau"] = shown_tau(("report.tau", report["tau"]), ("evaluation.tau", taus))
     _warn_about_scales(checked)
     if checked["nrp"]:
         checked["nrp"] = _check_nrp(checked["nrp"])
@@ -232,6 +229,17 @@ def check_taus(key: str, taus: list[int]) -> list[int]:
         if taus.count(tau) > 1:
             raise ConfigError(key, f"{tau} is given twice")
     return taus
+
+
+def shown_tau(shown: tuple[str, int | None], evaluated: tuple[str, list[int]]) -> int:
+    """The threshold the report and the question diagnostics show, each (key, value): one of the evaluated
+    thresholds, whose tables the report reads; by default the one `default_tau` picks."""
+    (key, tau), (taus_key, taus) = shown, evaluated
+    if tau is None:
+        return default_tau(taus)
+    if tau not in taus:
+        raise ConfigError(key, f"{tau} is none of {taus_key} ({', '.join(map(str, taus))})")
+    return tau
 
 
 def check_relevance_range(key: str, low: int, high: int) -> tuple[int, int]:

@@ -6,7 +6,6 @@ import logging
 import math
 from collections.abc import Iterable
 from pathlib import Path
-from typing import cast
 
 import pandas as pd
 
@@ -32,24 +31,32 @@ def read_runs(
     paths: Iterable[str | Path], query_ids: set[str], unknown_queries: Problems, outside=UNKNOWN_QUERY
 ) -> pd.DataFrame:
     """All runs as one table; a run's id is its run tag, unique across files."""
-    tables: list[pd.DataFrame] = []
-    origin: dict[str | None, str | Path] = {}  # run tag -> the file that has it
-    for path in paths:
-        table = read_run(path, query_ids, unknown_queries, outside)
-        run_id = cast(str, table["run_id"].iat[0]) if len(table) else None  # cast: the column holds run tags
-        if run_id in origin:
-            raise InputError(path, f"run tag {run_id!r} is also the tag of {origin[run_id]}", None, "run_tag")
-        origin[run_id] = path
-        tables.append(table)
+    tables = [read_run(path, query_ids, unknown_queries, outside) for path in runs_by_tag(paths).values()]
     if not tables:
         raise InputError("config: inputs.runs", "no run files given")
     return pd.concat(tables, ignore_index=True)
 
 
+def runs_by_tag(paths: Iterable[str | Path]) -> dict[str, str | Path]:
+    """Each run file by its run tag (on its first line), which one file alone may have: two would be one
+    run in every table."""
+    origin: dict[str, str | Path] = {}
+    for path in paths:
+        number, tag = _first_tag(path)
+        if tag in origin:
+            raise InputError(path, f"run tag {tag!r} is also the tag of {origin[tag]}", number, "run_tag")
+        origin[tag] = path
+    return origin
+
+
 def run_tag(path: str | Path) -> str:
     """The run tag on a run file's first line (one run per file: read_run checks the rest)."""
+    return _first_tag(path)[1]
+
+
+def _first_tag(path: str | Path) -> tuple[int, str]:
     for number, line in text_lines(path):
-        return split_columns(path, number, line, RUN_FIELDS, None)[5]
+        return number, split_columns(path, number, line, RUN_FIELDS, None)[5]
     raise AssertionError("text_lines raises on an empty file")
 
 
