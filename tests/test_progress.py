@@ -60,6 +60,25 @@ def test_after_the_run_a_job_left_running_was_stopped_and_time_ends_at_the_last_
     )
 
 
+@pytest.mark.parametrize("ended", [False, True])
+def test_a_run_the_cache_answers_whole_says_so_not_0_of_0(tmp_path, ended):
+    """A cache-only rerun read `answered 0 of 0 prompts, prompts/s not known yet; ...; 3,345 more prompts
+    answered by the cache`."""
+    progress = tmp_path / "logs/progress"
+    write(progress / "run.json", json.dumps({"started": 1000.0, "jobs": ["m/s0", "m/s1"], "ended": ended}))
+    write(progress / "m/s0.json", job("m/s0", 1010.0, 1011.0, 2000, 0, 0, "done"))
+    write(progress / "m/s1.json", job("m/s1", 1010.0, 1012.0, 1345, 0, 0, "done" if ended else "running"))
+    jobs = "2 done" if ended else "1 running, 1 done"
+    line = f"examflow: no prompts to ask, the cache answered all 3,345; grade jobs: {jobs}"
+    assert progress_line(read_progress(tmp_path), now=1020.0) == line
+    write(progress / "m/s1.json", job("m/s1", 1010.0, 1012.0, 1345, None, 0, "running"))  # yet to count
+    assert progress_line(read_progress(tmp_path), now=1020.0).startswith(
+        "examflow: answered 0 of 0 prompts; grade jobs: 1 done, 1 stopped"
+        if ended
+        else "examflow: answered 0 of 0 prompts, prompts/s not known yet"
+    )
+
+
 def test_examflow_progress_prints_the_line_and_names_a_folder_without_progress(results, tmp_path):
     def examflow_progress(folder):
         command = [sys.executable, "-m", "examflow", "progress", "--results", str(folder)]

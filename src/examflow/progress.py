@@ -225,12 +225,17 @@ def progress_line(progress: RunProgress, now: float) -> str:
     # A share of a total that jobs or passes not yet counted will add to would read 100% too early.
     counted = not (progress.waiting or starting or any(j.more and j.state == RUNNING for j in jobs))
     share = f" ({100 * graded // to_grade}%)" if to_grade and counted else ""
-    unanswered = sum(j.unanswered for j in jobs)
-    if any(j.to_grade is not None for j in jobs):
+    unanswered, cached = sum(j.unanswered for j in jobs), sum(j.cached for j in jobs)
+    # every job counted (a cache-only rerun), none with anything to ask: no rate, no share, no "0 of 0"
+    idle = counted and not to_grade and all(j.to_grade is not None for j in jobs)
+    if idle:
+        cache = f", the cache answered all {cached:,}" if cached else ""
+        words = [f"examflow: no {unit} to ask{cache}"]
+    elif any(j.to_grade is not None for j in jobs):
         words = [_answered(graded, unanswered, to_grade, unit, share)]
     else:  # every job stopped (a model that would not load, say) before it counted: not "0 of 0 prompts"
         words = [f"examflow: answered no {unit} (no grade job got as far as counting its {unit})"]
-    if rate or running:
+    if (rate or running) and not idle:
         asked = " asked" if unanswered else ""  # not answered: a server down is asked as fast as one up
         words.append(f"{rate:,.1f} {unit}/s{asked}" if rate else f"{unit}/s not known yet")
     if graded < to_grade and rate and running:  # a stopped run has no time left to tell
@@ -245,8 +250,8 @@ def progress_line(progress: RunProgress, now: float) -> str:
         "waiting": progress.waiting,
     }
     line = ", ".join(words) + "; grade jobs: " + ", ".join(f"{n} {state}" for state, n in states.items() if n)
-    cached, failed = sum(j.cached for j in jobs), sum(j.failed for j in jobs)
-    line += f"; {cached:,} more {unit} answered by the cache" if cached else ""
+    failed = sum(j.failed for j in jobs)
+    line += f"; {cached:,} more {unit} answered by the cache" if cached and not idle else ""
     # a failed job stops the run before summary.md is written; each job's log has its counts
     counts = "the grade jobs' logs count" if states["failed"] else "summary.md counts"
     pairs = "pair" if failed == 1 else "pairs"
