@@ -296,6 +296,29 @@ def test_run_rows_of_queries_no_label_set_judges_are_counted_as_such(tmp_path, c
            "judged by no label set 'q5')" in caplog.text  # fmt: skip
 
 
+def test_judged_queries_no_run_ranks_are_named_in_a_warning(tmp_path, caplog):
+    """By hand, without --queries, a label set's typo (`Q3` for `q3`) was one more query the bootstrap drew,
+    with no word: the warning names it (and q5, which the runs of this call do not rank)."""
+    files = campaign(tmp_path)
+    typo = tmp_path / "typo.qrels"
+    typo.write_text(files["noisy"].read_text().replace("q3 ", "Q3 "))
+    run, other = tmp_path / "runs [all]" / "r0.txt", tmp_path / "runs [all]" / "r1.txt"
+    arguments = ["compare-judges", "--runs", str(run), str(other), "--official-qrels", str(files["official"]),
+                 "--bootstrap", "0", "--out", str(tmp_path / "out")]  # fmt: skip
+    with caplog.at_level(logging.WARNING):
+        assert main([*arguments, "--labels", f"typo={typo}"]) == 0
+    assert "1 judged query is ranked by no run, and the bootstrap draws them too: Q3 (a typo? --queries " \
+           "checks the qrels' query ids)" in caplog.text  # fmt: skip
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        assert main([*arguments[:2], str(run), *arguments[4:], "--labels", f"typo={typo}"]) == 0  # r0 alone
+    assert "2 judged queries are ranked by no run, and the bootstrap draws them too: Q3, q5 (a typo?" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        assert main([*arguments, "--labels", f"noisy={files['noisy']}"]) == 0  # r1 ranks q5
+    assert "ranked by no run" not in caplog.text
+
+
 def test_a_label_set_of_no_label_judges_nothing_and_empty_official_qrels_are_an_error(tmp_path, caplog):
     """The EXAM-Qrels of a method whose every pair failed (within grading.max_error_rate) are empty: the
     judges step stopped the workflow with "file is empty", the summary unwritten (a stranger's trial)."""

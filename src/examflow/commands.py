@@ -487,6 +487,10 @@ def judges_inputs(args: argparse.Namespace):
                              "rank as their page: give --per-page") from None  # fmt: skip
         raise
     unknown.summarise()
+    if unranked := sorted(judged - set(runs["query_id"])):  # by hand, a typo of a query id is one of them
+        check = "" if args.queries else " (a typo? --queries checks the qrels' query ids)"
+        some = "1 judged query is" if len(unranked) == 1 else f"{len(unranked)} judged queries are"
+        log.warning("%s ranked by no run, and the bootstrap draws them too: %s%s", some, listed(unranked), check)
     official_given = None
     if args.official:
         scores = read_leaderboard_scores(args.official)
