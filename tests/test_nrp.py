@@ -214,13 +214,14 @@ def test_bm25_scores_documents_and_answers_alike_with_the_judged_documents_stati
 
     documents = {"d1": "glaciers move because ice deforms", "d2": "glacier speed depends on slope and ice",
                  "d3": "bread rises with yeast"}  # fmt: skip
-    query = QueryItems("q", "why do glaciers move", documents, {"m/p/0": "glaciers move because ice deforms"})
-    scores = BM25().scores([query])
     reference = bm25s.BM25(k1=1.5, b=0.75, method="lucene")
     reference.index(bm25s.tokenize(list(documents.values()), stopwords="en", show_progress=False), show_progress=False)
-    expected = reference.get_scores(bm25s.tokenize(["why do glaciers move"], stopwords="en", return_ids=False)[0])
-    assert [scores["q", d] for d in documents] == pytest.approx(expected.tolist(), rel=1e-6)
-    assert scores["q", "m/p/0"] == scores["q", "d1"]  # the same text: the same score, exactly
+    for text in ("why do glaciers move", "Glaciers, glaciers: why do they move?"):  # a repeated term counts twice
+        query = QueryItems("q", text, documents, {"m/p/0": "glaciers move because ice deforms"})
+        scores = BM25().scores([query])
+        expected = reference.get_scores(bm25s.tokenize([text], stopwords="en", return_ids=False)[0])
+        assert [scores["q", d] for d in documents] == pytest.approx(expected.tolist(), rel=1e-6)
+        assert scores["q", "m/p/0"] == scores["q", "d1"]  # the same text: the same score, exactly
 
 
 @pytest.fixture(scope="module")
