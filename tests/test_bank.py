@@ -17,7 +17,7 @@ from examflow.io.tables import write_tables
 from examflow.questions.bank import read_bank, write_bank
 from examflow.questions.diff import diff_banks, format_diff
 from examflow.questions.items import item_id
-from examflow.questions.shards import query_folder, shard_digests, shard_of, shard_table
+from examflow.questions.shards import check_one_bucket, query_folder, shard_digests, shard_of, shard_table
 
 REFERENCE_BANKS = sorted(
     p
@@ -147,6 +147,36 @@ def test_a_shard_name_that_is_no_bucket_is_refused(tmp_path, capsys, shard, shar
         assert capsys.readouterr().err == (
             f"examflow: error: --shard: {shard!r} is not a bucket of --shards {shards}: the names are {names}\n"
         )
+
+
+def test_a_grade_job_given_two_buckets_tables_refuses_them(tmp_path, capsys):
+    """By hand, the passages of one bucket and the questions of another had no pair in common: the job
+    wrote an empty grades table and exit 0 (`nothing to grade`)."""
+    pool, shards = tmp_path / "pool", tmp_path / "shards"
+    run = sorted((DEMO / "runs").iterdir())[0]
+    assert main(["pool", "--queries", str(DEMO / "queries.jsonl"), "--runs", str(run), "--corpus",
+                 str(DEMO / "corpus.tsv"), "--out", str(pool)]) == 0  # fmt: skip
+    for shard in ("shard-0", "shard-1"):
+        assert main(["pool-shard", "--passages", str(pool / "passages.parquet"), "--queries", str(pool / "queries.parquet"),
+                     "--shard", shard, "--shards", "2", "--out-passages", str(shards / f"{shard}.passages.parquet"),
+                     "--out-queries", str(shards / f"{shard}.queries.parquet")]) == 0  # fmt: skip
+        assert main(["bank-shard", "--bank", str(DEMO / "bank.jsonl"), "--queries", str(DEMO / "queries.jsonl"),
+                     "--shard", shard, "--shards", "2", "--out", str(shards / f"{shard}.questions.parquet")]) == 0  # fmt: skip
+    capsys.readouterr()
+    method = json.dumps({"name": "m", "kind": "self_rating", "backend": {"kind": "embedding"}})
+    out = tmp_path / "grades.parquet"
+    assert main(["grade", "--method", method, "--passages", str(shards / "shard-0.passages.parquet"), "--queries",
+                 str(shards / "shard-0.queries.parquet"), "--questions", str(shards / "shard-1.questions.parquet"),
+                 "--shard", "shard-0", "--cache-dir", str(tmp_path / "cache"), "--out", str(out)]) == 2  # fmt: skip
+    assert capsys.readouterr().err.endswith(
+        f"error: {shards / 'shard-1.questions.parquet'}: --questions is the table of shard-1 of 2 buckets, --queries "
+        "of shard-0 of 2: give one bucket's tables (no pair is in both)\n"
+    )
+    assert not out.exists()
+    check_one_bucket({name: str(shards / f"shard-1.{name}.parquet") for name in ("queries", "passages", "questions")})
+    check_one_bucket(
+        {"--passages": str(pool / "passages.parquet"), "--questions": str(shards / "shard-1.questions.parquet")}
+    )
 
 
 @needs_reference("every published bank shards as before against its queries", bool(REFERENCE_BANKS))

@@ -183,29 +183,29 @@ def bank_shard_command(args: argparse.Namespace) -> None:
     from examflow.io.queries import subtopics
     from examflow.io.tables import write_tables
     from examflow.questions.bank import entry_lines, known_targets, read_bank
-    from examflow.questions.shards import check_shard, shard_table
+    from examflow.questions.shards import bucket_table, check_shard, shard_table
 
     check_shard(args.shard, args.shards)
-    if args.bank is None:
-        write_tables({args.out: shard_table([], args.shard, args.shards)})
-        return
-    entries = read_bank(args.bank)
-    # Questions for no query, or for no subtopic of theirs, are not graded: they would count in |Q|.
-    unknown = Problems(args.on_unknown_query)
-    known = known_targets(args.bank, entry_lines(entries), subtopics(read_queries(args.queries)), unknown)
-    unknown.summarise()
-    entries = [entry for entry in entries if (entry.query_id, entry.facet_id) in known]
-    write_tables({args.out: shard_table(entries, args.shard, args.shards)})
+    entries = read_bank(args.bank) if args.bank is not None else []
+    if entries:
+        # Questions for no query, or for no subtopic of theirs, are not graded: they would count in |Q|.
+        unknown = Problems(args.on_unknown_query)
+        known = known_targets(args.bank, entry_lines(entries), subtopics(read_queries(args.queries)), unknown)
+        unknown.summarise()
+        entries = [entry for entry in entries if (entry.query_id, entry.facet_id) in known]
+    shard = (args.shard, args.shards)
+    write_tables({args.out: bucket_table(shard_table(entries, *shard), *shard)})
 
 
 def pool_shard_command(args: argparse.Namespace) -> None:
     from examflow.io.tables import write_tables
-    from examflow.questions.shards import check_shard, pool_shard
+    from examflow.questions.shards import bucket_table, check_shard, pool_shard
 
     check_shard(args.shard, args.shards)
     passages, queries = pool_table(args.passages, "passages"), pool_table(args.queries, "queries")
-    passages, queries = pool_shard(passages, queries, args.shard, args.shards)
-    write_tables({args.out_passages: passages, args.out_queries: queries})
+    shard = (args.shard, args.shards)
+    passages, queries = pool_shard(passages, queries, *shard)
+    write_tables({args.out_passages: bucket_table(passages, *shard), args.out_queries: bucket_table(queries, *shard)})
 
 
 def bank_diff_command(args: argparse.Namespace) -> None:
@@ -256,11 +256,13 @@ def grade_command(args: argparse.Namespace) -> None:
     from examflow.io.tables import write_tables
     from examflow.llm import log_served
     from examflow.progress import job_progress
+    from examflow.questions.shards import check_one_bucket
 
     method = check_method("--method", json_argument(args.method, "--method"))
     with job_progress(args.progress, f"{method.name}/{args.shard}", work_unit(method)) as progress:
         queries, passages = pool_table(args.queries, "queries"), pool_table(args.passages, "passages")
         questions = read_questions([args.questions])
+        check_one_bucket({"--queries": args.queries, "--passages": args.passages, "--questions": args.questions})
         pairs = make_pairs(method.kind, passages, questions, queries)
         log.info("method %s, shard %s: %d passages, %d pairs", method.name, args.shard, len(passages), len(pairs))
         if not pairs:  # no model is loaded for nothing

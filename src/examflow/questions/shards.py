@@ -13,8 +13,9 @@ import json
 import re
 
 import pandas as pd
+import pyarrow as pa
 
-from examflow.errors import ConfigError
+from examflow.errors import ConfigError, InputError
 from examflow.questions.items import Entry
 
 QUESTION_COLUMNS = ["query_id", "facet_id", "question_id", "question_text", "kind", "gold_answers", "choices",
@@ -73,6 +74,36 @@ def shard_rows(entries: list[Entry], shards: int) -> dict[str, list[tuple]]:
 
 def shard_table(entries: list[Entry], shard: str, shards: int) -> pd.DataFrame:
     return pd.DataFrame(shard_rows(entries, shards).get(shard, []), columns=QUESTION_COLUMNS, dtype=object)
+
+
+# The schema key under which pool-shard's and bank-shard's tables name their bucket, `[shard, shards]`.
+BUCKET_KEY = b"examflow.bucket"
+
+
+def bucket_table(table: pd.DataFrame, shard: str, shards: int) -> pa.Table:
+    """`table` as Arrow (as pandas writes it), naming its bucket: a grade job given two buckets' tables
+    refuses them, where it found no pair to grade and wrote an empty table."""
+    arrow = pa.Table.from_pandas(table, preserve_index=False)
+    return arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), BUCKET_KEY: json.dumps([shard, shards])})
+
+
+def check_one_bucket(tables: dict[str, str]) -> None:
+    """The tables a grade job reads (by option) are of one bucket, wherever they name theirs (a table
+    written by hand, or before tables named their bucket, does not)."""
+    import pyarrow.parquet as pq
+
+    first: tuple[str, list] | None = None
+    for option, path in tables.items():
+        named = (pq.read_schema(path).metadata or {}).get(BUCKET_KEY)
+        if named is None:
+            continue
+        bucket = json.loads(named)
+        if first is None:
+            first = (option, bucket)
+        elif bucket != first[1]:
+            (shard, shards), (other, (first_shard, first_shards)) = bucket, first
+            raise InputError(path, f"{option} is the table of {shard} of {shards} buckets, {other} of {first_shard} "
+                             f"of {first_shards}: give one bucket's tables (no pair is in both)")  # fmt: skip
 
 
 def shard_digests(entries: list[Entry], shards: int) -> dict[str, str]:
