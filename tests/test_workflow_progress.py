@@ -99,7 +99,9 @@ def test_a_long_run_shows_its_grading_progress_and_a_rerun_keeps_the_first_logs(
         # first log stays beside the new one.
         result = snakemake(project, *args, "--forceall")
         assert server.calls == 3345
-        rerun = [line for line in (result.stdout + result.stderr).splitlines() if LINE.match(line)]
+        rerun = [
+            line for line in (result.stdout + result.stderr).splitlines() if line.startswith("examflow: no prompts")
+        ]
         assert rerun[-1] == "examflow: no prompts to ask, the cache answered all 3,345; grade jobs: 2 done"
         for path, text in first.items():
             assert Path(f"{path}.1").read_text() == text
@@ -115,6 +117,6 @@ def test_the_demo_s_embedding_grader_counts_pairs(demo):
     found = re.match(
         r"examflow: answered ([\d,]+) of \1 pairs.*grade jobs: \d+ done(?:; ([\d,]+) more pairs answered by the cache)?$",
         line,
-    )
+    ) or re.match(r"examflow: no pairs to ask, the cache answered all ([\d,]+)(); grade jobs: \d+ done$", line)
     assert found, line
     assert sum(int((count or "0").replace(",", "")) for count in found.groups()) == 3345  # every pair of the demo
