@@ -169,14 +169,20 @@ def test_a_grade_job_given_two_buckets_tables_refuses_them(tmp_path, capsys):
                  str(shards / "shard-0.queries.parquet"), "--questions", str(shards / "shard-1.questions.parquet"),
                  "--shard", "shard-0", "--cache-dir", str(tmp_path / "cache"), "--out", str(out)]) == 2  # fmt: skip
     assert capsys.readouterr().err.endswith(
-        f"error: {shards / 'shard-1.questions.parquet'}: --questions is the table of shard-1 of 2 buckets, --queries "
-        "of shard-0 of 2: give one bucket's tables (no pair is in both)\n"
+        f"error: {shards / 'shard-1.questions.parquet'}: --questions is the table of shard-1 (of 2 buckets), not of "
+        "--shard shard-0\n"
     )
     assert not out.exists()
-    check_one_bucket({name: str(shards / f"shard-1.{name}.parquet") for name in ("queries", "passages", "questions")})
-    check_one_bucket(
-        {"--passages": str(pool / "passages.parquet"), "--questions": str(shards / "shard-1.questions.parquet")}
-    )
+    tables = {name: str(shards / f"shard-1.{name}.parquet") for name in ("queries", "passages", "questions")}
+    check_one_bucket(tables, "shard-1")
+    check_one_bucket({"--passages": str(pool / "passages.parquet"), "--questions": tables["questions"]}, "shard-1")
+    # shard-0 of 1 holds every query, shard-0 of 2 some: one name, two bucketings
+    assert main(["bank-shard", "--bank", str(DEMO / "bank.jsonl"), "--queries", str(DEMO / "queries.jsonl"),
+                 "--shard", "shard-0", "--shards", "1", "--out", str(shards / "all.parquet")]) == 0  # fmt: skip
+    mixed = {"--passages": str(shards / "shard-0.passages.parquet"), "--questions": str(shards / "all.parquet")}
+    with pytest.raises(InputError, match=r"all.parquet: --questions is the table of shard-0 of 1 buckets, --passages of "
+                       r"shard-0 of 2: give one bucket's tables, made with one --shards$"):  # fmt: skip
+        check_one_bucket(mixed, "shard-0")
 
 
 @needs_reference("every published bank shards as before against its queries", bool(REFERENCE_BANKS))

@@ -259,7 +259,12 @@ def test_a_judge_of_few_queries_and_a_given_leaderboard_of_scores(tmp_path):
         (["--measure", "ndcg_cut_10", "--measure", "nDCG@10"], "two names for the same measure (nDCG@10)"),
         (["--official-measure", "foo"], "--official-measure 'foo': neither"),
         (["--official", "OFFICIAL_JSON"], "ranks none of the 1 runs given"),
-        (["--out", "OUT_FILE"], "not a folder"),
+        (["--out", "OUT_FILE"], "is a file: name the folder to write into"),
+        # every run would score 0: a leaderboard of ties, every agreement empty, and exit 0
+        (
+            ["--official-measure", "map", "--official-relevance-level", "4"],
+            "no judgment reaches --official-relevance-level 4 (the highest is 3): every run would score 0",
+        ),
         (["--runs", "nothing/*"], "--runs: no such run file, and no file matches 'nothing/*' as a pattern"),
         (["--rbo-p", "1.5"], "--rbo-p"),
         (["--official-qrels", "FACETS"], "no rows for any known query: the labels judge subtopics (`query/facet`)"),
@@ -317,6 +322,12 @@ def test_judged_queries_no_run_ranks_are_named_in_a_warning(tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         assert main([*arguments, "--labels", f"noisy={files['noisy']}"]) == 0  # r1 ranks q5
     assert "ranked by no run" not in caplog.text
+    facets = tmp_path / "facets.qrels"
+    facets.write_text(files["noisy"].read_text().replace("q3 ", "q3/f1 "))
+    with caplog.at_level(logging.WARNING):
+        assert main([*arguments, "--labels", f"facets={facets}"]) == 0
+    assert "1 judged query is ranked by no run, and the bootstrap draws them too: q3/f1 (subtopics `query/facet`, " \
+           "whose page the runs rank? give --per-page)" in caplog.text  # fmt: skip
 
 
 def test_a_label_set_of_no_label_judges_nothing_and_empty_official_qrels_are_an_error(tmp_path, caplog):

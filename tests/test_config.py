@@ -461,6 +461,17 @@ def test_a_file_to_write_named_as_a_folder_is_refused_in_one_line(command, optio
     )
     assert not out.exists()
     assert parser().parse_args(command_line("evaluate", f"{tmp_path}/folder/")).out == f"{tmp_path}/folder/"
+    # an existing folder where a file goes, and a file where a folder goes: refused before any work (plan
+    # printed the whole plan first, evaluate named `file/qrels`)
+    out.mkdir()
+    assert main(command_line(command, out)) == 2
+    assert capsys.readouterr().err.endswith(f": {str(out)!r} is a folder: name the file to write\n")
+    (tmp_path / "file").write_text("")
+    assert main(command_line("evaluate", tmp_path / "file")) == 2
+    assert (
+        capsys.readouterr().err
+        == f"examflow: error: --out: {str(tmp_path / 'file')!r} is a file: name the folder to write into\n"
+    )
 
 
 @pytest.mark.parametrize(
@@ -468,11 +479,14 @@ def test_a_file_to_write_named_as_a_folder_is_refused_in_one_line(command, optio
     [
         # the report and the summary read the tables of --diagnostics-tau among those of every --tau
         ("evaluate", ["--tau", "1", "4", "--diagnostics-tau", "2"], "--diagnostics-tau: 2 is none of --tau (1, 4)"),
+        ("pool", ["--runs"], "--runs, --segments: nothing to evaluate: give run files, segmented responses, or both"),
         ("compare-judges", ["--on-unknown-query", "warn"],
          "--on-unknown-query: it checks the qrels' query ids against --queries: give --queries too"),
     ],
 )  # fmt: skip
-def test_an_option_that_acts_only_with_another_is_refused_without_it(command, options, message, tmp_path, capsys):
+def test_an_option_missing_or_acting_only_with_another_is_refused_before_any_input_is_read(
+    command, options, message, tmp_path, capsys
+):
     from examflow.cli import main
 
     out = tmp_path / "out"

@@ -180,6 +180,13 @@ def test_every_command_reads_a_run_file_named_twice_once_and_refuses_two_files_o
     assert not board.exists()
     assert main(["official", "--pool", str(pool), "--runs", str(run), str(run), "--out", str(board)]) == 0
     assert board.read_text() == "run_id\tscore\trank\nrunA\t1.0\t1.0\n"  # AP of d1 at rank 1; ranks average ties
+    # A level no judgment reaches: every run 0 by AP, a leaderboard of ties (nDCG weighs the labels themselves)
+    level = ["official", "--pool", str(pool), "--runs", str(run), "--relevance-level", "2", "--out", str(board)]
+    assert main([*level, "--measure", "map"]) == 2
+    assert capsys.readouterr().err.endswith(
+        f"error: {pool / 'judgments.parquet'}: no judgment reaches --relevance-level 2 (the highest is 1): every run would score 0\n"
+    )
+    assert main([*level, "--measure", "ndcg_cut_10"]) == 0
 
 
 def test_a_run_file_a_pattern_matches_whose_name_starts_with_a_dash_is_refused(tmp_path, monkeypatch):

@@ -44,15 +44,22 @@ class Gathered(argparse._ExtendAction):
 TABLE = "a Parquet table written by examflow"
 
 
-def _written(command, name: str, **argument) -> None:
-    """An option naming a file the command writes. `out/` names a folder, and pathlib drops the slash: the
-    table would be written as a file named `out`."""
-    command.add_argument(name, type=partial(_written_file, name), **argument)
+def _written(command, name: str, folder: bool = False, **argument) -> None:
+    """An option naming a file (or `folder`) the command writes, refused before any work where it cannot be
+    one: `out/` names a folder, and pathlib drops the slash (the table would be written as a file `out`)."""
+    command.add_argument(name, type=partial(_written_folder if folder else _written_file, name), **argument)
 
 
 def _written_file(name: str, text: str) -> str:
-    if text.endswith(("/", os.sep)):
-        raise ConfigError(name, f"{text!r} ends with '/', which names a folder: name the file to write")
+    if text.endswith(("/", os.sep)) or os.path.isdir(text):
+        what = "ends with '/', which names" if text.endswith(("/", os.sep)) else "is"
+        raise ConfigError(name, f"{text!r} {what} a folder: name the file to write")
+    return text
+
+
+def _written_folder(name: str, text: str) -> str:
+    if os.path.exists(text) and not os.path.isdir(text):
+        raise ConfigError(name, f"{text!r} is a file: name the folder to write into")
     return text
 
 
@@ -120,7 +127,7 @@ def parser() -> argparse.ArgumentParser:
     _facts(
         report, "scatter.png and correlation.html (official), kappa.png (judgments), NRP's expert agreement (expert)"
     )
-    report.add_argument("--out", required=True, help="directory for the figures (PNG) and pages (HTML)")
+    _written(report, "--out", folder=True, required=True, help="directory for the figures (PNG) and pages (HTML)")
     report.set_defaults(handler=commands.report_command)
     summary = subparsers.add_parser("summary", help="the run's summary (summary.md) and provenance record (JSON)")
     summary.add_argument("--grades", nargs="*", action=Gathered, default=[], help=f"every method's grades, {TABLE}")
@@ -240,7 +247,9 @@ def _pool_parser(subparsers) -> None:
     )  # fmt: skip
     _policy(pool, "--on-missing-passage", "pooled passages missing from the corpus or empty")
     _policy(pool, "--on-unknown-query", "run and qrels rows whose query is not in --queries")
-    pool.add_argument("--out", required=True, help="directory for the pool tables (Parquet, and TSV summaries)")
+    _written(
+        pool, "--out", folder=True, required=True, help="directory for the pool tables (Parquet, and TSV summaries)"
+    )
     pool.set_defaults(handler=commands.pool_command)
 
     shard = subparsers.add_parser(
@@ -447,7 +456,7 @@ def _nrp_parser(subparsers) -> None:
     )  # fmt: skip
     _policy(nrp, "--on-unknown-query", "qrels and answers whose query is not in --queries")
     _policy(nrp, "--on-missing-passage", "judged documents missing from --corpus")
-    nrp.add_argument("--out", required=True, help="directory for the NRP tables (TSV)")
+    _written(nrp, "--out", folder=True, required=True, help="directory for the NRP tables (TSV)")
     nrp.set_defaults(handler=commands.nrp_command)
 
 
@@ -552,8 +561,8 @@ def _compare_judges_parser(subparsers) -> None:
     _setting(compare, "--bootstrap", "evaluation.bootstrap",
              help=f"bootstrap replicates over queries (default {default('evaluation.bootstrap')}; 0: none)")  # fmt: skip
     _setting(compare, "--seed", "evaluation.seed", help=f"seed of the bootstrap (default {default('evaluation.seed')})")
-    compare.add_argument(
-        "--out", required=True,
+    _written(
+        compare, "--out", folder=True, required=True,
         help="directory for leaderboards.tsv, agreement.tsv, labels.tsv, confusion.tsv, votes.tsv, autojudge.eval.txt",
     )  # fmt: skip
     compare.set_defaults(handler=commands.compare_judges_command)
@@ -631,7 +640,7 @@ def _evaluate_parser(subparsers) -> None:
         "of the method's settings): impact lists passages' and systems' changes only against a baseline of the same",
     )
     _facts(evaluate, "correlation.tsv (official), kappa.tsv and agreement.tsv (judgments), the facets qrels (facets)")
-    evaluate.add_argument("--out", required=True, help="directory for the evaluation tables (TSV) and qrels")
+    _written(evaluate, "--out", folder=True, required=True, help="directory for the evaluation tables (TSV) and qrels")
     evaluate.set_defaults(handler=commands.evaluate_command)
 
 

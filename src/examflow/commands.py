@@ -63,6 +63,8 @@ def pool_command(args: argparse.Namespace) -> None:
     from examflow.pool import build_pool
     from examflow.segment import SEGMENT_COLUMNS
 
+    if not args.runs and not args.segments:  # the configuration's check (inputs.runs, inputs.responses), by hand
+        raise Failure("--runs, --segments: nothing to evaluate: give run files, segmented responses, or both")
     relevance_range = check_relevance_range("--relevance-range", *args.relevance_range)
     queries = read_queries(args.queries)
     unknown = Problems(args.on_unknown_query)
@@ -79,8 +81,6 @@ def pool_command(args: argparse.Namespace) -> None:
         else pd.DataFrame(columns=JUDGMENT_COLUMNS)
     )
     segments = read_table(args.segments, SEGMENT_COLUMNS) if args.segments else None
-    if runs.empty and segments is None:
-        raise InputError("config: inputs", "nothing to evaluate: give run files, generated responses, or both")
     missing = Problems(args.on_missing_passage)
     tables = build_pool(queries, runs, segments, judgments, args.corpus, args.depth, missing)
     unknown.summarise()
@@ -262,7 +262,9 @@ def grade_command(args: argparse.Namespace) -> None:
     with job_progress(args.progress, f"{method.name}/{args.shard}", work_unit(method)) as progress:
         queries, passages = pool_table(args.queries, "queries"), pool_table(args.passages, "passages")
         questions = read_questions([args.questions])
-        check_one_bucket({"--queries": args.queries, "--passages": args.passages, "--questions": args.questions})
+        check_one_bucket(
+            {"--queries": args.queries, "--passages": args.passages, "--questions": args.questions}, args.shard
+        )
         pairs = make_pairs(method.kind, passages, questions, queries)
         log.info("method %s, shard %s: %d passages, %d pairs", method.name, args.shard, len(passages), len(pairs))
         if not pairs:  # no model is loaded for nothing
@@ -392,8 +394,8 @@ def evaluate_command(args: argparse.Namespace) -> None:
 
 
 def official_command(args: argparse.Namespace) -> None:
-    from examflow.evaluation.exam_qrels import measure_problems
-    from examflow.evaluation.official import official_leaderboard
+    from examflow.evaluation.exam_qrels import level_free, measure_problems
+    from examflow.evaluation.official import check_level_reached, official_leaderboard
     from examflow.io.runs import run_files, runs_by_tag
     from examflow.io.tables import write_tables
 
@@ -403,6 +405,10 @@ def official_command(args: argparse.Namespace) -> None:
     judgments = read_pooled(pool, "judgments")
     if judgments.empty:
         raise InputError(pooled(pool, "judgments"), "no official judgment: an official leaderboard needs qrels")
+    if not level_free(args.measure):
+        check_level_reached(
+            pooled(pool, "judgments"), judgments["relevance"], args.relevance_level, "--relevance-level"
+        )
     rankings = read_pooled(pool, "rankings")
     runs = runs_by_tag(run_files(args.runs, "--runs"))
     ranked = set(rankings["run_id"])
@@ -417,7 +423,8 @@ def official_command(args: argparse.Namespace) -> None:
         log.warning("%d runs rank no judged query and are not on the official leaderboard: %s",
                     len(unjudged), ", ".join(unjudged))  # fmt: skip
     write_tables({args.out: board})
-    log.info("official leaderboard of %d runs by %s on the official qrels -> %s", len(board), args.measure, args.out)
+    runs_ranked = f"{len(board)} run{'' if len(board) == 1 else 's'}"
+    log.info("official leaderboard of %s by %s on the official qrels -> %s", runs_ranked, args.measure, args.out)
 
 
 def compare_judges_command(args: argparse.Namespace) -> None:
@@ -426,8 +433,6 @@ def compare_judges_command(args: argparse.Namespace) -> None:
     from examflow.outputs import JUDGES, Facts, check_written
 
     out = Path(args.out)
-    if out.exists() and not out.is_dir():  # before the work, not after it
-        raise Failure(f"--out {args.out}: not a folder")
     judges = judges_inputs(args)
     settings = Settings(args.top_k, args.rbo_p, args.bootstrap, args.seed, complete=args.query_mode == "all")
     tables = compare_judges(judges, settings)
@@ -442,6 +447,7 @@ def judges_inputs(args: argparse.Namespace):
     """What `compare-judges` compares, read and checked: a problem is one line, before any work."""
     from examflow.errors import repeated
     from examflow.evaluation.judges import Judges, check_measure, ensemble, per_page
+    from examflow.evaluation.official import check_level_reached
     from examflow.io.leaderboard import read_leaderboard, read_leaderboard_scores
     from examflow.io.qrels import KnownQueries, read_labels
     from examflow.io.queries import read_queries
@@ -473,6 +479,9 @@ def judges_inputs(args: argparse.Namespace):
         return per_page(labels) if args.per_page else labels
 
     official_labels = read(args.official_qrels)
+    if official_measure and official_measure[0] != args.official_measure:  # named with the level it takes
+        level = args.official_relevance_level
+        check_level_reached(args.official_qrels, official_labels["relevance"], level, "--official-relevance-level")
     label_sets = {name: read(path, empty_ok=True) for name, path in label_arguments(args.labels).items()}
     unknown_queries.summarise()
     votes = {}
@@ -491,6 +500,8 @@ def judges_inputs(args: argparse.Namespace):
     unknown.summarise()
     if unranked := sorted(judged - set(runs["query_id"])):  # by hand, a typo of a query id is one of them
         check = "" if args.queries else " (a typo? --queries checks the qrels' query ids)"
+        if not args.per_page and any("/" in query for query in unranked):
+            check = " (subtopics `query/facet`, whose page the runs rank? give --per-page)"
         some = "1 judged query is" if len(unranked) == 1 else f"{len(unranked)} judged queries are"
         log.warning("%s ranked by no run, and the bootstrap draws them too: %s%s", some, listed(unranked), check)
     official_given = None

@@ -11,11 +11,20 @@ from typing import cast
 
 import pandas as pd
 
+from examflow.errors import InputError
 from examflow.evaluation.exam_qrels import trec_scores
 from examflow.io.runs import RESERVED_RUNS
 from examflow.ties import ranks_of
 
 OFFICIAL_COLUMNS = ["run_id", "score", "rank"]
+
+
+def check_level_reached(path, relevance: pd.Series, level: int, option: str) -> None:
+    """A relevance level above every judgment makes every run score 0 by a measure that takes it: a
+    leaderboard of ties, which no correlation can read (trec_eval -l would print the zeros)."""
+    top = int(relevance.max())
+    if level > top:
+        raise InputError(path, f"no judgment reaches {option} {level} (the highest is {top}): every run would score 0")
 
 
 def official_leaderboard(

@@ -170,7 +170,8 @@ class ShardGrader:
             if self.cache.signature != expected:
                 keys, todo = self._todo(requests, query_ids)
         known = cast(dict[str, Answer], self.known)
-        log.info("%d of %d prompts cached; %d to grade", len(requests) - len(todo), len(requests), len(todo))
+        unit = work_unit(self.method)  # an embedding grader is sent pairs
+        log.info("%d of %d %s cached; %d to grade", len(requests) - len(todo), len(requests), unit, len(todo))
         if self.progress:
             self.progress.planned(len(requests) - len(todo), len(todo), more)
         if not todo:  # the cache answers all: no model is loaded for nothing
@@ -181,7 +182,7 @@ class ShardGrader:
         # A local model prepares the next chunk's prompts while it answers this one.
         answered = getattr(self.backend, "answer_chunks", None)
         replies = answered(chunks) if answered else map(self.backend.answer, chunks)
-        replayed, unit, without = self.replayed, work_unit(self.method), 0
+        replayed, without = self.replayed, 0
         # `replies` first: zip ends by exhausting it, which ends the preparing thread.
         for fresh, offset, batch in zip(replies, range(0, len(todo), self.flush_every), batches):
             self.sent += len(batch)

@@ -87,9 +87,10 @@ def bucket_table(table: pd.DataFrame, shard: str, shards: int) -> pa.Table:
     return arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), BUCKET_KEY: json.dumps([shard, shards])})
 
 
-def check_one_bucket(tables: dict[str, str]) -> None:
-    """The tables a grade job reads (by option) are of one bucket, wherever they name theirs (a table
-    written by hand, or before tables named their bucket, does not)."""
+def check_one_bucket(tables: dict[str, str], shard: str) -> None:
+    """The tables a grade job reads (by option) are of one bucket, `shard`, wherever they name theirs (a
+    table written by hand, or before tables named their bucket, does not): two buckets' tables would grade
+    the pairs of neither whole, and another shard's would be logged and counted as `shard`'s."""
     import pyarrow.parquet as pq
 
     first: tuple[str, list] | None = None
@@ -98,12 +99,14 @@ def check_one_bucket(tables: dict[str, str]) -> None:
         if named is None:
             continue
         bucket = json.loads(named)
-        if first is None:
-            first = (option, bucket)
-        elif bucket != first[1]:
-            (shard, shards), (other, (first_shard, first_shards)) = bucket, first
-            raise InputError(path, f"{option} is the table of {shard} of {shards} buckets, {other} of {first_shard} "
-                             f"of {first_shards}: give one bucket's tables (no pair is in both)")  # fmt: skip
+        if bucket[0] != shard:
+            raise InputError(
+                path, f"{option} is the table of {bucket[0]} (of {bucket[1]} buckets), not of --shard {shard}"
+            )
+        if first is not None and bucket != first[1]:
+            raise InputError(path, f"{option} is the table of {bucket[0]} of {bucket[1]} buckets, {first[0]} of "
+                             f"{first[1][0]} of {first[1][1]}: give one bucket's tables, made with one --shards")  # fmt: skip
+        first = first or (option, bucket)
 
 
 def shard_digests(entries: list[Entry], shards: int) -> dict[str, str]:
