@@ -63,9 +63,9 @@ def pool_command(args: argparse.Namespace) -> None:
     from examflow.pool import build_pool
     from examflow.segment import SEGMENT_COLUMNS
 
+    relevance_range = check_relevance_range("--relevance-range", *args.relevance_range)
     if not args.runs and not args.segments:  # the configuration's check (inputs.runs, inputs.responses), by hand
         raise Failure("--runs, --segments: nothing to evaluate: give run files, segmented responses, or both")
-    relevance_range = check_relevance_range("--relevance-range", *args.relevance_range)
     queries = read_queries(args.queries)
     unknown = Problems(args.on_unknown_query)
     query_ids = set(queries["query_id"])
