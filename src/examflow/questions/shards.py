@@ -11,12 +11,15 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from typing import TYPE_CHECKING
 
 import pandas as pd
-import pyarrow as pa
 
 from examflow.errors import ConfigError, InputError
 from examflow.questions.items import Entry
+
+if TYPE_CHECKING:  # pyarrow is imported where a table is written: the workflow imports this module to parse
+    import pyarrow as pa
 
 QUESTION_COLUMNS = ["query_id", "facet_id", "question_id", "question_text", "kind", "gold_answers", "choices",
                     "importance"]  # fmt: skip
@@ -83,6 +86,8 @@ BUCKET_KEY = b"examflow.bucket"
 def bucket_table(table: pd.DataFrame, shard: str, shards: int) -> pa.Table:
     """`table` as Arrow (as pandas writes it), naming its bucket: a grade job given two buckets' tables
     refuses them, where it found no pair to grade and wrote an empty table."""
+    import pyarrow as pa
+
     arrow = pa.Table.from_pandas(table, preserve_index=False)
     return arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), BUCKET_KEY: json.dumps([shard, shards])})
 
