@@ -141,7 +141,8 @@ def test_a_shard_name_that_is_no_bucket_is_refused(tmp_path, capsys, shard, shar
     out = tmp_path / "shard.parquet"
     options = ["--shard", shard, "--shards", str(shards)]
     bank = ["bank-shard", "--bank", str(DEMO / "bank.jsonl"), "--queries", str(DEMO / "queries.jsonl")]
-    pool = ["pool-shard", "--passages", "absent.parquet", "--queries", "absent.parquet", "--out-queries", str(out)]
+    pool = ["pool-shard", "--passages", "absent.parquet", "--queries", "absent.parquet", "--out-queries",
+            str(tmp_path / "queries.parquet")]  # fmt: skip
     for command in ([*bank, "--out", str(out)], [*pool, "--out-passages", str(out)]):
         assert main([*command, *options]) == 2 and not out.exists()
         assert capsys.readouterr().err == (

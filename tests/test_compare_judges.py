@@ -265,6 +265,10 @@ def test_a_judge_of_few_queries_and_a_given_leaderboard_of_scores(tmp_path):
             ["--official-measure", "map", "--official-relevance-level", "4"],
             "no judgment reaches --official-relevance-level 4 (the highest is 3): every run would score 0",
         ),
+        (
+            ["--official-measure", "AP(rel=9)"],
+            "no judgment reaches --official-measure AP(rel=9)'s rel 9 (the highest is 3): every run would score 0",
+        ),
         (["--runs", "nothing/*"], "--runs: no such run file, and no file matches 'nothing/*' as a pattern"),
         (["--rbo-p", "1.5"], "--rbo-p"),
         (["--official-qrels", "FACETS"], "no rows for any known query: the labels judge subtopics (`query/facet`)"),
@@ -312,12 +316,12 @@ def test_judged_queries_no_run_ranks_are_named_in_a_warning(tmp_path, caplog):
                  "--bootstrap", "0", "--out", str(tmp_path / "out")]  # fmt: skip
     with caplog.at_level(logging.WARNING):
         assert main([*arguments, "--labels", f"typo={typo}"]) == 0
-    assert "1 judged query is ranked by no run, and the bootstrap draws them too: Q3 (a typo? --queries " \
+    assert "1 judged query is ranked by no run: Q3 (a typo? --queries " \
            "checks the qrels' query ids)" in caplog.text  # fmt: skip
     caplog.clear()
     with caplog.at_level(logging.WARNING):
         assert main([*arguments[:2], str(run), *arguments[4:], "--labels", f"typo={typo}"]) == 0  # r0 alone
-    assert "2 judged queries are ranked by no run, and the bootstrap draws them too: Q3, q5 (a typo?" in caplog.text
+    assert "2 judged queries are ranked by no run: Q3, q5 (a typo?" in caplog.text
     caplog.clear()
     with caplog.at_level(logging.WARNING):
         assert main([*arguments, "--labels", f"noisy={files['noisy']}"]) == 0  # r1 ranks q5
@@ -325,7 +329,7 @@ def test_judged_queries_no_run_ranks_are_named_in_a_warning(tmp_path, caplog):
     facets = tmp_path / "facets.qrels"
     facets.write_text(files["noisy"].read_text().replace("q3 ", "q3/f1 "))
     with caplog.at_level(logging.WARNING):
-        assert main([*arguments, "--labels", f"facets={facets}"]) == 0
+        assert main([*arguments, "--labels", f"facets={facets}", "--bootstrap", "5"]) == 0
     assert "1 judged query is ranked by no run, and the bootstrap draws them too: q3/f1 (subtopics `query/facet`, " \
            "whose page the runs rank? give --per-page)" in caplog.text  # fmt: skip
 

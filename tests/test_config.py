@@ -387,13 +387,13 @@ COMMANDS = {
     "segment": ["--queries", "q.tsv", "--out", "{out}"],
     "questions": ["--queries", "q.tsv", "--cache-dir", "c", "--out", "{out}"],
     "bank-shard": ["--bank", "b.jsonl", "--queries", "q.tsv", "--shard", "shard-0", "--out", "{out}"],
-    "pool-shard": ["--passages", "p", "--queries", "q", "--shard", "shard-0", "--out-passages", "{out}",
+    "pool-shard": ["--passages", "p", "--queries", "q", "--shard", "shard-0", "--out-passages", "{out}.passages",
                    "--out-queries", "{out}"],
     "grade": ["--method", "{{}}", "--passages", "p", "--queries", "q", "--questions", "x", "--shard", "shard-0",
               "--cache-dir", "c", "--out", "{out}"],
     "evaluate": ["--grades", "g", "--pool", "p", "--out", "{out}"],
     "report": ["--method", "m", "--out", "{out}"],
-    "summary": ["--config-digest", "d", "--results", "r", "--out-summary", "{out}", "--out-provenance", "{out}"],
+    "summary": ["--config-digest", "d", "--results", "r", "--out-summary", "{out}.md", "--out-provenance", "{out}"],
     "compare-judges": ["--runs", "r", "--official-qrels", "q", "--out", "{out}"],
 }  # fmt: skip
 
@@ -472,6 +472,13 @@ def test_a_file_to_write_named_as_a_folder_is_refused_in_one_line(command, optio
         capsys.readouterr().err
         == f"examflow: error: --out: {str(tmp_path / 'file')!r} is a file: name the folder to write into\n"
     )
+    # under a file, which no folder can be made of (compare-judges said so in a traceback, after its work)
+    inside = tmp_path / "file" / "deeper" / "x"
+    for line in (command_line(command, inside), command_line("compare-judges", inside)):
+        assert main(line) == 2
+        error = capsys.readouterr().err  # the first output option named (pool-shard's --out-passages)
+        assert error.startswith("examflow: error: --out") and f"{inside}" in error
+        assert error.endswith(f": {str(tmp_path / 'file')!r} is a file, not a folder\n")
 
 
 @pytest.mark.parametrize(
@@ -480,6 +487,8 @@ def test_a_file_to_write_named_as_a_folder_is_refused_in_one_line(command, optio
         # the report and the summary read the tables of --diagnostics-tau among those of every --tau
         ("evaluate", ["--tau", "1", "4", "--diagnostics-tau", "2"], "--diagnostics-tau: 2 is none of --tau (1, 4)"),
         ("pool", ["--runs"], "--runs, --segments: nothing to evaluate: give run files, segmented responses, or both"),
+        # the provenance replaced the summary, exit 0
+        ("summary", ["--out-summary", "OUT"], "--out-provenance OUT: also --out-summary's path: each output needs its own"),
         ("compare-judges", ["--on-unknown-query", "warn"],
          "--on-unknown-query: it checks the qrels' query ids against --queries: give --queries too"),
     ],
@@ -490,8 +499,8 @@ def test_an_option_missing_or_acting_only_with_another_is_refused_before_any_inp
     from examflow.cli import main
 
     out = tmp_path / "out"
-    assert main(command_line(command, out, *options)) == 2
-    assert capsys.readouterr().err == f"examflow: error: {message}\n"
+    assert main(command_line(command, out, *(option.replace("OUT", str(out)) for option in options))) == 2
+    assert capsys.readouterr().err == f"examflow: error: {message.replace('OUT', str(out))}\n"
     assert not out.exists()
 
 

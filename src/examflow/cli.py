@@ -54,12 +54,22 @@ def _written_file(name: str, text: str) -> str:
     if text.endswith(("/", os.sep)) or os.path.isdir(text):
         what = "ends with '/', which names" if text.endswith(("/", os.sep)) else "is"
         raise ConfigError(name, f"{text!r} {what} a folder: name the file to write")
-    return text
+    return _under_a_folder(name, text)
 
 
 def _written_folder(name: str, text: str) -> str:
     if os.path.exists(text) and not os.path.isdir(text):
         raise ConfigError(name, f"{text!r} is a file: name the folder to write into")
+    return _under_a_folder(name, text)
+
+
+def _under_a_folder(name: str, text: str) -> str:
+    """`text`, whose nearest existing parent is a folder: `a file/x` could not be made, after the work."""
+    parent = os.path.dirname(os.path.abspath(text))
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise ConfigError(name, f"{text!r}: {parent!r} is a file, not a folder")
     return text
 
 
@@ -737,11 +747,19 @@ _WRITTEN = ("cache_dir", "progress", "baselines")
 
 
 def _refuse_empty_outputs(args: argparse.Namespace) -> None:
-    """An empty path names the current folder: a step would write its tables among the user's files."""
+    """An empty path names the current folder: a step would write its tables among the user's files. Two
+    outputs of one path: the second would replace the first."""
+    seen: dict[str, str] = {}
     for name, value in vars(args).items():
         written = name == "out" or name.startswith("out_") or name in _WRITTEN
-        if written and isinstance(value, str) and not value.strip():
-            raise Failure(f"--{name.replace('_', '-')}: an empty path")
+        if not (written and isinstance(value, str)):
+            continue
+        option = f"--{name.replace('_', '-')}"
+        if not value.strip():
+            raise Failure(f"{option}: an empty path")
+        if (same := os.path.abspath(value)) in seen:
+            raise Failure(f"{option} {value}: also {seen[same]}'s path: each output needs its own")
+        seen[same] = option
 
 
 def program() -> int:

@@ -479,9 +479,14 @@ def judges_inputs(args: argparse.Namespace):
         return per_page(labels) if args.per_page else labels
 
     official_labels = read(args.official_qrels)
-    if official_measure and official_measure[0] != args.official_measure:  # named with the level it takes
-        level = args.official_relevance_level
-        check_level_reached(args.official_qrels, official_labels["relevance"], level, "--official-relevance-level")
+    level = getattr(official_measure[1], "params", {}).get("rel") if official_measure else None
+    if level is not None:  # at --official-relevance-level, or as ir-measures' syntax says (`AP(rel=2)`)
+        option = (
+            "--official-relevance-level"
+            if args.official_relevance_level
+            else f"--official-measure {args.official_measure}'s rel"
+        )
+        check_level_reached(args.official_qrels, official_labels["relevance"], level, option)
     label_sets = {name: read(path, empty_ok=True) for name, path in label_arguments(args.labels).items()}
     unknown_queries.summarise()
     votes = {}
@@ -503,7 +508,8 @@ def judges_inputs(args: argparse.Namespace):
         if not args.per_page and any("/" in query for query in unranked):
             check = " (subtopics `query/facet`, whose page the runs rank? give --per-page)"
         some = "1 judged query is" if len(unranked) == 1 else f"{len(unranked)} judged queries are"
-        log.warning("%s ranked by no run, and the bootstrap draws them too: %s%s", some, listed(unranked), check)
+        drawn = ", and the bootstrap draws them too" if args.bootstrap else ""
+        log.warning("%s ranked by no run%s: %s%s", some, drawn, listed(unranked), check)
     official_given = None
     if args.official:
         scores = read_leaderboard_scores(args.official)
