@@ -725,7 +725,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger(chatty).setLevel(logging.WARNING)
     try:
         args = parser().parse_args(argv)  # a bad number raises a Failure from there
-        _refuse_empty_outputs(args)
+        _refuse_shared_or_empty_outputs(args)
         args.handler(args)
         print(DONE, file=sys.stderr)  # not logged: a library's logging settings could drop it
     except Failure as error:
@@ -746,7 +746,7 @@ def main(argv: list[str] | None = None) -> int:
 _WRITTEN = ("cache_dir", "progress", "baselines")
 
 
-def _refuse_empty_outputs(args: argparse.Namespace) -> None:
+def _refuse_shared_or_empty_outputs(args: argparse.Namespace) -> None:
     """An empty path names the current folder: a step would write its tables among the user's files. Two
     outputs of one path: the second would replace the first."""
     seen: dict[str, str] = {}
