@@ -293,8 +293,9 @@ def test_a_path_that_starts_with_a_dash_is_refused_where_it_is_configured():
     )
 
 
-def test_a_results_or_cache_folder_that_is_a_file_is_refused(tmp_path):
-    """`results_dir: afile` ended the first `snakemake -n` in NotADirectoryError's traceback (a stranger)."""
+def test_a_results_or_cache_folder_that_is_a_file_or_under_one_is_refused(tmp_path):
+    """`results_dir: afile` ended the first `snakemake -n` in NotADirectoryError's traceback, and
+    `cache_dir: afile/cache` failed the grade job after every prompt was asked (strangers)."""
     afile = tmp_path / "afile"
     afile.write_text("x")
     for key in ("results_dir", "cache_dir"):
@@ -302,6 +303,12 @@ def test_a_results_or_cache_folder_that_is_a_file_is_refused(tmp_path):
             rejected({key: str(afile), "inputs": {"queries": "q"}})
             == f"config {key}: {str(afile)!r} is a file: name a folder"
         )
+        for under in (afile / "sub", afile / "a" / "b"):
+            assert (
+                rejected({key: str(under), "inputs": {"queries": "q"}})
+                == f"config {key}: {str(under)!r}: {str(afile)!r} is a file, not a folder"
+            )
+        assert checked({key: str(tmp_path / "new" / "deeper"), "inputs": {"queries": "q"}})[key]
         assert checked({key: str(tmp_path), "inputs": {"queries": "q"}})[key] == str(tmp_path)
 
 

@@ -212,7 +212,9 @@ def test_pairs_that_got_no_grade_are_counted_apart_from_the_graded_ones(tmp_path
         progress.failures(7)  # 3 HTTP 500, 3 unparsable, 1 timeout, say
     line = progress_line(read_progress(folder), now=progress.counts.updated)
     assert line.startswith("examflow: answered 60 of 60 prompts (100%)")
-    assert line.endswith("grade jobs: 1 done; 7 pairs failed (no grade: summary.md counts them by kind)")
+    assert line.endswith(
+        "grade jobs: 1 done; 7 pairs failed (no grade: the grade jobs' logs, and summary.md once the run completes, count them by kind)"
+    )
 
 
 def test_prompts_the_model_gave_no_answer_to_are_not_counted_as_answered(tmp_path, monkeypatch):

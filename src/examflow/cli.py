@@ -14,7 +14,7 @@ from typing import TypedDict
 
 from examflow import __version__, commands
 from examflow.defaults import choices, default, number
-from examflow.errors import DONE, INTERRUPTED_LINE, PRINTED, ConfigError, Failure, a
+from examflow.errors import DONE, INTERRUPTED_LINE, PRINTED, ConfigError, Failure, a, file_in_the_way
 from examflow.options import REQUIRED, Option
 from examflow.outputs import FACT_NAMES
 from examflow.registry import (
@@ -65,11 +65,8 @@ def _written_folder(name: str, text: str) -> str:
 
 def _under_a_folder(name: str, text: str) -> str:
     """`text`, whose nearest existing parent is a folder: `a file/x` could not be made, after the work."""
-    parent = os.path.dirname(os.path.abspath(text))
-    while not os.path.exists(parent):
-        parent = os.path.dirname(parent)
-    if not os.path.isdir(parent):
-        raise ConfigError(name, f"{text!r}: {parent!r} is a file, not a folder")
+    if (blocker := file_in_the_way(text)) is not None:
+        raise ConfigError(name, f"{text!r}: {blocker!r} is a file, not a folder")
     return text
 
 

@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from examflow.defaults import SCHEMA
-from examflow.errors import ConfigError, EnvironmentSetting, InputError, a, repeated, suggestion
+from examflow.errors import ConfigError, EnvironmentSetting, InputError, a, file_in_the_way, repeated, suggestion
 from examflow.io.irds import is_irds
 from examflow.options import REQUIRED, check_options
 from examflow.registry import (
@@ -370,7 +370,8 @@ def _filling_defaults(validator_class):
 def _path(validator, is_path, instance, schema):
     """A path is not empty, and reaches each step's command line as a word of its own, where a name that
     starts with `-` is read as an option (`--queries -in/q.tsv`: "expected one argument"); `path: folder`
-    names a folder, which an existing file cannot be (Snakemake's first mkdir under it was a traceback)."""
+    names a folder, which an existing file cannot be, nor stand above (Snakemake's first mkdir under it was a
+    traceback; the grade cache's, after every prompt was paid for)."""
     import jsonschema
 
     if not is_path or not isinstance(instance, str):
@@ -383,6 +384,8 @@ def _path(validator, is_path, instance, schema):
         )
     elif is_path == "folder" and os.path.exists(instance) and not os.path.isdir(instance):
         yield jsonschema.ValidationError(f"{instance!r} is a file: name a folder")
+    elif is_path == "folder" and (blocker := file_in_the_way(instance)) is not None:
+        yield jsonschema.ValidationError(f"{instance!r}: {blocker!r} is a file, not a folder")
 
 
 def _readable(error) -> Iterator[tuple[str, str, str]]:

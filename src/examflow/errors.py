@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -48,6 +49,15 @@ def writing(path: str | Path) -> Iterator[None]:
         if error.filename is None:
             error.filename = str(path)
         raise
+
+
+def file_in_the_way(path: str) -> str | None:
+    """The existing file where `path` needs a folder above it (`a file/x` cannot be made), else None:
+    found before any work, not by the first mkdir after it."""
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    return None if os.path.isdir(parent) else parent
 
 
 class EnvironmentSetting(Failure):

@@ -252,8 +252,13 @@ def progress_line(progress: RunProgress, now: float) -> str:
     line = ", ".join(words) + "; grade jobs: " + ", ".join(f"{n} {state}" for state, n in states.items() if n)
     failed = sum(j.failed for j in jobs)
     line += f"; {cached:,} more {unit} answered by the cache" if cached and not idle else ""
-    # a failed job stops the run before summary.md is written; each job's log has its counts
-    counts = "the grade jobs' logs count" if states["failed"] else "summary.md counts"
+    # a failed job stops the run before summary.md is written, and so does a later step that fails (every
+    # pair of a method failed, say): each job's log has its counts
+    counts = (
+        "the grade jobs' logs count"
+        if states["failed"]
+        else "the grade jobs' logs, and summary.md once the run completes, count"
+    )
     pairs = "pair" if failed == 1 else "pairs"
     return line + (f"; {failed:,} {pairs} failed (no grade: {counts} them by kind)" if failed else "")
 
