@@ -3,12 +3,13 @@
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.examflow-installed
+SLURM_STAMP := $(VENV)/.examflow-slurm-installed
 # The CPU build of torch must be in place before anything can ask pip for a
 # (multi-GB, CUDA) torch on its own.
 TORCH ?= torch==2.13.0
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install demo test test-fast test-slurm lint clean clean-cache
+.PHONY: install install-slurm demo test test-fast test-slurm lint clean clean-cache
 
 install: $(STAMP)
 
@@ -45,9 +46,16 @@ test-fast: install
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "not workflow and not slow and not slurm"
 
 # The demo on a real one-node SLURM cluster (as root: installs and starts slurmctld, slurmd, munged).
-test-slurm: install
-	$(BIN)/python -m pip install --quiet -e '.[slurm]'
+test-slurm: install-slurm
 	$(BIN)/python -m pytest -m slurm -p no:cacheprovider
+
+# The SLURM executor plugin, apart: .ci/run installs it before the tests start (pip must not rewrite the
+# package while another test session imports it).
+install-slurm: $(SLURM_STAMP)
+
+$(SLURM_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[slurm]'
+	touch $@
 
 lint: install
 	$(BIN)/snakemake --lint

@@ -79,6 +79,13 @@ def copy_project(folder: Path) -> Path:
     return folder
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Snakemake runs and large inputs first, so that the quick tests fill in around them and pytest-xdist's
+    workers finish together: in file order the workflow tests came last, and one worker ran the last minutes
+    alone while the other waited (longest first is the classic rule for balancing jobs of known length)."""
+    items.sort(key=lambda item: not any(item.get_closest_marker(name) for name in ("workflow", "slow")))
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     return copy_project(tmp_path)

@@ -461,6 +461,7 @@ def test_a_search_with_compiled_steps_answers_as_the_eager_one(tiny_t5, decoding
     assert compiled.compiled is not None  # it compiled, and ran compiled
 
 
+@pytest.mark.slow  # inductor traces and lowers the model before it finds no compiler: half a minute or more
 @pytest.mark.parametrize("decoding", ["fast", "beam"])
 def test_a_compile_that_fails_is_logged_and_the_step_runs_eager(tiny_t5, caplog, decoding):
     import torch._dynamo

@@ -254,7 +254,6 @@ def grade_command(args: argparse.Namespace) -> None:
     from examflow.grading.grades import check_failures, empty_grades
     from examflow.grading.merge import write_grades
     from examflow.io.tables import write_tables
-    from examflow.llm import log_served
     from examflow.progress import job_progress
     from examflow.questions.shards import check_one_bucket
 
@@ -279,6 +278,8 @@ def grade_command(args: argparse.Namespace) -> None:
         if progress:
             progress.failures(int(grades["error"].notna().sum()))
         if grader.served:  # before the failures: another model may be why its answers fail
+            from examflow.llm import log_served  # the OpenAI client's module (a second to import): where it served
+
             log_served(method.backend.options["model"], grader.served)
         check_failures(grades, method, args.shard, args.max_error_rate)
         served = {"served_models": dict(grader.served)} if grader.served else {}
