@@ -309,6 +309,16 @@ def test_a_results_or_cache_folder_that_is_a_file_or_under_one_is_refused(tmp_pa
                 == f"config {key}: {str(under)!r}: {str(afile)!r} is a file, not a folder"
             )
         assert checked({key: str(tmp_path / "new" / "deeper"), "inputs": {"queries": "q"}})[key]
+    # `afile/` (exists() is false for it) and a broken link, itself or above: the same refusal (a review)
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    for key in ("results_dir", "cache_dir"):
+        for given, blocker, what in ((f"{afile}/", afile, "a file"), (f"{afile}/./", afile, "a file"),
+                                     (tmp_path / "dangling", tmp_path / "dangling", "a broken link"),
+                                     (tmp_path / "dangling" / "x", tmp_path / "dangling", "a broken link")):  # fmt: skip
+            assert (
+                rejected({key: str(given), "inputs": {"queries": "q"}})
+                == f"config {key}: {str(given)!r}: {str(blocker)!r} is {what}, not a folder"
+            )
         assert checked({key: str(tmp_path), "inputs": {"queries": "q"}})[key] == str(tmp_path)
 
 
@@ -486,6 +496,15 @@ def test_a_file_to_write_named_as_a_folder_is_refused_in_one_line(command, optio
         error = capsys.readouterr().err  # the first output option named (pool-shard's --out-passages)
         assert error.startswith("examflow: error: --out") and f"{inside}" in error
         assert error.endswith(f": {str(tmp_path / 'file')!r} is a file, not a folder\n")
+    # a folder named with a slash on a file (exists() is false there), and a broken link on the way
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    for folder, blocker, what in ((f"{tmp_path}/file/", tmp_path / "file", "a file"),
+                                  (tmp_path / "dangling" / "x", tmp_path / "dangling", "a broken link")):  # fmt: skip
+        assert main(command_line("evaluate", folder)) == 2
+        assert (
+            capsys.readouterr().err
+            == f"examflow: error: --out: {str(folder)!r}: {str(blocker)!r} is {what}, not a folder\n"
+        )
 
 
 @pytest.mark.parametrize(

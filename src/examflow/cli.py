@@ -60,13 +60,13 @@ def _written_file(name: str, text: str) -> str:
 def _written_folder(name: str, text: str) -> str:
     if os.path.exists(text) and not os.path.isdir(text):
         raise ConfigError(name, f"{text!r} is a file: name the folder to write into")
-    return _under_a_folder(name, text)
+    return _under_a_folder(name, text, folder=True)
 
 
-def _under_a_folder(name: str, text: str) -> str:
+def _under_a_folder(name: str, text: str, folder: bool = False) -> str:
     """`text`, whose nearest existing parent is a folder: `a file/x` could not be made, after the work."""
-    if (blocker := file_in_the_way(text)) is not None:
-        raise ConfigError(name, f"{text!r}: {blocker!r} is a file, not a folder")
+    if (blocker := file_in_the_way(text, folder)) is not None:
+        raise ConfigError(name, f"{text!r}: {blocker}")
     return text
 
 

@@ -384,8 +384,8 @@ def _path(validator, is_path, instance, schema):
         )
     elif is_path == "folder" and os.path.exists(instance) and not os.path.isdir(instance):
         yield jsonschema.ValidationError(f"{instance!r} is a file: name a folder")
-    elif is_path == "folder" and (blocker := file_in_the_way(instance)) is not None:
-        yield jsonschema.ValidationError(f"{instance!r}: {blocker!r} is a file, not a folder")
+    elif is_path == "folder" and (blocker := file_in_the_way(instance, folder=True)) is not None:
+        yield jsonschema.ValidationError(f"{instance!r}: {blocker}")
 
 
 def _readable(error) -> Iterator[tuple[str, str, str]]:

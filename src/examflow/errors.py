@@ -51,13 +51,17 @@ def writing(path: str | Path) -> Iterator[None]:
         raise
 
 
-def file_in_the_way(path: str) -> str | None:
-    """The existing file where `path` needs a folder above it (`a file/x` cannot be made), else None:
-    found before any work, not by the first mkdir after it."""
-    parent = os.path.dirname(os.path.abspath(path))
-    while not os.path.exists(parent):
-        parent = os.path.dirname(parent)
-    return None if os.path.isdir(parent) else parent
+def file_in_the_way(path: str, folder: bool = False) -> str | None:
+    """What is in the way, in words, where `path` needs a folder: an existing file (or broken link) above
+    it (`a file/x` cannot be made), or at it for a `folder` (`a file/` names one, and exists() is false
+    there); else None. Found before any work, not by the first mkdir after it."""
+    place = os.path.abspath(path)  # `a file/` and `a file/.` are `a file`
+    place = place if folder else os.path.dirname(place)
+    while not os.path.lexists(place):  # a broken link is in the way: exists() walked past it
+        place = os.path.dirname(place)
+    if os.path.isdir(place):
+        return None
+    return f"{place!r} is {'a file' if os.path.exists(place) else 'a broken link'}, not a folder"
 
 
 class EnvironmentSetting(Failure):
