@@ -765,7 +765,18 @@ def test_nrp_only(tmp_path):
 
 
 def test_odd_ids_are_kept_as_written(tmp_path):
-    project, args, config, results = evaluated(tmp_path, "odd_ids")
+    project, args, config = prepare(tmp_path, "odd_ids")
+    result = snakemake(project, *args)
+    check_exam(project, config, "cosine")
+    results = project / config["results_dir"]
+    # run `null`'s row of query `1` (not `001`) dropped under `unknown_queries: warn` by the pool and by the
+    # judges' step (which reads the run files too), each named at the run's end
+    logs = f"{config['results_dir']}/logs"
+    warned = [line for line in result.stderr.splitlines() if line.startswith("examflow: a step warned: ")]
+    assert [line.rsplit("(its log: ", 1)[1] for line in warned] == [f"{logs}/judges.log)", f"{logs}/pool.log)"]
+    assert warned[1].startswith("examflow: a step warned: 1 × run rows with an unknown query id, dropped (first: ")
+    assert all(".test/data/odd-ids/runs/null.run:7: field 'query_id': " in line for line in warned), warned
+    assert "1" not in set(pd.read_parquet(results / "pool/rankings.parquet")["query_id"])
     board = table(results / "eval/cosine/leaderboard.tsv")
     assert set(board["run_id"]) == {"NA", "null", "None", "nan", "_overall_"}
     assert set(table(results / "eval/cosine/per_query.tsv")["query_id"]) == {"001", "NA"}

@@ -336,6 +336,33 @@ def test_a_failed_run_names_the_failures_its_steps_logged_and_no_earlier_run_s(t
     ]  # fmt: skip
 
 
+def test_a_run_that_completes_names_the_warnings_of_its_steps_and_no_earlier_run_s(tmp_path, capsys):
+    """Snakemake shows no log of a job that succeeded: a row dropped under `validation: warn` was said in
+    pool.log alone (a stranger's trial)."""
+    import os
+
+    from examflow.joblogs import name_warnings
+
+    t = "2026-11-29 07:02:32,896"
+    old = write(tmp_path / "logs/evaluate/m.log", f"{t} WARNING examflow: an earlier run's warning\nexamflow: done\n")
+    os.utime(old, (900.0, 900.0))
+    write(tmp_path / "logs/pool.log", f"{t} WARNING examflow.errors: 2 run rows of unknown queries dropped (first: "
+                                      f"r.run:4: ...)\n{t} INFO examflow: pooled\n{t} WARNING examflow: flagged 1\n"
+                                      "examflow: done\n")  # fmt: skip
+    write(tmp_path / "logs/summary.log", f"{t} INFO examflow: x WARNING y\n{t} WARNING other.library: not ours\n")
+    write(tmp_path / "logs/grade/m/shard-1.log", f"{t} WARNING examflow: {'x' * 400}\nexamflow: done\n")
+    name_warnings(tmp_path / "logs", since=1000.0)
+    assert capsys.readouterr().err.splitlines() == [
+        f"examflow: a step warned: {'x' * 300}… [100 more characters] (its log: {tmp_path / 'logs/grade/m/shard-1.log'})",
+        "examflow: a step warned: 2 run rows of unknown queries dropped (first: r.run:4: ...) (and 1 more; its log: "
+        f"{tmp_path / 'logs/pool.log'})",
+    ]
+    name_warnings(tmp_path / "logs", since=1000.0, most=1)
+    assert capsys.readouterr().err.splitlines()[1:] == [
+        f"examflow: 1 more step warned (their logs are under {tmp_path / 'logs'})"
+    ]
+
+
 def test_a_job_whose_process_is_gone_reads_stopped_though_its_file_says_running(tmp_path):
     """SIGKILL of a run's whole process group left `examflow progress` saying `2 running` (a stranger's
     trial): a job on this host whose process has ended is stopped; one on another host cannot be told."""

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from examflow.bounds import MESSAGE_CHARS, clip
 from examflow.errors import DONE, INTERRUPTED_LINE, PRINTED
 
 # What a step's log says when it holds neither an expected failure nor the line of a step done.
@@ -59,6 +60,39 @@ def name_failures(folder: str | Path, since: float) -> None:
     each on stderr, last in the output."""
     for log, message in failures_logged(folder, since):
         print(f"examflow: a step failed: {message} (its log: {log})", file=sys.stderr)
+
+
+def warnings_logged(folder: str | Path, since: float) -> list[tuple[Path, str, int]]:
+    """The logs under `folder` written since `since` that hold warnings, each with its first warning's text
+    (its first line) and how many it holds: what a run that completes names at its end, where Snakemake
+    shows no log of a job that succeeded (rows dropped under `validation: warn`, runs off the leaderboard)."""
+    found = []
+    for log in sorted(Path(folder).rglob("*.log")):
+        try:
+            if log.stat().st_mtime < since:
+                continue
+            lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+        warned = [line for line in lines if (match := LOGGED.match(line)) and " WARNING " in match.group()]
+        if warned:
+            found.append((log, LOGGED.sub("", warned[0], count=1), len(warned)))
+    return found
+
+
+def name_warnings(folder: str | Path, since: float, most: int = 8) -> None:
+    """`onsuccess` (Snakemake's main process): each step of this run that warned, its first warning, one
+    line each on stderr; past `most` steps, how many more."""
+    found = warnings_logged(folder, since)
+    for log, first, count in found[:most]:
+        more = f"and {count - 1} more; " if count > 1 else ""
+        print(f"examflow: a step warned: {clip(first, MESSAGE_CHARS)} ({more}its log: {log})", file=sys.stderr)
+    if len(found) > most:
+        rest = len(found) - most
+        print(
+            f"examflow: {rest} more step{'s' if rest > 1 else ''} warned (their logs are under {folder})",
+            file=sys.stderr,
+        )
 
 
 def keep_earlier(log: str | Path) -> Path | None:

@@ -640,7 +640,7 @@ def nrp_settings(wildcards):
 from snakemake.logging import logger as snakemake_logger
 from snakemake_interface_logger_plugins.common import LogEvent
 
-from examflow.joblogs import KeepEarlierLogs, name_failures
+from examflow.joblogs import KeepEarlierLogs, name_failures, name_warnings
 from examflow.progress import Reporter, job_path, progress_period
 
 
