@@ -67,7 +67,9 @@ def warnings_logged(folder: str | Path, since: float) -> list[tuple[Path, str, i
     (its first line) and how many it holds: what a run that completes names at its end, where Snakemake
     shows no log of a job that succeeded (rows dropped under `validation: warn`, runs off the leaderboard)."""
     found = []
-    for log in sorted(Path(folder).rglob("*.log")):
+    # the steps of one job first (pool, bank, judges, evaluate, ...), then grading's many shards, whose
+    # warnings could fill every line
+    for log in sorted(Path(folder).rglob("*.log"), key=lambda log: (log.relative_to(folder).parts[0] == "grade", log)):
         try:
             if log.stat().st_mtime < since:
                 continue
