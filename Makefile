@@ -34,19 +34,16 @@ demo: install
 	@echo "  Leaderboards and correlations:     results/demo/eval/cosine/, NRP: results/demo/nrp/"
 
 # Tests run in TEST_WORKERS processes (pytest-xdist; 0: in this one). Two keep CI's two cores busy:
-# a Snakemake test spends much of its time waiting for its jobs to start. A worker that runs out of tests
-# takes some of the other's (worksteal): `load` hands out long queues at the start, and one worker ran the
-# last Snakemake tests alone.
+# a Snakemake test spends much of its time waiting for its jobs to start.
 TEST_WORKERS ?= 2
-PYTEST_XDIST = -n $(TEST_WORKERS) --dist worksteal
 
 # The slowest tests are listed at the end: CI has 30 minutes on 2 cores.
 test: install
-	$(BIN)/python -m pytest $(PYTEST_XDIST) -m "not slurm" --durations=25
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "not slurm" --durations=25
 
 # The inner loop: no Snakemake run, no large inputs, no SLURM.
 test-fast: install
-	$(BIN)/python -m pytest $(PYTEST_XDIST) -m "not workflow and not slow and not slurm"
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "not workflow and not slow and not slurm"
 
 # The demo on a real one-node SLURM cluster (as root: installs and starts slurmctld, slurmd, munged).
 test-slurm: install-slurm

@@ -79,14 +79,6 @@ def copy_project(folder: Path) -> Path:
     return folder
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The modules with Snakemake runs or large inputs first, so that the quick tests are what is left to
-    share at the end (`make test`'s workers steal tests from each other: longest first is the classic rule
-    for balancing jobs of known length). Whole modules move, so that a module's fixtures are built once."""
-    heavy = {item.module for item in items if any(item.get_closest_marker(m) for m in ("workflow", "slow"))}
-    items.sort(key=lambda item: item.module not in heavy)
-
-
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     return copy_project(tmp_path)
