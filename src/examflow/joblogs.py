@@ -6,7 +6,7 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from examflow.bounds import MESSAGE_CHARS, clip
@@ -23,20 +23,24 @@ def failures_logged(folder: str | Path, since: float) -> list[tuple[Path, str]]:
     with what stopped it: an expected failure's line, or else how it ended (`stopped`): what a failed run
     ends by naming, where Snakemake's output shows it inside each failed job's log among its own lines."""
     found = []
-    for log in sorted(Path(folder).rglob("*.log")):
-        try:
-            if log.stat().st_mtime < since:
-                continue
-            text = log.read_text(encoding="utf-8", errors="replace")
-        except OSError:  # moved aside by a retry, or unreadable: the log itself is no failure
-            continue
-        lines = text.splitlines()
+    for log, lines in _logs_since(folder, since):
         errors = [line.removeprefix(PRINTED) for line in lines if line.startswith(PRINTED)]
         if errors:
             found.append((log, errors[-1]))
         elif not any(line.endswith(DONE) for line in lines):
             found.append((log, stopped(lines)))
     return found
+
+
+def _logs_since(folder: str | Path, since: float, key=None) -> Iterator[tuple[Path, list[str]]]:
+    """The job logs under `folder` written since `since` (a run's start), in `key`'s order, each with its
+    lines; one moved aside by a retry, or unreadable, is skipped: the log itself is no failure."""
+    for log in sorted(Path(folder).rglob("*.log"), key=key):
+        try:
+            if log.stat().st_mtime >= since:
+                yield log, log.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
 
 
 # A line examflow's logging wrote (examflow.cli's format): a log without one is of a step examflow never ran in.
@@ -69,13 +73,7 @@ def warnings_logged(folder: str | Path, since: float) -> list[tuple[Path, str, i
     found = []
     # the steps of one job first (pool, bank, judges, evaluate, ...), then grading's many shards, whose
     # warnings could fill every line
-    for log in sorted(Path(folder).rglob("*.log"), key=lambda log: (log.relative_to(folder).parts[0] == "grade", log)):
-        try:
-            if log.stat().st_mtime < since:
-                continue
-            lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            continue
+    for log, lines in _logs_since(folder, since, key=lambda log: (log.relative_to(folder).parts[0] == "grade", log)):
         warned = [line for line in lines if (match := LOGGED.match(line)) and " WARNING " in match.group()]
         if warned:
             found.append((log, LOGGED.sub("", warned[0], count=1), len(warned)))
