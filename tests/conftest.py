@@ -43,13 +43,22 @@ def bucket(query_id: str, shards: int = 16) -> str:
     return f"shard-{int(hashlib.md5(query_id.encode()).hexdigest(), 16) % shards:0{len(str(shards - 1))}d}"
 
 
+def snakemake_env(**extra: str) -> dict[str, str]:
+    """The environment a local snakemake runs in: this interpreter's bin directory first on PATH, and
+    no SLURM cluster. Once the SLURM executor plugin is installed (make test-slurm), every snakemake
+    start imports it, and it asks `scontrol show config`: against a configuration whose controller is
+    down, scontrol retries for 9 s. These runs are local; scontrol, pointed at no configuration, fails
+    at once."""
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    return dict(os.environ, PATH=path, SLURM_CONF=os.devnull, **extra)
+
+
 def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    """The real snakemake, with this interpreter's bin directory first on PATH."""
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    """The real snakemake, run locally (`snakemake_env`)."""
     result = subprocess.run(
         [sys.executable, "-m", "snakemake", "--cores", "2", *args],
         cwd=workdir,
-        env=env,
+        env=snakemake_env(),
         capture_output=True,
         text=True,
     )

@@ -18,6 +18,7 @@ from pathlib import Path
 
 PACKAGES = ("slurmctld", "slurmd", "slurm-client", "munge")
 SLURM_CONF = Path("/etc/slurm/slurm.conf")
+GRES_CONF = SLURM_CONF.parent / "gres.conf"
 
 CONFIG = """# written by examflow's tests/slurm_cluster.py
 ClusterName=examflow-test
@@ -44,6 +45,7 @@ MinJobAge=300
 NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory} Gres=gpu:1 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 """
+MARK = CONFIG.splitlines()[0]  # a configuration file this module wrote
 
 
 def available() -> str | None:
@@ -66,15 +68,15 @@ class Cluster:
     def __init__(self, state: Path):
         self.state = state
         self.daemons: list[subprocess.Popen] = []
+        self.found: dict[Path, str | None] = {}  # the configuration files as they were, given back on stop
 
     def start(self) -> None:
         host = socket.gethostname()
         cpus, memory = _node_resources()
         (self.state / "ctld").mkdir(parents=True, exist_ok=True)
         (self.state / "d").mkdir(parents=True, exist_ok=True)
-        SLURM_CONF.parent.mkdir(parents=True, exist_ok=True)
-        SLURM_CONF.write_text(CONFIG.format(host=host, state=self.state, cpus=cpus, memory=memory))
-        (SLURM_CONF.parent / "gres.conf").write_text("Name=gpu File=/dev/null\n")
+        self._configure(SLURM_CONF, CONFIG.format(host=host, state=self.state, cpus=cpus, memory=memory))
+        self._configure(GRES_CONF, f"{MARK}\nName=gpu File=/dev/null\n")
         key = Path("/etc/munge/munge.key")
         if not key.exists():
             key.write_bytes(os.urandom(1024))
@@ -105,6 +107,25 @@ class Cluster:
                 daemon.kill()
                 daemon.wait()
         self.daemons.clear()
+        self._unconfigure()
+
+    def _configure(self, path: Path, text: str) -> None:
+        """Write one configuration file, keeping what a machine's own cluster had there (ours, left by a
+        run that was killed, is not worth keeping)."""
+        before = path.read_text() if path.exists() else None
+        self.found.setdefault(path, None if before is None or before.startswith(MARK) else before)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+    def _unconfigure(self) -> None:
+        """Give the configuration back: left naming a controller that is down, it makes every later
+        `scontrol` (which the SLURM executor plugin calls whenever snakemake starts) retry for 9 s."""
+        for path, before in self.found.items():
+            if before is None:
+                path.unlink(missing_ok=True)
+            else:
+                path.write_text(before)
+        self.found.clear()
 
     def _daemon(self, command: list[str], name: str) -> None:
         log = open(self.state / f"{name}.out", "w")

@@ -12,7 +12,7 @@ import time
 import pandas as pd
 import pytest
 import yaml
-from conftest import bucket, own_collection, snakemake, write
+from conftest import bucket, own_collection, snakemake, snakemake_env, write
 from llm_server import Echo, LLMServer, Padded, Raw, Slow, Status, reply_json
 from test_llm_replies import SENTINEL, files_holding
 
@@ -179,8 +179,7 @@ def test_a_grade_job_killed_from_outside_is_named_at_the_end_of_the_run(project)
         run = setup(project, server)
         shard = bucket("q1")
         command = [sys.executable, "-m", "snakemake", "--cores", "2", *run]
-        env = dict(os.environ, PATH=f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}")
-        snakemake_run = subprocess.Popen(command, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        snakemake_run = subprocess.Popen(command, cwd=project, env=snakemake_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                          text=True)  # fmt: skip
         pid = None
         for _ in range(600):  # the job, once it waits on the slow reply

@@ -3,7 +3,6 @@ the same line from `examflow progress`, and every attempt's log kept by a rerun.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -13,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import snakemake, write
+from conftest import snakemake, snakemake_env, write
 from llm_server import LLMServer, Slow
 
 pytestmark = pytest.mark.workflow
@@ -45,11 +44,7 @@ def test_a_long_run_shows_its_grading_progress_and_a_rerun_keeps_the_first_logs(
             ],
         }  # fmt: skip
         write(project / "config/llm.yaml", yaml.safe_dump(config))
-        environment = dict(
-            os.environ,
-            PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-            EXAMFLOW_PROGRESS_SECONDS=str(PERIOD),
-        )
+        environment = snakemake_env(EXAMFLOW_PROGRESS_SECONDS=str(PERIOD))
         # The merged grades are the target: progress and logs are the grading's (no evaluation, no report)
         args = (GRADES, "--configfile", "config/llm.yaml")  # a target after --configfile reads as a config
         command = [sys.executable, "-m", "snakemake", "--cores", "2", *args]

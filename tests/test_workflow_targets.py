@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import copy_project, outputs, own_collection, snakemake, write
+from conftest import copy_project, outputs, own_collection, snakemake, snakemake_env, write
 from llm_server import LLMServer
 
 pytestmark = pytest.mark.workflow
@@ -107,10 +107,9 @@ def test_a_second_run_on_the_same_results_folder_is_refused(tmp_path):
     with LLMServer(default=grade) as server:
         first, second = (copy_project(tmp_path / name) for name in ("first", "second"))
         configs = [own_config(project, results, server.base_url) for project in (first, second)]
-        env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
         running = subprocess.Popen(
             [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", str(configs[0])],
-            cwd=first, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            cwd=first, env=snakemake_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
         deadline = time.monotonic() + 120
         while server.calls == 0 and time.monotonic() < deadline:  # the first run is grading
