@@ -46,6 +46,7 @@ NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory} Gres=gpu:1 St
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 """
 MARK = CONFIG.splitlines()[0]  # a configuration file this module wrote
+GRES = "Name=gpu File=/dev/null\n"
 
 
 def available() -> str | None:
@@ -68,15 +69,28 @@ class Cluster:
     def __init__(self, state: Path):
         self.state = state
         self.daemons: list[subprocess.Popen] = []
-        self.found: dict[Path, str | None] = {}  # the configuration files as they were, given back on stop
+        # the configuration files and variables as they were, given back on stop
+        self.found: dict[Path, str | None] = {}
+        self.exported: dict[str, str | None] = {}
 
     def start(self) -> None:
+        """The daemons up and the node idle; on any failure, stopped again with the configuration given back."""
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self) -> None:
         host = socket.gethostname()
         cpus, memory = _node_resources()
         (self.state / "ctld").mkdir(parents=True, exist_ok=True)
         (self.state / "d").mkdir(parents=True, exist_ok=True)
         self._configure(SLURM_CONF, CONFIG.format(host=host, state=self.state, cpus=cpus, memory=memory))
-        self._configure(GRES_CONF, f"{MARK}\nName=gpu File=/dev/null\n")
+        self._configure(GRES_CONF, f"{MARK}\n{GRES}")
+        # every child (daemons, probes, the test's snakemake) reads this one, whatever the shell exported
+        self.exported.setdefault("SLURM_CONF", os.environ.get("SLURM_CONF"))
+        os.environ["SLURM_CONF"] = str(SLURM_CONF)
         key = Path("/etc/munge/munge.key")
         if not key.exists():
             key.write_bytes(os.urandom(1024))
@@ -113,7 +127,8 @@ class Cluster:
         """Write one configuration file, keeping what a machine's own cluster had there (ours, left by a
         run that was killed, is not worth keeping)."""
         before = path.read_text() if path.exists() else None
-        self.found.setdefault(path, None if before is None or before.startswith(MARK) else before)
+        ours = before is not None and (before.startswith(MARK) or before == GRES)  # (written unmarked before)
+        self.found.setdefault(path, None if ours else before)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
 
@@ -125,7 +140,13 @@ class Cluster:
                 path.unlink(missing_ok=True)
             else:
                 path.write_text(before)
+        for name, value in self.exported.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
         self.found.clear()
+        self.exported.clear()
 
     def _daemon(self, command: list[str], name: str) -> None:
         log = open(self.state / f"{name}.out", "w")
@@ -142,7 +163,6 @@ class Cluster:
         logs = "\n".join(
             p.read_text()[-1500:] for p in sorted(self.state.glob("*.out")) + sorted(self.state.glob("*.log"))
         )
-        self.stop()
         raise RuntimeError(f"{what} did not come up:\n{logs}")
 
 

@@ -166,8 +166,7 @@ def test_a_run_from_another_directory_prints_a_report_command_that_finds_the_wor
     refused = snakemake(elsewhere, "--report", report, "--snakefile", snakefile, "--configfile", "mine.yaml",
                         "more.yaml", check=False)  # fmt: skip
     assert refused.returncode != 0 and f"build it there with that run's config: {printed}" in refused.stderr
-    subprocess.run(printed, shell=True, cwd=elsewhere, check=True, capture_output=True,
-                   env=dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"))  # fmt: skip
+    subprocess.run(printed, shell=True, cwd=elsewhere, check=True, capture_output=True, env=snakemake_env())
     assert Path(report).stat().st_size > 0
 
 
