@@ -179,8 +179,8 @@ def test_a_grade_job_killed_from_outside_is_named_at_the_end_of_the_run(project)
         run = setup(project, server)
         shard = bucket("q1")
         command = [sys.executable, "-m", "snakemake", "--cores", "2", *run]
-        snakemake_run = subprocess.Popen(command, cwd=project, env=snakemake_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                         text=True)  # fmt: skip
+        snakemake_run = subprocess.Popen(command, cwd=project, env=snakemake_env(), stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, text=True)  # fmt: skip
         pid = None
         for _ in range(600):  # the job, once it waits on the slow reply
             found = subprocess.run(["pgrep", "-f", f"examflow grade .*--shard {shard} "], capture_output=True,
