@@ -44,13 +44,13 @@ def bucket(query_id: str, shards: int = 16) -> str:
 
 
 def snakemake_env(**extra: str) -> dict[str, str]:
-    """The environment a local snakemake runs in: this interpreter's bin directory first on PATH, and
-    no SLURM cluster. Once the SLURM executor plugin is installed (make test-slurm), every snakemake
-    start imports it, and it asks `scontrol show config`: against a configuration whose controller is
-    down, scontrol retries for 9 s. These runs are local; scontrol, pointed at no configuration, fails
-    at once."""
+    """The environment a snakemake runs in: this interpreter's bin directory first on PATH, and no SLURM
+    cluster unless `extra` names one (`SLURM_CONF`). Once the SLURM executor plugin is installed (make
+    test-slurm), every snakemake start imports it, and it asks `scontrol show config`: against a
+    configuration whose controller is down, scontrol retries for 9 s. A local run needs no cluster;
+    scontrol, pointed at no configuration, fails at once."""
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
-    return dict(os.environ, PATH=path, SLURM_CONF=os.devnull, **extra)
+    return {**os.environ, "PATH": path, "SLURM_CONF": os.devnull, **extra}
 
 
 def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:

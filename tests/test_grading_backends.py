@@ -132,14 +132,14 @@ def grader(method: dict, cache_dir: str, **options) -> ShardGrader:
     return ShardGrader(check_method("method", method), cache_dir, **options)
 
 
-def openai_method(server, kind: str, **extra) -> dict:
+def openai_method(server, kind: str, timeout: float = 5, **extra) -> dict:
     backend = {
         "kind": "openai",
         "model": "m",
         "base_url": server.base_url,
         "max_attempts": 2,
         "backoff": 0.01,
-        "timeout": 5,
+        "timeout": timeout,
     }
     return {"name": kind, "kind": kind, "backend": backend, **extra}
 

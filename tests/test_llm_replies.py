@@ -353,9 +353,8 @@ def test_grading_jobs_record_the_served_models_and_the_merge_sums_them(tmp_path,
         return Raw(json.dumps(completion("3", True, "other-model" if "what bees do honey make" in prompt else "m")))
 
     with LLMServer(default=served_as) as running:
-        method = openai_method(running, "self_rating")
-        method["backend"]["timeout"] = 60  # no retry's warning on a loaded machine: the served model's alone
-        method = json.dumps(method)
+        # a minute for a reply: on a loaded machine no retry's warning joins the served model's
+        method = json.dumps(openai_method(running, "self_rating", timeout=60))
         for shard, query in (("a", "q1"), ("b", "q2")):  # q2's prompts are q1's: answered by the reply cache
             inputs = tmp_path / shard
             inputs.mkdir()

@@ -6,7 +6,6 @@ Run with `make test-slurm` (root: it starts munged, slurmctld and slurmd, and in
 from __future__ import annotations
 
 import hashlib
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,9 +13,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import ROOT, copy_project, outputs, snakemake, write
+from conftest import ROOT, copy_project, outputs, snakemake, snakemake_env, write
 from llm_server import LLMServer
-from slurm_cluster import Cluster, available
+from slurm_cluster import SLURM_CONF, Cluster, available
 
 pytestmark = pytest.mark.slurm
 
@@ -61,7 +60,7 @@ def test_the_demo_on_slurm_equals_a_local_run_and_regrades_only_an_edit(cluster,
         snakemake(local, "--configfile", "c.yaml")
         profile = slurm_test_profile(remote)
         run = [sys.executable, "-m", "snakemake", "--workflow-profile", profile, "--configfile", "c.yaml"]
-        env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+        env = snakemake_env(SLURM_CONF=str(SLURM_CONF))  # the test cluster's
         done = subprocess.run(["timeout", "900", *run], cwd=remote, env=env, capture_output=True, text=True)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         assert "sbatch" in done.stdout + done.stderr or "Job" in done.stderr  # submitted, not run locally

@@ -8,6 +8,7 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from examflow.bounds import MESSAGE_CHARS, clip
 from examflow.errors import DONE, INTERRUPTED_LINE, PRINTED
@@ -32,7 +33,9 @@ def failures_logged(folder: str | Path, since: float) -> list[tuple[Path, str]]:
     return found
 
 
-def _logs_since(folder: str | Path, since: float, key=None) -> Iterator[tuple[Path, list[str]]]:
+def _logs_since(
+    folder: str | Path, since: float, key: Callable[[Path], Any] | None = None
+) -> Iterator[tuple[Path, list[str]]]:
     """The job logs under `folder` written since `since` (a run's start), in `key`'s order, each with its
     lines; one moved aside by a retry, or unreadable, is skipped: the log itself is no failure."""
     for log in sorted(Path(folder).rglob("*.log"), key=key):
