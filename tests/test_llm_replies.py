@@ -206,16 +206,36 @@ def test_a_compressed_reply_is_bounded_as_it_inflates(server, tmp_path):
         ('{"choices": {"0": {"message": {"content": "3"}}}}', "the reply has no choices"),
         ("[1, 2]", "the reply has no choices"),
         ("5", "the reply has no choices"),
+        (
+            '{"error": {"message": "overloaded", "code": 503}}',
+            "the reply has no choices; it carries an error: overloaded",
+        ),
+        (
+            '{"object": "error", "error": "model not loaded"}',
+            "the reply has no choices; it carries an error: model not loaded",
+        ),
         ('{"choices": [null]}', "the reply's answer is null"),
         ('{"choices": [{"message": null}]}', "the reply's answer is null"),
         ('{"choices": [{"text": "3"}]}', "the reply's answer is null"),  # a completion's choice, to a chat request
         ('{"choices": [{"message": {"content": 4}}]}', "the reply's answer is no text: 4"),
         (b'{"choices": [{"message": {"content": "2 \xff\xfe"}}]}', "'utf-8' codec can't decode"),
     ],
-    ids=["choices-object", "list", "number", "null-choice", "null-message", "no-message", "number-content", "not-utf8"],
+    ids=[
+        "choices-object",
+        "list",
+        "number",
+        "error-object",
+        "error-text",
+        "null-choice",
+        "null-message",
+        "no-message",
+        "number-content",
+        "not-utf8",
+    ],
 )
 def test_a_reply_of_another_shape_is_malformed_and_retried(server, tmp_path, body, message):
-    """Each of these ended a grading job with a traceback (a stranger's server)."""
+    """Each of these ended a grading job with a traceback (a stranger's server). An `error` a server sends
+    with status 200 is quoted: `no choices` alone lost its words (a stranger's trial)."""
     server.script("bees", Raw(body))
     with pytest.raises(LLMError) as failed:
         client(server, tmp_path).complete("bees")
@@ -317,16 +337,20 @@ def test_the_model_a_reply_names_is_counted_from_the_server_and_the_reply_cache(
     server.script("bees", Raw(json.dumps(completion("4", True, "m-2026-01-01"))))  # a dated version of `m`
     server.script("tides", Raw(json.dumps(completion("2", True, "other-model"))))  # a proxy's other model
     server.script("moon", Raw(json.dumps({"choices": [{"message": {"content": "1"}}]})))  # a reply naming none
+    server.script("ebb", Raw(json.dumps(completion("2", True, "other-model", finish_reason="length"))))  # cut
     for name, model in (("sun", ""), ("star", 123), ("comet", " ")):  # names that are none
         server.script(name, Raw(json.dumps(completion("0", True, "m") | {"model": model})))
-    prompts = ["bees", "tides", "moon", "lava", "sun", "star", "comet"]  # lava: the server names the model asked for
+    # lava: the server names the model asked for; ebb: a cut answer, a failure, but answered by other-model
+    prompts = ["bees", "tides", "moon", "lava", "sun", "star", "comet", "ebb"]
     first = client(server, tmp_path)
-    assert first.complete_many(prompts) == ["4", "2", "1", "3", "0", "0", "0"]
-    expected = {"m-2026-01-01": 1, "other-model": 1, "m": 1}
-    assert first.served == expected and server.calls == 7
+    answers = ["4", "2", "1", "3", "0", "0", "0"]
+    *replies, cut = first.complete_many(prompts)
+    assert replies == answers and isinstance(cut, LLMError) and cut.kind == "cut-off"
+    expected = {"m-2026-01-01": 1, "other-model": 2, "m": 1}  # as many as the progress line's `answered`
+    assert first.served == expected and server.calls == 8
     replayed = client(server, tmp_path)  # a rerun: every answer from the reply cache, its model's name too
-    assert replayed.complete_many(prompts) == ["4", "2", "1", "3", "0", "0", "0"]
-    assert replayed.served == expected and replayed.replayed == 7 and server.calls == 7
+    assert replayed.complete_many(prompts)[:7] == answers
+    assert replayed.served == expected and replayed.replayed == 8 and server.calls == 8
 
 
 def test_another_model_is_a_warning_and_a_dated_version_a_note(caplog):

@@ -173,8 +173,9 @@ class LLMClient:
         ):
             with self._calls_lock:
                 self.replayed += 1
-            text, served = self._whole(self.kept(cached["response"]), bool(cached.get("cut"))), cached.get("served")
-            return self._served(text, served_name(served))
+            return self._served(
+                self.kept(cached["response"]), bool(cached.get("cut")), served_name(cached.get("served"))
+            )
         response, cut, served = self._call_with_retries(prompt, system)
         record = {"model": self.settings.model, "prompt": prompt, "attempt": attempt, "response": response}
         record |= {"served": served} if served is not None else {}
@@ -182,14 +183,15 @@ class LLMClient:
         self.cache.put(
             key, record | ({"system": system} if system is not None else {}) | ({"cut": True} if cut else {})
         )
-        return self._served(self._whole(response, cut), served)
+        return self._served(response, cut, served)
 
-    def _served(self, text: str, served: str | None) -> Reply:
-        """An answer given, its model counted (a reply cached before examflow recorded the name has none)."""
+    def _served(self, text: str, cut: bool, served: str | None) -> Reply:
+        """An answer given, its model counted (a reply cached before examflow recorded the name has none):
+        a cut one too, though it fails, for the server answered it (the progress line counts it answered)."""
         if served is not None:
             with self._calls_lock:  # `replies` answers from several threads
                 self.served[served] += 1
-        return Reply(text, served)
+        return Reply(self._whole(text, cut), served)
 
     def _whole(self, text: str, cut: bool) -> str:
         """An answer, unless the server cut it at max_tokens and `cut_off` is `fail` (a `2` of `2.5`)."""
@@ -300,7 +302,7 @@ class LLMClient:
         shape holds none (the client builds replies without checking them: `choices` may be anything)."""
         choices = _field(reply, "choices")
         if not isinstance(choices, list) or not choices:
-            raise Malformed("the reply has no choices")
+            raise Malformed("the reply has no choices" + _carried_error(reply))
         choice = choices[0]
         holder = _field(choice, "message") if self.settings.api == "chat" else choice
         text = _field(holder, "content" if self.settings.api == "chat" else "text")
@@ -488,6 +490,14 @@ _WBITS = 47  # a gzip or a zlib header, either
 def _field(value: object, name: str) -> object:
     """A field of a reply's part, however the client built it (a model, or a mapping it left as it was)."""
     return value.get(name) if isinstance(value, dict) else getattr(value, name, None)
+
+
+def _carried_error(reply: object) -> str:
+    """A server's own words where it answers a failure with status 200 and an `error` in the body
+    (`{"error": {"message": "overloaded"}}`, as some proxies do), for the failure's message."""
+    error = _field(reply, "error")
+    message = _field(error, "message") if isinstance(error, dict) else error
+    return f"; it carries an error: {message}" if isinstance(message, str) and message.strip() else ""
 
 
 def _status_message(error: openai.APIStatusError) -> str:
