@@ -4,6 +4,7 @@ against a library (scipy, pytrec_eval, ir-measures) or a computation by hand wri
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import math
 import random
@@ -23,6 +24,8 @@ from examflow.cli import main
 from examflow.evaluation.correlation import leaderboard_correlation, tau_ap
 from examflow.evaluation.judges import STATISTICS, Settings, Sides, parse_measure, per_query_values, run_dictionaries
 from examflow.io.runs import read_run
+from examflow.report.board import Board as SummaryBoard
+from examflow.summary import run_summary
 
 SETTINGS = Settings(top_k=4, persistence=0.8, replicates=0)
 
@@ -237,6 +240,8 @@ def test_a_judge_of_few_queries_and_a_given_leaderboard_of_scores(tmp_path):
     for statistic in STATISTICS:
         assert agreement.loc[("q99", statistic), ["value", "low", "high"]].isna().all()
         assert agreement.loc[("q99", statistic), "runs"] == 0
+        assert agreement.loc[("q99", statistic), "note"] == "0 run(s) on both leaderboards: no order to compare"
+    assert agreement.loc[("noisy", list(STATISTICS)), "note"].isna().all()  # every value there: no word
     boards = pd.read_csv(out / "leaderboards.tsv", sep="\t")
     noisy = boards[(boards["label_set"] == "noisy")].set_index("run_id")["score"]
     expected = stats.pearsonr([noisy[r] for r in official], list(official.values())).statistic
@@ -244,6 +249,38 @@ def test_a_judge_of_few_queries_and_a_given_leaderboard_of_scores(tmp_path):
     assert agreement.loc[("noisy", "pearson"), "runs"] == 10 and agreement.loc[("noisy", "tau_at_k"), "runs"] == 3
     given = boards[boards["label_set"] == "official"].set_index(["measure", "run_id"])
     assert given.loc[("given", "r9"), "score"] == pytest.approx(0.9) and given.loc[("given", "r9"), "rank"] == 1
+
+
+def test_a_leaderboard_of_ties_says_why_its_agreement_is_empty(tmp_path):
+    """A judge that labels every passage 0 gives every run 0: τ, ρ, r and τ_AP were blank cells without a word,
+    in agreement.tsv and the summary (a stranger's trial). RBO, an expectation over the tied orders, has a
+    value; against a given leaderboard of ranks, Pearson's r is empty for want of scores."""
+    files = campaign(tmp_path)
+    zeros = tmp_path / "zeros.qrels"
+    zeros.write_text(
+        files["official"].read_text().replace(" 3\n", " 0\n").replace(" 2\n", " 0\n").replace(" 1\n", " 0\n")
+    )
+    (tmp_path / "official.json").write_text(json.dumps({f"r{k}": 10 - k for k in range(10)}))
+    runs = sorted(str(p) for p in (tmp_path / "runs [all]").iterdir())
+    out = tmp_path / "out"
+    assert main(["compare-judges", "--runs", *runs, "--official-qrels", str(files["official"]), "--official",
+                 str(tmp_path / "official.json"), "--labels", f"zeros={zeros}", f"noisy={files['noisy']}",
+                 "--bootstrap", "50", "--out", str(out)]) == 0  # fmt: skip
+    agreement = pd.read_csv(out / "agreement.tsv", sep="\t").set_index(["label_set", "statistic"])
+    tied = "this leaderboard ties every run: no order to compare"
+    for statistic in ("kendall", "spearman", "tau_ap", "tau_at_k"):
+        assert math.isnan(agreement.loc[("zeros", statistic), "value"])
+        assert agreement.loc[("zeros", statistic), "note"] == tied
+    assert agreement.loc[("zeros", "rbo"), "value"] > 0 and pd.isna(agreement.loc[("zeros", "rbo"), "note"])
+    for label_set in ("zeros", "noisy"):
+        assert agreement.loc[(label_set, "pearson"), "note"] == "the official leaderboard gives ranks"
+    assert agreement.loc[("noisy", ["kendall", "spearman", "tau_ap", "rbo"]), "note"].isna().all()
+    boards = {"m": SummaryBoard.of(pd.DataFrame({"method": "m", "measure": "exam_cover", "tau": 4.0, "run_id": ["a"],
+                                                 "kind": "system", "score": [0.5], "stderr": 0.0}), 4, None, [])}  # fmt: skip
+    judges = pd.read_csv(out / "agreement.tsv", sep="\t")
+    text = run_summary({}, None, "results", boards, judges=judges).markdown()
+    assert f"No τ, ρ or τ_AP for zeros under ndcg_cut_10: {tied}." in text
+    assert "for noisy" not in text
 
 
 @pytest.mark.parametrize(

@@ -434,6 +434,20 @@ def _judges_section(doc: Document, agreement: pd.DataFrame, computed: bool = Fal
         others = (_number(found[(label_set, measure, s)]["value"]) for s in ("spearman", "tau_ap", "rbo"))
         rows.append((label_set, measure, _number(tau["value"]) + interval, *others, int(tau["runs"])))
     doc.table(["judge", "measure", "Kendall τ [95 %]", "Spearman ρ", "τ_AP", "RBO", "runs"], rows)
+    if agreement["runs"].max() != 1:  # one run: said above
+        _empty_boards(doc, [found[(*board, "kendall")] for board in boards])
+
+
+def _empty_boards(doc: Document, taus: list[dict]) -> None:
+    """Why a judge's τ is empty (agreement.tsv's `note`), once for the boards that share the reason: blank
+    cells without a word read as a fault (a stranger's trial, every run tied)."""
+    reasons: dict[str, list[str]] = {}
+    for tau in taus:
+        note = tau.get("note")  # (none in an agreement.tsv written before the column)
+        if math.isnan(tau["value"]) and isinstance(note, str) and note.strip():
+            reasons.setdefault(note, []).append(f"{tau['label_set']} under {tau['measure']}")
+    for note, boards in reasons.items():
+        doc.paragraph("No τ, ρ or τ_AP for " + ", ".join(["{}"] * len(boards)) + ": {}.", *boards, note)
 
 
 def _number(value: float) -> str:

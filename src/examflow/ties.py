@@ -24,6 +24,18 @@ def ranks_of(scores: dict[str, float]) -> dict[str, float]:
     return dict(zip(scores, average_ranks(-tie_keys([list(scores.values())]))[0].tolist()))
 
 
+def unordered(scores, official) -> str:
+    """Why a leaderboard and the official one, the same runs aligned, have no order to compare, in words
+    ("" when they have one): where it is so, τ, ρ, r and τ_AP are empty."""
+    if len(scores) < 2:
+        return f"{len(scores)} run(s) on both leaderboards: no order to compare"
+    if len(set(tie_keys(scores).tolist())) == 1:
+        return "this leaderboard ties every run: no order to compare"
+    if len(set(tie_keys(official).tolist())) == 1:
+        return "the official leaderboard ties every run: no order to compare"
+    return ""
+
+
 def average_ranks(values) -> np.ndarray:
     """Each row's ranks, lowest first, ties as averaged ranks."""
     import pandas as pd

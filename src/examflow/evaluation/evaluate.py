@@ -46,7 +46,7 @@ from examflow.io.runs import GOLD_RUN, OVERALL_RUN, RESERVED_RUNS
 from examflow.io.tables import among, optional
 from examflow.outputs import Facts
 from examflow.registry import DEFAULT_TAU, KINDS, NUGGET_SUPPORT
-from examflow.ties import tie_keys
+from examflow.ties import tie_keys, unordered
 
 log = logging.getLogger(__name__)
 
@@ -455,10 +455,8 @@ def blank_reason(scores: dict[str, float], official: dict[str, float], bootstrap
     shared = [run for run in official if run in scores]
     if len(shared) < 2:
         return f"{len(shared)} official run(s) evaluated: no order to compare"
-    if len(set(tie_keys([scores[run] for run in shared]).tolist())) == 1:
-        return "every run has the same score: no order to compare"
-    if len({official[run] for run in shared}) == 1:
-        return "the official leaderboard ties every run"
+    if why := unordered([scores[run] for run in shared], [official[run] for run in shared]):
+        return why
     return "no bootstrap replicates (evaluation.bootstrap: 0)" if bootstrap < 1 else ""
 
 

@@ -30,11 +30,11 @@ from examflow.evaluation.agreement import cohen_kappa
 from examflow.evaluation.correlation import kendall_tau_b, spearman_rho, tau_ap
 from examflow.io.autojudge import Measured, format_leaderboard
 from examflow.outputs import JUDGES
-from examflow.ties import average_ranks, majority, ranks_of, tie_keys
+from examflow.ties import average_ranks, majority, ranks_of, tie_keys, unordered
 
 OFFICIAL = "official"
 LEADERBOARD_COLUMNS = ["label_set", "measure", "run_id", "score", "rank"]
-AGREEMENT_COLUMNS = ["label_set", "measure", "statistic", "value", "low", "high", "runs"]
+AGREEMENT_COLUMNS = ["label_set", "measure", "statistic", "value", "low", "high", "runs", "note"]
 LABEL_COLUMNS = ["label_set", "statistic", "value", "pairs"]
 CONFUSION_COLUMNS = ["label_set", "label", "official", "count"]
 VOTE_COLUMNS = ["label_set", "query_id", "doc_id", "label", "votes", "margin"]
@@ -300,10 +300,10 @@ def _mean(values: np.ndarray) -> float:
 
 
 def leaderboard_agreement(board: Board, official: Board, settings: Settings) -> list[tuple]:
-    """(statistic, value, low, high, runs) of the board against the official one, over the runs both
-    score. Pearson's r needs official scores (NaN against ranks); τ@k counts only the official top k
+    """(statistic, value, low, high, runs, note) of the board against the official one, over the runs
+    both score. Pearson's r needs official scores (NaN against ranks); τ@k counts only the official top k
     runs. A bootstrap sample in which one of the two judges has no score for a run (it drew none of
-    the run's judged queries) is left out."""
+    the run's judged queries) is left out. `note`: why a value is empty ("" where it is not)."""
     scores, truth = board.scores(), official.scores()
     both = np.isfinite(scores) & np.isfinite(truth)
     samples = [(s[both], t[both]) for s, t in _replicates(board, official, settings)]
@@ -314,13 +314,23 @@ def leaderboard_agreement(board: Board, official: Board, settings: Settings) -> 
     for name, statistic in STATISTICS.items():
         runs = int((sides.truth[0] <= settings.top_k).sum()) if name == "tau_at_k" else int(both.sum())
         if (name == "pearson" and not official.linear) or both.sum() < 2:
-            rows.append((name, math.nan, math.nan, math.nan, runs))
+            why = unordered(scores[both], truth[both]) if official.linear else "the official leaderboard gives ranks"
+            rows.append((name, math.nan, math.nan, math.nan, runs, why))
             continue
         value, *draws = statistic(sides, settings).tolist()
         finite = [draw for draw in draws if math.isfinite(draw)]
         low, high = np.percentile(finite, [tail, 100 - tail]) if finite else (math.nan,) * 2
-        rows.append((name, value, float(low), float(high), runs))
+        note = _blank(name, scores[both], truth[both], settings) if math.isnan(value) else ""
+        rows.append((name, value, float(low), float(high), runs, note))
     return rows
+
+
+def _blank(statistic: str, scores: np.ndarray, official: np.ndarray, settings: Settings) -> str:
+    """Why a statistic of two leaderboards (the runs both score) is empty, in words: the summary says it
+    where agreement.tsv's cell is blank. RBO is an expectation over the tied orders: empty only short of runs."""
+    if why := unordered(scores, official):
+        return why
+    return f"fewer than two runs, or no order, in the official top {settings.top_k}" if statistic == "tau_at_k" else ""
 
 
 def _replicates(board: Board, official: Board, settings: Settings) -> list[tuple[np.ndarray, np.ndarray]]:
