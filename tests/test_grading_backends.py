@@ -296,26 +296,45 @@ def test_the_embedding_grader_encodes_each_distinct_text_once_per_job():
     assert sorted(encoded) == sorted(set(questions + contexts))
 
 
-def test_a_shard_with_nothing_to_grade_loads_no_model(tmp_path):
+def graded_in_a_process(tmp_path, method: dict, question_query: str):
+    """`examflow grade` of one passage, in a process of its own, on a question of `question_query`; it prints
+    the heavy libraries it imported."""
     import subprocess
     import sys
 
     passages = pd.DataFrame({"query_id": ["q"], "passage_id": ["p"], "text": ["t"], "origin": ["retrieved"]})
     queries = pd.DataFrame({"query_id": ["q"], "facet_id": [None], "query_text": ["x"], "facet_text": [None]})
-    questions = pd.DataFrame({"query_id": ["other"], "facet_id": [None], "question_id": ["other/1"],
+    questions = pd.DataFrame({"query_id": [question_query], "facet_id": [None], "question_id": ["q/1"],
                               "question_text": ["?"], "kind": ["question"], "gold_answers": [None], "choices": [None]})  # fmt: skip
     for name, table in (("passages", passages), ("queries", queries), ("questions", questions)):
         table.to_parquet(tmp_path / f"{name}.parquet")
-    method = {"name": "cosine", "kind": "self_rating", "backend": {"kind": "embedding"}}
-    script = "import sys; from examflow.cli import main; code = main(sys.argv[1:]); print('torch' in sys.modules); sys.exit(code)"
-    result = subprocess.run(
+    script = (
+        "import sys; from examflow.cli import main; code = main(sys.argv[1:]); "
+        "print(*sorted({'torch', 'transformers'} & set(sys.modules))); sys.exit(code)"
+    )
+    return subprocess.run(
         [sys.executable, "-c", script, "grade", "--method", json.dumps(method), "--shard", "shard-0",
          "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "g.parquet"),
          *(f"--{name}={tmp_path / name}.parquet" for name in ("passages", "queries", "questions"))],
         capture_output=True, text=True,
     )  # fmt: skip
-    assert result.returncode == 0 and result.stdout.strip() == "False", result.stderr
+
+
+def test_a_shard_with_nothing_to_grade_loads_no_model(tmp_path):
+    method = {"name": "cosine", "kind": "self_rating", "backend": {"kind": "embedding"}}
+    result = graded_in_a_process(tmp_path, method, question_query="other")
+    assert result.returncode == 0 and result.stdout.strip() == "", result.stderr
     assert "nothing to grade" in result.stderr and pd.read_parquet(tmp_path / "g.parquet").empty
+
+
+def test_an_api_grading_job_imports_no_model_library(tmp_path):
+    """An `openai` job imported transformers to quiet its progress bars: 1.5 s of CPU in each such job."""
+    with LLMServer(default=lambda prompt: "4") as server:
+        backend = {"kind": "openai", "model": "m", "base_url": server.base_url}
+        method = {"name": "api", "kind": "self_rating", "backend": backend}
+        result = graded_in_a_process(tmp_path, method, question_query="q")
+    assert result.returncode == 0 and result.stdout.strip() == "", result.stderr
+    assert pd.read_parquet(tmp_path / "g.parquet")["rating"].tolist() == [4] and server.calls == 1
 
 
 def test_extractive_qa_spans_come_from_the_passage_and_are_verified(tmp_path):

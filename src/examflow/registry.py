@@ -101,6 +101,9 @@ class Backend:
     by_quantiles: bool = False  # answers are similarities, graded by pool quantiles when the shards merge
     # It takes a system and a user message (a chat API); without roles (FLAN-T5) it reads the user message alone.
     roles: bool = False
+    # Its model comes through Hugging Face's libraries, whose progress bars a job quiets: importing
+    # transformers for that alone was a second and a half of every API grading job.
+    hub: bool = True
 
 
 @dataclass(frozen=True)
@@ -217,7 +220,7 @@ BACKENDS = {
     ),
     "openai": Backend(
         LLM_OPTIONS, "examflow.grading.backends:OpenAIBackend", api_planning, api_signature, gpus=0,
-        parse_mode="strict", kinds=GENERATIVE, threads=1, mem_mb=2000, cache_folder=True, roles=True,
+        parse_mode="strict", kinds=GENERATIVE, threads=1, mem_mb=2000, cache_folder=True, roles=True, hub=False,
     ),
     "embedding": Backend(
         {

@@ -516,7 +516,8 @@ def make_backend(settings: BackendSettings, cache_dir: str | Path):
     gets the cache folder too."""
     from importlib import import_module
 
-    _quiet_progress_bars()
+    if settings.entry.hub:
+        _quiet_progress_bars()
     module, name = settings.entry.factory.split(":")
     extra = {"cache_dir": cache_dir} if settings.entry.cache_folder else {}
     return getattr(import_module(module), name)(**settings.options, **extra)
