@@ -3,6 +3,7 @@ against a library (scipy, pytrec_eval, ir-measures) or a computation by hand wri
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
 import logging
@@ -25,6 +26,7 @@ from examflow.evaluation.correlation import leaderboard_correlation, tau_ap
 from examflow.evaluation.judges import STATISTICS, Settings, Sides, parse_measure, per_query_values, run_dictionaries
 from examflow.io.runs import read_run
 from examflow.report.board import Board as SummaryBoard
+from examflow.report.pages import judges_page
 from examflow.summary import run_summary
 
 SETTINGS = Settings(top_k=4, persistence=0.8, replicates=0)
@@ -281,6 +283,10 @@ def test_a_leaderboard_of_ties_says_why_its_agreement_is_empty(tmp_path):
     text = run_summary({}, None, "results", boards, judges=judges).markdown()
     assert f"No τ, ρ or τ_AP for zeros under ndcg_cut_10: {tied}." in text
     assert "for noisy" not in text
+    page = judges_page(judges, pd.read_csv(out / "labels.tsv", sep="\t"))  # the report's page says it per row
+    rows = pd.read_html(io.StringIO(page))[0].set_index("label set")["why empty"]
+    assert rows["zeros"] == f"{tied}; the official leaderboard gives ranks"
+    assert rows["noisy"] == "the official leaderboard gives ranks"
 
 
 @pytest.mark.parametrize(

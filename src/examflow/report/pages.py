@@ -350,15 +350,22 @@ def judges_page(agreement: pd.DataFrame, labels: pd.DataFrame) -> str:
     cells: dict[tuple[str, str], dict[str, str]] = {}
     names = zip(*(agreement[c].astype(str).tolist() for c in ("label_set", "measure", "statistic")))
     numbers = zip(*(agreement[c].astype(float).tolist() for c in ("value", "low", "high")))
-    for (judge, measure, statistic), (value, low, high) in zip(names, numbers):
+    # why a value is empty (agreement.tsv's `note`; none in one written before the column)
+    notes = agreement["note"].fillna("").astype(str).tolist() if "note" in agreement else [""] * len(agreement)
+    empty: dict[tuple[str, str], dict[str, None]] = {}
+    for (judge, measure, statistic), (value, low, high), note in zip(names, numbers, notes):
         shown = "" if math.isnan(value) else f"{value:.3f}"
         interval = "" if math.isnan(low) else f" [{low:.3f}, {high:.3f}]"
         cells.setdefault((judge, measure), {})[statistic] = shown + interval
-    wide = pd.DataFrame([{"label set": judge, "measure": measure, **by} for (judge, measure), by in cells.items()])
+        reasons = empty.setdefault((judge, measure), {})  # each once, in order
+        if note:
+            reasons[note] = None
+    wide = pd.DataFrame([{"label set": judge, "measure": measure, **by, "why empty": "; ".join(empty[(judge, measure)])}
+                         for (judge, measure), by in cells.items()])  # fmt: skip
     parts = [
         "<h2>Leaderboards against the official leaderboard</h2>",
-        "<p class='note'>Each value with its 95 % bootstrap interval over queries; empty: not defined "
-        "(a leaderboard of ties, or Pearson's r against official ranks).</p>",
+        "<p class='note'>Each value with its 95 % bootstrap interval over queries; an empty one is not defined, "
+        "and <em>why empty</em> says why.</p>",
         table(wide),
         "<h2>Labels against the official labels</h2>",
         table(labels),
