@@ -277,8 +277,8 @@ div.h-screen:has(.examflow-landing){align-items:flex-start;justify-content:flex-
 def _headline_section(doc: Document, board: Board, figure: bytes | None) -> None:
     """The headline measure's leaderboard: its agreement with the official one, the best official run,
     the runs off the official leaderboard, then the interactive table and the small multiples (`figure`,
-    the report's; else drawn: a second and a half a method)."""
-    from examflow.report import figures, pages
+    the report's; else drawn: a second and a half a method, and matplotlib's import)."""
+    from examflow.report import pages
 
     best, headline = board.best(board.headline), board.headline
     doc.heading(f"{board.method}: the leaderboard by {headline} (τ = {board.tau:g})")
@@ -305,11 +305,17 @@ def _headline_section(doc: Document, board: Board, figure: bytes | None) -> None
               markdown_only=True)  # fmt: skip
     doc.html(
         f"<div class='examflow-landing'>{pages.framed(pages.leaderboard_page(board), len(board.runs()))}"
-        f"{pages.picture(figure or figures.leaderboard_figure(board), f'{board.method}: the leaderboard, one panel per measure')}</div>"
+        f"{pages.picture(figure or _drawn(board), f'{board.method}: the leaderboard, one panel per measure')}</div>"
     )
     order = "official order" if board.official else f"{headline} order"
     doc.paragraph("Above: the report's `1 Leaderboard` table (a click on a column name sorts by it; the box "
                   "searches runs) and figure, one panel per measure, runs in {}.", order)  # fmt: skip
+
+
+def _drawn(board: Board) -> bytes:
+    from examflow.report import figures
+
+    return figures.leaderboard_figure(board)
 
 
 def _rank(board: Board, run: str) -> str:
