@@ -61,7 +61,8 @@ def test_failed_pairs_fail_the_run_and_a_plain_rerun_asks_only_for_them(project)
         server.script(pair(SKY, "Sunsets"), Status(429, {"Retry-After": "3600"}), "2")  # capped at 0.2 s
         run = setup(project, server)
         started = time.monotonic()
-        result = snakemake(project, *run, check=False)
+        # --keep-going: both shards run, though the first to fail would stop Snakemake starting the other
+        result = snakemake(project, *run, "--keep-going", check=False)
         assert time.monotonic() - started < 120  # Retry-After: 3600 was not slept
         output = result.stdout + result.stderr
         assert result.returncode != 0
@@ -109,7 +110,7 @@ def test_unparsable_answers_and_an_allowance_of_failures(project):
         server.script(pair(SPEED, "Glaciers move because"), "Rating: 4")
         server.script(pair(SPEED, "Glacier speed depends"), Status(503))
         run = setup(project, server)
-        result = snakemake(project, *run, check=False)
+        result = snakemake(project, *run, "--keep-going", check=False)  # q2's shard is asked too, whenever q1's fails
         # openai grades strictly by default: an answer that is not a grade is an error, not a 0.
         assert (
             f"shard {bucket('q1')}: 2 of 6 pairs failed (1 http-503, 1 unparsable; the first: "
@@ -148,7 +149,7 @@ def test_unreachable_endpoint_fails_the_run(project):
     config = yaml.safe_load((project / "mine.yaml").read_text())
     config["grading"]["methods"][0]["backend"]["base_url"] = f"http://127.0.0.1:{port}/v1"
     write(project / "mine.yaml", yaml.safe_dump(config))
-    result = snakemake(project, *run, check=False)
+    result = snakemake(project, *run, "--keep-going", check=False)  # both shards, whichever fails first
     assert result.returncode != 0
     output = result.stdout + result.stderr
     # the address and why, not openai's "Connection error." alone (a stranger's port typo)
