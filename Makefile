@@ -21,8 +21,11 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet $(TORCH)
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet --no-compile $(TORCH)
+	$(BIN)/python -m pip install --quiet --no-compile -e '.[test]'
+	# The installed modules' bytecode, on every core: pip compiles on one, a minute and a half more on CI's
+	# two. A few third-party files are templates, not Python: their errors are ignored, as pip ignores them.
+	$(BIN)/python -m compileall -qq -j 0 $(VENV)/lib >/dev/null || true
 	$(BIN)/python -m compileall -q src  # every job imports examflow: compile it once, not in each
 	touch $@
 
