@@ -43,12 +43,6 @@ def bucket(query_id: str, shards: int = 16) -> str:
     return f"shard-{int(hashlib.md5(query_id.encode()).hexdigest(), 16) % shards:0{len(str(shards - 1))}d}"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The long tests (Snakemake runs, large inputs) first, each group in its own order: a long test left for
-    last holds one worker while the other has nothing to do (xdist hands out tests in this order)."""
-    items.sort(key=lambda item: not any(item.get_closest_marker(name) for name in ("workflow", "slow")))
-
-
 def snakemake_env(**extra: str) -> dict[str, str]:
     """The environment a snakemake runs in: this interpreter's bin directory first on PATH, and no SLURM
     cluster unless `extra` names one (`SLURM_CONF`). Once the SLURM executor plugin is installed (make
