@@ -313,21 +313,22 @@ def leaderboard_agreement(board: Board, official: Board, settings: Settings) -> 
     rows = []
     for name, statistic in STATISTICS.items():
         runs = int((sides.truth[0] <= settings.top_k).sum()) if name == "tau_at_k" else int(both.sum())
+        why = _blank(name, scores[both], truth[both], official.linear, settings)
         if (name == "pearson" and not official.linear) or both.sum() < 2:
-            why = unordered(scores[both], truth[both]) if official.linear else "the official leaderboard gives ranks"
             rows.append((name, math.nan, math.nan, math.nan, runs, why))
             continue
         value, *draws = statistic(sides, settings).tolist()
         finite = [draw for draw in draws if math.isfinite(draw)]
         low, high = np.percentile(finite, [tail, 100 - tail]) if finite else (math.nan,) * 2
-        note = _blank(name, scores[both], truth[both], settings) if math.isnan(value) else ""
-        rows.append((name, value, float(low), float(high), runs, note))
+        rows.append((name, value, float(low), float(high), runs, why if math.isnan(value) else ""))
     return rows
 
 
-def _blank(statistic: str, scores: np.ndarray, official: np.ndarray, settings: Settings) -> str:
-    """Why a statistic of two leaderboards (the runs both score) is empty, in words: the summary says it
+def _blank(statistic: str, scores: np.ndarray, official: np.ndarray, linear: bool, settings: Settings) -> str:
+    """Why a statistic of two leaderboards (the runs both score) would be empty, in words: the summary says it
     where agreement.tsv's cell is blank. RBO is an expectation over the tied orders: empty only short of runs."""
+    if statistic == "pearson" and not linear:
+        return "the official leaderboard gives ranks"
     if why := unordered(scores, official):
         return why
     return f"fewer than two runs, or no order, in the official top {settings.top_k}" if statistic == "tau_at_k" else ""

@@ -350,17 +350,15 @@ def judges_page(agreement: pd.DataFrame, labels: pd.DataFrame) -> str:
     cells: dict[tuple[str, str], dict[str, str]] = {}
     names = zip(*(agreement[c].astype(str).tolist() for c in ("label_set", "measure", "statistic")))
     numbers = zip(*(agreement[c].astype(float).tolist() for c in ("value", "low", "high")))
-    # why a value is empty (agreement.tsv's `note`; none in one written before the column)
-    notes = agreement["note"].fillna("").astype(str).tolist() if "note" in agreement else [""] * len(agreement)
-    empty: dict[tuple[str, str], dict[str, None]] = {}
-    for (judge, measure, statistic), (value, low, high), note in zip(names, numbers, notes):
+    for (judge, measure, statistic), (value, low, high) in zip(names, numbers):
         shown = "" if math.isnan(value) else f"{value:.3f}"
         interval = "" if math.isnan(low) else f" [{low:.3f}, {high:.3f}]"
         cells.setdefault((judge, measure), {})[statistic] = shown + interval
-        reasons = empty.setdefault((judge, measure), {})  # each once, in order
-        if note:
-            reasons[note] = None
-    wide = pd.DataFrame([{"label set": judge, "measure": measure, **by, "why empty": "; ".join(empty[(judge, measure)])}
+    # why a value is empty (agreement.tsv's `note`; none in one written before the column), each reason once
+    notes = agreement["note"].fillna("").astype(str) if "note" in agreement else pd.Series("", index=agreement.index)
+    keys = [agreement[c].astype(str) for c in ("label_set", "measure")]
+    why = notes.groupby(keys, sort=False).agg(lambda board: "; ".join(dict.fromkeys(filter(None, board))))
+    wide = pd.DataFrame([{"label set": judge, "measure": measure, **by, "why empty": why[(judge, measure)]}
                          for (judge, measure), by in cells.items()])  # fmt: skip
     parts = [
         "<h2>Leaderboards against the official leaderboard</h2>",
