@@ -79,6 +79,29 @@ def test_finished_prompts_leave_the_batch(models):
     assert rows == sorted(rows, reverse=True) and rows[-1] < rows[0]
 
 
+def test_every_decoder_step_gets_its_last_tokens_in_one_layout(models):
+    """A compiled step guards on the strides of its inputs. A one-row view of the beams' tokens counts as
+    contiguous at any stride, and its stride was the number of steps so far: with one prompt left open,
+    every step made a new graph, until torch.compile gave up and ran the search eager."""
+    from examflow.grading.beam_search import SearchSteps, beam_search
+
+    seen: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+    for tokenizer, model in models:
+        eager = SearchSteps.eager(model)
+
+        def decode(last, hidden, mask, cache, eager=eager):
+            seen.append((tuple(last.shape), last.stride()))
+            return eager.decode(last, hidden, mask, cache)
+
+        encoded = tokenizer(texts(tokenizer, seed=1, count=17)[12:], return_tensors="pt", padding=True)
+        with torch.inference_mode():
+            for beams in (1, 5):
+                beam_search(model, encoded["input_ids"], encoded["attention_mask"], beams, 9,
+                            SearchSteps(eager.encode, decode))  # fmt: skip
+    assert any(shape == (1, 1) for shape, _ in seen[1:])  # one row left, after the first step
+    assert {stride for shape, stride in seen} == {(1, 1)}  # as a new (rows, 1) tensor is laid out
+
+
 def test_a_model_with_other_generation_settings_is_left_to_generate(models):
     from examflow.grading.beam_search import searchable
 

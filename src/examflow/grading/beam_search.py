@@ -208,7 +208,9 @@ def beam_search(
             cache.cross_attention_cache.reorder_cache(rows)
             hidden, mask, state = hidden[rows], mask[rows], state.keep(kept)
             open_prompts = [open_prompts[r] for r in still]
-        last = state.tokens[:, :, -1].reshape(-1, 1).contiguous()  # a compiled step sees one layout
+        # A compiled step sees one layout: `contiguous()` keeps a one-row view's stride (the steps so far), and
+        # under torch.compile each new stride was a new graph, eight of them and the search ran eager.
+        last = state.tokens[:, :, -1].reshape(-1, 1).clone(memory_format=torch.contiguous_format)
     return best
 
 
