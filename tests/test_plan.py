@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import snakemake, write
+from llm_server import LLMServer
 
 from examflow.grading.grader import make_pairs
 from examflow.grading.methods import request
@@ -268,14 +269,16 @@ def test_the_plan_runs_before_any_grading_job_on_one_core(project):
             project / f"mine/runs/{run}.run",
             "".join(f"{q} Q0 {q}-{d} {d + 1} {9 - d} {run}\n" for q in queries for d in range(3)),
         )
-    config = {
-        "inputs": {"queries": "mine/queries.tsv", "runs": ["mine/runs/*.run"], "corpus": "mine/corpus.tsv",
-                   "bank": "mine/bank.tsv"},
-        "grading": {"shards": 3, "methods": [{"name": "emb", "kind": "self_rating", "backend": {"kind": "embedding"}}]},
-        "evaluation": {"bootstrap": 0},
-    }  # fmt: skip
-    write(project / "mine.yaml", yaml.safe_dump(config))
-    log = snakemake(project, "--configfile", "mine.yaml", "--cores", "1").stderr
+    with LLMServer(default=lambda prompt: "3") as server:  # any back end: the order is the workflow's
+        backend = {"kind": "openai", "model": "grader", "base_url": server.base_url}
+        config = {
+            "inputs": {"queries": "mine/queries.tsv", "runs": ["mine/runs/*.run"], "corpus": "mine/corpus.tsv",
+                       "bank": "mine/bank.tsv"},
+            "grading": {"shards": 3, "methods": [{"name": "llm", "kind": "self_rating", "backend": backend}]},
+        }  # fmt: skip
+        write(project / "mine.yaml", yaml.safe_dump(config))
+        targets = ("results/logs/plan.tsv", "results/grades/llm.parquet")  # what the order is about
+        log = snakemake(project, *targets, "--configfile", "mine.yaml", "--cores", "1").stderr
     started = re.findall(r"^(?:local)?rule (\w+):", log, flags=re.MULTILINE)
     assert "grade" in started and started.index("plan") < started.index("grade"), started
     plan = pd.read_csv(project / "results/logs/plan.tsv", sep="\t")

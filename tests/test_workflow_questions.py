@@ -35,6 +35,7 @@ def test_generate_edit_rerun_changes_only_the_edited_query(project):
         config["inputs"]["bank"] = "bank/generated.jsonl"
         config["questions"] = {"generate": True, "llm": {"model": "test-llm", "base_url": server.base_url}}
         config["grading"] = {"methods": []}  # this test is about the bank
+        del config["nrp"]
         write(project / "config/generate.yaml", yaml.safe_dump(config))
         run = ("--configfile", "config/generate.yaml")
 

@@ -227,7 +227,9 @@ def test_a_changed_judges_setting_reruns_the_judges(tmp_path):
     base = yaml.safe_load((project / "config/config.yaml").read_text())
     base["inputs"]["official_leaderboard"] = None  # computed from the qrels: evaluation.official_measure
     write(project / "config/base.yaml", yaml.safe_dump(base))
-    snakemake(project, "--configfile", "config/base.yaml")
+    judges = "results/demo/judges/agreement.tsv"  # the judges and what they read (no NRP, report or summary)
+    snakemake(project, judges, "--configfile", "config/base.yaml")
+    assert "Nothing to be done" in snakemake(project, judges, "-n", "--configfile", "config/base.yaml").stdout
     renamed = yaml.safe_load(yaml.safe_dump(base))  # a copy
     renamed["inputs"]["labels"] = {"assessor-b": renamed["inputs"]["labels"].pop("second-assessor")}
     for name, config, steps in (
@@ -236,5 +238,5 @@ def test_a_changed_judges_setting_reruns_the_judges(tmp_path):
         ("renamed", renamed, {"judges"}),
     ):
         write(project / "config" / f"{name}.yaml", yaml.safe_dump(config))
-        planned = snakemake(project, "-n", "--configfile", f"config/{name}.yaml").stdout
+        planned = snakemake(project, judges, "-n", "--configfile", f"config/{name}.yaml").stdout
         assert steps <= set(re.findall(r"^(?:local)?rule (\w+):", planned, re.M)), (name, planned)
