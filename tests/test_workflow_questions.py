@@ -34,7 +34,7 @@ def test_generate_edit_rerun_changes_only_the_edited_query(project):
         config = yaml.safe_load((project / "config/config.yaml").read_text())
         config["inputs"]["bank"] = "bank/generated.jsonl"
         config["questions"] = {"generate": True, "llm": {"model": "test-llm", "base_url": server.base_url}}
-        config["grading"] = {"methods": []}  # this test is about the bank
+        config["grading"] = {"methods": []}  # this test is about the bank: no grading, no NRP
         del config["nrp"]
         write(project / "config/generate.yaml", yaml.safe_dump(config))
         run = ("--configfile", "config/generate.yaml")
