@@ -107,8 +107,9 @@ def test_a_second_run_on_the_same_results_folder_is_refused(tmp_path):
     with LLMServer(default=grade) as server:
         first, second = (copy_project(tmp_path / name) for name in ("first", "second"))
         configs = [own_config(project, results, server.base_url) for project in (first, second)]
+        leaderboard = str(results / "eval/api/leaderboard.tsv")  # the first run's target: no report, no judges
         running = subprocess.Popen(
-            [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", str(configs[0])],
+            [sys.executable, "-m", "snakemake", "--cores", "2", leaderboard, "--configfile", str(configs[0])],
             cwd=first, env=snakemake_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
         deadline = time.monotonic() + 120
@@ -123,7 +124,7 @@ def test_a_second_run_on_the_same_results_folder_is_refused(tmp_path):
         refused.stdout + refused.stderr
     )
     assert (results / "eval/api/leaderboard.tsv").is_file()
-    assert "Nothing to be done" in snakemake(first, "--configfile", str(configs[0]), "-n").stdout
+    assert "Nothing to be done" in snakemake(first, leaderboard, "--configfile", str(configs[0]), "-n").stdout
 
 
 def test_the_printed_report_command_is_complete_and_another_config_is_refused(project):
@@ -208,7 +209,8 @@ def test_a_results_folder_written_by_another_configuration_is_refused(tmp_path):
     with LLMServer(default=lambda prompt: "4") as server:
         first, second = (copy_project(tmp_path / name) for name in ("first", "second"))
         configs = [own_config(project, results, server.base_url) for project in (first, second)]
-        snakemake(first, "--configfile", str(configs[0]))
+        leaderboard = str(results / "eval/api/leaderboard.tsv")  # the first run's target: no report, no judges
+        snakemake(first, leaderboard, "--configfile", str(configs[0]))
         refused = snakemake(second, "--configfile", str(configs[1]), check=False)
         report = snakemake(
             second, "--report", str(results / "report.html"), "--configfile", str(configs[1]), check=False
@@ -217,7 +219,7 @@ def test_a_results_folder_written_by_another_configuration_is_refused(tmp_path):
     assert refused.returncode != 0 and message in refused.stdout + refused.stderr
     assert report.returncode != 0 and message in report.stdout + report.stderr
     assert not (results / "report.html").exists()
-    assert "Nothing to be done" in snakemake(first, "--configfile", str(configs[0]), "-n").stdout
+    assert "Nothing to be done" in snakemake(first, leaderboard, "--configfile", str(configs[0]), "-n").stdout
 
 
 def test_a_changed_judges_setting_reruns_the_judges(tmp_path):
