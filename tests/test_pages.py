@@ -26,6 +26,23 @@ def test_the_worked_example_marks_extracted_answers_in_the_passage():
     assert "<td class='grade'>correct</td>" in html and "What is honey made from?" in html
 
 
+def test_answers_are_marked_in_one_pass_never_inside_a_mark_or_an_escape():
+    """Answers were marked one after another: `mark` matched inside the tags of `Mark Twain`'s mark, `amp`
+    inside `&amp;`, and of two overlapping answers as long the first in the set's (per process) order won."""
+    text = "Mark Twain wrote R&D notes; the ramp and lamp."
+    passages = pd.DataFrame({"query_id": "q", "passage_id": ["p1"], "origin": "judged", "text": [text]})
+    answers = ["Mark Twain", "mark", "amp", "ramp and", "and lamp", "R&D"]
+    grades = pd.DataFrame({"query_id": "q", "passage_id": "p1", "question_id": [f"q/{i}" for i in range(6)],
+                           "rating": 1, "correct": True, "answer": answers, "error": None})  # fmt: skip
+    questions = pd.DataFrame({"question_id": [f"q/{i}" for i in range(6)], "question_text": "?"})
+    for order in (answers, answers[::-1]):
+        html = example_page("q", passages, grades.assign(answer=order), questions, "qa")
+        # by hand: the leftmost occurrence first, the longer of two at one place; "ramp and" starts before
+        # "and lamp", which it overlaps, and "lamp" keeps only its "amp"
+        assert ("<p><mark>Mark Twain</mark> wrote <mark>R&amp;D</mark> notes; the <mark>ramp and</mark> "
+                "l<mark>amp</mark>.</p>") in html  # fmt: skip
+
+
 def test_the_worked_example_of_the_offline_grader_shows_cosines_and_marks_nothing():
     """Its "answer" column held the cosine, and the page said the answer was marked (a stranger's trial)."""
     passages = pd.DataFrame({"query_id": "q", "passage_id": ["p1"], "origin": "judged", "text": ["Bees 0.812 honey."]})
