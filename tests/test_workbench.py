@@ -387,3 +387,14 @@ def test_rankings_ordered_and_each_run_keeps_its_best_rank(tmp_path, queries, na
     assert rankings.values.tolist() == kept
     assert list(rankings.columns) == ["run_id", "query_id", "passage_id", "rank", "score"]
     assert rankings["rank"].dtype == "int64" and rankings["score"].dtype == "float64"
+
+
+def test_two_methods_one_file_name_is_refused_naming_the_first_in_order():
+    """The name was the first of a set's per-process order: with two collisions, either could be said."""
+    from examflow.errors import InputError
+    from examflow.io.workbench import _method_names
+
+    keys = [("z/x", ""), ("z_x", ""), ("a/b", ""), ("a_b", "")]  # two pairs, each one file name
+    for order in (keys, keys[::-1]):
+        with pytest.raises(InputError, match=r"^w\.jsonl: two prompt classes or models would both be named 'a_b'"):
+            _method_names("w.jsonl", order)

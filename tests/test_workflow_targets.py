@@ -193,7 +193,7 @@ def merged(base: dict, change: dict) -> dict:
 @pytest.mark.parametrize("change, steps", CHANGES, ids=lambda c: json.dumps(c) if isinstance(c, dict) else "")
 def test_a_changed_setting_reruns_the_steps_that_read_it(demo, change, steps):
     config = merged(yaml.safe_load((demo / "config/config.yaml").read_text()), change)
-    name = f"changed-{hashlib.md5(json.dumps(change, sort_keys=True).encode()).hexdigest()[:12]}.yaml"  # one name a run
+    name = f"changed-{hashlib.md5(json.dumps(change, sort_keys=True).encode()).hexdigest()[:12]}.yaml"  # alike in every process
     write(demo / "config" / name, yaml.safe_dump(config))
     planned = set(
         re.findall(r"^(?:local)?rule (\w+):", snakemake(demo, "-n", "--configfile", f"config/{name}").stdout, re.M)

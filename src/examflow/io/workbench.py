@@ -337,7 +337,7 @@ def _method_names(path, keys: list[tuple[str, str]]) -> list[str]:
     models: dict[str, set[str]] = {}  # prompt class -> the models graded with it
     for prompt_class, llm in set(keys):
         models.setdefault(prompt_class, set()).add(llm)
-    names = {key: _safe(key[0] if len(models[key[0]]) == 1 else f"{key[0]}:{key[1]}") for key in set(keys)}
+    names = {key: _safe(key[0] if len(models[key[0]]) == 1 else f"{key[0]}:{key[1]}") for key in sorted(set(keys))}
     if len(set(names.values())) < len(names):
         shared = next(n for n in names.values() if list(names.values()).count(n) > 1)
         raise InputError(path, f"two prompt classes or models would both be named {shared!r} (as a file name)")
