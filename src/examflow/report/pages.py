@@ -323,8 +323,8 @@ def _grade(row) -> str:
 
 def _marked(text: str, answers: list[str]) -> str:
     """The passage, escaped, with every occurrence of an extracted answer marked, in one pass over the
-    text: where two answers start at one place the longer wins (of two as long, the first in order). One
-    answer after another, a later one matched inside an earlier one's tags (`mark`) or an escaped
+    text: where two answers start at one place the longer wins (of two as long, the first alphabetically).
+    One answer after another, a later one matched inside an earlier one's tags (`mark`) or an escaped
     character (`amp`), and answers of one length went in the set's order, which differs by process."""
     if not answers:
         return html.escape(text)
