@@ -13,6 +13,7 @@ import gc
 import json
 import math
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -339,7 +340,7 @@ def _method_names(path, keys: list[tuple[str, str]]) -> list[str]:
         models.setdefault(prompt_class, set()).add(llm)
     names = {key: _safe(key[0] if len(models[key[0]]) == 1 else f"{key[0]}:{key[1]}") for key in sorted(set(keys))}
     if len(set(names.values())) < len(names):
-        shared = next(n for n in names.values() if list(names.values()).count(n) > 1)
+        shared = next(name for name, count in Counter(names.values()).items() if count > 1)
         raise InputError(path, f"two prompt classes or models would both be named {shared!r} (as a file name)")
     return [names[key] for key in keys]
 
