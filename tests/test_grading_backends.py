@@ -465,14 +465,14 @@ def test_the_compiled_scoring_step_rates_as_the_eager_one(tiny_t5, caplog):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("decoding", ["beam", "greedy"])
-def test_a_search_with_compiled_steps_answers_as_the_eager_one(tiny_t5, decoding):
+def test_a_search_with_compiled_steps_answers_as_the_eager_one(tiny_t5):
     """The back end's compiled search: its prompts padded to a multiple of 64, batches that split and
-    pad differently, contexts cut, an empty passage (tests/test_beam_search.py holds the compiled steps
-    to generate's answers on models whose answers vary more)."""
+    pad differently, contexts cut, an empty passage. Beam search only: greedy is the same search of one
+    beam, and tests/test_beam_search.py holds the compiled steps to generate's answers at one beam and
+    five, on models whose answers vary more (each compile here costs most of a minute of CI)."""
     requests = [Request("grade-self-rating", {"question": QUESTION, "context": p.passage_text * k})
                 for k in (0, 1, 9) for p in pairs(5)]  # fmt: skip
-    options = {"decoding": decoding, "batch_size": 4, "max_new_tokens": 4, "max_input_tokens": 48}
+    options = {"decoding": "beam", "batch_size": 4, "max_new_tokens": 4, "max_input_tokens": 48}
     eager = Seq2SeqBackend(tiny_t5, compile="never", **options)
     compiled = Seq2SeqBackend(tiny_t5, compile="always", **options)
     assert eager.compiled is None and compiled.compiled is not None
@@ -481,14 +481,15 @@ def test_a_search_with_compiled_steps_answers_as_the_eager_one(tiny_t5, decoding
 
 
 @pytest.mark.slow  # inductor traces and lowers the model before it finds no compiler: half a minute or more
-@pytest.mark.parametrize("decoding", ["fast", "beam"])
-def test_a_compile_that_fails_is_logged_and_the_step_runs_eager(tiny_t5, caplog, decoding):
+def test_a_compile_that_fails_is_logged_and_the_step_runs_eager(tiny_t5, caplog):
+    """Beam search's steps: their encoder fails first, at the least cost. `fast` falls back through the
+    same `Seq2SeqBackend._compiled_or_eager`, after tracing the whole model (half as long again)."""
     import torch._dynamo
     import torch._inductor.config as inductor
 
     requests = [Request("grade-self-rating", {"question": QUESTION, "context": p.passage_text}) for p in pairs(5)]
-    eager = Seq2SeqBackend(tiny_t5, decoding=decoding, batch_size=2, compile="never").answer(requests)
-    backend = Seq2SeqBackend(tiny_t5, decoding=decoding, batch_size=2, compile="always")
+    eager = Seq2SeqBackend(tiny_t5, decoding="beam", batch_size=2, compile="never").answer(requests)
+    backend = Seq2SeqBackend(tiny_t5, decoding="beam", batch_size=2, compile="always")
     torch._dynamo.reset()  # nothing an earlier test compiled in this process is taken,
     # nor from inductor's cache on disk; and with no compiler inductor cannot build
     with inductor.patch({"cpp.cxx": ("/nonexistent/c++",), "fx_graph_cache": False}):

@@ -37,7 +37,7 @@ def grade_command(directory, model, cache, out):
     method = {
         "name": "t5",
         "kind": "self_rating",
-        "backend": {"kind": "hf_seq2seq", "model": model, "decoding": "beam", "max_new_tokens": 12, "batch_size": 4},
+        "backend": {"kind": "hf_seq2seq", "model": model, "decoding": "beam", "max_new_tokens": 4, "batch_size": 4},
     }
     return [
         sys.executable, "-m", "examflow", "grade", "--method", json.dumps(method), "--shard", "q1",
