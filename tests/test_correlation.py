@@ -14,6 +14,7 @@ from examflow.evaluation.correlation import (
     Interval,
     bootstrap_intervals,
     leaderboard_correlation,
+    percentile_interval,
     random_tie_correlation,
     rank_correlations,
     tau_ap,
@@ -142,6 +143,43 @@ def test_a_bootstrap_sample_without_any_query_of_a_run_is_left_out():
     interval = bootstrap_intervals(per_query, {"A": 1, "C": 2, "B": 3}, replicates=200)
     assert interval.kendall_low == interval.kendall_high == 1.0
     assert interval.spearman_low == interval.spearman_high == 1.0
+
+
+def test_replicates_without_an_order_are_counted_and_past_the_tail_empty_the_interval():
+    """Draws with no value (a replicate that ties every run): up to 2.5 % of them at 95 % are left out and
+    said; more, and the interval is empty. Percentiles by hand (linear, as numpy's default): of 0 .. 97,
+    the 2.5th lies at 0.025 · 97 = 2.425 and the 97.5th at 0.975 · 97 = 94.575."""
+    values = np.arange(98.0)
+    low, high, note = percentile_interval(np.concatenate([[np.nan] * 2, values]), 0.95)
+    assert (low, high) == pytest.approx((2.425, 94.575))
+    assert note == "2 of 100 bootstrap replicates have no order to compare, left out of the interval"
+    low, high, note = percentile_interval(np.concatenate([[np.nan] * 3, values[:97]]), 0.95)
+    assert math.isnan(low) and math.isnan(high)
+    assert note == "3 of 100 bootstrap replicates have no order to compare: more than 2.5%, so no 95% interval"
+    assert percentile_interval(values, 0.9)[2] == "" and math.isnan(percentile_interval(np.array([]), 0.95)[0])
+
+
+@pytest.mark.parametrize("ordering", [1, 4])
+def test_a_correlation_that_few_queries_order_has_an_interval_only_where_most_replicates_order_it(ordering):
+    """40 queries, of which `ordering` rank the three runs as the official leaderboard does; on the others
+    every run scores 0. A replicate that draws none of them ties the runs: about (1 - k/40)^40 of them,
+    37 % for one query (an interval of [1, 1] read as certain, where a third of the replicates had no ρ),
+    1.5 % for four (fewer than 25 of 1,000: left out, and said)."""
+    per_query = pd.DataFrame(
+        [(run, f"q{q:02d}", score if q < ordering else 0.0, 1.0)
+         for q in range(40) for run, score in (("a", 0.9), ("b", 0.5), ("c", 0.1))],
+        columns=["run_id", "query_id", "value", "weight"],
+    )  # fmt: skip
+    interval = bootstrap_intervals(per_query, {"a": 1, "b": 2, "c": 3})
+    missing = int(interval.note.split(" of 1,000 ")[0])
+    expected = 1000 * (1 - ordering / 40) ** 40
+    assert abs(missing - expected) < 4 * math.sqrt(expected)  # binomial: four standard deviations
+    if ordering == 1:
+        assert math.isnan(interval.spearman_low) and math.isnan(interval.kendall_high)
+        assert interval.note.endswith("have no order to compare: more than 2.5%, so no 95% interval")
+    else:
+        assert interval == Interval(1.0, 1.0, 1.0, 1.0, interval.note) and 0 < missing <= 25
+        assert interval.note.endswith("have no order to compare, left out of the interval")
 
 
 def test_the_vectorised_correlations_are_the_leaderboard_s_to_the_last_bit_on_many_tied_leaderboards():

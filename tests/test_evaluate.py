@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pandas as pd
 import pytest
@@ -329,13 +330,18 @@ def test_grades_of_questions_the_bank_does_not_hold_are_left_out(caplog):
     assert board[("exam_cover", 4, "r1")] == 1.0 and board[("exam_cover", 4, "r2")] == 1.0
 
 
-def test_correlation_table_has_intervals_random_ties_and_tau_ap():
+def test_correlation_table_has_random_ties_tau_ap_and_says_why_it_has_no_interval():
+    """Two queries: a replicate that draws q2 alone gives r1 no score (left out); one that draws q1 alone
+    ties the runs (1/2 each), a third of the others: no interval, and the note counts them."""
     official = {"r1": 2, "r2": 1}
     table = evaluate(inputs(), Settings(taus=[4], measures=[], bootstrap=50), official)["correlation.tsv"]
     row = table[(table["measure"] == "exam_cover")].iloc[0]
     assert row["spearman"] == pytest.approx(1.0) and row["kendall"] == pytest.approx(1.0) and row["n_runs"] == 2
     assert row["spearman_random_ties"] == pytest.approx(1.0) and row["tau_ap"] == 1.0
-    assert -1 <= row["spearman_low"] <= row["spearman_high"] <= 1
+    assert math.isnan(row["spearman_low"]) and math.isnan(row["kendall_high"])
+    tied, kept = map(int, re.fullmatch(r"(\d+) of (\d+) bootstrap replicates have no order to compare: more than "
+                                       r"2.5%, so no 95% interval", row["note"]).groups())  # fmt: skip
+    assert 25 < kept < 50 and 0.15 < tied / kept < 0.5  # of 50 replicates a quarter left out, a third of the rest
 
 
 def test_answer_checking_without_any_answer_key_is_named_in_a_warning(caplog):

@@ -119,6 +119,23 @@ class Interval:
     spearman_high: float
     kendall_low: float
     kendall_high: float
+    note: str = ""  # replicates without a value, where there were any (`percentile_interval`)
+
+
+def percentile_interval(draws: np.ndarray, level: float) -> tuple[float, float, str]:
+    """The percentile interval of a statistic's bootstrap draws, and a note on the draws without a value
+    ("" where every draw has one). A replicate that ties every run (on either side) has no ρ or τ. Up to
+    the interval's tail share of such replicates (2.5 % at 95 %) are left out, and the note says so; more,
+    and where the bounds lie is not known: the interval is empty. Left out in silence, a statistic with
+    no value on a third of the replicates read as certain: [0.866, 0.866]."""
+    tail = (1 - level) / 2
+    finite = draws[np.isfinite(draws)]
+    missing, total = len(draws) - len(finite), len(draws)
+    counted = f"{missing:,} of {total:,} bootstrap replicates have no order to compare"
+    if len(finite) and missing <= tail * total:
+        low, high = np.percentile(finite, [tail * 100, 100 - tail * 100])
+        return float(low), float(high), f"{counted}, left out of the interval" if missing else ""
+    return math.nan, math.nan, f"{counted}: more than {tail:.1%}, so no {level:.0%} interval" if total else ""
 
 
 def bootstrap_intervals(
@@ -145,11 +162,10 @@ def bootstrap_intervals(
     if not len(scores):
         return Interval(*[math.nan] * 4)
     spearman, kendall = rank_correlations(scores, np.array([official[run] for run in runs]))
-    tail = (1 - level) / 2 * 100
-    bounds = [
-        np.nanpercentile(x, [tail, 100 - tail]) if np.isfinite(x).any() else [math.nan] * 2 for x in (spearman, kendall)
-    ]
-    return Interval(*(float(b) for pair in bounds for b in pair))
+    (rho_low, rho_high, rho_note), (tau_low, tau_high, tau_note) = (
+        percentile_interval(draws, level) for draws in (spearman, kendall)
+    )
+    return Interval(rho_low, rho_high, tau_low, tau_high, rho_note or tau_note)  # both empty on the same replicates
 
 
 def rank_correlations(scores: np.ndarray, official: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

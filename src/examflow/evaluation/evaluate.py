@@ -432,9 +432,6 @@ def correlations(per_query: pd.DataFrame, official: dict[str, float], settings: 
         board = system_scores(values)
         scores = dict(zip(board["run_id"], board["score"]))
         plain, random_ties = leaderboard_correlation(scores, official), random_tie_correlation(scores, official)
-        note = "; ".join(
-            filter(None, [blank_reason(scores, official, settings.bootstrap), _unscored(scores, official)])
-        )
         # no order to compare (every run tied): no interval either
         undefined = math.isnan(plain.spearman) and math.isnan(plain.kendall)
         interval = (
@@ -442,6 +439,8 @@ def correlations(per_query: pd.DataFrame, official: dict[str, float], settings: 
             if undefined
             else bootstrap_intervals(values, official, settings.bootstrap, settings.seed)
         )
+        reasons = [blank_reason(scores, official, settings.bootstrap), _unscored(scores, official), interval.note]
+        note = "; ".join(filter(None, reasons))
         rows.append(
             (*key, plain.spearman, plain.kendall, plain.n_runs, interval.spearman_low, interval.spearman_high,
              interval.kendall_low, interval.kendall_high, random_ties.spearman, random_ties.kendall,

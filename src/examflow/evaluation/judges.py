@@ -27,7 +27,7 @@ import pandas as pd
 from examflow.defaults import default
 from examflow.errors import Failure
 from examflow.evaluation.agreement import cohen_kappa
-from examflow.evaluation.correlation import kendall_tau_b, spearman_rho, tau_ap
+from examflow.evaluation.correlation import kendall_tau_b, percentile_interval, spearman_rho, tau_ap
 from examflow.io.autojudge import Measured, format_leaderboard
 from examflow.outputs import JUDGES
 from examflow.ties import average_ranks, majority, ranks_of, tie_keys, unordered
@@ -309,7 +309,6 @@ def leaderboard_agreement(board: Board, official: Board, settings: Settings) -> 
     samples = [(s[both], t[both]) for s, t in _replicates(board, official, settings)]
     samples = [(s, t) for s, t in samples if np.isfinite(s).all() and np.isfinite(t).all()]
     sides = Sides(np.array([scores[both], *(s for s, _ in samples)]), np.array([truth[both], *(t for _, t in samples)]))
-    tail = (1 - settings.level) / 2 * 100
     rows = []
     for name, statistic in STATISTICS.items():
         runs = int((sides.truth[0] <= settings.top_k).sum()) if name == "tau_at_k" else int(both.sum())
@@ -318,9 +317,8 @@ def leaderboard_agreement(board: Board, official: Board, settings: Settings) -> 
             rows.append((name, math.nan, math.nan, math.nan, runs, why))
             continue
         value, *draws = statistic(sides, settings).tolist()
-        finite = [draw for draw in draws if math.isfinite(draw)]
-        low, high = np.percentile(finite, [tail, 100 - tail]) if finite else (math.nan,) * 2
-        rows.append((name, value, float(low), float(high), runs, why if math.isnan(value) else ""))
+        low, high, left_out = percentile_interval(np.array(draws), settings.level)
+        rows.append((name, value, low, high, runs, why if math.isnan(value) else left_out))
     return rows
 
 
