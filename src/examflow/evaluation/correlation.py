@@ -121,6 +121,10 @@ class Interval:
     kendall_high: float
     note: str = ""  # replicates without a value, where there were any (`percentile_interval`)
 
+    @classmethod
+    def empty(cls) -> Interval:
+        return cls(math.nan, math.nan, math.nan, math.nan)
+
 
 def percentile_interval(draws: np.ndarray, level: float) -> tuple[float, float, str]:
     """The percentile interval of a statistic's bootstrap draws, and a note on the draws without a value
@@ -149,7 +153,7 @@ def bootstrap_intervals(
     runs = _shared(dict.fromkeys(per_query["run_id"], 0.0), official)
     per_query = per_query[per_query["run_id"].isin(runs)]
     if len(runs) < 2 or per_query.empty or replicates < 1:
-        return Interval(*[math.nan] * 4)
+        return Interval.empty()
     values = per_query.pivot_table("value", "run_id", "query_id", aggfunc="sum", fill_value=0.0).loc[runs]
     weights = per_query.pivot_table("weight", "run_id", "query_id", aggfunc="sum", fill_value=0.0).loc[runs]
     n_queries = values.shape[1]
@@ -160,7 +164,7 @@ def bootstrap_intervals(
     scores = np.divide(numerator, denominator, out=np.full_like(numerator, np.nan), where=denominator > 0)
     scores = scores[np.isfinite(scores).all(axis=1)]
     if not len(scores):
-        return Interval(*[math.nan] * 4)
+        return Interval.empty()
     spearman, kendall = rank_correlations(scores, np.array([official[run] for run in runs]))
     (rho_low, rho_high, rho_note), (tau_low, tau_high, tau_note) = (
         percentile_interval(draws, level) for draws in (spearman, kendall)

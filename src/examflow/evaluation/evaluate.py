@@ -435,9 +435,7 @@ def correlations(per_query: pd.DataFrame, official: dict[str, float], settings: 
         # no order to compare (every run tied): no interval either
         undefined = math.isnan(plain.spearman) and math.isnan(plain.kendall)
         interval = (
-            Interval(*[math.nan] * 4)
-            if undefined
-            else bootstrap_intervals(values, official, settings.bootstrap, settings.seed)
+            Interval.empty() if undefined else bootstrap_intervals(values, official, settings.bootstrap, settings.seed)
         )
         reasons = [blank_reason(scores, official, settings.bootstrap), _unscored(scores, official), interval.note]
         note = "; ".join(filter(None, reasons))
