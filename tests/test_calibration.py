@@ -70,8 +70,11 @@ def test_merge_records_the_calibration_and_only_the_embedding_back_end_takes_one
         check_method("m", {"name": "m", "kind": "self_rating", "backend": backend, "calibration": "pool"})
     with pytest.raises(ConfigError, match="calibration: must be one of pool, query, question, not 'judged'"):
         check_method("m", {"name": "m", "kind": "self_rating", "backend": embedding, "calibration": "judged"})
-    with pytest.raises(ConfigError, match=r"quantiles: expected a list of numbers from 0 to 1, found \[1\.5\]"):
-        check_method("m", {"name": "m", "kind": "self_rating", "backend": embedding, "quantiles": [1.5]})
+    # out of range; six rungs (a grade 6, past every τ: a stranger's run wrote it to the qrels); falling; equal
+    for ladder in ([1.5], [0.1, 0.2, 0.3, 0.4, 0.5, 0.6], [0.9, 0.8], [0.8, 0.8], []):
+        expected = f"quantiles: expected 1 to 5 numbers from 0 to 1, each above the one before (grade g: g rungs reached), found {ladder!r}"
+        with pytest.raises(ConfigError, match=re.escape(expected)):
+            check_method("m", {"name": "m", "kind": "self_rating", "backend": embedding, "quantiles": ladder})
 
 
 def test_gold_articles_are_graded_on_the_ladder_of_the_pooled_pairs_alone(tmp_path, capsys):

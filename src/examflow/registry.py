@@ -448,12 +448,15 @@ def _calibration(key: str, method: dict) -> dict[str, Any]:
     if calibration not in CALIBRATIONS:
         raise ConfigError(f"{key}.calibration", f"must be one of {', '.join(CALIBRATIONS)}, not {calibration!r}")
     quantiles = method.get("quantiles", DEFAULT_QUANTILES)
+    # a grade is the count of rungs reached: a sixth rung would grade 6, past every threshold τ (at most 5)
     if (
         not isinstance(quantiles, (list, tuple))
-        or not quantiles
+        or not 1 <= len(quantiles) <= 5
         or not all(isinstance(q, (int, float)) and not isinstance(q, bool) and 0 <= q <= 1 for q in quantiles)
+        or any(low >= high for low, high in zip(quantiles, quantiles[1:]))
     ):
-        raise ConfigError(f"{key}.quantiles", f"expected a list of numbers from 0 to 1, found {quantiles!r}")
+        raise ConfigError(f"{key}.quantiles", "expected 1 to 5 numbers from 0 to 1, each above the one before "
+                          f"(grade g: g rungs reached), found {quantiles!r}")  # fmt: skip
     return {"calibration": calibration, "quantiles": tuple(quantiles)}
 
 
