@@ -25,12 +25,20 @@ def failures_logged(folder: str | Path, since: float) -> list[tuple[Path, str]]:
     ends by naming, where Snakemake's output shows it inside each failed job's log among its own lines."""
     found = []
     for log, lines in _logs_since(folder, since):
-        errors = [line.removeprefix(PRINTED) for line in lines if line.startswith(PRINTED)]
+        errors = [i for i, line in enumerate(lines) if line.startswith(PRINTED)]
         if errors:
-            found.append((log, errors[-1]))
+            found.append((log, _first_lines(lines, errors[-1])))
         elif not any(line.endswith(DONE) for line in lines):
             found.append((log, stopped(lines)))
     return found
+
+
+def _first_lines(lines: list[str], start: int) -> str:
+    """An error's first line; where it ends in a colon, a list follows it (`no questions for 4 of 4 queries:`,
+    then a query per line): its first item too, or the line named nothing of why."""
+    message = lines[start].removeprefix(PRINTED)
+    following = next((line.strip() for line in lines[start + 1 :] if line.strip()), "")
+    return f"{message} {following}" if message.endswith(":") and following else message
 
 
 def _logs_since(
