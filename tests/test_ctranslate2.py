@@ -11,7 +11,7 @@ import pytest
 from tiny_models import build_tiny_t5
 
 from examflow.errors import ConfigError
-from examflow.grading.backends import Request, Seq2SeqBackend
+from examflow.grading.backends import OFFLINE, Request, Seq2SeqBackend
 from examflow.grading.ctranslate2_backend import CTranslate2Backend, converted
 from examflow.grading.grader import ShardGrader
 from examflow.grading.methods import Pair
@@ -181,7 +181,7 @@ def test_a_model_that_is_neither_a_folder_nor_a_hub_model_is_one_line(tmp_path, 
     with pytest.raises(ConfigError) as error:
         backend(missing, decoding="fast", **options)
     assert str(error.value).startswith(f"config backend.model: {missing!r}: not a model folder, nor a hub model")
-    assert "\n" not in str(error.value)
+    assert str(error.value).endswith(f"; {OFFLINE}") and "\n" not in str(error.value)  # what to do offline
     broken = tmp_path / "broken model"
     broken.mkdir()
     (broken / "config.json").write_text("{not json")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -82,3 +83,15 @@ def test_sigkill_mid_shard_then_resume_equals_an_uninterrupted_run(tmp_path):
     pd.testing.assert_frame_equal(
         pd.read_parquet(tmp_path / "resumed.parquet"), pd.read_parquet(tmp_path / "fresh.parquet")
     )
+
+
+def test_a_model_the_hub_cannot_give_names_its_method(tmp_path):
+    """A back end's error reads `backend.model`; of a config's several methods, the grading job names which
+    (a stranger's `google/flan-t5-small`, offline). HF_HUB_OFFLINE=1: the hub client fails at once."""
+    shard_inputs(tmp_path)
+    missing = str(tmp_path / "no such model")
+    command = grade_command(tmp_path, missing, tmp_path / "cache", tmp_path / "out.parquet")
+    failed = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert failed.returncode != 0 and not (tmp_path / "out.parquet").exists()
+    assert f"examflow: error: config method 't5': backend.model: {missing!r}: not a model folder" in failed.stderr
+    assert "Traceback" not in failed.stderr

@@ -8,10 +8,11 @@ import json
 import logging
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
 
-from examflow.errors import Failure, InputError, Problems, a, listed, repeated
+from examflow.errors import ConfigError, Failure, InputError, Problems, a, listed, repeated
 from examflow.options import check_options
 from examflow.outputs import POOL
 from examflow.registry import KINDS, QUESTION_LLM_OPTIONS, RANKERS, check_method, check_ranker
@@ -270,8 +271,9 @@ def grade_command(args: argparse.Namespace) -> None:
             log.warning("shard %s: nothing to grade (no pooled passages or no questions)", args.shard)
             write_tables({args.out: empty_grades()})
             return
-        grader = ShardGrader(method, args.cache_dir, args.flush_every, progress)
-        grades = grader.grade(pairs)
+        with _method_named(method.name):
+            grader = ShardGrader(method, args.cache_dir, args.flush_every, progress)
+            grades = grader.grade(pairs)
         replayed = grader.replayed
         log.info("sent %d %s to the model%s", grader.sent - replayed, work_unit(method),
                  f"; {replayed} more answered by its reply cache" if replayed else "")  # fmt: skip
@@ -284,6 +286,18 @@ def grade_command(args: argparse.Namespace) -> None:
         check_failures(grades, method, args.shard, args.max_error_rate)
         served = {"served_models": dict(grader.served)} if grader.served else {}
         write_grades(grades, {"model": grader.cache.signature} | served, args.out)
+
+
+@contextmanager
+def _method_named(name: str) -> Iterator[None]:
+    """A back end's setting found wrong only as it loads (a model the hub cannot give) names its method: a
+    back end's error reads `backend.model`, which of a config's several methods it was, it cannot know."""
+    try:
+        yield
+    except ConfigError as error:
+        if not error.key.startswith("backend."):
+            raise
+        raise ConfigError(f"method {name!r}: {error.key}", error.message) from None
 
 
 def progress_command(args: argparse.Namespace) -> None:

@@ -292,6 +292,12 @@ class Seq2SeqBackend(PreparedBackend):
         return digit_ratings(self.torch, self.torch.stack(rows)) if rows else []
 
 
+# Where the hub cannot be reached, what to do instead (docs/grading.md, "Without the Hugging Face hub").
+OFFLINE = ("without the hub: the model's folder as `model` (saved by save_pretrained, or copied from a hub "
+           "cache), or the `embedding` back end (packaged) or `openai` (a server of yours); HF_HUB_OFFLINE=1 "
+           "fails at once, without retries")  # fmt: skip
+
+
 def model_config(model: str, revision: str | None):
     """The model's Hugging Face configuration; a model that is neither a folder nor a hub model this
     machine can read is one line naming it, not the hub client's traceback."""
@@ -300,9 +306,11 @@ def model_config(model: str, revision: str | None):
     try:
         return AutoConfig.from_pretrained(model, revision=revision)
     except (OSError, ValueError) as error:  # HFValidationError, RepositoryNotFoundError, no connection...
-        what = "a folder without a readable model configuration" if Path(model).is_dir() else (
-            "not a model folder, nor a hub model readable from here")  # fmt: skip
-        raise ConfigError("backend.model", f"{model!r}: {what} ({first_line(error)})") from None
+        if Path(model).is_dir():
+            raise ConfigError("backend.model", f"{model!r}: a folder without a readable model configuration "
+                              f"({first_line(error)})") from None  # fmt: skip
+        raise ConfigError("backend.model", f"{model!r}: not a model folder, nor a hub model readable from here "
+                          f"({first_line(error)}); {OFFLINE}") from None  # fmt: skip
 
 
 @contextmanager
