@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from examflow.errors import Failure
-from examflow.results import check_report_target, report_command
+from examflow.results import check_report_target, identity, report_command
 
 ROOT = Path(__file__).resolve().parents[1]
 RULE = re.compile(r"^\s*(?:rule|checkpoint) (\w+):\n(.*?)(?=^\s*(?:rule|checkpoint) \w+:|\Z)", re.M | re.S)
@@ -58,12 +58,13 @@ def test_a_report_takes_the_settings_of_the_run_in_their_order_and_a_record_of_b
     A results folder recorded before settings were (no `config` key) says nothing of them."""
     import json
 
-    from examflow.results import LOCK, lock_results
+    from examflow.results import LOCK, lock_results, record_outcome
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "my.yaml").write_text("results_dir: elsewhere\n")
     settings = ["results_dir=b", "results_dir=a"]  # Snakemake writes to a/
     lock_results("a", ["my.yaml"], settings)
+    record_outcome("a", completed=True)
     check_report_target("a/report.html", "a", ["my.yaml"], settings)  # the run's own: taken
     with pytest.raises(Failure) as refused:
         check_report_target("a/report.html", "elsewhere", ["my.yaml"])
@@ -76,3 +77,28 @@ def test_a_report_takes_the_settings_of_the_run_in_their_order_and_a_record_of_b
         json.dumps({"pid": 1, "workdir": str(tmp_path), "configfiles": [str(tmp_path / "my.yaml")]})
     )
     check_report_target("old/report.html", "old", ["my.yaml"], ["results_dir=old"])
+
+
+def test_no_report_of_a_run_that_is_running_failed_or_was_killed(monkeypatch, tmp_path):
+    """Snakemake's report writer takes the tables as they are: after a failed run, an earlier run's beside
+    its own, with no word of it (a stranger's trial). A run killed outright never records how it ended."""
+    import json
+
+    from examflow.results import LOCK, lock_results, record_outcome
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "my.yaml").write_text("results_dir: a\n")
+    lock_results("a", ["my.yaml"])
+    with pytest.raises(Failure, match=r"^--report report.html: a/ is being written by a run \(process "):
+        check_report_target("report.html", "a", ["my.yaml"])  # outside the folder too: it shows its tables
+    record_outcome("a", completed=False)
+    with pytest.raises(Failure, match=r"^--report a/r.html: the last run of this configuration failed, so "):
+        check_report_target("a/r.html", "a", ["my.yaml"])
+    record_outcome("a", completed=True)
+    check_report_target("a/r.html", "a", ["my.yaml"])
+    assert json.loads((tmp_path / "a" / LOCK).read_text())["outcome"] == "completed"
+    killed = tmp_path / "b"
+    killed.mkdir()
+    (killed / LOCK).write_text(json.dumps({"pid": 1, **identity(["my.yaml"]), "outcome": "running"}))
+    with pytest.raises(Failure, match=r"the last run of this configuration was stopped before it ended, so b/ holds"):
+        check_report_target("b/r.html", "b", ["my.yaml"])

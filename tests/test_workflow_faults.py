@@ -90,6 +90,12 @@ def test_failed_pairs_fail_the_run_and_a_plain_rerun_asks_only_for_them(project)
         # The passage that addresses the grader is listed for a person to look at.
         flagged = pd.read_csv(project / "results/pool/flagged.tsv", sep="\t")
         assert flagged[["query_id", "passage_id"]].values.tolist() == [["q1", "g3"]]
+        # No report of a run that failed: the folder's tables beside its own would be an earlier run's
+        report = snakemake(project, "--report", "results/report.html", *run, check=False)
+        assert report.returncode != 0 and not (project / "results/report.html").exists()
+        assert "--report results/report.html: the last run of this configuration failed, so results/ holds" in (
+            report.stderr
+        )
 
         for key in (pair(GLACIER, "Glaciers move because"), pair(GLACIER, "Glacier speed depends"),
                     pair(SKY, "The sky is blue"), pair(SKY, "Rayleigh")):  # fmt: skip

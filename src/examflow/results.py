@@ -13,7 +13,10 @@ of the run that writes the folder:
 - when a run starts, it holds an exclusive lock on the file for as long as its process lives (the
   system drops it when the process dies, even by SIGKILL) and writes its record (`lock_results`);
 - a report is built only from the directory, config files and `--config` settings of the run that
-  wrote the folder (`check_report_target`): the report shows what that configuration says.
+  wrote the folder (`check_report_target`): the report shows what that configuration says;
+- the record ends with how the run ended (`record_outcome`: completed or failed; a run killed outright
+  leaves `running`, and no process holds the lock), and a report is refused after a run that did not
+  complete: its tables would be an earlier run's, shown as this configuration's.
 """
 
 from __future__ import annotations
@@ -71,11 +74,23 @@ def lock_results(folder: str | Path, configfiles: list[str], settings: Sequence[
         handle.close()
         check_results(folder)  # names the other run, if it started elsewhere
         raise Failure(f"{folder}/ is in use by another examflow run of this configuration") from None
+    _held.append(handle)
+    _rewrite(handle, {"pid": os.getpid(), **identity(configfiles, settings), "outcome": "running"})
+
+
+def record_outcome(folder: str | Path, completed: bool) -> None:
+    """How this process's run ended (`onsuccess`, `onerror`), in the record of the folder it holds."""
+    for handle in _held:
+        if Path(handle.name) == Path(folder) / LOCK:
+            handle.seek(0)
+            _rewrite(handle, json.loads(handle.read() or "{}") | {"outcome": "completed" if completed else "failed"})
+
+
+def _rewrite(handle, record: dict) -> None:
     handle.seek(0)
     handle.truncate()
-    handle.write(json.dumps({"pid": os.getpid(), **identity(configfiles, settings)}) + "\n")
+    handle.write(json.dumps(record) + "\n")
     handle.flush()
-    _held.append(handle)
 
 
 def _locked(path: Path) -> bool:
@@ -163,7 +178,23 @@ def check_report_target(
                 f"{report_command(report, written.get('configfiles') or [], snakefile, written.get('config') or [])}"
             )
         if folder == here:
-            return
+            break
+    _check_completed(Path(results), _owner(here), report)  # wherever the report goes: it shows these tables
+
+
+def _check_completed(folder: Path, record: dict, report: str) -> None:
+    """Refuse a report of a folder whose last run did not complete: Snakemake's report writer takes the tables
+    there as they are, an earlier run's beside the failed one's, with no word of it. (A record written before
+    outcomes were recorded says nothing, and is taken as it is.)"""
+    outcome = record.get("outcome", "completed")
+    if outcome == "completed":
+        return
+    if outcome == "running" and _locked(folder / LOCK):
+        raise Failure(f"--report {report}: {folder}/ is being written by a run (process {record.get('pid', '?')}): "
+                      "build the report once it completes")  # fmt: skip
+    how = "failed" if outcome == "failed" else "was stopped before it ended"
+    raise Failure(f"--report {report}: the last run of this configuration {how}, so {folder}/ holds tables of an "
+                  "earlier run beside its own: run the workflow to its end, then build the report")  # fmt: skip
 
 
 def report_command(report: str, configfiles, snakefile: str | None = None, settings: Sequence[str] = ()) -> str:

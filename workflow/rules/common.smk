@@ -44,6 +44,7 @@ from examflow.results import (
     check_results,
     check_snakemake_paths,
     lock_results,
+    record_outcome,
     report_command,
     report_target,
 )
