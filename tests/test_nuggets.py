@@ -4,6 +4,7 @@ the label read from a Python list, grades over real HTTP and from a tiny local m
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pandas as pd
@@ -227,6 +228,30 @@ def test_nugget_banks_as_tsv_and_as_nuggetizer_writes_them(tmp_path):
     jsonl.write_text(json.dumps({"qid": "q1", "nuggets": [{"text": "A", "importance": "vital"}, {"text": "B"}]}) + "\n")
     with pytest.raises(InputError, match="nuggets.jsonl:1: field 'nuggets\\[1\\].importance'"):
         read_bank(jsonl)
+
+
+def test_a_label_that_counts_correct_answers_is_said_to_stop_below_a_tau(tmp_path, caplog):
+    """qa_verify's EXAM-Label is the number of questions a passage answers correctly: with two keyed questions
+    to a query at most (q1's, over its two subtopics), no passage reaches τ 3, 4 or 5 (a stranger's trial:
+    every trec_eval row there was 0, said nowhere but the evaluation's log). Other kinds are not counts."""
+    from examflow.scheduling import warn_about_answer_counts
+
+    bank = tmp_path / "bank.jsonl"
+    lines = [("q1", "f1", ["a"]), ("q1", "f2", ["b", None]), ("q2", None, ["c"])]
+    bank.write_text("".join(json.dumps({"query_id": q, "facet_id": f, "items": [
+        {"question_text": f"{q} {f} {i}?", **({"gold_answers": [key]} if key else {})} for i, key in enumerate(keys)
+    ]}) + "\n" for q, f, keys in lines))  # fmt: skip
+    backend = {"kind": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1"}
+    methods = [{"name": "qa", "kind": "qa_verify", "backend": backend},
+               {"name": "self", "kind": "self_rating", "backend": backend}]  # fmt: skip
+    with caplog.at_level(logging.WARNING, logger="examflow"):
+        warn_about_answer_counts(str(bank), {"shards": 1, "methods": methods}, [1, 2, 3, 4, 5])
+        warn_about_answer_counts(str(bank), {"shards": 1, "methods": methods}, [1, 2])  # below: nothing said
+    assert [r.getMessage() for r in caplog.records] == [
+        f"method qa (qa_verify) labels a passage with the number of questions it answers correctly, at most 2 here "
+        f"(the most answer-keyed questions of a query in {bank}): at evaluation.tau 3, 4, 5 its EXAM-Qrels measures "
+        "are 0 for every run (EXAM-Cover and the EXAM score count answers at any τ)"
+    ]
 
 
 def test_a_method_finds_its_kind_of_items_in_the_bank_and_ratings_count_as_edits(tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+from collections import Counter
 from dataclasses import dataclass
 
 from examflow.errors import ConfigError, Problems, listed, suggestion
@@ -29,6 +30,7 @@ class BankQueries:
     items: dict[tuple[str, str | None], int]  # (query id, facet id) -> its questions or nuggets
     kinds: frozenset[str] = frozenset()  # what its items are: question, nugget
     keyed: int = 0  # questions with an answer key
+    most_keyed: int = 0  # the most of them one query holds (its subtopics' together): a QA label's ceiling
 
 
 @functools.cache
@@ -37,8 +39,12 @@ def bank_queries(path: str, modified: float, shards: int = 16) -> BankQueries:
     entries = read_bank(path)
     items = {(entry.query_id, entry.facet_id): len(entry.items) for entry in entries}
     kinds = frozenset(item.kind for entry in entries for item in entry.items)
-    keyed = sum(bool(item.gold_answers) for entry in entries for item in entry.items)
-    return BankQueries(shard_digests(entries, shards), entry_lines(entries), items, kinds, keyed)
+    per_query: Counter[str] = Counter()
+    for entry in entries:
+        per_query[entry.query_id] += sum(bool(item.gold_answers) for item in entry.items)
+    keyed = sum(per_query.values())
+    most = max(per_query.values(), default=0)
+    return BankQueries(shard_digests(entries, shards), entry_lines(entries), items, kinds, keyed, most)
 
 
 def check_bank_kinds(bank: str, generated: str | None, grading: dict) -> None:
@@ -59,6 +65,22 @@ def check_bank_kinds(bank: str, generated: str | None, grading: dict) -> None:
             whose = "a generated bank's questions have none" if generated else f"no question of {bank} has one"
             raise ConfigError(where, f"{method['kind']!r} checks each answer against the question's answer key "
                                      f"(gold_answers), and {whose}")  # fmt: skip
+
+
+def warn_about_answer_counts(bank: str, grading: dict, taus: list[int]) -> None:
+    """A method that checks answers labels a passage with the number of questions it answers correctly
+    (EXAM-Qrels): with at most n keyed questions to a query, no passage reaches a τ above n, and the
+    trec_eval measures there are 0 for every run. Said before anything runs, as for a kind's scale."""
+    most = bank_queries(bank, os.path.getmtime(bank), grading["shards"]).most_keyed
+    above = [t for t in taus if t > most]
+    for method in grading["methods"]:
+        if KINDS[method["kind"]].checks_answers and above and most:
+            log.warning(
+                "method %s (%s) labels a passage with the number of questions it answers correctly, at most %d "
+                "here (the most answer-keyed questions of a query in %s): at evaluation.tau %s its EXAM-Qrels "
+                "measures are 0 for every run (EXAM-Cover and the EXAM score count answers at any τ)",
+                method["name"], method["kind"], most, bank, ", ".join(map(str, above)),
+            )  # fmt: skip
 
 
 @functools.cache

@@ -57,6 +57,7 @@ from examflow.scheduling import (
     configured_facts,
     graded_shards,
     official_from_qrels,
+    warn_about_answer_counts,
 )
 
 # examflow's parse-time warnings (queries without questions, runs off the leaderboard, ...).
@@ -256,6 +257,13 @@ SHARDS = (
 )
 if BANK and config["grading"]["methods"]:
     checked(check_bank_kinds, BANK, GENERATED, config["grading"])
+    if not GENERATED:
+        checked(
+            warn_about_answer_counts,
+            BANK,
+            config["grading"],
+            config["evaluation"]["tau"],
+        )
 if INPUTS.get("official_leaderboard"):
     checked(check_leaderboard, INPUTS, RUN_FILES, VALIDATION)
 if EXAM:
