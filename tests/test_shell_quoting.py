@@ -102,3 +102,5 @@ def test_no_report_of_a_run_that_is_running_failed_or_was_killed(monkeypatch, tm
     (killed / LOCK).write_text(json.dumps({"pid": 1, **identity(["my.yaml"]), "outcome": "running"}))
     with pytest.raises(Failure, match=r"the last run of this configuration was stopped before it ended, so b/ holds"):
         check_report_target("b/r.html", "b", ["my.yaml"])
+    with pytest.raises(Failure, match=r"^--report r.html: c/ does not exist: no run of this configuration has "):
+        check_report_target("r.html", "c", ["my.yaml"])

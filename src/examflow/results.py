@@ -160,7 +160,8 @@ def check_report_target(
     report: str, results: str | Path, configfiles: list[str], settings: Sequence[str] = (), snakefile: str | None = None
 ) -> None:
     """Refuse a report inside a results folder that another configuration than the one read wrote, and a
-    path that Snakemake's report writer would change; the error gives the command that builds it."""
+    path that Snakemake's report writer would change (the error gives the command that builds it); and a
+    report of a results folder no run wrote, or whose last run did not complete (`_check_completed`)."""
     if _expandable(report):
         written_to = _as_snakemake_reads(report)
         where = f", here to {written_to}" if written_to != report else ""
@@ -179,6 +180,9 @@ def check_report_target(
             )
         if folder == here:
             break
+    if not here.is_dir():  # else Snakemake's report writer names the first missing figure, in a traceback
+        raise Failure(f"--report {report}: {results}/ does not exist: no run of this configuration has written it; "
+                      "run the workflow, then build the report")  # fmt: skip
     _check_completed(Path(results), _owner(here), report)  # wherever the report goes: it shows these tables
 
 
