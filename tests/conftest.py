@@ -18,13 +18,6 @@ REFERENCE = Path(os.environ.get("EXAMFLOW_REFERENCE") or ROOT.parent / "shared" 
 DEMO = ROOT / "resources" / "demo"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The long tests first (a real snakemake, then the slow ones), each group in its written order: xdist
-    hands the two workers the short ones as they free up, and neither waits out a minute-long test alone
-    at the end (written order put tests/test_workflow_*.py last)."""
-    items.sort(key=lambda item: (item.get_closest_marker("workflow") is None, item.get_closest_marker("slow") is None))
-
-
 def needs_reference(what: str, present: bool | None = None):
     """Skip a check against the published data when it is not beside this checkout, saying what the
     check is and how to run it (the data are not part of the repository)."""
