@@ -99,6 +99,12 @@ def test_the_summary_names_its_own_page_and_intervals_only_where_there_are_some(
         assert ("95 % bootstrap intervals over the queries" in text) == said
         assert ("Spearman's ρ 1.000 \\[0.500, 1.000\\]" in text) == said  # Markdown escapes the brackets
         assert ("95 % interval\\]" in text) == ("The intervals are percentile bootstrap intervals" in text) == said
+    # an interval left empty says why in the headline sentence, not only in the table's note (a stranger's)
+    note = "301 of 1,000 bootstrap replicates have no order to compare: more than 2.5%, so no 95% interval"
+    correlation = pd.DataFrame([row | {f"{s}_{end}": float("nan") for s in ("spearman", "kendall") for end in
+                                       ("low", "high")} | {"note": note}])  # fmt: skip
+    text = run_summary({}, None, "results", {"m": Board.of(board, 4, None, [], official, correlation)}).markdown()
+    assert f"Spearman's ρ 1.000, Kendall's τ 1.000 ({note})." in text
 
 
 def test_the_judges_section_says_why_its_cells_are_empty_and_the_order_is_the_one_drawn():

@@ -285,9 +285,12 @@ def _headline_section(doc: Document, board: Board, figure: bytes | None) -> None
     agreement = board.agreement(headline)
     if agreement is not None:
         intervals = "" if pd.isna(agreement["spearman_low"]) else " (95 % bootstrap intervals over the queries)"
+        # a value without its interval says why here, not only in the table below (correlation.tsv's note)
+        note = agreement.get("note")
+        why = f" ({note})" if not intervals and isinstance(note, str) and note else ""
         doc.paragraph("Headline measure `{}`. Agreement with the official leaderboard over {} official runs: "
-                      "Spearman's ρ {}, Kendall's τ {}" + intervals + ".", headline, f"{agreement['n_runs']:g}",
-                      with_interval(agreement, "spearman"), with_interval(agreement, "kendall"))  # fmt: skip
+                      "Spearman's ρ {}, Kendall's τ {}" + intervals + "{}.", headline, f"{agreement['n_runs']:g}",
+                      with_interval(agreement, "spearman"), with_interval(agreement, "kendall"), why)  # fmt: skip
     else:
         doc.paragraph("Headline measure `{}`. " + NO_OFFICIAL, headline)
     name = "official run" if board.official else "system"
