@@ -29,7 +29,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	# The installed modules' bytecode, on every core: pip compiles on one, a minute and a half more on CI's
 	# two. A few third-party files are templates, not Python: their errors are ignored, as pip ignores them.
 	# Not the packages' own tests, nor the models transformers holds but examflow does not load (a fifth
-	# of the files, 63 s → 48 s on CI's two cores): a module without bytecode still imports, compiled then.
+	# of the files, 63 s → 45 s on CI's two cores): a module without bytecode still imports, compiled then.
 	$(BIN)/python -m compileall -qq -j 0 -x '$(NOT_COMPILED)' $(VENV)/lib >/dev/null || true
 	$(BIN)/python -m compileall -q src  # every job imports examflow: compile it once, not in each
 	touch $@

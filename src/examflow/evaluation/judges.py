@@ -316,8 +316,9 @@ def leaderboard_agreement(board: Board, official: Board, settings: Settings) -> 
         if (name == "pearson" and not official.linear) or both.sum() < 2:
             rows.append((name, math.nan, math.nan, math.nan, runs, why))
             continue
-        value, *draws = statistic(sides, settings).tolist()
-        low, high, left_out = percentile_interval(np.array(draws), settings.level)
+        point_and_draws = statistic(sides, settings)  # the point estimate, then one value per replicate
+        value = float(point_and_draws[0])
+        low, high, left_out = percentile_interval(point_and_draws[1:], settings.level)
         rows.append((name, value, low, high, runs, why if math.isnan(value) else left_out))
     return rows
 
