@@ -296,6 +296,24 @@ def test_a_leaderboard_of_ties_says_why_its_agreement_is_empty(tmp_path):
     assert rows["noisy"] == "the official leaderboard gives ranks"
 
 
+def test_a_tau_without_its_interval_says_why_in_the_summary():
+    """A τ with a value whose interval is empty (most replicates without an order) showed bare among the
+    intervals of the other judges, its reason only in agreement.tsv (a stranger's trial)."""
+    note = "120 of 300 bootstrap replicates have no order to compare: more than 2.5%, so no 95% interval"
+    rows = [("few", 0.333, math.nan, math.nan, note), ("many", 0.6, 0.2, 0.9, math.nan)]
+    judges = pd.DataFrame(
+        [{"label_set": label_set, "measure": "P_5", "statistic": statistic, "value": value, "low": low,
+          "high": high, "runs": 4, "note": why if statistic == "kendall" else math.nan}
+         for label_set, value, low, high, why in rows for statistic in ("kendall", "spearman", "tau_ap", "rbo")]
+    )  # fmt: skip
+    boards = {"m": SummaryBoard.of(pd.DataFrame({"method": "m", "measure": "exam_cover", "tau": 4.0, "run_id": ["a"],
+                                                 "kind": "system", "score": [0.5], "stderr": 0.0}), 4, None, [])}  # fmt: skip
+    text = run_summary({}, None, "results", boards, judges=judges).markdown()
+    assert "| many | P_5 | 0.600 \\[0.200, 0.900\\] |" in text and "| few | P_5 | 0.333 | 0.333 |" in text
+    assert f"No interval of τ for few under P_5: {note}." in text
+    assert "for many" not in text
+
+
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [

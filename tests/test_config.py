@@ -240,6 +240,28 @@ def test_back_end_options_are_checked_by_kind_with_the_key_named():
     assert filled["mode"] == "reference" and filled["gpu"] == 1 and filled["backend"]["decoding"] == "beam"
 
 
+def test_a_model_folder_that_is_not_there_is_refused_before_anything_runs(monkeypatch, tmp_path):
+    """A model named by a path the hub cannot hold, and no such folder: the grading job asked the hub for it,
+    after the pool, and failed in its words (a stranger's trial). A hub id stays the hub's."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models/flan").mkdir(parents=True)
+
+    def method(kind: str, model: str) -> dict:
+        return {"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [{"name": "m", "kind": "self_rating", "backend": {"kind": kind, "model": model}}]}}  # fmt: skip
+
+    for kind in ("hf_seq2seq", "ct2_seq2seq", "embedding"):
+        for model in ("./models/flna", "models/flan/v2", str(tmp_path / "models/flna"), "~/models/flan", "..\\flan"):
+            assert rejected(method(kind, model)) == (
+                f"config grading.methods[0].backend.model: {model!r}: no such folder here (a hub id is `name` or "
+                "`org/name`; a path is read as written, `~` and `$NAME` unexpanded)"
+            )
+        for model in ("./models/flan", str(tmp_path / "models/flan"), "google/flan-t5-large", "flan-t5-base"):
+            assert checked(method(kind, model))["grading"]["methods"][0]["backend"]["model"] == model
+    ranker = {"nrp": {"queries": "q", "corpus": "c", "answers": "a", "dimensions": {"r": {"qrels": "r"}},
+                      "rankers": [{"kind": "monot5", "model": "/nowhere/monot5"}]}}  # fmt: skip
+    assert "nrp.rankers[0].model: '/nowhere/monot5': no such folder here" in rejected(ranker)
+
+
 def test_typos_wrong_types_and_bad_measures_name_the_key():
     assert rejected({"inputs": {"queries": "q"}, "pool": {"depht": 3}}).startswith(
         "config pool.depht: unknown key (did you mean 'depth'?)"

@@ -344,9 +344,10 @@ def test_a_failed_run_names_the_failures_its_steps_logged_and_no_earlier_run_s(t
 def test_a_run_that_completes_names_the_warnings_of_its_steps_and_no_earlier_run_s(tmp_path, capsys):
     """Snakemake shows no log of a job that succeeded: a row dropped under `validation: warn` was said in
     pool.log alone (a stranger's trial)."""
+    import logging
     import os
 
-    from examflow.joblogs import name_warnings
+    from examflow.joblogs import ParseWarnings, name_warnings
 
     t = "2026-11-29 07:02:32,896"
     old = write(tmp_path / "logs/evaluate/m.log", f"{t} WARNING examflow: an earlier run's warning\nexamflow: done\n")
@@ -365,6 +366,19 @@ def test_a_run_that_completes_names_the_warnings_of_its_steps_and_no_earlier_run
     name_warnings(tmp_path / "logs", since=1000.0, most=1)
     assert capsys.readouterr().err.splitlines()[1:] == [
         f"examflow: 1 more step warned (their logs are under {tmp_path / 'logs'})"
+    ]
+    # the configuration's warnings, from the parse, first: ParseWarnings keeps them as the logger gives them
+    parsed = ParseWarnings()
+    logging.getLogger("examflow.config").addHandler(parsed)
+    try:
+        logging.getLogger("examflow.config").warning("method %s grades 0-%d", "umb", 3)
+        logging.getLogger("examflow.config").info("not a warning")
+    finally:
+        logging.getLogger("examflow.config").removeHandler(parsed)
+    name_warnings(tmp_path / "logs", since=1000.0, parsed=parsed.messages, most=0)
+    assert capsys.readouterr().err.splitlines() == [
+        "examflow: the configuration warned: method umb grades 0-3",
+        f"examflow: 2 more steps warned (their logs are under {tmp_path / 'logs'})",
     ]
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from examflow.errors import Failure
-from examflow.results import check_report_target, identity, report_command
+from examflow.results import check_report_target, check_up_to_date, identity, report_command, summary_command
 
 ROOT = Path(__file__).resolve().parents[1]
 RULE = re.compile(r"^\s*(?:rule|checkpoint) (\w+):\n(.*?)(?=^\s*(?:rule|checkpoint) \w+:|\Z)", re.M | re.S)
@@ -100,7 +100,90 @@ def test_no_report_of_a_run_that_is_running_failed_or_was_killed(monkeypatch, tm
     killed = tmp_path / "b"
     killed.mkdir()
     (killed / LOCK).write_text(json.dumps({"pid": 1, **identity(["my.yaml"]), "outcome": "running"}))
-    with pytest.raises(Failure, match=r"the last run of this configuration was stopped before it ended, so b/ holds"):
+    with pytest.raises(
+        Failure, match=r"the last run of this configuration was stopped before it ended, so b/ lacks tables or holds"
+    ):
         check_report_target("b/r.html", "b", ["my.yaml"])
     with pytest.raises(Failure, match=r"^--report r.html: c/ does not exist: no run of this configuration has "):
         check_report_target("r.html", "c", ["my.yaml"])
+
+
+def test_a_run_after_one_killed_outright_says_how_to_clear_snakemake_s_lock(monkeypatch, tmp_path, caplog):
+    """Killed outright, Snakemake leaves its lock on the working directory, and the next run stopped on a
+    `LockException` that did not say the run it named was dead (a stranger's trial)."""
+    import json
+    import logging
+
+    from examflow.joblogs import ParseWarnings
+    from examflow.results import LOCK, lock_results, record_outcome, warn_if_stopped
+
+    monkeypatch.chdir(tmp_path)
+    killed = tmp_path / "b"
+    killed.mkdir()
+    (killed / LOCK).write_text(json.dumps({"pid": 4242, **identity(["my.yaml"]), "outcome": "running"}))
+    kept = ParseWarnings()
+    logging.getLogger("examflow").addHandler(kept)
+    try:
+        with caplog.at_level(logging.WARNING, logger="examflow.results"):
+            warn_if_stopped("b")
+    finally:
+        logging.getLogger("examflow").removeHandler(kept)
+    assert caplog.messages == [
+        "the last run of this configuration (process 4242) was stopped before it ended: if Snakemake says the "
+        f"directory cannot be locked, and no other snakemake runs in {tmp_path}, `snakemake --unlock` with this "
+        "run's options clears its lock; then run again"
+    ]
+    assert kept.messages == []  # not named again as a run ends: that run had its lock
+    caplog.clear()
+    lock_results("a", ["my.yaml"])  # running, and alive: nothing to say; nor once it ended
+    warn_if_stopped("a")
+    record_outcome("a", completed=False)
+    warn_if_stopped("a")
+    warn_if_stopped("nowhere")
+    assert caplog.messages == []
+
+
+TWO_STEPS = """
+rule all:
+    input: "out/b.txt"
+rule a:
+    input: "in.txt"
+    output: "out/a.txt"
+    params: n=config["n"]
+    shell: "cp {input} {output}"
+rule b:
+    input: "out/a.txt"
+    output: "out/b.txt"
+    shell: "cp {input} {output}"
+"""
+
+
+def test_no_report_of_tables_snakemake_would_rebuild(monkeypatch, tmp_path):
+    """A run of one target after a failed run, or a config edited since the run, leaves tables that are not
+    this configuration's, in a folder whose last run completed: Snakemake's own summary says which (a
+    stranger's trial: the report showed them with no word)."""
+    import subprocess
+    import sys
+
+    monkeypatch.chdir(tmp_path)
+    Path("Snakefile").write_text(TWO_STEPS)
+    Path("in.txt").write_text("x\n")
+    Path("c.yaml").write_text("n: 1\n")
+    subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "--configfile", "c.yaml"], check=True)
+    summary = summary_command("Snakefile", ["c.yaml"], [], [])
+    check_up_to_date("r.html", summary)
+    Path("c.yaml").write_text("n: 2\n")
+    with pytest.raises(Failure) as refused:
+        check_up_to_date("r.html", summary)
+    assert str(refused.value) == (
+        "--report r.html: 2 of the 2 files this configuration makes are not up to date: out/a.txt (params "
+        "changed), out/b.txt (an input is rebuilt); run the workflow, then build the report"
+    )
+    Path("c.yaml").write_text("n: 1\n")
+    Path("out/b.txt").unlink()
+    with pytest.raises(Failure, match=r": 1 of the 2 files .* up to date: out/b.txt \(missing\); run the workflow"):
+        check_up_to_date("r.html", summary)
+    with pytest.raises(
+        Failure, match=r"^--report r.html: Snakemake could not say whether the tables are up to date \("
+    ):
+        check_up_to_date("r.html", summary_command("Snakefile", ["gone.yaml"], [], []))

@@ -93,16 +93,28 @@ def test_failed_pairs_fail_the_run_and_a_plain_rerun_asks_only_for_them(project)
         # No report of a run that failed: the folder's tables beside its own would be an earlier run's
         report = snakemake(project, "--report", "results/report.html", *run, check=False)
         assert report.returncode != 0 and not (project / "results/report.html").exists()
-        assert "--report results/report.html: the last run of this configuration failed, so results/ holds" in (
+        assert "--report results/report.html: the last run of this configuration failed, so results/ lacks" in (
             report.stderr
         )
+        # ... nor after a run of one target that completed: its tables are not all this configuration's
+        snakemake(project, "plan", "--forcerun", "plan", *run)
+        report = snakemake(project, "--report", "results/report.html", *run, check=False)
+        assert report.returncode != 0 and not (project / "results/report.html").exists()
+        assert re.search(r"--report results/report.html: \d+ of the \d+ files this configuration makes are not up "
+                         r"to date: results/\S+ \(missing\)", report.stderr), report.stderr[-2000:]  # fmt: skip
 
         for key in (pair(GLACIER, "Glaciers move because"), pair(GLACIER, "Glacier speed depends"),
                     pair(SKY, "The sky is blue"), pair(SKY, "Rayleigh")):  # fmt: skip
             server.script(key, "5")
         before = server.calls
-        snakemake(project, *run)
+        result = snakemake(project, *run)
         assert server.calls - before == 4  # only the four failed pairs
+        # the parse's warning, printed before anything ran, is named again once the jobs are done
+        lines = result.stderr.splitlines()
+        warning = "1 of 3 queries have no questions in mine/bank.tsv and get no grading jobs: q3"
+        assert lines.index(f"examflow: WARNING: {warning}") < min(i for i, x in enumerate(lines) if "jobid" in x)
+        again = lines.index(f"examflow: the configuration warned: {warning}")
+        assert again > max(i for i, line in enumerate(lines) if line.startswith("Finished jobid"))
         grades = pd.read_parquet(project / "results/grades/llm.parquet")
         assert grades["error"].isna().all() and len(grades) == 12
         board = pd.read_csv(project / "results/eval/llm/leaderboard.tsv", sep="\t")

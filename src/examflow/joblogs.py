@@ -91,9 +91,24 @@ def warnings_logged(folder: str | Path, since: float) -> list[tuple[Path, str, i
     return found
 
 
-def name_warnings(folder: str | Path, since: float, most: int = 8) -> None:
-    """`onsuccess` (Snakemake's main process): each step of this run that warned, its first warning, one
-    line each on stderr; past `most` steps, how many more."""
+class ParseWarnings(logging.Handler):
+    """The warnings of the workflow's parse (a threshold no grade reaches, runs off the official leaderboard),
+    kept to be named again when the run ends: printed before anything ran, they are far out of sight then."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if getattr(record, "repeat", True):  # `extra={"repeat": False}`: a warning of the start alone
+            self.messages.append(record.getMessage())
+
+
+def name_warnings(folder: str | Path, since: float, parsed: Iterable[str] = (), most: int = 8) -> None:
+    """`onsuccess` (Snakemake's main process): each warning of the parse (`parsed`), and each step of this
+    run that warned, its first warning, one line each on stderr; past `most` steps, how many more."""
+    for message in parsed:
+        print(f"examflow: the configuration warned: {clip(message, MESSAGE_CHARS)}", file=sys.stderr)
     found = warnings_logged(folder, since)
     for log, first, count in found[:most]:
         more = f"and {count - 1} more; " if count > 1 else ""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from examflow.errors import ConfigError, a, suggestion
@@ -32,6 +33,7 @@ class Option:
     pattern: str | None = None  # a string's form, whole (a device: `cuda:1`): `help` says it in words
     above: float | None = None  # exclusive bounds
     below: float | None = None
+    model: bool = False  # a hub id or a local folder: a value only a path can be must be a folder here
 
     def check(self, key: str, value: Any) -> Any:
         if value is None and self.nullable:
@@ -53,6 +55,9 @@ class Option:
             raise ConfigError(key, f"must be more than {self.above}, not {value!r}")
         if self.below is not None and value >= self.below:
             raise ConfigError(key, f"must be less than {self.below}, not {value!r}")
+        if self.model and _only_a_path(value) and not Path(value).is_dir():
+            raise ConfigError(key, f"{value!r}: no such folder here (a hub id is `name` or `org/name`; a path is read "
+                              "as written, `~` and `$NAME` unexpanded)")  # fmt: skip
         # `temperature: 0` is the default 0.0: the same setting must be the same cache key
         return float(value) if isinstance(self.default, float) else value
 
@@ -73,6 +78,12 @@ class Option:
         if self.default is not REQUIRED:
             schema["default"] = self.default
         return schema | {"description": self.help}
+
+
+def _only_a_path(model: str) -> bool:
+    """Whether a model's name cannot be a Hugging Face hub id (`name`, `org/name`): without this the loader
+    asks the hub for it, and a missing folder fails, deep in a grading job, with the hub's words."""
+    return model.startswith(("/", ".", "~", "$")) or model.count("/") > 1 or "\\" in model
 
 
 def check_options(key: str, given: Any, options: dict[str, Option]) -> dict[str, Any]:

