@@ -380,6 +380,12 @@ def test_a_run_that_completes_names_the_warnings_of_its_steps_and_no_earlier_run
         "examflow: the configuration warned: method umb grades 0-3",
         f"examflow: 2 more steps warned (their logs are under {tmp_path / 'logs'})",
     ]
+    # a step that warned only what the parse did is not named twice
+    write(tmp_path / "logs/evaluate/m.log", f"{t} WARNING examflow: method umb grades 0-3\nexamflow: done\n")
+    name_warnings(tmp_path / "logs", since=1000.0, parsed=parsed.messages, most=0)
+    assert capsys.readouterr().err.splitlines()[1:] == [
+        f"examflow: 2 more steps warned (their logs are under {tmp_path / 'logs'})"
+    ]
 
 
 def test_a_job_whose_process_is_gone_reads_stopped_though_its_file_says_running(tmp_path):

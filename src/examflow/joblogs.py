@@ -107,9 +107,12 @@ class ParseWarnings(logging.Handler):
 def name_warnings(folder: str | Path, since: float, parsed: Iterable[str] = (), most: int = 8) -> None:
     """`onsuccess` (Snakemake's main process): each warning of the parse (`parsed`), and each step of this
     run that warned, its first warning, one line each on stderr; past `most` steps, how many more."""
+    parsed = list(parsed)
     for message in parsed:
         print(f"examflow: the configuration warned: {clip(message, MESSAGE_CHARS)}", file=sys.stderr)
-    found = warnings_logged(folder, since)
+    # a step that warned only what the parse did (the runs off the official leaderboard, again) is said above
+    found = [(log, first, count) for log, first, count in warnings_logged(folder, since) if (first, count) not in
+             {(message, 1) for message in parsed}]  # fmt: skip
     for log, first, count in found[:most]:
         more = f"and {count - 1} more; " if count > 1 else ""
         print(f"examflow: a step warned: {clip(first, MESSAGE_CHARS)} ({more}its log: {log})", file=sys.stderr)
