@@ -242,24 +242,37 @@ def test_back_end_options_are_checked_by_kind_with_the_key_named():
 
 def test_a_model_folder_that_is_not_there_is_refused_before_anything_runs(monkeypatch, tmp_path):
     """A model named by a path the hub cannot hold, and no such folder: the grading job asked the hub for it,
-    after the pool, and failed in its words (a stranger's trial). A hub id stays the hub's."""
+    after the pool, and failed in its words (a stranger's trial). A hub id stays the hub's; a command run by
+    hand (a plan of a model not here) leaves it to the loader."""
+    from examflow.config import check_model_folders
+
     monkeypatch.chdir(tmp_path)
     (tmp_path / "models/flan").mkdir(parents=True)
 
     def method(kind: str, model: str) -> dict:
-        return {"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [{"name": "m", "kind": "self_rating", "backend": {"kind": kind, "model": model}}]}}  # fmt: skip
+        return checked({"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [{"name": "m", "kind": "self_rating", "backend": {"kind": kind, "model": model}}]}})  # fmt: skip
 
     for kind in ("hf_seq2seq", "ct2_seq2seq", "embedding"):
-        for model in ("./models/flna", "models/flan/v2", str(tmp_path / "models/flna"), "~/models/flan", "..\\flan"):
-            assert rejected(method(kind, model)) == (
+        for model in (
+            "./models/flna",
+            "models/flan/v2",
+            str(tmp_path / "models/flna"),
+            "~/models/flan",
+            "$HOME/flan",
+            "..\\flan",
+        ):
+            with pytest.raises(ConfigError) as refused:
+                check_model_folders(method(kind, model))
+            assert str(refused.value) == (
                 f"config grading.methods[0].backend.model: {model!r}: no such folder here (a hub id is `name` or "
                 "`org/name`; a path is read as written, `~` and `$NAME` unexpanded)"
             )
         for model in ("./models/flan", str(tmp_path / "models/flan"), "google/flan-t5-large", "flan-t5-base"):
-            assert checked(method(kind, model))["grading"]["methods"][0]["backend"]["model"] == model
-    ranker = {"nrp": {"queries": "q", "corpus": "c", "answers": "a", "dimensions": {"r": {"qrels": "r"}},
-                      "rankers": [{"kind": "monot5", "model": "/nowhere/monot5"}]}}  # fmt: skip
-    assert "nrp.rankers[0].model: '/nowhere/monot5': no such folder here" in rejected(ranker)
+            check_model_folders(method(kind, model))
+    ranker = checked({"nrp": {"queries": "q", "corpus": "c", "answers": "a", "dimensions": {"r": {"qrels": "r"}},
+                              "rankers": [{"kind": "bm25"}, {"kind": "monot5", "model": "/nowhere/monot5"}]}})  # fmt: skip
+    with pytest.raises(ConfigError, match=r"^config nrp.rankers\[1\].model: '/nowhere/monot5': no such folder here"):
+        check_model_folders(ranker)
 
 
 def test_typos_wrong_types_and_bad_measures_name_the_key():
@@ -704,6 +717,11 @@ def test_config_mistakes_stop_the_workflow_at_parse_time_in_one_line(project):
     refused_in_one_line(result, "secret does not belong")
     assert "sk-SENTINEL-0451" not in result.stdout + result.stderr
     del config["grading"]["methods"][0]["backend"]["api_key"]
+    config["grading"]["methods"][0]["backend"]["model"] = "./models/minilm"  # no such folder: refused at the start
+    write(project / "config/bad.yaml", yaml.safe_dump(config))
+    result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
+    refused_in_one_line(result, "config grading.methods[0].backend.model: './models/minilm': no such folder here")
+    del config["grading"]["methods"][0]["backend"]["model"]
     config["inputs"]["runs"] = ["resources/demo/runs/*.trec"]
     write(project / "config/bad.yaml", yaml.safe_dump(config))
     result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)

@@ -380,11 +380,14 @@ def test_a_run_that_completes_names_the_warnings_of_its_steps_and_no_earlier_run
         "examflow: the configuration warned: method umb grades 0-3",
         f"examflow: 2 more steps warned (their logs are under {tmp_path / 'logs'})",
     ]
-    # a step that warned only what the parse did is not named twice
+    # a step that warned only what the parse did is not named twice, nor a warning the parse gave twice
     write(tmp_path / "logs/evaluate/m.log", f"{t} WARNING examflow: method umb grades 0-3\nexamflow: done\n")
-    name_warnings(tmp_path / "logs", since=1000.0, parsed=parsed.messages, most=0)
-    assert capsys.readouterr().err.splitlines()[1:] == [
-        f"examflow: 2 more steps warned (their logs are under {tmp_path / 'logs'})"
+    name_warnings(tmp_path / "logs", since=1000.0, parsed=parsed.messages * 2)
+    named = capsys.readouterr().err.splitlines()
+    assert named[0] == "examflow: the configuration warned: method umb grades 0-3", named
+    assert [line.rsplit("its log: ", 1)[1] for line in named[1:]] == [
+        f"{tmp_path / 'logs/pool.log'})",
+        f"{tmp_path / 'logs/grade/m/shard-1.log'})",
     ]
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from examflow.errors import Failure
-from examflow.results import check_report_target, check_up_to_date, identity, report_command, summary_command
+from examflow.results import check_report_target, check_up_to_date, identity, report_command
 
 ROOT = Path(__file__).resolve().parents[1]
 RULE = re.compile(r"^\s*(?:rule|checkpoint) (\w+):\n(.*?)(?=^\s*(?:rule|checkpoint) \w+:|\Z)", re.M | re.S)
@@ -161,29 +161,57 @@ rule b:
 def test_no_report_of_tables_snakemake_would_rebuild(monkeypatch, tmp_path):
     """A run of one target after a failed run, or a config edited since the run, leaves tables that are not
     this configuration's, in a folder whose last run completed: Snakemake's own summary says which (a
-    stranger's trial: the report showed them with no word)."""
+    stranger's trial: the report showed them with no word). It asks with the run's rerun triggers, no others:
+    a report must not find stale what a run would not rebuild, or nothing could mend it."""
+    import json
     import subprocess
     import sys
+
+    from examflow.results import LOCK
 
     monkeypatch.chdir(tmp_path)
     Path("Snakefile").write_text(TWO_STEPS)
     Path("in.txt").write_text("x\n")
     Path("c.yaml").write_text("n: 1\n")
     subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "--configfile", "c.yaml"], check=True)
-    summary = summary_command("Snakefile", ["c.yaml"], [], [])
-    check_up_to_date("r.html", summary)
+    check_up_to_date("r.html", "out", "Snakefile", ["c.yaml"])
     Path("c.yaml").write_text("n: 2\n")
     with pytest.raises(Failure) as refused:
-        check_up_to_date("r.html", summary)
+        check_up_to_date("r.html", "out", "Snakefile", ["c.yaml"])
     assert str(refused.value) == (
         "--report r.html: 2 of the 2 files this configuration makes are not up to date: out/a.txt (params "
-        "changed), out/b.txt (an input is rebuilt); run the workflow, then build the report"
+        "changed), out/b.txt (its step reruns); run the workflow, then build the report"
     )
     Path("c.yaml").write_text("n: 1\n")
     Path("out/b.txt").unlink()
     with pytest.raises(Failure, match=r": 1 of the 2 files .* up to date: out/b.txt \(missing\); run the workflow"):
-        check_up_to_date("r.html", summary)
+        check_up_to_date("r.html", "out", "Snakefile", ["c.yaml"])
+    subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "--configfile", "c.yaml"], check=True)
+    # a step's code changed: stale by Snakemake's default triggers, not for a run made without `code`
+    Path("Snakefile").write_text(TWO_STEPS.replace('"cp {input} {output}"', '"cat {input} > {output}"', 1))
+    with pytest.raises(Failure, match=r"up to date: out/a.txt \(rule implementation changed\), out/b.txt"):
+        check_up_to_date("r.html", "out", "Snakefile", ["c.yaml"])
+    (tmp_path / "out" / LOCK).write_text(json.dumps({"rerun_triggers": ["input", "mtime", "params"]}))
+    check_up_to_date("r.html", "out", "Snakefile", ["c.yaml"])
     with pytest.raises(
         Failure, match=r"^--report r.html: Snakemake could not say whether the tables are up to date \("
     ):
-        check_up_to_date("r.html", summary_command("Snakefile", ["gone.yaml"], [], []))
+        check_up_to_date("r.html", "out", "Snakefile", ["gone.yaml"])
+
+
+def test_a_summary_in_a_form_not_read_refuses_the_report():
+    """Read wrongly, Snakemake's summary would let every stale table through: another form is refused."""
+    from examflow.results import _summary_rows
+
+    header = "output_file\tdate\trule\tlog-file(s)\tstatus\tplan"
+    assert _summary_rows(f"Building DAG of jobs...\n{header}\nout/a.txt\t-\ta\t-\tmissing\tupdate pending\n", "r") == [
+        ["out/a.txt", "-", "a", "-", "missing", "update pending"]
+    ]
+    for text in (
+        "",
+        header.replace("plan", "todo"),
+        f"{header}\nout/a.txt\t-\ta\t-\tok\tpending\n",
+        f"{header}\nout/a.txt\n",
+    ):
+        with pytest.raises(Failure, match=r"^--report r: Snakemake \S+'s summary of the tables is not in the form "):
+            _summary_rows(text, "r")

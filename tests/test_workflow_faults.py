@@ -107,8 +107,13 @@ def test_failed_pairs_fail_the_run_and_a_plain_rerun_asks_only_for_them(project)
                     pair(SKY, "The sky is blue"), pair(SKY, "Rayleigh")):  # fmt: skip
             server.script(key, "5")
         before = server.calls
-        result = snakemake(project, *run)
+        # (the report after this run: Snakemake builds it once the run completes, whatever the last run did)
+        result = snakemake(project, *run, "--report", "results/report.html", "--report-after-run")
         assert server.calls - before == 4  # only the four failed pairs
+        assert "llm" in (project / "results/report.html").read_text(errors="replace")
+        record = json.loads((project / "results/.examflow.lock").read_text())  # the run's triggers, for a report
+        assert record["outcome"] == "completed"
+        assert record["rerun_triggers"] == ["code", "input", "mtime", "params", "software-env"]  # Snakemake's default
         # the parse's warning, printed before anything ran, is named again once the jobs are done
         lines = result.stderr.splitlines()
         warning = "1 of 3 queries have no questions in mine/bank.tsv and get no grading jobs: q3"

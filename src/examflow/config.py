@@ -25,7 +25,7 @@ import yaml
 from examflow.defaults import SCHEMA
 from examflow.errors import ConfigError, EnvironmentSetting, InputError, a, file_in_the_way, repeated, suggestion
 from examflow.io.irds import is_irds
-from examflow.options import REQUIRED, check_options
+from examflow.options import REQUIRED, check_model_folder, check_options
 from examflow.registry import (
     BACKENDS,
     CALIBRATIONS,
@@ -36,6 +36,7 @@ from examflow.registry import (
     PARSE_MODES,
     QUESTION_FORMATS,
     QUESTION_LLM_OPTIONS,
+    RANKERS,
     TOP_GRADE,
     Method,
     check_method,
@@ -185,6 +186,23 @@ def _check_judges(checked: dict) -> None:
                 "file), inputs.runs and an official leaderboard (inputs.official_leaderboard, or "
                 "evaluation.official_measure)",
             )
+
+
+def check_model_folders(checked: dict) -> None:
+    """Each model of the configuration's back ends and NRP rankers that only a path can be is a folder here
+    (`options.check_model_folder`): for the workflow, as it starts."""
+    for index, method in enumerate(checked["grading"]["methods"]):
+        _model_folders(
+            f"grading.methods[{index}].backend", method["backend"], BACKENDS[method["backend"]["kind"]].options
+        )
+    for index, ranker in enumerate((checked.get("nrp") or {}).get("rankers", [])):
+        _model_folders(f"nrp.rankers[{index}]", ranker, RANKERS[ranker["kind"]].options)
+
+
+def _model_folders(key: str, given: dict, options: dict) -> None:
+    for name, option in options.items():
+        if option.model and isinstance(given.get(name), str):
+            check_model_folder(f"{key}.{name}", given[name])
 
 
 def default_tau(taus: list[int]) -> int:

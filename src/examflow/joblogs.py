@@ -93,7 +93,8 @@ def warnings_logged(folder: str | Path, since: float) -> list[tuple[Path, str, i
 
 class ParseWarnings(logging.Handler):
     """The warnings of the workflow's parse (a threshold no grade reaches, runs off the official leaderboard),
-    kept to be named again when the run ends: printed before anything ran, they are far out of sight then."""
+    kept to be named again when the run ends: printed before anything ran, they are far out of sight then.
+    (The Snakefile removes it from its logger where the parse ends: later warnings are not the parse's.)"""
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
@@ -107,12 +108,12 @@ class ParseWarnings(logging.Handler):
 def name_warnings(folder: str | Path, since: float, parsed: Iterable[str] = (), most: int = 8) -> None:
     """`onsuccess` (Snakemake's main process): each warning of the parse (`parsed`), and each step of this
     run that warned, its first warning, one line each on stderr; past `most` steps, how many more."""
-    parsed = list(parsed)
+    parsed = list(dict.fromkeys(parsed))  # each once
     for message in parsed:
         print(f"examflow: the configuration warned: {clip(message, MESSAGE_CHARS)}", file=sys.stderr)
     # a step that warned only what the parse did (the runs off the official leaderboard, again) is said above
-    found = [(log, first, count) for log, first, count in warnings_logged(folder, since) if (first, count) not in
-             {(message, 1) for message in parsed}]  # fmt: skip
+    said = {(message, 1) for message in parsed}
+    found = [(log, first, count) for log, first, count in warnings_logged(folder, since) if (first, count) not in said]
     for log, first, count in found[:most]:
         more = f"and {count - 1} more; " if count > 1 else ""
         print(f"examflow: a step warned: {clip(first, MESSAGE_CHARS)} ({more}its log: {log})", file=sys.stderr)

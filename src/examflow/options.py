@@ -33,7 +33,7 @@ class Option:
     pattern: str | None = None  # a string's form, whole (a device: `cuda:1`): `help` says it in words
     above: float | None = None  # exclusive bounds
     below: float | None = None
-    model: bool = False  # a hub id or a local folder: a value only a path can be must be a folder here
+    model: bool = False  # names a model, a hub id or a local folder (`check_model_folder`)
 
     def check(self, key: str, value: Any) -> Any:
         if value is None and self.nullable:
@@ -55,9 +55,6 @@ class Option:
             raise ConfigError(key, f"must be more than {self.above}, not {value!r}")
         if self.below is not None and value >= self.below:
             raise ConfigError(key, f"must be less than {self.below}, not {value!r}")
-        if self.model and _only_a_path(value) and not Path(value).is_dir():
-            raise ConfigError(key, f"{value!r}: no such folder here (a hub id is `name` or `org/name`; a path is read "
-                              "as written, `~` and `$NAME` unexpanded)")  # fmt: skip
         # `temperature: 0` is the default 0.0: the same setting must be the same cache key
         return float(value) if isinstance(self.default, float) else value
 
@@ -80,10 +77,15 @@ class Option:
         return schema | {"description": self.help}
 
 
-def _only_a_path(model: str) -> bool:
-    """Whether a model's name cannot be a Hugging Face hub id (`name`, `org/name`): without this the loader
-    asks the hub for it, and a missing folder fails, deep in a grading job, with the hub's words."""
-    return model.startswith(("/", ".", "~", "$")) or model.count("/") > 1 or "\\" in model
+def check_model_folder(key: str, model: str) -> None:
+    """A model named by what only a path can be (not a Hugging Face hub id, `name` or `org/name`) must be a
+    folder here: the loader would ask the hub for it, and a missing folder fail deep in a job, after the
+    pool, in the hub's words. The workflow checks it as it starts (its rules read the folder's files for new
+    weights anyway); a command run by hand leaves it to the loader (a plan may size a model not here)."""
+    only_a_path = model.startswith(("/", ".", "~", "$")) or model.count("/") > 1 or "\\" in model
+    if only_a_path and not Path(model).is_dir():
+        raise ConfigError(key, f"{model!r}: no such folder here (a hub id is `name` or `org/name`; a path is read "
+                          "as written, `~` and `$NAME` unexpanded)")  # fmt: skip
 
 
 def check_options(key: str, given: Any, options: dict[str, Option]) -> dict[str, Any]:

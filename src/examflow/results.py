@@ -37,6 +37,10 @@ from pathlib import Path
 from examflow.errors import ConfigError, Failure
 
 LOCK = ".examflow.lock"
+# The rerun triggers a report's summary may use: those of the run (a report must not find stale what the run
+# would not rerun, or nothing could mend it), less the software environment, which a report command does
+# not restate (`--sdm conda`, `--conda-prefix`).
+REPORT_TRIGGERS = ("mtime", "params", "input", "code")
 log = logging.getLogger(__name__)
 _held: list = []  # the open lock files of this process: closing one would release its lock
 
@@ -80,13 +84,16 @@ def warn_if_stopped(folder: str | Path) -> None:
         )  # fmt: skip
 
 
-def lock_results(folder: str | Path, configfiles: list[str], settings: Sequence[str] = ()) -> None:
-    """Hold `folder`'s lock until this process ends and record this configuration in it; a folder
-    that became another's since the workflow was parsed is refused."""
+def lock_results(
+    folder: str | Path, configfiles: list[str], settings: Sequence[str] = (), triggers: Sequence[str] = REPORT_TRIGGERS
+) -> None:
+    """Hold `folder`'s lock until this process ends and record this configuration in it, and the run's
+    rerun triggers (its report's summary uses no others); a folder that became another's since the workflow
+    was parsed is refused."""
     check_results(folder)
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    handle = open(folder / LOCK, "a+", encoding="utf-8")
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    # by its absolute path: `record_outcome` finds it by that alone, not by another folder of the same name
+    handle = open(Path(folder).resolve() / LOCK, "a+", encoding="utf-8")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -94,13 +101,14 @@ def lock_results(folder: str | Path, configfiles: list[str], settings: Sequence[
         check_results(folder)  # names the other run, if it started elsewhere
         raise Failure(f"{folder}/ is in use by another examflow run of this configuration") from None
     _held.append(handle)
-    _rewrite(handle, {"pid": os.getpid(), **identity(configfiles, settings), "outcome": "running"})
+    record = {"pid": os.getpid(), **identity(configfiles, settings), "rerun_triggers": sorted(triggers)}
+    _rewrite(handle, record | {"outcome": "running"})
 
 
 def record_outcome(folder: str | Path, completed: bool) -> None:
     """How this process's run ended (`onsuccess`, `onerror`), in the record of the folder it holds."""
     for handle in _held:
-        if Path(handle.name) == Path(folder) / LOCK:
+        if Path(handle.name) == Path(folder).resolve() / LOCK:
             handle.seek(0)
             _rewrite(handle, json.loads(handle.read() or "{}") | {"outcome": "completed" if completed else "failed"})
 
@@ -176,11 +184,17 @@ def check_snakemake_paths(paths: Iterable[tuple[str, str | Path]]) -> None:
 
 
 def check_report_target(
-    report: str, results: str | Path, configfiles: list[str], settings: Sequence[str] = (), snakefile: str | None = None
+    report: str,
+    results: str | Path,
+    configfiles: list[str],
+    settings: Sequence[str] = (),
+    snakefile: str | None = None,
+    after_run: bool = False,
 ) -> None:
     """Refuse a report inside a results folder that another configuration than the one read wrote, and a
     path that Snakemake's report writer would change (the error gives the command that builds it); and a
-    report of a results folder no run wrote, or whose last run did not complete (`_check_completed`)."""
+    report of a results folder no run wrote, or whose last run did not complete (`_check_completed`), but
+    for a report `after_run` (`--report-after-run`: Snakemake builds it once this run completes)."""
     if _expandable(report):
         written_to = _as_snakemake_reads(report)
         where = f", here to {written_to}" if written_to != report else ""
@@ -199,6 +213,8 @@ def check_report_target(
             )
         if folder == here:
             break
+    if after_run:
+        return
     if not here.is_dir():  # else Snakemake's report writer names the first missing figure, in a traceback
         raise Failure(f"--report {report}: {results}/ does not exist: no run of this configuration has written it; "
                       "run the workflow, then build the report")  # fmt: skip
@@ -220,43 +236,61 @@ def _check_completed(folder: Path, record: dict, report: str) -> None:
                   "an earlier run's: run the workflow to its end, then build the report")  # fmt: skip
 
 
-def check_up_to_date(report: str, summary: list[str]) -> None:
+def check_up_to_date(
+    report: str, folder: str | Path, snakefile: str, configfiles: Sequence[str], settings: Sequence[str] = ()
+) -> None:
     """Refuse a report of tables that are not all what this configuration makes now: after a run of one target
-    that followed a failed run, a config file edited since the run, an input replaced. `summary` is the
-    `snakemake --summary` command of this configuration: Snakemake's own word on which files a run would
-    rebuild, and why (the outcome a run records cannot say it: a run with nothing to do records nothing)."""
-    done = subprocess.run(summary, capture_output=True, text=True, check=False)
+    that followed a failed run, a config file edited since the run, an input replaced. Snakemake's own word
+    on which files a run would rebuild, and why: its `--summary` of this configuration (the outcome a run
+    records cannot say it: a run with nothing to do records nothing)."""
+    command = summary_command(snakefile, configfiles, settings, _report_triggers(_owner(Path(folder))))
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode:
         said = (done.stderr.strip().splitlines() or ["no word"])[-1]
         raise Failure(f"--report {report}: Snakemake could not say whether the tables are up to date ({said})")
-    rows = [line.split("\t") for line in done.stdout.splitlines()]
-    files = [row for row in rows[_header(rows, report) + 1 :] if len(row) >= 6]
+    files = _summary_rows(done.stdout, report)
     pending = [row for row in files if row[-1] == "update pending"]
-    # the causes first; "ok" is Snakemake's word for a file whose only fault is an input that is rebuilt
+    # the causes first; "ok" is Snakemake's word for a file whose step reruns for another's sake (an input
+    # rebuilt, a sibling output missing)
     stale = [f"{row[0]} ({row[-2]})" for row in pending if row[-2] != "ok"]
-    stale += [f"{row[0]} (an input is rebuilt)" for row in pending if row[-2] == "ok"]
+    stale += [f"{row[0]} (its step reruns)" for row in pending if row[-2] == "ok"]
     if stale:
         shown = ", ".join(stale[:3]) + (", …" if len(stale) > 3 else "")
         raise Failure(f"--report {report}: {len(stale)} of the {len(files)} files this configuration makes are not "
                       f"up to date: {shown}; run the workflow, then build the report")  # fmt: skip
 
 
+def _report_triggers(record: dict) -> list[str]:
+    return [trigger for trigger in REPORT_TRIGGERS if trigger in record.get("rerun_triggers", REPORT_TRIGGERS)]
+
+
 def summary_command(
-    snakefile: str, configfiles: Sequence[str], settings: Sequence[str], options: Sequence[str]
+    snakefile: str, configfiles: Sequence[str], settings: Sequence[str], triggers: Sequence[str]
 ) -> list[str]:
-    """The `snakemake --summary` command of the configuration these words give (`options`: those that decide
-    what Snakemake would rerun, such as `--rerun-triggers`)."""
-    words = [sys.executable, "-m", "snakemake", "--summary", "--cores", "1", "--snakefile", snakefile, *options]
+    """The `snakemake --summary` command of the configuration these words give, with these rerun triggers."""
+    words = [sys.executable, "-m", "snakemake", "--summary", "--cores", "1", "--snakefile", snakefile]
+    words += ["--rerun-triggers", *triggers]
     return (
         words + (["--configfile", *configfiles] if configfiles else []) + (["--config", *settings] if settings else [])
     )
 
 
-def _header(rows: list[list[str]], report: str) -> int:
-    for index, row in enumerate(rows):
-        if row[:1] == ["output_file"]:
-            return index
-    raise Failure(f"--report {report}: Snakemake's summary of the tables has no header line")
+def _summary_rows(text: str, report: str) -> list[list[str]]:
+    """The file rows of Snakemake's `--summary` table, each ending in its status and its plan; a table of
+    another form is refused (read wrongly, a stale table would pass)."""
+    lines = text.splitlines()
+    header = next((i for i, line in enumerate(lines) if line.startswith("output_file\t")), None)
+    rows = [line.split("\t") for line in lines[header + 1 :]] if header is not None else []
+    if (
+        header is None
+        or lines[header].split("\t")[-2:] != ["status", "plan"]
+        or any(len(row) < 6 or row[-1] not in ("update pending", "no update") for row in rows)
+    ):
+        from importlib.metadata import version
+
+        raise Failure(f"--report {report}: Snakemake {version('snakemake')}'s summary of the tables is not in the form "
+                      "examflow reads (output_file … status, plan)")  # fmt: skip
+    return rows
 
 
 def report_command(report: str, configfiles, snakefile: str | None = None, settings: Sequence[str] = ()) -> str:

@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(workflow.basedir).parent / "src"))
 from examflow.config import (
     check_config,
     check_config_file,
+    check_model_folders,
     config_digest,
     config_sources,
     methods,
@@ -50,7 +51,6 @@ from examflow.results import (
     record_outcome,
     report_command,
     report_target,
-    summary_command,
     warn_if_stopped,
 )
 from examflow.scheduling import (
@@ -144,7 +144,9 @@ shell.prefix(
 
 # `snakemake --report FILE` builds the report of this configuration's results, never another's;
 # any other command refuses a results folder that another configuration wrote or another run writes.
+# (`--report-after-run` is a run first: its report follows only a run that completed.)
 REPORT_TARGET = report_target(sys.argv) if workflow.is_main_process else None
+REPORT_AFTER_RUN = "--report-after-run" in sys.argv
 if REPORT_TARGET:
     checked(
         check_report_target,
@@ -153,25 +155,13 @@ if REPORT_TARGET:
         CONFIG_FILES,
         CONFIG_SETTINGS,
         SNAKEFILE,
-    )
-    # What decides a rerun, as this command has it: Snakemake's summary is asked with the same.
-    # (a report command holds no --rerun-triggers: Snakemake's default ones)
-    RERUN_OPTIONS = (
-        ["--software-deployment-method", "conda"]
-        if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
-        else []
-    )
-    checked(
-        check_up_to_date,
-        REPORT_TARGET,
-        summary_command(
-            workflow.main_snakefile, USER_CONFIG_FILES, CONFIG_SETTINGS, RERUN_OPTIONS
-        ),
+        REPORT_AFTER_RUN,
     )
     Path(REPORT_TARGET).parent.mkdir(parents=True, exist_ok=True)
-elif workflow.is_main_process:
+if workflow.is_main_process and (REPORT_AFTER_RUN or not REPORT_TARGET):
     checked(check_results, RESULTS)
-    warn_if_stopped(RESULTS)
+    if "--unlock" not in sys.argv:  # the command its warning advises
+        warn_if_stopped(RESULTS)
 
 
 def results(path):
@@ -242,6 +232,7 @@ def contents(*groups):
 
 RUN_FILES = checked(run_files, INPUTS.get("runs", []), "inputs.runs")
 checked(check_input_files)
+checked(check_model_folders, config)
 if workflow.is_main_process:  # once a run, not again in each job
     checked(
         check_judge_files,
