@@ -232,8 +232,8 @@ def contents(*groups):
 
 RUN_FILES = checked(run_files, INPUTS.get("runs", []), "inputs.runs")
 checked(check_input_files)
-checked(check_model_folders, config)
 if workflow.is_main_process:  # once a run, not again in each job
+    checked(check_model_folders, config)
     checked(
         check_judge_files,
         INPUTS.get("labels") or {},
