@@ -95,3 +95,12 @@ def test_a_model_the_hub_cannot_give_names_its_method(tmp_path):
     assert failed.returncode != 0 and not (tmp_path / "out.parquet").exists()
     assert f"examflow: error: config method 't5': backend.model: {missing!r}: not a model folder" in failed.stderr
     assert "Traceback" not in failed.stderr
+    # the embedding back end too: its grade cache's key asks the hub for the model's commit first
+    method = json.loads(command[command.index("--method") + 1])
+    method["backend"] = {"kind": "embedding", "model": "nosuchorg/nosuchmodel"}
+    command[command.index("--method") + 1] = json.dumps(method)
+    failed = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert failed.returncode != 0 and "Traceback" not in failed.stderr, failed.stderr[-2000:]
+    assert "examflow: error: config method 't5': backend.model: 'nosuchorg/nosuchmodel': not a model folder" in (
+        failed.stderr
+    )

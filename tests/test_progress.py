@@ -321,6 +321,9 @@ def test_a_failed_run_names_the_failures_its_steps_logged_and_no_earlier_run_s(t
     write(tmp_path / "logs/pool/shard-0.log", f"{t} INFO examflow: x\nexamflow: interrupted (outputs are written "
                                               "only when a step completes)\n")  # fmt: skip
     write(tmp_path / "logs/pool/shard-1.log", "/usr/bin/python: No module named examflow\n")  # a broken environment
+    # Ctrl-C while the step still imported, before examflow's handler: Python's own traceback (a stranger's trial)
+    write(tmp_path / "logs/plan.log", 'Traceback (most recent call last):\n  File "cli.py", line 16, in <module>\n'
+                                      "KeyboardInterrupt\n")  # fmt: skip
     write(tmp_path / "logs/nrp.log", "Traceback (most recent call last):\n")  # a bug
     # an error that lists its causes below its first line: the first of them is named (it said `queries:`)
     write(tmp_path / "logs/questions.log", "examflow: error: no questions for 2 of 2 queries:\n  q1: 3 unparsable "
@@ -333,6 +336,7 @@ def test_a_failed_run_names_the_failures_its_steps_logged_and_no_earlier_run_s(t
                                                 "memory, a time limit, a signal)"),
         (tmp_path / "logs/nrp.log", "the step stopped on an unexpected error, a bug in examflow: its log holds the "
                                     "traceback; please report it"),
+        (tmp_path / "logs/plan.log", "the step was interrupted"),
         (tmp_path / "logs/pool/shard-0.log", "the step was interrupted"),
         (tmp_path / "logs/pool/shard-1.log", "the step failed before examflow ran: /usr/bin/python: No module "
                                              "named examflow"),

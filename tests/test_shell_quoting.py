@@ -199,6 +199,36 @@ def test_no_report_of_tables_snakemake_would_rebuild(monkeypatch, tmp_path):
         check_up_to_date("r.html", "out", "Snakefile", ["gone.yaml"])
 
 
+def test_no_report_of_tables_another_configuration_made_wherever_it_goes(monkeypatch, tmp_path):
+    """`snakemake --touch` after an edit marks every table up to date without making it: the digest the run's
+    summary recorded tells (a stranger's trial). And a report outside the results folder, of its tables, with
+    another configuration was refused only as not up to date, which a run would not mend."""
+    import json
+
+    from examflow.results import LOCK, check_made_with
+
+    monkeypatch.chdir(tmp_path)
+    provenance = tmp_path / "provenance.json"
+    provenance.write_text(json.dumps({"config_sha256": "e15f557028991ec5" + "0" * 48}))
+    check_made_with("r.html", provenance, "e15f557028991ec5" + "0" * 48)
+    with pytest.raises(Failure) as refused:
+        check_made_with("r.html", provenance, "d17e0a32" + "1" * 56)
+    assert str(refused.value) == (
+        f"--report r.html: the tables were not made with this configuration ({provenance}: config_sha256 "
+        "e15f55702899…, this configuration's d17e0a321111…), as `snakemake --touch` leaves them after an edit: "
+        "rebuild them (`snakemake --forceall` with this run's options), then build the report"
+    )
+    check_made_with("r.html", tmp_path / "none.json", "d17e")  # no record: the summary names the file missing
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / LOCK).write_text(json.dumps({"pid": 1, **identity(["my.yaml"]), "outcome": "completed"}))
+    check_report_target(str(tmp_path / "r.html"), "a", ["my.yaml"])
+    for configfiles, settings in ((["my.yaml", "my.yaml"], []), (["copy.yaml"], []), (["my.yaml"], ["results_dir=a"])):
+        with pytest.raises(Failure, match=r"^--report /\S+/r.html: \S+/a/ holds the results of a run in .*; build it "
+                                          r"there with that run's config: snakemake --report /\S+/r.html --configfile my.yaml$"):  # fmt: skip
+            check_report_target(str(tmp_path / "r.html"), "a", configfiles, settings)
+    check_report_target(str(tmp_path / "r.html"), "a", ["copy.yaml"], after_run=True)  # a run first: it rewrites
+
+
 def test_a_summary_in_a_form_not_read_refuses_the_report():
     """Read wrongly, Snakemake's summary would let every stale table through: another form is refused."""
     from examflow.results import _summary_rows

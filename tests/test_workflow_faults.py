@@ -97,7 +97,9 @@ def test_failed_pairs_fail_the_run_and_a_plain_rerun_asks_only_for_them(project)
             report.stderr
         )
         # ... nor after a run of one target that completed: its tables are not all this configuration's
-        snakemake(project, "plan", "--forcerun", "plan", *run)
+        planned = snakemake(project, "plan", "--forcerun", "plan", *run)  # ... which prints no report command
+        assert "examflow: done (the targets asked for; the whole workflow, and then its report" in planned.stdout
+        assert "--report" not in planned.stdout
         report = snakemake(project, "--report", "results/report.html", *run, check=False)
         assert report.returncode != 0 and not (project / "results/report.html").exists()
         assert re.search(r"--report results/report.html: \d+ of the \d+ files this configuration makes are not up "

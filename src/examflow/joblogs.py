@@ -60,11 +60,12 @@ LOGGED = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [A-Z]+ examflow[\w.]
 
 def stopped(lines: list[str]) -> str:
     """How a step whose log (its `lines`) names no failure and no end ended."""
+    said = [line for line in lines if line.strip()]
+    # Ctrl-C before examflow's own handler is in place (the step still importing): Python's traceback
+    if INTERRUPTED_LINE in lines or (said and said[-1].strip() == "KeyboardInterrupt"):
+        return INTERRUPTED
     if "Traceback (most recent call last):" in lines:
         return BUG
-    if INTERRUPTED_LINE in lines:
-        return INTERRUPTED
-    said = [line for line in lines if line.strip()]
     if said and not any(LOGGED.match(line) for line in said):  # `python: command not found`, a broken env
         return f"the step failed before examflow ran: {said[-1]}"
     return STOPPED

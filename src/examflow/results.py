@@ -206,19 +206,42 @@ def check_report_target(
     for folder in Path(report).resolve().parents:
         written = _owner(folder) if (folder / LOCK).is_file() else {}
         if written and (folder != here or _elsewhere(written, mine)):
-            raise Failure(
-                f"--report {report}: {folder}/ {_another(written)}, not of this one ({_configuration(mine)} "
-                f"in {mine['workdir']}); build it there with that run's config: "
-                f"{report_command(report, written.get('configfiles') or [], snakefile, written.get('config') or [])}"
-            )
+            _not_this_one(report, folder, written, mine, snakefile)
         if folder == here:
             break
+    # a report elsewhere shows these tables too: only with the configuration that made them
+    if not after_run and (here / LOCK).is_file() and _elsewhere(_owner(here), mine):
+        _not_this_one(report, here, _owner(here), mine, snakefile)
     if after_run:
         return
     if not here.is_dir():  # else Snakemake's report writer names the first missing figure, in a traceback
         raise Failure(f"--report {report}: {results}/ does not exist: no run of this configuration has written it; "
                       "run the workflow, then build the report")  # fmt: skip
     _check_completed(Path(results), _owner(here), report)  # wherever the report goes: it shows these tables
+
+
+def _not_this_one(report: str, folder: Path, written: dict, mine: dict, snakefile: str | None) -> None:
+    raise Failure(
+        f"--report {report}: {folder}/ {_another(written)}, not of this one ({_configuration(mine)} "
+        f"in {mine['workdir']}); build it there with that run's config: "
+        f"{report_command(report, written.get('configfiles') or [], snakefile, written.get('config') or [])}"
+    )
+
+
+def check_made_with(report: str, provenance: str | Path, digest: str) -> None:
+    """Refuse a report of tables that this configuration did not make, by the configuration digest the run's
+    summary recorded: `snakemake --touch` after an edit marks every table up to date without making it, and
+    no summary of Snakemake's sees it (a stranger's trial). A folder without the record is
+    `check_up_to_date`'s to name."""
+    try:
+        made = json.loads(Path(provenance).read_text(encoding="utf-8"))["config_sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    if made != digest:
+        raise Failure(f"--report {report}: the tables were not made with this configuration ({provenance}: "
+                      f"config_sha256 {str(made)[:12]}…, this configuration's {digest[:12]}…), as `snakemake --touch` "
+                      "leaves them after an edit: rebuild them (`snakemake --forceall` with this run's options), "
+                      "then build the report")  # fmt: skip
 
 
 def _check_completed(folder: Path, record: dict, report: str) -> None:

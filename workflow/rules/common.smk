@@ -44,6 +44,7 @@ from examflow.results import (
     baselines_folder,
     check_report_target,
     check_results,
+    check_made_with,
     check_snakemake_paths,
     check_up_to_date,
     lock_results,
