@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from examflow.errors import ConfigError
 from examflow.rates import CALLS, CHARACTERS, Rate
 from examflow.registry import KINDS, Method
 
@@ -217,7 +218,7 @@ def plan_method(
     note = ""
     try:
         cache = GradeCache(cache_dir, backend.signature(on_gpu))
-    except OSError:  # a hub model whose configuration cannot be read from here
+    except (OSError, ConfigError):  # a model whose configuration cannot be read from here (backends.model_config)
         cache, note = None, f"cache not checked: cannot read {backend.options.get('model')} from here"
     jobs = [
         job_share(method, shard_passages, shard_questions, shard_queries, cache)
