@@ -210,14 +210,15 @@ def check_report_target(
         if folder == here:
             break
     # a report elsewhere shows these tables too: only with the configuration that made them
-    if not after_run and (here / LOCK).is_file() and _elsewhere(_owner(here), mine):
-        _not_this_one(report, here, _owner(here), mine, snakefile)
+    written = _owner(here)
+    if not after_run and _elsewhere(written, mine):
+        _not_this_one(report, here, written, mine, snakefile)
     if after_run:
         return
     if not here.is_dir():  # else Snakemake's report writer names the first missing figure, in a traceback
         raise Failure(f"--report {report}: {results}/ does not exist: no run of this configuration has written it; "
                       "run the workflow, then build the report")  # fmt: skip
-    _check_completed(Path(results), _owner(here), report)  # wherever the report goes: it shows these tables
+    _check_completed(Path(results), written, report)  # wherever the report goes: it shows these tables
 
 
 def _not_this_one(report: str, folder: Path, written: dict, mine: dict, snakefile: str | None) -> None:
