@@ -196,6 +196,7 @@ def _png(fig, layout: bool = True) -> bytes:
     buffer = io.BytesIO()
     if layout:
         fig.tight_layout()
+    fig.set_layout_engine(None)  # tight_layout leaves a placeholder engine, and savefig would draw twice for it
     fig.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None})  # no version stamp: same figure, same bytes
     plt.close(fig)
     return buffer.getvalue()
