@@ -20,8 +20,9 @@ DEMO = ROOT / "resources" / "demo"
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The long tests (a Snakemake run, large inputs, a compile) first, each file's in its own order: the
-    workers (make test's TEST_WORKERS) take the next test as they finish one, and the short ones, last,
-    even out their ends (in file order a Snakemake test of a minute or two could be the last one left)."""
+    workers (make test's TEST_WORKERS) take the next test as they finish one (`--maxschedchunk 1`), and
+    the short ones, last, even out their ends (in file order a Snakemake test of a minute or two could be
+    the last one left)."""
     items.sort(key=lambda item: item.get_closest_marker("workflow") is None and item.get_closest_marker("slow") is None)
 
 
