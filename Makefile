@@ -45,19 +45,16 @@ demo: install
 	@echo "  Leaderboards and correlations:     results/demo/eval/cosine/, NRP: results/demo/nrp/"
 
 # Tests run in TEST_WORKERS processes (pytest-xdist; 0: in this one). Two keep CI's two cores busy:
-# a Snakemake test spends much of its time waiting for its jobs to start. A worker is sent the next
-# test when it is ready for it, not a quarter of them at the start: the long ones come first
-# (tests/conftest.py), and the first quarter would have held them all for one worker.
+# a Snakemake test spends much of its time waiting for its jobs to start.
 TEST_WORKERS ?= 2
-XDIST = -n $(TEST_WORKERS) --maxschedchunk 1
 
 # The slowest tests are listed at the end: CI has 30 minutes on 2 cores.
 test: install
-	$(BIN)/python -m pytest $(XDIST) -m "not slurm" --durations=25
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "not slurm" --durations=25
 
 # The inner loop: no Snakemake run, no large inputs, no SLURM.
 test-fast: install
-	$(BIN)/python -m pytest $(XDIST) -m "not workflow and not slow and not slurm"
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "not workflow and not slow and not slurm"
 
 # The demo on a real one-node SLURM cluster (as root: installs and starts slurmctld, slurmd, munged).
 test-slurm: install-slurm

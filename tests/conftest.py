@@ -18,14 +18,6 @@ REFERENCE = Path(os.environ.get("EXAMFLOW_REFERENCE") or ROOT.parent / "shared" 
 DEMO = ROOT / "resources" / "demo"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The long tests (a Snakemake run, large inputs, a compile) first, each file's in its own order: the
-    workers (make test's TEST_WORKERS) take the next test as they finish one (`--maxschedchunk 1`), and
-    the short ones, last, even out their ends (in file order a Snakemake test of a minute or two could be
-    the last one left)."""
-    items.sort(key=lambda item: item.get_closest_marker("workflow") is None and item.get_closest_marker("slow") is None)
-
-
 def needs_reference(what: str, present: bool | None = None):
     """Skip a check against the published data when it is not beside this checkout, saying what the
     check is and how to run it (the data are not part of the repository)."""
