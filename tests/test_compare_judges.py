@@ -300,7 +300,12 @@ def test_a_tau_without_its_interval_says_why_in_the_summary():
     """A τ with a value whose interval is empty (most replicates without an order) showed bare among the
     intervals of the other judges, its reason only in agreement.tsv (a stranger's trial)."""
     note = "120 of 300 bootstrap replicates have no order to compare: more than 2.5%, so no 95% interval"
-    rows = [("few", 0.333, math.nan, math.nan, note), ("many", 0.6, 0.2, 0.9, math.nan)]
+    tied = "this leaderboard ties every run: no order to compare"  # its replicates may not tie: an interval
+    rows = [
+        ("few", 0.333, math.nan, math.nan, note),
+        ("many", 0.6, 0.2, 0.9, math.nan),
+        ("flat", math.nan, 0.1, 0.4, tied),
+    ]
     judges = pd.DataFrame(
         [{"label_set": label_set, "measure": "P_5", "statistic": statistic, "value": value, "low": low,
           "high": high, "runs": 4, "note": why if statistic == "kendall" else math.nan}
@@ -311,6 +316,7 @@ def test_a_tau_without_its_interval_says_why_in_the_summary():
     text = run_summary({}, None, "results", boards, judges=judges).markdown()
     assert "| many | P_5 | 0.600 \\[0.200, 0.900\\] |" in text and "| few | P_5 | 0.333 | 0.333 |" in text
     assert f"No interval of τ for few under P_5: {note}." in text
+    assert f"No τ, ρ or τ_AP for flat under P_5: {tied}." in text
     assert "for many" not in text
 
 

@@ -454,8 +454,11 @@ def _empty_boards(doc: Document, taus: list[dict]) -> None:
     reasons: dict[tuple[str, str], list[str]] = {}
     for tau in taus:
         note = tau.get("note")  # (none in an agreement.tsv written before the column)
+        if not (isinstance(note, str) and note.strip()):
+            continue
+        # no value, whatever its interval (replicates that do not tie can have one); else no interval
         empty = "No τ, ρ or τ_AP for " if math.isnan(tau["value"]) else "No interval of τ for "
-        if isinstance(note, str) and note.strip() and math.isnan(tau["low"]):  # (no value: no interval either)
+        if math.isnan(tau["value"]) or math.isnan(tau["low"]):
             reasons.setdefault((empty, note), []).append(f"{tau['label_set']} under {tau['measure']}")
     for (empty, note), boards in reasons.items():
         doc.paragraph(empty + ", ".join(["{}"] * len(boards)) + ": {}.", *boards, note)
