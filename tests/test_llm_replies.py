@@ -243,6 +243,24 @@ def test_a_reply_of_another_shape_is_malformed_and_retried(server, tmp_path, bod
     assert server.calls == 3  # max_attempts
 
 
+@pytest.mark.parametrize(
+    ("reply", "message"),
+    [
+        (Raw("<html><body>Proxy sign-in</body></html>", "text/html"), "'<html><body>Proxy sign-in</body></html>'"),
+        (Raw('{"choices": [{"message": {"content": "4'), """'{"choices": [{"message": {"content": "4'"""),
+        (Raw(""), "''"),
+    ],
+    ids=["html", "cut-json", "empty"],
+)
+def test_a_reply_that_is_no_json_is_quoted_and_retried(server, tmp_path, reply, message):
+    """A proxy's page with status 200, a body cut short, none: quoted, whatever its content type says."""
+    server.script("bees", reply)
+    with pytest.raises(LLMError) as failed:
+        client(server, tmp_path).complete("bees")
+    assert str(failed.value) == f"malformed: the reply is not the API's JSON: {message}"
+    assert server.calls == 3  # max_attempts
+
+
 def test_an_answer_cut_at_max_tokens_is_a_failure_unless_kept(server, tmp_path):
     """`finish_reason: length`: the `2` of a `2.5` would have been graded 2. The answer is cached, marked as
     cut, so that a warm cache fails it as a cold one does; `cut_off: keep` reads it as UMBRELA's code does."""
