@@ -251,8 +251,8 @@ class LLMClient:
                 cause = error.__cause__  # openai before 3 wraps what a hook raises
                 failure = self._of_body(cause) if isinstance(cause, BodyFailure) else self._connection(cause or error)
                 wait = None
-            # a body that is no JSON, or no UTF-8, as the client decodes it
-            except (Malformed, json.JSONDecodeError, UnicodeDecodeError, openai.APIResponseValidationError) as error:
+            # a body that is no JSON (`_reply_json`) or no UTF-8, or JSON that holds no answer (`_answer`)
+            except (Malformed, UnicodeDecodeError) as error:
                 failure, wait = self.failure("malformed", str(error)), None
             if attempt == self.settings.max_attempts:
                 raise failure
@@ -290,7 +290,7 @@ class LLMClient:
         self._asked.at = time.monotonic()
         # The client's own request (its retries off, its errors, the bounded body) with the body sent as it is and
         # the reply read as JSON here: its typed `create` checked and converted every request and built a model of
-        # every reply, a third of a request's CPU time, and examflow reads three fields of it (`_answer`).
+        # every reply, a quarter of a request's CPU time, and examflow reads three fields of it (`_answer`).
         response = self.client.post(
             "/chat/completions" if settings.api == "chat" else "/completions", body=body, cast_to=Response
         )
@@ -491,8 +491,8 @@ def _reply_json(response: Response, kept: Callable[[str], str]) -> object:
 
 
 def _field(value: object, name: str) -> object:
-    """A field of a reply's part, however the client built it (a model, or a mapping it left as it was)."""
-    return value.get(name) if isinstance(value, dict) else getattr(value, name, None)
+    """A field of a part of a reply's JSON; None where the part is no object (a list, a number, null)."""
+    return value.get(name) if isinstance(value, dict) else None
 
 
 def _carried_error(reply: object) -> str:
