@@ -372,6 +372,16 @@ def test_the_model_a_reply_names_is_counted_from_the_server_and_the_reply_cache(
     assert replayed.served == expected and replayed.replayed == 8 and server.calls == 8
 
 
+def test_a_grading_job_counts_the_model_that_served_an_answer_cut_at_max_tokens(server, tmp_path):
+    """served_models counts a cut answer, as the docs say (the client counted it, the job's table of models lost
+    it with the answer: a stranger's trial found every total short by the cut ones)."""
+    server.script("lava", Raw(json.dumps(completion("2", True, "other-model", finish_reason="length"))))
+    job = grader(openai_method(server, "self_rating"), str(tmp_path))
+    table = job.grade(pairs(4))
+    assert values(table["error"])[2].startswith("cut-off: ") and table["error"].notna().sum() == 1
+    assert job.served == Counter({"m": 3, "other-model": 1})
+
+
 def test_another_model_is_a_warning_and_a_dated_version_a_note(caplog):
     caplog.set_level(logging.INFO, logger="examflow.llm")
     log_served("m", Counter({"m": 3}))

@@ -252,7 +252,7 @@ def _with_query_texts(entries: list, queries_path: str, bank: str) -> list:
 
 def grade_command(args: argparse.Namespace) -> None:
     from examflow.grading.grader import ShardGrader, make_pairs, work_unit
-    from examflow.grading.grades import check_failures, empty_grades
+    from examflow.grading.grades import GaveUp, check_failures, empty_grades
     from examflow.grading.merge import write_grades
     from examflow.io.tables import write_tables
     from examflow.progress import job_progress
@@ -272,20 +272,32 @@ def grade_command(args: argparse.Namespace) -> None:
             write_tables({args.out: empty_grades()})
             return
         with _method_named(method.name):
-            grader = ShardGrader(method, args.cache_dir, args.flush_every, progress)
-            grades = grader.grade(pairs)
-        replayed = grader.replayed
-        log.info("sent %d %s to the model%s", grader.sent - replayed, work_unit(method),
-                 f"; {replayed} more answered by its reply cache" if replayed else "")  # fmt: skip
-        if progress:
-            progress.failures(int(grades["error"].notna().sum()))
-        if grader.served:  # before the failures: another model may be why its answers fail
-            from examflow.llm import log_served  # the OpenAI client's module (a second to import): where it served
-
-            log_served(method.backend.options["model"], grader.served)
+            grader = ShardGrader(method, args.cache_dir, args.flush_every, progress, args.max_error_rate)
+            try:
+                grades = grader.grade(pairs)
+            except GaveUp as stop:  # more answers failed than the job may: it stopped asking
+                _wrap_up(grader, progress, len(stop.received) - stop.answered)
+                raise stop.failure(method, args.shard, args.max_error_rate) from None
+        _wrap_up(grader, progress, int(grades["error"].notna().sum()))
         check_failures(grades, method, args.shard, args.max_error_rate)
         served = {"served_models": dict(grader.served)} if grader.served else {}
         write_grades(grades, {"model": grader.cache.signature} | served, args.out)
+
+
+def _wrap_up(grader, progress, without_grade: int) -> None:
+    """What a grading job says before its table or its failure: the prompts it sent, the pairs it could not
+    grade (its progress file), and the models that served its answers (another model may be why they fail)."""
+    from examflow.grading.grader import work_unit
+
+    replayed = grader.replayed
+    log.info("sent %d %s to the model%s", grader.sent - replayed, work_unit(grader.method),
+             f"; {replayed} more answered by its reply cache" if replayed else "")  # fmt: skip
+    if progress:
+        progress.failures(without_grade)
+    if grader.served:
+        from examflow.llm import log_served  # the OpenAI client's module (a second to import): where it served
+
+        log_served(grader.method.backend.options["model"], grader.served)
 
 
 @contextmanager

@@ -17,6 +17,8 @@ log = logging.getLogger(__name__)
 PRINTED = "examflow: error: "  # what the command line prints before a Failure (a job's log holds it)
 INTERRUPTED_LINE = "examflow: interrupted (outputs are written only when a step completes)"  # Ctrl-C
 DONE = "examflow: done"  # the line a command logs last when it completes: a job's log without it was stopped
+# The failure of a prompt never sent: more had failed than the grading job may fail (examflow.llm.LLMClient.replies).
+NOT_ASKED = "not-asked"
 
 
 class Failure(Exception):

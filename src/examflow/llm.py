@@ -41,7 +41,7 @@ import openai
 
 from examflow.bounds import MESSAGE_CHARS, clip, served_name
 from examflow.cache import TEXT, check_entry, parse_json, report_damage, stamped
-from examflow.errors import Failure, writing
+from examflow.errors import NOT_ASKED, Failure, writing
 
 try:  # the openai client's HTTP library: httpx2 from openai 3 on, httpx before
     from httpx2 import Response, SyncByteStream
@@ -70,11 +70,12 @@ class LLMSettings:
 
 class LLMError(Failure):
     """A call that failed for good: `kind` is timeout, http-NNN, connection, malformed, too-large, cut-off,
-    config, or interrupted (Ctrl-C came before the request was sent)."""
+    config, interrupted (Ctrl-C came before the request was sent) or not-asked (`replies` gave up first).
+    `served`: the model a server named for an answer that fails all the same (cut at max_tokens)."""
 
-    def __init__(self, kind: str, message: str):
+    def __init__(self, kind: str, message: str, served: str | None = None):
         super().__init__(f"{kind}: {message}")
-        self.kind = kind
+        self.kind, self.served = kind, served
 
 
 class Reply(NamedTuple):
@@ -190,15 +191,16 @@ class LLMClient:
         if served is not None:
             with self._calls_lock:  # `replies` answers from several threads
                 self.served[served] += 1
-        return Reply(self._whole(text, cut), served)
+        return Reply(self._whole(text, cut, served), served)
 
-    def _whole(self, text: str, cut: bool) -> str:
+    def _whole(self, text: str, cut: bool, served: str | None) -> str:
         """An answer, unless the server cut it at max_tokens and `cut_off` is `fail` (a `2` of `2.5`)."""
         if cut and self.settings.cut_off == "fail":
             raise self.failure(
                 "cut-off",
                 f"the server cut the answer at max_tokens = {self.settings.max_tokens}: {clip(text, 80)!r} "
                 "(raise max_tokens, or set cut_off: keep)",
+                served,
             )
         return text
 
@@ -209,14 +211,32 @@ class LLMClient:
         return [r.text if isinstance(r, Reply) else r for r in self.replies(prompts, attempt, systems)]
 
     def replies(
-        self, prompts: Sequence[str], attempt: int | Sequence[int] = 0, systems: Sequence[str | None] | None = None
+        self,
+        prompts: Sequence[str],
+        attempt: int | Sequence[int] = 0,
+        systems: Sequence[str | None] | None = None,
+        give_up_after: int | None = None,
     ) -> list[Reply | LLMError]:
-        """Every prompt's answer and served model (or its failure), as `complete_many`."""
+        """Every prompt's answer and served model (or its failure), as `complete_many`. Once more than
+        `give_up_after` prompts have failed, no request is sent: the prompts left fail as `not-asked`, and a
+        prompt waiting to retry gives its failure at once (a job that will fail stops in one timeout, not after
+        every prompt's attempts: a server that never answers held a job for hours)."""
+        failed = [0]
+        given_up = threading.Event()
 
         def one(asked: tuple[str, int, str | None]) -> Reply | LLMError:
+            if given_up.is_set():
+                return self.failure(NOT_ASKED, f"more than {give_up_after} prompts had failed")
             try:
                 return self.reply(*asked)
             except LLMError as error:
+                if given_up.is_set() and error.kind == "interrupted":  # stopped below before its request went
+                    return self.failure(NOT_ASKED, f"more than {give_up_after} prompts had failed")
+                with self._calls_lock:
+                    failed[0] += 1
+                    if give_up_after is not None and failed[0] > give_up_after:
+                        given_up.set()
+                        self._stopping.set()  # the threads waiting to retry stop waiting
                 return error
 
         attempts = [attempt] * len(prompts) if isinstance(attempt, int) else list(attempt)
@@ -232,9 +252,10 @@ class LLMClient:
 
     def _call_with_retries(self, prompt: str, system: str | None = None) -> tuple[str, bool, str | None]:
         delay = self.settings.backoff
+        failure: LLMError | None = None  # the last attempt's
         for attempt in range(1, self.settings.max_attempts + 1):
-            if self._stopping.is_set():
-                raise self.failure("interrupted", "stopped before the request was sent")
+            if self._stopping.is_set():  # asked before (its failure stands), or never
+                raise failure or self.failure("interrupted", "stopped before the request was sent")
             try:
                 return self._call(prompt, system)
             except BodyFailure as error:
@@ -320,10 +341,10 @@ class LLMClient:
             text = text.replace(self.secret, REDACTED)
         return text.encode("utf-8", "replace").decode("utf-8")
 
-    def failure(self, kind: str, message: str) -> LLMError:
+    def failure(self, kind: str, message: str, served: str | None = None) -> LLMError:
         """A failure of `kind`, its message on one line (a proxy's HTML error page spans many: the job's
         failure line, which quotes it, would end at its first), redacted and clipped."""
-        return LLMError(kind, clip(self.kept(" ".join(message.split())), MESSAGE_CHARS))
+        return LLMError(kind, clip(self.kept(" ".join(message.split())), MESSAGE_CHARS), served)
 
     def _connection(self, cause: BaseException) -> LLMError:
         """openai says `Connection error.` alone: the address (without a user or password in it) and why

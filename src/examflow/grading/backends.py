@@ -425,6 +425,8 @@ class ExtractiveQABackend:
 class OpenAIBackend:
     """Any OpenAI-compatible endpoint; answers cached by `examflow.llm` as well as by the grade cache."""
 
+    gives_up = True  # `answer` stops asking past `give_up_after` failures (a grading job that will fail)
+
     def __init__(self, cache_dir: str | Path, **settings):
         from examflow.llm import LLMClient, LLMSettings  # the OpenAI client: only when used
 
@@ -436,17 +438,18 @@ class OpenAIBackend:
         """Prompts its reply cache answered, with no request sent."""
         return self.client.replayed
 
-    def answer(self, requests: list[Request]) -> list[Answer]:
+    def answer(self, requests: list[Request], give_up_after: int | None = None) -> list[Answer]:
+        """The answers, or their failures (`give_up_after`: `examflow.llm.LLMClient.replies`)."""
         from examflow.llm import Reply
 
         parts = [chat_template(r.template) for r in requests]  # a system message goes as one (nuggetizer)
         prompts = [user.format(**r.fields) for (_, user), r in zip(parts, requests)]
         # a sample past the first is asked as a new attempt: its own answer, its own cache entry
         samples = [r.fields.get("sample", 0) for r in requests]
-        replies = self.client.replies(prompts, samples, systems=[system for system, _ in parts])
-        return [
-            Answer(r.text, served=r.served) if isinstance(r, Reply) else Answer(None, error=str(r)) for r in replies
-        ]
+        replies = self.client.replies(prompts, samples, [system for system, _ in parts], give_up_after)
+        # a failed answer keeps the model that served it (one cut at max_tokens): served_models counts it
+        return [Answer(r.text, served=r.served) if isinstance(r, Reply) else Answer(None, str(r), served=r.served)
+                for r in replies]  # fmt: skip
 
 
 class EmbeddingBackend:

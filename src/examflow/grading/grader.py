@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -14,9 +15,10 @@ from typing import Any, Protocol, cast
 import pandas as pd
 
 from examflow.bounds import STORED_CHARS, clip
+from examflow.errors import NOT_ASKED
 from examflow.grading.backends import Answer, Request, expected_signature, make_backend
 from examflow.grading.cache import GradeCache
-from examflow.grading.grades import GRADE_COLUMNS, GRADE_DTYPES, unanswered
+from examflow.grading.grades import GRADE_COLUMNS, GRADE_DTYPES, GaveUp, unanswered
 from examflow.grading.methods import (
     Grade,
     Pair,
@@ -119,8 +121,17 @@ def samples_of(asked: Request, n: int) -> list[Request]:
 class ShardGrader:
     """Grades one shard with one method (checked: `examflow.registry.check_method`)."""
 
-    def __init__(self, method: Method, cache_dir: str, flush_every: int = 64, progress: JobProgress | None = None):
+    def __init__(
+        self,
+        method: Method,
+        cache_dir: str,
+        flush_every: int = 64,
+        progress: JobProgress | None = None,
+        max_error_rate: float | None = None,
+    ):
         self.method = method
+        # The share of pairs that may fail (grading.max_error_rate): past it the job stops asking, as it will fail.
+        self.max_error_rate = max_error_rate
         self.kind = method.kind
         self.cache_dir = cache_dir
         self.loaded: Any = None  # the back end, made when a pair needs the model: a cached job loads none
@@ -160,9 +171,12 @@ class ShardGrader:
             self.known = self.cache.answers(query_ids)
         return keys, [i for i, key in enumerate(keys) if key not in self.known]
 
-    def answers(self, requests: list, query_ids: list[str], more: bool = False) -> list[Answer]:
+    def answers(
+        self, requests: list, query_ids: list[str], more: bool = False, allowed: float | None = None
+    ) -> list[Answer]:
         """Cached answers where there are any; the rest from the model, flushed batch by batch (`more`:
-        another pass follows, for the progress line)."""
+        another pass follows, for the progress line). `allowed`: how many answers may fail (a job's
+        max_error_rate of its pairs, where each request is a pair); past it the job stops asking (GaveUp)."""
         keys, todo = self._todo(requests, query_ids)
         if todo and self.loaded is None:
             expected = self.cache.signature
@@ -179,21 +193,36 @@ class ShardGrader:
         start = time.monotonic()
         batches = [todo[offset : offset + self.flush_every] for offset in range(0, len(todo), self.flush_every)]
         chunks = [[requests[i] for i in batch] for batch in batches]
+        failures: list[str] = []  # this pass's failed answers (a prompt not asked is none)
+
+        def ask(chunk: list) -> list[Answer]:  # an API back end stops within a chunk once the job must fail
+            if allowed is None or not getattr(self.backend, "gives_up", False):
+                return self.backend.answer(chunk)
+            return self.backend.answer(chunk, give_up_after=math.floor(allowed) - len(failures))
+
         # A local model prepares the next chunk's prompts while it answers this one.
         answered = getattr(self.backend, "answer_chunks", None)
-        replies = answered(chunks) if answered else map(self.backend.answer, chunks)
-        replayed, without = self.replayed, 0
+        replies = answered(chunks) if answered else map(ask, chunks)
+        replayed, without, sent = self.replayed, 0, 0
         # `replies` first: zip ends by exhausting it, which ends the preparing thread.
-        for fresh, offset, batch in zip(replies, range(0, len(todo), self.flush_every), batches):
-            self.sent += len(batch)
+        for fresh, batch in zip(replies, batches):
+            asked = [a for a in fresh if not _not_asked(a)]
+            self.sent += len(asked)
             self.cache.add_answers([(query_ids[i], keys[i], a) for i, a in zip(batch, fresh)])
             known.update({keys[i]: a for i, a in zip(batch, fresh)})
-            failed = sum(unanswered(a.error) for a in fresh)
-            without += failed
-            _progress(offset + len(batch), len(todo), time.monotonic() - start, unit, without)
+            failed = sum(unanswered(a.error) for a in asked)
+            without, sent = without + failed, sent + len(asked)
+            _progress(sent, len(todo), time.monotonic() - start, unit, without)
             if self.progress:
-                self.progress.graded(len(batch), self.replayed - replayed, failed)
+                self.progress.graded(len(asked), self.replayed - replayed, failed)
             replayed = self.replayed
+            failures += [a.error for a in asked if a.error is not None]
+            if allowed is not None and len(failures) > allowed:
+                getattr(replies, "close", lambda: None)()  # a local model's preparing thread ends
+                self.cache.close()  # the answers received are kept
+                received = [a if a is not None and not _not_asked(a) else None for a in map(known.get, keys)]
+                self._served([a for a in received if a is not None])
+                raise GaveUp(failures, received)
         return self._served([known[key] for key in keys])
 
     def _served(self, answers: list[Answer]) -> list[Answer]:
@@ -205,7 +234,21 @@ class ShardGrader:
         if self.method.samples > 1:
             return self.voted(pairs)
         second = bool(self.method.entry.verification or self.method.entry.aggregation)
-        answers = self.answers([request(self.kind, p) for p in pairs], [p.query_id for p in pairs], second)
+        # Each first answer is a pair's: one that fails fails its pair (an aggregation adds rows, which the job's
+        # allowance counts: no early stop there).
+        allowed = (
+            None if self.max_error_rate is None or self.method.entry.aggregation else self.max_error_rate * len(pairs)
+        )
+        try:
+            answers = self.answers([request(self.kind, p) for p in pairs], [p.query_id for p in pairs], second, allowed)
+        except (
+            GaveUp
+        ) as stop:  # the answers that came but are no grade fail their pairs too: the job's line counts them
+            read = [
+                interpret(self.kind, a, p, self.method.mode) for p, a in zip(pairs, stop.received) if a and not a.error
+            ]
+            stop.failures += [g.error for g in read if g.error is not None and g.error.startswith("unparsable:")]
+            raise
         verdicts: list[Answer | None] = [None] * len(pairs)
         if self.method.entry.verification:  # a second prompt: does the answer match the key?
             needed = [
@@ -278,6 +321,11 @@ def aggregation_requests(kind: str, pairs: list[Pair], grades: list[Grade]) -> t
 
 def _kept(text: str | None) -> str | None:
     return None if text is None else clip(text, STORED_CHARS)
+
+
+def _not_asked(answer: Answer) -> bool:
+    """Whether an answer is a prompt the back end did not send: the job had more failures than it may."""
+    return answer.error is not None and answer.error.startswith(f"{NOT_ASKED}:")
 
 
 def work_unit(method: Method) -> str:

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import logging
-from typing import cast
+from collections import Counter
+from typing import TYPE_CHECKING, cast
 
 import pandas as pd
 
 from examflow.bounds import MESSAGE_CHARS, clip
 from examflow.errors import Failure
 from examflow.registry import Method
+
+if TYPE_CHECKING:
+    from examflow.grading.backends import Answer
 
 log = logging.getLogger(__name__)
 
@@ -60,15 +64,50 @@ def check_failures(grades: pd.DataFrame, method: Method, shard: str, max_error_r
              int(grades["unparsable"].sum()), method.mode)  # fmt: skip
     if n_failed <= max_error_rate * len(grades):
         return
+    errors = grades["error"].dropna().tolist()
+    raise Failure(_too_many(method, shard, max_error_rate, errors, len(grades), every_one=len(errors) == len(grades)))
+
+
+class GaveUp(Exception):
+    """A grading job stopped asking its model: more answers had failed than its pairs may. `failures`: the failed
+    pairs' errors, the first first; `received`: each request's answer, None where it was not asked."""
+
+    def __init__(self, failures: list[str], received: list[Answer | None]):
+        super().__init__(f"{len(failures)} answers failed")
+        self.failures, self.received = failures, received
+
+    @property
+    def unasked(self) -> int:
+        return sum(a is None for a in self.received)
+
+    @property
+    def answered(self) -> int:
+        """The pairs with an answer that did not fail."""
+        return len(self.received) - self.unasked - len(self.failures)
+
+    def failure(self, method: Method, shard: str, max_error_rate: float) -> Failure:
+        """The job's failure, worded as `check_failures` words one, with the pairs it did not ask."""
+        return Failure(_too_many(method, shard, max_error_rate, self.failures, len(self.received),
+                                 every_one=self.answered == 0, unasked=self.unasked))  # fmt: skip
+
+
+def _too_many(
+    method: Method, shard: str, max_error_rate: float, errors: list[str], total: int, every_one: bool, unasked: int = 0
+) -> str:
+    """Why a job failed: its failed pairs by kind and the first one's error; whether a rerun asks again
+    (`every_one`: no pair got an answer); the pairs it stopped before asking."""
+    failed = Counter(error.split(":", 1)[0] for error in errors)
+    kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(failed.items(), key=lambda kc: (-kc[1], kc[0])))
     hint = "".join(text for kind, text in _CACHED_FAILURES.items() if kind in failed)
     rerun = (
         "No pair got an answer from the model: a rerun asks it again for every pair"
-        if grades["error"].dropna().map(unanswered).sum() == len(grades)
+        if every_one and all(map(unanswered, errors))
         else "The answers received are cached: a rerun asks the model again only for the pairs that got none"
     )
+    stopped = f": it stopped asking, {unasked} pairs not asked" if unasked else ""
     # The kinds alone hide a typo in a URL, a 404's why.
-    first = clip(str(grades["error"].dropna().iat[0]), MESSAGE_CHARS)
-    raise Failure(
-        f"method {method.name}, shard {shard}: {n_failed} of {len(grades)} pairs failed ({kinds}; the first: "
-        f"{first}), more than grading.max_error_rate = {max_error_rate:g} allows. {rerun}{hint}"
+    return (
+        f"method {method.name}, shard {shard}: {len(errors)} of {total} pairs failed ({kinds}; the first: "
+        f"{clip(errors[0], MESSAGE_CHARS)}), more than grading.max_error_rate = {max_error_rate:g} allows{stopped}. "
+        f"{rerun}{hint}"
     )

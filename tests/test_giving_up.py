@@ -1,0 +1,121 @@
+"""A grading job that will fail stops asking its model: past grading.max_error_rate of its pairs, no request
+is sent, and a prompt waiting to retry gives its failure at once (a server that never answered held a job for
+hours, a stranger's trial). The answers received are kept, and a rerun asks only for the rest."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+
+import pytest
+from llm_server import LLMServer, Status
+from test_grading_backends import grader, openai_method, pairs
+
+from examflow.grading.grades import GaveUp
+from examflow.llm import LLMClient, LLMError, LLMSettings
+from examflow.registry import check_method
+
+
+def client(server, tmp_path, **options) -> LLMClient:
+    settings = {"model": "m", "base_url": server.base_url, "max_attempts": 3, "backoff": 0.01, "timeout": 10}
+    return LLMClient(LLMSettings(**(settings | options)), tmp_path / "llm")
+
+
+def kinds(replies) -> list[str]:
+    return [r.kind if isinstance(r, LLMError) else "answer" for r in replies]
+
+
+def test_past_the_failures_allowed_no_request_is_sent(tmp_path):
+    with LLMServer(default=lambda prompt: Status(400) if "bad" in prompt else "3") as server:
+        prompts = ["good 0", "bad 1", "good 2", "bad 3", "bad 4", "good 5", "bad 6"]
+        replies = client(server, tmp_path, concurrency=1).replies(prompts, give_up_after=2)
+        # one at a time: the third failure (bad 4) is the last request; an HTTP 400 is not asked twice
+        assert kinds(replies) == ["answer", "http-400", "answer", "http-400", "http-400", "not-asked", "not-asked"]
+        assert server.calls == 5
+        assert str(replies[-1]) == "not-asked: more than 2 prompts had failed"
+        # Without a limit, or within it, every prompt is asked; the client asks again after giving up.
+        replies = client(server, tmp_path / "again", concurrency=3).replies(prompts)
+        assert kinds(replies).count("not-asked") == 0 and server.calls == 5 + 7
+        assert kinds(client(server, tmp_path / "more", concurrency=3).replies(prompts, give_up_after=4)) == kinds(
+            replies
+        )
+
+
+def test_giving_up_ends_a_wait_to_retry_at_once(tmp_path):
+    """`slow` fails with a 500 and would be asked again in 30 s; `bad` fails for good meanwhile: the job will
+    fail, and `slow` gives its failure at once instead of waiting (Ctrl-C's way out)."""
+    with LLMServer(default=lambda prompt: Status(500) if prompt == "slow" else Status(400)) as server:
+        llm = client(server, tmp_path, concurrency=2, backoff=30)
+        start = time.monotonic()
+        replies = llm.replies(["slow", "bad", "never"], give_up_after=0)
+        assert time.monotonic() - start < 20  # far from the 30 s wait (a hang would take them)
+        assert kinds(replies) == ["http-500", "http-400", "not-asked"]
+        assert [r["body"]["messages"][-1]["content"] for r in server.requests] in (["slow", "bad"], ["bad", "slow"])
+        # A later call asks again (the stop was this call's)
+        assert kinds(llm.replies(["ok"])) == ["http-400"]
+
+
+def fails_one_in_three(prompt: str):
+    """A failure for a third of the prompts, by a digest of each (the same in every run)."""
+    return Status(503) if int(hashlib.md5(prompt.encode()).hexdigest(), 16) % 3 == 0 else "4"
+
+
+def test_a_job_that_will_fail_stops_asking_and_keeps_what_came(tmp_path):
+    total = 300  # five chunks of 64: the job stops within its first chunks
+    with LLMServer(default=fails_one_in_three) as server:
+        method = openai_method(server, "self_rating")  # 2 attempts a prompt, 4 at a time
+        expected_failures = sum(isinstance(fails_one_in_three(r), Status) for r in asked_prompts(method, total))
+        assert 80 < expected_failures < 120  # about a third: the allowance below is crossed early
+        with pytest.raises(GaveUp) as stop:
+            grader(method, str(tmp_path), max_error_rate=0.1).grade(pairs(total))
+        failed, answered = len(stop.value.failures), stop.value.answered
+        assert 30 < failed <= 30 + 4 and all(f.startswith("http-503: ") for f in stop.value.failures)
+        # each answer asked once, each failure twice (once where the stop came as it waited to retry); no prompt
+        # after the stop
+        assert answered + failed <= server.calls <= answered + 2 * failed
+        assert answered + failed < total / 2 and len(stop.value.received) == total
+        message = str(stop.value.failure(check_method("m", method), "shard-0", 0.1))
+        assert message.startswith(f"method self_rating, shard shard-0: {failed} of {total} pairs failed ({failed} "
+                                  "http-503; the first: http-503: ")  # fmt: skip
+        assert message.endswith(
+            f"more than grading.max_error_rate = 0.1 allows: it stopped asking, {total - answered - failed} pairs "
+            "not asked. The answers received are cached: a rerun asks the model again only for the pairs that got none"
+        )
+        # The answers that came are cached: a rerun without a limit asks for every other pair, and no more.
+        calls = server.calls
+        again = grader(method, str(tmp_path))
+        table = again.grade(pairs(total))
+        assert again.sent == total - answered and server.calls - calls == (total - answered) + expected_failures
+        assert table["error"].notna().sum() == expected_failures
+
+
+def test_within_the_allowance_the_job_asks_every_pair(tmp_path):
+    with LLMServer(default=fails_one_in_three) as server:
+        method = openai_method(server, "self_rating")
+        expected_failures = sum(isinstance(fails_one_in_three(r), Status) for r in asked_prompts(method, 100))
+        table = grader(method, str(tmp_path), max_error_rate=0.5).grade(pairs(100))
+        assert table["error"].notna().sum() == expected_failures and server.calls == 100 + expected_failures
+
+
+def test_a_dead_server_stops_a_job_at_its_first_failures(tmp_path):
+    """Every prompt fails and max_error_rate is 0 (the default): the first failures end the job, whose
+    message says no pair got an answer."""
+    with LLMServer(default=lambda prompt: Status(401)) as server:
+        method = openai_method(server, "self_rating")
+        with pytest.raises(GaveUp) as stop:
+            grader(method, str(tmp_path), max_error_rate=0.0).grade(pairs(200))
+        assert 1 <= server.calls <= 4 and stop.value.answered == 0  # at most the 4 prompts in flight
+        message = str(stop.value.failure(check_method("m", method), "shard-0", 0))
+        assert f"it stopped asking, {200 - server.calls} pairs not asked. No pair got an answer from the model: " in (
+            message
+        )
+
+
+def asked_prompts(method: dict, n: int) -> list[str]:
+    """The prompts the grading job sends for `pairs(n)`: what the server's digest is taken of."""
+    from examflow.grading.backends import chat_template
+    from examflow.grading.methods import request
+
+    checked = check_method("m", method)
+    asked = [request(checked.kind, p) for p in pairs(n)]
+    return [chat_template(r.template)[1].format(**r.fields) for r in asked]
