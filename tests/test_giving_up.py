@@ -119,3 +119,27 @@ def asked_prompts(method: dict, n: int) -> list[str]:
     checked = check_method("m", method)
     asked = [request(checked.kind, p) for p in pairs(n)]
     return [chat_template(r.template)[1].format(**r.fields) for r in asked]
+
+
+def test_a_local_model_s_job_stops_after_the_chunk_that_failed(tmp_path):
+    """A model whose digits score NaN fails every pair: the job stops after its first chunk, and the thread
+    that prepares the next chunk's prompts ends with it."""
+    import threading
+
+    import torch
+    from tiny_models import build_tiny_t5
+
+    model = str(build_tiny_t5(tmp_path / "tiny", seed=3, digit_boost=4.0))
+    method = {
+        "name": "t5",
+        "kind": "self_rating",
+        "backend": {"kind": "hf_seq2seq", "model": model, "decoding": "fast"},
+    }
+    job = grader(method, str(tmp_path / "cache"), flush_every=4, max_error_rate=0.0)
+    with torch.no_grad():
+        job.backend.model.lm_head.weight[1:] = float("nan")  # row 0 (padding) left: only the digits' scores
+    with pytest.raises(GaveUp) as stop:
+        job.grade(pairs(20))
+    assert job.sent == 4 and len(stop.value.failures) == 4 and stop.value.unasked == 16
+    assert all(f.startswith("non-finite: ") for f in stop.value.failures)
+    assert not [t for t in threading.enumerate() if t.name.startswith("prepare")]
