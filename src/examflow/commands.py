@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from examflow.evaluation.impact import Baseline, BaselineStore
+    from examflow.grading.grader import ShardGrader
+    from examflow.progress import JobProgress
     from examflow.report.board import Board
 
 log = logging.getLogger("examflow")
@@ -284,7 +286,7 @@ def grade_command(args: argparse.Namespace) -> None:
         write_grades(grades, {"model": grader.cache.signature} | served, args.out)
 
 
-def _wrap_up(grader, progress, without_grade: int) -> None:
+def _wrap_up(grader: ShardGrader, progress: JobProgress | None, without_grade: int) -> None:
     """What a grading job says before its table or its failure: the prompts it sent, the pairs it could not
     grade (its progress file), and the models that served its answers (another model may be why they fail)."""
     from examflow.grading.grader import work_unit

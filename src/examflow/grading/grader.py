@@ -236,19 +236,12 @@ class ShardGrader:
         second = bool(self.method.entry.verification or self.method.entry.aggregation)
         # Each first answer is a pair's: one that fails fails its pair (an aggregation adds rows, which the job's
         # allowance counts: no early stop there).
-        allowed = (
-            None if self.max_error_rate is None or self.method.entry.aggregation else self.max_error_rate * len(pairs)
-        )
+        rate = None if self.method.entry.aggregation else self.max_error_rate
+        allowed = None if rate is None else rate * len(pairs)
         try:
             answers = self.answers([request(self.kind, p) for p in pairs], [p.query_id for p in pairs], second, allowed)
-        except (
-            GaveUp
-        ) as stop:  # the answers that came but are no grade fail their pairs too: the job's line counts them
-            read = [
-                interpret(self.kind, a, p, self.method.mode) for p, a in zip(pairs, stop.received) if a and not a.error
-            ]
-            stop.failures += [g.error for g in read if g.error is not None and g.error.startswith("unparsable:")]
-            raise
+        except GaveUp as stop:
+            raise self._unparsable_too(stop, pairs) from None
         verdicts: list[Answer | None] = [None] * len(pairs)
         if self.method.entry.verification:  # a second prompt: does the answer match the key?
             needed = [
@@ -266,6 +259,12 @@ class ShardGrader:
             tables.append(self.table(*self.aggregate(pairs, grades), self.method.entry.aggregation))
         self.cache.close()
         return pd.concat(tables, ignore_index=True) if len(tables) > 1 else tables[0]
+
+    def _unparsable_too(self, stop: GaveUp, pairs: list[Pair]) -> GaveUp:
+        """A job's stop, the answers that came but are no grade counted with its failures (its line names them)."""
+        read = [interpret(self.kind, a, p, self.method.mode) for p, a in zip(pairs, stop.received) if a and not a.error]
+        stop.failures += [g.error for g in read if g.error is not None and g.error.startswith("unparsable:")]
+        return stop
 
     def voted(self, pairs: list[Pair]) -> pd.DataFrame:
         """Each pair asked `samples` times (sample i > 0 a field of its own, so that each has its own cache

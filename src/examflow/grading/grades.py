@@ -70,7 +70,7 @@ def check_failures(grades: pd.DataFrame, method: Method, shard: str, max_error_r
 
 class GaveUp(Exception):
     """A grading job stopped asking its model: more answers had failed than its pairs may. `failures`: the failed
-    pairs' errors, the first first; `received`: each request's answer, None where it was not asked."""
+    pairs' errors, in the order asked; `received`: each request's answer, None where it was not asked."""
 
     def __init__(self, failures: list[str], received: list[Answer | None]):
         super().__init__(f"{len(failures)} answers failed")
