@@ -5,6 +5,7 @@ hours, a stranger's trial). The answers received are kept, and a rerun asks only
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 
 import pytest
@@ -44,7 +45,16 @@ def test_past_the_failures_allowed_no_request_is_sent(tmp_path):
 def test_giving_up_ends_a_wait_to_retry_at_once(tmp_path):
     """`slow` fails with a 500 and would be asked again in 30 s; `bad` fails for good meanwhile: the job will
     fail, and `slow` gives its failure at once instead of waiting (Ctrl-C's way out)."""
-    with LLMServer(default=lambda prompt: Status(500) if prompt == "slow" else Status(400)) as server:
+    slow_asked = threading.Event()
+
+    def reply(prompt: str) -> Status:  # `bad` fails once `slow` was asked (a thread may start late)
+        if prompt == "slow":
+            slow_asked.set()
+            return Status(500)
+        slow_asked.wait(10)
+        return Status(400)
+
+    with LLMServer(default=reply) as server:
         llm = client(server, tmp_path, concurrency=2, backoff=30)
         start = time.monotonic()
         replies = llm.replies(["slow", "bad", "never"], give_up_after=0)
@@ -124,8 +134,6 @@ def asked_prompts(method: dict, n: int) -> list[str]:
 def test_a_local_model_s_job_stops_after_the_chunk_that_failed(tmp_path):
     """A model whose digits score NaN fails every pair: the job stops after its first chunk, and the thread
     that prepares the next chunk's prompts ends with it."""
-    import threading
-
     import torch
     from tiny_models import build_tiny_t5
 

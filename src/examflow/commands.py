@@ -278,7 +278,7 @@ def grade_command(args: argparse.Namespace) -> None:
             try:
                 grades = grader.grade(pairs)
             except GaveUp as stop:  # more answers failed than the job may: it stopped asking
-                _wrap_up(grader, progress, len(stop.received) - stop.answered)
+                _wrap_up(grader, progress, len(stop.failures))  # the pairs not asked did not fail
                 raise stop.failure(method, args.shard, args.max_error_rate) from None
         _wrap_up(grader, progress, int(grades["error"].notna().sum()))
         check_failures(grades, method, args.shard, args.max_error_rate)

@@ -43,10 +43,12 @@ from examflow.bounds import MESSAGE_CHARS, clip, served_name
 from examflow.cache import TEXT, check_entry, parse_json, report_damage, stamped
 from examflow.errors import NOT_ASKED, Failure, writing
 
-try:  # the openai client's HTTP library: httpx2 from openai 3 on, httpx before
+# The openai client's HTTP library, whose Response it hands back raw: httpx2 from openai 3 on, httpx before
+# (either may be installed beside the other).
+if int(openai.__version__.split(".")[0]) >= 3:
     from httpx2 import Response, SyncByteStream
-except ImportError:  # pragma: no cover
-    from httpx import Response, SyncByteStream  # type: ignore[no-redef]  # the same classes, before openai 3
+else:  # pragma: no cover
+    from httpx import Response, SyncByteStream  # type: ignore[no-redef]  # the same classes
 
 log = logging.getLogger(__name__)
 
@@ -133,8 +135,8 @@ class LLMClient:
         self.served: Counter[str] = Counter()
         self._calls_lock = threading.Lock()  # complete_many counts from several threads
         self._asked = threading.local()  # when this thread's request was sent: its reply's deadline
-        # Set while `replies` stops on Ctrl-C: a thread waiting to retry (a 429's Retry-After, minutes)
-        # stops waiting, and no request is sent after it.
+        # Set while `replies` stops (on Ctrl-C, or past `give_up_after` failures): a thread waiting to retry (a
+        # 429's Retry-After, minutes) stops waiting, and no request is sent after it.
         self._stopping = threading.Event()
         key = os.environ.get(settings.api_key_env)
         if not key and settings.base_url is None:
@@ -221,20 +223,24 @@ class LLMClient:
         `give_up_after` prompts have failed, no request is sent: the prompts left fail as `not-asked`, and a
         prompt waiting to retry gives its failure at once (a job that will fail stops in one timeout, not after
         every prompt's attempts: a server that never answers held a job for hours)."""
-        failed = [0]
+        failed = 0
         given_up = threading.Event()
 
+        def not_asked() -> LLMError:
+            return self.failure(NOT_ASKED, f"more than {give_up_after} prompts had failed")
+
         def one(asked: tuple[str, int, str | None]) -> Reply | LLMError:
+            nonlocal failed
             if given_up.is_set():
-                return self.failure(NOT_ASKED, f"more than {give_up_after} prompts had failed")
+                return not_asked()
             try:
                 return self.reply(*asked)
             except LLMError as error:
                 if given_up.is_set() and error.kind == "interrupted":  # stopped below before its request went
-                    return self.failure(NOT_ASKED, f"more than {give_up_after} prompts had failed")
+                    return not_asked()
                 with self._calls_lock:
-                    failed[0] += 1
-                    if give_up_after is not None and failed[0] > give_up_after:
+                    failed += 1
+                    if give_up_after is not None and failed > give_up_after:
                         given_up.set()
                         self._stopping.set()  # the threads waiting to retry stop waiting
                 return error
