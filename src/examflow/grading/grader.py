@@ -18,7 +18,7 @@ from examflow.bounds import STORED_CHARS, clip
 from examflow.errors import NOT_ASKED
 from examflow.grading.backends import Answer, Request, expected_signature, make_backend
 from examflow.grading.cache import GradeCache
-from examflow.grading.grades import GRADE_COLUMNS, GRADE_DTYPES, GaveUp, unanswered
+from examflow.grading.grades import GRADE_COLUMNS, GRADE_DTYPES, GaveUp, error_kind, unanswered
 from examflow.grading.methods import (
     Grade,
     Pair,
@@ -263,7 +263,7 @@ class ShardGrader:
     def _unparsable_too(self, stop: GaveUp, pairs: list[Pair]) -> GaveUp:
         """A job's stop, the answers that came but are no grade counted with its failures (its line names them)."""
         read = [interpret(self.kind, a, p, self.method.mode) for p, a in zip(pairs, stop.received) if a and not a.error]
-        stop.failures += [g.error for g in read if g.error is not None and g.error.startswith("unparsable:")]
+        stop.failures += [g.error for g in read if g.error is not None and error_kind(g.error) == "unparsable"]
         return stop
 
     def voted(self, pairs: list[Pair]) -> pd.DataFrame:
@@ -324,7 +324,7 @@ def _kept(text: str | None) -> str | None:
 
 def _not_asked(answer: Answer) -> bool:
     """Whether an answer is a prompt the back end did not send: the job had more failures than it may."""
-    return answer.error is not None and answer.error.startswith(f"{NOT_ASKED}:")
+    return answer.error is not None and error_kind(answer.error) == NOT_ASKED
 
 
 def work_unit(method: Method) -> str:

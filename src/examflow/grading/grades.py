@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import TYPE_CHECKING, cast
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -35,11 +36,20 @@ def empty_grades() -> pd.DataFrame:
     return pd.DataFrame(columns=GRADE_COLUMNS, dtype=object).astype(GRADE_DTYPES)
 
 
+def error_kind(error: str) -> str:
+    """A failure's kind, the prefix of its error (`timeout`, `http-500`, `malformed`, `unparsable`, ...)."""
+    return error.split(":", 1)[0]
+
+
 def failure_counts(grades: pd.DataFrame) -> dict[str, int]:
-    """Failed pairs by kind (`timeout`, `http-500`, `malformed`, `too-large`, `unparsable`, ...), most frequent first."""
-    kinds = grades["error"].dropna().str.split(":", n=1).str[0].value_counts()
-    ordered = sorted(kinds.items(), key=lambda item: (-item[1], item[0]))
-    return {cast(str, kind): int(count) for kind, count in ordered}  # cast: the kinds are the errors' prefixes
+    """Failed pairs by kind, most frequent first."""
+    return kind_counts(grades["error"].dropna())
+
+
+def kind_counts(errors: Iterable[str]) -> dict[str, int]:
+    """Errors by kind, most frequent first."""
+    kinds = Counter(map(error_kind, errors))
+    return dict(sorted(kinds.items(), key=lambda item: (-item[1], item[0])))
 
 
 # Failures that are answers, cached: a rerun meets them again, and what to change instead.
@@ -52,7 +62,7 @@ _CACHED_FAILURES = {
 def unanswered(error: str | None) -> bool:
     """Whether an answer's failure is that the model gave none (an HTTP error, a timeout), not an answer
     that fails (cut off at max_tokens, unparsable)."""
-    return error is not None and error.split(":", 1)[0] not in _CACHED_FAILURES
+    return error is not None and error_kind(error) not in _CACHED_FAILURES
 
 
 def check_failures(grades: pd.DataFrame, method: Method, shard: str, max_error_rate: float) -> None:
@@ -96,8 +106,8 @@ def _too_many(
 ) -> str:
     """Why a job failed: its failed pairs by kind and the first one's error; whether a rerun asks again
     (`every_one`: no pair got an answer); the pairs it stopped before asking."""
-    failed = Counter(error.split(":", 1)[0] for error in errors)
-    kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(failed.items(), key=lambda kc: (-kc[1], kc[0])))
+    failed = kind_counts(errors)
+    kinds = ", ".join(f"{count} {kind}" for kind, count in failed.items())
     hint = "".join(text for kind, text in _CACHED_FAILURES.items() if kind in failed)
     rerun = (
         "No pair got an answer from the model: a rerun asks it again for every pair"
