@@ -38,7 +38,7 @@ def leaderboard_figure(board: Board) -> bytes:
     panel_rows = math.ceil(len(board.measures) / columns)
     height = 0.9 + 0.15 * len(runs)
     fig, axes = _subplots(panel_rows, columns, figsize=(max(7.0, 1.5 + 1.7 * columns), height * panel_rows + 0.6),
-                             sharey=True, squeeze=False)  # fmt: skip
+                          sharey=True, squeeze=False)  # fmt: skip
     y = pd.Series(np.arange(len(runs)), index=runs)
     groups = pd.Series([board.group(run) for run in runs], index=runs)
     for ax, measure in zip(axes.flat, board.measures):
