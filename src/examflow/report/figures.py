@@ -192,7 +192,7 @@ def judges_figure(agreement: pd.DataFrame, statistic: str = "kendall") -> bytes:
 
 def _subplots(rows: int = 1, columns: int = 1, *, figsize: tuple[float, float], **options):
     """A figure and its axes as pyplot's `subplots` makes them, drawn by Agg, without pyplot: its import
-    (a third of a second more in every report job) and its registry of open figures serve a display."""
+    (0.4 s more in every report job on a 2-core machine) and its registry of open figures serve a display."""
     fig = Figure(figsize=figsize)
     FigureCanvasAgg(fig)
     return fig, fig.subplots(rows, columns, **options)
