@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from examflow.evaluation.impact import Baseline, BaselineStore
     from examflow.grading.grader import ShardGrader
+    from examflow.nrp.evaluate import NRPInputs, NRPSettings
     from examflow.progress import JobProgress
     from examflow.report.board import Board
 
@@ -474,13 +475,30 @@ def compare_judges_command(args: argparse.Namespace) -> None:
 
 def judges_inputs(args: argparse.Namespace):
     """What `compare-judges` compares, read and checked: a problem is one line, before any work."""
-    from examflow.errors import repeated
-    from examflow.evaluation.judges import Judges, check_measure, ensemble, per_page
-    from examflow.evaluation.official import check_level_reached
+    from examflow.evaluation.judges import Judges
     from examflow.io.leaderboard import read_leaderboard, read_leaderboard_scores
-    from examflow.io.qrels import KnownQueries, read_labels
-    from examflow.io.queries import read_queries
-    from examflow.io.runs import NO_KNOWN_QUERY, UNJUDGED_QUERY, read_runs, run_files
+
+    measures, official_measure = _judges_measures(args)
+    official_labels, label_sets, votes = _judges_labels(args, official_measure)
+    judged = set(official_labels["query_id"]).union(*(set(labels["query_id"]) for labels in label_sets.values()))
+    runs = _judges_runs(args, judged)
+    official_given = None
+    if args.official:
+        scores = read_leaderboard_scores(args.official)
+        official_given = (scores, True) if scores is not None else (read_leaderboard(args.official), False)
+        _check_official_runs(args.official, official_given[0], set(runs["run_id"]), Problems(args.on_unknown_run))
+    elif runs["run_id"].nunique() < 2:
+        log.warning(ONE_RUN, "--runs: one run")
+    leaderboards = outside_leaderboards(args, set(label_sets), set(runs["run_id"]), judged)
+    for name, labels in label_sets.items():
+        if not set(labels["query_id"]) & set(runs["query_id"]):
+            log.warning("--labels %s: judges no query that a run ranks: no run has a score under it", name)
+    return Judges(official_labels, label_sets, runs, measures, official_measure, official_given, votes, leaderboards)
+
+
+def _judges_measures(args: argparse.Namespace) -> tuple[dict[str, object], tuple[str, object] | None]:
+    """The measures by name, and the official leaderboard's (name, measure) where the qrels make it."""
+    from examflow.evaluation.judges import check_measure
 
     def measure(option: str, name: str):
         try:
@@ -495,7 +513,15 @@ def judges_inputs(args: argparse.Namespace):
     if args.official and args.official_relevance_level is not None:
         raise Failure("--official-relevance-level: the level of an official leaderboard computed from the qrels "
                       "(--official-measure), not of one given (--official)")  # fmt: skip
-    official_measure = None if args.official else _official_measure(args, measure)
+    return measures, None if args.official else _official_measure(args, measure)
+
+
+def _judges_labels(args: argparse.Namespace, official_measure: tuple[str, object] | None):
+    """The official labels, the other label sets (ensembles made of their members) and the ensembles' votes."""
+    from examflow.evaluation.judges import ensemble, per_page
+    from examflow.evaluation.official import check_level_reached
+    from examflow.io.qrels import KnownQueries, read_labels
+    from examflow.io.queries import read_queries
 
     # a query id of no query (a typo) would be drawn by every bootstrap replicate, each label set's interval moved
     if args.on_unknown_query and not args.queries:
@@ -521,8 +547,14 @@ def judges_inputs(args: argparse.Namespace):
     votes = {}
     for name, members in ensemble_arguments(args.ensemble, set(label_sets)).items():
         label_sets[name], votes[name] = ensemble({member: label_sets[member] for member in members})
-    unknown = Problems("warn")  # run rows of queries no label set judges are left out, counted
-    judged = set(official_labels["query_id"]).union(*(set(labels["query_id"]) for labels in label_sets.values()))
+    return official_labels, label_sets, votes
+
+
+def _judges_runs(args: argparse.Namespace, judged: set[str]) -> pd.DataFrame:
+    """The runs' rows of the judged queries (the others left out, counted); a judged query no run ranks said."""
+    from examflow.io.runs import NO_KNOWN_QUERY, UNJUDGED_QUERY, read_runs, run_files
+
+    unknown = Problems("warn")
     try:
         runs = read_runs(run_files(args.runs, "--runs"), judged, unknown, UNJUDGED_QUERY)
     except InputError as error:
@@ -539,18 +571,7 @@ def judges_inputs(args: argparse.Namespace):
         some = "1 judged query is" if len(unranked) == 1 else f"{len(unranked)} judged queries are"
         drawn = ", and the bootstrap draws them too" if args.bootstrap else ""
         log.warning("%s ranked by no run%s: %s%s", some, drawn, listed(unranked), check)
-    official_given = None
-    if args.official:
-        scores = read_leaderboard_scores(args.official)
-        official_given = (scores, True) if scores is not None else (read_leaderboard(args.official), False)
-        _check_official_runs(args.official, official_given[0], set(runs["run_id"]), Problems(args.on_unknown_run))
-    elif runs["run_id"].nunique() < 2:
-        log.warning(ONE_RUN, "--runs: one run")
-    leaderboards = outside_leaderboards(args, set(label_sets), set(runs["run_id"]), judged)
-    for name, labels in label_sets.items():
-        if not set(labels["query_id"]) & set(runs["query_id"]):
-            log.warning("--labels %s: judges no query that a run ranks: no run has a score under it", name)
-    return Judges(official_labels, label_sets, runs, measures, official_measure, official_given, votes, leaderboards)
+    return runs
 
 
 # Evaluating one system is a use; its labels' agreement (κ, α) stands, its leaderboards' has nothing to order.
@@ -649,22 +670,29 @@ def ensemble_arguments(arguments: list[str], names: set[str]) -> dict[str, list[
 
 
 def nrp_command(args: argparse.Namespace) -> None:
-    import pandas as pd
-
-    from examflow.config import check_relevance_range
-    from examflow.errors import repeated
-    from examflow.io import read_passages, read_queries, write_tables
-    from examflow.nrp.evaluate import NRPInputs, NRPSettings, nrp_tables
-    from examflow.nrp.inputs import (
-        answer_name,
-        dimension_problem,
-        rankers_needing_texts,
-        read_answers,
-        read_expert,
-        read_judgments,
-        weight_problem,
-    )
+    from examflow.io import write_tables
+    from examflow.nrp.evaluate import nrp_tables
     from examflow.outputs import NRP, Facts, check_written, remove_unwanted
+
+    qrels, cannot_judge, settings = _nrp_settings(args)
+    inputs = _nrp_inputs(args, qrels, cannot_judge)
+    tables = nrp_tables(inputs, settings)
+    facts = Facts(wilcoxon=bool(args.wilcoxon), expert=bool(args.expert))
+    check_written(NRP, facts, tables)
+    write_tables({Path(args.out) / name: table for name, table in tables.items()})
+    remove_unwanted(NRP, facts, args.out)
+    ranked = tables["per_answer.tsv"].drop_duplicates(["llm", "prompt", "sample", "query_id"])  # judged queries' only
+    empty = ranked["answer"].value_counts()
+    judged = len(set().union(*(set(j["query_id"]) for j in inputs.judgments.values())))
+    log.info("NRP (denominator %s) of %d answers (%d empty, %d missing) to %d queries -> %s", args.denominator,
+             len(ranked), empty.get("empty", 0), empty.get("missing", 0), judged, args.out)  # fmt: skip
+
+
+def _nrp_settings(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, set[int]], NRPSettings]:
+    """The dimensions' qrels, their labels that say "cannot judge", and the rankers and weights, each option
+    checked against the others before any file is read."""
+    from examflow.nrp.evaluate import NRPSettings
+    from examflow.nrp.inputs import dimension_problem, rankers_needing_texts, weight_problem
 
     qrels = assignments(args.qrels, "--qrels", str)
     if problem := next(filter(None, map(dimension_problem, qrels)), None):
@@ -692,6 +720,19 @@ def nrp_command(args: argparse.Namespace) -> None:
         raise Failure(f"--weight: {problem}")
     if set(fixed.values()) - set(names):
         raise Failure(f"--fix-ranker: {sorted(set(fixed.values()) - set(names))[0]!r} is none of the --ranker names")
+    wilcoxon = [tuple(w) for w in args.wilcoxon]
+    return qrels, cannot_judge, NRPSettings(rankers, weights, fixed, args.denominator, wilcoxon, args.cache_dir)
+
+
+def _nrp_inputs(args: argparse.Namespace, qrels: dict[str, str], cannot_judge: dict[str, set[int]]) -> NRPInputs:
+    """The queries, the judgments, the judged documents' texts, the answers and the expert ranking, each
+    checked against the others: an answer ranks among the documents judged for its query."""
+    import pandas as pd
+
+    from examflow.config import check_relevance_range
+    from examflow.io import read_passages, read_queries
+    from examflow.nrp.evaluate import NRPInputs
+    from examflow.nrp.inputs import answer_name, read_answers, read_expert, read_judgments
 
     queries = read_queries(args.queries)
     unknown = Problems(args.on_unknown_query)
@@ -722,17 +763,7 @@ def nrp_command(args: argparse.Namespace) -> None:
         known[row.query_id].add(answer_name(row.llm, row.prompt, row.sample))
     expert = read_expert(args.expert, known) if args.expert else None
     texts = dict(zip(queries["query_id"], queries["query_text"]))
-    inputs = NRPInputs(texts, documents, judgments, answers, expert)
-    settings = NRPSettings(rankers, weights, fixed, args.denominator, [tuple(w) for w in args.wilcoxon], args.cache_dir)
-    tables = nrp_tables(inputs, settings)
-    facts = Facts(wilcoxon=bool(args.wilcoxon), expert=bool(args.expert))
-    check_written(NRP, facts, tables)
-    write_tables({Path(args.out) / name: table for name, table in tables.items()})
-    remove_unwanted(NRP, facts, args.out)
-    ranked = tables["per_answer.tsv"].drop_duplicates(["llm", "prompt", "sample", "query_id"])  # judged queries' only
-    empty = ranked["answer"].value_counts()
-    log.info("NRP (denominator %s) of %d answers (%d empty, %d missing) to %d queries -> %s", args.denominator,
-             len(ranked), empty.get("empty", 0), empty.get("missing", 0), len(known), args.out)  # fmt: skip
+    return NRPInputs(texts, documents, judgments, answers, expert)
 
 
 class _AnswerRow(Protocol):
