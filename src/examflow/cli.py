@@ -82,6 +82,14 @@ def parser() -> argparse.ArgumentParser:
     _official_parser(subparsers)
     _compare_judges_parser(subparsers)
     _nrp_parser(subparsers)
+    _plan_parser(subparsers)
+    _report_parser(subparsers)
+    _summary_parser(subparsers)
+    _bank_parsers(subparsers)
+    return main
+
+
+def _plan_parser(subparsers) -> None:
     plan = subparsers.add_parser("plan", help="before grading: pairs per method, how many are cached, and the cost")
     plan.add_argument("--pool", required=True, help="directory of the pool tables (`examflow pool --out`)")
     plan.add_argument("--questions", nargs="*", action=Gathered, default=[], help=f"bank shards, {TABLE} each")
@@ -103,6 +111,9 @@ def parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     _written(plan, "--out", help="TSV file to write the plan to (it is printed in any case)")
     plan.set_defaults(handler=commands.plan_command)
+
+
+def _report_parser(subparsers) -> None:
     report = subparsers.add_parser("report", help="the figures and HTML pages of an evaluation, or of NRP")
     report.add_argument("--method", help="the method's name")
     report.add_argument("--eval", help="the method's evaluation folder (`examflow evaluate --out`)")
@@ -136,6 +147,9 @@ def parser() -> argparse.ArgumentParser:
     )
     _written(report, "--out", folder=True, required=True, help="directory for the figures (PNG) and pages (HTML)")
     report.set_defaults(handler=commands.report_command)
+
+
+def _summary_parser(subparsers) -> None:
     summary = subparsers.add_parser("summary", help="the run's summary (summary.md) and provenance record (JSON)")
     summary.add_argument("--grades", nargs="*", action=Gathered, default=[], help=f"every method's grades, {TABLE}")
     summary.add_argument("--flagged", help="the pool's flagged.tsv (passages that look like prompt injection)")
@@ -193,6 +207,10 @@ def parser() -> argparse.ArgumentParser:
     _written(summary, "--out-rst", help="the same summary as reStructuredText (the report's first page)")
     _written(summary, "--out-provenance", required=True, help="JSON file to write")
     summary.set_defaults(handler=commands.summary_command)
+
+
+def _bank_parsers(subparsers) -> None:
+    """`bank-diff` and `bank-export`: a bank compared with another, or written in another format."""
     diff = subparsers.add_parser("bank-diff", help="questions added, removed and reworded between two banks")
     diff.add_argument("old", help="the bank before the edit (JSONL, optionally .gz, or TSV)")
     diff.add_argument("new", help="the bank after the edit (same formats)")
@@ -211,7 +229,6 @@ def parser() -> argparse.ArgumentParser:
         "lines need them)",
     )  # fmt: skip
     export.set_defaults(handler=commands.bank_export_command)
-    return main
 
 
 def _measure_order(command) -> None:
