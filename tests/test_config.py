@@ -769,6 +769,12 @@ def test_config_mistakes_stop_the_workflow_at_parse_time_in_one_line(project):
     result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
     refused_in_one_line(result, "config inputs.qrels: resources/demo is a folder, not a file")
     config["inputs"]["qrels"] = "resources/demo/qrels.txt"
+    # a level above every judgment counts no passage relevant: refused before the pool, not after the grading
+    evaluation = config.get("evaluation", {}) | {"min_relevant_judgment": 4}
+    write(project / "config/bad.yaml", yaml.safe_dump(config | {"evaluation": evaluation}))
+    result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
+    refused_in_one_line(result, "config evaluation.min_relevant_judgment: 4 is above every judgment of "
+                        "resources/demo/qrels.txt (the highest is 3): no passage would count as relevant")  # fmt: skip
     config["nrp"] = config["nrp"] | {"corpus": "resources/demo-nrp"}  # NRP's files were checked in their job only
     write(project / "config/bad.yaml", yaml.safe_dump(config))
     result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)

@@ -156,6 +156,19 @@ def graded_shards(
     return sorted({shard_of(q, shards) for q in with_items})
 
 
+def check_relevance_level(qrels: str, level: int, relevance_range: list[int]) -> None:
+    """The official qrels read (as the pool step reads them: a malformed line is its one-line error here) and
+    their highest judgment held against `evaluation.min_relevant_judgment`. A level above every judgment counts
+    no passage relevant: κ, the question diagnostics and an official leaderboard by a measure that takes the
+    level would read nothing but 0 — a setting meant for other qrels, said before anything is graded."""
+    from examflow.io.qrels import qrels_lines
+
+    top = max(grade for *_, grade in qrels_lines(qrels, (relevance_range[0], relevance_range[1])))
+    if level > top:
+        raise ConfigError("evaluation.min_relevant_judgment", f"{level} is above every judgment of {qrels} (the "
+                          f"highest is {top}): no passage would count as relevant; set it to {top} or less")  # fmt: skip
+
+
 def check_example_query(queries_spec: str, query_id: str | None) -> None:
     """The configured topic of the worked example is one of the queries (a typo would show an empty page)."""
     if query_id is None:  # the default: the first topic, chosen at run time; nothing to read

@@ -60,6 +60,7 @@ from examflow.scheduling import (
     check_example_query,
     check_judge_files,
     check_leaderboard,
+    check_relevance_level,
     configured_facts,
     graded_shards,
     official_from_qrels,
@@ -283,6 +284,14 @@ if BANK and config["grading"]["methods"]:
         )
 if INPUTS.get("official_leaderboard"):
     checked(check_leaderboard, INPUTS, RUN_FILES, VALIDATION)
+# (an ir_datasets source is read by the pool step alone)
+if INPUTS.get("qrels") and not is_irds(INPUTS["qrels"]):
+    checked(
+        check_relevance_level,
+        INPUTS["qrels"],
+        config["evaluation"]["min_relevant_judgment"],
+        VALIDATION["relevance_range"],
+    )
 if EXAM:
     checked(check_example_query, INPUTS["queries"], config["report"]["example_query"])
 
