@@ -78,6 +78,37 @@ def test_build_pool_reads_only_pooled_passages(tmp_path):
     assert len(tables["rankings"]) == 3  # whole runs are kept for trec_eval measures
 
 
+def test_a_passage_missing_from_the_collection_is_named_with_the_run_that_pooled_it(tmp_path):
+    """The collection has no line for a passage it lacks: the message names what put the passage in the pool,
+    the first run by name that ranks it within the depth (its query and rank), else the qrels."""
+    corpus = write(tmp_path / "c.tsv", "d1\tone\n")
+    queries = pd.DataFrame({"query_id": ["q", "p"], "facet_id": [None] * 2, "query_text": ["Q", "P"],
+                            "facet_text": [None] * 2})  # fmt: skip
+    runs = rankings([("zeta", "q", "d9", 1, 3.0), ("alpha", "q", "d1", 1, 3.0), ("alpha", "p", "d9", 2, 2.0),
+                     ("alpha", "q", "d9", 2, 2.0), ("alpha", "q", "d8", 3, 1.0)])  # fmt: skip
+    judgments = pd.DataFrame({"query_id": ["q"], "facet_id": [None], "passage_id": ["j"], "relevance": [2]})
+    with pytest.raises(InputError) as refused:
+        build_pool(queries, runs, None, judgments, corpus, 2, Problems("error"))
+    # d8 (rank 3) is beyond the depth, so not pooled; j is first by id but judged, not ranked
+    assert (
+        str(refused.value) == f"{corpus}: pooled passage 'd9' is not in the collection (run 'alpha' ranks it "
+        "for query 'p' at rank 2)"
+    )
+    lenient = Problems("warn")
+    tables = build_pool(queries, runs, None, judgments, corpus, 2, lenient)
+    assert lenient.counts == {"pooled passages missing from the collection": 2}
+    assert str(lenient.examples["pooled passages missing from the collection"]).endswith(
+        "(run 'alpha' ranks it for query 'p' at rank 2)"
+    )
+    assert tables["passages"]["passage_id"].tolist() == ["d1"]
+    judged_only = build_pool(queries, runs[runs["passage_id"] != "d9"], None, judgments, corpus, 2, Problems("warn"))
+    assert judged_only["passages"]["passage_id"].tolist() == ["d1"]
+    with pytest.raises(
+        InputError, match=r"pooled passage 'j' is not in the collection \(the qrels judge it for query 'q'\)$"
+    ):
+        build_pool(queries, runs[runs["passage_id"] != "d9"], None, judgments, corpus, 2, Problems("error"))
+
+
 def test_run_ids_must_not_clash_with_response_systems():
     runs = rankings([("sys", "q", "d1", 1, 1.0)])
     segments = rankings([("sys", "q", "gen-x", 1, 1.0)]).assign(text="generated")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -88,7 +89,8 @@ def build_pool(
         )
     pool = pooled_ids(rankings, judgments, set(segments["run_id"]), depth)
     texts = dict(zip(segments["passage_id"], segments["text"]))
-    texts.update(_corpus_texts(corpus, set(pool["passage_id"]) - texts.keys(), missing_passages))
+    origins = partial(_origins, rankings[rankings["rank"] <= depth], judgments)
+    texts.update(_corpus_texts(corpus, set(pool["passage_id"]) - texts.keys(), missing_passages, origins))
     pool = pool[pool["passage_id"].isin(texts.keys())]
     passages = pool.assign(text=pool["passage_id"].map(texts))[PASSAGE_COLUMNS]
     return {
@@ -103,14 +105,29 @@ def build_pool(
     }
 
 
-def _corpus_texts(corpus, wanted: set[str], missing_passages: Problems) -> dict[str, str]:
+def _corpus_texts(corpus, wanted: set[str], missing_passages: Problems, origins) -> dict[str, str]:
     if not wanted:
         return {}
     if corpus is None:
         raise InputError(
             "config: inputs.corpus", f"{len(wanted)} pooled passages need a corpus, and none is configured"
         )
-    return read_passages(corpus, wanted, missing_passages)
+    return read_passages(corpus, wanted, missing_passages, origins=origins)
+
+
+def _origins(ranked: pd.DataFrame, judgments: pd.DataFrame, ids: list[str]) -> dict[str, str]:
+    """Why each of the pooled passage ids is in the pool, for a message: the first run (by name) that ranks
+    it within the depth, with the query and the rank, else the qrels' judgment of it."""
+    rows = ranked[ranked["passage_id"].isin(ids)].sort_values(["run_id", "query_id", "rank"])
+    first = rows.drop_duplicates("passage_id")
+    where = {
+        passage: f"run {run!r} ranks it for query {query!r} at rank {rank}"
+        for passage, run, query, rank in zip(first["passage_id"], first["run_id"], first["query_id"], first["rank"])
+    }
+    judged = judgments[judgments["passage_id"].isin(set(ids) - where.keys())].drop_duplicates("passage_id")
+    where.update({passage: f"the qrels judge it for query {query!r}"
+                  for passage, query in zip(judged["passage_id"], judged["query_id"])})  # fmt: skip
+    return where
 
 
 def pool_summary(queries: pd.DataFrame, passages: pd.DataFrame, rankings: pd.DataFrame) -> pd.DataFrame:

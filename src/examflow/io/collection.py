@@ -7,7 +7,7 @@ MS MARCO collection needs memory for the pool, not for the collection.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import cast
 
@@ -33,9 +33,15 @@ TEXT_FIELDS = ("text", "contents", "body")
 
 
 def read_passages(
-    path: str | Path, wanted: set[str], problems: Problems, what: str = "pooled passage"
+    path: str | Path,
+    wanted: set[str],
+    problems: Problems,
+    what: str = "pooled passage",
+    origins: Callable[[list[str]], dict[str, str]] | None = None,
 ) -> dict[str, str]:
-    """Texts of the `wanted` passage ids; missing or empty ones go to `problems`, named as `what` they are."""
+    """Texts of the `wanted` passage ids; missing or empty ones go to `problems`, named as `what` they are.
+    `origins`, given the missing ids, says where each was asked for (a run that ranks it): the collection
+    has no line to name for a passage it lacks."""
     readers = {".tsv": _tsv, ".jsonl": _jsonl, ".parquet": _parquet}
     reader = _irds if is_irds(path) else readers.get(base_suffix(path))
     if reader is None:
@@ -51,10 +57,13 @@ def read_passages(
             raise InputError(path, f"{what} {doc_id!r} appears twice with different texts", number, "doc_id")
         else:
             found[doc_id] = text
-    for doc_id in sorted(wanted - found.keys()):
+    missing = sorted(wanted - found.keys())
+    where = origins(missing) if origins and missing else {}
+    for doc_id in missing:
+        origin = f" ({where[doc_id]})" if doc_id in where else ""
         problems.report(
             f"{what}s missing from the collection",
-            InputError(path, f"{what} {doc_id!r} is not in the collection"),
+            InputError(path, f"{what} {doc_id!r} is not in the collection{origin}"),
         )
     return found
 
