@@ -832,7 +832,8 @@ def example_data(root, config: dict) -> None:
     queries = '{"query_id": "p1", "text": "a page", "subtopics": [{"facet_id": "s1", "text": "a section"}]}\n'
     write(root / inputs["queries"], queries if faceted else "p1\ta query\n")
     qid = "p1/s1" if faceted else "p1"
-    write(root / inputs["qrels"], f"{qid} 0 d1 1\n")
+    relevant = (config.get("evaluation") or {}).get("min_relevant_judgment", 1)  # TREC DL's example counts 2 and 3
+    write(root / inputs["qrels"], f"{qid} 0 d1 {relevant}\n")
     runs = root / inputs["runs"][0].replace("*", "system")
     write(runs, "p1 Q0 d1 1 2.0 system\n")
     corpus = root / inputs["corpus"]
