@@ -60,6 +60,23 @@ def test_after_the_run_a_job_left_running_was_stopped_and_time_ends_at_the_last_
     )
 
 
+def test_a_killed_job_s_prompts_are_not_in_the_eta(results):
+    """A stranger's trial: a grading job killed (`kill -9`) left its prompts in the ETA, which counted down
+    work no process was doing."""
+    from examflow.progress import _host
+
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    killed = {"host": _host(), "pid": int(ended.stdout)}  # a process of this host that is gone
+    write(results / "logs/progress/m/s0.json", json.dumps(
+        {**json.loads(job("m/s0", 1010.0, 1040.0, 50, 300, 200, "running")), **killed}
+    ))  # fmt: skip
+    line = progress_line(read_progress(results), now=1060.0)
+    # 200 + 100 prompts answered in 50 s: 6 prompts/s; the running job has 400 left (67 s), the killed one
+    # its 100 (not in the ETA)
+    assert line.startswith("examflow: answered 300 of 800 prompts, 6.0 prompts/s, ETA 0:01:07 for the prompts ")
+    assert "grade jobs: 1 starting, 1 running, 1 stopped, 2 waiting;" in line
+
+
 @pytest.mark.parametrize("ended", [False, True])
 def test_a_run_the_cache_answers_whole_says_so_not_0_of_0(tmp_path, ended):
     """A cache-only rerun read `answered 0 of 0 prompts, prompts/s not known yet; ...; 3,345 more prompts

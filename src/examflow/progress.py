@@ -238,9 +238,11 @@ def progress_line(progress: RunProgress, now: float) -> str:
     if (rate or running) and not idle:
         asked = " asked" if unanswered else ""  # not answered: a server down is asked as fast as one up
         words.append(f"{rate:,.1f} {unit}/s{asked}" if rate else f"{unit}/s not known yet")
-    if graded < to_grade and rate and running:  # a stopped run has no time left to tell
+    # what the running jobs have left: a stopped job's (killed, its process gone) waits for the next run
+    left = 0 if progress.ended else sum((j.to_grade or 0) - j.graded for j in jobs if j.state == RUNNING)
+    if left > 0 and rate:  # a stopped run has no time left to tell
         partial = "" if counted else f" for the {unit} counted so far"
-        words.append(f"ETA {_clock((to_grade - graded) / rate)}{partial}")
+        words.append(f"ETA {_clock(left / rate)}{partial}")
     states = {
         "starting": starting,  # reading their tables, loading the model, looking in the cache
         "running": running - starting,
