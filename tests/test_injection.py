@@ -107,6 +107,19 @@ def test_pooling_writes_the_rule_and_phrase_of_each_flag_using_the_query_text(tm
     ]  # the stuffing passage stuffs q1's words, not q2's
 
 
+def test_the_summary_says_how_many_pooled_passages_were_left_out():
+    """Under `validation.missing_passages: warn` they were said once, in the pool step's log (a stranger's trial)."""
+    flagged = pd.DataFrame(columns=["query_id", "passage_id", "origin", "rule", "phrase"])
+    dropped = pd.DataFrame({"query_id": ["q2", "q3"], "passage_id": ["d99", "d7"], "origin": "retrieved"})
+    text = run_summary({}, flagged, "results", {}, dropped=dropped).markdown()
+    assert (
+        "2 pooled passages were left out, missing from the corpus or with empty text (`validation.missing_passages: "
+        "warn`): no grade, in no score (all in `pool/dropped.tsv`; the first: d99 of query q2)."
+    ) in text
+    kept = run_summary({}, flagged, "results", {}, dropped=dropped.iloc[:0]).markdown()
+    assert "left out" not in kept and "dropped.tsv" not in kept
+
+
 def test_the_summary_names_each_rule_that_fired_with_what_it_looks_for():
     flagged = pd.DataFrame(
         {"query_id": ["q1", "q1", "q2"], "passage_id": ["a", "b", "c"], "origin": "retrieved",

@@ -101,6 +101,9 @@ def test_a_passage_missing_from_the_collection_is_named_with_the_run_that_pooled
         "(run 'alpha' ranks it for query 'p' at rank 2)"
     )
     assert tables["passages"]["passage_id"].tolist() == ["d1"]
+    # what was left out, for the summary: d8 (rank 3) is beyond the depth, so neither pooled nor dropped
+    assert tables["dropped"].values.tolist() == [["p", "d9", "retrieved"], ["q", "d9", "retrieved"],
+                                                 ["q", "j", "judged"]]  # fmt: skip
     judged_only = build_pool(queries, runs[runs["passage_id"] != "d9"], None, judgments, corpus, 2, Problems("warn"))
     assert judged_only["passages"]["passage_id"].tolist() == ["d1"]
     with pytest.raises(

@@ -108,5 +108,9 @@ def test_warn_policy_pools_around_missing_passages(project):
         "1 × pooled passages missing from the collection, dropped"
         in (project / "results/demo/logs/pool.log").read_text()
     )
+    # listed for the summary, a row per query that pooled it: honeybee's qrels judge p001, bm25 ranks it 6th
+    dropped = pd.read_csv(project / "results/demo/pool/dropped.tsv", sep="\t", dtype=str).set_index("query_id")
+    assert set(dropped["passage_id"]) == {"p001"} and dropped.index.is_unique
+    assert dropped.at["honeybee", "origin"] == "judged,retrieved"
     passages = pd.read_parquet(project / "results/demo/pool/passages.parquet")
     assert "p001" not in set(passages["passage_id"])

@@ -153,6 +153,7 @@ def _summary_parser(subparsers) -> None:
     summary = subparsers.add_parser("summary", help="the run's summary (summary.md) and provenance record (JSON)")
     summary.add_argument("--grades", nargs="*", action=Gathered, default=[], help=f"every method's grades, {TABLE}")
     summary.add_argument("--flagged", help="the pool's flagged.tsv (passages that look like prompt injection)")
+    summary.add_argument("--dropped", help="the pool's dropped.tsv (pooled passages missing from the corpus or empty)")
     summary.add_argument("--config-digest", required=True, help="sha256 of the checked configuration")
     summary.add_argument("--results", required=True, help="the results folder, named in the summary")
     summary.add_argument(

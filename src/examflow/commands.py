@@ -1069,6 +1069,7 @@ def summary_command(args: argparse.Namespace) -> None:
 
     graded = {meta["method"]["name"]: meta for meta in map(read_grades_metadata, args.grades)}
     flagged = _tsv(Path(args.flagged)) if args.flagged else None
+    dropped = _tsv(Path(args.dropped)) if args.dropped else None
     official = read_leaderboard(args.official) if args.official else None
     boards: dict[str, Board] = {}
     for folder in map(Path, args.eval):
@@ -1107,6 +1108,7 @@ def summary_command(args: argparse.Namespace) -> None:
         args.out_summary,
         args.config_setting,
         figures,
+        dropped,
     )
     record = json.dumps(provenance(graded, args.config_digest), indent=2, sort_keys=True) + "\n"
     files = {args.out_summary: document.markdown(), args.out_provenance: record}

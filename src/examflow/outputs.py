@@ -59,6 +59,7 @@ POOL = {
     "judgments": File("judgments.parquet"),
     "summary": File("summary.tsv"),
     "flagged": File("flagged.tsv"),
+    "dropped": File("dropped.tsv"),
 }
 
 # `examflow evaluate`, into eval/{method}/.

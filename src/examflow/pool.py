@@ -75,8 +75,9 @@ def build_pool(
     depth: int,
     missing_passages: Problems,
 ) -> dict[str, pd.DataFrame]:
-    """The pool tables by name: passages, rankings, queries, judgments, summary, and the passages
-    that look like prompt injection (flagged)."""
+    """The pool tables by name: passages, rankings, queries, judgments, summary, the passages that look
+    like prompt injection (flagged), and the pooled passages left out under `missing_passages: warn`
+    (dropped: missing from the corpus, or with empty text)."""
     segments = segments if segments is not None else pd.DataFrame(columns=RUN_COLUMNS + ["text"])
     clash = set(runs["run_id"]) & set(segments["run_id"])
     if clash:
@@ -91,7 +92,8 @@ def build_pool(
     texts = dict(zip(segments["passage_id"], segments["text"]))
     origins = partial(_origins, rankings[rankings["rank"] <= depth], judgments)
     texts.update(_corpus_texts(corpus, set(pool["passage_id"]) - texts.keys(), missing_passages, origins))
-    pool = pool[pool["passage_id"].isin(texts.keys())]
+    kept = pool["passage_id"].isin(texts.keys())
+    dropped, pool = pool[~kept], pool[kept]
     passages = pool.assign(text=pool["passage_id"].map(texts))[PASSAGE_COLUMNS]
     return {
         "passages": passages.sort_values(["query_id", "passage_id"]).reset_index(drop=True),
@@ -102,6 +104,7 @@ def build_pool(
         ),
         "summary": pool_summary(queries, passages, rankings),
         "flagged": flag_passages(passages.sort_values(["query_id", "passage_id"]), queries),
+        "dropped": dropped.sort_values(["query_id", "passage_id"]).reset_index(drop=True),
     }
 
 

@@ -218,6 +218,7 @@ def run_summary(
     page: str | None = None,
     settings: Sequence[str] = (),
     figures: Mapping[str, bytes] | None = None,
+    dropped: pd.DataFrame | None = None,
 ) -> Document:
     """`boards`: each method's leaderboard at the report's τ. The report's first page opens on each
     method's headline leaderboard (the report's own table and figure, embedded: `figures`, the PNG the
@@ -238,6 +239,8 @@ def run_summary(
         _judges_section(doc, judges, official is not None and official.measure is not None)
     if flagged is not None:  # EXAM ran (NRP alone has no pool and no grades)
         _grading_section(doc, graded)
+        if dropped is not None and not dropped.empty:
+            _dropped_paragraph(doc, dropped)
         _injection_section(doc, flagged)
     if nrp is not None:
         _nrp_section(doc, nrp)
@@ -394,6 +397,16 @@ def _served_paragraph(doc: Document, name: str, meta: dict) -> None:
         doc.paragraph("Method {} asked its server for model {}; the server answered " + ", ".join(
             [f"{{}} of {total} as {{}}"] * len(others)) + " (`served_models` in its grades' metadata).", name, asked,
             *(value for other in others for value in (served[other], other)))  # fmt: skip
+
+
+def _dropped_paragraph(doc: Document, dropped: pd.DataFrame) -> None:
+    """Pooled passages left out (`validation.missing_passages: warn`): said where the run is read, not only
+    in the pool step's log, since they are in no score."""
+    first = dropped.iloc[0]
+    passages = "passages were" if len(dropped) > 1 else "passage was"
+    doc.paragraph("{} pooled {} left out, missing from the corpus or with empty text (`validation.missing_passages: "
+                  "warn`): no grade, in no score (all in `pool/dropped.tsv`; the first: {} of query {}).",
+                  f"{len(dropped):,}", passages, first["passage_id"], first["query_id"])  # fmt: skip
 
 
 def _injection_section(doc: Document, flagged: pd.DataFrame) -> None:

@@ -2,6 +2,7 @@ rule summary:
     input:
         grades=expand(rules.merge_grades.output, method=METHODS) if EXAM else [],
         flagged=rules.pool.output.flagged if EXAM else [],
+        dropped=rules.pool.output.dropped if EXAM else [],
         leaderboards=(
             expand(rules.evaluate.output.leaderboard, method=METHODS) if EXAM else []
         ),
@@ -28,6 +29,7 @@ rule summary:
         inputs=lambda wildcards, input: cli_options(
             grades=input.grades,
             flagged=input.flagged or None,
+            dropped=input.dropped or None,
             eval=[Path(path).parent for path in input.leaderboards],
             nrp=input.nrp or None,
             official=input.official or None,
