@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
@@ -108,7 +109,9 @@ def build_pool(
     }
 
 
-def _corpus_texts(corpus, wanted: set[str], missing_passages: Problems, origins) -> dict[str, str]:
+def _corpus_texts(
+    corpus, wanted: set[str], missing_passages: Problems, origins: Callable[[list[str]], dict[str, str]]
+) -> dict[str, str]:
     if not wanted:
         return {}
     if corpus is None:

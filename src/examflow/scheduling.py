@@ -160,8 +160,9 @@ def check_relevance_level(qrels: str, level: int, relevance_range: list[int]) ->
     """The official qrels read (as the pool step reads them: a malformed line is its one-line error here) and
     their highest judgment held against `evaluation.min_relevant_judgment`. A level above every judgment counts
     no passage relevant: κ, the question diagnostics and an official leaderboard by a measure that takes the
-    level would read nothing but 0 — a setting meant for other qrels, said before anything is graded. Every
-    Snakemake start pays the read: 1.5 s for 300,000 lines here, TREC DL 2019's 9,260 (shape) 0.02 s."""
+    level would read nothing but 0 — a setting meant for other qrels, said before anything is graded. The
+    Snakefile reads them once a run, in its main process (a cluster's jobs parse it again): 1.5 s for 300,000
+    lines here, a TREC DL 2019-shaped 9,260 0.02 s."""
     from examflow.io.qrels import qrels_lines
 
     top = max(grade for *_, grade in qrels_lines(qrels, (relevance_range[0], relevance_range[1])))

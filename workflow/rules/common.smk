@@ -244,6 +244,14 @@ if workflow.is_main_process:  # once a run, not again in each job
         RUN_FILES,
         config["validation"],
     )
+    # (an ir_datasets source is read by the pool step alone)
+    if INPUTS.get("qrels") and not is_irds(INPUTS["qrels"]):
+        checked(
+            check_relevance_level,
+            INPUTS["qrels"],
+            config["evaluation"]["min_relevant_judgment"],
+            config["validation"]["relevance_range"],
+        )
 
 
 def cli_options(**options):
@@ -284,14 +292,6 @@ if BANK and config["grading"]["methods"]:
         )
 if INPUTS.get("official_leaderboard"):
     checked(check_leaderboard, INPUTS, RUN_FILES, VALIDATION)
-# (an ir_datasets source is read by the pool step alone)
-if INPUTS.get("qrels") and not is_irds(INPUTS["qrels"]):
-    checked(
-        check_relevance_level,
-        INPUTS["qrels"],
-        config["evaluation"]["min_relevant_judgment"],
-        VALIDATION["relevance_range"],
-    )
 if EXAM:
     checked(check_example_query, INPUTS["queries"], config["report"]["example_query"])
 
