@@ -116,6 +116,10 @@ def test_the_summary_says_how_many_pooled_passages_were_left_out():
         "2 pooled passages were left out, missing from the corpus or with empty text (`validation.missing_passages: "
         "warn`): no grade, in no score (all in `pool/dropped.tsv`; the first: d99 of query q2)."
     ) in text
+    twice = run_summary({}, flagged, "results", {}, dropped=dropped.assign(passage_id="d99")).markdown()
+    assert (
+        "1 pooled passage was left out from 2 (query, passage) pairs of the pool, missing" in twice
+    )  # as the log counts
     kept = run_summary({}, flagged, "results", {}, dropped=dropped.iloc[:0]).markdown()
     assert "left out" not in kept and "dropped.tsv" not in kept
 

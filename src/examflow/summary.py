@@ -402,11 +402,13 @@ def _served_paragraph(doc: Document, name: str, meta: dict) -> None:
 def _dropped_paragraph(doc: Document, dropped: pd.DataFrame) -> None:
     """Pooled passages left out (`validation.missing_passages: warn`): said where the run is read, not only
     in the pool step's log, since they are in no score."""
-    first = dropped.iloc[0]
-    passages = "passages were" if len(dropped) > 1 else "passage was"
-    doc.paragraph("{} pooled {} left out, missing from the corpus or with empty text (`validation.missing_passages: "
-                  "warn`): no grade, in no score (all in `pool/dropped.tsv`; the first: {} of query {}).",
-                  f"{len(dropped):,}", passages, first["passage_id"], first["query_id"])  # fmt: skip
+    first, count = dropped.iloc[0], dropped["passage_id"].nunique()  # as the pool's warning counts them
+    passages = "passages were" if count > 1 else "passage was"
+    # a passage several queries pooled is a row of the table for each
+    pairs = f" from {len(dropped):,} (query, passage) pairs of the pool" if len(dropped) > count else ""
+    doc.paragraph("{} pooled {} left out{}, missing from the corpus or with empty text (`validation."
+                  "missing_passages: warn`): no grade, in no score (all in `pool/dropped.tsv`; the first: {} of query {}).",
+                  f"{count:,}", passages, pairs, first["passage_id"], first["query_id"])  # fmt: skip
 
 
 def _injection_section(doc: Document, flagged: pd.DataFrame) -> None:
