@@ -10,9 +10,10 @@ import time
 
 import pytest
 from llm_server import LLMServer, Status
-from test_grading_backends import grader, openai_method, pairs
+from test_grading_backends import QUESTION, grader, openai_method, pairs
 
 from examflow.grading.grades import GaveUp
+from examflow.grading.methods import Pair
 from examflow.llm import LLMClient, LLMError, LLMSettings
 from examflow.registry import check_method
 
@@ -119,6 +120,25 @@ def test_a_dead_server_stops_a_job_at_its_first_failures(tmp_path):
         assert f"it stopped asking, {200 - server.calls} pairs not asked. No pair got an answer from the model: " in (
             message
         )
+
+
+def test_a_prompt_two_pairs_share_is_asked_once_and_fails_both(tmp_path, caplog):
+    """A passage under two ids (MS MARCO has such) puts the same prompt twice in a job: one request, its answer
+    both pairs'; a failure of it is two failed pairs, in the job's table and in the early stop's count."""
+    import logging
+
+    texts = ["nectar flows", "nectar flows", "nectar flows", "the moon raises tides", "lava"]
+    shared = [Pair("q1", None, f"p{i}", "q1/x", QUESTION, text) for i, text in enumerate(texts)]
+    with LLMServer(default=lambda prompt: Status(503) if "nectar" in prompt else "4") as server:
+        method = openai_method(server, "self_rating")  # 2 attempts a prompt
+        caplog.set_level(logging.INFO)
+        table = grader(method, str(tmp_path), max_error_rate=0.8).grade(shared)
+        assert server.calls == 2 + 1 + 1  # the shared prompt twice (it is retried), the others once
+        assert table["error"].notna().tolist() == [True, True, True, False, False]
+        assert "0 of 5 prompts cached; 3 to grade (2 more the same as one of them, answered with it)" in caplog.text
+        with pytest.raises(GaveUp) as stop:  # 1 prompt failed, 3 pairs: more than 0.4 × 5
+            grader(method, str(tmp_path / "again"), max_error_rate=0.4).grade(shared)
+        assert len(stop.value.failures) == 3 and stop.value.answered == 2 - stop.value.unasked
 
 
 def asked_prompts(method: dict, n: int) -> list[str]:

@@ -165,11 +165,13 @@ class ShardGrader:
         return self.loaded
 
     def _todo(self, requests: list, query_ids: list[str]) -> tuple[list[str], list[int]]:
-        """Every request's cache key, and which of them the cache does not answer."""
+        """Every request's cache key, and which of them to ask: those the cache does not answer, each prompt
+        once (a passage under two ids puts the same prompt twice; its answer is both pairs')."""
         keys = [self.cache.key(r) for r in requests]
         if self.known is None:
             self.known = self.cache.answers(query_ids)
-        return keys, [i for i, key in enumerate(keys) if key not in self.known]
+        first: dict[str, int] = {}
+        return keys, [i for i, key in enumerate(keys) if key not in self.known and first.setdefault(key, i) == i]
 
     def answers(
         self, requests: list, query_ids: list[str], more: bool = False, allowed: float | None = None
@@ -185,7 +187,9 @@ class ShardGrader:
                 keys, todo = self._todo(requests, query_ids)
         known = cast(dict[str, Answer], self.known)
         unit = work_unit(self.method)  # an embedding grader is sent pairs
-        log.info("%d of %d %s cached; %d to grade", len(requests) - len(todo), len(requests), unit, len(todo))
+        shared = sum(key not in known for key in keys) - len(todo)
+        log.info("%d of %d %s cached; %d to grade%s", len(requests) - len(todo) - shared, len(requests), unit,
+                 len(todo), f" ({shared} more the same as one of them, answered with it)" if shared else "")  # fmt: skip
         if self.progress:
             self.progress.planned(len(requests) - len(todo), len(todo), more)
         if not todo:  # the cache answers all: no model is loaded for nothing
@@ -193,7 +197,8 @@ class ShardGrader:
         start = time.monotonic()
         batches = [todo[offset : offset + self.flush_every] for offset in range(0, len(todo), self.flush_every)]
         chunks = [[requests[i] for i in batch] for batch in batches]
-        failures: list[str] = []  # this pass's failed answers (a prompt not asked is none)
+        failures: list[str] = []  # this pass's failed pairs (a prompt not asked is none; a shared one fails each)
+        pairs_of = Counter(keys)
 
         def ask(chunk: list) -> list[Answer]:  # an API back end stops within a chunk once the job must fail
             if allowed is None or not getattr(self.backend, "gives_up", False):
@@ -216,13 +221,16 @@ class ShardGrader:
             if self.progress:
                 self.progress.graded(len(asked), self.replayed - replayed, failed)
             replayed = self.replayed
-            failures += [a.error for a in asked if a.error is not None]
+            failures += [
+                a.error for i, a in zip(batch, fresh) if a.error and not _not_asked(a) for _ in range(pairs_of[keys[i]])
+            ]
             if allowed is not None and len(failures) > allowed:
                 getattr(replies, "close", lambda: None)()  # a local model's preparing thread ends
                 self.cache.close()  # the answers received are kept
                 received = [a if a is not None and not _not_asked(a) else None for a in map(known.get, keys)]
                 self._served([a for a in received if a is not None])
-                raise GaveUp(failures, received)
+                # counted by pair, as the job's table would count them (a prompt two pairs share fails both)
+                raise GaveUp([a.error for a in received if a is not None and a.error is not None], received)
         return self._served([known[key] for key in keys])
 
     def _served(self, answers: list[Answer]) -> list[Answer]:
