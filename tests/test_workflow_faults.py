@@ -149,7 +149,10 @@ def test_unparsable_answers_and_an_allowance_of_failures(project):
             f"shard {bucket('q1')}: 2 of 6 pairs failed (1 http-503, 1 unparsable; the first: "
             in result.stdout + result.stderr
         )
-        assert "an unparsable answer is an answer and stays" in result.stdout + result.stderr
+        assert (
+            "an unparsable answer is an answer and stays: see the method's `mode`, or delete the config's "
+            "`cache_dir`/grades (and an openai back end's `cache_dir`/llm) to ask the model again"
+        ) in result.stdout + result.stderr
 
         config = yaml.safe_load((project / "mine.yaml").read_text())
         config["grading"]["methods"][0]["mode"] = "reference"

@@ -54,7 +54,8 @@ def kind_counts(errors: Iterable[str]) -> dict[str, int]:
 
 # Failures that are answers, cached: a rerun meets them again, and what to change instead.
 _CACHED_FAILURES = {
-    "unparsable": "; an unparsable answer is an answer and stays: see the method's `mode`",
+    "unparsable": "; an unparsable answer is an answer and stays: see the method's `mode`, or delete the config's "
+    "`cache_dir`/grades (and an openai back end's `cache_dir`/llm) to ask the model again",
     "cut-off": "; an answer cut at max_tokens is an answer and stays: raise max_tokens, or set cut_off: keep",
 }
 
