@@ -179,19 +179,9 @@ class ShardGrader:
         """Cached answers where there are any; the rest from the model, flushed batch by batch (`more`:
         another pass follows, for the progress line). `allowed`: how many answers may fail (a job's
         max_error_rate of its pairs, where each request is a pair); past it the job stops asking (GaveUp)."""
-        keys, todo = self._todo(requests, query_ids)
-        if todo and self.loaded is None:
-            expected = self.cache.signature
-            self._load()
-            if self.cache.signature != expected:
-                keys, todo = self._todo(requests, query_ids)
+        keys, todo = self._planned(requests, query_ids, more)
         known = cast(dict[str, Answer], self.known)
         unit = work_unit(self.method)  # an embedding grader is sent pairs
-        shared = sum(key not in known for key in keys) - len(todo)
-        log.info("%d of %d %s cached; %d to grade%s", len(requests) - len(todo) - shared, len(requests), unit,
-                 len(todo), f" ({shared} more the same as one of them, answered with it)" if shared else "")  # fmt: skip
-        if self.progress:
-            self.progress.planned(len(requests) - len(todo), len(todo), more)
         if not todo:  # the cache answers all: no model is loaded for nothing
             return self._served([known[key] for key in keys])
         start = time.monotonic()
@@ -226,12 +216,33 @@ class ShardGrader:
             ]
             if allowed is not None and len(failures) > allowed:
                 getattr(replies, "close", lambda: None)()  # a local model's preparing thread ends
-                self.cache.close()  # the answers received are kept
-                received = [a if a is not None and not _not_asked(a) else None for a in map(known.get, keys)]
-                self._served([a for a in received if a is not None])
-                # counted by pair, as the job's table would count them (a prompt two pairs share fails both)
-                raise GaveUp([a.error for a in received if a is not None and a.error is not None], received)
+                raise self._gave_up(keys)
         return self._served([known[key] for key in keys])
+
+    def _planned(self, requests: list, query_ids: list[str], more: bool) -> tuple[list[str], list[int]]:
+        """`_todo`, the model loaded where there is any (its signature may move the keys), and said."""
+        keys, todo = self._todo(requests, query_ids)
+        if todo and self.loaded is None:
+            expected = self.cache.signature
+            self._load()
+            if self.cache.signature != expected:
+                keys, todo = self._todo(requests, query_ids)
+        shared = sum(key not in cast(dict, self.known) for key in keys) - len(todo)
+        log.info("%d of %d %s cached; %d to grade%s", len(requests) - len(todo) - shared, len(requests),
+                 work_unit(self.method), len(todo),
+                 f" ({shared} more the same as one of them, answered with it)" if shared else "")  # fmt: skip
+        if self.progress:
+            self.progress.planned(len(requests) - len(todo), len(todo), more)
+        return keys, todo
+
+    def _gave_up(self, keys: list[str]) -> GaveUp:
+        """The job's stop: the answers received kept, the failed pairs counted as its table would count them
+        (a prompt two pairs share fails both; a cut-off answer cached by an earlier run is one)."""
+        self.cache.close()
+        known = cast(dict[str, Answer], self.known)
+        received = [a if a is not None and not _not_asked(a) else None for a in map(known.get, keys)]
+        self._served([a for a in received if a is not None])
+        return GaveUp([a.error for a in received if a is not None and a.error is not None], received)
 
     def _served(self, answers: list[Answer]) -> list[Answer]:
         """The answers, their models counted (the grades' metadata records them)."""
