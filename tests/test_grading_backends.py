@@ -296,18 +296,23 @@ def test_the_embedding_grader_encodes_each_distinct_text_once_per_job():
     assert sorted(encoded) == sorted(set(questions + contexts))
 
 
-def graded_in_a_process(tmp_path, method: dict, question_query: str):
-    """`examflow grade` of one passage, in a process of its own, on a question of `question_query`; it prints
-    the heavy libraries it imported."""
-    import subprocess
-    import sys
-
+def write_shard(tmp_path, question_query: str) -> None:
+    """A grading job's tables: one passage of query `q`, one question of `question_query`."""
     passages = pd.DataFrame({"query_id": ["q"], "passage_id": ["p"], "text": ["t"], "origin": ["retrieved"]})
     queries = pd.DataFrame({"query_id": ["q"], "facet_id": [None], "query_text": ["x"], "facet_text": [None]})
     questions = pd.DataFrame({"query_id": [question_query], "facet_id": [None], "question_id": ["q/1"],
                               "question_text": ["?"], "kind": ["question"], "gold_answers": [None], "choices": [None]})  # fmt: skip
     for name, table in (("passages", passages), ("queries", queries), ("questions", questions)):
         table.to_parquet(tmp_path / f"{name}.parquet")
+
+
+def graded_in_a_process(tmp_path, method: dict, question_query: str):
+    """`examflow grade` of one passage, in a process of its own, on a question of `question_query`; it prints
+    the heavy libraries it imported."""
+    import subprocess
+    import sys
+
+    write_shard(tmp_path, question_query)
     script = (
         "import sys; from examflow.cli import main; code = main(sys.argv[1:]); "
         "print(*sorted({'torch', 'transformers'} & set(sys.modules))); sys.exit(code)"
@@ -557,3 +562,22 @@ def test_a_device_this_machine_lacks_is_blamed_on_the_device_not_the_model(tiny_
     ):
         with pytest.raises(ConfigError, match=r"^config backend.device: mps: not usable here \([^\n]+\)$"):
             make()
+
+
+def test_a_method_that_grades_questions_needs_the_shard_s_bank(tmp_path, capsys):
+    """`--questions` is optional (a method that grades against the query reads no bank); one that grades
+    questions without it would grade nothing: refused in one line."""
+    from examflow.cli import main
+
+    write_shard(tmp_path, "q")
+    method = {"name": "cosine", "kind": "self_rating", "backend": {"kind": "embedding"}}
+    argv = ["grade", "--method", json.dumps(method), "--shard", "shard-0", "--cache-dir", str(tmp_path / "cache"),
+            "--out", str(tmp_path / "none.parquet"),
+            *(f"--{name}={tmp_path / name}.parquet" for name in ("passages", "queries"))]  # fmt: skip
+    assert main(argv) == 2  # an examflow failure
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .endswith("examflow: error: --questions: method 'cosine' grades questions: give the shard's")
+    )
+    assert not (tmp_path / "none.parquet").exists()

@@ -121,3 +121,31 @@ def test_bank_edits_are_listed_and_undone_without_a_model_call(project):
         config["grading"]["methods"][0]["backend"]["max_tokens"] = 30  # another setting of the grader
         write(project / "mine.yaml", yaml.safe_dump(config))
         assert mixed()
+
+
+def test_a_bank_edit_reruns_no_job_of_a_method_that_grades_against_the_query(project):
+    """UMBRELA grades a passage against its query: a reworded question is no input of its jobs (a stranger's
+    trial saw every judge's job of the edited shard rerun, the cache answering them: a job start each, on a
+    cluster a queue's wait)."""
+    with LLMServer(default=lambda prompt: "##final score: 2" if "Passage:" in prompt else grade(prompt)) as server:
+        files = own_collection(project / "mine")
+        backend = {"kind": "openai", "model": "grader", "base_url": server.base_url}
+        config = {
+            "inputs": {"queries": "mine/queries.tsv", "runs": ["mine/runs/*.run"], "corpus": "mine/corpus.tsv",
+                       "qrels": "mine/qrels.txt", "bank": "mine/bank.tsv"},
+            "grading": {"methods": [{"name": "llm", "kind": "self_rating", "backend": backend},
+                                    {"name": "umb", "kind": "umbrela", "backend": backend}]},
+        }  # fmt: skip
+        write(project / "mine.yaml", yaml.safe_dump(config))
+        run = ("results/grades/llm.parquet", "results/grades/umb.parquet", "--configfile", "mine.yaml")
+        snakemake(project, *run)
+        shards = {path: path.stat().st_mtime_ns for path in (project / "results/grades/umb").glob("*.parquet")}
+        assert shards and server.calls > 0
+        umbrela_calls = sum("Passage:" in r["body"]["messages"][-1]["content"] for r in server.requests)
+
+        files["bank"].write_text(files["bank"].read_text().replace("Why do glaciers move?", "Why do glaciers flow?"))
+        planned = snakemake(project, *run, "-n").stdout
+        assert re.search(r"^grade\s+1$", planned, re.MULTILINE), planned  # llm's job of q1's shard alone
+        snakemake(project, *run)
+        assert {path: path.stat().st_mtime_ns for path in shards} == shards
+        assert sum("Passage:" in r["body"]["messages"][-1]["content"] for r in server.requests) == umbrela_calls

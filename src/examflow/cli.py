@@ -384,7 +384,9 @@ def _grading_parsers(subparsers) -> None:
     )
     grade.add_argument("--passages", required=True, help=f"the shard's pooled passages, {TABLE}")
     grade.add_argument("--queries", required=True, help=f"the shard's query rows, {TABLE}")
-    grade.add_argument("--questions", required=True, help=f"the shard's questions, {TABLE}")
+    grade.add_argument(
+        "--questions", help=f"the shard's questions, {TABLE} (none for a method that grades against the query)"
+    )
     grade.add_argument("--shard", required=True, help="shard name, for the log")
     grade.add_argument("--cache-dir", required=True, help="directory of the grade and LLM caches")
     _setting(

@@ -48,12 +48,14 @@ def pool_table(path: str | Path, name: str) -> pd.DataFrame:
 
 
 def read_questions(paths: list[str]) -> pd.DataFrame:
-    """The question tables of the bank's shards."""
+    """The question tables of the bank's shards (none: an empty table, for a method that grades against the query)."""
     import pandas as pd
 
     from examflow.io.tables import read_table
     from examflow.questions.shards import QUESTIONS_READ
 
+    if not paths:
+        return pd.DataFrame(columns=QUESTIONS_READ)
     return pd.concat([read_table(path, QUESTIONS_READ) for path in paths])
 
 
@@ -264,10 +266,14 @@ def grade_command(args: argparse.Namespace) -> None:
     method = check_method("--method", json_argument(args.method, "--method"))
     with job_progress(args.progress, f"{method.name}/{args.shard}", work_unit(method)) as progress:
         queries, passages = pool_table(args.queries, "queries"), pool_table(args.passages, "passages")
-        questions = read_questions([args.questions])
-        check_one_bucket(
-            {"--queries": args.queries, "--passages": args.passages, "--questions": args.questions}, args.shard
-        )
+        tables = {"--queries": args.queries, "--passages": args.passages}
+        # a method that grades against the query reads no bank: a bank edit reruns no job of it
+        if method.entry.reads_bank:
+            if args.questions is None:
+                raise Failure(f"--questions: method {method.name!r} grades {method.entry.target}s: give the shard's")
+            tables["--questions"] = args.questions
+        check_one_bucket(tables, args.shard)
+        questions = read_questions([tables["--questions"]] if "--questions" in tables else [])
         pairs = make_pairs(method.kind, passages, questions, queries)
         log.info("method %s, shard %s: %d passages, %d pairs", method.name, args.shard, len(passages), len(pairs))
         if not pairs:  # no model is loaded for nothing
@@ -831,16 +837,15 @@ def assignments(values: list[str] | None, option: str, kind, many: bool = False)
 
 
 def plan_command(args: argparse.Namespace) -> None:
-    import pandas as pd
 
     from examflow.io.tables import write_tables
     from examflow.plan import format_plan, gpu_visible, plan_method, plan_table
 
     pool = Path(args.pool)
     passages, queries = read_pooled(pool, "passages"), read_pooled(pool, "queries")
-    questions = read_questions(args.questions) if args.questions else pd.DataFrame(columns=["query_id", "kind"])
+    questions = read_questions(args.questions)
     methods = [check_method(f"--method[{i}]", json_argument(text, "--method")) for i, text in enumerate(args.method)]
-    if not args.questions and (asking := next((m for m in methods if KINDS[m.kind].target != "query"), None)):
+    if not args.questions and (asking := next((m for m in methods if m.entry.reads_bank), None)):
         # no bank would plan 0 pairs for it: a cost of nothing, in silence (a stranger by hand)
         raise Failure(
             f"--questions: method {asking.name!r} grades {KINDS[asking.kind].target}s: give the bank's shards"

@@ -174,7 +174,11 @@ def job_minutes(method: Method, passages, questions, queries) -> int:
         with open(path, "rb") as file:  # Python's error carries the file name; pyarrow's does not
             return pd.read_parquet(file)
 
-    seconds = job_seconds(method, read(passages), read(questions), read(queries))
+    from examflow.questions.shards import QUESTIONS_READ
+
+    # a method that grades against the query reads no bank shard (the Snakefile's `reads_bank`)
+    bank = read(questions) if questions else pd.DataFrame(columns=QUESTIONS_READ)
+    seconds = job_seconds(method, read(passages), bank, read(queries))
     return 10 + math.ceil(3 * seconds / 60)
 
 

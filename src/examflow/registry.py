@@ -123,6 +123,11 @@ class Kind:
         return [name for name in (self.template, self.verification, self.aggregation) if name]
 
     @property
+    def reads_bank(self) -> bool:
+        """Its targets are a bank's questions or nuggets; else the query (direct grading): no bank edit is its."""
+        return self.target != "query"
+
+    @property
     def checks_answers(self) -> bool:
         """Its grade is an answer checked against the question's key (the original EXAM): without a key, none."""
         return self.grade in ("correct", "verified")

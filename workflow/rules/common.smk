@@ -388,6 +388,16 @@ def _weights_of(method):
     return local_weights(METHODS[method].backend.options)
 
 
+def reads_bank(wildcards):
+    """Whether a grading job reads its bank shard: a method that grades against the query does not, so that
+    a bank edit reruns no job of it."""
+    return METHODS[wildcards.method].entry.reads_bank
+
+
+def bank_option(wildcards, input):
+    return ["--questions", input.questions] if input.questions else []
+
+
 def method_gpus(wildcards):
     return METHODS[wildcards.method].gpu
 

@@ -1,11 +1,12 @@
-# A bank edit rewrites only the edited queries' bank shards, so only their grading reruns.
+# A bank edit rewrites only the edited queries' bank shards, so only their grading reruns (of the
+# methods that read a bank: one that grades against the query has no bank shard among its inputs).
 # A new pool (runs added) rewrites every pool shard and reruns every grading job, but the
 # grade cache answers all pairs graded before: only new passages reach the model.
 rule grade:
     input:
         passages=rules.pool_shard.output.passages,
         queries=rules.pool_shard.output.queries,
-        questions=rules.bank_shard.output[0],
+        questions=branch(reads_bank, then=rules.bank_shard.output[0]),
     output:
         results("grades/{method}/{shard}.parquet"),
     log:
@@ -26,10 +27,11 @@ rule grade:
         weights=model_weights,  # not in the command: its change reruns the job (--rerun-triggers params)
         prompts=prompts_read,  # the same for the prompts' texts as the model reads them
         gpus=gpu_visibility,  # `env`'s words: CUDA_VISIBLE_DEVICES= for a job that holds no GPU, or none
+        bank=bank_option,  # `--questions` and the shard's bank, or nothing (reads_bank)
     shell:
         (
             "env {params.gpus:q} python -m examflow grade --method {params.method:q} --passages {input.passages:q}"
-            " --queries {input.queries:q} --questions {input.questions:q} --shard {wildcards.shard:q}"
+            " --queries {input.queries:q} {params.bank:q} --shard {wildcards.shard:q}"
             " --cache-dir {params.cache:q} --flush-every {params.flush_every:q}"
             " --max-error-rate {params.max_error_rate:q} --progress {params.progress:q}"
             " --out {output:q} 2> {log:q}"
