@@ -154,6 +154,20 @@ def test_a_method_whose_grades_stop_below_the_report_threshold_is_warned_about(c
     assert "grades 0-3" not in caplog.text
 
 
+def test_an_offline_grader_s_ladder_is_its_scale(caplog):
+    """Graded by quantiles, grade g is g rungs reached: three rungs grade 0-3 (a stranger's τ = 4 rows were all 0,
+    unwarned); the default five reach every threshold."""
+    method = {"name": "cosine", "kind": "self_rating", "backend": {"kind": "embedding"}}
+    config = {"inputs": {"queries": "q", "bank": "b"}, "evaluation": {"tau": [2, 4]}, "report": {"tau": 2}}
+    checked(config | {"grading": {"methods": [method | {"quantiles": [0.5, 0.75, 0.9]}]}})
+    assert "method cosine (self_rating by 3 quantiles) grades 0-3: at evaluation.tau 4 no passage reaches" in (
+        caplog.text
+    )
+    caplog.clear()
+    checked(config | {"grading": {"methods": [method]}})
+    assert "grades 0-" not in caplog.text
+
+
 def test_one_run_pattern_may_be_written_as_a_string():
     assert checked({"inputs": {"queries": "q", "runs": "runs/*.run"}})["inputs"]["runs"] == ["runs/*.run"]
     assert "inputs.runs" in rejected({"inputs": {"queries": "q", "runs": {"a": 1}}})

@@ -90,7 +90,8 @@ def check_config(config: dict, path: str | Path = SCHEMA) -> dict:
         checked["inputs"]["runs"] = [runs]
     _validate(checked, schema(path))
     grading = checked["grading"]
-    grading["methods"] = [method.settings for method in methods(grading["methods"])]
+    graders = methods(grading["methods"])
+    grading["methods"] = [method.settings for method in graders]
     if name := repeated(method["name"] for method in grading["methods"]):
         raise ConfigError("grading.methods", f"two methods are named {name!r}")
     checked["questions"]["llm"] = check_options("questions.llm", checked["questions"]["llm"], QUESTION_LLM_OPTIONS)
@@ -107,7 +108,7 @@ def check_config(config: dict, path: str | Path = SCHEMA) -> dict:
     taus, report = check_taus("evaluation.tau", checked["evaluation"]["tau"]), checked["report"]
     _warn_about_the_budget(checked)
     report["tau"] = shown_tau(("report.tau", report["tau"]), ("evaluation.tau", taus))
-    _warn_about_scales(checked)
+    _warn_about_scales(graders, report["tau"], taus)
     if checked["nrp"]:
         checked["nrp"] = _check_nrp(checked["nrp"])
     return checked
@@ -210,18 +211,18 @@ def default_tau(taus: list[int]) -> int:
     return DEFAULT_TAU if DEFAULT_TAU in taus else max(taus)
 
 
-def _warn_about_scales(checked: dict) -> None:
-    """A method whose grades stop below report.tau (UMBRELA's 0-3, Thomas's 0-2, yes/no) shows no relevant
-    passage in the report's figures and the summary: say so before anything runs."""
-    tau, taus = checked["report"]["tau"], checked["evaluation"]["tau"]
-    for method in checked["grading"]["methods"]:
-        top = KINDS[method["kind"]].top
+def _warn_about_scales(graders: list[Method], tau: int, taus: list[int]) -> None:
+    """A method whose grades stop below report.tau (UMBRELA's 0-3, Thomas's 0-2, yes/no, a ladder of three
+    quantiles) shows no relevant passage in the report's figures and the summary: say so before anything runs."""
+    for method in graders:
+        top = method.top
         above = [t for t in taus if t > top]
         if above:
+            graded = f"{method.kind} by {top} quantiles" if method.quantiles is not None else method.kind
             log.warning(
                 "method %s (%s) grades 0-%d: at evaluation.tau %s no passage reaches the threshold (those rows of its "
                 "tables are all 0)%s; set evaluation.tau (and report.tau) to %d or less",
-                method["name"], method["kind"], top, ", ".join(map(str, above)),
+                method.name, graded, top, ", ".join(map(str, above)),
                 f", and its figures and summary at report.tau = {tau} show no relevant passage" if tau > top else "",
                 top,
             )  # fmt: skip

@@ -366,6 +366,11 @@ class Method:
         return KINDS[self.kind]
 
     @property
+    def top(self) -> int:
+        """Its highest grade: the kind's, or, graded by quantiles, the rungs of its ladder (grade g: g reached)."""
+        return len(self.quantiles) if self.quantiles is not None else self.entry.top
+
+    @property
     def on_gpu(self) -> bool:
         """Whether its jobs grade on a GPU: they hold one, and the back end is not told to use the CPU."""
         return self.gpu > 0 and self.backend.options.get("device", "auto") != "cpu"
