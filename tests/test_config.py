@@ -789,6 +789,16 @@ def test_config_mistakes_stop_the_workflow_at_parse_time_in_one_line(project):
     result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
     refused_in_one_line(result, "config evaluation.min_relevant_judgment: 4 is above every judgment of "
                         "resources/demo/qrels.txt (the highest is 3): no passage would count as relevant")  # fmt: skip
+    # another judge's leaderboard read in another column order than written: refused before the grading (a
+    # stranger's trial: `-n` passed, and the judges step said so once every method had graded)
+    write(project / "team x.txt", "bm25 ndcg_cut_10 honeybee 0.5\nbm25 ndcg_cut_10 all 0.5\n")  # tot's order
+    judges = config.get("judges", {}) | {"leaderboards": {"team-x": "team x.txt"}, "leaderboard_layout": "ir_measures"}
+    write(project / "config/bad.yaml", yaml.safe_dump(config | {"judges": judges}))
+    result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
+    refused_in_one_line(result, "team x.txt: no topic (ndcg_cut_10, ...) is a query of resources/demo/queries.jsonl: "
+                        "is the column order `ir_measures` (judges.leaderboard_layout) right?")  # fmt: skip
+    write(project / "config/bad.yaml", yaml.safe_dump(config | {"judges": judges | {"leaderboard_layout": "tot"}}))
+    assert snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False).returncode == 0
     config["nrp"] = config["nrp"] | {"corpus": "resources/demo-nrp"}  # NRP's files were checked in their job only
     write(project / "config/bad.yaml", yaml.safe_dump(config))
     result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)

@@ -197,17 +197,27 @@ def check_leaderboard(inputs: dict, run_files: list[str], validation: dict) -> N
 
 
 def check_judge_files(
-    labels: dict[str, str], leaderboards: dict[str, str], layout: str, run_files: list[str], validation: dict
+    labels: dict[str, str],
+    leaderboards: dict[str, str],
+    layout: str,
+    run_files: list[str],
+    validation: dict,
+    queries: str | None,
 ) -> None:
-    """Other judges' label sets and AutoJudge leaderboards, read and put aside: a malformed line, or a run
-    that is none of the run files' (under `validation.leaderboard_runs: error`), stops the run before any
-    model is asked, not once the grading the comparison waits for is done."""
-    from examflow.io.autojudge import known_runs, read_autojudge
+    """Other judges' label sets and AutoJudge leaderboards, read and put aside: a malformed line, a run that is
+    none of the run files' (under `validation.leaderboard_runs: error`), or a leaderboard none of whose topics
+    is a query (`queries`, where a file gives them: another column order than `layout`) stops the run before
+    any model is asked, not once the grading the comparison waits for is done."""
+    from examflow.io.autojudge import check_some_topic, known_runs, read_autojudge
     from examflow.io.qrels import read_labels
 
     for path in labels.values():
         read_labels(path)
     runs, unknown = {run_tag(file) for file in run_files}, Problems(validation["leaderboard_runs"])
     for path in leaderboards.values():
-        known_runs(path, read_autojudge(path, layout), runs, "inputs.runs", unknown)
+        measures = read_autojudge(path, layout)
+        known_runs(path, measures, runs, "inputs.runs", unknown)
+        if queries is not None:
+            known = set(query_table(queries)["query_id"])
+            check_some_topic(path, measures, known, f"a query of {queries}", f"`{layout}` (judges.leaderboard_layout)")
     unknown.summarise()

@@ -243,6 +243,7 @@ if workflow.is_main_process:  # once a run, not again in each job
         config["judges"]["leaderboard_layout"],
         RUN_FILES,
         config["validation"],
+        next(iter(configured("queries")), None),  # a file's, not an ir_datasets id's
     )
     # (an ir_datasets source is read by the pool step alone)
     if INPUTS.get("qrels") and not is_irds(INPUTS["qrels"]):

@@ -124,6 +124,16 @@ def _rows(path, layout: str) -> Iterator[tuple[int, dict[str, str]]]:
         yield number, row
 
 
+def check_some_topic(path, measures: dict[str, Measured], known: set[str], what: str, layout: str) -> set[str]:
+    """The leaderboard's topics, some of them `known` (`what` they are): none is a file read in another
+    column order (`layout`, the order read and where it was set), a measure's name taken for a topic."""
+    topics = {t for m in measures.values() for values in m.per_topic.values() for t in values}
+    if topics and not topics & known:
+        shown = ", ".join(sorted(topics)[:3])
+        raise InputError(path, f"no topic ({shown}, ...) is {what}: is the column order {layout} right?")
+    return topics
+
+
 def judged_topics(
     path, measures: dict[str, Measured], judged: set[str], layout: str, complete: bool = False
 ) -> dict[str, Measured]:
@@ -131,11 +141,7 @@ def judged_topics(
     in one warning (a typo would otherwise move a run's mean). None judged at all is an error; an `all`
     line that is not the mean of its topics (AutoJudge's `fix_aggregate` may count missing topics) is a
     warning: the judged topics' values are what is compared (`complete`: a topic a run lacks as 0)."""
-    topics = {t for m in measures.values() for values in m.per_topic.values() for t in values}
-    if topics and not topics & judged:
-        shown = ", ".join(sorted(topics)[:3])
-        raise InputError(path, f"no topic ({shown}, ...) is a judged query: is the column order `{layout}` "
-                         "(--leaderboard-layout) right?")  # fmt: skip
+    topics = check_some_topic(path, measures, judged, "a judged query", f"`{layout}` (--leaderboard-layout)")
     if unknown := sorted(topics - judged):
         log.warning("%s: %d topics are no judged query and are left out of the means: %s", path, len(unknown),
                     listed(unknown))  # fmt: skip
