@@ -412,6 +412,29 @@ def test_a_run_that_completes_names_the_warnings_of_its_steps_and_no_earlier_run
     ]
 
 
+def test_steps_that_warn_alike_take_one_line(tmp_path, capsys):
+    """Each judge's evaluation saying the same (no label reaches τ 4) took every line, and grading's retries
+    were left to `N more steps warned` (a stranger's trial): alike first warnings share one line."""
+    from examflow.joblogs import name_warnings
+
+    t = "2026-12-01 07:02:32,896"
+    alike = "examflow: no EXAM-Label reaches 4: STRICT κ is left empty"
+    for method in ("a", "b", "c"):
+        write(tmp_path / f"logs/evaluate/{method}.log", f"{t} WARNING {alike}\nexamflow: done\n")
+    retried = "examflow.llm: LLM call failed (http-500: Error code: 500); retry 1 in 0.1 s"
+    write(tmp_path / "logs/grade/a/shard-1.log", f"{t} WARNING {retried}\n{t} WARNING {retried}\nexamflow: done\n")
+    name_warnings(tmp_path / "logs", since=1000.0, most=2)
+    logs = tmp_path / "logs"
+    assert capsys.readouterr().err.splitlines() == [
+        "examflow: 3 steps warned: no EXAM-Label reaches 4: STRICT κ is left empty (first of their warnings; their "
+        f"logs: {logs / 'evaluate/a.log'}, {logs / 'evaluate/b.log'} and 1 more)",
+        f"examflow: a step warned: LLM call failed (http-500: Error code: 500); retry 1 in 0.1 s (and 1 more; its log: "
+        f"{logs / 'grade/a/shard-1.log'})",
+    ]
+    name_warnings(tmp_path / "logs", since=1000.0, most=1)  # past `most` lines, the steps counted
+    assert capsys.readouterr().err.splitlines()[1:] == [f"examflow: 1 more step warned (their logs are under {logs})"]
+
+
 def test_a_job_whose_process_is_gone_reads_stopped_though_its_file_says_running(tmp_path):
     """SIGKILL of a run's whole process group left `examflow progress` saying `2 running` (a stranger's
     trial): a job on this host whose process has ended is stopped; one on another host cannot be told."""

@@ -108,22 +108,35 @@ class ParseWarnings(logging.Handler):
 
 def name_warnings(folder: str | Path, since: float, parsed: Iterable[str] = (), most: int = 8) -> None:
     """`onsuccess` (Snakemake's main process): each warning of the parse (`parsed`), and each step of this
-    run that warned, its first warning, one line each on stderr; past `most` steps, how many more."""
+    run that warned, its first warning, one line each on stderr (steps whose first warnings are the same, one
+    line: a judge's scale said by each of its steps hid the retries after it); past `most` lines, how many
+    more steps."""
     parsed = list(dict.fromkeys(parsed))  # each once
     for message in parsed:
         print(f"examflow: the configuration warned: {clip(message, MESSAGE_CHARS)}", file=sys.stderr)
     # a step that warned only what the parse did (the runs off the official leaderboard, again) is said above
     said = {(message, 1) for message in parsed}
-    found = [(log, first, count) for log, first, count in warnings_logged(folder, since) if (first, count) not in said]
-    for log, first, count in found[:most]:
-        more = f"and {count - 1} more; " if count > 1 else ""
-        print(f"examflow: a step warned: {clip(first, MESSAGE_CHARS)} ({more}its log: {log})", file=sys.stderr)
-    if len(found) > most:
-        rest = len(found) - most
+    alike: dict[str, list[tuple[Path, int]]] = {}
+    for log, first, count in warnings_logged(folder, since):
+        if (first, count) not in said:
+            alike.setdefault(first, []).append((log, count))
+    for first, steps in list(alike.items())[:most]:
+        print(f"examflow: {_warned(first, steps)}", file=sys.stderr)
+    if rest := sum(len(steps) for steps in list(alike.values())[most:]):
         print(
             f"examflow: {rest} more step{'s' if rest > 1 else ''} warned (their logs are under {folder})",
             file=sys.stderr,
         )
+
+
+def _warned(first: str, steps: list[tuple[Path, int]]) -> str:
+    """The line of the steps whose first warning is `first`, each (its log, how many warnings it holds)."""
+    if len(steps) == 1:
+        log, count = steps[0]
+        more = f"and {count - 1} more; " if count > 1 else ""
+        return f"a step warned: {clip(first, MESSAGE_CHARS)} ({more}its log: {log})"
+    logs = ", ".join(str(log) for log, _ in steps[:2]) + (f" and {len(steps) - 2} more" if len(steps) > 2 else "")
+    return f"{len(steps)} steps warned: {clip(first, MESSAGE_CHARS)} (first of their warnings; their logs: {logs})"
 
 
 def keep_earlier(log: str | Path) -> Path | None:
