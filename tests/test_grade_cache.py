@@ -18,7 +18,7 @@ from examflow.errors import ConfigError
 from examflow.grading.backends import Answer
 from examflow.grading.cache import GradeCache
 from examflow.grading.methods import Pair, request
-from examflow.nrp.rankers import MonoT5, QueryItems
+from examflow.nrp.rankers import MonoT5, QueryItems, make_ranker
 from examflow.questions.shards import query_folder
 
 DAMAGE = "skipped {} damaged entries (cut short, not UTF-8, not a JSON object, or a field missing) and {} edited"
@@ -162,8 +162,12 @@ def test_an_edited_nrp_score_is_detected_and_scored_again(tmp_path, caplog):
     entries[0]["score"] += 7.0  # a similarity edited by hand
     entries[1].pop("score")  # a score lost
     path.write_text("".join(json.dumps(e) + "\n" for e in entries), encoding="utf-8")
-    again = MonoT5(model, max_input_tokens=32).scores(queries, tmp_path / "cache")
+    caplog.set_level(logging.INFO)
+    ranker = make_ranker({"kind": "monot5", "name": "mono", "model": model, "max_input_tokens": 32})
+    again = ranker.scores(queries, tmp_path / "cache")
     assert again == first
+    # what a rerun resumes from is said, as a grading job says it (a stranger counted the cache's lines)
+    assert "ranker mono: 1 of 3 (query, text) pairs scored by the cache; 2 to score" in caplog.text
     assert warnings(caplog) == [f"{path}: {DAMAGE.format(1, 1)} ones (checksum mismatch); their values are asked again (of an API back end's reply cache where it holds them, else of the model)"]  # fmt: skip
 
 

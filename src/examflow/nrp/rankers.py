@@ -65,6 +65,7 @@ class PairRanker(ABC):
     """A model that scores (query, text) pairs; each distinct pair once, cached by content."""
 
     signature: dict
+    name = "ranker"  # as configured (`make_ranker`)
 
     def scores(self, queries: list[QueryItems], cache_dir: str | Path) -> Scores:
         pairs = sorted({(q.text, text) for q in queries for text in _read(q.items).values()})
@@ -72,6 +73,9 @@ class PairRanker(ABC):
         keys = {pair: cache.key({"query": pair[0], "text": pair[1]}) for pair in pairs}
         known = {key: entry["score"] for key, entry in cache.load().items()}
         todo = [pair for pair in pairs if keys[pair] not in known]
+        # what a rerun after a stopped job resumes from, as a grading job says it
+        log.info("ranker %s: %d of %d (query, text) pairs scored by the cache; %d to score", self.name,
+                 len(pairs) - len(todo), len(pairs), len(todo))  # fmt: skip
         self.begin(len(todo))
         try:  # saved a chunk at a time: a job stopped partway keeps what it scored
             for start in range(0, len(todo), SAVE_EVERY):
@@ -203,4 +207,6 @@ def make_ranker(spec: dict):
 
     module, name = RANKERS[spec["kind"]].factory.split(":")
     options = {k: v for k, v in spec.items() if k not in ("kind", "name")}
-    return getattr(import_module(module), name)(**options)
+    ranker = getattr(import_module(module), name)(**options)
+    ranker.name = spec.get("name", spec["kind"])  # for its log lines
+    return ranker
