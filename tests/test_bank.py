@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
 import subprocess
 import sys
 
@@ -445,7 +446,7 @@ def test_a_repeated_question_with_other_answer_keys_is_an_error_not_a_key_droppe
         read_bank(write(tmp_path / "v3.jsonl", json.dumps(v3) + "\n"))
 
 
-def test_an_id_of_two_queries_or_two_texts_is_an_error_not_a_question_dropped(tmp_path):
+def test_an_id_of_two_queries_or_two_texts_is_an_error_not_a_question_dropped(tmp_path, caplog):
     """An older bank numbering each query's questions `x0, x1, ...`: every query's after the first lost its
     questions as "repeated", in a warning, and the run scored one query of six (a stranger's trial)."""
 
@@ -456,20 +457,27 @@ def test_an_id_of_two_queries_or_two_texts_is_an_error_not_a_question_dropped(tm
                   + line("q2", "questions", [("x1", "What is a tide?"), ("x0", "What pulls the oceans?")]) + "\n")  # fmt: skip
     with pytest.raises(
         InputError,
-        match=r"older.jsonl:2: field 'questions\[1\].question_id': id 'x0' is already that of query 'q1''s 'Why "
-        r"does magma rise\?' \(line 1\): an id names one item of the bank",
+        match=r"older.jsonl:2: field 'questions\[1\].question_id': id 'x0' is already that of 'Why does magma rise\?' "
+        r"of query 'q1' \(line 1\): an id names one item of the bank",
     ):
         read_bank(older)
     flat = [{"query_id": q, "qid": "q1/a", "question": t} for q, t in (("q1", "Why?"), ("q2", "How?"))]
-    with pytest.raises(InputError, match=r"flat.jsonl:2: field 'qid': id 'q1/a' is already that of query 'q1''s"):
+    with pytest.raises(
+        InputError, match=r"flat.jsonl:2: field 'qid': id 'q1/a' is already that of 'Why\?' of query 'q1'"
+    ):
         read_bank(write(tmp_path / "flat.jsonl", "".join(json.dumps(r) + "\n" for r in flat)))
     kept = [{"question_id": "k", "question_text": t, "keep_id": True} for t in ("Why?", "How?")]
     with pytest.raises(InputError, match=r"kept.jsonl:1: field 'items\[1\].question_id': id 'k' is already"):
         read_bank(write(tmp_path / "kept.jsonl", json.dumps({"query_id": "q", "items": kept}) + "\n"))
     # ids hash the stripped text: the same question with a trailing space, or two blank items, are one question
     spaced = [{"question_text": t} for t in ("What is X?", "What is X? ", "", "  ")]
-    [entry] = read_bank(write(tmp_path / "spaced.jsonl", json.dumps({"query_id": "q", "items": spaced}) + "\n"))
+    caplog.set_level(logging.WARNING)
+    [entry] = read_bank(write(tmp_path / "spaced.jsonl", "\n" + json.dumps({"query_id": "q", "items": spaced}) + "\n"))
     assert [item.text for item in entry.items] == ["What is X?", ""]
+    # a blank item is kept, as the published banks count it, and said where (a stranger graded an empty question)
+    assert "spaced.jsonl: 2 items with blank text, kept: they are graded and count in their query's number of " \
+           "questions, as in the published banks (the first: line 2, query 'q'); a bank of your own should leave " \
+           "them out" in caplog.text  # fmt: skip
     # the same question twice for one query stays one question (test above); the older ids stay as written
     same = write(tmp_path / "same.jsonl", line("q1", "questions", [("x0", "Why?"), ("x0", "Why?")]) + "\n"
                  + line("q2", "questions", [("y0", "Why?")]) + "\n")  # fmt: skip

@@ -47,11 +47,13 @@ def read_bank(path: str | Path) -> list[Entry]:
 
     entries: dict[tuple[str, str | None], Entry] = {}
     edited, rated, owners = 0, Rated(path), Owners(path)
+    blank: list[tuple[int, str]] = []  # (line, query) of each item with blank text
     for number, record in json_lines(path):
         if is_v3(record):  # TREC AutoJudge's question bank: a line a query, its subtopics in the questions
             for entry in v3_entries(path, number, record):
                 for item in entry.items:
                     owners.claim(item, number, "nugget_bank")
+                blank += [(number, entry.query_id) for item in entry.items if not item.text.strip()]
                 _add(path, entries, entry, number)
             continue
         flat = "qid" in record and "question" in record
@@ -68,6 +70,7 @@ def read_bank(path: str | Path) -> list[Entry]:
             keys = FLAT_KEY_FIELDS if flat else {what: at + name for what, name in JSONL_KEY_FIELDS.items()}
             owners.claim(item, number, "qid" if flat else f"{at}{KINDS[item.kind][0]}", keys)
         edited += changed
+        blank += [(number, entry.query_id) for item in entry.items if not item.text.strip()]
         if flat and (entry.query_id, entry.facet_id) in entries:
             entries[entry.query_id, entry.facet_id].items += entry.items
         else:
@@ -75,9 +78,10 @@ def read_bank(path: str | Path) -> list[Entry]:
     if edited:
         log.info("%s: %d items whose ids are not their text's (edited, or named by hand) got new ids derived "
                  "from their text; `keep_id: true` on an item keeps its id", path, edited)  # fmt: skip
-    blank = sum(not item.text.strip() for entry in entries.values() for item in entry.items)
     if blank:  # published banks hold a few parsing leftovers; they count in |Q_q| there, so they stay
-        log.warning("%s: %d items with blank text", path, blank)
+        log.warning("%s: %d items with blank text, kept: they are graded and count in their query's number of "
+                    "questions, as in the published banks (the first: line %d, query %r); a bank of your own "
+                    "should leave them out", path, len(blank), *blank[0])  # fmt: skip
     _drop_repeated_ids(path, entries.values())
     return _not_empty(path, list(entries.values()))
 
@@ -113,7 +117,7 @@ class Owners:
         # ids hash the stripped text: `What?` and `What? ` (or two blank items) are one question, dropped once
         if (first.query_id, first.facet_id, first.text.strip()) != (item.query_id, item.facet_id, item.text.strip()):
             place = f"query {first.query_id!r}" + (f", facet {first.facet_id!r}" if first.facet_id else "")
-            raise InputError(self.path, f"id {item.item_id!r} is already that of {place}'s {first.text!r} (line "
+            raise InputError(self.path, f"id {item.item_id!r} is already that of {first.text!r} of {place} (line "
                              f"{line}): an id names one item of the bank", number, field)  # fmt: skip
         # A repeat is dropped: one with other answer keys would lose them in silence (a second line meant
         # to add an answer), and which answers count as correct.
