@@ -202,7 +202,8 @@ def score_changes(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         {"measure": changed["measure"], "tau": changed["tau"], "run_id": changed["run_id"],
          "old_score": changed["score_old"], "new_score": changed["score_new"],
-         "delta": changed["score_new"] - changed["score_old"],
+         # to the tie tolerance's digits: 0.175 - 0.1625 is 0.0125, not 0.012499999999999983 (a float's noise)
+         "delta": tie_keys(changed["score_new"] - changed["score_old"]),
          "old_rank": changed["rank_old"], "new_rank": changed["rank_new"]}
     ).astype({"tau": "Int64", "old_rank": "Int64", "new_rank": "Int64"}).reset_index(drop=True)  # fmt: skip
 
