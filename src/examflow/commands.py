@@ -837,7 +837,6 @@ def assignments(values: list[str] | None, option: str, kind, many: bool = False)
 
 
 def plan_command(args: argparse.Namespace) -> None:
-
     from examflow.io.tables import write_tables
     from examflow.plan import format_plan, gpu_visible, plan_method, plan_table
 

@@ -124,7 +124,8 @@ class Kind:
 
     @property
     def reads_bank(self) -> bool:
-        """Its targets are a bank's questions or nuggets; else the query (direct grading): no bank edit is its."""
+        """Whether its targets are a bank's questions or nuggets (else the query: direct grading, which no bank
+        edit touches)."""
         return self.target != "query"
 
     @property
