@@ -954,3 +954,15 @@ def test_the_classes_own_defaults_are_the_registry_s():
             parameters = inspect.signature(getattr(import_module(module), factory)).parameters.items()
             own = {key: p.default for key, p in parameters if p.default is not p.empty and key in entry.options}
             assert own == {key: entry.options[key].default for key in own}, name
+
+
+def test_a_generated_bank_is_named_as_what_it_is_written_as():
+    """A generated bank is JSONL: a `.tsv` name passed the check, the bank was written as JSONL all the same,
+    and every later run refused the file (a stranger's trial)."""
+    for name in ("bank.tsv", "bank.parquet", "bank.json"):
+        assert rejected({"inputs": {"queries": "q", "bank": name}, "questions": {"generate": True}}) == (
+            f"config inputs.bank: {name}: a generated bank is written as JSONL: name it .jsonl (or .jsonl.gz)"
+        )
+    for name in ("bank.jsonl", "bank.JSONL", "bank.jsonl.gz"):
+        assert checked({"inputs": {"queries": "q", "bank": name}, "questions": {"generate": True}})
+    assert checked({"inputs": {"queries": "q", "bank": "bank.tsv"}})  # read, not written: TSV is a bank format

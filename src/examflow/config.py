@@ -25,6 +25,7 @@ import yaml
 from examflow.defaults import SCHEMA
 from examflow.errors import ConfigError, EnvironmentSetting, InputError, a, file_in_the_way, repeated, suggestion
 from examflow.io.irds import is_irds
+from examflow.io.lines import base_suffix
 from examflow.options import REQUIRED, check_model_folder, check_options
 from examflow.registry import (
     BACKENDS,
@@ -120,6 +121,10 @@ def _check_exam_inputs(checked: dict) -> None:
         raise ConfigError("inputs", "required, and missing: the collection to evaluate (or `nrp:` for NRP alone)")
     if checked["questions"]["generate"] and not inputs.get("bank"):
         raise ConfigError("questions.generate", "set inputs.bank, the file the generated bank is written to")
+    if checked["questions"]["generate"] and base_suffix(inputs["bank"]) != ".jsonl":
+        # a bank by another name is written all the same, then refused by every run that reads it
+        raise ConfigError("inputs.bank", f"{inputs['bank']}: a generated bank is written as JSONL: name it .jsonl "
+                          "(or .jsonl.gz)")  # fmt: skip
     questions = checked["questions"]
     if questions["generate"] and questions["items"] == "nuggets":  # created from the pool's documents
         if not (inputs.get("runs") or inputs.get("responses")):
