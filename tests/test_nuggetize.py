@@ -118,8 +118,11 @@ def test_a_query_the_model_fails_fails_the_bank_naming_it(tmp_path):
             create_nugget_banks(asked, client(server, tmp_path), attempts=2)
     message = str(failure.value)
     assert message.startswith("no nuggets for 4 of 5 queries:")
-    assert "q1: documents 1-10: 2 unparsable answers, the last: 'no list here'" in message
-    assert "q2: nuggets 1-2: 2 unparsable answers, the last: \"['vital']\"" in message
+    assert "q1: documents 1-10: 2 unparsable answers, the last: 'no list here' (asked for a Python list of nugget " \
+           "texts)" in message  # fmt: skip
+    # a list of one label, where two nuggets were scored, reads as a list: the message says how many were asked
+    assert "q2: nuggets 1-2: 2 unparsable answers, the last: \"['vital']\" (asked for a Python list of 2 labels, " \
+           "each vital or okay)" in message  # fmt: skip
     assert "q3: documents 1-10: LLM call failed" in message
     assert "q5: no documents to create nuggets from" in message and "q4" not in message
     assert "every answer is cached, so a rerun replays these: raise `attempts`" in message

@@ -22,7 +22,7 @@ import pandas as pd
 
 from examflow.llm import LLMClient
 from examflow.prompts import chat_template
-from examflow.questions.generate import GenerationError, ask_until_parsed, rerun_hint
+from examflow.questions.generate import FAILED_CALL, GenerationError, ask_until_parsed, rerun_hint
 from examflow.questions.items import IMPORTANCE, Entry, Item, item_id
 
 WINDOW = 10  # nuggetizer's creator_window_size and scorer_window_size
@@ -91,7 +91,7 @@ def create_nugget_banks(
         prompts = [creator_prompt(q.text, q.documents[start : start + WINDOW], q.nuggets, max_nuggets) for q in asked]
         for query, answer in zip(asked, ask_until_parsed(llm, prompts, [parse_list] * len(asked), attempts)):
             if isinstance(answer, str):
-                query.failure = f"documents {start + 1}-{start + WINDOW}: {answer}"
+                query.failure = f"documents {start + 1}-{start + WINDOW}: {_wanted(answer, 'nugget texts')}"
             else:
                 query.nuggets = answer[:max_nuggets]
     for query in states:  # a blank nugget would count in |Q|, a repeated one twice (nuggetizer keeps both)
@@ -103,7 +103,8 @@ def create_nugget_banks(
         parsers = [partial(parse_labels, count=len(window)) for window in windows]
         for query, window, answer in zip(asked, windows, ask_until_parsed(llm, prompts, parsers, attempts)):
             if isinstance(answer, str):
-                query.failure = f"nuggets {start + 1}-{start + len(window)}: {answer}"
+                wanted = f"{len(window)} labels, each vital or okay"
+                query.failure = f"nuggets {start + 1}-{start + len(window)}: {_wanted(answer, wanted)}"
             else:
                 query.labels += answer
     for query in states:
@@ -116,6 +117,11 @@ def create_nugget_banks(
         raise GenerationError(f"no nuggets for {len(failed)} of {len(states)} queries:\n{lines}\n{hint}")
     made = datetime.now(UTC).isoformat(timespec="seconds")
     return [_entry(query, llm, made) for query in states]
+
+
+def _wanted(reason: str, wanted: str) -> str:
+    """An unparsable answer's reason with what the prompt asked for (`['vital']` reads as a list: of too few)."""
+    return reason if reason.startswith(FAILED_CALL) else f"{reason} (asked for a Python list of {wanted})"
 
 
 def _entry(query: _Query, llm: LLMClient, made: str) -> Entry:
