@@ -966,3 +966,18 @@ def test_a_generated_bank_is_named_as_what_it_is_written_as():
     for name in ("bank.jsonl", "bank.JSONL", "bank.jsonl.gz"):
         assert checked({"inputs": {"queries": "q", "bank": name}, "questions": {"generate": True}})
     assert checked({"inputs": {"queries": "q", "bank": "bank.tsv"}})  # read, not written: TSV is a bank format
+
+
+def test_a_value_of_the_wrong_form_is_said_in_words_not_as_its_regular_expression():
+    """`base_url: http//…` read `does not match '^(?:[Hh][Tt][Tt][Pp][Ss]?://\\S+)$'` (a stranger's trial)."""
+    backend = {"kind": "openai", "model": "m", "base_url": "http//127.0.0.1:8000/v1"}
+    method = {"name": "llm", "kind": "umbrela", "backend": backend}
+    assert rejected({"inputs": {"queries": "q"}, "grading": {"methods": [method]}}) == (
+        "config grading.methods[0].backend.base_url: expected OpenAI-compatible endpoint, an http:// or https:// URL "
+        "(http://localhost:8000/v1 for vLLM, say); null for OpenAI, not 'http//127.0.0.1:8000/v1'"
+    )
+    named = method | {"name": "my judge", "backend": backend | {"base_url": None}}
+    assert rejected({"inputs": {"queries": "q"}, "grading": {"methods": [named]}}) == (
+        "config grading.methods[0].name: expected a name of ASCII letters, digits, _ and - (it names files and "
+        "columns), not 'my judge'"
+    )

@@ -437,6 +437,8 @@ def _readable(error) -> Iterator[tuple[str, str, str]]:
         )
     elif error.validator == "type":
         yield key, f"expected {_types(error.validator_value)}, found {error.instance!r}", ""
+    elif error.validator == "pattern" and "description" in error.schema:  # its words, not its regular expression
+        yield key, f"expected {error.schema['description']}, not {error.instance!r}", ""
     elif error.validator == "uniqueItems":  # (JSON Schema takes 4 and 4.0 for one value, as Python does)
         twice = repeated(map(str, error.instance))
         yield key, f"{twice} is given twice" if twice else f"needs each value once, found {error.instance!r}", ""
