@@ -98,12 +98,17 @@ def test_generation_builds_a_bank_and_a_rerun_makes_no_call(server, tmp_path, ap
     assert server.calls == 2  # every answer came from the cache
 
 
-def test_unparsable_answers_are_asked_again_up_to_three_times(server, tmp_path):
+def test_unparsable_answers_are_asked_again_up_to_three_times(server, tmp_path, caplog):
     server.script("bees", "I am not sure what you mean.", "Let me think.", '{"questions": ["What is nectar?"]}')
     server.script("Formation", '["How do volcanoes form?"]')
     bank = generate_bank(QUERIES, client(server, tmp_path))
     assert bank[0].items[0].text == "What is nectar?"
     assert server.calls == 4
+    # each asking again is said (the log showed the calls alone: a stranger's trial)
+    assert [r.getMessage() for r in caplog.records if "asking again" in r.getMessage()] == [
+        "1 of 2 answers unparsable (the first: 'I am not sure what you mean.'); asking again, attempt 2 of 3",
+        "1 of 1 answers unparsable (the first: 'Let me think.'); asking again, attempt 3 of 3",
+    ]
     generate_bank(QUERIES, client(server, tmp_path))
     assert server.calls == 4  # all three attempts replay from the cache
 

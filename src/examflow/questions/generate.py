@@ -144,6 +144,10 @@ def ask_until_parsed(
             if parsed is not None:
                 results[i] = parsed
             last[i] = answer
+        unparsed = [i for i in pending if results[i] is None]
+        if unparsed and attempt + 1 < attempts:  # said: the log showed only the calls it took
+            log.warning("%d of %d answers unparsable (the first: %r); asking again, attempt %d of %d",
+                        len(unparsed), len(pending), last[unparsed[0]][:120], attempt + 2, attempts)  # fmt: skip
     return [r if r is not None else f"{attempts} unparsable answers, the last: {last[i][:120]!r}"
             for i, r in enumerate(results)]  # fmt: skip
 
