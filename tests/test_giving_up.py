@@ -5,6 +5,7 @@ hours, a stranger's trial). The answers received are kept, and a rerun asks only
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 import time
 
@@ -125,8 +126,6 @@ def test_a_dead_server_stops_a_job_at_its_first_failures(tmp_path):
 def test_a_prompt_two_pairs_share_is_asked_once_and_fails_both(tmp_path, caplog):
     """A passage under two ids (MS MARCO has such) puts the same prompt twice in a job: one request, its answer
     both pairs'; a failure of it is two failed pairs, in the job's table and in the early stop's count."""
-    import logging
-
     texts = ["nectar flows", "nectar flows", "nectar flows", "the moon raises tides", "lava"]
     shared = [Pair("q1", None, f"p{i}", "q1/x", QUESTION, text) for i, text in enumerate(texts)]
     with LLMServer(default=lambda prompt: Status(503) if "nectar" in prompt else "4") as server:
@@ -138,7 +137,8 @@ def test_a_prompt_two_pairs_share_is_asked_once_and_fails_both(tmp_path, caplog)
         assert "0 of 5 prompts cached; 3 to grade (2 more the same as one of them, answered with it)" in caplog.text
         with pytest.raises(GaveUp) as stop:  # 1 prompt failed, 3 pairs: more than 0.4 × 5
             grader(method, str(tmp_path / "again"), max_error_rate=0.4).grade(shared)
-        assert len(stop.value.failures) == 3 and stop.value.answered == 2 - stop.value.unasked
+        # one chunk, one distinct failure: every prompt asked, the stop after it counting three failed pairs
+        assert len(stop.value.failures) == 3 and (stop.value.unasked, stop.value.answered) == (0, 2)
 
 
 def asked_prompts(method: dict, n: int) -> list[str]:
