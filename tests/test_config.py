@@ -963,7 +963,7 @@ def test_a_generated_bank_is_named_as_what_it_is_written_as():
         assert rejected({"inputs": {"queries": "q", "bank": name}, "questions": {"generate": True}}) == (
             f"config inputs.bank: {name}: a generated bank is written as JSONL: name it .jsonl (or .jsonl.gz)"
         )
-    for name in ("bank.jsonl", "bank.JSONL", "bank.jsonl.gz"):
+    for name in ("bank.jsonl", "bank.JSONL", "bank.jsonl.gz"):  # (the check reads no file)
         assert checked({"inputs": {"queries": "q", "bank": name}, "questions": {"generate": True}})
     assert checked({"inputs": {"queries": "q", "bank": "bank.tsv"}})  # read, not written: TSV is a bank format
 
@@ -980,4 +980,17 @@ def test_a_value_of_the_wrong_form_is_said_in_words_not_as_its_regular_expressio
     assert rejected({"inputs": {"queries": "q"}, "grading": {"methods": [named]}}) == (
         "config grading.methods[0].name: expected a name of ASCII letters, digits, _ and - (it names files and "
         "columns), not 'my judge'"
+    )
+
+
+def test_a_method_s_key_written_in_its_back_end_is_said_to_be_the_method_s():
+    """`quantiles` under `backend:` read `unknown option; known: model, unit, …` (a stranger's trial)."""
+    method = {"name": "cosine", "kind": "self_rating", "backend": {"kind": "embedding", "quantiles": [0.5, 0.9]}}
+    assert rejected({"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [method]}}) == (
+        "config grading.methods[0].backend.quantiles: unknown option; a key of the method, beside its `kind`, not of "
+        "its back end; known: model, unit, batch_size, device"
+    )
+    method["backend"] = {"kind": "embedding", "unti": "passage"}  # a back end's own option misspelt: as before
+    assert "backend.unti: unknown option (did you mean 'unit'?); known:" in rejected(
+        {"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [method]}}
     )

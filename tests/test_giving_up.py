@@ -5,6 +5,7 @@ hours, a stranger's trial). The answers received are kept, and a rerun asks only
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import threading
 import time
@@ -16,6 +17,7 @@ from test_grading_backends import QUESTION, grader, openai_method, pairs
 from examflow.grading.grades import GaveUp
 from examflow.grading.methods import Pair
 from examflow.llm import LLMClient, LLMError, LLMSettings
+from examflow.progress import job_progress
 from examflow.registry import check_method
 
 
@@ -131,8 +133,12 @@ def test_a_prompt_two_pairs_share_is_asked_once_and_fails_both(tmp_path, caplog)
     with LLMServer(default=lambda prompt: Status(503) if "nectar" in prompt else "4") as server:
         method = openai_method(server, "self_rating")  # 2 attempts a prompt
         caplog.set_level(logging.INFO)
-        table = grader(method, str(tmp_path), max_error_rate=0.8).grade(shared)
+        with job_progress(tmp_path / "progress.json", "m/s", "prompts") as progress:
+            table = grader(method, str(tmp_path), max_error_rate=0.8, progress=progress).grade(shared)
         assert server.calls == 2 + 1 + 1  # the shared prompt twice (it is retried), the others once
+        # the progress counts prompts: the shared ones are not "answered by the cache" (a stranger's trial)
+        counts = json.loads((tmp_path / "progress.json").read_text())
+        assert (counts["cached"], counts["to_grade"], counts["graded"]) == (0, 3, 3)
         assert table["error"].notna().tolist() == [True, True, True, False, False]
         assert "0 of 5 prompts cached; 3 to grade (2 more the same as one of them, answered with it)" in caplog.text
         with pytest.raises(GaveUp) as stop:  # 1 prompt failed, 3 pairs: more than 0.4 × 5

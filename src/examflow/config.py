@@ -419,10 +419,13 @@ def _readable(error) -> Iterator[tuple[str, str, str]]:
         known = error.schema.get("properties", {})
         what = "option" if key.endswith(".backend") else "key"  # a back end's, beside its `kind`
         listed = [name for name in known if not (what == "option" and name == "kind")]
+        # a method's own key written in its back end (`quantiles` under `backend:`, a stranger's trial)
+        method_keys = set(schema()["$defs"]["method"]["properties"]) if what == "option" else set()
         for unknown in sorted(set(error.instance) - set(known)):
+            home = "; a key of the method, beside its `kind`, not of its back end" if unknown in method_keys else ""
             yield (
                 f"{key}.{unknown}" if key else unknown,
-                f"unknown {what}{suggestion(unknown, listed)}",
+                f"unknown {what}{suggestion(unknown, listed)}{home}",
                 f"; known: {', '.join(listed)}",
             )
     elif error.validator == "required":

@@ -231,8 +231,8 @@ class ShardGrader:
         log.info("%d of %d %s cached; %d to grade%s", len(requests) - len(todo) - shared, len(requests),
                  work_unit(self.method), len(todo),
                  f" ({shared} more the same as one of them, answered with it)" if shared else "")  # fmt: skip
-        if self.progress:
-            self.progress.planned(len(requests) - len(todo), len(todo), more)
+        if self.progress:  # prompts: one shared by pairs is neither cached nor sent again
+            self.progress.planned(len(requests) - len(todo) - shared, len(todo), more)
         return keys, todo
 
     def _gave_up(self, keys: list[str]) -> GaveUp:
