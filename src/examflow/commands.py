@@ -52,10 +52,10 @@ def read_questions(paths: list[str]) -> pd.DataFrame:
     import pandas as pd
 
     from examflow.io.tables import read_table
-    from examflow.questions.shards import QUESTIONS_READ
+    from examflow.questions.shards import QUESTIONS_READ, no_questions
 
     if not paths:
-        return pd.DataFrame(columns=QUESTIONS_READ)
+        return no_questions()
     return pd.concat([read_table(path, QUESTIONS_READ) for path in paths])
 
 
@@ -273,7 +273,7 @@ def grade_command(args: argparse.Namespace) -> None:
                 raise Failure(f"--questions: method {method.name!r} grades {method.entry.target}s: give the shard's")
             tables["--questions"] = args.questions
         check_one_bucket(tables, args.shard)
-        questions = read_questions([tables["--questions"]] if "--questions" in tables else [])
+        questions = read_questions([args.questions] if method.entry.reads_bank else [])
         pairs = make_pairs(method.kind, passages, questions, queries)
         log.info("method %s, shard %s: %d passages, %d pairs", method.name, args.shard, len(passages), len(pairs))
         if not pairs:  # no model is loaded for nothing

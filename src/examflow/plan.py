@@ -174,10 +174,10 @@ def job_minutes(method: Method, passages, questions, queries) -> int:
         with open(path, "rb") as file:  # Python's error carries the file name; pyarrow's does not
             return pd.read_parquet(file)
 
-    from examflow.questions.shards import QUESTIONS_READ
+    from examflow.questions.shards import no_questions
 
     # a method that grades against the query reads no bank shard (the Snakefile's `reads_bank`)
-    bank = read(questions) if questions else pd.DataFrame(columns=QUESTIONS_READ)
+    bank = read(questions) if questions else no_questions()
     seconds = job_seconds(method, read(passages), bank, read(queries))
     return 10 + math.ceil(3 * seconds / 60)
 

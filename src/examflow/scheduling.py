@@ -214,10 +214,10 @@ def check_judge_files(
     for path in labels.values():
         read_labels(path)
     runs, unknown = {run_tag(file) for file in run_files}, Problems(validation["leaderboard_runs"])
+    known = set(query_table(queries)["query_id"]) if queries is not None and leaderboards else None
     for path in leaderboards.values():
         measures = read_autojudge(path, layout)
         known_runs(path, measures, runs, "inputs.runs", unknown)
-        if queries is not None:
-            known = set(query_table(queries)["query_id"])
+        if known is not None:
             check_some_topic(path, measures, known, f"a query of {queries}", f"`{layout}` (judges.leaderboard_layout)")
     unknown.summarise()

@@ -27,6 +27,11 @@ QUESTION_COLUMNS = ["query_id", "facet_id", "question_id", "question_text", "kin
 QUESTIONS_READ = QUESTION_COLUMNS[:-1]
 
 
+def no_questions() -> pd.DataFrame:
+    """The questions of a method that grades against the query: none (it reads no bank shard)."""
+    return pd.DataFrame(columns=QUESTIONS_READ)
+
+
 NAME_MAX = 255  # the longest file name most file systems take, in bytes (here ASCII characters)
 
 
