@@ -153,6 +153,8 @@ def test_unparsable_answers_and_an_allowance_of_failures(project):
             "an unparsable answer is an answer and stays: see the method's `mode`, or delete the config's "
             "`cache_dir`/grades (and an openai back end's `cache_dir`/llm) to ask the model again"
         ) in result.stdout + result.stderr
+        # the folder by name: by default results/cache, outside results_dir (a stranger deleted the wrong one)
+        assert "to ask the model again (here: results/cache)" in result.stdout + result.stderr
 
         config = yaml.safe_load((project / "mine.yaml").read_text())
         config["grading"]["methods"][0]["mode"] = "reference"

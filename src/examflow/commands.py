@@ -286,9 +286,9 @@ def grade_command(args: argparse.Namespace) -> None:
                 grades = grader.grade(pairs)
             except GaveUp as stop:  # more answers failed than the job may: it stopped asking
                 _wrap_up(grader, progress, len(stop.failures))  # the pairs not asked did not fail
-                raise stop.failure(method, args.shard, args.max_error_rate) from None
+                raise stop.failure(method, args.shard, args.max_error_rate, args.cache_dir) from None
         _wrap_up(grader, progress, int(grades["error"].notna().sum()))
-        check_failures(grades, method, args.shard, args.max_error_rate)
+        check_failures(grades, method, args.shard, args.max_error_rate, args.cache_dir)
         served = {"served_models": dict(grader.served)} if grader.served else {}
         write_grades(grades, {"model": grader.cache.signature} | served, args.out)
 

@@ -66,7 +66,9 @@ def unanswered(error: str | None) -> bool:
     return error is not None and error_kind(error) not in _CACHED_FAILURES
 
 
-def check_failures(grades: pd.DataFrame, method: Method, shard: str, max_error_rate: float) -> None:
+def check_failures(
+    grades: pd.DataFrame, method: Method, shard: str, max_error_rate: float, cache_dir: str | None = None
+) -> None:
     """Log the failed and unparsable pairs; fail when more pairs failed than `max_error_rate` allows."""
     failed = failure_counts(grades)
     n_failed = sum(failed.values())
@@ -76,7 +78,8 @@ def check_failures(grades: pd.DataFrame, method: Method, shard: str, max_error_r
     if n_failed <= max_error_rate * len(grades):
         return
     errors = grades["error"].dropna().tolist()
-    raise Failure(_too_many(method, shard, max_error_rate, errors, len(grades), every_one=len(errors) == len(grades)))
+    every_one = len(errors) == len(grades)
+    raise Failure(_too_many(method, shard, max_error_rate, errors, len(grades), every_one, cache_dir=cache_dir))
 
 
 class GaveUp(Exception):
@@ -96,20 +99,29 @@ class GaveUp(Exception):
         """The pairs with an answer that did not fail."""
         return len(self.received) - self.unasked - len(self.failures)
 
-    def failure(self, method: Method, shard: str, max_error_rate: float) -> Failure:
+    def failure(self, method: Method, shard: str, max_error_rate: float, cache_dir: str | None = None) -> Failure:
         """The job's failure, worded as `check_failures` words one, with the pairs it did not ask."""
         return Failure(_too_many(method, shard, max_error_rate, self.failures, len(self.received),
-                                 every_one=self.answered == 0, unasked=self.unasked))  # fmt: skip
+                                 every_one=self.answered == 0, unasked=self.unasked, cache_dir=cache_dir))  # fmt: skip
 
 
 def _too_many(
-    method: Method, shard: str, max_error_rate: float, errors: list[str], total: int, every_one: bool, unasked: int = 0
+    method: Method,
+    shard: str,
+    max_error_rate: float,
+    errors: list[str],
+    total: int,
+    every_one: bool,
+    unasked: int = 0,
+    cache_dir: str | None = None,
 ) -> str:
     """Why a job failed: its failed pairs by kind and the first one's error; whether a rerun asks again
     (`every_one`: no pair got an answer); the pairs it stopped before asking."""
     failed = kind_counts(errors)
     kinds = ", ".join(f"{count} {kind}" for kind, count in failed.items())
     hint = "".join(text for kind, text in _CACHED_FAILURES.items() if kind in failed)
+    # `cache_dir` defaults to results/cache, outside results_dir: the folder by name (a stranger looked there)
+    hint += f" (here: {cache_dir})" if cache_dir and "unparsable" in failed else ""
     rerun = (
         "No pair got an answer from the model: a rerun asks it again for every pair"
         if every_one and all(map(unanswered, errors))
