@@ -9,6 +9,7 @@ import pytest
 import yaml
 from conftest import snakemake, write
 
+from examflow.commands import _top_grade
 from examflow.errors import ConfigError
 from examflow.grading.calibration import calibrated_grades
 from examflow.grading.merge import merge_grades, read_grades_metadata
@@ -65,6 +66,10 @@ def test_merge_records_the_calibration_and_only_the_embedding_back_end_takes_one
     grades, metadata = merge_grades([table], check_method("m", settings))
     assert metadata["embedding_grades"]["calibration"] == "question"
     assert grades.set_index(["passage_id", "question_id"])["rating"].to_dict()[("p2", "q1/b")] == 1
+    # the report reads the ladder's rungs from the record as the highest grade: 3 here, 5 by default
+    assert _top_grade(metadata["method"]) == 3 == grades["rating"].max()
+    default = {key: value for key, value in settings.items() if key != "quantiles"}
+    assert _top_grade(merge_grades([table], check_method("m", default))[1]["method"]) == 5
     with pytest.raises(ConfigError, match="calibration: only the embedding back end"):
         backend = {"kind": "openai", "model": "m", "base_url": "http://127.0.0.1:1/v1"}
         check_method("m", {"name": "m", "kind": "self_rating", "backend": backend, "calibration": "pool"})

@@ -215,6 +215,9 @@ def test_the_uncovered_passages_are_told_in_the_methods_own_terms():
     )
     above = questions_page(questions, uncovered, 4, "m", "umbrela")  # the τ the run warned about
     assert "3 judged-relevant passages are below τ: umbrela grades 0–3, so at τ = 4 no passage reaches τ." in above
+    # an offline grader's ladder of three rungs grades 0-3, whatever its kind's scale
+    ladder = questions_page(questions, uncovered, 4, "m", "self_rating", top=3)
+    assert "3 judged-relevant passages are below τ: self_rating grades 0–3, so at τ = 4 no passage reaches τ." in ladder
 
 
 def test_the_questions_page_counts_what_it_shows_and_says_when_nothing_is_judged():

@@ -938,7 +938,13 @@ def method_report(args: argparse.Namespace) -> dict[str, bytes | str]:
         "grades_png": lambda: figures.grade_distribution(grades),
         "kappa_png": lambda: figures.kappa_heatmap(_tsv(table["agreement"]), _tsv(table["kappa"])),
         "questions_html": lambda: pages.questions_page(
-            _tsv(table["questions"]), _tsv(table["uncovered"]), tau, method, kind, judged=facts.judgments
+            _tsv(table["questions"]),
+            _tsv(table["uncovered"]),
+            tau,
+            method,
+            kind,
+            judged=facts.judgments,
+            top=_top_grade(settings),
         ),
         "impact_html": lambda: pages.impact_page(
             _tsv(table["impact_questions"]), _tsv(table["impact_passages"]), _tsv(table["impact_systems"]), method
@@ -1019,6 +1025,14 @@ def _similarities(settings: dict) -> bool:
 
     backend = settings.get("backend", {}).get("kind")
     return backend in BACKENDS and BACKENDS[backend].by_quantiles
+
+
+def _top_grade(settings: dict) -> int | None:
+    """A method's highest grade as its grades table records it: the rungs of an offline grader's quantile
+    ladder (3 of `quantiles: [0.5, 0.75, 0.9]`); None, the kind's."""
+    from examflow.registry import DEFAULT_QUANTILES
+
+    return len(settings.get("quantiles", DEFAULT_QUANTILES)) if _similarities(settings) else None
 
 
 # What the report reads of an evaluation's leaderboard and correlations: a damaged table is one error.

@@ -193,8 +193,10 @@ def questions_page(
     kind: str | None = None,
     rows: int = 40,
     judged: bool = True,
+    top: int | None = None,
 ) -> str:
-    """`judged`: whether there are qrels, without which no passage is judged relevant or not."""
+    """`judged`: whether there are qrels, without which no passage is judged relevant or not; `top`: the
+    method's highest grade where not its kind's (an offline grader's quantile ladder of fewer rungs)."""
     spec = KINDS.get(kind or "")
     target = spec.target if spec else "question"  # a direct kind's one "question" is the query
     plural = {"query": "queries"}.get(target, f"{target}s")
@@ -208,8 +210,9 @@ def questions_page(
                 "nothing, and there are no uncovered passages to list.</p>"  # fmt: skip
         return page(f"Question diagnostics of {method}", note, table(questions.drop(columns="method").head(rows)))
     judge = html.escape(kind or "")
-    if spec and tau > spec.top:  # the warned case: every judged-relevant passage
-        why = f"are below τ: {judge} grades 0–{spec.top}, so at τ = {tau:g} no passage reaches τ"
+    top = top if top is not None else spec.top if spec else None
+    if top is not None and tau > top:  # the warned case: every judged-relevant passage
+        why = f"are below τ: {judge} grades 0–{top}, so at τ = {tau:g} no passage reaches τ"
     elif target == "query":
         why = f"not graded τ or above by {judge}: where it and the assessors disagree"
     else:
