@@ -48,6 +48,27 @@ def test_truncation_keeps_instruction_and_question_whole(tiny_t5):
     assert short.endswith("Context: bees")
 
 
+@pytest.mark.parametrize("decoding", ["fast", "greedy"])
+def test_a_question_too_long_for_the_budget_is_a_failure_and_the_others_are_answered(tiny_t5, decoding):
+    """`max_input_tokens` below the instruction and question: the model read the instruction's first tokens,
+    no question and no passage, and every pair got the same grade, with exit 0 (a stranger's trial)."""
+    long_question = " ".join(["why do bees make honey"] * 40)
+    method = {"name": "m", "kind": "self_rating",
+              "backend": {"kind": "hf_seq2seq", "model": tiny_t5, "decoding": decoding, "max_input_tokens": 160,
+                          "max_new_tokens": 2}}  # fmt: skip
+    mixed = [*pairs(3), Pair("q1", None, "p9", "q1/long", long_question, "bees make honey")]
+    table = grader(method, str(tiny_t5) + "-cache-" + decoding).grade(mixed)
+    backend = Seq2SeqBackend(tiny_t5, decoding=decoding, max_input_tokens=160, max_new_tokens=2)
+    prompt = backend.prompt(Request("grade-self-rating", {"question": long_question, "context": ""}))
+    tokens = len(backend.tokenizer(prompt).input_ids)
+    assert tokens > 160 and values(table["error"])[:3] == [None] * 3
+    assert values(table["error"])[3] == (f"too-long: the prompt without its passage is {tokens} tokens, over "
+                                         "max_input_tokens 160: raise it, or shorten the question")  # fmt: skip
+    assert pd.isna(table["rating"].iloc[3]) and table["rating"].iloc[:3].notna().all()
+    alone = [Request("grade-self-rating", {"question": p.question_text, "context": p.passage_text}) for p in pairs(3)]
+    assert values(table["answer"])[:3] == [a.text for a in backend.answer(alone)]  # the others as answered alone
+
+
 def test_fast_ratings_agree_with_greedy_whenever_greedy_answers_a_digit(tiny_t5):
     requests = [
         Request("grade-self-rating", {"question": QUESTION, "context": f"{w} nectar water {w}"})
@@ -351,6 +372,16 @@ def test_extractive_qa_spans_come_from_the_passage_and_are_verified(tmp_path):
     passages = ["bees make honey from nectar", "the moon raises tides in the ocean", " ".join(["lava"] * 5000)]
     answers = backend.answer([Request("grade-qa", {"question": QUESTION, "context": p}) for p in passages])
     assert all(a.text == "" or a.text in p for a, p in zip(answers, passages))
+    # a question that leaves no room for the passage: the tokenizer's exception ended the job
+    long_question = " ".join(["why do bees make honey"] * 40)
+    mixed = backend.answer(
+        [Request("grade-qa", {"question": q, "context": passages[0]}) for q in (long_question, QUESTION)]
+    )
+    specials = backend.tokenizer.num_special_tokens_to_add(pair=True)  # the question's and the passage's ends
+    tokens = len(backend.tokenizer(long_question, add_special_tokens=False).input_ids) + specials
+    assert tokens > 64 and mixed[0].text is None and mixed[1].text == answers[0].text
+    assert mixed[0].error == (f"too-long: the prompt without its passage is {tokens} tokens, over max_input_tokens "
+                              "64: raise it, or shorten the question")  # fmt: skip
     method = {"name": "squad", "kind": "extractive_qa", "backend": {"kind": "hf_extractive_qa", "model": model}}
     keyed = [
         Pair("q1", None, f"p{i}", "q1/a", QUESTION, p, (answers[i].text or "nothing",))
@@ -538,6 +569,24 @@ def test_compile_auto_settles_on_the_first_jobs_size(tiny_t5, caplog):
     large.begin(496_937)
     large.begin(3)  # settled by the first job: a later, smaller one changes nothing
     assert large.compiled is not None and large.compile == "always"
+
+
+@pytest.mark.parametrize("kind", ["hf_seq2seq", "ct2_seq2seq", "hf_extractive_qa"])
+def test_a_model_folder_without_its_tokenizer_is_refused(tmp_path, kind):
+    """Without tokenizer files, transformers builds a tokenizer of no words from config.json: every digit one
+    unknown id, and every pair rated 0 (`fast`) or unanswerable (a stranger's trial, exit 0)."""
+    from examflow.grading.backends import ExtractiveQABackend
+    from examflow.grading.ctranslate2_backend import CTranslate2Backend
+
+    folder = build_tiny_t5(tmp_path / "model", seed=1, question_answering=kind == "hf_extractive_qa")
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        (folder / name).unlink()
+    make = {"hf_seq2seq": lambda: Seq2SeqBackend(str(folder), decoding="fast"),
+            "ct2_seq2seq": lambda: CTranslate2Backend(str(folder), decoding="fast", cache_dir=tmp_path / "cache"),
+            "hf_extractive_qa": lambda: ExtractiveQABackend(str(folder))}[kind]  # fmt: skip
+    with pytest.raises(ConfigError, match=r"^config backend.model: '.*model': its tokenizer has no words \(the "
+                       r"digits 0-5 read as 1 token sequence\(s\), or unknown\): is it saved with the model"):  # fmt: skip
+        make()
 
 
 def test_damaged_weights_of_the_extractive_and_embedding_models_are_one_line(tmp_path):

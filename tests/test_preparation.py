@@ -74,10 +74,13 @@ def test_prompts_and_model_inputs_equal_the_earlier_preparation(request, tokeniz
             new = preparer.pad(prompts[start : start + 7])
             assert torch.equal(old["input_ids"], new["input_ids"])
             assert torch.equal(old["attention_mask"], new["attention_mask"])
-        # Where the template alone is over, the model reads the prompt's first tokens and its end.
+        # Where the template alone is over, the prompt is marked with its length without the passage (a
+        # grader fails it); a ranker reads the prompt's first tokens and its end.
         over = [p for p in prompts if len(tokenizer(p.text).input_ids) > max_input_tokens]
         eos = [tokenizer.eos_token_id]
         assert all(p.ids == tokenizer(p.text).input_ids[: max_input_tokens - 1] + eos for p in over)
+        assert [p for p in prompts if p.too_long is not None] == over
+        assert all(p.too_long == len(tokenizer(p.text).input_ids) for p in over)
         assert (
             (max_input_tokens == 512 and not over) or (max_input_tokens == 12 and over) or max_input_tokens in (64, 40)
         )

@@ -76,7 +76,7 @@ class PreparedBackend(ABC):
 
     def answer(self, requests: list[Request]) -> list[Answer]:
         self.begin(len(requests))
-        return self.answer_prepared(self.preparer.prepare(requests))
+        return self._answered(self.preparer.prepare(requests))
 
     def answer_chunks(self, chunks: Iterable[list[Request]]) -> Iterator[list[Answer]]:
         """The answers of each chunk of requests, in order; the next chunk's prompts are prepared in a
@@ -88,10 +88,18 @@ class PreparedBackend(ABC):
             for chunk in chunks:
                 prepared = worker.submit(self.preparer.prepare, chunk)
                 if pending is not None:
-                    yield self.answer_prepared(pending.result())
+                    yield self._answered(pending.result())
                 pending = prepared
             if pending is not None:
-                yield self.answer_prepared(pending.result())
+                yield self._answered(pending.result())
+
+    def _answered(self, prompts: list[Prompt]) -> list[Answer]:
+        """The answers of prepared prompts; one whose instruction and question alone are over the input
+        budget is a failure, never answered (its passage would be gone and its question cut)."""
+        fitting = [prompt for prompt in prompts if prompt.too_long is None]
+        answers = iter(self.answer_prepared(fitting) if fitting else [])
+        budget = self.preparer.max_input_tokens
+        return [next(answers) if p.too_long is None else too_long(p.too_long, budget) for p in prompts]
 
     @abstractmethod
     def answer_prepared(self, prompts: list[Prompt]) -> list[Answer]:
@@ -129,6 +137,12 @@ def digit_ratings(torch, digits) -> list[Answer]:
     ]
 
 
+def too_long(tokens: int, budget: int) -> Answer:
+    """The failure of a prompt that is over the input budget without its passage: not asked."""
+    return Answer(None, error=f"too-long: the prompt without its passage is {tokens} tokens, over "
+                  f"max_input_tokens {budget}: raise it, or shorten the question")  # fmt: skip
+
+
 # Damaged weights, or an overflow in a reduced precision: a failure, never a grade.
 NON_FINITE = "non-finite: the model scored the digits NaN or infinite"
 
@@ -150,7 +164,7 @@ class Seq2SeqBackend(PreparedBackend):
         compile: str = "auto",
     ):
         import torch
-        from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+        from transformers import AutoModelForSeq2SeqLM
 
         from examflow.grading.beam_search import SearchSteps, decoder_start, searchable
 
@@ -159,8 +173,8 @@ class Seq2SeqBackend(PreparedBackend):
         model_config(model, revision)
         if dtype == "auto":
             dtype = "bfloat16" if self.device.startswith("cuda") else "float32"
+        self.tokenizer = load_tokenizer(model, revision)
         with loading(model):
-            self.tokenizer = AutoTokenizer.from_pretrained(model, revision=revision)
             self.model = AutoModelForSeq2SeqLM.from_pretrained(model, revision=revision, dtype=getattr(torch, dtype))
         on_device(self.model, self.device).eval()
         finite_weights(self.model, model)
@@ -328,6 +342,22 @@ def loading(model: str):
         raise ConfigError("backend.model", f"{model!r}: could not be loaded ({first_line(error)})") from None
 
 
+def load_tokenizer(model: str, revision: str | None = None):
+    """The model's tokenizer, which must read the digits 0-5 as six tokens of its vocabulary: from a folder
+    without tokenizer files, transformers builds one of no words (every word unknown, every digit one id),
+    and every answer would then be the same grade, or none (`fast`'s digit, a search's empty answer)."""
+    from transformers import AutoTokenizer
+
+    with loading(model):
+        tokenizer = AutoTokenizer.from_pretrained(model, revision=revision)
+    digits = [tuple(tokenizer(str(digit), add_special_tokens=False).input_ids) for digit in range(6)]
+    if len(set(digits)) < 6 or any(tokenizer.unk_token_id in ids for ids in digits):
+        raise ConfigError("backend.model", f"{model!r}: its tokenizer has no words (the digits 0-5 read as "
+                          f"{len(set(digits))} token sequence(s), or unknown): is it saved with the model "
+                          "(tokenizer.save_pretrained, tokenizer.json or spiece.model)?")  # fmt: skip
+    return tokenizer
+
+
 def finite_weights(model, name: str) -> None:
     """Refuse weights that hold NaN or infinity (damaged files that still read): every answer would be
     garbage that reads as a grade (`fast`'s arg-max of NaN is the digit 0; a search's answer is empty).
@@ -366,13 +396,13 @@ class ExtractiveQABackend:
         revision: str | None = None,
     ):
         import torch
-        from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+        from transformers import AutoModelForQuestionAnswering
 
         self.torch = torch
         self.device = _device(torch, device)
         model_config(model, revision)
+        self.tokenizer = load_tokenizer(model, revision)
         with loading(model):
-            self.tokenizer = AutoTokenizer.from_pretrained(model, revision=revision)
             self.model = AutoModelForQuestionAnswering.from_pretrained(model, revision=revision)
         on_device(self.model, self.device).eval()
         finite_weights(self.model, model)
@@ -383,6 +413,18 @@ class ExtractiveQABackend:
         )  # fmt: skip
 
     def answer(self, requests: list[Request]) -> list[Answer]:
+        """The spans of the requests whose question leaves room for a passage token; the others fail."""
+        if not requests:
+            return []
+        asked = sorted({r.fields["question"] for r in requests})
+        specials = self.tokenizer.num_special_tokens_to_add(pair=True)
+        found = self.tokenizer(asked, add_special_tokens=False).input_ids
+        over = {q: n for q, ids in zip(asked, found) if (n := len(ids) + specials) >= self.max_input_tokens}
+        spans = iter(self._answer([r for r in requests if r.fields["question"] not in over]))
+        return [too_long(over[q], self.max_input_tokens) if (q := r.fields["question"]) in over else next(spans)
+                for r in requests]  # fmt: skip
+
+    def _answer(self, requests: list[Request]) -> list[Answer]:
         answers = []
         for start in range(0, len(requests), self.batch_size):
             batch = requests[start : start + self.batch_size]

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy
 
 from examflow.errors import ConfigError
-from examflow.grading.backends import Answer, PreparedBackend, digit_ratings, loading, model_config
+from examflow.grading.backends import Answer, PreparedBackend, digit_ratings, load_tokenizer, loading, model_config
 from examflow.grading.preparation import Preparer, Prompt
 from examflow.grading.signatures import ctranslate2_signature, weights_version
 from examflow.registry import BACKENDS
@@ -50,7 +50,6 @@ class CTranslate2Backend(PreparedBackend):
     ):
         import ctranslate2
         import torch
-        from transformers import AutoTokenizer
 
         self.torch, self.ctranslate2 = torch, ctranslate2
         where, index = _device(device, ctranslate2.get_cuda_device_count)
@@ -80,8 +79,7 @@ class CTranslate2Backend(PreparedBackend):
             raise ConfigError("backend.device", f"{device}: {str(error).strip()[:200]}") from None
         if self.translator.compute_type != wanted:  # the signature must say what runs
             raise self._unsupported(wanted, where, f"it would run {self.translator.compute_type}")
-        with loading(model):
-            self.tokenizer = AutoTokenizer.from_pretrained(model, revision=revision)
+        self.tokenizer = load_tokenizer(model, revision)
         # Its own tokenizer: the next chunk is prepared in a thread beside the model's work.
         self.preparer = Preparer(copy.deepcopy(self.tokenizer), max_input_tokens)
         self.decoding, self.batch_size, self.num_beams, self.max_new_tokens = (

@@ -23,6 +23,9 @@ from examflow.prompts import read_by
 class Prompt:
     text: str  # the filled template, its context cut to the budget
     ids: list[int]  # its token ids, special tokens included, at most the budget
+    # Where the prompt without its context is over the budget on its own: its length in tokens (its ids are
+    # then cut at the end, the question with them: not the prompt the method asks, so never answered)
+    too_long: int | None = None
 
 
 @dataclass(frozen=True)
@@ -69,10 +72,9 @@ class Preparer:
             cut = _cut(part.context, ends, budget)
             if excess <= 0:
                 return Prompt(prompt, ids)
-            if not cut:  # the template alone is over: the model reads its first tokens
-                return Prompt(
-                    prompt, self.tokenizer(prompt, truncation=True, max_length=self.max_input_tokens).input_ids
-                )
+            if not cut:  # the template alone is over: cut, as a ranker reads it, and marked
+                truncated = self.tokenizer(prompt, truncation=True, max_length=self.max_input_tokens).input_ids
+                return Prompt(prompt, truncated, too_long=len(ids))
             budget = min(budget, len(ends)) - excess
             prompt = part.filled(_cut(part.context, ends, budget))
             ids = self.tokenizer(prompt).input_ids
