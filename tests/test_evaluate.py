@@ -203,7 +203,9 @@ def test_a_kappa_whose_labels_all_stay_below_its_cut_is_empty(caplog):
         strict = kappa.loc["strict", "kappa"]
         assert pd.isna(strict) if strict_is_empty else strict == pytest.approx(cohen_kappa_score([1, 1, 0, 1],
                                                                                                  [1, 0, 1, 1]))  # fmt: skip
-        assert ("method m: no EXAM-Label reaches 4: STRICT κ is left empty" in caplog.text) == strict_is_empty
+        assert (
+            "method m: no judged passage's EXAM-Label reaches 4: STRICT κ is left empty" in caplog.text
+        ) == strict_is_empty
 
 
 def test_an_official_leaderboard_of_no_evaluated_run_leaves_the_diagnostics_empty():

@@ -263,6 +263,12 @@ def test_collection_missing_pooled_passage(tmp_path):
     lenient = Problems("warn")
     assert read_passages(corpus, {"d1", "d3"}, lenient) == {"d1": "one"}
     assert lenient.counts == {"pooled passages missing from the collection": 1}
+    # a passage of empty text is in the collection: it was counted as missing too, and the run's last
+    # line named the wrong reason (a stranger's trial)
+    blank = Problems("warn")
+    assert read_passages(write(tmp_path / "e.tsv", "d1\tone\nd2\t \n"), {"d1", "d2", "d3"}, blank) == {"d1": "one"}
+    assert blank.counts == {"pooled passages with empty text": 1, "pooled passages missing from the collection": 1}
+    assert "'d3' is not in the collection" in str(blank.examples["pooled passages missing from the collection"])
 
 
 def test_collection_formats_agree(tmp_path):

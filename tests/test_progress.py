@@ -418,7 +418,7 @@ def test_steps_that_warn_alike_take_one_line(tmp_path, capsys):
     from examflow.joblogs import name_warnings
 
     t = "2026-12-01 07:02:32,896"
-    alike = "examflow: no EXAM-Label reaches 4: STRICT κ is left empty"
+    alike = "examflow: no judged passage's EXAM-Label reaches 4: STRICT κ is left empty"
     for method in ("a", "b", "c"):
         write(tmp_path / f"logs/evaluate/{method}.log", f"{t} WARNING {alike}\nexamflow: done\n")
     retried = "examflow.llm: LLM call failed (http-500: Error code: 500); retry 1 in 0.1 s"
@@ -426,7 +426,7 @@ def test_steps_that_warn_alike_take_one_line(tmp_path, capsys):
     name_warnings(tmp_path / "logs", since=1000.0, most=2)
     logs = tmp_path / "logs"
     assert capsys.readouterr().err.splitlines() == [
-        "examflow: 3 steps warned: no EXAM-Label reaches 4: STRICT κ is left empty (first of their warnings; their "
+        "examflow: 3 steps warned: no judged passage's EXAM-Label reaches 4: STRICT κ is left empty (first of their warnings; their "
         f"logs: {logs / 'evaluate/a.log'}, {logs / 'evaluate/b.log'} and 1 more)",
         f"examflow: a step warned: LLM call failed (http-500: Error code: 500); retry 1 in 0.1 s (and 1 more; its log: "
         f"{logs / 'grade/a/shard-1.log'})",

@@ -504,7 +504,12 @@ def agreement(
             # κ of labels all below the cut (UMBRELA's 0-3 under STRICT) reads 0.000 whatever the agreement
             if len(pairs) and not (pairs["label"] >= cut).any():
                 values[name] = math.nan
-                log.warning("method %s: no EXAM-Label reaches %d: %s κ is left empty", method, cut, name.upper())
+                log.warning(
+                    "method %s: no judged passage's EXAM-Label reaches %d: %s κ is left empty",
+                    method,
+                    cut,
+                    name.upper(),
+                )
         summaries += [(method, name, value, len(pairs)) for name, value in values.items()]
         for name, table in tables.items():
             # cast: a table with one level of columns stacks into a Series

@@ -47,8 +47,10 @@ def read_passages(
     if reader is None:
         raise unknown_format(path, "collection format: use .tsv, .jsonl (optionally .gz) or .parquet")
     found: dict[str, str] = {}
+    empty: set[str] = set()  # in the collection, with no text: reported as such, not as missing too
     for number, doc_id, text in reader(path, wanted):
         if not text.strip():
+            empty.add(doc_id)
             problems.report(
                 f"{what}s with empty text",
                 InputError(path, f"empty text for {what} {doc_id!r}", number, "text"),
@@ -57,7 +59,7 @@ def read_passages(
             raise InputError(path, f"{what} {doc_id!r} appears twice with different texts", number, "doc_id")
         else:
             found[doc_id] = text
-    missing = sorted(wanted - found.keys())
+    missing = sorted(wanted - found.keys() - empty)
     where = origins(missing) if origins and missing else {}
     for doc_id in missing:
         origin = f" ({where[doc_id]})" if doc_id in where else ""
