@@ -854,8 +854,9 @@ def test_local_models_torch_and_ctranslate2_rate_alike(tmp_path):
     # (The fast methods' grades and one evaluation are the targets: the rest would rerun as the first run did.)
     targets = (*(f"{config['results_dir']}/grades/{m}.parquet" for m in ("torch", "converted", "answers")),
                f"{config['results_dir']}/eval/converted/leaderboard.tsv")  # fmt: skip
-    planned = snakemake(project, *targets, *args, "-n").stdout
+    planned = snakemake(project, *targets, f"{config['results_dir']}/logs/plan.tsv", *args, "-n").stdout
     assert re.search(r"^grade\s+3$", planned, re.MULTILINE), planned  # 3 methods, one shard each
+    assert re.search(r"^plan\s+1$", planned, re.MULTILINE), planned  # its cached counts were of the old weights
     # The jobs that hold no GPU see none (`device: auto` is then their CPU); `answers` holds one.
     commands = [line for line in planned.splitlines() if "python -m examflow grade" in line]
     hidden = [line for line in commands if "CUDA_VISIBLE_DEVICES= python -m examflow grade" in line]

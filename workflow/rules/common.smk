@@ -380,8 +380,18 @@ def model_weights(wildcards):
 
 def prompts_read(wildcards):
     """What the method's model reads of its prompts: a new text reruns its grading (the cache answers the rest)."""
-    method = METHODS[wildcards.method]
-    return read_digest(KINDS[method.kind].templates, method.backend.entry.roles)
+    return _prompts_of(wildcards.method)
+
+
+def _prompts_of(method):
+    settings = METHODS[method]
+    return read_digest(KINDS[settings.kind].templates, settings.backend.entry.roles)
+
+
+def cache_keys(wildcards):
+    """What each method's cache keys follow besides its settings: new weights in a model's folder or a new
+    prompt text make a new plan, whose counts of cached pairs they change."""
+    return {method: [_weights_of(method), _prompts_of(method)] for method in METHODS}
 
 
 @functools.cache  # once a method, not once a grading job (its shards share the model)

@@ -90,6 +90,7 @@ rule plan:
         ],
         cache=lambda wildcards: config["cache_dir"],
         shards=SHARD_COUNT,
+        answers_follow=cache_keys,  # not in the command: its change makes a new plan (--rerun-triggers params)
     shell:
         (
             "python -m examflow plan --pool {params.pool:q} --questions {input.questions:q}"
