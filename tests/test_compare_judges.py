@@ -209,11 +209,11 @@ def test_a_given_official_leaderboard_and_runs_it_lacks(tmp_path, caplog, capsys
     arguments = ["compare-judges", "--runs", *runs, "--official-qrels", str(files["official"]), "--official",
                  str(official), "--labels", f"noisy={files['noisy']}", "--bootstrap", "0", "--out", str(tmp_path / "x")]  # fmt: skip
     assert main(arguments) == 2 and not (tmp_path / "x").exists()
-    error = f"examflow: error: {official}:3: field 'run_id': official run 'r42' is not among the evaluated runs\n"
+    error = f"examflow: error: {official}:3: field 'run_id': official run 'r42' is not among the runs of --runs\n"
     assert capsys.readouterr().err == error
     caplog.clear()
     assert main([*arguments, "--on-unknown-run", "warn"]) == 0
-    assert "1 × official runs that are not evaluated, dropped (first:" in caplog.text
+    assert "1 × official runs not among the runs of --runs, dropped (first:" in caplog.text
     agreement = pd.read_csv(out / "agreement.tsv", sep="\t").set_index(["label_set", "statistic"])
     noisy = by_hand_ndcg10(files["noisy"], tmp_path / "runs [all]")
     shared = [f"r{k}" for k in range(2, 10)]

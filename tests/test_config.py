@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -844,6 +845,49 @@ def test_config_mistakes_stop_the_workflow_at_parse_time_in_one_line(project):
         errors = [line for line in result.stderr.splitlines() if line.startswith("examflow: error:")]
         assert len(errors) == 1 and errors[0].startswith(f"examflow: error: config {key}: unknown key"), result.stderr
         assert f" [{source}: " in errors[0] and errors[0].endswith("config/bad.yaml]"), errors
+
+
+@pytest.mark.workflow
+def test_a_slurm_profiles_placeholder_stops_the_run_before_any_job(project):
+    """sbatch refused every job ("Invalid partition name specified"), each was submitted three times, and
+    the run ended blaming each step's log (a stranger's trial). The shipped profile without its executor
+    (this machine has no cluster), as written: its placeholders are the mistake."""
+    profile = yaml.safe_load((project / "profiles/slurm-cpu/config.yaml").read_text())
+    local = {key: value for key, value in profile.items() if key != "executor" and not key.startswith("slurm-")}
+    write(project / "profiles/placeholders/config.yaml", yaml.safe_dump(local))
+    result = snakemake(project, "-n", "--workflow-profile", "profiles/placeholders", check=False)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("examflow: error: ")]
+    assert result.returncode == 1 and errors == [
+        "examflow: error: resources slurm_account 'CHANGE-ME-account', slurm_partition 'CHANGE-ME-cpu-partition': "
+        "the SLURM profiles' placeholders: put your cluster's partitions and account in the profile's config.yaml "
+        "(profiles/README.md)"
+    ], result.stderr
+    assert "Traceback" not in result.stderr and not (project / "results").exists()
+    filled = {**local, "default-resources": {**local["default-resources"], "slurm_partition": "cpu",
+                                             "slurm_account": "lab"}}  # fmt: skip
+    write(project / "profiles/placeholders/config.yaml", yaml.safe_dump(filled))
+    assert snakemake(project, "-n", "--workflow-profile", "profiles/placeholders").returncode == 0
+
+
+@pytest.mark.workflow
+def test_an_official_leaderboard_of_generated_responses_is_named_before_the_judges_wait_on_it(project):
+    """The judges are compared on the run files' leaderboards alone: an official leaderboard that also ranks
+    the responses' runs stopped the comparison after every method had graded, saying a run that `evaluate`
+    had ranked was not evaluated (a stranger's trial)."""
+    official = json.loads((project / "resources/demo/official_leaderboard.json").read_text())
+    write(project / "official.json", json.dumps(official | {"rag-thorough": 8, "rag-brief": 9}))
+    config = yaml.safe_load((project / "config/config.yaml").read_text())
+    config["inputs"]["official_leaderboard"] = "official.json"
+    write(project / "config/bad.yaml", yaml.safe_dump(config))
+    result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
+    refused_in_one_line(result, "config inputs.official_leaderboard: official.json ranks generated responses' runs "
+                        "(rag-brief, rag-thorough), and the judges are compared on the run files' leaderboards alone "
+                        "(inputs.runs): set validation.leaderboard_runs: warn to compare them without these runs")  # fmt: skip
+    config["validation"] = {"leaderboard_runs": "warn"}
+    write(project / "config/bad.yaml", yaml.safe_dump(config))
+    result = snakemake(project, "-n", "--configfile", "config/bad.yaml")
+    assert ("examflow: WARNING: the judges are compared on the run files' leaderboards alone: 2 runs of generated "
+            "responses the official leaderboard ranks are left out of it: rag-brief, rag-thorough") in result.stderr  # fmt: skip
 
 
 def example_data(root, config: dict) -> None:

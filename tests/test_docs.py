@@ -47,3 +47,15 @@ def test_the_sections_the_code_cites_exist():
 
 def test_the_readme_is_a_front_page():
     assert len((ROOT / "README.md").read_text().splitlines()) <= 200
+
+
+def test_the_cluster_pages_resources_are_the_registrys():
+    """docs/cluster.md's table of what a grading job asks for, row by row against each back end's entry."""
+    from examflow.registry import BACKENDS
+
+    rows = {}
+    for line in (ROOT / "docs/cluster.md").read_text().splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[0].startswith("`") and cells[1].isdigit():
+            rows |= {name: tuple(map(int, cells[1:])) for name in re.findall(r"`([a-z0-9_]+)`", cells[0])}
+    assert rows == {name: (entry.threads, entry.mem_mb, entry.gpus) for name, entry in BACKENDS.items()}

@@ -37,12 +37,12 @@ def graded_by_hash(prompt: str) -> str:
 
 def slurm_test_profile(folder: Path) -> str:
     """profiles/slurm with its placeholders filled in for the test cluster, and quick status checks."""
-    profile = yaml.safe_load((ROOT / "profiles/slurm/profile.yaml").read_text())
+    profile = yaml.safe_load((ROOT / "profiles/slurm/config.yaml").read_text())
     profile["default-resources"]["slurm_partition"] = "debug"
     del profile["default-resources"]["slurm_account"]
     profile["set-resources"] = {rule: {"slurm_partition": "debug"} for rule in profile["set-resources"]}
     profile |= {"slurm-no-account": True, "slurm-init-seconds-before-status-checks": 1, "latency-wait": 5}
-    write(folder / "profiles/slurm-test/profile.yaml", yaml.safe_dump(profile))
+    write(folder / "profiles/slurm-test/config.yaml", yaml.safe_dump(profile))
     return "profiles/slurm-test"
 
 

@@ -608,7 +608,7 @@ def _check_official_runs(path: str, official: dict[str, float], runs: set[str], 
         raise InputError(path, f"ranks none of the {len(runs)} runs given")
     if len(shared) == 1:
         log.warning(ONE_RUN, f"{path} ranks one of the runs given")
-    for note in match_runs(path, official, runs, unknown):
+    for note in match_runs(path, official, runs, unknown, among="the runs of --runs"):
         log.warning("%s", note)
     unknown.summarise()
 

@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from examflow.defaults import SCHEMA
-from examflow.errors import ConfigError, EnvironmentSetting, InputError, a, file_in_the_way, repeated, suggestion
+from examflow.errors import ConfigError, InputError, RunSetting, a, file_in_the_way, repeated, suggestion
 from examflow.io.irds import is_irds
 from examflow.io.lines import base_suffix
 from examflow.options import REQUIRED, check_model_folder, check_options
@@ -338,8 +338,8 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 def config_sources(error: Exception, files: list[str], overrides: Iterable[str]) -> str:
     """Where the setting behind a failed check was given: the config files, and `--config KEY`
     where the command line set the top-level key the error names (Snakemake lays it over the files);
-    nothing for an environment variable's error, which names it."""
-    if isinstance(error, EnvironmentSetting):
+    nothing for a setting of the run outside them, which its error names."""
+    if isinstance(error, RunSetting):
         return ""
     named = re.split(r"[.\[]", error.key)[0] if isinstance(error, ConfigError) else None
     files_part = f"configuration: {', '.join(files)}"

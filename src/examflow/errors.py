@@ -66,8 +66,9 @@ def file_in_the_way(path: str, folder: bool = False) -> str | None:
     return f"{place!r} is {'a file' if os.path.exists(place) else 'a broken link'}, not a folder"
 
 
-class EnvironmentSetting(Failure):
-    """A bad environment variable, which its message names: it is in no config file."""
+class RunSetting(Failure):
+    """A bad setting of the run that is in no config file (an environment variable, a profile's resource),
+    which its message names."""
 
 
 class ConfigError(InputError):

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from examflow.errors import EnvironmentSetting, Failure, InputError
+from examflow.errors import Failure, InputError, RunSetting
 from examflow.io.tables import write_tables
 
 log = logging.getLogger(__name__)
@@ -295,7 +295,7 @@ def progress_period(environment: dict) -> float:
     except ValueError:
         period = math.nan
     if not (math.isfinite(period) and period > 0):
-        raise EnvironmentSetting(f"{PERIOD_VARIABLE}: expected a number of seconds above 0, found {text!r}")
+        raise RunSetting(f"{PERIOD_VARIABLE}: expected a number of seconds above 0, found {text!r}")
     return period
 
 

@@ -9,7 +9,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass
 
-from examflow.errors import ConfigError, Problems, listed, suggestion
+from examflow.errors import ConfigError, Problems, RunSetting, listed, suggestion
 from examflow.io import read_queries
 from examflow.io.leaderboard import match_runs, read_leaderboard
 from examflow.io.queries import subtopics
@@ -156,6 +156,20 @@ def graded_shards(
     return sorted({shard_of(q, shards) for q in with_items})
 
 
+# What the shipped SLURM profiles hold until a user fills them in.
+PLACEHOLDER = "CHANGE-ME"
+
+
+def check_placeholders(resources: list[tuple[str, str]]) -> None:
+    """No resource (name, value as written) still holds a profile's placeholder: sbatch refuses every job
+    ("Invalid partition name specified"), each is submitted again, and the run ends blaming no cause."""
+    left = list(dict.fromkeys(f"{name} {value!r}" for name, value in sorted(resources) if PLACEHOLDER in value))
+    if left:
+        raise RunSetting(f"{'resources' if len(left) > 1 else 'resource'} {', '.join(left)}: the SLURM profiles' "
+                         "placeholders: put your cluster's partitions and account in the profile's config.yaml "
+                         "(profiles/README.md)")  # fmt: skip
+
+
 def check_relevance_level(qrels: str, level: int, relevance_range: list[int]) -> None:
     """The official qrels read (as the pool step reads them: a malformed line is its one-line error here) and
     their highest judgment held against `evaluation.min_relevant_judgment`. A level above every judgment counts
@@ -194,6 +208,21 @@ def check_leaderboard(inputs: dict, run_files: list[str], validation: dict) -> N
     for note in match_runs(path, official, evaluated, problems):
         log.warning("%s", note)
     problems.summarise()
+
+
+def check_judged_runs(path: str, run_files: list[str], responses: str | None, queries: str, validation: dict) -> None:
+    """The official leaderboard against the runs the judges are compared on, the run files' alone: a
+    generated response's run it ranks would stop the comparison once every method had graded."""
+    official = read_leaderboard(path)
+    generated = response_run_ids(responses, set(query_table(queries)["query_id"])) if responses else set()
+    left_out = sorted((set(official) & generated) - {run_tag(file) for file in run_files})
+    if left_out and validation["leaderboard_runs"] == "error":
+        raise ConfigError("inputs.official_leaderboard", f"{path} ranks generated responses' runs ({listed(left_out)}), "
+                          "and the judges are compared on the run files' leaderboards alone (inputs.runs): set "
+                          "validation.leaderboard_runs: warn to compare them without these runs")  # fmt: skip
+    if left_out:
+        log.warning("the judges are compared on the run files' leaderboards alone: %d runs of generated responses "
+                    "the official leaderboard ranks are left out of it: %s", len(left_out), listed(left_out))  # fmt: skip
 
 
 def check_judge_files(

@@ -59,7 +59,9 @@ from examflow.scheduling import (
     check_bank_kinds,
     check_example_query,
     check_judge_files,
+    check_judged_runs,
     check_leaderboard,
+    check_placeholders,
     check_relevance_level,
     configured_facts,
     graded_shards,
@@ -234,7 +236,22 @@ def contents(*groups):
 
 RUN_FILES = checked(run_files, INPUTS.get("runs", []), "inputs.runs")
 checked(check_input_files)
+
+
+def resources_as_written():
+    """(name, value) of every resource a profile or the command line sets, as written (`raw`: a value
+    Snakemake evaluates only for a rule's job)."""
+    settings = workflow.resource_settings
+    groups = [settings.default_resources or {}, *settings.overwrite_resources.values()]
+    return [
+        (name, str(getattr(value, "raw", value)))
+        for group in groups
+        for name, value in dict(group.items()).items()
+    ]
+
+
 if workflow.is_main_process:  # once a run, not again in each job
+    checked(check_placeholders, resources_as_written())
     checked(check_model_folders, config)
     checked(
         check_judge_files,
@@ -538,6 +555,15 @@ JUDGES = bool(
     and FACTS.official
     and (METHODS or OUTSIDE_LABELS or config["judges"]["leaderboards"])
 )
+if JUDGES and INPUTS.get("official_leaderboard"):
+    checked(
+        check_judged_runs,
+        INPUTS["official_leaderboard"],
+        RUN_FILES,
+        INPUTS.get("responses"),
+        INPUTS["queries"],
+        VALIDATION,
+    )
 
 
 def judges_outputs():

@@ -118,16 +118,18 @@ def _number(path, number: int | None, field: str, value, what: str) -> float:
     return number_value
 
 
-def match_runs(path: str | Path, official: dict[str, float], evaluated: set[str], problems: Problems) -> list[str]:
+def match_runs(
+    path: str | Path, official: dict[str, float], evaluated: set[str], problems: Problems, among: str = ""
+) -> list[str]:
     """Official runs that are not evaluated go to `problems` (a typo would silently drop them from
-    every correlation); evaluated runs that are not official are a note, returned for the log."""
+    every correlation); evaluated runs that are not official are a note, returned for the log. `among`:
+    the runs compared, where they are not all the evaluated runs (`the runs of --runs`)."""
     unknown = sorted(set(official) - evaluated)
     lines = _run_lines(path) if unknown else {}  # the file again, only to name a problem's line
+    kind = f"official runs not among {among}" if among else "official runs that are not evaluated"
     for run in unknown:
-        problems.report(
-            "official runs that are not evaluated",
-            InputError(path, f"official run {run!r} is not among the evaluated runs", lines.get(run), "run_id"),
-        )
+        where = among or "the evaluated runs"
+        problems.report(kind, InputError(path, f"official run {run!r} is not among {where}", lines.get(run), "run_id"))
     extra = sorted(evaluated - set(official))
     if not extra:
         return []
