@@ -107,6 +107,17 @@ def test_the_summary_names_its_own_page_and_intervals_only_where_there_are_some(
     assert f"Spearman's ρ 1.000, Kendall's τ 1.000 ({note})." in text
 
 
+def test_a_headline_without_a_threshold_names_none():
+    """`nuggets: the leaderboard by nugget_all (τ = 4)`: nugget scores have no τ (a stranger's trial)."""
+    rows = {"method": "m", "run_id": ["a", "b"], "kind": "system", "score": [0.5, 0.4], "stderr": 0.0}
+    for measure, tau, heading in (
+        ("nugget_all", None, "by nugget_all\n"),
+        ("exam_cover", 4.0, "by exam_cover (τ = 4)"),
+    ):
+        board = Board.of(pd.DataFrame({**rows, "measure": measure, "tau": tau}), 4, None, [])
+        assert f"m: the leaderboard {heading}" in run_summary({}, None, "results", {"m": board}).markdown()
+
+
 def test_the_judges_section_says_why_its_cells_are_empty_and_the_order_is_the_one_drawn():
     """One run with qrels: the judges' table was blank without a word; with bootstrap 0 it promised intervals;
     without an official leaderboard the figure's runs were said to be "in official order" and the missing

@@ -284,7 +284,8 @@ def _headline_section(doc: Document, board: Board, figure: bytes | None) -> None
     from examflow.report import pages
 
     best, headline = board.best(board.headline), board.headline
-    doc.heading(f"{board.method}: the leaderboard by {headline} (τ = {board.tau:g})")
+    at = "" if headline in board.without_tau() else f" (τ = {board.tau:g})"  # nugget_all, nDCG: no threshold
+    doc.heading(f"{board.method}: the leaderboard by {headline}{at}")
     agreement = board.agreement(headline)
     if agreement is not None:
         intervals = "" if pd.isna(agreement["spearman_low"]) else " (95 % bootstrap intervals over the queries)"
