@@ -123,6 +123,9 @@ def test_the_plan_of_a_car_sized_pool():
         "on CPU cores it would take 4,039.70 CPU-hours (30 s a job, then 0.38 prompts/s: google/flan-t5-large, "
         "2 CPU cores, batch 16)"
     )
+    small = method("small", "self_rating", kind="hf_seq2seq", model="/nonexistent/flan-t5-large", batch_size=8)
+    planned = plan_method(small, passages, questions, queries, "/nonexistent/cache", gpu_here=False)
+    assert planned.cpu_hours == plan.cpu_hours and "2 CPU cores, batch 8 (measured at 16))" in planned.warning
     # told to use the CPU, a job that holds a GPU (gpu: 1, the default) still grades on the CPU: planned so
     cpu = method("cpu", "self_rating", kind="hf_seq2seq", model="/nonexistent/flan-t5-large", device="cpu")
     plan = plan_method(cpu, passages, questions, queries, "/nonexistent/cache")

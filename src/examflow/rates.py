@@ -130,8 +130,11 @@ def _where(on_gpu: bool) -> str:
 # The planning rates of the back ends, from their checked options, on a GPU or CPU cores.
 def seq2seq_planning(options: dict[str, Any], on_gpu: bool) -> Rate:
     rate = seq2seq_rate(options["decoding"], options["batch_size"], on_gpu)
-    where = f"google/flan-t5-large, {_where(on_gpu)}, batch {options['batch_size']}"
-    return Rate(HF_START, rate, PROMPTS, where)
+    # on CPU cores one batch size was measured, and stands for every other
+    batch = (
+        options["batch_size"] if on_gpu or options["batch_size"] == 16 else f"{options['batch_size']} (measured at 16)"
+    )
+    return Rate(HF_START, rate, PROMPTS, f"google/flan-t5-large, {_where(on_gpu)}, batch {batch}")
 
 
 def ctranslate2_planning(options: dict[str, Any], on_gpu: bool) -> Rate:
