@@ -103,6 +103,7 @@ def test_examflow_progress_prints_the_line_and_names_a_folder_without_progress(r
 
     done = examflow_progress(results)
     assert done.returncode == 0 and done.stdout.startswith("examflow: answered 400 of 800 prompts, ")
+    assert "examflow: done" not in done.stderr  # a status of a run that is not done (a stranger's trial)
     assert done.stdout.rstrip().endswith(
         "grade jobs: 1 starting, 1 running, 1 done, 2 waiting; 50 more prompts answered by the cache"
     )

@@ -411,7 +411,8 @@ def _grading_parsers(subparsers) -> None:
         "progress", help="one line on the grading jobs of the run that writes (or wrote) a results folder"
     )
     progress.add_argument("--results", required=True, help="the results folder (config results_dir)")
-    progress.set_defaults(handler=commands.progress_command)
+    # a status, not a step: `examflow: done` after it read as if the run it follows had ended
+    progress.set_defaults(handler=commands.progress_command, says_done=False)
 
     merge = subparsers.add_parser("merge-grades", help="one grades table per method from its shards")
     merge.add_argument("--method", required=True, help="the method as JSON, as for `examflow grade`")
@@ -744,7 +745,8 @@ def main(argv: list[str] | None = None) -> int:
         args = parser().parse_args(argv)  # a bad number raises a Failure from there
         _refuse_shared_or_empty_outputs(args)
         args.handler(args)
-        print(DONE, file=sys.stderr)  # not logged: a library's logging settings could drop it
+        if getattr(args, "says_done", True):
+            print(DONE, file=sys.stderr)  # not logged: a library's logging settings could drop it
     except Failure as error:
         print(f"{PRINTED}{error}", file=sys.stderr)
         return 2
