@@ -350,8 +350,10 @@ def test_a_failed_run_names_the_failures_its_steps_logged_and_no_earlier_run_s(t
         (tmp_path / "logs/grade/m/shard-1.log", "m: last"),
         (tmp_path / "logs/grade/m/shard-3.log", "the step stopped without an error of its own: killed (out of "
                                                 "memory, a time limit, a signal)"),
-        (tmp_path / "logs/grade/m/shard-4.log", "the step stopped without an error of its own: killed (out of "
-                                                "memory, a time limit, a signal)"),
+        # sbatch refused the job (a partition misspelt): its log was empty, and said out of memory (a stranger's)
+        (tmp_path / "logs/grade/m/shard-4.log", "the step wrote nothing: it never started, or was killed at once "
+                                                "(on a cluster: a job the scheduler refused or cancelled; its error "
+                                                "is in Snakemake's output above)"),
         (tmp_path / "logs/nrp.log", "the step stopped on an unexpected error, a bug in examflow: its log holds the "
                                     "traceback; please report it"),
         (tmp_path / "logs/plan.log", "the step was interrupted"),

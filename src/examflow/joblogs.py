@@ -15,6 +15,9 @@ from examflow.errors import DONE, INTERRUPTED_LINE, PRINTED
 
 # What a step's log says when it holds neither an expected failure nor the line of a step done.
 STOPPED = "the step stopped without an error of its own: killed (out of memory, a time limit, a signal)"
+# An empty log: a job killed at once, or one a cluster's scheduler never ran (sbatch's error is Snakemake's)
+SILENT = ("the step wrote nothing: it never started, or was killed at once (on a cluster: a job the "
+          "scheduler refused or cancelled; its error is in Snakemake's output above)")  # fmt: skip
 INTERRUPTED = "the step was interrupted"
 BUG = "the step stopped on an unexpected error, a bug in examflow: its log holds the traceback; please report it"
 
@@ -68,7 +71,7 @@ def stopped(lines: list[str]) -> str:
         return BUG
     if said and not any(LOGGED.match(line) for line in said):  # `python: command not found`, a broken env
         return f"the step failed before examflow ran: {said[-1]}"
-    return STOPPED
+    return STOPPED if said else SILENT
 
 
 def name_failures(folder: str | Path, since: float) -> None:
