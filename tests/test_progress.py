@@ -129,6 +129,11 @@ def test_a_results_folder_that_is_not_there_is_named_as_such(tmp_path, capsys):
 def test_a_run_whose_jobs_have_not_started_says_so(tmp_path):
     write(tmp_path / "logs/progress/run.json", json.dumps({"started": 1000.0, "jobs": ["m/a", "m/b"]}))
     assert progress_line(read_progress(tmp_path), now=1001.0) == "examflow: grading: 2 grade jobs, none started yet"
+    # 14 minutes on: where to look (a cluster job larger than any node waited for ever, said as above)
+    assert progress_line(read_progress(tmp_path), now=1000.0 + 14 * 60) == (
+        "examflow: grading: 2 grade jobs, none started yet in 14 min (on a cluster, `squeue` says why a job "
+        "waits: docs/cluster.md, Resources)"
+    )
 
 
 def test_jobs_that_have_not_counted_their_prompts_yet_are_starting_not_done_with_zero_prompts(tmp_path):

@@ -144,6 +144,7 @@ class RunProgress:
     jobs: list[JobCounts]
     waiting: int
     ended: bool  # the Snakemake run is over: a job still "running" was stopped
+    since: float = 0.0  # when the run started (time.time()); 0: not known
 
     def finished(self) -> bool:
         return not self.waiting and all(j.state != RUNNING for j in self.jobs)
@@ -165,7 +166,7 @@ def read_progress(results: str | Path) -> RunProgress:
             started[i] = _job_counts(files[job.job])
             if started[i].state == RUNNING:
                 started[i].state = STOPPED
-    return RunProgress(started, len(names) - len(started), bool(run.get("ended")))
+    return RunProgress(started, len(names) - len(started), bool(run.get("ended")), run["started"])
 
 
 def _host() -> str:
@@ -205,12 +206,24 @@ def _read_json(path: Path) -> dict:
         raise InputError(path, f"not a progress file examflow wrote ({error})") from None
 
 
+# Minutes with no grading job started after which the line says where to look: a cluster job that asks
+# for more than a node has waits in its queue for ever.
+LONG_WAIT = 10
+
+
+def _long_wait(progress: RunProgress, now: float) -> str:
+    minutes = (now - progress.since) / 60 if progress.since and progress.waiting and not progress.ended else 0
+    if minutes < LONG_WAIT:
+        return ""
+    return f" in {minutes:.0f} min (on a cluster, `squeue` says why a job waits: docs/cluster.md, Resources)"
+
+
 def progress_line(progress: RunProgress, now: float) -> str:
     """`answered 1,920 of 3,345 prompts (57%), 41.3 prompts/s, ETA 0:00:35; grade jobs: 1 running, ...`."""
     jobs = progress.jobs
     if not jobs:
         waiting = f"{_jobs(progress.waiting)}, none started yet" if progress.waiting else "no grade job in this run"
-        return f"examflow: grading: {waiting}"
+        return f"examflow: grading: {waiting}{_long_wait(progress, now)}"
     if not progress.ended and all(j.state == RUNNING and j.to_grade is None for j in jobs):
         waiting = f", {progress.waiting} waiting" if progress.waiting else ""
         return f"examflow: grading: {_jobs(len(jobs))} starting (reading tables, looking in the cache){waiting}"
