@@ -49,7 +49,7 @@ def test_truncation_keeps_instruction_and_question_whole(tiny_t5):
 
 
 @pytest.mark.parametrize("decoding", ["fast", "greedy"])
-def test_a_question_too_long_for_the_budget_is_a_failure_and_the_others_are_answered(tiny_t5, decoding):
+def test_a_question_too_long_for_the_budget_is_a_failure_and_the_others_are_answered(tiny_t5, decoding, tmp_path):
     """`max_input_tokens` below the instruction and question: the model read the instruction's first tokens,
     no question and no passage, and every pair got the same grade, with exit 0 (a stranger's trial)."""
     long_question = " ".join(["why do bees make honey"] * 40)
@@ -57,7 +57,7 @@ def test_a_question_too_long_for_the_budget_is_a_failure_and_the_others_are_answ
               "backend": {"kind": "hf_seq2seq", "model": tiny_t5, "decoding": decoding, "max_input_tokens": 160,
                           "max_new_tokens": 2}}  # fmt: skip
     mixed = [*pairs(3), Pair("q1", None, "p9", "q1/long", long_question, "bees make honey")]
-    table = grader(method, str(tiny_t5) + "-cache-" + decoding).grade(mixed)
+    table = grader(method, str(tmp_path)).grade(mixed)
     backend = Seq2SeqBackend(tiny_t5, decoding=decoding, max_input_tokens=160, max_new_tokens=2)
     prompt = backend.prompt(Request("grade-self-rating", {"question": long_question, "context": ""}))
     tokens = len(backend.tokenizer(prompt).input_ids)

@@ -197,25 +197,20 @@ def check_example_query(queries_spec: str, query_id: str | None) -> None:
         )
 
 
-def check_leaderboard(inputs: dict, run_files: list[str], validation: dict) -> None:
-    """The official leaderboard read, and its runs matched with the runs to evaluate."""
+def check_leaderboard(inputs: dict, run_files: list[str], validation: dict, judged: bool = False) -> None:
+    """The official leaderboard read, and its runs matched with the runs to evaluate; where judges are
+    compared (`judged`), on the run files' leaderboards alone, a generated response's run it ranks would stop
+    that comparison once every method had graded: refused now, or under `warn` said."""
     path = inputs["official_leaderboard"]
     official = read_leaderboard(path)
-    evaluated = {run_tag(file) for file in run_files}
-    if inputs["responses"]:
-        evaluated |= response_run_ids(inputs["responses"], set(query_table(inputs["queries"])["query_id"]))
+    files = {run_tag(file) for file in run_files}
+    queries = set(query_table(inputs["queries"])["query_id"]) if inputs["responses"] else set()
+    generated = response_run_ids(inputs["responses"], queries) if inputs["responses"] else set()
     problems = Problems(validation["leaderboard_runs"])
-    for note in match_runs(path, official, evaluated, problems):
+    for note in match_runs(path, official, files | generated, problems):
         log.warning("%s", note)
     problems.summarise()
-
-
-def check_judged_runs(path: str, run_files: list[str], responses: str | None, queries: str, validation: dict) -> None:
-    """The official leaderboard against the runs the judges are compared on, the run files' alone: a
-    generated response's run it ranks would stop the comparison once every method had graded."""
-    official = read_leaderboard(path)
-    generated = response_run_ids(responses, set(query_table(queries)["query_id"])) if responses else set()
-    left_out = sorted((set(official) & generated) - {run_tag(file) for file in run_files})
+    left_out = sorted((set(official) & generated) - files) if judged else []
     if left_out and validation["leaderboard_runs"] == "error":
         raise ConfigError("inputs.official_leaderboard", f"{path} ranks generated responses' runs ({listed(left_out)}), "
                           "and the judges are compared on the run files' leaderboards alone (inputs.runs): set "

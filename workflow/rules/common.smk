@@ -59,7 +59,6 @@ from examflow.scheduling import (
     check_bank_kinds,
     check_example_query,
     check_judge_files,
-    check_judged_runs,
     check_leaderboard,
     check_placeholders,
     check_relevance_level,
@@ -308,8 +307,6 @@ if BANK and config["grading"]["methods"]:
             config["grading"],
             config["evaluation"]["tau"],
         )
-if INPUTS.get("official_leaderboard"):
-    checked(check_leaderboard, INPUTS, RUN_FILES, VALIDATION)
 if EXAM:
     checked(check_example_query, INPUTS["queries"], config["report"]["example_query"])
 
@@ -400,6 +397,7 @@ def prompts_read(wildcards):
     return _prompts_of(wildcards.method)
 
 
+@functools.cache  # once a method: every grading job's params and the plan's read it
 def _prompts_of(method):
     settings = METHODS[method]
     return read_digest(KINDS[settings.kind].templates, settings.backend.entry.roles)
@@ -555,15 +553,9 @@ JUDGES = bool(
     and FACTS.official
     and (METHODS or OUTSIDE_LABELS or config["judges"]["leaderboards"])
 )
-if JUDGES and INPUTS.get("official_leaderboard"):
-    checked(
-        check_judged_runs,
-        INPUTS["official_leaderboard"],
-        RUN_FILES,
-        INPUTS.get("responses"),
-        INPUTS["queries"],
-        VALIDATION,
-    )
+# (after JUDGES: the judges are compared on the run files' runs alone)
+if INPUTS.get("official_leaderboard"):
+    checked(check_leaderboard, INPUTS, RUN_FILES, VALIDATION, JUDGES)
 
 
 def judges_outputs():

@@ -126,9 +126,9 @@ def match_runs(
     the runs compared, where they are not all the evaluated runs (`the runs of --runs`)."""
     unknown = sorted(set(official) - evaluated)
     lines = _run_lines(path) if unknown else {}  # the file again, only to name a problem's line
-    kind = f"official runs not among {among}" if among else "official runs that are not evaluated"
+    kind, where = (f"official runs not among {among}", among) if among else ("official runs that are not evaluated",
+                                                                          "the evaluated runs")  # fmt: skip
     for run in unknown:
-        where = among or "the evaluated runs"
         problems.report(kind, InputError(path, f"official run {run!r} is not among {where}", lines.get(run), "run_id"))
     extra = sorted(evaluated - set(official))
     if not extra:
