@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -67,6 +68,39 @@ def test_a_question_too_long_for_the_budget_is_a_failure_and_the_others_are_answ
     assert pd.isna(table["rating"].iloc[3]) and table["rating"].iloc[:3].notna().all()
     alone = [Request("grade-self-rating", {"question": p.question_text, "context": p.passage_text}) for p in pairs(3)]
     assert values(table["answer"])[:3] == [a.text for a in backend.answer(alone)]  # the others as answered alone
+
+
+def test_a_question_that_leaves_no_room_for_the_passage_is_a_failure_that_lasts(tiny_t5, tmp_path):
+    """Instruction and question within the budget, but no token of it left for the passage: the passage was cut
+    to nothing and the question graded alone, exit 0 (a stranger's trial); a rerun was said to ask again."""
+    from examflow.errors import Failure
+    from examflow.grading.grades import check_failures
+
+    backend = Seq2SeqBackend(tiny_t5, decoding="fast")
+    bare = backend.prompt(Request("grade-self-rating", {"question": QUESTION, "context": ""}))
+    tokens = len(backend.tokenizer(bare).input_ids)  # the prompt without its passage, its end token included
+
+    def graded(room: int) -> tuple[pd.DataFrame, Any]:
+        settings = {"kind": "hf_seq2seq", "model": tiny_t5, "decoding": "fast", "max_input_tokens": room}
+        method = check_method("m", {"name": "m", "kind": "self_rating", "backend": settings})
+        return ShardGrader(method, str(tmp_path / str(room))).grade(pairs(2)), method
+
+    table, method = graded(tokens + 5)  # 5 tokens to spare (docs/methods.md §3): none left for the passage
+    assert values(table["error"]) == [f"too-long: the prompt without its passage is {tokens} tokens, which leaves "
+                                      f"no room for the passage within max_input_tokens {tokens + 5}: raise it, "
+                                      "or shorten the question"] * 2  # fmt: skip
+    with pytest.raises(Failure) as failed:
+        check_failures(table, method, "s", 0.5)
+    assert str(failed.value).endswith(
+        "The answers received are cached: a rerun asks the model again only for the pairs that got none; a prompt "
+        "with no room for its passage is never asked, and fails again: raise max_input_tokens"
+    )
+    table, _ = graded(tokens + 6)  # one token of the passage: cut to it, and graded
+    assert table["error"].isna().all() and table["rating"].notna().all()
+    one = Seq2SeqBackend(tiny_t5, decoding="fast", max_input_tokens=tokens + 6)
+    assert one.prompt(Request("grade-self-rating", {"question": QUESTION, "context": pairs(1)[0].passage_text})) == (
+        bare + "bees"
+    )
 
 
 def test_fast_ratings_agree_with_greedy_whenever_greedy_answers_a_digit(tiny_t5):

@@ -12,7 +12,7 @@ from tiny_models import build_tiny_t5
 
 from examflow.grading.backends import Request
 from examflow.grading.preparation import Preparer
-from examflow.prompts import template
+from examflow.prompts import read_by, template
 
 WORDS = "bees make honey from nectar the moon raises tides lava magma compost feeds soil honeybees".split()
 
@@ -79,8 +79,11 @@ def test_prompts_and_model_inputs_equal_the_earlier_preparation(request, tokeniz
         over = [p for p in prompts if len(tokenizer(p.text).input_ids) > max_input_tokens]
         eos = [tokenizer.eos_token_id]
         assert all(p.ids == tokenizer(p.text).input_ids[: max_input_tokens - 1] + eos for p in over)
-        assert [p for p in prompts if p.too_long is not None] == over
-        assert all(p.too_long == len(tokenizer(p.text).input_ids) for p in over)
+        # ... and so is one whose passage had words and was cut to none (the question graded alone)
+        bare = [read_by(r.template, False).format(**(r.fields | {"context": ""})) for r in asked]
+        cut_away = [p for p, r, b in zip(prompts, asked, bare) if p.text == b and r.fields["context"].strip()]
+        assert [p for p in prompts if p.too_long is not None] == [p for p in prompts if p in over or p in cut_away]
+        assert all(p.too_long == len(tokenizer(p.text).input_ids) for p in over + cut_away)
         assert (
             (max_input_tokens == 512 and not over) or (max_input_tokens == 12 and over) or max_input_tokens in (64, 40)
         )

@@ -78,7 +78,7 @@ _SEQ2SEQ_OPTIONS = {
     "revision": _REVISION,
     "decoding": Option("string", "beam", "`beam` (the reference), `greedy` or `fast`", ("beam", "greedy", "fast")),
     "batch_size": Option("integer", 16, "prompts per forward pass, batched by length", minimum=1),
-    "max_input_tokens": Option("integer", 512, "input budget in model tokens; only the passage is cut (a prompt over it without its passage is a `too-long` failure)", minimum=16),
+    "max_input_tokens": Option("integer", 512, "input budget in model tokens; only the passage is cut (a prompt that leaves it no room is a `too-long` failure)", minimum=16),
     "max_new_tokens": Option("integer", 32, "most tokens in an answer", minimum=1),
     "num_beams": Option("integer", 5, "beams of `beam` decoding", minimum=1),
     "device": _DEVICE,

@@ -94,8 +94,8 @@ class PreparedBackend(ABC):
                 yield self._answered(pending.result())
 
     def _answered(self, prompts: list[Prompt]) -> list[Answer]:
-        """The answers of prepared prompts; one whose instruction and question alone are over the input
-        budget is a failure, never answered (its passage would be gone and its question cut)."""
+        """The answers of prepared prompts; one whose instruction and question leave no room for its passage
+        in the input budget is a failure, never answered (the model would grade the question alone)."""
         fitting = [prompt for prompt in prompts if prompt.too_long is None]
         answers = iter(self.answer_prepared(fitting) if fitting else [])
         budget = self.preparer.max_input_tokens
@@ -138,9 +138,11 @@ def digit_ratings(torch, digits) -> list[Answer]:
 
 
 def too_long(tokens: int, budget: int) -> Answer:
-    """The failure of a prompt that is over the input budget without its passage: not asked."""
-    return Answer(None, error=f"too-long: the prompt without its passage is {tokens} tokens, over "
-                  f"max_input_tokens {budget}: raise it, or shorten the question")  # fmt: skip
+    """The failure of a prompt that leaves no room for its passage within the input budget: not asked."""
+    over = f"over max_input_tokens {budget}" if tokens > budget else \
+        f"which leaves no room for the passage within max_input_tokens {budget}"  # fmt: skip
+    return Answer(None, error=f"too-long: the prompt without its passage is {tokens} tokens, {over}: raise it, "
+                  "or shorten the question")  # fmt: skip
 
 
 # Damaged weights, or an overflow in a reduced precision: a failure, never a grade.

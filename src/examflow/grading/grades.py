@@ -52,18 +52,19 @@ def kind_counts(errors: Iterable[str]) -> dict[str, int]:
     return dict(sorted(kinds.items(), key=lambda item: (-item[1], item[0])))
 
 
-# Failures that are answers, cached: a rerun meets them again, and what to change instead.
-_CACHED_FAILURES = {
+# Failures a rerun meets again, and what to change instead: answers, cached, and prompts that cannot be asked.
+_LASTING_FAILURES = {
     "unparsable": "; an unparsable answer is an answer and stays: see the method's `mode`, or delete the config's "
     "`cache_dir`/grades (and an openai back end's `cache_dir`/llm) to ask the model again",
     "cut-off": "; an answer cut at max_tokens is an answer and stays: raise max_tokens, or set cut_off: keep",
+    "too-long": "; a prompt with no room for its passage is never asked, and fails again: raise max_input_tokens",
 }
 
 
 def unanswered(error: str | None) -> bool:
-    """Whether an answer's failure is that the model gave none (an HTTP error, a timeout), not an answer
-    that fails (cut off at max_tokens, unparsable)."""
-    return error is not None and error_kind(error) not in _CACHED_FAILURES
+    """Whether an answer's failure is that the model gave none (an HTTP error, a timeout), not one that
+    lasts (an answer cut off at max_tokens or unparsable, a prompt too long to ask)."""
+    return error is not None and error_kind(error) not in _LASTING_FAILURES
 
 
 def check_failures(
@@ -119,7 +120,7 @@ def _too_many(
     (`every_one`: no pair got an answer); the pairs it stopped before asking."""
     failed = kind_counts(errors)
     kinds = ", ".join(f"{count} {kind}" for kind, count in failed.items())
-    hint = "".join(text for kind, text in _CACHED_FAILURES.items() if kind in failed)
+    hint = "".join(text for kind, text in _LASTING_FAILURES.items() if kind in failed)
     # `cache_dir` defaults to results/cache, outside results_dir: the folder by name (a stranger looked there)
     hint += f" (here: {cache_dir})" if cache_dir and "unparsable" in failed else ""
     rerun = (

@@ -23,8 +23,8 @@ from examflow.prompts import read_by
 class Prompt:
     text: str  # the filled template, its context cut to the budget
     ids: list[int]  # its token ids, special tokens included, at most the budget
-    # Where the prompt without its context is over the budget on its own: its length in tokens (its ids are
-    # then cut at the end, the question with them: not the prompt the method asks, so never answered)
+    # Where the prompt without its context leaves no room for any of it (or is over the budget on its own): its
+    # length in tokens. Not the prompt the method asks (no passage, or the question cut too): never answered.
     too_long: int | None = None
 
 
@@ -70,8 +70,8 @@ class Preparer:
         while True:
             excess = len(ids) - self.max_input_tokens
             cut = _cut(part.context, ends, budget)
-            if excess <= 0:
-                return Prompt(prompt, ids)
+            if excess <= 0:  # a passage cut to nothing leaves a question without its context
+                return Prompt(prompt, ids, too_long=len(ids) if ends and not cut else None)
             if not cut:  # the template alone is over: cut, as a ranker reads it, and marked
                 truncated = self.tokenizer(prompt, truncation=True, max_length=self.max_input_tokens).input_ids
                 return Prompt(prompt, truncated, too_long=len(ids))
