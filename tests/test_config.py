@@ -232,12 +232,14 @@ def test_back_end_options_are_checked_by_kind_with_the_key_named():
     for device in ("auto", "cpu", "mps", "xpu:0"):  # `cuda` needs `gpu:` beside it: another check
         assert checked(method(kind="embedding", device=device))["grading"]["methods"][0]["backend"]["device"] == device
     assert rejected(method(kind="openai")).endswith("model: required, and missing")
-    for url in ("htp://127.0.0.1:8000/v1", "127.0.0.1:8000/v1", "http://"):  # every pair failed `connection`, later
+    wrong = ("htp://127.0.0.1:8000/v1", "127.0.0.1:8000/v1", "http://", "http://127.0.0.1:80000/v1", "http://h:0/v1")
+    for url in wrong:  # every pair failed `connection`, later
         assert rejected(method(kind="openai", model="m", base_url=url)) == (
             f"{key}.base_url: expected OpenAI-compatible endpoint, an http:// or https:// URL (http://localhost:8000/v1 "
             f"for vLLM, say); null for OpenAI, not {url!r}"
         )
-    for url in ("http://127.0.0.1:8000/v1", "https://api.example.org/v1", None):
+    right = ("http://127.0.0.1:65535/v1", "https://api.example.org/v1", "http://[::1]:8000/v1", "HTTP://u:p@h:1", None)
+    for url in right:
         assert (
             checked(method(kind="openai", model="m", base_url=url))["grading"]["methods"][0]["backend"]["base_url"]
             == url

@@ -58,7 +58,9 @@ def test_a_question_too_long_for_the_budget_is_a_failure_and_the_others_are_answ
               "backend": {"kind": "hf_seq2seq", "model": tiny_t5, "decoding": decoding, "max_input_tokens": 160,
                           "max_new_tokens": 2}}  # fmt: skip
     mixed = [*pairs(3), Pair("q1", None, "p9", "q1/long", long_question, "bees make honey")]
-    table = grader(method, str(tmp_path)).grade(mixed)
+    job = grader(method, str(tmp_path))
+    table = job.grade(mixed)
+    assert (job.sent, job.too_long) == (4, 1)  # the job's log says 3 sent to the model, 1 too long to ask
     backend = Seq2SeqBackend(tiny_t5, decoding=decoding, max_input_tokens=160, max_new_tokens=2)
     prompt = backend.prompt(Request("grade-self-rating", {"question": long_question, "context": ""}))
     tokens = len(backend.tokenizer(prompt).input_ids)

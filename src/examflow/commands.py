@@ -298,9 +298,10 @@ def _wrap_up(grader: ShardGrader, progress: JobProgress | None, without_grade: i
     grade (its progress file), and the models that served its answers (another model may be why they fail)."""
     from examflow.grading.grader import work_unit
 
-    replayed = grader.replayed
-    log.info("sent %d %s to the model%s", grader.sent - replayed, work_unit(grader.method),
-             f"; {replayed} more answered by its reply cache" if replayed else "")  # fmt: skip
+    replayed, refused = grader.replayed, grader.too_long
+    log.info("sent %d %s to the model%s%s", grader.sent - replayed - refused, work_unit(grader.method),
+             f"; {replayed} more answered by its reply cache" if replayed else "",
+             f"; {refused} more too long to ask (too-long failures)" if refused else "")  # fmt: skip
     if progress:
         progress.failures(without_grade)
     if grader.served:

@@ -19,6 +19,8 @@ INTERRUPTED_LINE = "examflow: interrupted (outputs are written only when a step 
 DONE = "examflow: done"  # the line a command logs last when it completes: a job's log without it was stopped
 # The failure of a prompt never sent: more had failed than the grading job may fail (examflow.llm.LLMClient.replies).
 NOT_ASKED = "not-asked"
+# The failure of a prompt a local model cannot take: no room for its passage within max_input_tokens.
+TOO_LONG = "too-long"
 
 
 class Failure(Exception):

@@ -36,12 +36,16 @@ from examflow.rates import (
 
 # A name that becomes part of file names, columns and measure names (a method's, a judge's).
 NAME = re.compile(r"[A-Za-z0-9_-]+")
+# An endpoint's URL: a port past 65535 (a digit too many) read as every pair's `connection` failure, later.
+_PORT = r"(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3})"
+_HOST = r"(?:[^\s/?#@]*@)?(?:\[[0-9A-Fa-f:.]+\]|[^\s/?#@:\[\]]+)"  # user info, then a name or [IPv6]
+URL = rf"[Hh][Tt][Tt][Pp][Ss]?://{_HOST}(?::{_PORT})?(?:[/?#]\S*)?"
 
 LLM_OPTIONS = {
     "model": Option("string", help="model name sent to the endpoint"),
     "base_url": Option(
         "string", None, "OpenAI-compatible endpoint, an http:// or https:// URL (http://localhost:8000/v1 for "
-        "vLLM, say); null for OpenAI", nullable=True, pattern=r"[Hh][Tt][Tt][Pp][Ss]?://\S+",
+        "vLLM, say); null for OpenAI", nullable=True, pattern=URL,
     ),
     "api_key_env": Option(
         "string", "OPENAI_API_KEY",

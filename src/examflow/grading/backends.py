@@ -26,7 +26,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from examflow.errors import ConfigError, first_line
+from examflow.errors import TOO_LONG, ConfigError, first_line
 from examflow.grading.preparation import Preparer, Prompt
 from examflow.grading.signatures import api_signature, embedding_signature, extractive_signature, seq2seq_signature
 from examflow.prompts import chat_template
@@ -141,7 +141,7 @@ def too_long(tokens: int, budget: int) -> Answer:
     """The failure of a prompt that leaves no room for its passage within the input budget: not asked."""
     over = f"over max_input_tokens {budget}" if tokens > budget else \
         f"which leaves no room for the passage within max_input_tokens {budget}"  # fmt: skip
-    return Answer(None, error=f"too-long: the prompt without its passage is {tokens} tokens, {over}: raise it, "
+    return Answer(None, error=f"{TOO_LONG}: the prompt without its passage is {tokens} tokens, {over}: raise it, "
                   "or shorten the question")  # fmt: skip
 
 

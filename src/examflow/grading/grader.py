@@ -15,7 +15,7 @@ from typing import Any, Protocol, cast
 import pandas as pd
 
 from examflow.bounds import STORED_CHARS, clip
-from examflow.errors import NOT_ASKED
+from examflow.errors import NOT_ASKED, TOO_LONG
 from examflow.grading.backends import Answer, Request, expected_signature, make_backend
 from examflow.grading.cache import GradeCache
 from examflow.grading.grades import GRADE_COLUMNS, GRADE_DTYPES, GaveUp, error_kind, unanswered
@@ -138,6 +138,7 @@ class ShardGrader:
         self.cache = GradeCache(cache_dir, expected_signature(method.backend))
         self.flush_every = flush_every
         self.sent = 0  # prompts given to the back end (an API back end's reply cache may answer some)
+        self.too_long = 0  # of those, prompts a local model could not take (no room for the passage): not run
         self.known: dict[str, Answer] | None = None  # the cache, read once per job
         self.progress = progress  # the job's progress file (examflow.progress), if it keeps one
         # The models an API back end's server named for the answers, fresh or cached (none for a local model).
@@ -203,6 +204,7 @@ class ShardGrader:
         for fresh, batch in zip(replies, batches):
             asked = [a for a in fresh if not _not_asked(a)]
             self.sent += len(asked)
+            self.too_long += sum(a.error is not None and error_kind(a.error) == TOO_LONG for a in asked)
             self.cache.add_answers([(query_ids[i], keys[i], a) for i, a in zip(batch, fresh)])
             known.update({keys[i]: a for i, a in zip(batch, fresh)})
             failed = sum(unanswered(a.error) for a in asked)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from examflow.bounds import MESSAGE_CHARS, clip
-from examflow.errors import Failure
+from examflow.errors import TOO_LONG, Failure
 from examflow.registry import Method
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ _LASTING_FAILURES = {
     "unparsable": "; an unparsable answer is an answer and stays: see the method's `mode`, or delete the config's "
     "`cache_dir`/grades (and an openai back end's `cache_dir`/llm) to ask the model again",
     "cut-off": "; an answer cut at max_tokens is an answer and stays: raise max_tokens, or set cut_off: keep",
-    "too-long": "; a prompt with no room for its passage is never asked, and fails again: raise max_input_tokens",
+    TOO_LONG: "; a prompt with no room for its passage is never asked, and fails again: raise max_input_tokens",
 }
 
 
