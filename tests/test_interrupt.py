@@ -1,5 +1,6 @@
 """Ctrl-C in a terminal reaches every job Snakemake runs: a grading job stops with one line in its log,
-exit 130, no output written, and the grade cache keeps what was flushed."""
+exit 130, no output written, and the grade cache keeps what was flushed. SIGTERM (a cluster's time limit,
+scancel) stops it alike, exit 143."""
 
 from __future__ import annotations
 
@@ -38,14 +39,25 @@ def test_an_interrupted_grading_job_says_so_in_one_line(demo, tmp_path):
     assert "Traceback" not in rest and not out.exists()
 
 
-def test_ctrl_c_while_a_429_asks_to_wait_stops_at_once_and_asks_no_more(tmp_path):
+SIGNALS = {
+    signal.SIGINT: (130, "examflow: interrupted (outputs are written only when a step completes)"),
+    signal.SIGTERM: (143, "examflow: stopped by SIGTERM: a cluster's time limit, scancel, or kill (outputs are "
+                     "written only when a step completes)"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("stop", SIGNALS, ids=lambda s: s.name)
+def test_a_signal_while_a_429_asks_to_wait_stops_at_once_and_asks_no_more(tmp_path, stop):
     """A job waiting out a 429's `Retry-After: 100` (a stranger's trial) took the whole 100 s after Ctrl-C,
-    then sent its retries: the wait stops, and no request goes after the signal."""
+    then sent its retries: the wait stops, and no request goes after the signal. SIGTERM ended the process at
+    once: its progress file said `running` (for ever, read from another host) and its log nothing."""
     import time
 
     from llm_server import LLMServer, Status
     from test_grading_backends import openai_method
     from test_grading_resume import grade_command, shard_inputs
+
+    from examflow.joblogs import stopped
 
     shard_inputs(tmp_path)
     with LLMServer() as server:
@@ -54,6 +66,7 @@ def test_ctrl_c_while_a_429_asks_to_wait_stops_at_once_and_asks_no_more(tmp_path
         method = openai_method(server, "self_rating")
         method["backend"] |= {"max_attempts": 3, "concurrency": 4}
         words[words.index("--method") + 1] = json.dumps(method)
+        words += ["--progress", str(tmp_path / "progress.json")]
         job = subprocess.Popen(
             words, stderr=subprocess.PIPE, text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)
         )
@@ -64,9 +77,13 @@ def test_ctrl_c_while_a_429_asks_to_wait_stops_at_once_and_asks_no_more(tmp_path
             if waiting == 4:
                 break
         sent, started = server.calls, time.monotonic()
-        job.send_signal(signal.SIGINT)
+        job.send_signal(stop)
         rest = job.stderr.read()
-        assert job.wait(timeout=60) == 130, rest
+        code, line = SIGNALS[stop]
+        assert job.wait(timeout=60) == code, rest
         assert time.monotonic() - started < 30 and waiting == 4
-        assert server.calls == sent == 4  # one request a thread, each told to wait; none after Ctrl-C
-        assert rest.strip().splitlines()[-1] == "examflow: interrupted (outputs are written only when a step completes)"
+        assert server.calls == sent == 4  # one request a thread, each told to wait; none after the signal
+        assert rest.strip().splitlines()[-1] == line and "Traceback" not in rest
+        assert json.loads((tmp_path / "progress.json").read_text())["state"] == "stopped"
+        assert stopped(rest.splitlines()) == {130: "the step was interrupted", 143: "the step was stopped by "
+                                              "SIGTERM: a cluster's time limit, scancel, or kill"}[code]  # fmt: skip

@@ -8,13 +8,24 @@ import gc
 import logging
 import math
 import os
+import signal
 import sys
 from functools import partial
 from typing import TypedDict
 
 from examflow import __version__, commands
 from examflow.defaults import choices, default, number
-from examflow.errors import DONE, INTERRUPTED_LINE, PRINTED, ConfigError, Failure, a, file_in_the_way
+from examflow.errors import (
+    DONE,
+    INTERRUPTED_LINE,
+    PRINTED,
+    TERMINATED_LINE,
+    ConfigError,
+    Failure,
+    Terminated,
+    a,
+    file_in_the_way,
+)
 from examflow.options import REQUIRED, Option
 from examflow.outputs import FACT_NAMES
 from examflow.registry import (
@@ -741,6 +752,7 @@ def main(argv: list[str] | None = None) -> int:
     # The openai client's HTTP library (httpx; httpx2 from openai 3 on) logs an INFO line per request.
     for chatty in ("httpx", "httpx2"):
         logging.getLogger(chatty).setLevel(logging.WARNING)
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         args = parser().parse_args(argv)  # a bad number raises a Failure from there
         _refuse_shared_or_empty_outputs(args)
@@ -755,10 +767,17 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"{PRINTED}{error.filename or 'output'}: cannot write: {error.strerror}", file=sys.stderr)
         return 2
+    except Terminated:
+        print(TERMINATED_LINE, file=sys.stderr)
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:  # Ctrl-C reaches Snakemake's jobs too: one line in their logs, not a traceback
         print(INTERRUPTED_LINE, file=sys.stderr)
         return 130
     return 0
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise Terminated
 
 
 # The options that name a file or folder a command writes, besides --out and --out-*.

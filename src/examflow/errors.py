@@ -16,11 +16,19 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 PRINTED = "examflow: error: "  # what the command line prints before a Failure (a job's log holds it)
 INTERRUPTED_LINE = "examflow: interrupted (outputs are written only when a step completes)"  # Ctrl-C
+TERMINATED_LINE = ("examflow: stopped by SIGTERM: a cluster's time limit, scancel, or kill (outputs are written only "
+                   "when a step completes)")  # fmt: skip
 DONE = "examflow: done"  # the line a command logs last when it completes: a job's log without it was stopped
 # The failure of a prompt never sent: more had failed than the grading job may fail (examflow.llm.LLMClient.replies).
 NOT_ASKED = "not-asked"
 # The failure of a prompt a local model cannot take: no room for its passage within max_input_tokens.
 TOO_LONG = "too-long"
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a cluster's time limit, `scancel`, `kill`), raised as Ctrl-C is: the step stops as it does on
+    Ctrl-C (its progress file says stopped, its log why, its caches keep what was flushed), where the signal's
+    default ended the process at once and left a progress file that said running, on another host for ever."""
 
 
 class Failure(Exception):

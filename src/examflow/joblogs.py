@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from examflow.bounds import MESSAGE_CHARS, clip
-from examflow.errors import DONE, INTERRUPTED_LINE, PRINTED
+from examflow.errors import DONE, INTERRUPTED_LINE, PRINTED, TERMINATED_LINE
 
 # What a step's log says when it holds neither an expected failure nor the line of a step done.
 STOPPED = "the step stopped without an error of its own: killed (out of memory, a time limit, a signal)"
@@ -19,6 +19,7 @@ STOPPED = "the step stopped without an error of its own: killed (out of memory, 
 SILENT = ("the step wrote nothing: it never started, or was killed at once (on a cluster: a job the "
           "scheduler refused or cancelled; its error is in Snakemake's output above)")  # fmt: skip
 INTERRUPTED = "the step was interrupted"
+TERMINATED = "the step was stopped by SIGTERM: a cluster's time limit, scancel, or kill"
 BUG = "the step stopped on an unexpected error, a bug in examflow: its log holds the traceback; please report it"
 
 
@@ -64,6 +65,8 @@ LOGGED = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [A-Z]+ examflow[\w.]
 def stopped(lines: list[str]) -> str:
     """How a step whose log (its `lines`) names no failure and no end ended."""
     said = [line for line in lines if line.strip()]
+    if TERMINATED_LINE in lines:
+        return TERMINATED
     # Ctrl-C before examflow's own handler is in place (the step still importing): Python's traceback
     if INTERRUPTED_LINE in lines or (said and said[-1].strip() == "KeyboardInterrupt"):
         return INTERRUPTED
