@@ -87,3 +87,13 @@ def test_a_signal_while_a_429_asks_to_wait_stops_at_once_and_asks_no_more(tmp_pa
         assert json.loads((tmp_path / "progress.json").read_text())["state"] == "stopped"
         assert stopped(rest.splitlines()) == {130: "the step was interrupted", 143: "the step was stopped by "
                                               "SIGTERM: a cluster's time limit, scancel, or kill"}[code]  # fmt: skip
+
+
+def test_a_command_run_in_process_leaves_the_callers_sigterm_handler_as_it_was(tmp_path):
+    """`main` raises SIGTERM as Ctrl-C only while a command runs: a test's process (or a notebook) that
+    calls it keeps its own handler after."""
+    from examflow.cli import main
+
+    before = signal.getsignal(signal.SIGTERM)
+    assert main(["progress", "--results", str(tmp_path)]) == 2  # no run there: one line, as any failure
+    assert signal.getsignal(signal.SIGTERM) is before

@@ -752,7 +752,16 @@ def main(argv: list[str] | None = None) -> int:
     # The openai client's HTTP library (httpx; httpx2 from openai 3 on) logs an INFO line per request.
     for chatty in ("httpx", "httpx2"):
         logging.getLogger(chatty).setLevel(logging.WARNING)
-    signal.signal(signal.SIGTERM, _terminated)
+    # SIGTERM raised as Ctrl-C is, while a command runs (a test's process that calls main keeps its own after)
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        return _run(argv)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run(argv: list[str] | None) -> int:
+    """A command, its expected failures one line each, with its exit status."""
     try:
         args = parser().parse_args(argv)  # a bad number raises a Failure from there
         _refuse_shared_or_empty_outputs(args)
