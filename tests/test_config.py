@@ -306,6 +306,12 @@ def test_typos_wrong_types_and_bad_measures_name_the_key():
         "config evaluation.measures: 'P_2O': trec_eval computes it as P_2: name each measure exactly"
     )
     assert "not a trec_eval measure" in rejected({"inputs": {"queries": "q"}, "evaluation": {"measures": ["nDCG@10"]}})
+    # trec_eval's C code asserts on a cut-off of 0: checking the name aborted the process (a stranger's trial)
+    for zero in ("P_0", "ndcg_cut_5,0", "recall_00"):
+        assert rejected({"inputs": {"queries": "q"}, "evaluation": {"measures": [zero]}}) == (
+            f"config evaluation.measures: {zero!r}: a cut-off of 0: a cut-off is 1 or more (P_10, ndcg_cut_10)"
+        )
+    assert "a cut-off of 0" in rejected({"inputs": {"queries": "q"}, "evaluation": {"official_measure": "success_0"}})
     assert "geometric mean" in rejected({"inputs": {"queries": "q"}, "evaluation": {"measures": ["gm_map"]}})
     # named twice, a measure's every query was counted twice (its standard error too small)
     assert rejected({"inputs": {"queries": "q"}, "evaluation": {"measures": ["P_5", "map", "P_5"]}}) == (

@@ -10,6 +10,8 @@ as 0 with `complete=True` (trec_eval -c).
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytrec_eval
 
@@ -33,6 +35,10 @@ def level_free(measure: str) -> bool:
     return measure in LEVEL_FREE or measure.startswith("ndcg_cut_")
 
 
+# A parameter list holding a 0 (`P_0`, `ndcg_cut_5,0`).
+_ZERO_CUT_OFF = re.compile(r"_(?:[0-9]+,)*0+(?:,[0-9]+)*$")
+
+
 def measure_problems(names) -> dict[str, str]:
     """The names pytrec_eval does not compute under exactly that name, and those given twice (each
     would count every query twice), each with the reason.
@@ -50,6 +56,9 @@ def measure_problems(names) -> dict[str, str]:
             continue
         if name in _NOT_MEANS:
             problems[name] = f"trec_eval reports {_NOT_MEANS[name]}, not a per-query score"
+            continue
+        if _ZERO_CUT_OFF.search(name):  # trec_eval's C code asserts on it: the process aborts, checking included
+            problems[name] = "a cut-off of 0: a cut-off is 1 or more (P_10, ndcg_cut_10)"
             continue
         try:
             evaluator = pytrec_eval.RelevanceEvaluator({"q": {"d": 1}}, {name})
