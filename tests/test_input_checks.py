@@ -192,6 +192,7 @@ def test_a_byte_order_mark_is_ignored_everywhere(tmp_path, caplog):
         gzipped = write(tmp_path / "c.tsv.gz", gzip.compress(bom + b"d1\ttext\n"))
         assert read_passages(gzipped, {"d1"}, strict()) == {"d1": "text"}
     assert "starts with a UTF-8 byte-order mark; ignored" in caplog.text
+    assert caplog.text.count(f"{tmp_path / 'a.run'}: starts with") == 1  # read for its tag, then whole: said once
 
 
 def test_damaged_gzip_files_name_the_file(tmp_path):
@@ -201,8 +202,11 @@ def test_damaged_gzip_files_name_the_file(tmp_path):
     with raises_at(tmp_path / "cut.tsv.gz", None, None, "cut short; read up to line"):
         read_queries(write(tmp_path / "cut.tsv.gz", whole[: len(whole) // 2]))
     # the first deflate block's type made the reserved one (ISA-L's own error), then the checksum
-    with raises_at(tmp_path / "bits.tsv.gz", None, None, r"not a valid gzip file \(.*\); not one line could be read"):
+    with raises_at(tmp_path / "bits.tsv.gz", None, None, r"not a valid gzip file \(.*\); found while reading its first lines"):
         read_queries(write(tmp_path / "bits.tsv.gz", whole[:10] + bytes([whole[10] | 0b110]) + whole[11:]))
+    # A small file without its 8-byte trailer: every line is there, found in one read (it said none could be read)
+    with raises_at(tmp_path / "tail.tsv.gz", None, None, "cut short; found while reading its first lines"):
+        read_queries(write(tmp_path / "tail.tsv.gz", gzip.compress(b"q1\tquery\n")[:-8]))
     with raises_at(tmp_path / "crc.tsv.gz", None, None, r"not a valid gzip file \(CRC check failed"):
         read_queries(write(tmp_path / "crc.tsv.gz", whole[:-8] + bytes(4) + whole[-4:]))
     with raises_at(tmp_path / "stray.tsv.gz", None, None, r"not a valid gzip file \(Not a gzipped file \(b'ga'\)\)"):

@@ -6,6 +6,7 @@ become part of the first id. A `.gz` file that is not gzip, or is cut short, is 
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import logging
@@ -96,9 +97,15 @@ def read_bytes(path: str | Path) -> bytes:
 
 def without_bom(path, raw: bytes) -> bytes:
     if raw.startswith(BOM):
-        log.warning("%s: starts with a UTF-8 byte-order mark; ignored", path)
+        _said_bom(str(path))
         return raw[len(BOM) :]
     return raw
+
+
+@functools.cache
+def _said_bom(path: str) -> None:
+    """Once a file: a run file is read for its tag, then whole (the warning came twice)."""
+    log.warning("%s: starts with a UTF-8 byte-order mark; ignored", path)
 
 
 def _numbered(path, handle) -> Iterator[tuple[int, bytes]]:
@@ -112,7 +119,7 @@ def _numbered(path, handle) -> Iterator[tuple[int, bytes]]:
         # member) for a stream cut short: zlib, reading the damaged file again, says which it is
         verdict = _zlib_verdict(path) or error
         what = "cut short" if isinstance(verdict, EOFError) else f"not a valid gzip file ({verdict})"
-        read = f"read up to line {number}" if number else "not one line could be read"
+        read = f"read up to line {number}" if number else "found while reading its first lines"
         raise InputError(path, f"{what}; {read}") from None
 
 
