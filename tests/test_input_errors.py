@@ -290,6 +290,11 @@ def test_queries_formats(tmp_path):
     )
     table = read_queries(jsonl)
     assert table.values.tolist() == [["p", "a", "Page", "A"], ["p", "b", "Page", "B"], ["q", None, "Q", None]]
+    # A header line (a pandas export's) was a query named `query_id`, said only as a query without questions
+    header = write(tmp_path / "q.tsv", "query_id\tText\nq1\tfirst\n")
+    with pytest.raises(InputError, match=r"q.tsv:1: a header line \('query_id', 'Text'\): a queries TSV has none"):
+        read_queries(header)
+    assert read_queries(write(header, "id\twhat is an id\nqid\tquery\n"))["query_id"].tolist() == ["id", "qid"]
 
 
 def test_gold_articles_are_checked_like_responses(tmp_path):

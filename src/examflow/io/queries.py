@@ -53,9 +53,16 @@ def subtopics(queries: pd.DataFrame) -> dict[str, set[str]]:
     return found
 
 
+# A header line's words (a pandas export writes one): it was read as a query named `query_id` (a stranger's trial).
+_HEADER_IDS, _HEADER_TEXTS = {"query_id", "qid", "id", "query-id", "topic_id"}, {"text", "query", "title", "query_text"}
+
+
 def _tsv_rows(path):
-    for number, line in text_lines(path):
+    for i, (number, line) in enumerate(text_lines(path)):
         query_id, text = split_columns(path, number, line, ("query_id", "text"), "\t")
+        if i == 0 and query_id.lower() in _HEADER_IDS and text.strip().lower() in _HEADER_TEXTS:
+            raise InputError(path, f"a header line ({query_id!r}, {text.strip()!r}): a queries TSV has none, delete it",
+                             number)  # fmt: skip
         check_id(path, number, query_id, "query_id")
         if not text.strip():
             raise InputError(path, "empty text", number, "text")
