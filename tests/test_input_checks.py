@@ -202,7 +202,9 @@ def test_damaged_gzip_files_name_the_file(tmp_path):
     with raises_at(tmp_path / "cut.tsv.gz", None, None, "cut short; read up to line"):
         read_queries(write(tmp_path / "cut.tsv.gz", whole[: len(whole) // 2]))
     # the first deflate block's type made the reserved one (ISA-L's own error), then the checksum
-    with raises_at(tmp_path / "bits.tsv.gz", None, None, r"not a valid gzip file \(.*\); found while reading its first lines"):
+    with raises_at(
+        tmp_path / "bits.tsv.gz", None, None, r"not a valid gzip file \(.*\); found while reading its first lines"
+    ):
         read_queries(write(tmp_path / "bits.tsv.gz", whole[:10] + bytes([whole[10] | 0b110]) + whole[11:]))
     # A small file without its 8-byte trailer: every line is there, found in one read (it said none could be read)
     with raises_at(tmp_path / "tail.tsv.gz", None, None, "cut short; found while reading its first lines"):

@@ -281,6 +281,21 @@ def test_collection_formats_agree(tmp_path):
         assert read_passages(path, {"d1", "d3"}, strict()) == {"d1": "first passage", "d3": "third"}
 
 
+def test_a_jsonl_corpus_with_two_text_fields_says_which_it_reads(tmp_path, caplog):
+    """`{"id", "text", "body"}`: `text` was read and `body` dropped, in silence (a stranger's trial)."""
+    both = write(
+        tmp_path / "c.jsonl", '{"id": "d1", "_id": "x", "body": "a", "text": "b"}\n{"id": "d2", "text": "c"}\n'
+    )
+    with caplog.at_level(logging.WARNING):
+        assert read_passages(both, {"d1", "d2"}, strict()) == {"d1": "b", "d2": "c"}
+    assert caplog.messages == [
+        f"{both}:1: holds 'id' and '_id': the passages' id is read from 'id' alone (the first of doc_id, docid, id, "
+        "_id, pid)",
+        f"{both}:1: holds 'text' and 'body': the passages' text is read from 'text' alone (the first of text, "
+        "contents, body)",
+    ]
+
+
 def test_queries_formats(tmp_path):
     json_file = write(tmp_path / "q.json", '{"q1": "first", "q2": "second"}')
     assert read_queries(json_file)["query_text"].tolist() == ["first", "second"]

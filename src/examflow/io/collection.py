@@ -7,6 +7,7 @@ MS MARCO collection needs memory for the pool, not for the collection.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import cast
@@ -28,6 +29,7 @@ from examflow.io.lines import (
     unknown_format,
 )
 
+log = logging.getLogger(__name__)
 ID_FIELDS = ("doc_id", "docid", "id", "_id", "pid")
 TEXT_FIELDS = ("text", "contents", "body")
 
@@ -116,10 +118,13 @@ def _jsonl(path, wanted: set[str]) -> Iterator[tuple[int, str, str]]:
 def _pick(path, number: int, record, candidates: tuple[str, ...], what: str) -> str:
     if not isinstance(record, dict):
         raise InputError(path, "expected a JSON object", number)
-    for name in candidates:
-        if name in record:
-            return name
-    raise InputError(path, f"no {what} field (one of {', '.join(candidates)})", number)
+    found = [name for name in candidates if name in record]
+    if not found:
+        raise InputError(path, f"no {what} field (one of {', '.join(candidates)})", number)
+    if len(found) > 1:  # `text` and `body`: one is read, for every line, and the other was dropped in silence
+        log.warning("%s:%d: holds %s: the passages' %s is read from %r alone (the first of %s)", path, number,
+                    " and ".join(map(repr, found)), what, found[0], ", ".join(candidates))  # fmt: skip
+    return found[0]
 
 
 def _parquet(path, wanted: set[str]) -> Iterator[tuple[int | None, str, str]]:
