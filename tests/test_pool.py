@@ -153,3 +153,22 @@ def test_negative_ranks_are_re_ranked_by_score_in_the_pool_and_the_cover_budget(
     questions = grades[["query_id", "question_id"]]
     cover = cover_counts(best_levels(grades), tables["rankings"], questions, [4], 5).set_index("run_id")["covered"]
     assert (cover["neg"], cover["zero"]) == (5, 6)
+
+
+def test_a_passage_of_millions_of_characters_is_said_with_its_length(tmp_path, caplog):
+    """A 50 MB passage took 7 GB to grade, with no word of it (a stranger's trial): graded, and said."""
+    import logging
+
+    words = "bees make honey " * 62_500  # 1,000,000 characters: the bound, not past it
+    corpus = write(tmp_path / "c.tsv", f"d1\t{words}\nd2\t{words}x\nd3\t{words}xy\n")
+    queries = pd.DataFrame({"query_id": ["q"], "facet_id": [None], "query_text": ["Q"], "facet_text": [None]})
+    runs = rankings([("r", "q", d, i, -i) for i, d in enumerate(("d1", "d2", "d3"), 1)])
+    judgments = pd.DataFrame(columns=["query_id", "facet_id", "passage_id", "relevance"])
+    with caplog.at_level(logging.WARNING):
+        tables = build_pool(queries, runs, None, judgments, corpus, 3, Problems("error"))
+    assert tables["passages"]["text"].str.len().tolist() == [1_000_000, 1_000_001, 1_000_002]
+    assert caplog.messages == [
+        "2 pooled passage(s) longer than 1,000,000 characters (the longest: 'd3' of query 'q', 1,000,002): a local "
+        "grader reads its first max_input_tokens but tokenises the whole text (gigabytes of memory), an API grader "
+        "sends it whole; graded as usual"
+    ]

@@ -7,6 +7,9 @@ from collections.abc import Callable
 
 STORED_CHARS = 2000  # of a grade row's raw answer, parsed answer and error
 MESSAGE_CHARS = 300  # of a server's message in an error or a log line
+# A pooled passage past any grader's reading (a local model reads 512 tokens, an API model's context some 10^5):
+# graded all the same, but a local grader tokenises it whole (a 50 MB passage took 7 GB: a stranger's trial).
+LONG_PASSAGE_CHARS = 1_000_000
 
 
 def clip(text: str, limit: int) -> str:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from examflow.bounds import LONG_PASSAGE_CHARS
 from examflow.errors import InputError, Problems
 from examflow.injection import flag_passages
 from examflow.io.collection import read_passages
@@ -96,6 +97,7 @@ def build_pool(
     kept = pool["passage_id"].isin(texts.keys())
     dropped, pool = pool[~kept], pool[kept]
     passages = pool.assign(text=pool["passage_id"].map(texts))[PASSAGE_COLUMNS]
+    say_long_passages(passages)
     return {
         "passages": passages.sort_values(["query_id", "passage_id"]).reset_index(drop=True),
         "rankings": rankings,
@@ -107,6 +109,18 @@ def build_pool(
         "flagged": flag_passages(passages.sort_values(["query_id", "passage_id"]), queries),
         "dropped": dropped.sort_values(["query_id", "passage_id"]).reset_index(drop=True),
     }
+
+
+def say_long_passages(passages: pd.DataFrame) -> None:
+    """Warn of passages longer than `LONG_PASSAGE_CHARS`, the longest named: graded as usual, at a cost."""
+    lengths = passages["text"].str.len()
+    long = passages[lengths > LONG_PASSAGE_CHARS]
+    if len(long):
+        longest = passages.loc[lengths.idxmax()]
+        log.warning("%d pooled passage(s) longer than %s characters (the longest: %r of query %r, %s): a local "
+                    "grader reads its first max_input_tokens but tokenises the whole text (gigabytes of memory), "
+                    "an API grader sends it whole; graded as usual", len(long), f"{LONG_PASSAGE_CHARS:,}",
+                    longest["passage_id"], longest["query_id"], f"{lengths.max():,}")  # fmt: skip
 
 
 def _corpus_texts(
