@@ -578,6 +578,16 @@ def test_tied_scores_are_taken_in_trec_eval_s_order_by_every_measure():
     assert ir_measures.calc_aggregate([compat], labels, {"q": {"d1": 5.0, "d2": 5.0, "d3": 5.0}})[compat] == 1.0
 
 
+@pytest.mark.parametrize("name", ["nDCG@0", "P@0", "P_0", "ndcg_cut_0", "P_5,0.5"])
+def test_a_cut_off_of_0_is_refused_in_either_syntax(name):
+    """pytrec_eval's C code stops the process on it: `judges.measures: [nDCG@0]` ended the configuration's check
+    with a segmentation fault (a reviewer's trial)."""
+    from examflow.evaluation.judges import check_measure
+
+    with pytest.raises(ValueError, match=r"^a cut-off of 0 \(trec_eval stops on it\): a cut-off is"):
+        check_measure(name)
+
+
 def test_measures_equal_ir_measures_on_random_runs(tmp_path):
     import ir_measures
 

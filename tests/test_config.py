@@ -238,7 +238,8 @@ def test_back_end_options_are_checked_by_kind_with_the_key_named():
             f"{key}.base_url: expected OpenAI-compatible endpoint, an http:// or https:// URL (http://localhost:8000/v1 "
             f"for vLLM, say); null for OpenAI, not {url!r}"
         )
-    right = ("http://127.0.0.1:65535/v1", "https://api.example.org/v1", "http://[::1]:8000/v1", "HTTP://u:p@h:1", None)
+    right = ("http://127.0.0.1:65535/v1", "https://api.example.org/v1", "http://[::1]:8000/v1", "HTTP://u:p@h:1",
+             "http://localhost:08000/v1", "http://localhost:/v1", "http://[fe80::1%25eth0]:8000/v1", None)  # fmt: skip
     for url in right:
         assert (
             checked(method(kind="openai", model="m", base_url=url))["grading"]["methods"][0]["backend"]["base_url"]
@@ -306,12 +307,22 @@ def test_typos_wrong_types_and_bad_measures_name_the_key():
         "config evaluation.measures: 'P_2O': trec_eval computes it as P_2: name each measure exactly"
     )
     assert "not a trec_eval measure" in rejected({"inputs": {"queries": "q"}, "evaluation": {"measures": ["nDCG@10"]}})
-    # trec_eval's C code asserts on a cut-off of 0: checking the name aborted the process (a stranger's trial)
-    for zero in ("P_0", "ndcg_cut_5,0", "recall_00"):
+    # trec_eval's C code asserts on a cut-off read as 0 and on nDCG's gain values: checking the name aborted the
+    # process (a stranger's trial; the names each probed in a process of its own)
+    for zero in ("P_0", "ndcg_cut_5,0", "recall_00", "P_0.5", "map_cut_0x1"):
         assert rejected({"inputs": {"queries": "q"}, "evaluation": {"measures": [zero]}}) == (
-            f"config evaluation.measures: {zero!r}: a cut-off of 0: a cut-off is 1 or more (P_10, ndcg_cut_10)"
+            f"config evaluation.measures: {zero!r}: a cut-off of 0 (trec_eval stops on it): a cut-off is a whole "
+            "number, 1 or more (P_10, ndcg_cut_10)"
         )
     assert "a cut-off of 0" in rejected({"inputs": {"queries": "q"}, "evaluation": {"official_measure": "success_0"}})
+    assert rejected({"inputs": {"queries": "q"}, "evaluation": {"measures": ["ndcg_1=2"]}}) == (
+        "config evaluation.measures: 'ndcg_1=2': pytrec_eval cannot take ndcg's gain values (trec_eval stops on "
+        "them): name it ndcg"
+    )
+    # parameters trec_eval reads, written otherwise: named as it names them (not the cut-off's words)
+    assert "trec_eval computes it as iprec_at_recall_0.00" in rejected(
+        {"inputs": {"queries": "q"}, "evaluation": {"measures": ["iprec_at_recall_0"]}}
+    )
     assert "geometric mean" in rejected({"inputs": {"queries": "q"}, "evaluation": {"measures": ["gm_map"]}})
     # named twice, a measure's every query was counted twice (its standard error too small)
     assert rejected({"inputs": {"queries": "q"}, "evaluation": {"measures": ["P_5", "map", "P_5"]}}) == (

@@ -50,7 +50,9 @@ def test_truncation_keeps_instruction_and_question_whole(tiny_t5):
 
 
 @pytest.mark.parametrize("decoding", ["fast", "greedy"])
-def test_a_question_too_long_for_the_budget_is_a_failure_and_the_others_are_answered(tiny_t5, decoding, tmp_path):
+def test_a_question_too_long_for_the_budget_is_a_failure_and_the_others_are_answered(
+    tiny_t5, decoding, tmp_path, caplog
+):
     """`max_input_tokens` below the instruction and question: the model read the instruction's first tokens,
     no question and no passage, and every pair got the same grade, with exit 0 (a stranger's trial)."""
     long_question = " ".join(["why do bees make honey"] * 40)
@@ -60,7 +62,11 @@ def test_a_question_too_long_for_the_budget_is_a_failure_and_the_others_are_answ
     mixed = [*pairs(3), Pair("q1", None, "p9", "q1/long", long_question, "bees make honey")]
     job = grader(method, str(tmp_path))
     table = job.grade(mixed)
-    assert (job.sent, job.too_long) == (4, 1)  # the job's log says 3 sent to the model, 1 too long to ask
+    from examflow.commands import _wrap_up
+
+    with caplog.at_level(logging.INFO):
+        _wrap_up(job, None, 1)  # the job's log: the prompt never run is not said to be sent
+    assert "sent 3 prompts to the model; 1 more too long to ask (too-long failures)" in caplog.messages
     backend = Seq2SeqBackend(tiny_t5, decoding=decoding, max_input_tokens=160, max_new_tokens=2)
     prompt = backend.prompt(Request("grade-self-rating", {"question": long_question, "context": ""}))
     tokens = len(backend.tokenizer(prompt).input_ids)

@@ -294,6 +294,13 @@ def test_a_jsonl_corpus_with_two_text_fields_says_which_it_reads(tmp_path, caplo
         f"{both}:1: holds 'text' and 'body': the passages' text is read from 'text' alone (the first of text, "
         "contents, body)",
     ]
+    caplog.clear()
+    table = tmp_path / "c.parquet"  # the same of a Parquet corpus's columns
+    pd.DataFrame({"doc_id": ["d1"], "body": ["a"], "contents": ["b"]}).to_parquet(table)
+    with caplog.at_level(logging.WARNING):
+        assert read_passages(table, {"d1"}, strict()) == {"d1": "b"}
+    assert caplog.messages == [f"{table}: holds 'contents' and 'body': the passages' text is read from 'contents' "
+                               "alone (the first of text, contents, body)"]  # fmt: skip
 
 
 def test_queries_formats(tmp_path):

@@ -89,11 +89,62 @@ def test_a_signal_while_a_429_asks_to_wait_stops_at_once_and_asks_no_more(tmp_pa
                                               "SIGTERM: a cluster's time limit, scancel, or kill"}[code]  # fmt: skip
 
 
-def test_a_command_run_in_process_leaves_the_callers_sigterm_handler_as_it_was(tmp_path):
+def test_sigterm_while_requests_wait_for_their_replies_says_stopped_at_once(tmp_path):
+    """Requests in flight (a slow server): the job waited for their replies (up to `timeout`) before its
+    progress file and its log said it stopped: a cluster kills 30 s after SIGTERM, and both said nothing."""
+    import threading
+    import time
+
+    from llm_server import LLMServer, Slow
+    from test_grading_backends import openai_method
+    from test_grading_resume import grade_command, shard_inputs
+
+    shard_inputs(tmp_path)
+    with LLMServer() as server:
+        server.script("", Slow(40, "4"))
+        words = grade_command(tmp_path, "unused", tmp_path / "cache", tmp_path / "grades.parquet")
+        method = openai_method(server, "self_rating", timeout=60)  # the default
+        method["backend"] |= {"max_attempts": 1, "concurrency": 2}
+        words[words.index("--method") + 1] = json.dumps(method)
+        progress = tmp_path / "progress.json"
+        job = subprocess.Popen([*words, "--progress", str(progress)], stderr=subprocess.PIPE, text=True)
+        lines: list[str] = []
+        threading.Thread(target=lambda: lines.extend(job.stderr or []), daemon=True).start()
+        try:
+            while server.calls < 2:  # both threads wait for a reply
+                assert job.poll() is None and time.sleep(0.1) is None, "".join(lines)
+            job.send_signal(signal.SIGTERM)
+            said = time.monotonic()
+            while json.loads(progress.read_text())["state"] == "running" and time.monotonic() - said < 20:
+                time.sleep(0.1)
+            assert json.loads(progress.read_text())["state"] == "stopped" and time.monotonic() - said < 15
+            assert any(line.startswith("examflow: stopped by SIGTERM") for line in lines), "".join(lines)
+        finally:
+            job.kill()
+            job.wait()
+
+
+def test_a_command_run_in_process_leaves_the_callers_sigterm_handler_as_it_was(tmp_path, monkeypatch):
     """`main` raises SIGTERM as Ctrl-C only while a command runs: a test's process (or a notebook) that
-    calls it keeps its own handler after."""
+    calls it keeps its own handler after; one that ignores SIGTERM, or calls main from a thread (where no
+    handler may be set), runs the command as it is."""
+    import threading
+
+    from examflow import commands
     from examflow.cli import main
 
+    during = []
+    monkeypatch.setattr(commands, "progress_command", lambda args: during.append(signal.getsignal(signal.SIGTERM)))
     before = signal.getsignal(signal.SIGTERM)
-    assert main(["progress", "--results", str(tmp_path)]) == 2  # no run there: one line, as any failure
-    assert signal.getsignal(signal.SIGTERM) is before
+    assert main(["progress", "--results", str(tmp_path)]) == 0
+    assert signal.getsignal(signal.SIGTERM) is before and during[-1] not in (before, signal.SIG_IGN, signal.SIG_DFL)
+    try:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        assert main(["progress", "--results", str(tmp_path)]) == 0 and during[-1] is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    codes: list[int] = []
+    thread = threading.Thread(target=lambda: codes.append(main(["progress", "--results", str(tmp_path)])))
+    thread.start()
+    thread.join()
+    assert codes == [0] and during[-1] is before

@@ -161,14 +161,15 @@ def test_a_passage_of_millions_of_characters_is_said_with_its_length(tmp_path, c
 
     words = "bees make honey " * 62_500  # 1,000,000 characters: the bound, not past it
     corpus = write(tmp_path / "c.tsv", f"d1\t{words}\nd2\t{words}x\nd3\t{words}xy\n")
-    queries = pd.DataFrame({"query_id": ["q"], "facet_id": [None], "query_text": ["Q"], "facet_text": [None]})
-    runs = rankings([("r", "q", d, i, -i) for i, d in enumerate(("d1", "d2", "d3"), 1)])
+    queries = pd.DataFrame({"query_id": ["q", "p"], "facet_id": [None] * 2, "query_text": ["Q", "P"],
+                            "facet_text": [None] * 2})  # fmt: skip
+    runs = rankings([("r", "q", d, i, -i) for i, d in enumerate(("d1", "d2", "d3"), 1)] + [("r", "p", "d3", 1, 0)])
     judgments = pd.DataFrame(columns=["query_id", "facet_id", "passage_id", "relevance"])
     with caplog.at_level(logging.WARNING):
         tables = build_pool(queries, runs, None, judgments, corpus, 3, Problems("error"))
-    assert tables["passages"]["text"].str.len().tolist() == [1_000_000, 1_000_001, 1_000_002]
-    assert caplog.messages == [
-        "2 pooled passage(s) longer than 1,000,000 characters (the longest: 'd3' of query 'q', 1,000,002): a local "
+    assert tables["passages"]["text"].str.len().tolist() == [1_000_002, 1_000_000, 1_000_001, 1_000_002]
+    assert caplog.messages == [  # d3, pooled for two queries, is one passage
+        "2 pooled passage(s) longer than 1,000,000 characters (the longest: 'd3' of query 'p', 1,000,002): a local "
         "grader reads its first max_input_tokens but tokenises the whole text (gigabytes of memory), an API grader "
         "sends it whole; graded as usual"
     ]

@@ -10,6 +10,7 @@ import math
 import os
 import signal
 import sys
+import threading
 from functools import partial
 from typing import TypedDict
 
@@ -752,8 +753,13 @@ def main(argv: list[str] | None = None) -> int:
     # The openai client's HTTP library (httpx; httpx2 from openai 3 on) logs an INFO line per request.
     for chatty in ("httpx", "httpx2"):
         logging.getLogger(chatty).setLevel(logging.WARNING)
-    # SIGTERM raised as Ctrl-C is, while a command runs (a test's process that calls main keeps its own after)
-    previous = signal.signal(signal.SIGTERM, _terminated)
+    # SIGTERM raised as Ctrl-C is, while a command runs: a process that calls main keeps its own handler after,
+    # one that ignores SIGTERM ignores it still (as Python leaves an ignored SIGINT), and only the main thread
+    # may set one
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous in (signal.SIG_IGN, None) or threading.current_thread() is not threading.main_thread():
+        return _run(argv)
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         return _run(argv)
     finally:
@@ -786,6 +792,7 @@ def _run(argv: list[str] | None) -> int:
 
 
 def _terminated(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the first wins: a second must not break the stop it began
     raise Terminated
 
 

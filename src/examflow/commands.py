@@ -1169,11 +1169,11 @@ def edit_impact(baselines: dict[str, Baseline], stores: dict[str, BaselineStore]
                 previous[0],
             )
             if not comparable(previous[1], baseline):
-                # Said again on each run until the bank is edited again: the comparison stays mixed till then.
+                # Said each time the evaluation reruns until the bank is edited again: it stays mixed till then.
                 log.warning(
                     "method %s: the earlier bank was evaluated over other runs, passages, settings or grading (or by an "
                     "examflow that did not record them): impact lists the questions changed, not passages' or systems' "
-                    "changes, which would mix those in (said on every run until the next bank edit)",
+                    "changes, which would mix those in (said each time the evaluation reruns, until the next bank edit)",
                     method,
                 )
         for name, table in impact_tables(previous[1] if previous else None, baseline).items():

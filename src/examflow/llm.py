@@ -230,14 +230,19 @@ class LLMClient:
 
         attempts = [attempt] * len(prompts) if isinstance(attempt, int) else list(attempt)
         pool = ThreadPoolExecutor(max_workers=self.settings.concurrency)
+        interrupted = False
         try:
             return list(pool.map(one, zip(prompts, attempts, systems or [None] * len(prompts))))
-        except BaseException:  # Ctrl-C: the requests in flight get their answer or timeout, and no more go
+        except BaseException as error:  # Ctrl-C, SIGTERM, a bug: no more requests go
             self._stopping.set()  # (map has cancelled the prompts not started)
+            interrupted = isinstance(error, KeyboardInterrupt)
             raise
         finally:
-            pool.shutdown()
-            self._stopping.clear()  # every thread has ended: the client may ask again
+            # An interrupted job says it stopped at once, not after the replies in flight (up to `timeout`: a
+            # cluster kills 30 s after SIGTERM); its process's exit still waits for them.
+            pool.shutdown(wait=not interrupted, cancel_futures=True)
+            if not interrupted:
+                self._stopping.clear()  # every thread has ended: the client may ask again
 
     def _call_with_retries(self, prompt: str, system: str | None = None) -> tuple[str, bool, str | None]:
         delay = self.settings.backoff

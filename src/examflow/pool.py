@@ -97,16 +97,17 @@ def build_pool(
     kept = pool["passage_id"].isin(texts.keys())
     dropped, pool = pool[~kept], pool[kept]
     passages = pool.assign(text=pool["passage_id"].map(texts))[PASSAGE_COLUMNS]
+    passages = passages.sort_values(["query_id", "passage_id"]).reset_index(drop=True)
     say_long_passages(passages)
     return {
-        "passages": passages.sort_values(["query_id", "passage_id"]).reset_index(drop=True),
+        "passages": passages,
         "rankings": rankings,
         "queries": queries.sort_values(["query_id", "facet_id"], na_position="first").reset_index(drop=True),
         "judgments": judgments.sort_values(["query_id", "facet_id", "passage_id"], na_position="first").reset_index(
             drop=True
         ),
         "summary": pool_summary(queries, passages, rankings),
-        "flagged": flag_passages(passages.sort_values(["query_id", "passage_id"]), queries),
+        "flagged": flag_passages(passages, queries),
         "dropped": dropped.sort_values(["query_id", "passage_id"]).reset_index(drop=True),
     }
 
@@ -114,12 +115,12 @@ def build_pool(
 def say_long_passages(passages: pd.DataFrame) -> None:
     """Warn of passages longer than `LONG_PASSAGE_CHARS`, the longest named: graded as usual, at a cost."""
     lengths = passages["text"].str.len()
-    long = passages[lengths > LONG_PASSAGE_CHARS]
-    if len(long):
+    long = passages.loc[lengths > LONG_PASSAGE_CHARS, "passage_id"].nunique()  # one pooled for two queries is one
+    if long:
         longest = passages.loc[lengths.idxmax()]
         log.warning("%d pooled passage(s) longer than %s characters (the longest: %r of query %r, %s): a local "
                     "grader reads its first max_input_tokens but tokenises the whole text (gigabytes of memory), "
-                    "an API grader sends it whole; graded as usual", len(long), f"{LONG_PASSAGE_CHARS:,}",
+                    "an API grader sends it whole; graded as usual", long, f"{LONG_PASSAGE_CHARS:,}",
                     longest["passage_id"], longest["query_id"], f"{lengths.max():,}")  # fmt: skip
 
 

@@ -38,8 +38,9 @@ from examflow.rates import (
 NAME = re.compile(r"[A-Za-z0-9_-]+")
 # An endpoint's URL: a port past 65535 (a digit too many) read as every pair's `connection` failure, later.
 _PORT = r"(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3})"
-_HOST = r"(?:[^\s/?#@]*@)?(?:\[[0-9A-Fa-f:.]+\]|[^\s/?#@:\[\]]+)"  # user info, then a name or [IPv6]
-URL = rf"[Hh][Tt][Tt][Pp][Ss]?://{_HOST}(?::{_PORT})?(?:[/?#]\S*)?"
+# user info, then a name or [IPv6] (with its zone, `%25eth0`)
+_HOST = r"(?:[^\s/?#@]*@)?(?:\[[0-9A-Fa-f:.]+(?:%25[\w.~-]+)?\]|[^\s/?#@:\[\]]+)"
+URL = rf"[Hh][Tt][Tt][Pp][Ss]?://{_HOST}(?::(?:0*{_PORT})?)?(?:[/?#]\S*)?"  # `:` alone, `:08000`: what httpx reads
 
 LLM_OPTIONS = {
     "model": Option("string", help="model name sent to the endpoint"),

@@ -35,8 +35,27 @@ def level_free(measure: str) -> bool:
     return measure in LEVEL_FREE or measure.startswith("ndcg_cut_")
 
 
-# A parameter list holding a 0 (`P_0`, `ndcg_cut_5,0`).
-_ZERO_CUT_OFF = re.compile(r"_(?:[0-9]+,)*0+(?:,[0-9]+)*$")
+# Parameters on which trec_eval's C code stops the process (pytrec-eval-terrier 0.5.11, each name probed in a process of its
+# own): a cut-off that reads as 0 (`P_0`, `P_0.5`, `recall_5,0`), and any of the nDCG family's gain values.
+_CUT_OFF_MEASURES = ("ndcg_cut", "relative_P", "map_cut", "success", "recall", "P")
+_GAIN_MEASURES = ("ndcg_rel", "Rndcg", "ndcg", "G")
+_ZERO = re.compile(r"0+(?![0-9])")  # an item C's atoi reads as 0 (`0`, `0.5`, `0x1`; not `05`, nor `abc`: skipped)
+_CUT_OFF_OF_0 = "a cut-off of 0 (trec_eval stops on it): a cut-off is a whole number, 1 or more (P_10, ndcg_cut_10)"
+
+
+def aborting(name: str) -> str | None:
+    """Why trec_eval would stop the process on a measure's parameters (checking its name included), if it would.
+    Parameters start with a digit (`ndcg_cutt_10` is no measure, which pytrec_eval says)."""
+    for base in sorted(_CUT_OFF_MEASURES + _GAIN_MEASURES, key=len, reverse=True):
+        parameters = name.removeprefix(f"{base}_")
+        if parameters == name:
+            continue
+        if not parameters[:1].isdigit():
+            return None
+        if base in _GAIN_MEASURES:
+            return f"pytrec_eval cannot take {base}'s gain values (trec_eval stops on them): name it {base}"
+        return _CUT_OFF_OF_0 if any(_ZERO.match(item) for item in parameters.split(",")) else None
+    return None
 
 
 def measure_problems(names) -> dict[str, str]:
@@ -57,8 +76,8 @@ def measure_problems(names) -> dict[str, str]:
         if name in _NOT_MEANS:
             problems[name] = f"trec_eval reports {_NOT_MEANS[name]}, not a per-query score"
             continue
-        if _ZERO_CUT_OFF.search(name):  # trec_eval's C code asserts on it: the process aborts, checking included
-            problems[name] = "a cut-off of 0: a cut-off is 1 or more (P_10, ndcg_cut_10)"
+        if why := aborting(name):  # before pytrec_eval sees it: an assertion in its C code ends the process
+            problems[name] = why
             continue
         try:
             evaluator = pytrec_eval.RelevanceEvaluator({"q": {"d": 1}}, {name})

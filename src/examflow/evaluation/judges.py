@@ -56,12 +56,12 @@ def parse_measure(name: str):
     says why a name is none of these."""
     import ir_measures
 
-    from examflow.evaluation.exam_qrels import measure_problems
+    from examflow.evaluation.exam_qrels import aborting, measure_problems
 
     why = measure_problems([name]).get(name)
     if why is None:  # exactly a trec_eval measure, which ir-measures reads as one
         return ir_measures.parse_trec_measure(name)[0]
-    if why.startswith("trec_eval computes it as"):  # `P`: nine measures
+    if why.startswith("trec_eval computes it as") or aborting(name):  # `P`: nine measures; `P_0`
         raise ValueError(why)
     try:
         measure = ir_measures.parse_measure(name)
@@ -70,6 +70,8 @@ def parse_measure(name: str):
             "neither a trec_eval measure (ndcg_cut_10, map, P_20) nor ir-measures' syntax "
             f"(nDCG@10, AP(rel=2), Compat(p=0.9)): {error}"
         ) from None
+    if measure.params.get("cutoff") == 0:  # pytrec_eval's `ndcg_cut_0`: its C code stops the process
+        raise ValueError("a cut-off of 0 (trec_eval stops on it): a cut-off is 1 or more (nDCG@10, P@20)")
     providers = [p for p in ir_measures.DefaultPipeline.providers if p.supports(measure)]
     if not any(p.is_available() for p in providers):
         names = ", ".join(sorted(p.NAME for p in providers))

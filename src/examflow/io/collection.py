@@ -118,13 +118,19 @@ def _jsonl(path, wanted: set[str]) -> Iterator[tuple[int, str, str]]:
 def _pick(path, number: int, record, candidates: tuple[str, ...], what: str) -> str:
     if not isinstance(record, dict):
         raise InputError(path, "expected a JSON object", number)
-    found = [name for name in candidates if name in record]
-    if not found:
+    found = _first_of(f"{path}:{number}", record, candidates, what)
+    if found is None:
         raise InputError(path, f"no {what} field (one of {', '.join(candidates)})", number)
-    if len(found) > 1:  # `text` and `body`: one is read, for every line, and the other was dropped in silence
-        log.warning("%s:%d: holds %s: the passages' %s is read from %r alone (the first of %s)", path, number,
+    return found
+
+
+def _first_of(where: str, names, candidates: tuple[str, ...], what: str) -> str | None:
+    """The first of `candidates` among `names` (a record's keys, a table's columns), said where several are."""
+    found = [name for name in candidates if name in names]
+    if len(found) > 1:  # `text` and `body`: one is read, for every passage, and the other was dropped in silence
+        log.warning("%s: holds %s: the passages' %s is read from %r alone (the first of %s)", where,
                     " and ".join(map(repr, found)), what, found[0], ", ".join(candidates))  # fmt: skip
-    return found[0]
+    return found[0] if found else None
 
 
 def _parquet(path, wanted: set[str]) -> Iterator[tuple[int | None, str, str]]:
@@ -133,8 +139,10 @@ def _parquet(path, wanted: set[str]) -> Iterator[tuple[int | None, str, str]]:
     except (OSError, ValueError) as error:
         raise InputError(path, f"not a readable Parquet file ({error})") from None
     names = table.schema_arrow.names
-    id_field = next((n for n in ID_FIELDS if n in names), None)
-    text_field = next((n for n in TEXT_FIELDS if n in names), None)
+    id_field, text_field = (
+        _first_of(str(path), names, ID_FIELDS, "id"),
+        _first_of(str(path), names, TEXT_FIELDS, "text"),
+    )
     if id_field is None or text_field is None:
         raise InputError(
             path, f"needs an id column ({', '.join(ID_FIELDS)}) and a text column ({', '.join(TEXT_FIELDS)})"

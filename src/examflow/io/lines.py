@@ -6,7 +6,6 @@ become part of the first id. A `.gz` file that is not gzip, or is cut short, is 
 
 from __future__ import annotations
 
-import functools
 import gzip
 import json
 import logging
@@ -66,14 +65,14 @@ GZIP_MAGIC = b"\x1f\x8b"
 CR_ALONE = " (lines that end in a carriage return alone, as old Mac files? end them in LF or CRLF)"
 
 
-def raw_lines(path: str | Path) -> Iterator[tuple[int, bytes]]:
+def raw_lines(path: str | Path, say_bom: bool = True) -> Iterator[tuple[int, bytes]]:
     """(line number, bytes without line end) for each non-blank line; an empty file is an error."""
     seen = False
     with open_bytes(path) as handle:
         for number, raw in _numbered(path, handle):
             raw = raw.rstrip(b"\r\n")
             if number == 1:
-                raw = without_bom(path, _not_gzipped(path, raw))
+                raw = without_bom(path, _not_gzipped(path, raw), say_bom)
             if raw.strip():
                 seen = True
                 yield number, raw
@@ -95,17 +94,13 @@ def read_bytes(path: str | Path) -> bytes:
         return without_bom(path, _not_gzipped(path, b"".join(raw for _, raw in _numbered(path, handle))))
 
 
-def without_bom(path, raw: bytes) -> bytes:
+def without_bom(path, raw: bytes, say: bool = True) -> bytes:
+    """`raw` without a byte-order mark, said unless `say` is False (a file read twice, once for its first line)."""
     if raw.startswith(BOM):
-        _said_bom(str(path))
+        if say:
+            log.warning("%s: starts with a UTF-8 byte-order mark; ignored", path)
         return raw[len(BOM) :]
     return raw
-
-
-@functools.cache
-def _said_bom(path: str) -> None:
-    """Once a file: a run file is read for its tag, then whole (the warning came twice)."""
-    log.warning("%s: starts with a UTF-8 byte-order mark; ignored", path)
 
 
 def _numbered(path, handle) -> Iterator[tuple[int, bytes]]:
@@ -143,8 +138,8 @@ def decode(path: str | Path, number: int, raw: bytes) -> str:
         raise InputError(path, message, number) from None
 
 
-def text_lines(path: str | Path) -> Iterator[tuple[int, str]]:
-    for number, raw in raw_lines(path):
+def text_lines(path: str | Path, say_bom: bool = True) -> Iterator[tuple[int, str]]:
+    for number, raw in raw_lines(path, say_bom):
         yield number, decode(path, number, raw)
 
 

@@ -55,7 +55,7 @@ def run_tag(path: str | Path) -> str:
 
 
 def _first_tag(path: str | Path) -> tuple[int, str]:
-    for number, line in text_lines(path):
+    for number, line in text_lines(path, say_bom=False):  # said as the file is read whole
         return number, split_columns(path, number, line, RUN_FIELDS, None)[5]
     raise AssertionError("text_lines raises on an empty file")
 
