@@ -117,7 +117,7 @@ def say_long_passages(passages: pd.DataFrame) -> None:
     lengths = passages["text"].str.len()
     long = passages.loc[lengths > LONG_PASSAGE_CHARS, "passage_id"].nunique()  # one pooled for two queries is one
     if long:
-        longest = passages.loc[lengths.idxmax()]
+        longest = passages.iloc[int(lengths.to_numpy().argmax())]
         log.warning("%d pooled passage(s) longer than %s characters (the longest: %r of query %r, %s): a local "
                     "grader reads its first max_input_tokens but tokenises the whole text (gigabytes of memory), "
                     "an API grader sends it whole; graded as usual", long, f"{LONG_PASSAGE_CHARS:,}",
