@@ -70,6 +70,22 @@ def test_judges_measures_and_outside_label_names_are_checked():
     assert "judges.measures[0]: 'P': trec_eval computes it as" in rejected(
         {"inputs": {"queries": "q"}, "judges": {"measures": ["P"]}}
     )
+    # ir-measures' assertion on a cut-off of the wrong form was a traceback (a stranger's trial)
+    assert rejected({"inputs": {"queries": "q"}, "judges": {"measures": ["nDCG@10.5"]}}) == (
+        "config judges.measures[0]: 'nDCG@10.5': ir-measures refuses its parameters: invalid param cutoff=10.5"
+    )
+    # the official measure the judges compute by ir-measures, which cannot: it failed the judges step, after the
+    # grading (a stranger's trial); checked where the workflow compares judges
+    from examflow.config import check_official_for_judges
+
+    only_trec = checked({"inputs": {"queries": "q"}, "evaluation": {"official_measure": "Rprec_mult_0.20"}})
+    with pytest.raises(ConfigError) as refused:
+        check_official_for_judges(only_trec)
+    assert str(refused.value) == (
+        "config evaluation.official_measure: 'Rprec_mult_0.20': the judges compare the label sets' leaderboards "
+        "with its, and cannot compute it: known trec name Rprec_mult_0.20, but not yet supported"
+    )
+    check_official_for_judges(only_trec | {"inputs": {"queries": "q", "official_leaderboard": "o.json"}})  # unused
     assert "inputs.labels.official: the name is the official qrels'" in rejected(
         {"inputs": {"queries": "q", "labels": {"official": "x.qrels"}}}
     )
@@ -236,7 +252,7 @@ def test_back_end_options_are_checked_by_kind_with_the_key_named():
     for url in wrong:  # every pair failed `connection`, later
         assert rejected(method(kind="openai", model="m", base_url=url)) == (
             f"{key}.base_url: expected OpenAI-compatible endpoint, an http:// or https:// URL (http://localhost:8000/v1 "
-            f"for vLLM, say); null for OpenAI, not {url!r}"
+            f"for vLLM, say; a port 1 to 65535); null for OpenAI, not {url!r}"
         )
     right = ("http://127.0.0.1:65535/v1", "https://api.example.org/v1", "http://[::1]:8000/v1", "HTTP://u:p@h:1",
              "http://localhost:08000/v1", "http://localhost:/v1", "http://[fe80::1%25eth0]:8000/v1", None)  # fmt: skip
@@ -1037,7 +1053,7 @@ def test_a_value_of_the_wrong_form_is_said_in_words_not_as_its_regular_expressio
     method = {"name": "llm", "kind": "umbrela", "backend": backend}
     assert rejected({"inputs": {"queries": "q"}, "grading": {"methods": [method]}}) == (
         "config grading.methods[0].backend.base_url: expected OpenAI-compatible endpoint, an http:// or https:// URL "
-        "(http://localhost:8000/v1 for vLLM, say); null for OpenAI, not 'http//127.0.0.1:8000/v1'"
+        "(http://localhost:8000/v1 for vLLM, say; a port 1 to 65535); null for OpenAI, not 'http//127.0.0.1:8000/v1'"
     )
     named = method | {"name": "my judge", "backend": backend | {"base_url": None}}
     assert rejected({"inputs": {"queries": "q"}, "grading": {"methods": [named]}}) == (

@@ -141,6 +141,22 @@ def _check_exam_inputs(checked: dict) -> None:
                                   "needs a bank of them (inputs.bank)")  # fmt: skip
 
 
+def check_official_for_judges(config: dict) -> None:
+    """The judges compute the official leaderboard from the qrels query by query, with ir-measures: an official
+    measure only pytrec_eval computes (Rprec_mult_0.20) failed their step, after the grading. (The workflow calls
+    it where the judges are compared.)"""
+    from examflow.evaluation.judges import check_measure
+
+    official = config["evaluation"]["official_measure"]
+    if not official or (config["inputs"] or {}).get("official_leaderboard"):
+        return
+    try:
+        check_measure(official)
+    except ValueError as error:
+        raise ConfigError("evaluation.official_measure", f"{official!r}: the judges compare the label sets' "
+                          f"leaderboards with its, and cannot compute it: {error}") from None  # fmt: skip
+
+
 def _check_judges(checked: dict) -> None:
     """Every judges measure is one that computes, each once; an outside label set's name is no method's,
     no method is named `official`, and outside labels come with what the comparison needs."""

@@ -46,7 +46,7 @@ LLM_OPTIONS = {
     "model": Option("string", help="model name sent to the endpoint"),
     "base_url": Option(
         "string", None, "OpenAI-compatible endpoint, an http:// or https:// URL (http://localhost:8000/v1 for "
-        "vLLM, say); null for OpenAI", nullable=True, pattern=URL,
+        "vLLM, say; a port 1 to 65535); null for OpenAI", nullable=True, pattern=URL,
     ),
     "api_key_env": Option(
         "string", "OPENAI_API_KEY",

@@ -16,6 +16,7 @@ from examflow.config import (
     check_config,
     check_config_file,
     check_model_folders,
+    check_official_for_judges,
     config_digest,
     config_sources,
     methods,
@@ -556,6 +557,8 @@ JUDGES = bool(
 # (after JUDGES: the judges are compared on the run files' runs alone)
 if INPUTS.get("official_leaderboard"):
     checked(check_leaderboard, INPUTS, RUN_FILES, VALIDATION, JUDGES)
+elif JUDGES:
+    checked(check_official_for_judges, config)
 
 
 def judges_outputs():

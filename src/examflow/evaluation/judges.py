@@ -72,7 +72,10 @@ def parse_measure(name: str):
         ) from None
     if measure.params.get("cutoff") == 0:  # pytrec_eval's `ndcg_cut_0`: its C code stops the process
         raise ValueError("a cut-off of 0 (trec_eval stops on it): a cut-off is 1 or more (nDCG@10, P@20)")
-    providers = [p for p in ir_measures.DefaultPipeline.providers if p.supports(measure)]
+    try:
+        providers = [p for p in ir_measures.DefaultPipeline.providers if p.supports(measure)]
+    except AssertionError as error:  # a parameter of the wrong form (`nDCG@10.5`): ir-measures asserts
+        raise ValueError(f"ir-measures refuses its parameters: {error}") from None
     if not any(p.is_available() for p in providers):
         names = ", ".join(sorted(p.NAME for p in providers))
         raise ValueError(f"only ir-measures' {names} computes it, not installed" if providers
