@@ -795,6 +795,12 @@ def test_config_mistakes_stop_the_workflow_at_parse_time_in_one_line(project):
     write(project / "config/bad.yaml", yaml.safe_dump(config | {"results_dir": "results/d{"}))  # a lone brace too
     result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
     refused_in_one_line(result, "config results_dir: results/d{: Snakemake reads { in a file's path as a wildcard")
+    # an official measure from the qrels that the judges, comparing, cannot compute: refused where they are compared
+    official = {"inputs": {**config["inputs"], "official_leaderboard": None},
+                "evaluation": {**config.get("evaluation", {}), "official_measure": "Rprec_mult_0.20"}}  # fmt: skip
+    write(project / "config/bad.yaml", yaml.safe_dump(config | official))
+    result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
+    refused_in_one_line(result, "config evaluation.official_measure: 'Rprec_mult_0.20': the judges compare")
     # the cache folder reaches the rules as a param alone, which Snakemake takes as written
     write(project / "config/bad.yaml", yaml.safe_dump(config | {"cache_dir": "results/c{x}<y>"}))
     assert snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False).returncode == 0
