@@ -49,7 +49,11 @@ rule merge_grades:
         passages=rules.pool.output.passages,  # whose gold articles an embedding method's quantiles leave out
         # What the grade jobs read: a shard's job that failed after a bank edit left the merged table older than
         # its bank, so the rerun rebuilds the missing shard (Snakemake skips a missing intermediate otherwise)
-        banks=branch(reads_bank, then=expand(rules.bank_shard.output[0], shard=SHARDS), otherwise=[]),
+        banks=branch(
+            reads_bank,
+            then=expand(rules.bank_shard.output[0], shard=SHARDS),
+            otherwise=[],
+        ),
     output:
         results("grades/{method}.parquet"),
     log:
