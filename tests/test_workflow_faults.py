@@ -307,3 +307,63 @@ def test_any_query_id_a_reply_past_the_limit_and_a_key_the_server_echoes(project
     assert server.requests[0]["auth"] == f"Bearer {SENTINEL}"
     assert (project / "results/logs").is_dir() and (project / ".snakemake").is_dir()
     assert files_holding(project, SENTINEL) == []
+
+
+FLOW = "How fast do glaciers flow?"  # a question the bank edit adds to q1
+
+
+def test_a_grade_job_that_failed_after_a_bank_edit_is_rerun_by_a_plain_rerun(project):
+    """Snakemake deletes a failed job's table, and a missing table whose reader looks up to date is never
+    rebuilt: every rerun stopped in evaluate, its pooled passages lacking grades (a stranger's trial)."""
+    with LLMServer(default=lambda prompt: "3") as server:
+        run = setup(project, server)
+        snakemake(project, *run)
+        bank = project / "mine/bank.tsv"
+        bank.write_text(bank.read_text() + f"q1\t{FLOW}\n")
+        server.script(f"Question: {FLOW}\n", Status(500))
+        failed = snakemake(project, *run, check=False)
+        assert failed.returncode != 0
+        assert f"method llm, shard {bucket('q1')}: 3 of 9 pairs failed (3 http-500" in failed.stderr
+        assert not (project / f"results/grades/llm/{bucket('q1')}.parquet").exists()
+        server.script(f"Question: {FLOW}\n", "5")
+        before = server.calls
+        snakemake(project, *run)  # the server is back: a plain rerun completes
+        assert server.calls - before == 3  # the new question's three pairs; the cache answers the rest
+    grades = pd.read_parquet(project / "results/grades/llm.parquet")
+    bank = pd.read_parquet(project / f"results/bank/{bucket('q1')}.parquet")
+    new = grades["question_id"].isin(bank.loc[bank["question_text"] == FLOW, "question_id"])
+    assert len(grades) == 15 and new.sum() == 3
+    assert grades.loc[new, "rating"].eq(5).all() and grades.loc[~new, "rating"].eq(3).all()
+    per_query = pd.read_csv(project / "results/eval/llm/per_query.tsv", sep="\t")
+    assert set(per_query["query_id"]) >= {"q1", "q2"}
+
+
+def test_a_model_whose_every_grade_job_failed_is_graded_once_its_weights_load(project):
+    """New weights in a model's folder rerun its grading jobs (their params); where every one failed and
+    Snakemake deleted their tables, the merged table of the old weights must not stand as up to date: the
+    rerun compares the params with those of the tables' last success, which Snakemake keeps."""
+    from tiny_models import build_tiny_t5
+
+    own_collection(project / "mine")
+    model = project / "model"
+    build_tiny_t5(model, seed=3, digit_boost=2.0, flan=True)  # rates every pair of this collection 1
+    backend = {"kind": "hf_seq2seq", "model": str(model), "decoding": "greedy", "max_new_tokens": 2}
+    config = {
+        "inputs": {"queries": "mine/queries.tsv", "runs": ["mine/runs/*.run"], "corpus": "mine/corpus.tsv",
+                   "qrels": "mine/qrels.txt", "bank": "mine/bank.tsv"},
+        "grading": {"methods": [{"name": "t5", "kind": "self_rating", "backend": backend}]},
+        "evaluation": {"bootstrap": 50},
+    }  # fmt: skip
+    write(project / "mine.yaml", yaml.safe_dump(config))
+    target = ("results/eval/t5/leaderboard.tsv", "--configfile", "mine.yaml")
+    snakemake(project, *target)
+    merged = project / "results/grades/t5.parquet"
+    assert pd.read_parquet(merged)["rating"].eq(1).all()
+    [weights] = model.glob("*.safetensors")
+    weights.write_bytes(b"\xff" * 100)  # weights that cannot be read
+    failed = snakemake(project, *target, "--keep-going", check=False)
+    assert failed.returncode != 0 and "could not be loaded" in failed.stderr
+    assert not list((project / "results/grades/t5").glob("*.parquet"))  # both shards' tables deleted
+    build_tiny_t5(model, seed=4, digit_boost=2.0, flan=True)  # rates every pair 0
+    snakemake(project, *target)
+    assert len(pd.read_parquet(merged)) == 12 and pd.read_parquet(merged)["rating"].eq(0).all()
