@@ -213,19 +213,21 @@ def test_a_grade_job_killed_from_outside_is_named_at_the_end_of_the_run(project)
     import subprocess
     import sys
 
+    slow = pair(GLACIER, "Glaciers move because")
     with LLMServer(default=lambda prompt: "3") as server:
-        server.script(pair(GLACIER, "Glaciers move because"), Slow(20, "3"))  # q1's job waits on it
+        server.script(slow, Slow(20, "3"))  # q1's job waits on it
         run = setup(project, server)
         shard = bucket("q1")
         command = [sys.executable, "-m", "snakemake", "--cores", "2", *run]
         snakemake_run = subprocess.Popen(command, cwd=project, env=snakemake_env(), stdout=subprocess.PIPE,
                                          stderr=subprocess.PIPE, text=True)  # fmt: skip
         pid = None
-        for _ in range(600):  # the job, once it waits on the slow reply
+        for _ in range(600):  # the job, once it waits on the slow reply (not once q2's job has asked: q1's
             found = subprocess.run(["pgrep", "-f", f"examflow grade .*--shard {shard} "], capture_output=True,
                                    text=True).stdout.split()  # fmt: skip
             mine = [int(p) for p in found if os.path.realpath(f"/proc/{p}/cwd") == os.path.realpath(project)]
-            if mine and server.calls:
+            asked = [r for r in list(server.requests) if any(slow in m["content"] for m in r["body"]["messages"])]
+            if mine and asked:  # may not have logged a line yet, and a job killed then wrote nothing)
                 pid = mine[0]
                 break
             time.sleep(0.1)
