@@ -205,6 +205,15 @@ def test_unreachable_endpoint_fails_the_run(project):
     assert not (project / "results/eval").exists()
 
 
+def own_processes(project, pattern: str) -> list[int]:
+    """The processes run in `project` whose command line matches `pattern`."""
+    import os
+    import subprocess
+
+    found = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout.split()
+    return [int(p) for p in found if os.path.realpath(f"/proc/{p}/cwd") == os.path.realpath(project)]
+
+
 def test_a_grade_job_killed_from_outside_is_named_at_the_end_of_the_run(project):
     """Out of memory, a cluster's time limit: the job logs no error of its own, and the run ended on
     Snakemake's lines alone (a stranger's trial)."""
@@ -223,9 +232,7 @@ def test_a_grade_job_killed_from_outside_is_named_at_the_end_of_the_run(project)
                                          stderr=subprocess.PIPE, text=True)  # fmt: skip
         pid = None
         for _ in range(600):  # the job, once it waits on the slow reply (not once q2's job has asked: q1's
-            found = subprocess.run(["pgrep", "-f", f"examflow grade .*--shard {shard} "], capture_output=True,
-                                   text=True).stdout.split()  # fmt: skip
-            mine = [int(p) for p in found if os.path.realpath(f"/proc/{p}/cwd") == os.path.realpath(project)]
+            mine = own_processes(project, f"examflow grade .*--shard {shard} ")
             asked = [r for r in list(server.requests) if any(slow in m["content"] for m in r["body"]["messages"])]
             if mine and asked:  # may not have logged a line yet, and a job killed then wrote nothing)
                 pid = mine[0]
@@ -369,3 +376,46 @@ def test_a_model_whose_every_grade_job_failed_is_graded_once_its_weights_load(pr
     build_tiny_t5(model, seed=4, digit_boost=2.0, flan=True)  # rates every pair 0
     snakemake(project, *target)
     assert len(pd.read_parquet(merged)) == 12 and pd.read_parquet(merged)["rating"].eq(0).all()
+
+
+def test_a_pool_shard_killed_after_a_new_run_file_is_rebuilt_by_a_plain_rerun(project):
+    """Snakemake rebuilds a missing file only for a target or a job that runs: a pool shard whose job was
+    killed stood missing under grades that looked up to date, and every rerun stopped in evaluate."""
+    import os
+    import signal
+    import threading
+
+    own_collection(project / "mine")
+    config = {
+        "inputs": {"queries": "mine/queries.tsv", "runs": ["mine/runs/*.run"], "corpus": "mine/corpus.tsv",
+                   "qrels": "mine/qrels.txt", "bank": "mine/bank.tsv"},
+        "grading": {"methods": [{"name": "emb", "kind": "self_rating", "backend": {"kind": "embedding"}}]},
+        "evaluation": {"bootstrap": 50},
+    }  # fmt: skip
+    write(project / "mine.yaml", yaml.safe_dump(config))
+    run = ("--configfile", "mine.yaml")
+    snakemake(project, *run)
+    poor = project / "mine/runs/poor.run"
+    poor.write_text(poor.read_text() + "q1 Q0 s1 3 7 poor\n")  # a passage new to q1's pool
+    shard, done = bucket("q1"), threading.Event()
+
+    def kill_the_shard_job() -> None:
+        while not done.is_set():
+            if found := own_processes(project, f"examflow pool-shard .*--shard {shard} "):
+                for pid in found:  # the job's shell and its Python
+                    os.kill(pid, signal.SIGKILL)
+                return
+            time.sleep(0.01)
+
+    killer = threading.Thread(target=kill_the_shard_job)
+    killer.start()
+    try:
+        killed = snakemake(project, *run, check=False)
+    finally:
+        done.set()
+        killer.join()
+    assert killed.returncode != 0 and not (project / f"results/pool/shards/{shard}.passages.parquet").exists()
+    snakemake(project, *run)
+    grades = pd.read_parquet(project / "results/grades/emb.parquet")
+    assert sorted(set(grades.loc[grades["query_id"] == "q1", "passage_id"])) == ["g1", "g2", "g3", "s1"]
+    assert len(grades) == 14  # q1: 4 passages x 2 questions; q2: 3 x 2

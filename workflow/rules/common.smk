@@ -520,9 +520,17 @@ def report_settings(wildcards):
 def pool_inputs(wildcards):
     inputs = {key: input_file(key) for key in ("queries", "qrels", "corpus")}
     inputs["runs"] = [given(run) for run in RUN_FILES]
-    generated = INPUTS["responses"] or INPUTS["gold_articles"]
-    inputs["segments"] = rules.segment.output[0] if generated else []
+    inputs["segments"] = segments()
     return inputs
+
+
+def segments():
+    """The generated responses and gold articles cut into passages, where the configuration has any."""
+    return (
+        rules.segment.output[0]
+        if INPUTS["responses"] or INPUTS["gold_articles"]
+        else []
+    )
 
 
 def input_files(input, *keys):
