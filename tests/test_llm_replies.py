@@ -352,6 +352,19 @@ def test_a_job_failing_on_cut_answers_says_a_rerun_meets_them_again():
         check_failures(grades, method, "shard-0", 0)
 
 
+def test_a_job_that_stopped_asking_counts_the_pairs_it_did_not_ask():
+    from examflow.config import methods
+    from examflow.grading.backends import Answer
+    from examflow.grading.grades import GaveUp
+
+    method = methods([{"name": "m", "kind": "self_rating", "backend": {"kind": "openai", "model": "m"}}])[0]
+    failed = Answer(None, error="http-500: Internal Server Error")
+    for received, words in (([failed, None, Answer("3")], "1 pair"), ([failed, None, None], "2 pairs")):
+        message = str(GaveUp(["http-500: Internal Server Error"], received).failure(method, "shard-0", 0))
+        assert message.startswith("method m, shard shard-0: 1 of 3 pairs failed (1 http-500; the first: http-500: ")
+        assert f"more than grading.max_error_rate = 0 allows: it stopped asking, {words} not asked. " in message
+
+
 def test_the_model_a_reply_names_is_counted_from_the_server_and_the_reply_cache(server, tmp_path):
     server.script("bees", Raw(json.dumps(completion("4", True, "m-2026-01-01"))))  # a dated version of `m`
     server.script("tides", Raw(json.dumps(completion("2", True, "other-model"))))  # a proxy's other model

@@ -131,7 +131,8 @@ def test_a_run_after_one_killed_outright_says_how_to_clear_snakemake_s_lock(monk
     assert caplog.messages == [
         "the last run of this configuration (process 4242) was stopped before it ended: if Snakemake says the "
         f"directory cannot be locked, and no other snakemake runs in {tmp_path}, `snakemake --unlock` with this "
-        "run's options clears its lock; then run again"
+        "run's options clears its lock; then run again, once the jobs it left running have ended (`pgrep -af "
+        "'python -m examflow'` lists them)"
     ]
     assert kept.messages == []  # not named again as a run ends: that run had its lock
     caplog.clear()

@@ -79,7 +79,8 @@ def warn_if_stopped(folder: str | Path) -> None:
         log.warning(
             "the last run of this configuration (process %s) was stopped before it ended: if Snakemake says the "
             "directory cannot be locked, and no other snakemake runs in %s, `snakemake --unlock` with this run's "
-            "options clears its lock; then run again", record.get("pid", "?"), os.getcwd(),
+            "options clears its lock; then run again, once the jobs it left running have ended (`pgrep -af "
+            "'python -m examflow'` lists them)", record.get("pid", "?"), os.getcwd(),
             extra={"repeat": False},  # of the start alone: a run that ends has had its lock (joblogs.ParseWarnings)
         )  # fmt: skip
 

@@ -128,7 +128,7 @@ def _too_many(
         if every_one and all(map(unanswered, errors))
         else "The answers received are cached: a rerun asks the model again only for the pairs that got none"
     )
-    stopped = f": it stopped asking, {unasked} pairs not asked" if unasked else ""
+    stopped = f": it stopped asking, {unasked} pair{'s' if unasked > 1 else ''} not asked" if unasked else ""
     # The kinds alone hide a typo in a URL, a 404's why.
     return (
         f"method {method.name}, shard {shard}: {len(errors)} of {total} pairs failed ({kinds}; the first: "
