@@ -48,8 +48,8 @@ rule merge_grades:
         shards=expand(rules.grade.output[0], shard=SHARDS, allow_missing=True),
         passages=rules.pool.output.passages,  # whose gold articles an embedding method's quantiles leave out
         # What the grade jobs read: a shard's job that failed after a bank edit left the merged table older than
-        # its bank, so the rerun rebuilds the missing shard (Snakemake skips a missing intermediate otherwise;
-        # new params rerun it by themselves: Snakemake keeps the params of a table it deleted)
+        # its bank, so a rerun of a target short of `all` (which names every shard) rebuilds the missing shard too
+        # (new params rerun it by themselves: Snakemake keeps the params of a table it deleted)
         banks=branch(
             reads_bank,
             then=expand(rules.bank_shard.output[0], shard=SHARDS),
