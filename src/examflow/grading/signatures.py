@@ -26,7 +26,10 @@ def embedding_signature(options: dict[str, Any], on_gpu: bool, config: Any = Non
     signature = {"backend": "embedding", "model": model, "revision": _embedding_revision(model), "unit": unit}
     # Version 3 of sentences: ends before any word not begun by a small letter, at 。！？．। and not after
     # letters with points between (z.B.); other sentences, other grades.
-    return signature | ({"sentences": 3} if unit == "sentence" else {})
+    signature |= {"sentences": 3} if unit == "sentence" else {}
+    # Each text encoded alone: bits that no other text of the job moves, never mixed in a cache with those
+    # of batches (an earlier default), which did.
+    return signature | ({"encoded": "alone"} if options.get("batch_size", 1) == 1 else {})
 
 
 def _hub_signature(kind: str, options: dict[str, Any], config: Any) -> dict[str, Any]:
