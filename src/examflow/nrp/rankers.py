@@ -126,7 +126,7 @@ class MonoT5(PairRanker):
 
 
 class Embedding(PairRanker):
-    def __init__(self, model: str, batch_size: int = 64, device: str = "auto"):
+    def __init__(self, model: str, batch_size: int = 1, device: str = "auto"):
         self.options: dict[str, Any] = {"model": model, "unit": "passage", "batch_size": batch_size, "device": device}
         # the signature needs no model: a job the cache answers whole never loads one (seconds of imports)
         self.signature = {"ranker": "embedding", **embedding_signature(self.options, False)}
