@@ -443,6 +443,27 @@ def test_steps_that_warn_alike_take_one_line(tmp_path, capsys):
     assert capsys.readouterr().err.splitlines()[1:] == [f"examflow: 1 more step warned (their logs are under {logs})"]
 
 
+def test_a_step_that_retried_and_then_counted_its_failed_pairs_is_named_by_the_count(tmp_path, capsys):
+    """Within grading.max_error_rate, the run's end showed a retry (the step's first warning), not how many pairs
+    failed in the end (a stranger's trial); a step that only retried is still named by its first retry."""
+    from examflow.errors import RETRY_LINE
+    from examflow.joblogs import name_warnings
+
+    t = "2026-12-01 07:02:32,896"
+    retried = f"examflow.llm: {RETRY_LINE % ('http-500: Error code: 500', 1, 0.5)}"
+    failed = "examflow.grading.grades: method m, shard shard-1: 1 of 9 pairs failed (1 http-500; the first: ...)"
+    write(tmp_path / "logs/grade/m/shard-1.log", f"{t} WARNING {retried}\n{t} WARNING {failed}\nexamflow: done\n")
+    write(tmp_path / "logs/grade/m/shard-2.log", f"{t} WARNING {retried}\nexamflow: done\n")
+    name_warnings(tmp_path / "logs", since=1000.0)
+    logs = tmp_path / "logs/grade/m"
+    assert capsys.readouterr().err.splitlines() == [
+        "examflow: a step warned: method m, shard shard-1: 1 of 9 pairs failed (1 http-500; the first: ...) (and 1 "
+        f"more; its log: {logs / 'shard-1.log'})",
+        f"examflow: a step warned: LLM call failed (http-500: Error code: 500); retry 1 in 0.5 s (its log: "
+        f"{logs / 'shard-2.log'})",
+    ]
+
+
 def test_a_job_whose_process_is_gone_reads_stopped_though_its_file_says_running(tmp_path):
     """SIGKILL of a run's whole process group left `examflow progress` saying `2 running` (a stranger's
     trial): a job on this host whose process has ended is stopped; one on another host cannot be told."""

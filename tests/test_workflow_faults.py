@@ -161,8 +161,17 @@ def test_unparsable_answers_and_an_allowance_of_failures(project):
         config["grading"]["max_error_rate"] = 0.2
         write(project / "mine.yaml", yaml.safe_dump(config))
         before = server.calls
-        snakemake(project, *run)
+        ended = snakemake(project, *run).stderr.splitlines()
         assert server.calls - before == 2  # the 503 pair, asked twice; "Rating: 4" came from the cache
+        # The run's end names the failed pair, not the retry before it (the step's first warning)
+        warned = [line for line in ended if line.startswith("examflow: a step warned: method llm, shard")]
+        assert len(warned) == 1 and re.match(
+            r"examflow: a step warned: method llm, shard shard-\d+: 1 of \d+ pairs failed \(1 http-503; the first: "
+            r"http-503: .+\), within grading\.max_error_rate = 0\.2: they have no grade, and the run goes on "
+            r"\(`snakemake --forcerun grade` asks the model again for the pairs that got no answer\) \(and 1 more; "
+            r"its log: .+\.log\)$",
+            warned[0],
+        ), ended
         grades = pd.read_parquet(project / "results/grades/llm.parquet")
         metadata = read_grades_metadata(project / "results/grades/llm.parquet")
         assert metadata["errors_by_kind"] == {"http-503": 1} and metadata["unparsable"] == 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 import difflib
 import logging
 import os
+import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -19,6 +20,16 @@ INTERRUPTED_LINE = "examflow: interrupted (outputs are written only when a step 
 TERMINATED_LINE = ("examflow: stopped by SIGTERM: a cluster's time limit, scancel, or kill (outputs are written only "
                    "when a step completes)")  # fmt: skip
 DONE = "examflow: done"  # the line a command logs last when it completes: a job's log without it was stopped
+# What an LLM client logs, a warning, before it tries a failed call again (examflow.llm): no failure yet, so a
+# step's end names its first other warning (examflow.joblogs), such as how many of its pairs failed at last.
+RETRY_LINE = "LLM call failed (%s); retry %d in %.1f s"
+
+
+def announces_retry(message: str) -> bool:
+    """Whether a logged message is an LLM client's RETRY_LINE."""
+    return re.fullmatch(r"LLM call failed \(.*\); retry \d+ in \d+\.\d s", message, re.DOTALL) is not None
+
+
 # The failure of a prompt never sent: more had failed than the grading job may fail (examflow.llm.LLMClient.replies).
 NOT_ASKED = "not-asked"
 # The failure of a prompt a local model cannot take: no room for its passage within max_input_tokens.

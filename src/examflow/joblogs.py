@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from examflow.bounds import MESSAGE_CHARS, clip
-from examflow.errors import DONE, INTERRUPTED_LINE, PRINTED, TERMINATED_LINE
+from examflow.errors import DONE, INTERRUPTED_LINE, PRINTED, TERMINATED_LINE, announces_retry
 
 # What a step's log says when it holds neither an expected failure nor the line of a step done.
 STOPPED = "the step stopped without an error of its own: killed (out of memory, a time limit, a signal)"
@@ -85,16 +85,19 @@ def name_failures(folder: str | Path, since: float) -> None:
 
 
 def warnings_logged(folder: str | Path, since: float) -> list[tuple[Path, str, int]]:
-    """The logs under `folder` written since `since` that hold warnings, each with its first warning's text
+    """The logs under `folder` written since `since` that hold warnings, each with its headline warning's text
     (its first line) and how many it holds: what a run that completes names at its end, where Snakemake
-    shows no log of a job that succeeded (rows dropped under `validation: warn`, runs off the leaderboard)."""
+    shows no log of a job that succeeded (rows dropped under `validation: warn`, runs off the leaderboard).
+    The headline is the first warning that announces no retry: a grading job's retries come before the line
+    that counts the pairs that failed in the end, the one a person has to read."""
     found = []
     # the steps of one job first (pool, bank, judges, evaluate, ...), then grading's many shards, whose
     # warnings could fill every line
     for log, lines in _logs_since(folder, since, key=lambda log: (log.relative_to(folder).parts[0] == "grade", log)):
         warned = [line for line in lines if (match := LOGGED.match(line)) and " WARNING " in match.group()]
-        if warned:
-            found.append((log, LOGGED.sub("", warned[0], count=1), len(warned)))
+        messages = [LOGGED.sub("", line, count=1) for line in warned]
+        if messages:
+            found.append((log, next((m for m in messages if not announces_retry(m)), messages[0]), len(messages)))
     return found
 
 

@@ -40,7 +40,7 @@ import openai
 
 from examflow.bounds import MESSAGE_CHARS, clip, served_name
 from examflow.cache import TEXT, check_entry, parse_json, report_damage, stamped
-from examflow.errors import NOT_ASKED, Failure, writing
+from examflow.errors import NOT_ASKED, RETRY_LINE, Failure, writing
 from examflow.llm_settings import LLMSettings, answer_settings
 
 # The openai client's HTTP library, whose Response it hands back raw: httpx2 from openai 3 on, httpx before
@@ -279,7 +279,7 @@ class LLMClient:
                 )
                 wait = self.settings.max_retry_after
             wait = delay if wait is None else wait
-            log.warning("LLM call failed (%s); retry %d in %.1f s", failure, attempt, wait)
+            log.warning(RETRY_LINE, failure, attempt, wait)
             if self._stopping.wait(wait):
                 raise failure
             delay *= 2

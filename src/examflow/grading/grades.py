@@ -76,9 +76,13 @@ def check_failures(
     kinds = ", ".join(f"{count} {kind}" for kind, count in failed.items())
     log.info("%d failed pairs%s; %d unparsable answers (mode %s)", n_failed, f" ({kinds})" if kinds else "",
              int(grades["unparsable"].sum()), method.mode)  # fmt: skip
-    if n_failed <= max_error_rate * len(grades):
-        return
     errors = grades["error"].dropna().tolist()
+    if n_failed <= max_error_rate * len(grades):
+        if errors:  # the line a run's end names for this step (examflow.joblogs), not its retries
+            log.warning("%s, within grading.max_error_rate = %g: they have no grade, and the run goes on "
+                        "(`snakemake --forcerun grade` asks the model again for the pairs that got no answer)%s",
+                        _failed_pairs(method, shard, errors, len(grades)), max_error_rate, _hint(errors, cache_dir))  # fmt: skip
+        return
     every_one = len(errors) == len(grades)
     raise Failure(_too_many(method, shard, max_error_rate, errors, len(grades), every_one, cache_dir=cache_dir))
 
@@ -118,20 +122,29 @@ def _too_many(
 ) -> str:
     """Why a job failed: its failed pairs by kind and the first one's error; whether a rerun asks again
     (`every_one`: no pair got an answer); the pairs it stopped before asking."""
-    failed = kind_counts(errors)
-    kinds = ", ".join(f"{count} {kind}" for kind, count in failed.items())
-    hint = "".join(text for kind, text in _LASTING_FAILURES.items() if kind in failed)
-    # `cache_dir` defaults to results/cache, outside results_dir: the folder by name (a stranger looked there)
-    hint += f" (here: {cache_dir})" if cache_dir and "unparsable" in failed else ""
     rerun = (
         "No pair got an answer from the model: a rerun asks it again for every pair"
         if every_one and all(map(unanswered, errors))
         else "The answers received are cached: a rerun asks the model again only for the pairs that got none"
     )
     stopped = f": it stopped asking, {unasked} pair{'s' if unasked > 1 else ''} not asked" if unasked else ""
-    # The kinds alone hide a typo in a URL, a 404's why.
     return (
-        f"method {method.name}, shard {shard}: {len(errors)} of {total} pairs failed ({kinds}; the first: "
-        f"{clip(errors[0], MESSAGE_CHARS)}), more than grading.max_error_rate = {max_error_rate:g} allows{stopped}. "
-        f"{rerun}{hint}"
+        f"{_failed_pairs(method, shard, errors, total)}, more than grading.max_error_rate = {max_error_rate:g} "
+        f"allows{stopped}. {rerun}{_hint(errors, cache_dir)}"
     )
+
+
+def _failed_pairs(method: Method, shard: str, errors: list[str], total: int) -> str:
+    """A job's failed pairs: how many, by kind, and the first one's error (the kinds alone hide a typo in a URL,
+    a 404's why)."""
+    kinds = ", ".join(f"{count} {kind}" for kind, count in kind_counts(errors).items())
+    return (f"method {method.name}, shard {shard}: {len(errors)} of {total} pairs failed ({kinds}; the first: "
+            f"{clip(errors[0], MESSAGE_CHARS)})")  # fmt: skip
+
+
+def _hint(errors: list[str], cache_dir: str | None) -> str:
+    """What to change instead of rerunning, for the failures a rerun meets again."""
+    failed = kind_counts(errors)
+    hint = "".join(text for kind, text in _LASTING_FAILURES.items() if kind in failed)
+    # `cache_dir` defaults to results/cache, outside results_dir: the folder by name (a stranger looked there)
+    return hint + (f" (here: {cache_dir})" if cache_dir and "unparsable" in failed else "")
