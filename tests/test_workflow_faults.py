@@ -386,9 +386,10 @@ def test_a_model_whose_every_grade_job_failed_is_graded_once_its_weights_load(pr
     assert len(pd.read_parquet(merged)) == 12 and pd.read_parquet(merged)["rating"].eq(0).all()
 
 
-def test_a_pool_shard_killed_after_a_new_run_file_is_rebuilt_by_a_plain_rerun(project):
+def test_a_pool_shard_killed_after_a_new_run_file_is_rebuilt_by_a_rerun(project):
     """Snakemake rebuilds a missing file only for a target or a job that runs: a pool shard whose job was
-    killed stood missing under grades that looked up to date, and every rerun stopped in evaluate."""
+    killed stood missing under grades that looked up to date, and every rerun stopped in evaluate. The grades
+    as the target: `all` names every shard, a target short of it only what its steps read."""
     import os
     import signal
     import threading
@@ -423,7 +424,7 @@ def test_a_pool_shard_killed_after_a_new_run_file_is_rebuilt_by_a_plain_rerun(pr
         done.set()
         killer.join()
     assert killed.returncode != 0 and not (project / f"results/pool/shards/{shard}.passages.parquet").exists()
-    snakemake(project, *run)
+    snakemake(project, "results/grades/emb.parquet", *run)  # a target short of `all`, which names every shard
     grades = pd.read_parquet(project / "results/grades/emb.parquet")
     assert sorted(set(grades.loc[grades["query_id"] == "q1", "passage_id"])) == ["g1", "g2", "g3", "s1"]
     assert len(grades) == 14  # q1: 4 passages x 2 questions; q2: 3 x 2

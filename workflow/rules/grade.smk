@@ -47,9 +47,11 @@ rule merge_grades:
     input:
         shards=expand(rules.grade.output[0], shard=SHARDS, allow_missing=True),
         passages=rules.pool.output.passages,  # whose gold articles an embedding method's quantiles leave out
-        # What the grade jobs read: a shard's job that failed after a bank edit left the merged table older than
-        # its bank, so a rerun of a target short of `all` (which names every shard) rebuilds the missing shard too
-        # (new params rerun it by themselves: Snakemake keeps the params of a table it deleted)
+        # What the grade jobs read: a shard's job that failed after a bank edit, or a pool shard's job killed after
+        # a new run file, left the merged table older than what it was graded from, so a rerun of a target short of
+        # `all` (which names every shard) rebuilds the missing shard too (new params rerun it by themselves:
+        # Snakemake keeps the params of a table it deleted)
+        pools=expand(rules.pool_shard.output.passages, shard=SHARDS),
         banks=branch(
             reads_bank,
             then=expand(rules.bank_shard.output[0], shard=SHARDS),
