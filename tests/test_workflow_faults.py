@@ -388,8 +388,7 @@ def test_a_model_whose_every_grade_job_failed_is_graded_once_its_weights_load(pr
 
 def test_a_pool_shard_killed_after_a_new_run_file_is_rebuilt_by_a_rerun(project):
     """Snakemake rebuilds a missing file only for a target or a job that runs: a pool shard whose job was
-    killed stood missing under grades that looked up to date, and every rerun stopped in evaluate. The grades
-    as the target: `all` names every shard, a target short of it only what its steps read."""
+    killed stood missing under grades that looked up to date, and every rerun stopped in evaluate."""
     import os
     import signal
     import threading
@@ -402,7 +401,8 @@ def test_a_pool_shard_killed_after_a_new_run_file_is_rebuilt_by_a_rerun(project)
         "evaluation": {"bootstrap": 50},
     }  # fmt: skip
     write(project / "mine.yaml", yaml.safe_dump(config))
-    run = ("--configfile", "mine.yaml")
+    # the grades as the target throughout: `all` names every shard, a target short of it only what its steps read
+    run = ("results/grades/emb.parquet", "--configfile", "mine.yaml")
     snakemake(project, *run)
     poor = project / "mine/runs/poor.run"
     poor.write_text(poor.read_text() + "q1 Q0 s1 3 7 poor\n")  # a passage new to q1's pool
@@ -424,7 +424,7 @@ def test_a_pool_shard_killed_after_a_new_run_file_is_rebuilt_by_a_rerun(project)
         done.set()
         killer.join()
     assert killed.returncode != 0 and not (project / f"results/pool/shards/{shard}.passages.parquet").exists()
-    snakemake(project, "results/grades/emb.parquet", *run)  # a target short of `all`, which names every shard
+    snakemake(project, *run)
     grades = pd.read_parquet(project / "results/grades/emb.parquet")
     assert sorted(set(grades.loc[grades["query_id"] == "q1", "passage_id"])) == ["g1", "g2", "g3", "s1"]
     assert len(grades) == 14  # q1: 4 passages x 2 questions; q2: 3 x 2
