@@ -159,16 +159,36 @@ def test_a_judges_measure_that_does_not_compute_is_refused_before_anything_runs(
 def test_a_method_whose_grades_stop_below_the_report_threshold_is_warned_about(caplog):
     backend = {"kind": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1"}
     method = {"name": "umb", "kind": "umbrela", "backend": backend}
-    checked({"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [method]}})
+    checked({"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [method]}, "report": {"tau": 4}})
     assert "method umb (umbrela) grades 0-3: at evaluation.tau 4, 5 no passage reaches" in caplog.text
     assert "figures and summary at report.tau = 4 show no relevant passage" in caplog.text
     caplog.clear()
     checked({"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [method]}, "report": {"tau": 3}})
     assert "at evaluation.tau 4, 5" in caplog.text and "report.tau = 3" not in caplog.text
     caplog.clear()
+    checked({"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [method]}})  # each method its own τ
+    assert "at evaluation.tau 4, 5" in caplog.text and "report.tau" not in caplog.text.replace("(and report.tau)", "")
+    caplog.clear()
     taus = {"evaluation": {"tau": [1, 2, 3]}}
     checked({"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [method]}, **taus})
     assert "grades 0-3" not in caplog.text
+
+
+def test_each_method_is_shown_at_a_threshold_its_grades_reach_unless_report_tau_is_set():
+    """report.tau unset: 4, or the highest evaluated τ a method's grades reach (UMBRELA's 0-3 at τ 4 showed no
+    relevant passage in its figures and summary); set, every method's."""
+    backend = {"kind": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1"}
+    kinds = {"self": "self_rating", "umb": "umbrela", "thomas": "thomas", "helm": "helm", "nuggets": "nugget_support"}
+    methods = [{"name": name, "kind": kind, "backend": backend} for name, kind in kinds.items()]
+    three = {"name": "ladder", "kind": "self_rating", "backend": {"kind": "embedding"}, "quantiles": [0.5, 0.7, 0.9]}
+    config = {"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [*methods, three]}}
+    assert checked(config)["report"]["method_tau"] == {
+        "self": 4, "umb": 3, "thomas": 1, "helm": 1, "nuggets": 1, "ladder": 3
+    }  # fmt: skip
+    two = checked(config | {"evaluation": {"tau": [2, 5]}})["report"]["method_tau"]
+    assert two == {"self": 5, "umb": 2, "thomas": 2, "helm": 2, "nuggets": 2, "ladder": 2}  # none reach 1: the lowest
+    assert set(checked(config | {"report": {"tau": 5}})["report"]["method_tau"].values()) == {5}
+    assert checked({"inputs": {"queries": "q"}})["report"]["method_tau"] == {}
 
 
 def test_an_offline_grader_s_ladder_is_its_scale(caplog):

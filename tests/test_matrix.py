@@ -999,4 +999,13 @@ def test_llm_kinds_direct_and_nugget_through_a_server(tmp_path):
         board = numbers(table(results / "eval" / name / "leaderboard.tsv"), "score")
         rows = board[(board["measure"] == "ndcg_cut_10") & (board["kind"] == "system")]
         assert dict(zip(rows["run_id"], rows["score"])) == pytest.approx(ndcg_at_10(runs, labels), abs=1e-12), name
+    # Each method's figures and summary at a τ its grades reach: 4, else the highest of the default 1, 3, 4, 5
+    top = {"faggioli": 1, "faggioli_few": 1, "helm": 1, "sun": 1, "sun_few": 1, "thomas": 2, "umbrela_few": 3,
+           "umbrela_basic": 3, "nugget_rating": 5, "nugget_support_2grade": 2}  # fmt: skip
+    summary = (results / "summary.md").read_text()
+    for method in config["grading"]["methods"]:
+        tau = 4 if top[method["kind"]] >= 4 else max(t for t in (1, 3) if t <= top[method["kind"]])
+        page = (results / "report" / method["name"] / "leaderboard.html").read_text()
+        assert f"Leaderboard of {method['name']} at τ = {tau}<" in page, method["name"]
+        assert re.search(rf"{re.escape(method['name'])}: the best .* under each measure \(τ = {tau}\)", summary)
     finished(project, args)

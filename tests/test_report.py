@@ -282,7 +282,22 @@ def test_a_threshold_the_evaluation_does_not_hold_is_refused(demo, tmp_path):
     for name, words in commands.items():
         done = subprocess.run([sys.executable, "-m", "examflow", *words], capture_output=True, text=True)
         assert done.returncode == 2 and "--tau 2:" in done.stderr and "Traceback" not in done.stderr, name
+
+    # A method's own τ, as the workflow gives each: a τ the evaluation holds for it, of a method it evaluated
+    def summary(tau: str, *words: str) -> subprocess.CompletedProcess:
+        command = ["summary", "--eval", str(results / "eval/cosine"), "--tau", tau, *common, "--out-provenance",
+                   str(tmp_path / "p.json"), *words]  # fmt: skip
+        return subprocess.run([sys.executable, "-m", "examflow", *command], capture_output=True, text=True)
+
+    for given, error in (("cosine=2", "--method-tau cosine=2: "), ("other=4", "--method-tau: 'other': no such method"),
+                         ("cosine=x", "--method-tau 'cosine=x': expected NAME=VALUE")):  # fmt: skip
+        done = summary("4", "--method-tau", given)
+        assert done.returncode == 2 and error in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert not any(tmp_path.iterdir())
+    own = summary("2", "--method-tau", "cosine=3")  # --tau 2 alone is refused above
+    assert own.returncode == 0, own.stderr
+    written = (tmp_path / "s.md").read_text()
+    assert "cosine: the best" in written and "under each measure (τ = 3)" in written, written
 
 
 def test_the_summary_embeds_the_report_s_figure_and_draws_the_same_without_it(demo, tmp_path):
@@ -334,7 +349,7 @@ def test_the_captions_say_only_what_the_configuration_gives(facts):
     from jinja2 import Template
 
     job = SimpleNamespace(params=SimpleNamespace(facts=facts), wildcards=SimpleNamespace(method="m"),
-                          config={"report": {"tau": 4}})  # fmt: skip
+                          config={"report": {"tau": None, "method_tau": {"m": 3, "n": 4}}})  # fmt: skip
     captions = {
         name: publish_parts(Template((ROOT / f"workflow/report/{name}.rst").read_text()).render(snakemake=job),
                             writer="html", settings_overrides={"report_level": 2, "halt_level": 2})["body"]
@@ -342,6 +357,7 @@ def test_the_captions_say_only_what_the_configuration_gives(facts):
     }  # fmt: skip
     text = " ".join(captions.values())
     assert "mailto" not in text and "nDCG&#64;10</tt>" in captions["nrp_table"]  # literal text, no e-mail link
+    assert "at τ = 3 " in captions["leaderboard"] and "at τ = 3, " in captions["leaderboard_table"]  # m's own
     official = bool(facts)
     assert ("official order" in captions["leaderboard"]) == official
     assert ("Spearman" in captions["leaderboard"]) == official

@@ -216,6 +216,10 @@ def _summary_parser(subparsers) -> None:
         default=DEFAULT_TAU,
         help=f"the threshold the summary reports (default {DEFAULT_TAU})",
     )
+    summary.add_argument(
+        "--method-tau", nargs="+", action=Gathered, default=[], metavar="METHOD=TAU",
+        help="a method's own threshold instead of --tau (UMBRELA's 0-3 at 3, a binary judge at 1)",
+    )  # fmt: skip
     _written(summary, "--out-summary", required=True, help="Markdown file to write")
     _written(summary, "--out-rst", help="the same summary as reStructuredText (the report's first page)")
     _written(summary, "--out-provenance", required=True, help="JSON file to write")

@@ -1091,17 +1091,21 @@ def summary_command(args: argparse.Namespace) -> None:
     dropped = _tsv(Path(args.dropped)) if args.dropped else None
     official = read_leaderboard(args.official) if args.official else None
     boards: dict[str, Board] = {}
+    taus = assignments(args.method_tau, "--method-tau", int)
     for folder in map(Path, args.eval):
         table = {name: folder / file.path for name, file in EVALUATION.items()}
         leaderboard = _tsv(table["leaderboard"], BOARD_READ, **BOARD_TYPES)
-        if args.tau not in set(leaderboard["tau"].dropna()):  # the summary's tables would be empty
-            raise Failure(f"--tau {args.tau}: {table['leaderboard']} holds no row at that τ")
         correlation = _correlation(table["correlation"]) if official else None
         for key, rows in leaderboard.groupby("method", sort=False):
             method = cast(str, key)  # the method column holds names
+            tau, option = (taus[method], f"--method-tau {method}=") if method in taus else (args.tau, "--tau ")
+            if tau not in set(rows["tau"].dropna()):  # the summary's tables would be empty
+                raise Failure(f"{option}{tau}: {table['leaderboard']} holds no row of {method} at that τ")
             kind = graded.get(method, {}).get("method", {}).get("kind")
             mine = correlation[correlation["method"] == method] if correlation is not None else None
-            boards[method] = Board.of(rows, args.tau, kind, args.measures, official, mine)
+            boards[method] = Board.of(rows, tau, kind, args.measures, official, mine)
+    if unknown := sorted(set(taus) - set(boards)):
+        raise Failure(f"--method-tau: {', '.join(map(repr, unknown))}: no such method among --eval's leaderboards")
     nrp = nrp_per_system(Path(args.nrp))[0] if args.nrp else None
     official_source = (
         OfficialSource(args.official, args.official_measure, args.official_relevance_level, args.official_query_mode)

@@ -108,7 +108,10 @@ def check_config(config: dict, path: str | Path = SCHEMA) -> dict:
         )
     taus, report = check_taus("evaluation.tau", checked["evaluation"]["tau"]), checked["report"]
     _warn_about_the_budget(checked)
-    report["tau"] = shown_tau(("report.tau", report["tau"]), ("evaluation.tau", taus))
+    if report["tau"] is not None:
+        shown_tau(("report.tau", report["tau"]), ("evaluation.tau", taus))
+    # What each method's figures, summary and question diagnostics look at (read by the rules and captions)
+    report["method_tau"] = {method.name: report["tau"] or method_tau(method, taus) for method in graders}
     _warn_about_scales(graders, report["tau"], taus)
     if checked["nrp"]:
         checked["nrp"] = _check_nrp(checked["nrp"])
@@ -232,7 +235,15 @@ def default_tau(taus: list[int]) -> int:
     return DEFAULT_TAU if DEFAULT_TAU in taus else max(taus)
 
 
-def _warn_about_scales(graders: list[Method], tau: int, taus: list[int]) -> None:
+def method_tau(method: Method, taus: list[int]) -> int:
+    """The threshold a method's figures, summary and question diagnostics look at where report.tau is not set:
+    `default_tau` of the thresholds its grades can reach (UMBRELA's 0-3 at τ 4 would show no relevant passage;
+    under evaluation.tau's default 1, 3, 4, 5 it is shown at 3, a binary judge at 1); where none reaches, the
+    lowest (the method is warned about)."""
+    return default_tau([tau for tau in taus if tau <= method.top] or [min(taus)])
+
+
+def _warn_about_scales(graders: list[Method], tau: int | None, taus: list[int]) -> None:
     """A method whose grades stop below report.tau (UMBRELA's 0-3, Thomas's 0-2, yes/no, a ladder of three
     quantiles) shows no relevant passage in the report's figures and the summary: say so before anything runs."""
     for method in graders:
@@ -244,7 +255,9 @@ def _warn_about_scales(graders: list[Method], tau: int, taus: list[int]) -> None
                 "method %s (%s) grades 0-%d: at evaluation.tau %s no passage reaches the threshold (those rows of its "
                 "tables are all 0)%s; set evaluation.tau (and report.tau) to %d or less",
                 method.name, graded, top, ", ".join(map(str, above)),
-                f", and its figures and summary at report.tau = {tau} show no relevant passage" if tau > top else "",
+                f", and its figures and summary at report.tau = {tau} show no relevant passage"
+                if tau is not None and tau > top
+                else "",
                 top,
             )  # fmt: skip
 

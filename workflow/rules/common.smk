@@ -510,7 +510,7 @@ def report_inputs_options(wildcards, input):
 # computed from its input changes, so a changed setting there would be lost.
 def report_settings(wildcards):
     return cli_options(
-        tau=config["report"]["tau"],
+        tau=config["report"]["method_tau"][wildcards.method],
         example_query=config["report"]["example_query"],
         measures=config["evaluation"]["measures"],
         on_unknown_run=config["validation"]["leaderboard_runs"],

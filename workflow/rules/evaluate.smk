@@ -61,7 +61,7 @@ rule evaluate:
                 for k, v in config["evaluation"].items()
                 if k != "official_measure"
             },
-            diagnostics_tau=config["report"]["tau"],
+            diagnostics_tau=config["report"]["method_tau"][wildcards.method],
         ),
         facts=FACTS.names(),  # given even when none holds: `--facts` alone says so
         pool=lambda wildcards, input: Path(input.rankings).parent,

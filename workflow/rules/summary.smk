@@ -37,7 +37,9 @@ rule summary:
             figures=input.figures or None,
         ),
         settings=lambda wildcards: cli_options(
-            tau=config["report"]["tau"],
+            method_tau=[
+                f"{m}={tau}" for m, tau in config["report"]["method_tau"].items()
+            ],
             measures=config["evaluation"]["measures"],
             **official_computation("official_"),
             config_digest=config_digest(config),
