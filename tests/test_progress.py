@@ -420,43 +420,50 @@ def test_a_run_that_completes_names_the_warnings_of_its_steps_and_no_earlier_run
     ]
 
 
+def warned_and_done(log: Path, *warnings: str) -> None:
+    """A step's log: its warnings (`logger: message`), then the line of a step done."""
+    write(log, "".join(f"2026-12-01 07:02:32,896 WARNING {warning}\n" for warning in warnings) + "examflow: done\n")
+
+
+def named_at_the_end(capsys, logs: Path, **options) -> list[str]:
+    """The lines a run that completes ends with, for the step logs under `logs` (all written since its start)."""
+    from examflow.joblogs import name_warnings
+
+    name_warnings(logs, since=1000.0, **options)
+    return capsys.readouterr().err.splitlines()
+
+
 def test_steps_that_warn_alike_take_one_line(tmp_path, capsys):
     """Each judge's evaluation saying the same (no label reaches τ 4) took every line, and grading's retries
     were left to `N more steps warned` (a stranger's trial): alike first warnings share one line."""
-    from examflow.joblogs import name_warnings
-
-    t = "2026-12-01 07:02:32,896"
     alike = "examflow: no judged passage's EXAM-Label reaches 4: STRICT κ is left empty"
     for method in ("a", "b", "c"):
-        write(tmp_path / f"logs/evaluate/{method}.log", f"{t} WARNING {alike}\nexamflow: done\n")
+        warned_and_done(tmp_path / f"logs/evaluate/{method}.log", alike)
     retried = "examflow.llm: LLM call failed (http-500: Error code: 500); retry 1 in 0.1 s"
-    write(tmp_path / "logs/grade/a/shard-1.log", f"{t} WARNING {retried}\n{t} WARNING {retried}\nexamflow: done\n")
-    name_warnings(tmp_path / "logs", since=1000.0, most=2)
+    warned_and_done(tmp_path / "logs/grade/a/shard-1.log", retried, retried)
     logs = tmp_path / "logs"
-    assert capsys.readouterr().err.splitlines() == [
+    assert named_at_the_end(capsys, logs, most=2) == [
         "examflow: 3 steps warned: no judged passage's EXAM-Label reaches 4: STRICT κ is left empty (first of their warnings; their "
         f"logs: {logs / 'evaluate/a.log'}, {logs / 'evaluate/b.log'} and 1 more)",
         f"examflow: a step warned: LLM call failed (http-500: Error code: 500); retry 1 in 0.1 s (and 1 more; its log: "
         f"{logs / 'grade/a/shard-1.log'})",
     ]
-    name_warnings(tmp_path / "logs", since=1000.0, most=1)  # past `most` lines, the steps counted
-    assert capsys.readouterr().err.splitlines()[1:] == [f"examflow: 1 more step warned (their logs are under {logs})"]
+    assert named_at_the_end(capsys, logs, most=1)[1:] == [  # past `most` lines, the steps counted
+        f"examflow: 1 more step warned (their logs are under {logs})"
+    ]
 
 
 def test_a_step_that_retried_and_then_counted_its_failed_pairs_is_named_by_the_count(tmp_path, capsys):
     """Within grading.max_error_rate, the run's end showed a retry (the step's first warning), not how many pairs
     failed in the end (a stranger's trial); a step that only retried is still named by its first retry."""
     from examflow.errors import RETRY_LINE
-    from examflow.joblogs import name_warnings
 
-    t = "2026-12-01 07:02:32,896"
     retried = f"examflow.llm: {RETRY_LINE % ('http-500: Error code: 500', 1, 0.5)}"
     failed = "examflow.grading.grades: method m, shard shard-1: 1 of 9 pairs failed (1 http-500; the first: ...)"
-    write(tmp_path / "logs/grade/m/shard-1.log", f"{t} WARNING {retried}\n{t} WARNING {failed}\nexamflow: done\n")
-    write(tmp_path / "logs/grade/m/shard-2.log", f"{t} WARNING {retried}\nexamflow: done\n")
-    name_warnings(tmp_path / "logs", since=1000.0)
+    warned_and_done(tmp_path / "logs/grade/m/shard-1.log", retried, failed)
+    warned_and_done(tmp_path / "logs/grade/m/shard-2.log", retried)
     logs = tmp_path / "logs/grade/m"
-    assert capsys.readouterr().err.splitlines() == [
+    assert named_at_the_end(capsys, tmp_path / "logs") == [
         "examflow: a step warned: method m, shard shard-1: 1 of 9 pairs failed (1 http-500; the first: ...) (and 1 "
         f"more; its log: {logs / 'shard-1.log'})",
         f"examflow: a step warned: LLM call failed (http-500: Error code: 500); retry 1 in 0.5 s (its log: "
