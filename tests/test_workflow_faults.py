@@ -355,6 +355,28 @@ def test_a_grade_job_that_failed_after_a_bank_edit_is_rerun_by_a_plain_rerun(pro
     assert grades.loc[new, "rating"].eq(5).all() and grades.loc[~new, "rating"].eq(3).all()
 
 
+def test_a_job_that_completed_only_when_run_again_is_named_at_the_run_s_end(project):
+    """`retries` (the cluster profiles': a preempted node, a model that failed) ran a failed job again, and the
+    run that then completed said nothing of it: its end names the attempt that stopped, by its kept log."""
+    with LLMServer(default=lambda prompt: "3") as server:
+        run = ("results/grades/llm.parquet", *setup(project, server))
+        server.script(pair(GLACIER, "Glaciers move because"), Status(500), Status(500), "4")  # both first attempts
+        done = snakemake(project, *run, "--retries", "1")
+    shard = bucket("q1")
+    kept = f"results/logs/grade/llm/{shard}.log.1"
+    ended = [line for line in done.stderr.splitlines() if line.startswith("examflow: a step completed when run")]
+    assert ended == [
+        "examflow: a step completed when run again; an earlier attempt stopped: method llm, shard "
+        f"{shard}: 1 of 6 pairs failed (1 http-500; the first: http-500: Error code: 500 - scripted 500), more than "
+        "grading.max_error_rate = 0 allows. The answers received are cached: a rerun asks the model again only for "
+        f"the pairs that got none (that attempt's log: {kept})"
+    ], done.stderr
+    grades = pd.read_parquet(project / "results/grades/llm.parquet")
+    assert grades["error"].isna().all() and grades["rating"].eq(4).sum() == 1
+    again = snakemake(project, *run, "--forcerun", "merge_grades")  # an earlier run's attempts are not named again
+    assert "when run again" not in again.stderr
+
+
 def test_a_model_whose_every_grade_job_failed_is_graded_once_its_weights_load(project):
     """New weights in a model's folder rerun its grading jobs (their params); where every one failed and
     Snakemake deleted their tables, the merged table of the old weights must not stand as up to date: the

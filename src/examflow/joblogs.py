@@ -27,14 +27,16 @@ def failures_logged(folder: str | Path, since: float) -> list[tuple[Path, str]]:
     """The logs under `folder` written since `since` (a run's start) of steps that did not complete, each
     with what stopped it: an expected failure's line, or else how it ended (`stopped`): what a failed run
     ends by naming, where Snakemake's output shows it inside each failed job's log among its own lines."""
-    found = []
-    for log, lines in _logs_since(folder, since):
-        errors = [i for i, line in enumerate(lines) if line.startswith(PRINTED)]
-        if errors:
-            found.append((log, _first_lines(lines, errors[-1])))
-        elif not any(line.endswith(DONE) for line in lines):
-            found.append((log, stopped(lines)))
-    return found
+    return [(log, ended) for log, lines in _logs_since(folder, since) if (ended := _what_stopped(lines))]
+
+
+def _what_stopped(lines: list[str]) -> str | None:
+    """What stopped the step whose log holds `lines`: its expected failure's line, or else how it ended; None
+    where it completed."""
+    errors = [i for i, line in enumerate(lines) if line.startswith(PRINTED)]
+    if errors:
+        return _first_lines(lines, errors[-1])
+    return None if any(line.endswith(DONE) for line in lines) else stopped(lines)
 
 
 def _first_lines(lines: list[str], start: int) -> str:
@@ -46,11 +48,12 @@ def _first_lines(lines: list[str], start: int) -> str:
 
 
 def _logs_since(
-    folder: str | Path, since: float, key: Callable[[Path], Any] | None = None
+    folder: str | Path, since: float, key: Callable[[Path], Any] | None = None, pattern: str = "*.log"
 ) -> Iterator[tuple[Path, list[str]]]:
     """The job logs under `folder` written since `since` (a run's start), in `key`'s order, each with its
-    lines; one moved aside by a retry, or unreadable, is skipped: the log itself is no failure."""
-    for log in sorted(Path(folder).rglob("*.log"), key=key):
+    lines; one moved aside by a retry (unless `pattern` asks for those), or unreadable, is skipped: the log
+    itself is no failure."""
+    for log in sorted(Path(folder).rglob(pattern), key=key):
         try:
             if log.stat().st_mtime >= since:
                 yield log, log.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -75,6 +78,22 @@ def stopped(lines: list[str]) -> str:
     if said and not any(LOGGED.match(line) for line in said):  # `python: command not found`, a broken env
         return f"the step failed before examflow ran: {said[-1]}"
     return STOPPED if said else SILENT
+
+
+def retries_logged(folder: str | Path, since: float) -> list[tuple[Path, str]]:
+    """This run's attempts that did not complete and were run again (`retries`: a preempted node, a model that
+    failed): the logs `keep_earlier` moved aside (`NAME.log.N`) that were written since `since`, each with
+    what stopped it. (An earlier run's attempt, moved aside in this one, was written before it started.)"""
+    kept = _logs_since(folder, since, pattern="*.log.*")
+    return [(log, ended) for log, lines in kept if log.suffix[1:].isdigit() and (ended := _what_stopped(lines))]
+
+
+def name_retries(folder: str | Path, since: float) -> None:
+    """`onsuccess`: each step of this run that completed only when run again, one line on stderr: the run's
+    tables are whole, and a cluster's preempted node or a flaky model is worth knowing of."""
+    for log, message in retries_logged(folder, since):
+        print(f"examflow: a step completed when run again; an earlier attempt stopped: {clip(message, MESSAGE_CHARS)} "
+              f"(that attempt's log: {log})", file=sys.stderr)  # fmt: skip
 
 
 def name_failures(folder: str | Path, since: float) -> None:

@@ -725,7 +725,7 @@ def nrp_settings(wildcards):
 from snakemake.logging import logger as snakemake_logger
 from snakemake_interface_logger_plugins.common import LogEvent
 
-from examflow.joblogs import KeepEarlierLogs, name_failures, name_warnings
+from examflow.joblogs import KeepEarlierLogs, name_failures, name_retries, name_warnings
 from examflow.progress import Reporter, job_path, progress_period
 
 
