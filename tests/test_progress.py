@@ -356,9 +356,11 @@ def test_a_failed_run_names_the_failures_its_steps_logged_and_no_earlier_run_s(t
         (tmp_path / "logs/grade/m/shard-3.log", "the step stopped without an error of its own: killed (out of "
                                                 "memory, a time limit, a signal)"),
         # sbatch refused the job (a partition misspelt): its log was empty, and said out of memory (a stranger's)
-        (tmp_path / "logs/grade/m/shard-4.log", "the step wrote nothing: it never started, or was killed at once "
-                                                "(on a cluster: a job the scheduler refused or cancelled; its error "
-                                                "is in Snakemake's output above)"),
+        (tmp_path / "logs/grade/m/shard-4.log", "the step wrote nothing: killed before its first line (a signal, "
+                                                "out of memory: Snakemake's output above gives its exit status, 137 "
+                                                "for SIGKILL), or it never started (on a cluster: a job the "
+                                                "scheduler refused or cancelled; its error is in Snakemake's output "
+                                                "above)"),
         (tmp_path / "logs/nrp.log", "the step stopped on an unexpected error, a bug in examflow: its log holds the "
                                     "traceback; please report it"),
         (tmp_path / "logs/plan.log", "the step was interrupted"),
@@ -368,6 +370,24 @@ def test_a_failed_run_names_the_failures_its_steps_logged_and_no_earlier_run_s(t
         (tmp_path / "logs/questions.log", "no questions for 2 of 2 queries: q1: 3 unparsable answers, the last: "
                                           "'Four.'"),
     ]  # fmt: skip
+
+
+def test_a_run_stopped_with_no_step_failed_says_so_and_that_a_rerun_goes_on(tmp_path, capsys):
+    """SIGTERM to snakemake let its jobs end, then Snakemake's `At least one job did not complete` was the last
+    word (a stranger's trial): no step failed, and the run's end says what that means."""
+    from examflow.joblogs import name_failures
+
+    write(tmp_path / "logs/grade/m/shard-2.log", "2026-11-29 07:02:32,896 INFO examflow: sent 3\nexamflow: done\n")
+    name_failures(tmp_path / "logs", since=1000.0)
+    assert capsys.readouterr().err.splitlines() == [
+        "examflow: no step of this run failed by its log: the run was stopped (Ctrl-C, SIGTERM to snakemake), or "
+        "Snakemake's own error above stopped it; what completed is kept, and a rerun goes on from there"
+    ]
+    write(tmp_path / "logs/grade/m/shard-3.log", "examflow: error: m: three of three failed\n")
+    name_failures(tmp_path / "logs", since=1000.0)
+    assert capsys.readouterr().err.splitlines() == [
+        f"examflow: a step failed: m: three of three failed (its log: {tmp_path / 'logs/grade/m/shard-3.log'})"
+    ]
 
 
 def test_a_run_that_completes_names_the_warnings_of_its_steps_and_no_earlier_run_s(tmp_path, capsys):
@@ -388,7 +408,7 @@ def test_a_run_that_completes_names_the_warnings_of_its_steps_and_no_earlier_run
     write(tmp_path / "logs/grade/m/shard-1.log", f"{t} WARNING examflow: {'x' * 400}\nexamflow: done\n")
     name_warnings(tmp_path / "logs", since=1000.0)
     assert capsys.readouterr().err.splitlines() == [  # grading's shards last: they could fill every line
-        "examflow: a step warned: 2 run rows of unknown queries dropped (first: r.run:4: ...) (and 1 more; its log: "
+        "examflow: a step warned: 2 run rows of unknown queries dropped (first: r.run:4: ...) (and 1 more warning; its log: "
         f"{tmp_path / 'logs/pool.log'})",
         f"examflow: a step warned: {'x' * 300}… [100 more characters] (its log: {tmp_path / 'logs/grade/m/shard-1.log'})",
     ]
@@ -445,7 +465,7 @@ def test_steps_that_warn_alike_take_one_line(tmp_path, capsys):
     assert named_at_the_end(capsys, logs, most=2) == [
         "examflow: 3 steps warned: no judged passage's EXAM-Label reaches 4: STRICT κ is left empty (first of their warnings; their "
         f"logs: {logs / 'evaluate/a.log'}, {logs / 'evaluate/b.log'} and 1 more)",
-        f"examflow: a step warned: LLM call failed (http-500: Error code: 500); retry 1 in 0.1 s (and 1 more; its log: "
+        f"examflow: a step warned: LLM call failed (http-500: Error code: 500); retry 1 in 0.1 s (and 1 more warning; its log: "
         f"{logs / 'grade/a/shard-1.log'})",
     ]
     assert named_at_the_end(capsys, logs, most=1)[1:] == [  # past `most` lines, the steps counted
@@ -465,7 +485,7 @@ def test_a_step_that_retried_and_then_counted_its_failed_pairs_is_named_by_the_c
     logs = tmp_path / "logs/grade/m"
     assert named_at_the_end(capsys, tmp_path / "logs") == [
         "examflow: a step warned: method m, shard shard-1: 1 of 9 pairs failed (1 http-500; the first: ...) (and 1 "
-        f"more; its log: {logs / 'shard-1.log'})",
+        f"more warning; its log: {logs / 'shard-1.log'})",
         f"examflow: a step warned: LLM call failed (http-500: Error code: 500); retry 1 in 0.5 s (its log: "
         f"{logs / 'shard-2.log'})",
     ]

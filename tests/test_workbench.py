@@ -317,7 +317,8 @@ def test_empty_grades_failed_pairs_and_grades_without_a_value(tmp_path):
 
 
 def test_a_rerun_without_the_official_leaderboard_removes_the_correlations_of_the_earlier_one(tmp_path):
-    """A folder evaluated again without `--official` kept the earlier correlation.tsv, which read as this run's."""
+    """A folder evaluated again without `--official` kept the earlier correlation.tsv, which read as this run's;
+    so did a method's report its correlation page and scatter figure (a stranger's trial)."""
     graded = tmp_path / "graded.jsonl"
     lines = [["q", [paragraph(p, [("r1", "q", 1 + i), ("r2", "q", 2 - i)], [], [self_rated([("q/x", 4 * i)])])
                     for i, p in enumerate(["a", "b"])]]]  # fmt: skip
@@ -329,9 +330,23 @@ def test_a_rerun_without_the_official_leaderboard_removes_the_correlations_of_th
     )
     assert first.returncode == 0, first.stderr
     assert (out / "correlation.tsv").exists()
+    [method] = set(pd.read_csv(out / "leaderboard.tsv", sep="\t")["method"])
+    pages = tmp_path / "report"
+
+    def report(*official: str) -> None:
+        command = ["report", "--method", method, "--eval", out, "--workbench-graded", graded, *official, "--out", pages]
+        done = subprocess.run([sys.executable, "-m", "examflow", *map(str, command)], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+
+    report("--official", str(official))
+    assert (pages / "correlation.html").exists() and (pages / "scatter.png").exists()
     again = evaluate("--workbench-graded", str(graded), "--bootstrap", "0", "--out", str(out))
     assert again.returncode == 0, again.stderr
     assert not (out / "correlation.tsv").exists() and (out / "leaderboard.tsv").exists()
+    report()
+    assert sorted(path.name for path in pages.iterdir()) == [
+        "example.html", "grades.png", "impact.html", "leaderboard.html", "leaderboard.png", "questions.html"
+    ]  # fmt: skip
 
 
 RUN_NAMES = ["r1", "R1", "r10", "r2", "ä-run", "z", "run.b"]  # upper case before lower, ä after z: code points

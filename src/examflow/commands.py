@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from examflow.evaluation.impact import Baseline, BaselineStore
     from examflow.grading.grader import ShardGrader
     from examflow.nrp.evaluate import NRPInputs, NRPSettings
+    from examflow.outputs import Facts
     from examflow.progress import JobProgress
     from examflow.report.board import Board
 
@@ -876,7 +877,11 @@ def report_command(args: argparse.Namespace) -> None:
         raise Failure("examflow report: give --method, --eval and --grades (or --workbench-graded), or --nrp")
     if args.grades and args.workbench_graded:
         raise Failure("examflow report: give --grades or --workbench-graded, not both")
-    write_tables({out / path: content for path, content in method_report(args).items()})
+    from examflow.outputs import REPORT, remove_unwanted
+
+    facts, files = method_report(args)
+    write_tables({out / path: content for path, content in files.items()})
+    remove_unwanted(REPORT, facts, out)  # an earlier run's correlation page, its official leaderboard since removed
 
 
 def judges_report(tables: Path, out: Path) -> dict[str | Path, bytes | str]:
@@ -907,8 +912,9 @@ def nrp_report(tables: Path, out: Path, facts: list[str] | None) -> dict[str | P
     }
 
 
-def method_report(args: argparse.Namespace) -> dict[str, bytes | str]:
-    """Every report file of one method that the facts ask for (examflow.outputs.REPORT), by path."""
+def method_report(args: argparse.Namespace) -> tuple[Facts, dict[str, bytes | str]]:
+    """The facts of one method's evaluation, and every report file of it that they ask for
+    (examflow.outputs.REPORT), by path."""
     from examflow.io.leaderboard import read_leaderboard
     from examflow.outputs import EVALUATION, REPORT, Facts, wanted
     from examflow.report import figures, pages
@@ -954,7 +960,7 @@ def method_report(args: argparse.Namespace) -> dict[str, bytes | str]:
     }
     if facts.official and not official:
         raise Failure("--facts official: give the official leaderboard (--official)")
-    return {file.path: builders[name]() for name, file in wanted(REPORT, facts).items()}
+    return facts, {file.path: builders[name]() for name, file in wanted(REPORT, facts).items()}
 
 
 def _check_official(args: argparse.Namespace, official: dict[str, float] | None, leaderboard: pd.DataFrame) -> None:

@@ -16,10 +16,16 @@ from examflow.errors import DONE, INTERRUPTED_LINE, PRINTED, TERMINATED_LINE, an
 # What a step's log says when it holds neither an expected failure nor the line of a step done.
 STOPPED = "the step stopped without an error of its own: killed (out of memory, a time limit, a signal)"
 # An empty log: a job killed at once, or one a cluster's scheduler never ran (sbatch's error is Snakemake's)
-SILENT = ("the step wrote nothing: it never started, or was killed at once (on a cluster: a job the "
-          "scheduler refused or cancelled; its error is in Snakemake's output above)")  # fmt: skip
+# (A signal, or the memory running out, within a job's first seconds, while it imports, leaves it as empty: the
+# exit status that tells the two apart is Snakemake's alone.)
+SILENT = ("the step wrote nothing: killed before its first line (a signal, out of memory: Snakemake's output "
+          "above gives its exit status, 137 for SIGKILL), or it never started (on a cluster: a job the scheduler "
+          "refused or cancelled; its error is in Snakemake's output above)")  # fmt: skip
 INTERRUPTED = "the step was interrupted"
 TERMINATED = "the step was stopped by SIGTERM: a cluster's time limit, scancel, or kill"
+NO_STEP_FAILED = ("examflow: no step of this run failed by its log: the run was stopped (Ctrl-C, SIGTERM to "
+                  "snakemake), or Snakemake's own error above stopped it; what completed is kept, and a rerun goes "
+                  "on from there")  # fmt: skip
 BUG = "the step stopped on an unexpected error, a bug in examflow: its log holds the traceback; please report it"
 
 
@@ -98,9 +104,13 @@ def name_retries(folder: str | Path, since: float) -> None:
 
 def name_failures(folder: str | Path, since: float) -> None:
     """`onerror` (Snakemake's main process): each expected failure this run's steps stopped on, one line
-    each on stderr, last in the output."""
-    for log, message in failures_logged(folder, since):
+    each on stderr, last in the output; where none did, that the run was stopped (SIGTERM to snakemake
+    ended it with Snakemake's `At least one job did not complete` alone, a stranger's trial)."""
+    failed = failures_logged(folder, since)
+    for log, message in failed:
         print(f"examflow: a step failed: {message} (its log: {log})", file=sys.stderr)
+    if not failed:
+        print(NO_STEP_FAILED, file=sys.stderr)
 
 
 def warnings_logged(folder: str | Path, since: float) -> list[tuple[Path, str, int]]:
@@ -161,7 +171,8 @@ def _warned(first: str, steps: list[tuple[Path, int]]) -> str:
     """The line of the steps whose first warning is `first`, each (its log, how many warnings it holds)."""
     if len(steps) == 1:
         log, count = steps[0]
-        more = f"and {count - 1} more; " if count > 1 else ""
+        # its other warnings, not failed pairs or steps (a stranger read `and 2 more` of retries as either)
+        more = f"and {count - 1} more warning{'s' if count > 2 else ''}; " if count > 1 else ""
         return f"a step warned: {clip(first, MESSAGE_CHARS)} ({more}its log: {log})"
     logs = ", ".join(str(log) for log, _ in steps[:2]) + (f" and {len(steps) - 2} more" if len(steps) > 2 else "")
     return f"{len(steps)} steps warned: {clip(first, MESSAGE_CHARS)} (first of their warnings; their logs: {logs})"

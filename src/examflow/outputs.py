@@ -128,17 +128,17 @@ def wanted(step: Mapping[str, File], facts: Facts) -> dict[str, File]:
     return {name: file for name, file in step.items() if file.wanted(facts)}
 
 
-def paths(step: dict[str, File], facts: Facts, method: str = "{method}") -> dict[str, str]:
+def paths(step: Mapping[str, File], facts: Facts, method: str = "{method}") -> dict[str, str]:
     """The wanted files' paths under the step's folder, by name."""
     return {name: file.path.format(method=method) for name, file in wanted(step, facts).items()}
 
 
-def declared(step: dict[str, File], facts: Facts, methods=("",)) -> set[str]:
+def declared(step: Mapping[str, File], facts: Facts, methods=("",)) -> set[str]:
     """The paths, under the step's folder, of the files these facts ask for, for each method."""
     return {path for method in methods for path in paths(step, facts, method).values()}
 
 
-def remove_unwanted(step: dict[str, File], facts: Facts, folder: str | Path, methods=("",)) -> None:
+def remove_unwanted(step: Mapping[str, File], facts: Facts, folder: str | Path, methods=("",)) -> None:
     """Remove the step's files that these facts do not ask for from its folder: one an earlier run left
     there (with an expert ranking, an official leaderboard) would read as this run's."""
     every = {file.path.format(method=method) for method in methods for file in step.values()}
@@ -146,7 +146,7 @@ def remove_unwanted(step: dict[str, File], facts: Facts, folder: str | Path, met
         (Path(folder) / path).unlink(missing_ok=True)
 
 
-def check_written(step: dict[str, File], facts: Facts, written, methods=("",)) -> None:
+def check_written(step: Mapping[str, File], facts: Facts, written, methods=("",)) -> None:
     """A command writes exactly the files its step declares for these facts; anything else is a bug."""
     expected = declared(step, facts, methods)
     if set(written) != expected:
