@@ -381,12 +381,34 @@ def test_a_run_stopped_with_no_step_failed_says_so_and_that_a_rerun_goes_on(tmp_
     name_failures(tmp_path / "logs", since=1000.0)
     assert capsys.readouterr().err.splitlines() == [
         "examflow: no step of this run failed by its log: the run was stopped (Ctrl-C, SIGTERM to snakemake), or "
-        "Snakemake's own error above stopped it; what completed is kept, and a rerun goes on from there"
+        "Snakemake's own error above stopped it (mend that first); what completed is kept, and a rerun goes on from "
+        "there"
     ]
     write(tmp_path / "logs/grade/m/shard-3.log", "examflow: error: m: three of three failed\n")
     name_failures(tmp_path / "logs", since=1000.0)
     assert capsys.readouterr().err.splitlines() == [
         f"examflow: a step failed: m: three of three failed (its log: {tmp_path / 'logs/grade/m/shard-3.log'})"
+    ]
+
+
+def test_steps_that_completed_only_when_run_again_are_named_once_each_alike_in_one_line(tmp_path, capsys):
+    """A preempted cluster's many shards took a line each, and a step retried twice two (a reviewer's reading):
+    each step once, by its latest attempt that stopped; attempts that stopped alike share a line."""
+    from examflow.joblogs import name_retries
+
+    t, grade = "2026-11-29 07:02:32,896", tmp_path / "logs/grade/m"
+    for kept in ("shard-1.log.1", "shard-1.log.2", "shard-2.log.1"):  # killed while grading: no line of an end
+        write(grade / kept, f"{t} INFO examflow: sent 3 prompts\n")
+    write(grade / "shard-3.log.1", f"{t} INFO examflow: x\nexamflow: done\n")  # completed (a checkpoint's re-run)
+    write(tmp_path / "logs/pool.log.1", "examflow: error: runs/a.run:3: bad\n")
+    earlier = write(grade / "shard-4.log.1", "examflow: error: an earlier run's\n")
+    os.utime(earlier, (900.0, 900.0))
+    name_retries(tmp_path / "logs", since=1000.0, most=1)
+    assert capsys.readouterr().err.splitlines() == [
+        "examflow: 2 steps completed when run again; an earlier attempt stopped: the step stopped without an error "
+        f"of its own: killed (out of memory, a time limit, a signal) (their attempts' logs: {grade / 'shard-1.log.2'}, "
+        f"{grade / 'shard-2.log.1'})",
+        f"examflow: 1 more step completed when run again (their logs are under {tmp_path / 'logs'})",
     ]
 
 
@@ -463,7 +485,7 @@ def test_steps_that_warn_alike_take_one_line(tmp_path, capsys):
     warned_and_done(tmp_path / "logs/grade/a/shard-1.log", retried, retried)
     logs = tmp_path / "logs"
     assert named_at_the_end(capsys, logs, most=2) == [
-        "examflow: 3 steps warned: no judged passage's EXAM-Label reaches 4: STRICT κ is left empty (first of their warnings; their "
+        "examflow: 3 steps warned: no judged passage's EXAM-Label reaches 4: STRICT κ is left empty (the headline of their warnings; their "
         f"logs: {logs / 'evaluate/a.log'}, {logs / 'evaluate/b.log'} and 1 more)",
         f"examflow: a step warned: LLM call failed (http-500: Error code: 500); retry 1 in 0.1 s (and 1 more warning; its log: "
         f"{logs / 'grade/a/shard-1.log'})",
@@ -476,16 +498,17 @@ def test_steps_that_warn_alike_take_one_line(tmp_path, capsys):
 def test_a_step_that_retried_and_then_counted_its_failed_pairs_is_named_by_the_count(tmp_path, capsys):
     """Within grading.max_error_rate, the run's end showed a retry (the step's first warning), not how many pairs
     failed in the end (a stranger's trial); a step that only retried is still named by its first retry."""
-    from examflow.errors import RETRY_LINE
+    from examflow.errors import RETRY_AFTER_LINE, RETRY_LINE
 
     retried = f"examflow.llm: {RETRY_LINE % ('http-500: Error code: 500', 1, 0.5)}"
+    capped = f"examflow.llm: {RETRY_AFTER_LINE % (3600, 30)}"  # a 429's wait, cut to max_retry_after
     failed = "examflow.grading.grades: method m, shard shard-1: 1 of 9 pairs failed (1 http-500; the first: ...)"
-    warned_and_done(tmp_path / "logs/grade/m/shard-1.log", retried, failed)
+    warned_and_done(tmp_path / "logs/grade/m/shard-1.log", capped, retried, failed)
     warned_and_done(tmp_path / "logs/grade/m/shard-2.log", retried)
     logs = tmp_path / "logs/grade/m"
     assert named_at_the_end(capsys, tmp_path / "logs") == [
-        "examflow: a step warned: method m, shard shard-1: 1 of 9 pairs failed (1 http-500; the first: ...) (and 1 "
-        f"more warning; its log: {logs / 'shard-1.log'})",
+        "examflow: a step warned: method m, shard shard-1: 1 of 9 pairs failed (1 http-500; the first: ...) (and 2 "
+        f"more warnings; its log: {logs / 'shard-1.log'})",
         f"examflow: a step warned: LLM call failed (http-500: Error code: 500); retry 1 in 0.5 s (its log: "
         f"{logs / 'shard-2.log'})",
     ]

@@ -167,8 +167,9 @@ def test_unparsable_answers_and_an_allowance_of_failures(project):
         warned = [line for line in ended if line.startswith("examflow: a step warned: method llm, shard")]
         assert len(warned) == 1 and re.match(
             r"examflow: a step warned: method llm, shard shard-\d+: 1 of \d+ pairs failed \(1 http-503; the first: "
-            r"http-503: .+\), within grading\.max_error_rate = 0\.2: they have no grade, and the run goes on "
-            r"\(`snakemake --forcerun grade` asks the model again for the pairs that got no answer\) \(and 1 more warning; "
+            r"http-503: .+\), within grading\.max_error_rate = 0\.2: no grade for them; the run goes on "
+            r"\(`snakemake --forcerun results/grades/llm/shard-\d+\.parquet` asks again those that got no answer\) "
+            r"\(and 1 more warning; "
             r"its log: .+\.log\)$",
             warned[0],
         ), ended

@@ -289,7 +289,7 @@ def grade_command(args: argparse.Namespace) -> None:
                 _wrap_up(grader, progress, len(stop.failures))  # the pairs not asked did not fail
                 raise stop.failure(method, args.shard, args.max_error_rate, args.cache_dir) from None
         _wrap_up(grader, progress, int(grades["error"].notna().sum()))
-        check_failures(grades, method, args.shard, args.max_error_rate, args.cache_dir)
+        check_failures(grades, method, args.shard, args.max_error_rate, args.cache_dir, args.out)
         served = {"served_models": dict(grader.served)} if grader.served else {}
         write_grades(grades, {"model": grader.cache.signature} | served, args.out)
 
@@ -824,7 +824,8 @@ def assignments(values: list[str] | None, option: str, kind, many: bool = False)
 
     pairs = []
     for text in values or []:
-        name, equals, value = text.partition("=")
+        # a value holds no `=` where it is a number; a name may (a workbench method's `class:model=x`)
+        name, equals, value = text.rpartition("=") if kind in (int, float) else text.partition("=")
         try:
             converted = kind(value) if name and equals else None
         except ValueError:

@@ -111,7 +111,9 @@ def check_config(config: dict, path: str | Path = SCHEMA) -> dict:
     if report["tau"] is not None:
         shown_tau(("report.tau", report["tau"]), ("evaluation.tau", taus))
     # What each method's figures, summary and question diagnostics look at (read by the rules and captions)
-    report["method_tau"] = {method.name: report["tau"] or method_tau(method, taus) for method in graders}
+    report["method_tau"] = {
+        method.name: method_tau(method, taus) if report["tau"] is None else report["tau"] for method in graders
+    }
     _warn_about_scales(graders, report["tau"], taus)
     if checked["nrp"]:
         checked["nrp"] = _check_nrp(checked["nrp"])
@@ -244,21 +246,21 @@ def method_tau(method: Method, taus: list[int]) -> int:
 
 
 def _warn_about_scales(graders: list[Method], tau: int | None, taus: list[int]) -> None:
-    """A method whose grades stop below report.tau (UMBRELA's 0-3, Thomas's 0-2, yes/no, a ladder of three
-    quantiles) shows no relevant passage in the report's figures and the summary: say so before anything runs."""
+    """A method whose grades stop below some evaluation.tau (UMBRELA's 0-3, Thomas's 0-2, yes/no, a ladder of
+    three quantiles) has rows of 0 there, and where report.tau is set above them, no relevant passage in the
+    report's figures and the summary: say so before anything runs."""
     for method in graders:
         top = method.top
         above = [t for t in taus if t > top]
         if above:
             graded = f"{method.kind} by {top} quantiles" if method.quantiles is not None else method.kind
+            shown = tau is not None and tau > top  # unset, each method is shown at a τ its grades reach
             log.warning(
                 "method %s (%s) grades 0-%d: at evaluation.tau %s no passage reaches the threshold (those rows of its "
-                "tables are all 0)%s; set evaluation.tau (and report.tau) to %d or less",
+                "tables are all 0)%s; set evaluation.tau%s to %d or less",
                 method.name, graded, top, ", ".join(map(str, above)),
-                f", and its figures and summary at report.tau = {tau} show no relevant passage"
-                if tau is not None and tau > top
-                else "",
-                top,
+                f", and its figures and summary at report.tau = {tau} show no relevant passage" if shown else "",
+                " (and report.tau)" if shown else "", top,
             )  # fmt: skip
 
 

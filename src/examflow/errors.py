@@ -20,14 +20,21 @@ INTERRUPTED_LINE = "examflow: interrupted (outputs are written only when a step 
 TERMINATED_LINE = ("examflow: stopped by SIGTERM: a cluster's time limit, scancel, or kill (outputs are written only "
                    "when a step completes)")  # fmt: skip
 DONE = "examflow: done"  # the line a command logs last when it completes: a job's log without it was stopped
-# What an LLM client logs, a warning, before it tries a failed call again (examflow.llm): no failure yet, so a
-# step's end names its first other warning (examflow.joblogs), such as how many of its pairs failed at last.
+# What an LLM client logs, warnings, before it tries a failed call again (examflow.llm): a wait a 429 asked for
+# cut to max_retry_after, then the retry. No failure yet, so a step's end names its first other warning
+# (examflow.joblogs), such as how many of its pairs failed at last.
+RETRY_AFTER_LINE = "Retry-After asks for %.0f s; waiting max_retry_after = %.0f s (the LLM's option)"
 RETRY_LINE = "LLM call failed (%s); retry %d in %.1f s"
+_RETRYING = re.compile(
+    r"LLM call failed \(.*\); retry \d+ in \d+\.\d s|Retry-After asks for \d+ s; waiting max_retry_after = \d+ s "
+    r"\(the LLM's option\)",
+    re.DOTALL,
+)
 
 
 def announces_retry(message: str) -> bool:
-    """Whether a logged message is an LLM client's RETRY_LINE."""
-    return re.fullmatch(r"LLM call failed \(.*\); retry \d+ in \d+\.\d s", message, re.DOTALL) is not None
+    """Whether a logged message is one of an LLM client's lines before a retry (RETRY_AFTER_LINE, RETRY_LINE)."""
+    return _RETRYING.fullmatch(message) is not None
 
 
 # The failure of a prompt never sent: more had failed than the grading job may fail (examflow.llm.LLMClient.replies).

@@ -24,8 +24,8 @@ SILENT = ("the step wrote nothing: killed before its first line (a signal, out o
 INTERRUPTED = "the step was interrupted"
 TERMINATED = "the step was stopped by SIGTERM: a cluster's time limit, scancel, or kill"
 NO_STEP_FAILED = ("examflow: no step of this run failed by its log: the run was stopped (Ctrl-C, SIGTERM to "
-                  "snakemake), or Snakemake's own error above stopped it; what completed is kept, and a rerun goes "
-                  "on from there")  # fmt: skip
+                  "snakemake), or Snakemake's own error above stopped it (mend that first); what completed is kept, "
+                  "and a rerun goes on from there")  # fmt: skip
 BUG = "the step stopped on an unexpected error, a bug in examflow: its log holds the traceback; please report it"
 
 
@@ -87,19 +87,34 @@ def stopped(lines: list[str]) -> str:
 
 
 def retries_logged(folder: str | Path, since: float) -> list[tuple[Path, str]]:
-    """This run's attempts that did not complete and were run again (`retries`: a preempted node, a model that
-    failed): the logs `keep_earlier` moved aside (`NAME.log.N`) that were written since `since`, each with
-    what stopped it. (An earlier run's attempt, moved aside in this one, was written before it started.)"""
-    kept = _logs_since(folder, since, pattern="*.log.*")
-    return [(log, ended) for log, lines in kept if log.suffix[1:].isdigit() and (ended := _what_stopped(lines))]
+    """The steps of this run whose attempt did not complete and that were run again (`retries`: a preempted
+    node, a model that failed), each by its latest such attempt: the log `keep_earlier` moved aside
+    (`NAME.log.N`), written since `since`, with what stopped it. (An earlier run's attempt, moved aside in this
+    one, was written before it started.)"""
+    latest: dict[Path, tuple[int, Path, str]] = {}
+    for log, lines in _logs_since(folder, since, pattern="*.log.*"):
+        if log.suffix[1:].isdigit() and (ended := _what_stopped(lines)):
+            attempt, step = int(log.suffix[1:]), log.with_suffix("")
+            if attempt > latest.get(step, (0,))[0]:
+                latest[step] = (attempt, log, ended)
+    return [(log, ended) for _, log, ended in latest.values()]
 
 
-def name_retries(folder: str | Path, since: float) -> None:
-    """`onsuccess`: each step of this run that completed only when run again, one line on stderr: the run's
-    tables are whole, and a cluster's preempted node or a flaky model is worth knowing of."""
+def name_retries(folder: str | Path, since: float, most: int = 8) -> None:
+    """`onsuccess`: the steps of this run that completed only when run again, one line on stderr for the steps
+    whose attempts stopped alike (the tables are whole, but a cluster's preempted nodes or a flaky model are
+    worth knowing of); past `most` lines, how many more steps."""
+    alike: dict[str, list[Path]] = {}
     for log, message in retries_logged(folder, since):
-        print(f"examflow: a step completed when run again; an earlier attempt stopped: {clip(message, MESSAGE_CHARS)} "
-              f"(that attempt's log: {log})", file=sys.stderr)  # fmt: skip
+        alike.setdefault(message, []).append(log)
+    for message, logs in list(alike.items())[:most]:
+        steps = "a step" if len(logs) == 1 else f"{len(logs)} steps"
+        whose = "that attempt's log" if len(logs) == 1 else "their attempts' logs"
+        print(f"examflow: {steps} completed when run again; an earlier attempt stopped: {clip(message, MESSAGE_CHARS)} "
+              f"({whose}: {_listed(logs)})", file=sys.stderr)  # fmt: skip
+    if rest := sum(len(logs) for logs in list(alike.values())[most:]):
+        print(f"examflow: {rest} more step{'s' if rest > 1 else ''} completed when run again (their logs are under "
+              f"{folder})", file=sys.stderr)  # fmt: skip
 
 
 def name_failures(folder: str | Path, since: float) -> None:
@@ -146,9 +161,9 @@ class ParseWarnings(logging.Handler):
 
 def name_warnings(folder: str | Path, since: float, parsed: Iterable[str] = (), most: int = 8) -> None:
     """`onsuccess` (Snakemake's main process): each warning of the parse (`parsed`), and each step of this
-    run that warned, its first warning, one line each on stderr (steps whose first warnings are the same, one
-    line: a judge's scale said by each of its steps hid the retries after it); past `most` lines, how many
-    more steps."""
+    run that warned, its headline warning (`warnings_logged`), one line each on stderr (steps whose headlines
+    are the same, one line: a judge's scale said by each of its steps hid the retries after it); past `most`
+    lines, how many more steps."""
     parsed = list(dict.fromkeys(parsed))  # each once
     for message in parsed:
         print(f"examflow: the configuration warned: {clip(message, MESSAGE_CHARS)}", file=sys.stderr)
@@ -168,14 +183,21 @@ def name_warnings(folder: str | Path, since: float, parsed: Iterable[str] = (), 
 
 
 def _warned(first: str, steps: list[tuple[Path, int]]) -> str:
-    """The line of the steps whose first warning is `first`, each (its log, how many warnings it holds)."""
+    """The line of the steps whose headline warning is `first`, each (its log, how many warnings it holds)."""
     if len(steps) == 1:
         log, count = steps[0]
         # its other warnings, not failed pairs or steps (a stranger read `and 2 more` of retries as either)
         more = f"and {count - 1} more warning{'s' if count > 2 else ''}; " if count > 1 else ""
         return f"a step warned: {clip(first, MESSAGE_CHARS)} ({more}its log: {log})"
-    logs = ", ".join(str(log) for log, _ in steps[:2]) + (f" and {len(steps) - 2} more" if len(steps) > 2 else "")
-    return f"{len(steps)} steps warned: {clip(first, MESSAGE_CHARS)} (first of their warnings; their logs: {logs})"
+    logs = _listed([log for log, _ in steps])
+    return (
+        f"{len(steps)} steps warned: {clip(first, MESSAGE_CHARS)} (the headline of their warnings; their logs: {logs})"
+    )
+
+
+def _listed(logs: list[Path]) -> str:
+    """The first two logs by name, then how many more."""
+    return ", ".join(map(str, logs[:2])) + (f" and {len(logs) - 2} more" if len(logs) > 2 else "")
 
 
 def keep_earlier(log: str | Path) -> Path | None:

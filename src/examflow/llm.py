@@ -40,7 +40,7 @@ import openai
 
 from examflow.bounds import MESSAGE_CHARS, clip, served_name
 from examflow.cache import TEXT, check_entry, parse_json, report_damage, stamped
-from examflow.errors import NOT_ASKED, RETRY_LINE, Failure, writing
+from examflow.errors import NOT_ASKED, RETRY_AFTER_LINE, RETRY_LINE, Failure, writing
 from examflow.llm_settings import LLMSettings, answer_settings
 
 # The openai client's HTTP library, whose Response it hands back raw: httpx2 from openai 3 on, httpx before
@@ -272,11 +272,7 @@ class LLMClient:
             if attempt == self.settings.max_attempts:
                 raise failure
             if wait is not None and wait > self.settings.max_retry_after:
-                log.warning(
-                    "Retry-After asks for %.0f s; waiting max_retry_after = %.0f s (the LLM's option)",
-                    wait,
-                    self.settings.max_retry_after,
-                )
+                log.warning(RETRY_AFTER_LINE, wait, self.settings.max_retry_after)
                 wait = self.settings.max_retry_after
             wait = delay if wait is None else wait
             log.warning(RETRY_LINE, failure, attempt, wait)

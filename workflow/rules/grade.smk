@@ -51,7 +51,7 @@ rule merge_grades:
         # a new run file, left the merged table older than what it was graded from, so a rerun of a target short of
         # `all` (which names every shard) rebuilds the missing shard too (new params rerun it by themselves:
         # Snakemake keeps the params of a table it deleted)
-        pools=expand(rules.pool_shard.output.passages, shard=SHARDS),
+        pools=expand(rules.pool_shard.output, shard=SHARDS),
         banks=branch(
             reads_bank,
             then=expand(rules.bank_shard.output[0], shard=SHARDS),

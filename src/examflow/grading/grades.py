@@ -68,9 +68,15 @@ def unanswered(error: str | None) -> bool:
 
 
 def check_failures(
-    grades: pd.DataFrame, method: Method, shard: str, max_error_rate: float, cache_dir: str | None = None
+    grades: pd.DataFrame,
+    method: Method,
+    shard: str,
+    max_error_rate: float,
+    cache_dir: str | None = None,
+    out: str = "grade",
 ) -> None:
-    """Log the failed and unparsable pairs; fail when more pairs failed than `max_error_rate` allows."""
+    """Log the failed and unparsable pairs; fail when more pairs failed than `max_error_rate` allows, and
+    within the allowance warn of them, with how to ask again: `snakemake --forcerun` of the job's table, `out`."""
     failed = failure_counts(grades)
     n_failed = sum(failed.values())
     kinds = ", ".join(f"{count} {kind}" for kind, count in failed.items())
@@ -79,9 +85,10 @@ def check_failures(
     errors = grades["error"].dropna().tolist()
     if n_failed <= max_error_rate * len(grades):
         if errors:  # the line a run's end names for this step (examflow.joblogs), not its retries
-            log.warning("%s, within grading.max_error_rate = %g: they have no grade, and the run goes on "
-                        "(`snakemake --forcerun grade` asks the model again for the pairs that got no answer)%s",
-                        _failed_pairs(method, shard, errors, len(grades)), max_error_rate, _hint(errors, cache_dir))  # fmt: skip
+            log.warning("%s, within grading.max_error_rate = %g: no grade for them; the run goes on "
+                        "(`snakemake --forcerun %s` asks again those that got no answer)%s",
+                        _failed_pairs(method, shard, errors, len(grades)), max_error_rate, out,
+                        _hint(errors, cache_dir))  # fmt: skip
         return
     every_one = len(errors) == len(grades)
     raise Failure(_too_many(method, shard, max_error_rate, errors, len(grades), every_one, cache_dir=cache_dir))
