@@ -25,11 +25,16 @@ DONE = "examflow: done"  # the line a command logs last when it completes: a job
 # (examflow.joblogs), such as how many of its pairs failed at last.
 RETRY_AFTER_LINE = "Retry-After asks for %.0f s; waiting max_retry_after = %.0f s (the LLM's option)"
 RETRY_LINE = "LLM call failed (%s); retry %d in %.1f s"
-_RETRYING = re.compile(
-    r"LLM call failed \(.*\); retry \d+ in \d+\.\d s|Retry-After asks for \d+ s; waiting max_retry_after = \d+ s "
-    r"\(the LLM's option\)",
-    re.DOTALL,
-)
+
+
+def _logged(template: str) -> str:
+    """A pattern of the messages a %-format logs: each of its fields any text."""
+    return "".join(
+        re.escape(part) if i % 2 == 0 else ".*" for i, part in enumerate(re.split(r"(%[-.\d]*[sdf])", template))
+    )
+
+
+_RETRYING = re.compile("|".join(map(_logged, (RETRY_AFTER_LINE, RETRY_LINE))), re.DOTALL)
 
 
 def announces_retry(message: str) -> bool:

@@ -107,14 +107,14 @@ def name_retries(folder: str | Path, since: float, most: int = 8) -> None:
     alike: dict[str, list[Path]] = {}
     for log, message in retries_logged(folder, since):
         alike.setdefault(message, []).append(log)
-    for message, logs in list(alike.items())[:most]:
+
+    def line(message: str, logs: list[Path]) -> str:
         steps = "a step" if len(logs) == 1 else f"{len(logs)} steps"
         whose = "that attempt's log" if len(logs) == 1 else "their attempts' logs"
-        print(f"examflow: {steps} completed when run again; an earlier attempt stopped: {clip(message, MESSAGE_CHARS)} "
-              f"({whose}: {_listed(logs)})", file=sys.stderr)  # fmt: skip
-    if rest := sum(len(logs) for logs in list(alike.values())[most:]):
-        print(f"examflow: {rest} more step{'s' if rest > 1 else ''} completed when run again (their logs are under "
-              f"{folder})", file=sys.stderr)  # fmt: skip
+        return (f"{steps} completed when run again; an earlier attempt stopped: {clip(message, MESSAGE_CHARS)} "
+                f"({whose}: {_listed(logs)})")  # fmt: skip
+
+    _say_alike(alike, most, line, f"completed when run again (their logs are under {folder})")
 
 
 def name_failures(folder: str | Path, since: float) -> None:
@@ -173,13 +173,16 @@ def name_warnings(folder: str | Path, since: float, parsed: Iterable[str] = (), 
     for log, first, count in warnings_logged(folder, since):
         if (first, count) not in said:
             alike.setdefault(first, []).append((log, count))
-    for first, steps in list(alike.items())[:most]:
-        print(f"examflow: {_warned(first, steps)}", file=sys.stderr)
-    if rest := sum(len(steps) for steps in list(alike.values())[most:]):
-        print(
-            f"examflow: {rest} more step{'s' if rest > 1 else ''} warned (their logs are under {folder})",
-            file=sys.stderr,
-        )
+    _say_alike(alike, most, _warned, f"warned (their logs are under {folder})")
+
+
+def _say_alike(alike: dict[str, list], most: int, line: Callable[[str, list], str], rest: str) -> None:
+    """One line on stderr for each group of steps alike (`line` of its message and its steps), `most` lines at
+    most; then how many more steps `rest` says of."""
+    for message, steps in list(alike.items())[:most]:
+        print(f"examflow: {line(message, steps)}", file=sys.stderr)
+    if more := sum(len(steps) for steps in list(alike.values())[most:]):
+        print(f"examflow: {more} more step{'s' if more > 1 else ''} {rest}", file=sys.stderr)
 
 
 def _warned(first: str, steps: list[tuple[Path, int]]) -> str:

@@ -77,13 +77,11 @@ def check_failures(
 ) -> None:
     """Log the failed and unparsable pairs; fail when more pairs failed than `max_error_rate` allows, and
     within the allowance warn of them, with how to ask again: `snakemake --forcerun` of the job's table, `out`."""
-    failed = failure_counts(grades)
-    n_failed = sum(failed.values())
-    kinds = ", ".join(f"{count} {kind}" for kind, count in failed.items())
-    log.info("%d failed pairs%s; %d unparsable answers (mode %s)", n_failed, f" ({kinds})" if kinds else "",
-             int(grades["unparsable"].sum()), method.mode)  # fmt: skip
     errors = grades["error"].dropna().tolist()
-    if n_failed <= max_error_rate * len(grades):
+    kinds = ", ".join(f"{count} {kind}" for kind, count in kind_counts(errors).items())
+    log.info("%d failed pairs%s; %d unparsable answers (mode %s)", len(errors), f" ({kinds})" if kinds else "",
+             int(grades["unparsable"].sum()), method.mode)  # fmt: skip
+    if len(errors) <= max_error_rate * len(grades):
         if errors:  # the line a run's end names for this step (examflow.joblogs), not its retries
             log.warning("%s, within grading.max_error_rate = %g: no grade for them; the run goes on "
                         "(`snakemake --forcerun %s` asks again those that got no answer)%s",
