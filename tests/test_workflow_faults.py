@@ -173,6 +173,9 @@ def test_unparsable_answers_and_an_allowance_of_failures(project):
             r"its log: .+\.log\)$",
             warned[0],
         ), ended
+        # The rerun the line names runs the whole workflow, and its end says so (it read as a run of targets)
+        [table] = re.findall(r"--forcerun (results/grades/llm/shard-\d+\.parquet)", warned[0])
+        assert "examflow: done. Summary: results/summary.md" in snakemake(project, *run, "--forcerun", table).stdout
         grades = pd.read_parquet(project / "results/grades/llm.parquet")
         metadata = read_grades_metadata(project / "results/grades/llm.parquet")
         assert metadata["errors_by_kind"] == {"http-503": 1} and metadata["unparsable"] == 1
