@@ -245,7 +245,7 @@ def test_a_grade_job_killed_from_outside_is_named_at_the_end_of_the_run(project)
                                          stderr=subprocess.PIPE, text=True)  # fmt: skip
         pid = None
         for _ in range(600):  # the job, once it waits on the slow reply (not once q2's job has asked: q1's
-            mine = own_processes(project, f"examflow grade .*--shard {shard} ")
+            mine = own_processes(project, f"^python -m examflow grade .*--shard {shard} ")  # its Python, not its shell
             asked = [r for r in list(server.requests) if any(slow in m["content"] for m in r["body"]["messages"])]
             if mine and asked:  # may not have logged a line yet, and a job killed then wrote nothing)
                 pid = mine[0]
