@@ -95,10 +95,20 @@ def project(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def demo(tmp_path_factory) -> Path:
-    """The whole demo, run once per test session (tests only read its outputs)."""
+    """The whole demo, run once per test session (tests only read its outputs): once in all, since its tests
+    share one worker (`pytest_collection_modifyitems`)."""
     folder = copy_project(tmp_path_factory.mktemp("demo"))
     snakemake(folder)
     return folder
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests of the demo's run go to one worker (xdist's `loadgroup`, pyproject.toml): each worker would
+    run the demo for itself (some 60 s of CPU), and a copy of a run's folder is refused as another run's."""
+    for item in items:
+        if "demo" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("demo"))
 
 
 def own_collection(root: Path) -> dict[str, Path]:

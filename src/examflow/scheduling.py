@@ -7,10 +7,13 @@ import functools
 import logging
 import os
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from examflow.errors import ConfigError, Problems, RunSetting, listed, suggestion
 from examflow.io import read_queries
+from examflow.io.irds import is_irds
 from examflow.io.leaderboard import match_runs, read_leaderboard
 from examflow.io.queries import subtopics
 from examflow.io.responses import response_run_ids
@@ -18,7 +21,7 @@ from examflow.io.runs import run_tag
 from examflow.outputs import Facts
 from examflow.questions.bank import entry_lines, known_targets, read_bank
 from examflow.questions.shards import shard_digests, shard_of
-from examflow.registry import KINDS
+from examflow.registry import KINDS, RANKERS
 
 log = logging.getLogger("examflow")
 
@@ -183,6 +186,35 @@ def check_relevance_level(qrels: str, level: int, relevance_range: list[int]) ->
     if level > top:
         raise ConfigError("evaluation.min_relevant_judgment", f"{level} is above every judgment of {qrels} (the "
                           f"highest is {top}): no passage would count as relevant; set it to {top} or less")  # fmt: skip
+
+
+def check_input_files(config: dict) -> None:
+    """Every input file the configuration names is there, and a file: a typo is said at the start, not by
+    the first job that reads it."""
+    for key, path in _input_files(config):
+        if Path(path).is_dir():
+            raise ConfigError(key, f"{path} is a folder, not a file")
+        if not Path(path).is_file():
+            raise ConfigError(key, f"file not found: {path}")
+
+
+def _input_files(config: dict) -> Iterator[tuple[str, str]]:
+    """(configuration key, path) of each input file, in the configuration's order; not the run files (a
+    pattern each, checked as the runs are listed), an ir_datasets id, or a bank still to be generated."""
+    for key, spec in (config["inputs"] or {}).items():  # none: NRP alone
+        if key == "labels":
+            yield from ((f"inputs.labels.{name}", path) for name, path in (spec or {}).items())
+        elif key != "runs" and spec and not is_irds(spec) and not (key == "bank" and config["questions"]["generate"]):
+            yield f"inputs.{key}", spec
+    yield from ((f"judges.leaderboards.{name}", path) for name, path in config["judges"]["leaderboards"].items())
+    nrp = config["nrp"] or {}
+    yield from ((f"nrp.{key}", nrp[key]) for key in ("queries", "corpus", "answers", "expert")
+                if nrp.get(key) and not is_irds(nrp[key]))  # fmt: skip
+    for name, dimension in nrp.get("dimensions", {}).items():
+        yield f"nrp.dimensions.{name}.qrels", dimension["qrels"]
+    for index, ranker in enumerate(nrp.get("rankers", [])):
+        if option := RANKERS[ranker["kind"]].input_file:
+            yield f"nrp.rankers[{index}].{option}", ranker[option]
 
 
 def check_example_query(queries_spec: str, query_id: str | None) -> None:

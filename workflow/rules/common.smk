@@ -59,6 +59,7 @@ from examflow.scheduling import (
     bank_queries,
     check_bank_kinds,
     check_example_query,
+    check_input_files,
     check_judge_files,
     check_leaderboard,
     check_placeholders,
@@ -177,38 +178,6 @@ def logs(path):
     return results(f"logs/{path}")
 
 
-def existing_file(key, path):
-    """`path`, which must be a file; `key`, its configuration key, names it in the error."""
-    if Path(path).is_dir():
-        raise ConfigError(key, f"{path} is a folder, not a file")
-    if not Path(path).is_file():
-        raise ConfigError(key, f"file not found: {path}")
-    return path
-
-
-def check_input_files():
-    """Every configured input file exists (a bank to be generated does not yet)."""
-    for key, spec in INPUTS.items():
-        to_generate = key == "bank" and config["questions"]["generate"]
-        if key == "labels":
-            for name, path in (spec or {}).items():
-                existing_file(f"inputs.labels.{name}", path)
-        elif key != "runs" and spec and not is_irds(spec) and not to_generate:
-            existing_file(f"inputs.{key}", spec)
-    for name, path in config["judges"]["leaderboards"].items():
-        existing_file(f"judges.leaderboards.{name}", path)
-    nrp = config["nrp"] or {}
-    for key in ("queries", "corpus", "answers", "expert"):
-        if nrp.get(key) and not is_irds(nrp[key]):
-            existing_file(f"nrp.{key}", nrp[key])
-    for name, dimension in nrp.get("dimensions", {}).items():
-        existing_file(f"nrp.dimensions.{name}.qrels", dimension["qrels"])
-    for index, ranker in enumerate(nrp.get("rankers", [])):
-        option = RANKERS[ranker["kind"]].input_file
-        if option:
-            existing_file(f"nrp.rankers[{index}].{option}", ranker[option])
-
-
 def check_rerun_triggers():
     if RerunTrigger.PARAMS not in workflow.dag_settings.rerun_triggers:
         raise Failure(
@@ -235,7 +204,7 @@ def contents(*groups):
 
 
 RUN_FILES = checked(run_files, INPUTS.get("runs", []), "inputs.runs")
-checked(check_input_files)
+checked(check_input_files, config)
 
 
 def resources_as_written():
