@@ -728,39 +728,47 @@ def test_nrp_settings_are_checked():
 
 def test_every_configured_input_file_is_checked_by_its_key(tmp_path, monkeypatch):
     """A missing file or a folder where a file belongs, named by its configuration key before any job runs
-    (the end-to-end test sees one of them through the Snakefile)."""
+    (the end-to-end test sees one of them through the Snakefile): every file the demo's configuration names,
+    in the order the check reads them, the first wrong one named."""
     from examflow.scheduling import check_input_files
 
     monkeypatch.chdir(ROOT)  # the demo configuration's paths are relative to the checkout
-    demo = check_config(yaml.safe_load((ROOT / "config/config.yaml").read_text()))
-    check_input_files(demo)
-    labels = write(tmp_path / "team.qrels", "q1 0 d1 1\n")
-    given = {**demo, "inputs": {**demo["inputs"], "labels": {"team": str(labels)}},
-             "judges": {**demo["judges"], "leaderboards": {"team-x": str(labels)}},
-             "nrp": {**demo["nrp"], "rankers": [{"kind": "bm25"}, {"kind": "run", "path": str(labels)}]}}  # fmt: skip
+    shipped = check_config(yaml.safe_load((ROOT / "config/config.yaml").read_text()))
+    labels = str(write(tmp_path / "team.qrels", "q1 0 d1 1\n"))
+    given = {**shipped, "inputs": {**shipped["inputs"], "labels": {"team": labels}},
+             "judges": {**shipped["judges"], "leaderboards": {"team-x": labels}},
+             "nrp": {**shipped["nrp"], "rankers": [{"kind": "bm25"}, {"kind": "run", "path": labels}]}}  # fmt: skip
     check_input_files(given)
-    places = {
-        "inputs.qrels": ("inputs", "qrels"), "inputs.bank": ("inputs", "bank"),
-        "inputs.labels.team": ("inputs", "labels", "team"), "judges.leaderboards.team-x": ("judges", "leaderboards", "team-x"),
-        "nrp.corpus": ("nrp", "corpus"), "nrp.expert": ("nrp", "expert"),
-        "nrp.dimensions.readability.qrels": ("nrp", "dimensions", "readability", "qrels"),
+    places = {  # each key the check names, where it is in the configuration
+        **{f"inputs.{key}": ("inputs", key) for key in
+           ("queries", "corpus", "qrels", "responses", "official_leaderboard", "gold_articles", "bank")},
+        "inputs.labels.team": ("inputs", "labels", "team"),
+        "judges.leaderboards.team-x": ("judges", "leaderboards", "team-x"),
+        **{f"nrp.{key}": ("nrp", key) for key in ("queries", "corpus", "answers", "expert")},
+        **{f"nrp.dimensions.{name}.qrels": ("nrp", "dimensions", name, "qrels") for name in ("relevance", "readability")},
         "nrp.rankers[1].path": ("nrp", "rankers", 1, "path"),
     }  # fmt: skip
-    for key, (*outer, last) in places.items():
-        for wrong, message in [(tmp_path / "typo.txt", f"file not found: {tmp_path / 'typo.txt'}"),
-                               (tmp_path, f"{tmp_path} is a folder, not a file")]:  # fmt: skip
-            config = json.loads(json.dumps(given))
-            place = config
-            for step in outer:
-                place = place[step]
-            place[last] = str(wrong)
+    typo, folder = tmp_path / "typo.txt", tmp_path
+    for wrong, message in [(typo, f"file not found: {typo}"), (folder, f"{folder} is a folder, not a file")]:
+        everywhere = json.loads(json.dumps(given))
+        for key, (*outer, last) in places.items():
+            one = json.loads(json.dumps(given))
+            for config in (one, everywhere):
+                place = config
+                for step in outer:
+                    place = place[step]
+                place[last] = str(wrong)
             with pytest.raises(ConfigError, match=f"^config {re.escape(key)}: {re.escape(message)}$"):
-                check_input_files(config)
+                check_input_files(one)
+        first = next(iter(places))  # the order: each file made wrong, the first named
+        with pytest.raises(ConfigError, match=f"^config {re.escape(first)}: "):
+            check_input_files(everywhere)
     # not checked: a bank still to be generated, and an ir_datasets id (ir_datasets fetches its own)
     generated = {**given, "inputs": {**given["inputs"], "bank": "not-yet.jsonl"},
                  "questions": {**given["questions"], "generate": "generated.jsonl"}}  # fmt: skip
     check_input_files(generated)
-    check_input_files({**given, "inputs": {**given["inputs"], "qrels": "irds:msmarco-passage/trec-dl-2019/judged"}})
+    irds = "irds:msmarco-passage/trec-dl-2019/judged"
+    check_input_files({**given, "inputs": {**given["inputs"], "qrels": irds}, "nrp": {**given["nrp"], "corpus": irds}})
     with pytest.raises(ConfigError, match="^config nrp.corpus: file not found: typo.tsv$"):  # NRP alone
         check_input_files({**given, "inputs": None, "nrp": {**given["nrp"], "corpus": "typo.tsv"}})
 
@@ -849,6 +857,12 @@ def test_config_mistakes_stop_the_workflow_at_parse_time_in_one_line(project):
     result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
     refused_in_one_line(result, "config pool.depht: unknown key (did you mean 'depth'?)")
     del config["pool"]["depht"]
+    config["grading"]["methods"][0]["backend"]["api_key"] = "sk-SENTINEL-0451"  # nor repeated by Snakemake
+    write(project / "config/bad.yaml", yaml.safe_dump(config))
+    result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
+    refused_in_one_line(result, "secret does not belong")
+    assert "sk-SENTINEL-0451" not in result.stdout + result.stderr
+    del config["grading"]["methods"][0]["backend"]["api_key"]
     config["grading"]["methods"][0]["backend"]["model"] = "./models/minilm"  # no such folder: refused at the start
     write(project / "config/bad.yaml", yaml.safe_dump(config))
     result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
@@ -871,6 +885,9 @@ def test_config_mistakes_stop_the_workflow_at_parse_time_in_one_line(project):
     refused_in_one_line(result, f"config inputs.runs: runs {{1}}/{runs[0].name}: Snakemake reads {{1}} in a file's "
                         "path as a wildcard, and has no escape for it: rename the file or folder")  # fmt: skip
     config["inputs"]["runs"] = ["resources/demo/runs/*.run"]
+    write(project / "config/bad.yaml", yaml.safe_dump(config | {"results_dir": "results/<b>"}))  # its own entry
+    result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
+    refused_in_one_line(result, "config results_dir: results/<b>: Snakemake reads <b> in a file's path as a path var")
     # an official measure from the qrels that the judges, comparing, cannot compute: refused where they are compared
     official = {"inputs": {**config["inputs"], "official_leaderboard": None},
                 "evaluation": {**config.get("evaluation", {}), "official_measure": "Rprec_mult_0.20"}}  # fmt: skip

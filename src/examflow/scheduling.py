@@ -199,8 +199,9 @@ def check_input_files(config: dict) -> None:
 
 
 def _input_files(config: dict) -> Iterator[tuple[str, str]]:
-    """(configuration key, path) of each input file, in the configuration's order; not the run files (a
-    pattern each, checked as the runs are listed), an ir_datasets id, or a bank still to be generated."""
+    """(configuration key, path) of each input file: the inputs in the configuration's order, then another
+    judge's leaderboards and NRP's files; not the run files (a pattern each, checked as the runs are listed),
+    an ir_datasets id, or a bank still to be generated."""
     for key, spec in (config["inputs"] or {}).items():  # none: NRP alone
         if key == "labels":
             yield from ((f"inputs.labels.{name}", path) for name, path in (spec or {}).items())

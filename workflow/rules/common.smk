@@ -22,7 +22,7 @@ from examflow.config import (
     methods,
 )
 from examflow.contents import contents_digest
-from examflow.errors import DONE, ConfigError, Failure
+from examflow.errors import DONE, Failure
 from examflow.grading.signatures import local_weights
 from examflow.io.irds import is_irds
 from examflow.io.runs import run_files
@@ -40,7 +40,7 @@ from examflow.outputs import (
 from examflow.joblogs import ParseWarnings
 from examflow.plan import job_minutes
 from examflow.prompts import read_digest
-from examflow.registry import KINDS, MERGE_ONLY, RANKERS, ranker_files, ranker_gpus
+from examflow.registry import KINDS, MERGE_ONLY, ranker_files, ranker_gpus
 from examflow.results import (
     baselines_folder,
     check_report_target,
