@@ -726,6 +726,17 @@ def test_nrp_settings_are_checked():
     assert "unknown key (did you mean 'denominator'?)" in rejected(nrp(denominater="list"))
 
 
+def replaced(config: dict, place: tuple, value) -> dict:
+    """A copy of `config` with `value` at `place` (its keys and list indices, outermost first)."""
+    copy = json.loads(json.dumps(config))
+    *outer, last = place
+    inner = copy
+    for step in outer:
+        inner = inner[step]
+    inner[last] = value
+    return copy
+
+
 def test_every_configured_input_file_is_checked_by_its_key(tmp_path, monkeypatch):
     """A missing file or a folder where a file belongs, named by its configuration key before any job runs
     (the end-to-end test sees one of them through the Snakefile): every file the demo's configuration names,
@@ -750,16 +761,12 @@ def test_every_configured_input_file_is_checked_by_its_key(tmp_path, monkeypatch
     }  # fmt: skip
     typo, folder = tmp_path / "typo.txt", tmp_path
     for wrong, message in [(typo, f"file not found: {typo}"), (folder, f"{folder} is a folder, not a file")]:
-        everywhere = json.loads(json.dumps(given))
-        for key, (*outer, last) in places.items():
-            one = json.loads(json.dumps(given))
-            for config in (one, everywhere):
-                place = config
-                for step in outer:
-                    place = place[step]
-                place[last] = str(wrong)
+        for key, place in places.items():
             with pytest.raises(ConfigError, match=f"^config {re.escape(key)}: {re.escape(message)}$"):
-                check_input_files(one)
+                check_input_files(replaced(given, place, str(wrong)))
+        everywhere = given
+        for place in places.values():
+            everywhere = replaced(everywhere, place, str(wrong))
         first = next(iter(places))  # the order: each file made wrong, the first named
         with pytest.raises(ConfigError, match=f"^config {re.escape(first)}: "):
             check_input_files(everywhere)

@@ -218,11 +218,14 @@ def test_unreachable_endpoint_fails_the_run(project):
     assert not (project / "results/eval").exists()
 
 
-def own_processes(project, pattern: str) -> list[int]:
-    """The processes run in `project` whose command line matches `pattern`."""
+def job_python(project, step: str, shard: str) -> list[int]:
+    """The Python of a step's job for one shard, run in `project`: what the out-of-memory killer would kill, not
+    the job's shell (which then fails with 137). A shell killed before it started the Python left the Python to
+    write its outputs after Snakemake had cleaned up the failed job's (a CI run's race)."""
     import os
     import subprocess
 
+    pattern = f"^python -m examflow {step} .*--shard {shard} "
     found = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout.split()
     return [int(p) for p in found if os.path.realpath(f"/proc/{p}/cwd") == os.path.realpath(project)]
 
@@ -245,7 +248,7 @@ def test_a_grade_job_killed_from_outside_is_named_at_the_end_of_the_run(project)
                                          stderr=subprocess.PIPE, text=True)  # fmt: skip
         pid = None
         for _ in range(600):  # the job, once it waits on the slow reply (not once q2's job has asked: q1's
-            mine = own_processes(project, f"^python -m examflow grade .*--shard {shard} ")  # its Python, not its shell
+            mine = job_python(project, "grade", shard)
             asked = [r for r in list(server.requests) if any(slow in m["content"] for m in r["body"]["messages"])]
             if mine and asked:  # may not have logged a line yet, and a job killed then wrote nothing)
                 pid = mine[0]
@@ -435,11 +438,9 @@ def test_a_pool_shard_killed_after_a_new_run_file_is_rebuilt_by_a_rerun(project)
     poor.write_text(poor.read_text() + "q1 Q0 s1 3 7 poor\n")  # a passage new to q1's pool
     shard, done = bucket("q1", shards=1), threading.Event()
 
-    def kill_the_shard_job() -> None:  # its Python, as the out-of-memory killer would (the shell then fails)
+    def kill_the_shard_job() -> None:
         while not done.is_set():
-            # Not the job's shell: killed before it started the Python (a CI run's race), it left the Python to
-            # write the shard after Snakemake had cleaned up the failed job's outputs.
-            if found := own_processes(project, f"^python -m examflow pool-shard .*--shard {shard} "):
+            if found := job_python(project, "pool-shard", shard):
                 for pid in found:
                     os.kill(pid, signal.SIGKILL)
                 return
