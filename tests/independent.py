@@ -59,7 +59,8 @@ def cover(
     all_queries: bool = False,
 ) -> dict[str, float]:
     """EXAM-Cover per run: the mean over queries of the share of the query's questions that some passage
-    ranked <= k answers with a grade >= tau. `answers[(query, passage, question)]` is the grade."""
+    ranked <= k answers with a grade >= tau. `answers[(query, passage, question)]` is the grade. A run with
+    no query to average (under `present`, none of its queries has questions) has no score."""
     scores = {}
     for run, lists in runs.items():
         values = []
@@ -69,7 +70,8 @@ def cover(
             top = [doc for rank, doc, _ in lists.get(query, []) if rank <= k]
             answered = {q for q in questions[query] for p in top if answers.get((query, p, q), -1) >= tau}
             values.append(len(answered) / len(questions[query]))
-        scores[run] = statistics.fmean(values) if values else 0.0
+        if values:
+            scores[run] = statistics.fmean(values)
     return scores
 
 
@@ -218,7 +220,8 @@ def ndcg_at_10(runs: dict, judged: dict[str, dict[str, int]], complete: bool = F
             best = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
             values.append(dcg / best if best else 0.0)
         missing = len(set(pages) - set(lists)) if complete else 0
-        scores[run] = statistics.fmean(values + [0.0] * missing)
+        if values or missing:  # a run of no judged query has no score, as trec_eval gives it none
+            scores[run] = statistics.fmean(values + [0.0] * missing)
     return scores
 
 

@@ -36,6 +36,8 @@ from independent import (
 )
 from llm_server import LLMServer, Raw, Status
 
+from examflow.cli import main
+
 pytestmark = pytest.mark.workflow
 CONFIGS = sorted(p.name.removeprefix("config_") for p in (ROOT / ".test").glob("config_*"))
 
@@ -97,7 +99,9 @@ def check_exam(project: Path, config: dict, method: str, answers=None) -> None:
             got = dict(zip(rows["run_id"], rows["score"]))
             for run in scores:  # generated responses are runs too; the run files' runs must be exact
                 assert got[run] == pytest.approx(scores[run], abs=1e-12), (measure, tau, run)
-    pooled = {key for key, origin in origins.items() if origin != "gold"}
+            assert not (set(runs) - set(scores)) & set(got), (measure, tau)  # runs with no query to average
+    # a query without questions has no exam: its passages are graded by none, and judged in no EXAM-Qrels line
+    pooled = {key for key, origin in origins.items() if origin != "gold" and key[0] in questions}
     written = set((results / "eval" / method / "qrels" / f"{method}.qrels").read_text().splitlines())
     assert written == qrels_lines(answers, pooled, qa=bool(grades["correct"].notna().any()))  # QA: answers checked
     if "ndcg_cut_10" in evaluation.get("measures", ["ndcg_cut_10"]):  # trec_eval's, on the EXAM-Qrels
@@ -764,24 +768,46 @@ def test_nrp_only(tmp_path):
     )
 
 
-def test_odd_ids_are_kept_as_written(tmp_path):
+def test_odd_ids_are_kept_as_written(tmp_path, capsys):
     project, args, config = prepare(tmp_path, "odd_ids")
     result = snakemake(project, *args)
     check_exam(project, config, "cosine")
     results = project / config["results_dir"]
     # run `null`'s row of query `1` (not `001`) dropped under `unknown_queries: warn` by the pool and by the
-    # judges' step (which reads the run files too), each named at the run's end
+    # judges' step (which reads the run files too), each named at the run's end; and evaluate's warning of
+    # the official run `True`, which ranks only query 0x1, of no question: no score, no correlation
     logs = f"{config['results_dir']}/logs"
     warned = [line for line in result.stderr.splitlines() if line.startswith("examflow: a step warned: ")]
-    assert [line.rsplit("(its log: ", 1)[1] for line in warned] == [f"{logs}/judges.log)", f"{logs}/pool.log)"]
-    assert warned[1].startswith("examflow: a step warned: 1 × run rows with an unknown query id, dropped (first: ")
-    assert all(".test/data/odd-ids/runs/null.run:7: field 'query_id': " in line for line in warned), warned
+    assert [line.rsplit("(its log: ", 1)[1] for line in warned] == [
+        f"{logs}/evaluate/cosine.log)", f"{logs}/judges.log)", f"{logs}/pool.log)"
+    ]  # fmt: skip
+    assert "1 evaluated run(s) have no P_20, Rprec, exam_cover, map, n_exam_cover, " in warned[0]
+    assert "(first: 'True'): no query of theirs has a value to average" in warned[0]
+    assert warned[2].startswith("examflow: a step warned: 1 × run rows with an unknown query id, dropped (first: ")
+    assert all(".test/data/odd-ids/runs/null.run:7: field 'query_id': " in line for line in warned[1:]), warned
     assert "1" not in set(pd.read_parquet(results / "pool/rankings.parquet")["query_id"])
     board = table(results / "eval/cosine/leaderboard.tsv")
     assert set(board["run_id"]) == {"NA", "null", "None", "nan", "_overall_"}
     assert set(table(results / "eval/cosine/per_query.tsv")["query_id"]) == {"001", "NA"}
     assert "topic 001" in (results / "report/cosine/example.html").read_text()
     assert "| NA, None | 0.500 |" in (results / "summary.md").read_text()  # Rprec: two runs tie
+    correlation = table(results / "eval/cosine/correlation.tsv")
+    assert set(correlation["note"].str.split("; ").str[0]) == {"1 official run(s) without a score left out: True"}
+    # the report is made (it refused the official run once, as not evaluated) and says where `True` went
+    page = (results / "report/cosine/leaderboard.html").read_text()
+    assert "Not in the table: official runs evaluated without a score (<code>True</code>; " in page
+    # Run by hand without the pool, the report knows only leaderboard.tsv's runs, and says so
+    words = ["report", "--method", "cosine", "--eval", results / "eval/cosine", "--grades",
+             results / "grades/cosine.parquet", "--official", project / config["inputs"]["official_leaderboard"],
+             "--out", tmp_path / "alone"]  # fmt: skip
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(project)
+        assert main([str(word) for word in words]) == 2
+    assert capsys.readouterr().err.endswith(
+        "field 'run_id': official run 'True' is not among the runs of "
+        f"{results / 'eval/cosine/leaderboard.tsv'} (a run evaluated without a score is known by --pool)\n"
+    )
+    assert not (tmp_path / "alone").exists()
     snakemake(project, "--report", f"{config['results_dir']}/report.html", *args)
     finished(project, args)
 

@@ -925,12 +925,12 @@ def method_report(args: argparse.Namespace) -> tuple[Facts, dict[str, bytes | st
     table = {name: folder / file.path for name, file in EVALUATION.items()}
     official = read_leaderboard(args.official) if args.official else None
     facts = Facts.of(args.facts) if args.facts is not None else Facts(bool(official), table["agreement"].exists())
-    leaderboard, (grades, settings) = (
+    leaderboard, (grades, settings, rankings) = (
         _of_method(_tsv(table["leaderboard"], BOARD_READ, **BOARD_TYPES), method, table),
         _report_grades(args),
     )
     kind = settings.get("kind")
-    _check_official(args, official, leaderboard)
+    official = _checked_official(args, official, rankings, (table["leaderboard"], leaderboard))
     evaluated = sorted(int(t) for t in leaderboard["tau"].dropna().unique())
     if tau not in evaluated:  # the figures would be empty
         raise Failure(f"--tau {tau}: {table['leaderboard']} holds τ {', '.join(map(str, evaluated))} only")
@@ -964,16 +964,32 @@ def method_report(args: argparse.Namespace) -> tuple[Facts, dict[str, bytes | st
     return facts, {file.path: builders[name]() for name, file in wanted(REPORT, facts).items()}
 
 
-def _check_official(args: argparse.Namespace, official: dict[str, float] | None, leaderboard: pd.DataFrame) -> None:
-    """An official leaderboard of the evaluated runs, as `examflow evaluate` checks it: a run it ranks that
-    was not evaluated (a typo) would be missing from the figures in silence."""
+def _checked_official(
+    args: argparse.Namespace,
+    official: dict[str, float] | None,
+    rankings: pd.DataFrame | None,
+    board: tuple[Path, pd.DataFrame],
+) -> dict[str, float] | None:
+    """The official leaderboard of the evaluated runs, checked as `examflow evaluate` checks it: a run it
+    ranks that was not evaluated (a typo) would be missing from the figures in silence; under `warn`, it
+    is dropped (counted), as evaluate drops it. The evaluated runs are those of the rankings evaluate read,
+    where they are at hand: a run that no measure gives a score (under `present`, none of its queries has
+    questions) has no row in leaderboard.tsv, and is no typo."""
     from examflow.io.leaderboard import match_runs
     from examflow.io.runs import RESERVED_RUNS
 
-    if official is not None:
-        unknown = Problems(args.on_unknown_run)
-        match_runs(args.official, official, set(leaderboard["run_id"]) - set(RESERVED_RUNS), unknown)
-        unknown.summarise()
+    if official is None:
+        return None
+    path, leaderboard = board
+    evaluated, among = (
+        (set(rankings["run_id"]), "")
+        if rankings is not None
+        else (set(leaderboard["run_id"]), f"the runs of {path} (a run evaluated without a score is known by --pool)")
+    )
+    unknown = Problems(args.on_unknown_run)
+    match_runs(args.official, official, evaluated - set(RESERVED_RUNS), unknown, among)
+    unknown.summarise()
+    return {run: rank for run, rank in official.items() if run in evaluated} or official
 
 
 def _of_method(leaderboard: pd.DataFrame, method: str, table: dict[str, Path]) -> pd.DataFrame:
@@ -985,20 +1001,23 @@ def _of_method(leaderboard: pd.DataFrame, method: str, table: dict[str, Path]) -
     return mine.reset_index(drop=True)
 
 
-def _report_grades(args: argparse.Namespace) -> tuple[pd.DataFrame, dict]:
-    """The method's grades and its settings (empty where not recorded): from its grades table, or its rows of
-    a workbench graded file (self-ratings of the reference implementation)."""
+def _report_grades(args: argparse.Namespace) -> tuple[pd.DataFrame, dict, pd.DataFrame | None]:
+    """The method's grades, its settings (empty where not recorded) and the rankings its evaluation read,
+    where they are at hand: from its grades table and the pool (--pool), or a workbench graded file (its
+    rows of the method: self-ratings of the reference implementation; its rankings)."""
     from examflow.grading.grades import GRADES_READ
     from examflow.grading.merge import read_grades_metadata
     from examflow.io.tables import read_table
     from examflow.io.workbench import read_workbench_graded
 
     if args.grades:
-        return read_table(args.grades, GRADES_READ), read_grades_metadata(args.grades).get("method", {})
-    grades = read_workbench_graded(args.workbench_graded)["grades"]
+        rankings = read_pooled(args.pool, "rankings") if args.pool else None
+        return read_table(args.grades, GRADES_READ), read_grades_metadata(args.grades).get("method", {}), rankings
+    tables = read_workbench_graded(args.workbench_graded)
+    grades = tables["grades"]
     if args.method not in set(grades["method"]):
         raise InputError(args.workbench_graded, f"no grades of method {args.method!r} (--method)")
-    return grades[grades["method"] == args.method].reset_index(drop=True), {}
+    return grades[grades["method"] == args.method].reset_index(drop=True), {}, tables["rankings"]
 
 
 def worked_example(args: argparse.Namespace, grades: pd.DataFrame, method: str, similarities: bool = False) -> str:

@@ -461,6 +461,7 @@ def report_inputs(wildcards):
     return evaluation | {
         "grades": rules.merge_grades.output[0].format(method=wildcards.method),
         "passages": rules.pool.output.passages,
+        "rankings": rules.pool.output.rankings,  # the evaluated runs, for the official leaderboard's check
         "questions": expand(rules.bank_shard.output, shard=SHARDS),
         "official": official_input(wildcards),
     }

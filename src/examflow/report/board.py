@@ -77,6 +77,11 @@ class Board:
     def official_runs(self) -> list[str]:
         return [run for run in self.runs() if self.group(run) == OFFICIAL]
 
+    def unscored(self) -> list[str]:
+        """Official runs with no row: evaluated, yet no measure gives them a score (under `present`, none of
+        their queries has questions); `examflow report` drops the official runs that were not evaluated."""
+        return sorted(set(self.official or {}) - set(self.rows["run_id"]))
+
     def scores(self, measure: str) -> pd.DataFrame:
         """score and stderr of every run under `measure`, indexed by run id."""
         return self.rows[self.rows["measure"] == measure].set_index("run_id")[["score", "stderr"]]

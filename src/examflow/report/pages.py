@@ -162,7 +162,17 @@ def _board_note(board: Board) -> str:
             "<b>gold</b> (<code>_gold_</code>) are special rows, last. Bold: the best "
             f"{'official run' if board.official else 'run'} under each measure."
             f"{_AGREEMENT_NOTE if board.correlation is not None else ''} A click on a column name sorts by it."
-            f"{_without_tau_note(board)}</p>")  # fmt: skip
+            f"{_without_tau_note(board)}{_unscored_note(board)}</p>")  # fmt: skip
+
+
+def _unscored_note(board: Board) -> str:
+    """The official runs the table lacks, so that a reader does not take them for lost."""
+    runs = board.unscored()
+    if not runs:
+        return ""
+    names = ", ".join(f"<code>{html.escape(run)}</code>" for run in runs)
+    return (f" Not in the table: official runs evaluated without a score ({names}; no query of theirs has a "
+            "value to average), left out of the correlations too.")  # fmt: skip
 
 
 def correlation_page(board: Board) -> str:
