@@ -88,7 +88,7 @@ def test_malformed_banks_name_file_line_and_field(tmp_path):
     with pytest.raises(InputError, match=r"a.tsv:1: header must name query_id and question"):
         read_bank(bad_header)
     missing = write(tmp_path / "b.tsv", "query_id\tquestion\nq1\tWhat?\nq2\n")
-    with pytest.raises(InputError, match=r"b.tsv:3: expected 2 columns"):
+    with pytest.raises(InputError, match=r"b.tsv:3: expected 2 tab-separated columns \(query_id question\), found 1$"):
         read_bank(missing)
     answers = write(
         tmp_path / "c.jsonl", '{"query_id": "q", "items": [{"question_text": "Why?", "gold_answers": "yes"}]}\n'
@@ -103,6 +103,20 @@ def test_malformed_banks_name_file_line_and_field(tmp_path):
     with pytest.raises(InputError, match=r"e.tsv:3: field 'query_id': invalid id 'q2 ' \(no whitespace, no /\)$"):
         read_bank(spaced)
     assert read_bank(write(tmp_path / "f.tsv", "query_id\tquestion\nq1\t What? \n"))[0].items[0].text == "What?"
+
+
+def test_a_hand_written_tsv_bank_may_leave_off_its_optional_cells_and_end_its_header_with_spaces(tmp_path):
+    """Editors trim a line's trailing tabs and leave spaces after a header's last name: neither is an error."""
+    edited = write(tmp_path / "a.tsv", "query_id\tquestion  \tanswers\nq1\tWhy?\nq1\tWho? \tBees | wasps\n")
+    [entry] = read_bank(edited)
+    assert [(item.text, item.gold_answers) for item in entry.items] == [("Why?", None), ("Who?", ["Bees", "wasps"])]
+    faceted = write(tmp_path / "b.tsv", "query_id\tquestion\tfacet_id\nq1\tWhy?\nq1\tWho?\tf1\n")
+    assert [(entry.facet_id, len(entry.items)) for entry in read_bank(faceted)] == [(None, 1), ("f1", 1)]
+    # a required cell left off is still an error, and a header that names no column is shown as read
+    with pytest.raises(InputError, match=r"c.tsv:2: expected 3 tab-separated columns \(query_id facet_id question"):
+        read_bank(write(tmp_path / "c.tsv", "query_id\tfacet_id\tquestion\nq1\tf1\n"))
+    with pytest.raises(InputError, match=r"d.tsv:1: header must name .*; it names 'query_id', 'question', ''$"):
+        read_bank(write(tmp_path / "d.tsv", "query_id\tquestion\t\nq1\tWhy?\t\n"))
     old_mac = write(tmp_path / "g.tsv", "query_id\tquestion\rq1\tWhat?\r")
     with pytest.raises(InputError, match=r"g.tsv:1: header must name .* \(lines that end in a carriage return alone"):
         read_bank(old_mac)

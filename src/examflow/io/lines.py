@@ -200,7 +200,8 @@ def split_columns(path: str | Path, number: int, line: str, names: tuple[str, ..
     columns = line.split(sep) if sep is None else line.split(sep, len(names))
     if len(columns) != len(names):
         expected = " ".join(names)
-        message = f"expected {len(names)} columns ({expected}), found {len(columns)}{_why(line)}"
+        separated = " tab-separated" if sep == "\t" else ""
+        message = f"expected {len(names)}{separated} columns ({expected}), found {len(columns)}{_why(line)}"
         raise InputError(path, message, number)
     return columns
 

@@ -323,7 +323,7 @@ def _read_tsv(path) -> list[Entry]:
     """
     lines = text_lines(path)
     _, header = next(lines)
-    names = tuple(header.split("\t"))
+    names = tuple(name.strip(" ") for name in header.split("\t"))  # `question  `: an editor's end spaces
     if twice := repeated(names):  # the row's last cell of the name would win, the others' lost
         raise InputError(path, f"the column {twice!r} is named twice", 1)
     if {"nugget_id", "text"} <= set(names) and "nugget" not in names:  # `query_id, nugget_id, text, importance`
@@ -332,11 +332,11 @@ def _read_tsv(path) -> list[Entry]:
     if kind is None:
         raise InputError(path, "header must name query_id and question (and may name facet_id, answers, choices), "
                          "or query_id and nugget (and may name facet_id, nugget_id, importance; with nugget_id the "
-                         f"text may be named text){cr_hint(header)}", 1)  # fmt: skip
+                         f"text may be named text); it names {', '.join(map(repr, names))}{cr_hint(header)}", 1)  # fmt: skip
     entries: dict[tuple[str, str | None], Entry] = {}
     rated, first_lines, owners = Rated(path), FirstLines(path), Owners(path)
     for number, line in lines:
-        cells = split_columns(path, number, line, names, "\t")
+        cells = split_columns(path, number, _with_optional_cells(line, names, kind), names, "\t")
         # texts lose their outer spaces; an id keeps them and is refused, as in every other input
         row = {name: cell if name in TSV_IDS else cell.strip() for name, cell in zip(names, cells)}
         if not row[kind]:
@@ -354,6 +354,13 @@ def _read_tsv(path) -> list[Entry]:
         entry.items.append(item)
     _drop_repeated_ids(path, entries.values())
     return _not_empty(path, list(entries.values()))
+
+
+def _with_optional_cells(line: str, names: tuple[str, ...], kind: str) -> str:
+    """The line with the empty cells of the optional columns it leaves off at its end (editors drop a
+    line's trailing tabs): `q1<TAB>Why?` under `query_id, question, answers` has no answer key."""
+    short = len(names) - (line.count("\t") + 1)
+    return line + "\t" * short if short > 0 and not {"query_id", kind} & set(names[-short:]) else line
 
 
 # Where a line holds an item's keys, for an error that names one.
