@@ -363,6 +363,18 @@ def test_a_file_that_is_not_a_table_is_one_line_naming_it(tmp_path, capsys, comm
     assert not (tmp_path / "out").exists()
 
 
+def test_a_bank_named_where_its_shards_go_is_told_apart(tmp_path):
+    """`--questions` (evaluate, report, plan, grade) takes bank-shard's tables; the bank itself there said only
+    "not a Parquet table" (a stranger's trial)."""
+    from examflow.commands import read_questions
+
+    bank = write(tmp_path / "questions.tsv", "query_id\tquestion\nq1\tWhy?\n")
+    wanted = "--questions takes the bank's shards, which `examflow bank-shard --out` writes, not the bank itself"
+    with pytest.raises(InputError, match=re.escape(f"{bank}: not a Parquet table (the tables examflow writes for its "
+                                                   f"steps are Parquet files): {wanted}")):  # fmt: skip
+        read_questions([str(bank)])
+
+
 def test_a_graded_file_python_s_json_reader_cannot_read_is_named_at_its_line(tmp_path):
     """Nesting past the recursion limit, an integer past 4,300 digits: tracebacks, once."""
     from examflow.io.workbench import read_workbench_graded

@@ -57,7 +57,8 @@ def read_questions(paths: list[str]) -> pd.DataFrame:
 
     if not paths:
         return no_questions()
-    return pd.concat([read_table(path, QUESTIONS_READ) for path in paths])
+    wanted = "--questions takes the bank's shards, which `examflow bank-shard --out` writes, not the bank itself"
+    return pd.concat([read_table(path, QUESTIONS_READ, wanted) for path in paths])
 
 
 def pool_command(args: argparse.Namespace) -> None:

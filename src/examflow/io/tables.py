@@ -123,13 +123,14 @@ def optional(value):
     return None if missing else value
 
 
-def read_table(path: str | Path, columns: Iterable[str]) -> pd.DataFrame:
+def read_table(path: str | Path, columns: Iterable[str], wanted: str = "") -> pd.DataFrame:
     """A Parquet table examflow wrote, with the `columns` the reader needs (another step's table named in
-    its place is one error, not a KeyError deep in the step)."""
+    its place is one error, not a KeyError deep in the step). `wanted`: which table goes here, said where
+    a user's own file is named in its place."""
     try:
         table = pd.read_parquet(existing(path))
     except pa.ArrowInvalid:  # a JSONL or TSV file named where a table examflow wrote goes
-        raise InputError(path, NOT_PARQUET) from None
+        raise InputError(path, NOT_PARQUET + (f": {wanted}" if wanted else "")) from None
     return with_columns(path, table, columns)
 
 
