@@ -404,7 +404,8 @@ def test_judged_queries_no_run_ranks_are_named_in_a_warning(tmp_path, caplog):
     facets.write_text(files["noisy"].read_text().replace("q3 ", "q3/f1 "))
     with caplog.at_level(logging.WARNING):
         assert main([*arguments, "--labels", f"facets={facets}", "--bootstrap", "5"]) == 0
-    assert "1 judged query is ranked by no run, and the bootstrap draws them too: q3/f1 (subtopics `query/facet`, " \
+    assert "1 judged query is ranked by no run (drawn by the bootstrap with the others, it moves every interval): " \
+           "q3/f1 (subtopics `query/facet`, " \
            "whose page the runs rank? give --per-page)" in caplog.text  # fmt: skip
 
 

@@ -578,7 +578,8 @@ def _judges_runs(args: argparse.Namespace, judged: set[str]) -> pd.DataFrame:
         if not args.per_page and any("/" in query for query in unranked):
             check = " (subtopics `query/facet`, whose page the runs rank? give --per-page)"
         some = "1 judged query is" if len(unranked) == 1 else f"{len(unranked)} judged queries are"
-        drawn = ", and the bootstrap draws them too" if args.bootstrap else ""
+        moves = "it moves" if len(unranked) == 1 else "they move"
+        drawn = f" (drawn by the bootstrap with the others, {moves} every interval)" if args.bootstrap else ""
         log.warning("%s ranked by no run%s: %s%s", some, drawn, listed(unranked), check)
     return runs
 
