@@ -789,3 +789,25 @@ def test_the_wilcoxon_table_pairs_the_answers_of_each_query_and_sample(tmp_path)
         "m\tp\tn\tp\trun\trelevance\tdocs\t3\t-0.6\t0.0\t0.25",
         "m\tp\tm\tp\trun\trelevance\tdocs\t3\t0.0\t\t",  # every pair equal: no test
     ]
+
+
+def test_the_wilcoxon_test_ranks_equal_differences_of_nrp_as_ties():
+    """NRP values of a list of five are fifths, and 0.8 - 1.0 is not -(0.4 - 0.2) in floats: the test ranked
+    two equal differences apart (statistic 4.0, p 0.875; a stranger's trial). By hand: differences +1, -1,
+    +3, -2 fifths; |d| 1 twice (ranks 1 and 2: 1.5 each), 2 (3), 3 (4); W+ = 1.5 + 4 = 5.5, W- = 1.5 + 3
+    = 4.5, the statistic the smaller."""
+    from scipy.stats import wilcoxon
+
+    from examflow.nrp.evaluate import EXACT, wilcoxon_tests
+
+    fifths = {"a": [2, 4, 5, 1], "b": [1, 5, 2, 3]}
+    rows = [("bm25", "relevance", "list", llm, "p", f"q{i}", 0, Fraction(k, 5)) for llm, ks in fifths.items()
+            for i, k in enumerate(ks)]  # fmt: skip
+    per_answer = pd.DataFrame(rows, columns=["ranker", "dimension", "denominator", "llm", "prompt", "query_id",
+                                             "sample", EXACT])  # fmt: skip
+    per_answer["nrp"] = per_answer[EXACT].map(float)
+    nrp = {llm: per_answer.loc[per_answer["llm"] == llm, "nrp"].to_numpy() for llm in fifths}
+    assert (nrp["a"] - nrp["b"]).tolist() != [0.2, -0.2, 0.6, -0.4]  # in floats, 0.2 comes out two ways
+    [row] = wilcoxon_tests(per_answer, [("a", "p", "b", "p")]).itertuples(index=False)
+    assert (row.n_pairs, row.mean_difference, row.statistic) == (4, 1 / 20, 4.5)
+    assert row.p_value == wilcoxon([0.2, -0.2, 0.6, -0.4]).pvalue  # the differences as written, ties and all

@@ -241,7 +241,9 @@ def wilcoxon_tests(per_answer: pd.DataFrame, pairs: list[tuple[str, str, str, st
             difference = paired[f"{EXACT}_a"] - paired[f"{EXACT}_b"]  # Fractions: the mean is rounded once
             statistic = p_value = math.nan
             if (difference != 0).any():
-                test = wilcoxon(paired["nrp_a"], paired["nrp_b"])
+                # the exact differences, each rounded once: NRP values are fractions such as fifths, and
+                # subtracted as floats equal differences come out apart (0.8 - 1.0 and 0.2 - 0.4) and rank apart
+                test = wilcoxon(difference.map(float))
                 statistic, p_value = float(test.statistic), float(test.pvalue)
             mean = exact_mean(difference) if len(difference) else math.nan
             rows.append((llm_a, prompt_a, llm_b, prompt_b, ranker, dimension, denominator, len(paired), mean,
