@@ -102,12 +102,18 @@ def test_judges_measures_and_outside_label_names_are_checked():
     )
     # outside labels without what they are compared with: refused, not left out in silence
     for inputs in ({"labels": {"a": "x"}}, {"labels": {"a": "x"}, "qrels": "q.txt"},
-                   {"labels": {"a": "x"}, "qrels": "q.txt", "runs": ["r"], "official_leaderboard": None}):  # fmt: skip
+                   {"labels": {"a": "x"}, "qrels": "q.txt", "runs": ["r"], "corpus": "c", "official_leaderboard": None}):  # fmt: skip
         config = {"inputs": {"queries": "q", **inputs}, "evaluation": {"official_measure": None}}
         assert "inputs.labels: judges are compared with the official qrels" in rejected(config)
-    assert checked({"inputs": {"queries": "q", "labels": {"a": "x"}, "qrels": "q.txt", "runs": ["r"]}})
+    assert checked({"inputs": {"queries": "q", "labels": {"a": "x"}, "qrels": "q.txt", "runs": ["r"], "corpus": "c"}})
     irds = {
-        "inputs": {"queries": "q", "labels": {"a": "x"}, "qrels": "irds:msmarco-passage/trec-dl-2019", "runs": ["r"]}
+        "inputs": {
+            "queries": "q",
+            "labels": {"a": "x"},
+            "qrels": "irds:msmarco-passage/trec-dl-2019",
+            "runs": ["r"],
+            "corpus": "c",
+        }
     }
     assert "set inputs.qrels (a file)" in rejected(irds)
 
@@ -115,7 +121,14 @@ def test_judges_measures_and_outside_label_names_are_checked():
 def test_an_ensemble_names_judges_the_configuration_has():
     backend = {"kind": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1"}
     umbrela = {"name": "umb", "kind": "umbrela", "backend": backend}
-    inputs = {"queries": "q", "bank": "b", "qrels": "q.txt", "runs": ["r"], "labels": {"team": "t.qrels"}}
+    inputs = {
+        "queries": "q",
+        "bank": "b",
+        "qrels": "q.txt",
+        "runs": ["r"],
+        "corpus": "c",
+        "labels": {"team": "t.qrels"},
+    }
     config = {"inputs": inputs, "grading": {"methods": [umbrela]}}
     assert checked({**config, "judges": {"ensembles": {"vote": ["umb", "team"]}}})["judges"]["ensembles"]
     assert "judges.ensembles.vote: 'tema' is no method or outside label set (did you mean 'team'?)" in rejected(
@@ -217,8 +230,19 @@ def test_an_offline_grader_s_ladder_is_its_scale(caplog):
 
 
 def test_one_run_pattern_may_be_written_as_a_string():
-    assert checked({"inputs": {"queries": "q", "runs": "runs/*.run"}})["inputs"]["runs"] == ["runs/*.run"]
+    assert checked({"inputs": {"queries": "q", "runs": "runs/*.run", "corpus": "c"}})["inputs"]["runs"] == [
+        "runs/*.run"
+    ]
     assert "inputs.runs" in rejected({"inputs": {"queries": "q", "runs": {"a": 1}}})
+
+
+def test_runs_without_a_corpus_are_refused_before_any_step_runs():
+    """The pool step said so, after the judges' step had run (a stranger's trial); responses need none."""
+    assert rejected({"inputs": {"queries": "q", "runs": ["r"], "labels": {"a": "x"}, "qrels": "q.txt"}}) == (
+        "config inputs.corpus: the passages inputs.runs ranks are graded by their texts: set it (a file, or an "
+        "ir_datasets id)"
+    )
+    assert checked({"inputs": {"queries": "q", "responses": "r.jsonl"}})["inputs"]["corpus"] is None
 
 
 @pytest.mark.parametrize("example", sorted((ROOT / "config/examples").glob("*.yaml")), ids=lambda p: p.name)

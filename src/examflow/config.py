@@ -130,6 +130,9 @@ def _check_exam_inputs(checked: dict) -> None:
         # a bank by another name is written all the same, then refused by every run that reads it
         raise ConfigError("inputs.bank", f"{inputs['bank']}: a generated bank is written as JSONL: name it .jsonl "
                           "(or .jsonl.gz)")  # fmt: skip
+    if inputs.get("runs") and not inputs.get("corpus"):  # the pool step would say so, after other steps ran
+        raise ConfigError("inputs.corpus", "the passages inputs.runs ranks are graded by their texts: set it (a "
+                          "file, or an ir_datasets id)")  # fmt: skip
     questions = checked["questions"]
     if questions["generate"] and questions["items"] == "nuggets":  # created from the pool's documents
         if not (inputs.get("runs") or inputs.get("responses")):
