@@ -391,6 +391,23 @@ def test_a_run_stopped_with_no_step_failed_says_so_and_that_a_rerun_goes_on(tmp_
     ]
 
 
+def test_a_run_that_fails_names_the_warnings_of_the_steps_that_completed_before_its_failures(tmp_path, capsys):
+    """The judges' step warned of dropped rows, then the pool failed: the rerun after the mend ran the judges no
+    more, and no run's end named their warning (a stranger's trial). The failed step's own warnings are its
+    failure's: not named twice."""
+    from examflow.joblogs import name_failures
+
+    t = "2026-12-02 10:32:46,100"
+    write(tmp_path / "logs/judges.log", f"{t} WARNING examflow.errors: 2 qrels rows dropped\nexamflow: done\n")
+    write(tmp_path / "logs/pool.log", f"{t} WARNING examflow: retried\nexamflow: error: runs/a.run:3: bad\n")
+    name_failures(tmp_path / "logs", since=1000.0, parsed=["method umb grades 0-3"])
+    assert capsys.readouterr().err.splitlines() == [
+        "examflow: the configuration warned: method umb grades 0-3",
+        f"examflow: a step warned: 2 qrels rows dropped (its log: {tmp_path / 'logs/judges.log'})",
+        f"examflow: a step failed: runs/a.run:3: bad (its log: {tmp_path / 'logs/pool.log'})",
+    ]
+
+
 def test_steps_that_completed_only_when_run_again_are_named_once_each_alike_in_one_line(tmp_path, capsys):
     """A preempted cluster's many shards took a line each, and a step retried twice two (a reviewer's reading):
     each step once, by its latest attempt that stopped; attempts that stopped alike share a line."""

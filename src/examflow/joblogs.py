@@ -6,7 +6,7 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -117,11 +117,14 @@ def name_retries(folder: str | Path, since: float, most: int = 8) -> None:
     _say_alike(alike, most, line, f"completed when run again (their logs are under {folder})")
 
 
-def name_failures(folder: str | Path, since: float) -> None:
-    """`onerror` (Snakemake's main process): each expected failure this run's steps stopped on, one line
-    each on stderr, last in the output; where none did, that the run was stopped (SIGTERM to snakemake
-    ended it with Snakemake's `At least one job did not complete` alone, a stranger's trial)."""
+def name_failures(folder: str | Path, since: float, parsed: Iterable[str] = ()) -> None:
+    """`onerror` (Snakemake's main process): first the warnings of the parse and of the steps that completed
+    (`name_warnings`: the rerun after a mend runs those steps no more, and would never name them; a stranger's
+    trial), then each expected failure this run's steps stopped on, one line each on stderr, last in the
+    output; where none did, that the run was stopped (SIGTERM to snakemake ended it with Snakemake's `At least
+    one job did not complete` alone, a stranger's trial)."""
     failed = failures_logged(folder, since)
+    name_warnings(folder, since, parsed, leave_out={log for log, _ in failed})
     for log, message in failed:
         print(f"examflow: a step failed: {message} (its log: {log})", file=sys.stderr)
     if not failed:
@@ -159,11 +162,13 @@ class ParseWarnings(logging.Handler):
             self.messages.append(record.getMessage())
 
 
-def name_warnings(folder: str | Path, since: float, parsed: Iterable[str] = (), most: int = 8) -> None:
+def name_warnings(
+    folder: str | Path, since: float, parsed: Iterable[str] = (), most: int = 8, leave_out: Collection[Path] = ()
+) -> None:
     """`onsuccess` (Snakemake's main process): each warning of the parse (`parsed`), and each step of this
     run that warned, its headline warning (`warnings_logged`), one line each on stderr (steps whose headlines
     are the same, one line: a judge's scale said by each of its steps hid the retries after it); past `most`
-    lines, how many more steps."""
+    lines, how many more steps. `leave_out`: logs of steps that failed, named as such."""
     parsed = list(dict.fromkeys(parsed))  # each once
     for message in parsed:
         print(f"examflow: the configuration warned: {clip(message, MESSAGE_CHARS)}", file=sys.stderr)
@@ -171,7 +176,7 @@ def name_warnings(folder: str | Path, since: float, parsed: Iterable[str] = (), 
     said = {(message, 1) for message in parsed}
     alike: dict[str, list[tuple[Path, int]]] = {}
     for log, first, count in warnings_logged(folder, since):
-        if (first, count) not in said:
+        if (first, count) not in said and log not in leave_out:
             alike.setdefault(first, []).append((log, count))
     _say_alike(alike, most, _warned, f"warned (their logs are under {folder})")
 
