@@ -239,7 +239,13 @@ def test_runs_and_queries_named_na_null_none_nan_go_through_evaluate_summary_and
     assert refused.stderr == "examflow: error: --example-query needs --pool and --questions\n"
     # validation.leaderboard_runs: warn, as evaluate's --on-unknown-run: dropped, counted
     examflow(*words[:-2], "--on-unknown-run", "warn", "--out", tmp_path / "warned")
-    assert (tmp_path / "warned/leaderboard.html").is_file()
+    page = (tmp_path / "warned/leaderboard.html").read_text()
+    assert "official runs evaluated without a score" not in page  # `Nan` was not evaluated: dropped
+    # where every official run is dropped so, the pages show no official run, and name none as unscored
+    nothing = write(tmp_path / "nothing.json", json.dumps({"Nan": 1, "none": 2}))
+    examflow(*words[:-4], "--official", nothing, "--on-unknown-run", "warn", "--out", tmp_path / "none")
+    [page] = pd.read_html(tmp_path / "none/leaderboard.html", keep_default_na=False)[:1]
+    assert "official rank" not in page.columns and set(page["group"]) == {"run", "pool"}
     # and evaluate's: a run dropped so is no evaluated run "without a score" in the correlations' notes
     examflow("evaluate", "--grades", graded_table, "--pool", pool, "--questions", shard, "--official", typo,
              "--on-unknown-run", "warn", "--tau", 4, "--measures", "P_5", "--bootstrap", 10, "--out", tmp_path / "ev")  # fmt: skip

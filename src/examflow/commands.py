@@ -961,7 +961,7 @@ def method_report(args: argparse.Namespace) -> tuple[Facts, dict[str, bytes | st
         ),
         "example_html": lambda: worked_example(args, grades, method, _similarities(settings)),
     }
-    if facts.official and not official:
+    if facts.official and not args.official:
         raise Failure("--facts official: give the official leaderboard (--official)")
     return facts, {file.path: builders[name]() for name, file in wanted(REPORT, facts).items()}
 
@@ -974,7 +974,8 @@ def _checked_official(
 ) -> dict[str, float] | None:
     """The official leaderboard of the evaluated runs, checked as `examflow evaluate` checks it: a run it
     ranks that was not evaluated (a typo) would be missing from the figures in silence; under `warn`, it
-    is dropped (counted), as evaluate drops it. The evaluated runs are those of the rankings evaluate read,
+    is dropped (counted), as evaluate drops it (where it drops them all, the pages show no official run and
+    name none as evaluated without a score). The evaluated runs are those of the rankings evaluate read,
     where they are at hand: a run that no measure gives a score (under `present`, none of its queries has
     questions) has no row in leaderboard.tsv, and is no typo."""
     from examflow.io.leaderboard import match_runs
@@ -991,7 +992,7 @@ def _checked_official(
     unknown = Problems(args.on_unknown_run)
     match_runs(args.official, official, evaluated - set(RESERVED_RUNS), unknown, among)
     unknown.summarise()
-    return {run: rank for run, rank in official.items() if run in evaluated} or official
+    return {run: rank for run, rank in official.items() if run in evaluated}
 
 
 def _of_method(leaderboard: pd.DataFrame, method: str, table: dict[str, Path]) -> pd.DataFrame:
