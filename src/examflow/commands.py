@@ -1014,7 +1014,7 @@ def _report_grades(args: argparse.Namespace) -> tuple[pd.DataFrame, dict, pd.Dat
     from examflow.io.workbench import read_workbench_graded
 
     if args.grades:
-        rankings = read_pooled(args.pool, "rankings") if args.pool else None
+        rankings = read_table(pooled(args.pool, "rankings"), ["run_id"], only=True) if args.pool else None
         return read_table(args.grades, GRADES_READ), read_grades_metadata(args.grades).get("method", {}), rankings
     tables = read_workbench_graded(args.workbench_graded)
     grades = tables["grades"]
