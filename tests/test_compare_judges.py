@@ -560,6 +560,22 @@ def test_compat_is_ir_measures_and_by_hand():
     assert values[0, 0] == pytest.approx(0.9 / 1.9)
 
 
+def test_compat_puts_a_run_s_last_document_before_the_unretrieved_of_its_label():
+    """Compat's ideal ranking breaks a tie of labels by the run's scores, an unretrieved document's 0: the
+    run's places counted from 0 gave its last document 0 too, and d3 (unretrieved, label 2) went before d8
+    (ranked, label 2): 0.0996 for 0.2657, and a judge's τ 0.333 for 1 (a stranger's trial). By hand: run d7,
+    d8 against the ideal d6, d8, d3 at p = 0.9: (0.9 · 1/2 + 0.81 · 1/3) / (1 + 0.9 + 0.81)."""
+    import ir_measures
+
+    labels = pd.DataFrame({"query_id": "q", "doc_id": ["d3", "d6", "d7", "d8"], "relevance": [2, 3, 0, 2]})
+    run = pd.DataFrame({"run_id": "r", "query_id": "q", "passage_id": ["d7", "d8"], "score": [3.0, 2.0],
+                        "rank": [1, 2]})  # fmt: skip
+    compat = parse_measure("Compat(p=0.9)")
+    value = per_query_values(labels, run_dictionaries(run), compat, ["q"])[0, 0]
+    assert value == pytest.approx((0.9 / 2 + 0.81 / 3) / 2.71, abs=1e-12)
+    assert value == pytest.approx(ir_measures.calc_aggregate([compat], labels, {"q": {"d7": 3.0, "d8": 2.0}})[compat])
+
+
 def test_tied_scores_are_taken_in_trec_eval_s_order_by_every_measure():
     """Three documents of one score: trec_eval ranks them by descending doc id (d3, d2, d1), and so do
     pooling and `examflow evaluate`; ir-measures' Compat took ascending ids (d1 first: 1.0, a stranger's

@@ -120,12 +120,14 @@ def run_dictionaries(runs: pd.DataFrame) -> dict[str, Run]:
     and measure (half the time of a TREC DL-sized comparison). A document's score is its place in trec_eval's
     order (score descending, ties by descending doc id), counted from the bottom: each provider breaks ties
     its own way (ir-measures' Compat by ascending doc id), and every measure must see the one order that
-    pooling, `examflow evaluate` and the official leaderboard take."""
+    pooling, `examflow evaluate` and the official leaderboard take. Counted from 1: Compat's ideal ranking
+    breaks a tie of labels by these scores, an unretrieved document's 0, which the last document ranked
+    must not share."""
     ordered = runs.sort_values(["run_id", "query_id", "score", "passage_id"], ascending=[True, True, False, False])
     places = ordered.groupby(["run_id", "query_id"], sort=False).cumcount(ascending=False)
     found: dict[str, Run] = {}
     for run, query, doc, place in zip(ordered["run_id"], ordered["query_id"], ordered["passage_id"], places):
-        found.setdefault(run, {}).setdefault(query, {})[doc] = float(place)
+        found.setdefault(run, {}).setdefault(query, {})[doc] = float(place + 1)
     return dict(sorted(found.items()))
 
 
