@@ -352,6 +352,24 @@ def test_a_job_failing_on_cut_answers_says_a_rerun_meets_them_again():
         check_failures(grades, method, "shard-0", 0)
 
 
+def test_a_job_failing_on_unparsable_answers_points_to_the_mode_only_where_a_mode_reads_them():
+    """UMBRELA's `##final score: 7` fails in every mode, yet the job's line said "see the method's `mode`" (a
+    stranger's trial); a self-rating's prose is read as a grade under `reference` and `paper`."""
+    from examflow.config import methods
+    from examflow.errors import Failure
+    from examflow.grading.grades import check_failures
+
+    grades = pd.DataFrame({"error": ["unparsable: not a grade 0-3: '##final score: 7'"], "unparsable": [True]})
+    for kind, hint in (("umbrela", "stays, and no `mode` of this kind reads it: another model or prompt, or"),
+                       ("self_rating", "stays: see the method's `mode`, or")):  # fmt: skip
+        method = methods([{"name": "m", "kind": kind, "backend": {"kind": "openai", "model": "m"}}])[0]
+        with pytest.raises(Failure) as failed:
+            check_failures(grades, method, "shard-0", 0)
+        assert f"; an unparsable answer is an answer and {hint} delete the config's `cache_dir`/grades" in str(
+            failed.value
+        ), kind
+
+
 def test_a_job_that_stopped_asking_counts_the_pairs_it_did_not_ask():
     from examflow.config import methods
     from examflow.grading.backends import Answer

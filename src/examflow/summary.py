@@ -381,11 +381,13 @@ def _grading_section(doc: Document, graded: dict[str, dict]) -> None:
             ladder = ", ".join(f"{q:g}" for q in made["quantiles"])
             doc.paragraph("Method {} grades similarities by {} quantiles ({}).", name, made["calibration"], ladder)
     doc.paragraph("Failed pairs answer no question (they can only lower EXAM-Cover); in the EXAM-Qrels a passage "
-                  "keeps the best grade of its other pairs, and one left without any is out of the qrels, which can "
+                  "keeps the best grade of its other pairs (a criteria judge's passage with a failed criterion has "
+                  "no label: its label aggregates all four), and one left without any is out of the qrels, which can "
                   "move other runs' measures either way. `leaderboard.tsv` counts them per run in `failed_pairs`. "
-                  "Unparsable answers are failed pairs under `mode: strict` (and, for the UMBRELA, nugget and "
-                  "criteria kinds, in every mode), and were read as docs/methods.md §3 says under "
-                  "`reference` or `paper` otherwise.")  # fmt: skip
+                  "An answer with no grade to read is a failed pair (unparsable) under `mode: strict`, and for the "
+                  "UMBRELA, nugget and criteria kinds in every mode; under `reference` or `paper` an answer is read "
+                  "as docs/methods.md §3 says, which can take a digit the model did not mean as a grade (UMBRELA's "
+                  "last pattern reads `on a scale 0 to 3` as 3): `strict` refuses such answers.")  # fmt: skip
 
 
 def _served_paragraph(doc: Document, name: str, meta: dict) -> None:

@@ -505,7 +505,8 @@ def agreement(
             if len(pairs) and not (pairs["label"] >= cut).any():
                 values[name] = math.nan
                 log.warning(
-                    "method %s: no judged passage's EXAM-Label reaches %d: %s κ is left empty",
+                    "method %s: no judged passage's EXAM-Label reaches %d: %s κ is left empty (it would read 0 "
+                    "whatever the agreement; a judge grading 0-3 never reaches 4)",
                     method,
                     cut,
                     name.upper(),

@@ -53,9 +53,9 @@ def kind_counts(errors: Iterable[str]) -> dict[str, int]:
 
 
 # Failures a rerun meets again, and what to change instead: answers, cached, and prompts that cannot be asked.
+_ASK_AGAIN = "delete the config's `cache_dir`/grades (and an openai back end's `cache_dir`/llm) to ask the model again"
 _LASTING_FAILURES = {
-    "unparsable": "; an unparsable answer is an answer and stays: see the method's `mode`, or delete the config's "
-    "`cache_dir`/grades (and an openai back end's `cache_dir`/llm) to ask the model again",
+    "unparsable": f"; an unparsable answer is an answer and stays: see the method's `mode`, or {_ASK_AGAIN}",
     "cut-off": "; an answer cut at max_tokens is an answer and stays: raise max_tokens, or set cut_off: keep",
     TOO_LONG: "; a prompt with no room for its passage is never asked, and fails again: raise max_input_tokens",
 }
@@ -86,7 +86,7 @@ def check_failures(
             log.warning("%s, within grading.max_error_rate = %g: no grade for them; the run goes on "
                         "(`snakemake --forcerun %s` asks again those that got no answer)%s",
                         _failed_pairs(method, shard, errors, len(grades)), max_error_rate, out,
-                        _hint(errors, cache_dir))  # fmt: skip
+                        _hint(errors, cache_dir, method))  # fmt: skip
         return
     every_one = len(errors) == len(grades)
     raise Failure(_too_many(method, shard, max_error_rate, errors, len(grades), every_one, cache_dir=cache_dir))
@@ -135,7 +135,7 @@ def _too_many(
     stopped = f": it stopped asking, {unasked} pair{'s' if unasked > 1 else ''} not asked" if unasked else ""
     return (
         f"{_failed_pairs(method, shard, errors, total)}, more than grading.max_error_rate = {max_error_rate:g} "
-        f"allows{stopped}. {rerun}{_hint(errors, cache_dir)}"
+        f"allows{stopped}. {rerun}{_hint(errors, cache_dir, method)}"
     )
 
 
@@ -147,9 +147,19 @@ def _failed_pairs(method: Method, shard: str, errors: list[str], total: int) -> 
             f"{clip(errors[0], MESSAGE_CHARS)})")  # fmt: skip
 
 
-def _hint(errors: list[str], cache_dir: str | None) -> str:
+# UMBRELA's, the nugget and criteria kinds' answers: no `mode` reads one that is not a grade
+_UNPARSABLE_IN_EVERY_MODE = (
+    f"; an unparsable answer is an answer and stays, and no `mode` of this kind reads it: another model or prompt, "
+    f"or {_ASK_AGAIN}"
+)
+
+
+def _hint(errors: list[str], cache_dir: str | None, method: Method) -> str:
     """What to change instead of rerunning, for the failures a rerun meets again."""
+    from examflow.grading.methods import strict_in_every_mode
+
     failed = kind_counts(errors)
-    hint = "".join(text for kind, text in _LASTING_FAILURES.items() if kind in failed)
+    texts = _LASTING_FAILURES | ({"unparsable": _UNPARSABLE_IN_EVERY_MODE} if strict_in_every_mode(method.kind) else {})
+    hint = "".join(text for kind, text in texts.items() if kind in failed)
     # `cache_dir` defaults to results/cache, outside results_dir: the folder by name (a stranger looked there)
     return hint + (f" (here: {cache_dir})" if cache_dir and "unparsable" in failed else "")

@@ -216,6 +216,11 @@ class Reading:
     always_strict: bool = False  # an answer that is not a grade is an error in every parse mode
 
 
+def strict_in_every_mode(kind: str) -> bool:
+    """Whether an answer of `kind` that is not a grade fails whatever the method's `mode`."""
+    return READINGS[KINDS[kind].grade].always_strict
+
+
 READINGS = {
     "rating": Reading(_rating, "a grade 0-5"),
     "correct": Reading(_correct, "an answer"),  # any answer is read: never unparsable
