@@ -288,3 +288,19 @@ def test_a_method_finds_its_kind_of_items_in_the_bank_and_ratings_count_as_edits
     unrated = bank_digest(bank)
     assert bank_digest(bank.assign(importance=None)) == unrated  # no ratings: the digest it always had
     assert bank_digest(bank.assign(importance="vital")) != bank_digest(bank.assign(importance="okay")) != unrated
+
+
+def test_equal_nugget_scores_are_equal_floats():
+    """Three runs whose queries' nugget_all values differ but average to 17/36 each: summed as floats, two of
+    them came out 0.47222222222222227 and one 0.47222222222222215 (a stranger's trial saw the latter for
+    0.4722222222222222). Nugget scores are ratios of credits (0, 1/2, 1), summed exactly like the counts."""
+    from fractions import Fraction
+
+    from examflow.evaluation.scores import system_scores
+
+    values = {"a": [1 / 3, 1 / 2, 7 / 12], "b": [1 / 4, 1 / 2, 2 / 3], "c": [1 / 6, 3 / 4, 1 / 2]}
+    rows = [(run, f"q{i}", measure, pd.NA, value, 1.0) for measure in ("nugget_all", "nugget_weighted")
+            for run, of_run in values.items() for i, value in enumerate(of_run)]  # fmt: skip
+    per_query = pd.DataFrame(rows, columns=["run_id", "query_id", "measure", "tau", "value", "weight"])
+    scores = system_scores(per_query)
+    assert scores["score"].tolist() == [float(Fraction(17, 36))] * 6

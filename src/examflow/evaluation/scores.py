@@ -26,10 +26,13 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
+from examflow.registry import NUGGET_MEASURES
+
 # Denominators of per-query count ratios (questions of a query, k, ranks, relevant passages)
 # stay far below this; two such ratios differ by at least 1 / MAX_DENOMINATOR², float noise by 1e-16.
 MAX_DENOMINATOR = 10**6
-_COUNT_RATIOS = {"exam_cover", "n_exam_cover", "exam", "Rprec", "recip_rank", "set_P", "set_recall"}
+# nugget scores too: credits of 0, 1/2 and 1 (weights 1 and 1/2) over a query's nuggets
+_COUNT_RATIOS = {"exam_cover", "n_exam_cover", "exam", "Rprec", "recip_rank", "set_P", "set_recall", *NUGGET_MEASURES}
 _COUNT_RATIO_FAMILIES = ("P_", "recall_", "success_", "num_", "relative_P_")
 
 
