@@ -504,13 +504,9 @@ def agreement(
             # κ of labels all below the cut (UMBRELA's 0-3 under STRICT) reads 0.000 whatever the agreement
             if len(pairs) and not (pairs["label"] >= cut).any():
                 values[name] = math.nan
-                log.warning(
-                    "method %s: no judged passage's EXAM-Label reaches %d: %s κ is left empty (it would read 0 "
-                    "whatever the agreement; a judge grading 0-3 never reaches 4)",
-                    method,
-                    cut,
-                    name.upper(),
-                )
+                scale = "; a judge grading 0-3 never reaches 4" if cut == 4 else ""
+                log.warning("method %s: no judged passage's EXAM-Label reaches %d: %s κ is left empty (it would read "
+                            "0 whatever the agreement%s)", method, cut, name.upper(), scale)  # fmt: skip
         summaries += [(method, name, value, len(pairs)) for name, value in values.items()]
         for name, table in tables.items():
             # cast: a table with one level of columns stacks into a Series
