@@ -927,12 +927,12 @@ def method_report(args: argparse.Namespace) -> tuple[Facts, dict[str, bytes | st
     table = {name: folder / file.path for name, file in EVALUATION.items()}
     official = read_leaderboard(args.official) if args.official else None
     facts = Facts.of(args.facts) if args.facts is not None else Facts(bool(official), table["agreement"].exists())
-    leaderboard, (grades, settings, rankings) = (
+    leaderboard, (grades, settings, runs) = (
         _of_method(_tsv(table["leaderboard"], BOARD_READ, **BOARD_TYPES), method, table),
-        _report_grades(args),
+        _report_inputs(args),
     )
     kind = settings.get("kind")
-    official = _checked_official(args, official, rankings, (table["leaderboard"], leaderboard))
+    official = _checked_official(args, official, runs, (table["leaderboard"], leaderboard))
     evaluated = sorted(int(t) for t in leaderboard["tau"].dropna().unique())
     if tau not in evaluated:  # the figures would be empty
         raise Failure(f"--tau {tau}: {table['leaderboard']} holds τ {', '.join(map(str, evaluated))} only")
@@ -969,26 +969,25 @@ def method_report(args: argparse.Namespace) -> tuple[Facts, dict[str, bytes | st
 def _checked_official(
     args: argparse.Namespace,
     official: dict[str, float] | None,
-    rankings: pd.DataFrame | None,
+    evaluated: set[str] | None,
     board: tuple[Path, pd.DataFrame],
 ) -> dict[str, float] | None:
     """The official leaderboard of the evaluated runs, checked as `examflow evaluate` checks it: a run it
     ranks that was not evaluated (a typo) would be missing from the figures in silence; under `warn`, it
     is dropped (counted), as evaluate drops it (where it drops them all, the pages show no official run and
-    name none as evaluated without a score). The evaluated runs are those of the rankings evaluate read,
-    where they are at hand: a run that no measure gives a score (under `present`, none of its queries has
-    questions) has no row in leaderboard.tsv, and is no typo."""
+    name none as evaluated without a score). `evaluated`: the runs of the rankings evaluate read, where
+    they are at hand (else leaderboard.tsv's): a run that no measure gives a score (under `present`, none
+    of its queries has questions) has no row in leaderboard.tsv, and is no typo."""
     from examflow.io.leaderboard import match_runs
     from examflow.io.runs import RESERVED_RUNS
 
     if official is None:
         return None
     path, leaderboard = board
-    evaluated, among = (
-        (set(rankings["run_id"]), "")
-        if rankings is not None
-        else (set(leaderboard["run_id"]), f"the runs of {path} (a run evaluated without a score is known by --pool)")
-    )
+    among = ""
+    if evaluated is None:
+        evaluated = set(leaderboard["run_id"])
+        among = f"the runs of {path} (a run evaluated without a score is known by --pool)"
     unknown = Problems(args.on_unknown_run)
     match_runs(args.official, official, evaluated - set(RESERVED_RUNS), unknown, among)
     unknown.summarise()
@@ -1004,23 +1003,24 @@ def _of_method(leaderboard: pd.DataFrame, method: str, table: dict[str, Path]) -
     return mine.reset_index(drop=True)
 
 
-def _report_grades(args: argparse.Namespace) -> tuple[pd.DataFrame, dict, pd.DataFrame | None]:
-    """The method's grades, its settings (empty where not recorded) and the rankings its evaluation read,
-    where they are at hand: from its grades table and the pool (--pool), or a workbench graded file (its
-    rows of the method: self-ratings of the reference implementation; its rankings)."""
+def _report_inputs(args: argparse.Namespace) -> tuple[pd.DataFrame, dict, set[str] | None]:
+    """What the report reads of the evaluation's inputs: the method's grades, its settings (empty where not
+    recorded) and the runs of the rankings the evaluation read, where they are at hand: from its grades
+    table and the pool (--pool), or a workbench graded file (its rows of the method: self-ratings of the
+    reference implementation; its rankings), read once."""
     from examflow.grading.grades import GRADES_READ
     from examflow.grading.merge import read_grades_metadata
     from examflow.io.tables import read_table
     from examflow.io.workbench import read_workbench_graded
 
     if args.grades:
-        rankings = read_table(pooled(args.pool, "rankings"), ["run_id"], only=True) if args.pool else None
-        return read_table(args.grades, GRADES_READ), read_grades_metadata(args.grades).get("method", {}), rankings
+        runs = set(read_table(pooled(args.pool, "rankings"), ["run_id"], only=True)["run_id"]) if args.pool else None
+        return read_table(args.grades, GRADES_READ), read_grades_metadata(args.grades).get("method", {}), runs
     tables = read_workbench_graded(args.workbench_graded)
     grades = tables["grades"]
     if args.method not in set(grades["method"]):
         raise InputError(args.workbench_graded, f"no grades of method {args.method!r} (--method)")
-    return grades[grades["method"] == args.method].reset_index(drop=True), {}, tables["rankings"]
+    return grades[grades["method"] == args.method].reset_index(drop=True), {}, set(tables["rankings"]["run_id"])
 
 
 def worked_example(args: argparse.Namespace, grades: pd.DataFrame, method: str, similarities: bool = False) -> str:

@@ -11,6 +11,7 @@ import pandas as pd
 
 from examflow.bounds import MESSAGE_CHARS, clip
 from examflow.errors import TOO_LONG, Failure
+from examflow.grading.methods import strict_in_every_mode
 from examflow.registry import Method
 
 if TYPE_CHECKING:
@@ -156,8 +157,6 @@ _UNPARSABLE_IN_EVERY_MODE = (
 
 def _hint(errors: list[str], cache_dir: str | None, method: Method) -> str:
     """What to change instead of rerunning, for the failures a rerun meets again."""
-    from examflow.grading.methods import strict_in_every_mode
-
     failed = kind_counts(errors)
     texts = _LASTING_FAILURES | ({"unparsable": _UNPARSABLE_IN_EVERY_MODE} if strict_in_every_mode(method.kind) else {})
     hint = "".join(text for kind, text in texts.items() if kind in failed)
