@@ -444,12 +444,14 @@ def test_a_run_that_completes_names_the_warnings_of_its_steps_and_no_earlier_run
                                       f"r.run:4: ...)\n{t} INFO examflow: pooled\n{t} WARNING examflow: flagged 1\n"
                                       "examflow: done\n")  # fmt: skip
     write(tmp_path / "logs/summary.log", f"{t} INFO examflow: x WARNING y\n{t} WARNING other.library: not ours\n")
-    write(tmp_path / "logs/grade/m/shard-1.log", f"{t} WARNING examflow: {'x' * 400}\nexamflow: done\n")
+    hint = " (`snakemake --forcerun grade/m/shard-1.parquet` asks again)"  # a warning's end says what to do
+    write(tmp_path / "logs/grade/m/shard-1.log", f"{t} WARNING examflow: {'x' * 1400}{hint}\nexamflow: done\n")
     name_warnings(tmp_path / "logs", since=1000.0)
     assert capsys.readouterr().err.splitlines() == [  # grading's shards last: they could fill every line
         "examflow: a step warned: 2 run rows of unknown queries dropped (first: r.run:4: ...) (and 1 more warning; its log: "
         f"{tmp_path / 'logs/pool.log'})",
-        f"examflow: a step warned: {'x' * 300}… [100 more characters] (its log: {tmp_path / 'logs/grade/m/shard-1.log'})",
+        f"examflow: a step warned: {'x' * 500} … [{1400 + len(hint) - 1000} characters] … {'x' * (500 - len(hint))}{hint} "
+        f"(its log: {tmp_path / 'logs/grade/m/shard-1.log'})",
     ]
     name_warnings(tmp_path / "logs", since=1000.0, most=1)
     assert capsys.readouterr().err.splitlines()[1:] == [
