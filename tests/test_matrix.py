@@ -172,7 +172,7 @@ def generator(prompt: str) -> str:
         return str(rating(*question_and_context(prompt)))
     topic = " / ".join(dict.fromkeys(re.findall(r"'([^']+)'", prompt)))
     questions = [f"What is {topic}?", f"Why does {topic} matter?", f"How does {topic} work?"]
-    if prompt.endswith("Give the question set in a Python list format."):  # FLAN-T5-EXAM's instruction
+    if prompt.endswith("in a Python list format."):  # FLAN-T5-EXAM's instruction
         return repr(questions)  # Python's quotes, which JSON does not read
     return json.dumps({"questions": questions})
 
@@ -197,7 +197,10 @@ def test_generate_and_grade_in_one_run(tmp_path):
         bank = bank_questions(project / config["inputs"]["bank"])
         assert sum(map(len, bank.values())) == 27  # 4 queries and 5 subtopics, 3 questions each
         asked = [r["body"]["prompt"] for r in server.requests if r["body"]["model"] == "test-writer"]
-        assert len(asked) == 9 and all(p.endswith("Give the question set in a Python list format.") for p in asked)
+        # FLAN-T5-EXAM's prompts as published: its DL one (a whole query) says the format in its last sentence
+        endings = Counter(p.rsplit(". ", 1)[-1] for p in asked)
+        assert endings == {"Keep the questions short and in a Python list format.": 4,
+                           "Give the question set in a Python list format.": 5}  # fmt: skip
         assert all(text.split()[0] in ("What", "Why", "How") for texts in bank.values() for text in texts.values())
         check_exam(project, config, "rater", expected_answers(project, config, bank))
         models = {

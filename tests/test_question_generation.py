@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
 from llm_server import LLMServer, Slow, Status
 
 from examflow.llm import LLMClient, LLMError, LLMSettings
-from examflow.questions.generate import GenerationError, generate_bank, parse_questions, rerun_hint
+from examflow.questions.generate import GenerationError, generate_bank, parse_questions, prompt_for, rerun_hint
 from examflow.questions.items import item_id
 
 QUERIES = pd.DataFrame(
@@ -201,3 +202,29 @@ def test_questions_command_writes_once_and_never_overwrites(server, tmp_path, ca
     assert main([*args, "--cache-dir", str(tmp_path / "cache")]) == 2
     assert "exists: the bank is generated once and never overwritten" in capsys.readouterr().err
     assert bank.read_text() == written and server.calls == 1
+
+
+# FLAN-T5-EXAM's generation prompts as its appendix publishes them (Table 1 of the paper prints the same)
+PUBLISHED = Path(__file__).resolve().parents[2] / "shared" / "reference" / "flan-t5-exam-appendix" / "prompts"
+
+
+@pytest.mark.parametrize(("facet", "published"), [(None, "exam-qgen-DL"), ("Formation", "exam-qgen-CAR")])
+def test_python_list_prompts_are_flan_t5_exam_s_as_published(facet, published):
+    if not PUBLISHED.is_dir():
+        pytest.skip(f"FLAN-T5-EXAM's prompts are not at {PUBLISHED} (../shared/reference is absent)")
+    text = (PUBLISHED / published).read_text(encoding="utf-8").strip()
+    expected = text.replace("{query_title}", "Volcanoes").replace("{query_subtopic}", "Formation")
+    assert prompt_for("Volcanoes", facet, "python-list")[0] == expected
+
+
+def test_the_dl_prompt_names_its_format_in_its_last_sentence_or_after_it():
+    """FLAN-T5-EXAM's DL prompt ends "Keep the questions short and in a Python list format." (its Table 1); a
+    JSON format (EXAM++) is a sentence and a block after "Keep the questions short." (SPEC §2)."""
+    listed, name = prompt_for("tides", None, "python-list")
+    assert listed.endswith("inquiries. Keep the questions short and in a Python list format.")
+    assert name == "qgen-dl-python-list" and "Give the question set" not in listed
+    as_json, name = prompt_for("tides", None, "json")
+    assert name == "qgen-dl" and as_json.endswith(
+        "Keep the questions short. Give the question set in the following JSON format:\n```json\n"
+        '{"questions":[question_text_1, question_text_2,...]}\n```'
+    )
