@@ -214,9 +214,10 @@ def test_a_compressed_reply_is_bounded_as_it_inflates(server, tmp_path):
             '{"object": "error", "error": "model not loaded"}',
             "the reply has no choices; it carries an error: model not loaded",
         ),
-        ('{"choices": [null]}', "the reply's answer is null"),
-        ('{"choices": [{"message": null}]}', "the reply's answer is null"),
-        ('{"choices": [{"text": "3"}]}', "the reply's answer is null"),  # a completion's choice, to a chat request
+        ('{"choices": [null]}', "the reply's choice has no message"),
+        ('{"choices": [{"message": null}]}', "the reply's choice has no message"),
+        ('{"choices": [{"text": "3"}]}', "the reply's choice has no message"),  # a completion's choice, to chat
+        ('{"choices": [{"message": {"content": null}}]}', "the reply's answer is null"),
         ('{"choices": [{"message": {"content": 4}}]}', "the reply's answer is no text: 4"),
         (b'{"choices": [{"message": {"content": "2 \xff\xfe"}}]}', "'utf-8' codec can't decode"),
     ],
@@ -229,6 +230,7 @@ def test_a_compressed_reply_is_bounded_as_it_inflates(server, tmp_path):
         "null-choice",
         "null-message",
         "no-message",
+        "null-content",
         "number-content",
         "not-utf8",
     ],
@@ -276,6 +278,21 @@ def test_an_answer_cut_at_max_tokens_is_a_failure_unless_kept(server, tmp_path):
     options = {"model": "m", "max_tokens": 1}
     assert api_signature(options | {"cut_off": "keep"}, False) != api_signature(options, False)
     assert "cut_off" not in api_signature(options, False)  # the default keys grades as before
+
+
+@pytest.mark.parametrize(("content", "shown"), [("4", ": '4' "), ("", " "), (None, " ")])
+def test_an_answer_a_content_filter_stopped_is_a_failure_asked_again_by_a_rerun(server, tmp_path, content, shown):
+    """`finish_reason: content_filter` with a `4` was graded 4, and the run showed no failure (a stranger's
+    server): what the filter left is no whole answer. The filter says the same to the same prompt, so it is
+    not retried; it is not the model's answer either, so not cached: a rerun, the filter changed, asks again."""
+    reply = completion("", True, "m", finish_reason="content_filter")
+    reply["choices"][0]["message"]["content"] = content
+    server.script("bees", Raw(json.dumps(reply)), Raw(json.dumps(reply)))
+    message = rf"^filtered: the server's content filter withheld the answer{shown}\(finish_reason content_filter;"
+    for calls in (1, 2):
+        with pytest.raises(LLMError, match=message):
+            client(server, tmp_path).complete("bees")
+        assert server.calls == calls
 
 
 def test_a_reply_trickling_past_the_timeout_is_a_timeout(server, tmp_path):

@@ -6,7 +6,8 @@ settings and the prompt, so a rerun costs no API call. HTTP 429 waits as long as
 malformed replies (no choices, null content, a body that is not the API's JSON) back off
 exponentially; other HTTP errors fail at once. A call that still fails is an `LLMError`
 whose `kind` names the failure, never an empty answer, and it is never cached (an answer the server cut
-at `max_tokens` is an answer: cached, marked as cut, and a `cut-off` failure unless `cut_off: keep`).
+at `max_tokens` is an answer: cached, marked as cut, and a `cut-off` failure unless `cut_off: keep`; one
+its content filter stopped, `finish_reason: content_filter`, is a `filtered` failure, not retried).
 
 What a server sends is bounded where it is read: at most `max_reply_bytes` of a body (an error's
 too, counted inflated where a server compresses it though asked not to) reach memory, a longer one is
@@ -55,7 +56,7 @@ log = logging.getLogger(__name__)
 
 class LLMError(Failure):
     """A call that failed for good: `kind` is timeout, http-NNN, connection, malformed, too-large, cut-off,
-    config, interrupted (Ctrl-C came before the request was sent) or not-asked (`replies` gave up first).
+    filtered, config, interrupted (Ctrl-C came before the request was sent) or not-asked (`replies` gave up first).
     `served`: the model a server named for an answer that fails all the same (cut at max_tokens)."""
 
     def __init__(self, kind: str, message: str, served: str | None = None):
@@ -317,7 +318,13 @@ class LLMClient:
             raise Malformed("the reply has no choices" + _carried_error(reply))
         choice = choices[0]
         holder = _field(choice, "message") if self.settings.api == "chat" else choice
+        if self.settings.api == "chat" and not isinstance(holder, dict):
+            raise Malformed("the reply's choice has no message")
         text = _field(holder, "content" if self.settings.api == "chat" else "text")
+        if _field(choice, "finish_reason") == "content_filter":  # what it holds is no whole answer: a `4` of `45`
+            shown = f": {clip(text, 80)!r}" if isinstance(text, str) and text else ""
+            raise self.failure("filtered", f"the server's content filter withheld the answer{shown} "
+                                           "(finish_reason content_filter; not cached, a rerun asks again)")  # fmt: skip
         if not isinstance(text, str):
             raise Malformed(
                 "the reply's answer is null" if text is None else f"the reply's answer is no text: {text!r}"
