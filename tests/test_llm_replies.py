@@ -214,7 +214,7 @@ def test_a_compressed_reply_is_bounded_as_it_inflates(server, tmp_path):
             '{"object": "error", "error": "model not loaded"}',
             "the reply has no choices; it carries an error: model not loaded",
         ),
-        ('{"choices": [null]}', "the reply's choice has no message"),
+        ('{"choices": [null]}', "the reply's choice is no object"),
         ('{"choices": [{"message": null}]}', "the reply's choice has no message"),
         ('{"choices": [{"text": "3"}]}', "the reply's choice has no message"),  # a completion's choice, to chat
         ('{"choices": [{"message": {"content": null}}]}', "the reply's answer is null"),
@@ -280,19 +280,24 @@ def test_an_answer_cut_at_max_tokens_is_a_failure_unless_kept(server, tmp_path):
     assert "cut_off" not in api_signature(options, False)  # the default keys grades as before
 
 
-@pytest.mark.parametrize(("content", "shown"), [("4", ": '4' "), ("", " "), (None, " ")])
-def test_an_answer_a_content_filter_stopped_is_a_failure_asked_again_by_a_rerun(server, tmp_path, content, shown):
+@pytest.mark.parametrize("api", ["chat", "completions"])
+@pytest.mark.parametrize(("content", "shown"), [("4", ": '4' "), ("", " "), (None, " "), ("no message", " ")])
+def test_an_answer_a_content_filter_stopped_is_a_failure_asked_again_by_a_rerun(server, tmp_path, api, content, shown):
     """`finish_reason: content_filter` with a `4` was graded 4, and the run showed no failure (a stranger's
     server): what the filter left is no whole answer. The filter says the same to the same prompt, so it is
     not retried; it is not the model's answer either, so not cached: a rerun, the filter changed, asks again."""
-    reply = completion("", True, "m", finish_reason="content_filter")
-    reply["choices"][0]["message"]["content"] = content
+    reply = completion("", api == "chat", "m", finish_reason="content_filter")
+    choice = reply["choices"][0]
+    holder, field = (choice["message"], "content") if api == "chat" else (choice, "text")
+    holder[field] = content
+    if content == "no message":  # a chat choice without its message, a completion's without its text
+        choice.pop("message" if api == "chat" else "text")
     server.script("bees", Raw(json.dumps(reply)), Raw(json.dumps(reply)))
     message = rf"^filtered: the server's content filter withheld the answer{shown}\(finish_reason content_filter;"
     for calls in (1, 2):
-        with pytest.raises(LLMError, match=message):
-            client(server, tmp_path).complete("bees")
-        assert server.calls == calls
+        with pytest.raises(LLMError, match=message) as failed:
+            client(server, tmp_path, api=api).complete("bees")
+        assert server.calls == calls and failed.value.served == "m"  # the model that answered, counted
 
 
 def test_a_reply_trickling_past_the_timeout_is_a_timeout(server, tmp_path):

@@ -429,6 +429,50 @@ def test_steps_that_completed_only_when_run_again_are_named_once_each_alike_in_o
     ]
 
 
+@pytest.mark.parametrize(
+    ("text", "limit", "clipped"),
+    [
+        ("abcdefghij", 10, "abcdefghij"),
+        ("abcdefghij" * 4, 10, "abcde … [30 characters] … fghij"),
+        ("abcdefghij" * 4, 11, "abcde … [30 characters] … fghij"),  # an odd limit keeps one less
+        ("abcdefghij" * 4, 0, " … [40 characters] … "),
+        ("abcdefghij" * 4, 1, " … [40 characters] … "),  # no end kept: `text[-0:]` would be all of it
+        ("abcdefghij" * 2 + "k", 10, "abcdefghij" * 2 + "k"),  # the marker would not shorten it: whole
+    ],
+)
+def test_a_long_line_keeps_its_start_and_its_end(text, limit, clipped):
+    from examflow.bounds import clip_middle
+
+    assert clip_middle(text, limit) == clipped
+
+
+def test_a_run_s_end_names_a_failed_pairs_warning_whole(tmp_path, capsys, caplog):
+    """A grading job's failures within the allowance, of every kind that has a hint: its warning ends with the
+    `--forcerun` to ask again and what to change, which the run's end cut at 300 characters (then at 1,000: a
+    reviewer's failures made 1,108)."""
+    import pandas as pd
+
+    from examflow.config import methods
+    from examflow.grading.grades import check_failures
+    from examflow.joblogs import name_warnings
+
+    method = methods([{"name": "m", "kind": "self_rating", "backend": {"kind": "openai", "model": "m"}}])[0]
+    errors = [f"http-500: {'y' * 300}… [99 more characters]", "unparsable: not a grade 0-5: 'maybe'",
+              "cut-off: the server cut the answer at max_tokens = 5: '2'", "too-long: no room for the passage",
+              "filtered: the server's content filter withheld the answer"]  # fmt: skip
+    grades = pd.DataFrame({"error": errors + [None] * 5, "unparsable": [False, True] + [False] * 8})
+    out = str(tmp_path / "results" / "grades" / "m" / "shard-07.parquet")
+    with caplog.at_level(logging.WARNING, logger="examflow"):
+        check_failures(grades, method, "shard-07", 0.5, cache_dir=str(tmp_path / "cache"), out=out)
+    (warning,) = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
+    assert len(warning) > 1000 and f"(`snakemake --forcerun {out}` asks again those that got no answer)" in warning
+    write(tmp_path / "logs/grade/m/shard-07.log", f"2026-12-02 10:00:00,000 WARNING examflow: {warning}\n")
+    name_warnings(tmp_path / "logs", since=1000.0)
+    assert capsys.readouterr().err.splitlines() == [
+        f"examflow: a step warned: {warning} (its log: {tmp_path / 'logs/grade/m/shard-07.log'})"
+    ]
+
+
 def test_a_run_that_completes_names_the_warnings_of_its_steps_and_no_earlier_run_s(tmp_path, capsys):
     """Snakemake shows no log of a job that succeeded: a row dropped under `validation: warn` was said in
     pool.log alone (a stranger's trial)."""
@@ -445,12 +489,12 @@ def test_a_run_that_completes_names_the_warnings_of_its_steps_and_no_earlier_run
                                       "examflow: done\n")  # fmt: skip
     write(tmp_path / "logs/summary.log", f"{t} INFO examflow: x WARNING y\n{t} WARNING other.library: not ours\n")
     hint = " (`snakemake --forcerun grade/m/shard-1.parquet` asks again)"  # a warning's end says what to do
-    write(tmp_path / "logs/grade/m/shard-1.log", f"{t} WARNING examflow: {'x' * 1400}{hint}\nexamflow: done\n")
+    write(tmp_path / "logs/grade/m/shard-1.log", f"{t} WARNING examflow: {'x' * 2400}{hint}\nexamflow: done\n")
     name_warnings(tmp_path / "logs", since=1000.0)
     assert capsys.readouterr().err.splitlines() == [  # grading's shards last: they could fill every line
         "examflow: a step warned: 2 run rows of unknown queries dropped (first: r.run:4: ...) (and 1 more warning; its log: "
         f"{tmp_path / 'logs/pool.log'})",
-        f"examflow: a step warned: {'x' * 500} … [{1400 + len(hint) - 1000} characters] … {'x' * (500 - len(hint))}{hint} "
+        f"examflow: a step warned: {'x' * 1000} … [{2400 + len(hint) - 2000} characters] … {'x' * (1000 - len(hint))}{hint} "
         f"(its log: {tmp_path / 'logs/grade/m/shard-1.log'})",
     ]
     name_warnings(tmp_path / "logs", since=1000.0, most=1)

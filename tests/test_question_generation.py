@@ -219,7 +219,7 @@ def test_python_list_prompts_are_flan_t5_exam_s_as_published(facet, published):
 
 def test_the_dl_prompt_names_its_format_in_its_last_sentence_or_after_it():
     """FLAN-T5-EXAM's DL prompt ends "Keep the questions short and in a Python list format." (its Table 1); a
-    JSON format (EXAM++) is a sentence and a block after "Keep the questions short." (SPEC §2)."""
+    JSON format (EXAM++) is a sentence and a block after "Keep the questions short." (docs/methods.md §2)."""
     listed, name = prompt_for("tides", None, "python-list")
     assert listed.endswith("inquiries. Keep the questions short and in a Python list format.")
     assert name == "qgen-dl-python-list" and "Give the question set" not in listed

@@ -307,24 +307,28 @@ class LLMClient:
             "/chat/completions" if settings.api == "chat" else "/completions", body=body, cast_to=Response
         )
         reply = _reply_json(response, self.kept)
-        text, cut = self._answer(reply)
-        return self.kept(text), cut, served_name(_field(reply, "model"), self.kept)
+        served = served_name(_field(reply, "model"), self.kept)
+        text, cut = self._answer(reply, served)
+        return self.kept(text), cut, served
 
-    def _answer(self, reply: object) -> tuple[str, bool]:
+    def _answer(self, reply: object, served: str | None) -> tuple[str, bool]:
         """The answer text of a reply (its JSON), and whether the server cut it at max_tokens; Malformed where the
-        reply's shape holds none (`choices` may be anything)."""
+        reply's shape holds none (`choices` may be anything); a `filtered` failure where a content filter
+        stopped it, whatever shape is left (a `4` of `45`, or no message at all), not retried."""
         choices = _field(reply, "choices")
         if not isinstance(choices, list) or not choices:
             raise Malformed("the reply has no choices" + _carried_error(reply))
         choice = choices[0]
         holder = _field(choice, "message") if self.settings.api == "chat" else choice
-        if self.settings.api == "chat" and not isinstance(holder, dict):
-            raise Malformed("the reply's choice has no message")
         text = _field(holder, "content" if self.settings.api == "chat" else "text")
-        if _field(choice, "finish_reason") == "content_filter":  # what it holds is no whole answer: a `4` of `45`
+        if _field(choice, "finish_reason") == "content_filter":
             shown = f": {clip(text, 80)!r}" if isinstance(text, str) and text else ""
             raise self.failure("filtered", f"the server's content filter withheld the answer{shown} "
-                                           "(finish_reason content_filter; not cached, a rerun asks again)")  # fmt: skip
+                                           "(finish_reason content_filter; not cached, a rerun asks again)", served)  # fmt: skip
+        if not isinstance(choice, dict):
+            raise Malformed("the reply's choice is no object")
+        if not isinstance(holder, dict):  # a chat choice's answer is in its message
+            raise Malformed("the reply's choice has no message")
         if not isinstance(text, str):
             raise Malformed(
                 "the reply's answer is null" if text is None else f"the reply's answer is no text: {text!r}"

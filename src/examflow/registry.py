@@ -320,7 +320,8 @@ def measure_order(kind: str | None, measures, present) -> list[str]:
     return ordered + sorted(present - set(ordered))
 
 
-QUESTION_FORMATS = ("json", "python-list")  # the output-format instructions, prompts/qgen-format-*.txt
+# the output-format instructions, prompts/qgen-format-*.txt (or a whole prompt: questions.generate._WHOLE_PROMPTS)
+QUESTION_FORMATS = ("json", "python-list")
 # TREC AutoJudge's leaderboard layouts (examflow.io.autojudge), each with its columns in their order (jsonl:
 # the order of an object's keys); the first is the default.
 LEADERBOARD_LAYOUTS = {

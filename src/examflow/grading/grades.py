@@ -62,6 +62,10 @@ _LASTING_FAILURES = {
 }
 
 
+# A failure a rerun asks again (never cached) that will likely meet the same
+_FILTERED = {"filtered": "; a content filter says the same to the same prompt: another model, server or prompt"}
+
+
 def unanswered(error: str | None) -> bool:
     """Whether an answer's failure is that the model gave none (an HTTP error, a timeout), not one that
     lasts (an answer cut off at max_tokens or unparsable, a prompt too long to ask)."""
@@ -158,7 +162,8 @@ _UNPARSABLE_IN_EVERY_MODE = (
 def _hint(errors: list[str], cache_dir: str | None, method: Method) -> str:
     """What to change instead of rerunning, for the failures a rerun meets again."""
     failed = kind_counts(errors)
-    texts = _LASTING_FAILURES | ({"unparsable": _UNPARSABLE_IN_EVERY_MODE} if strict_in_every_mode(method.kind) else {})
+    texts = _LASTING_FAILURES | _FILTERED
+    texts |= {"unparsable": _UNPARSABLE_IN_EVERY_MODE} if strict_in_every_mode(method.kind) else {}
     hint = "".join(text for kind, text in texts.items() if kind in failed)
     # `cache_dir` defaults to results/cache, outside results_dir: the folder by name (a stranger looked there)
     return hint + (f" (here: {cache_dir})" if cache_dir and "unparsable" in failed else "")

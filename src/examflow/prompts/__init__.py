@@ -17,11 +17,6 @@ from importlib.resources import files
 SYSTEM, USER = "[system]\n", "\n[user]\n"
 
 
-def has_template(name: str) -> bool:
-    """Whether a template `name` ships (file name without `.txt`)."""
-    return (files(__package__) / f"{name}.txt").is_file()
-
-
 @cache
 def chat_template(name: str) -> tuple[str | None, str]:
     """(system message or None, user template) of the template `name` (file name without `.txt`)."""

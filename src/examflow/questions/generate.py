@@ -19,7 +19,7 @@ import pandas as pd
 
 from examflow.errors import Failure
 from examflow.llm import LLMClient, LLMError
-from examflow.prompts import has_template, template
+from examflow.prompts import template
 from examflow.questions.items import Entry, Item, item_id
 
 log = logging.getLogger(__name__)
@@ -53,13 +53,17 @@ def rerun_hint(reasons: Iterable[str]) -> str:
     return " ".join(([RERUN_HINT] if unparsable else []) + ([FAILED_CALL_HINT] if failed else []))
 
 
+# A prompt a paper printed whole where its format is no sentence of its own, by (style, format): FLAN-T5-EXAM's DL
+# prompt ends "Keep the questions short and in a Python list format." (its Table 1).
+_WHOLE_PROMPTS = {("qgen-dl", "python-list"): "qgen-dl-python-list"}
+
+
 def prompt_for(query_text: str, facet_text: str | None, output_format: str) -> tuple[str, str]:
     """(prompt, template name): CAR style for a subtopic, DL style for a whole query, then the output format's
-    sentence; or the whole prompt as a paper printed it where its format is no sentence of its own
-    (FLAN-T5-EXAM's DL prompt ends "Keep the questions short and in a Python list format.")."""
+    sentence (`qgen-format-*`); or the whole prompt a paper printed (`_WHOLE_PROMPTS`)."""
     style = "qgen-car" if facet_text else "qgen-dl"
     fields = {"query_title": query_text, "query_subtopic": facet_text}
-    if has_template(whole := f"{style}-{output_format}"):
+    if whole := _WHOLE_PROMPTS.get((style, output_format)):
         return template(whole).format(**fields), whole
     return f"{template(style).format(**fields)} {template(f'qgen-format-{output_format}')}", style
 
