@@ -201,28 +201,74 @@ def per_page(judged: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
 
 def ndcg_at_10(runs: dict, judged: dict[str, dict[str, int]], complete: bool = False) -> dict[str, float]:
     """nDCG@10 per run as trec_eval computes it: gain = judgment (negative as 0), discount log2(rank + 1),
-    the ideal list of the query's judgments; the run's list by score, ties by document id descending;
-    the mean over the judged queries the run ranks (`complete`: over every judged query, one the run
-    lacks counting 0, trec_eval -c). Judgments of subtopics (`q/f`) count per page (max)."""
+    the ideal list of the query's judgments (`trec_means`)."""
+    return trec_means(runs, judged, {"ndcg_cut_10": lambda order, labels: ndcg(order, labels, 10)}, complete)[
+        "ndcg_cut_10"
+    ]
+
+
+def ndcg(order: list[str], labels: dict[str, int], depth: int) -> float:
     import math
 
+    dcg = sum(max(labels.get(doc, 0), 0) / math.log2(i + 2) for i, doc in enumerate(order[:depth]))
+    ideal = sorted((max(g, 0) for g in labels.values()), reverse=True)[:depth]
+    best = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+    return dcg / best if best else 0.0
+
+
+def at_level(level: int) -> dict:
+    """trec_eval's measures that read the judgments at relevance level `level` (`-l`), by name: a document is
+    relevant where its judgment is `level` or more; R is the query's number of such documents."""
+
+    def relevant(order: list[str], labels: dict[str, int]) -> tuple[list[bool], int]:
+        return [labels.get(doc, 0) >= level for doc in order], sum(g >= level for g in labels.values())
+
+    def average_precision(order, labels):
+        hits, total = relevant(order, labels)
+        found = [sum(hits[: i + 1]) / (i + 1) for i, hit in enumerate(hits) if hit]
+        return sum(found) / total if total else 0.0
+
+    def r_precision(order, labels):
+        hits, total = relevant(order, labels)
+        return sum(hits[:total]) / total if total else 0.0
+
+    def reciprocal_rank(order, labels):
+        hits, _ = relevant(order, labels)
+        return next((1 / (i + 1) for i, hit in enumerate(hits) if hit), 0.0)
+
+    return {
+        "map": average_precision,
+        "Rprec": r_precision,
+        "P_20": lambda order, labels: sum(relevant(order, labels)[0][:20]) / 20,
+        "recip_rank": reciprocal_rank,
+    }
+
+
+def trec_means(runs: dict, judged: dict[str, dict[str, int]], measures: dict, complete: bool = False) -> dict:
+    """{measure: {run: mean}} of each measure (a function of the run's ranked documents and the query's
+    judgments): the run's list by score, ties by document id descending, as trec_eval orders them; the mean
+    over the judged queries the run ranks (`complete`: over every judged query, one the run lacks counting 0,
+    trec_eval -c). Judgments of subtopics (`q/f`) count per page (max)."""
     pages = per_page(judged)
-    scores = {}
+    means: dict = {name: {} for name in measures}
     for run, lists in runs.items():
-        values = []
-        for query, ranked in lists.items():
-            if query not in pages:
-                continue
-            by_id = sorted(ranked, key=lambda item: item[1], reverse=True)  # ties: document id descending
-            order = sorted(by_id, key=lambda item: -item[2])[:10]
-            dcg = sum(max(pages[query].get(doc, 0), 0) / math.log2(i + 2) for i, (_, doc, _) in enumerate(order))
-            ideal = sorted((max(g, 0) for g in pages[query].values()), reverse=True)[:10]
-            best = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
-            values.append(dcg / best if best else 0.0)
+        orders = {
+            query: [
+                doc
+                for _, doc, _ in sorted(
+                    sorted(ranked, key=lambda item: item[1], reverse=True), key=lambda item: -item[2]
+                )
+            ]  # fmt: skip
+            for query, ranked in lists.items()
+            if query in pages
+        }
         missing = len(set(pages) - set(lists)) if complete else 0
-        if values or missing:  # a run of no judged query has no score, as trec_eval gives it none
-            scores[run] = statistics.fmean(values + [0.0] * missing)
-    return scores
+        if not orders and not missing:  # a run of no judged query has no score, as trec_eval gives it none
+            continue
+        for name, measure in measures.items():
+            values = [measure(order, pages[query]) for query, order in orders.items()]
+            means[name][run] = statistics.fmean(values + [0.0] * missing)
+    return means
 
 
 def earlier_prompt(tokenizer, text: str, fields: dict, max_input_tokens: int, margin: int) -> str:

@@ -5,6 +5,7 @@ raw inputs, not just its exit code. `.test/README.md` says what each configurati
 from __future__ import annotations
 
 import ast
+import functools
 import gzip
 import hashlib
 import json
@@ -23,20 +24,24 @@ import pytest
 import scipy.stats
 from conftest import ROOT, copy_project, snakemake
 from independent import (
+    at_level,
     bank_questions,
     cover,
     grades_from_table,
     n_exam_cover,
+    ndcg,
     ndcg_at_10,
     nrp_of_run,
     per_page,
     qrels_lines,
     read_qrels,
     read_runs,
+    trec_means,
 )
 from llm_server import LLMServer, Raw, Status
 
 from examflow.cli import main
+from examflow.registry import DEFAULT_MEASURES
 
 pytestmark = pytest.mark.workflow
 CONFIGS = sorted(p.name.removeprefix("config_") for p in (ROOT / ".test").glob("config_*"))
@@ -104,14 +109,7 @@ def check_exam(project: Path, config: dict, method: str, answers=None) -> None:
     pooled = {key for key, origin in origins.items() if origin != "gold" and key[0] in questions}
     written = set((results / "eval" / method / "qrels" / f"{method}.qrels").read_text().splitlines())
     assert written == qrels_lines(answers, pooled, qa=bool(grades["correct"].notna().any()))  # QA: answers checked
-    if "ndcg_cut_10" in evaluation.get("measures", ["ndcg_cut_10"]):  # trec_eval's, on the EXAM-Qrels
-        labels: dict = {}
-        for query, _, passage, label in (line.split() for line in written):
-            labels.setdefault(query, {})[passage] = int(label)
-        rows = board[(board["measure"] == "ndcg_cut_10") & (board["kind"] == "system")]
-        got = dict(zip(rows["run_id"], rows["score"]))
-        for run, expected in ndcg_at_10(runs, labels, complete=every_query).items():
-            assert got[run] == pytest.approx(expected, abs=1e-12), ("ndcg_cut_10", run)
+    check_trec_measures(board, written, runs, evaluation)
     official = official_ranks(project, config, runs)
     if official:
         correlation = numbers(table(results / "eval" / method / "correlation.tsv"), "tau", "spearman", "kendall")
@@ -120,6 +118,28 @@ def check_exam(project: Path, config: dict, method: str, answers=None) -> None:
         rho = scipy.stats.spearmanr([official[r] for r in shared], [-rows.at[r, "score"] for r in shared])[0]
         row = correlation[(correlation["measure"] == "exam_cover") & (correlation["tau"] == 4)].iloc[0]
         assert row["spearman"] == pytest.approx(rho, abs=1e-12, nan_ok=True)  # nan: a constant leaderboard
+
+
+def check_trec_measures(board: pd.DataFrame, qrels: set[str], runs: dict, evaluation: dict) -> None:
+    """trec_eval's measures on the EXAM-Qrels lines `qrels` (`evaluation.measures`, the default six): nDCG
+    once (τ empty), map, Rprec, P_20 and recip_rank at each τ as the relevance level."""
+    labels: dict = {}
+    for query, _, passage, label in (line.split() for line in qrels):
+        labels.setdefault(query, {})[passage] = int(label)
+    measures = evaluation.get("measures", DEFAULT_MEASURES)
+    nds = {f"ndcg_cut_{depth}": functools.partial(ndcg, depth=depth) for depth in (10, 20)}
+    levels = [(None, nds)] + [(tau, at_level(tau)) for tau in evaluation.get("tau", [1, 3, 4, 5])]
+    checked = set()
+    for tau, functions in levels:
+        chosen = {name: function for name, function in functions.items() if name in measures}
+        for measure, expected in trec_means(runs, labels, chosen, evaluation.get("query_mode") == "all").items():
+            rows = board[(board["measure"] == measure) & (board["kind"] == "system")]
+            rows = rows[rows["tau"].isna() if tau is None else rows["tau"] == tau]
+            got = dict(zip(rows["run_id"], rows["score"]))
+            for run, value in expected.items():
+                assert got[run] == pytest.approx(value, abs=1e-12), (measure, tau, run)
+            checked.add(measure)
+    assert checked == set(measures) & set(DEFAULT_MEASURES), measures  # each one the configuration asks for
 
 
 def evaluated(tmp_path: Path, name: str, method: str = "cosine") -> tuple[Path, tuple[str, ...], dict, Path]:
