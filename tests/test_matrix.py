@@ -565,15 +565,16 @@ def check_failures_counted(project: Path, config: dict, method: str, failed: pd.
             assert set(rows["failed_pairs"].astype(int)) == {count}, (method, run, measure)
 
 
-def umbrela_label(passage: str) -> int | None:
-    """The test server's UMBRELA label of a passage, by a digest of its text; None: it refuses (1 in 16)."""
-    value = int(hashlib.md5(passage.encode()).hexdigest(), 16)
+def umbrela_label(query: str, passage: str) -> int | None:
+    """The test server's UMBRELA label of a passage for a query, by a digest of both texts (a prompt that
+    carried another query's text would give other labels); None: it refuses (1 in 16)."""
+    value = int(hashlib.md5(f"{query}|{passage}".encode()).hexdigest(), 16)
     return None if value % 16 == 0 else value % 4
 
 
 def umbrela_judge(prompt: str) -> str:
-    passage = prompt.split("\nPassage: ", 1)[1].split("\n\nSplit this problem into steps:", 1)[0]
-    label = umbrela_label(passage)
+    query, rest = prompt.split("\nQuery: ", 1)[1].split("\nPassage: ", 1)
+    label = umbrela_label(query, rest.split("\n\nSplit this problem into steps:", 1)[0])
     return "I cannot assess this passage." if label is None else f"The intent is clear.\n##final score: {label}"
 
 
@@ -614,9 +615,23 @@ def test_judges_umbrela_nuggets_and_outside_labels_per_page(tmp_path):
         snakemake(project, *args)
     results, inputs = project / config["results_dir"], config["inputs"]
     pool = pd.read_parquet(results / "pool/passages.parquet")
-    labels = {(q, p): umbrela_label(text) for q, p, text in zip(pool["query_id"], pool["passage_id"], pool["text"])}
+    # a page's passage is judged against each subtopic, `page / subtopic`, and labelled by the best (docs/grading.md)
+    targets = {q["query_id"]: [f"{q['text']} / {sub['text']}" for sub in q.get("subtopics", [])] or [q["text"]]
+               for q in map(json.loads, (project / inputs["queries"]).read_text().splitlines())}  # fmt: skip
+    labels = {}
+    for q, p, text in zip(pool["query_id"], pool["passage_id"], pool["text"]):
+        given = [label for target in targets[q] if (label := umbrela_label(target, text)) is not None]
+        labels[q, p] = max(given, default=None)
     expected = {f"{q} 0 {p} {label}" for (q, p), label in labels.items() if label is not None}
     assert set((results / "eval/umbrela/qrels/umbrela.qrels").read_text().splitlines()) == expected
+    # and one qrels query a subtopic, `page/facet`, labelled by that subtopic's judgment alone (a query without
+    # subtopics as itself)
+    facets = {q["query_id"]: {f"{q['query_id']}/{sub['facet_id']}": f"{q['text']} / {sub['text']}"
+                              for sub in q.get("subtopics", [])} or {q["query_id"]: q["text"]}
+              for q in map(json.loads, (project / inputs["queries"]).read_text().splitlines())}  # fmt: skip
+    expected = {f"{f} 0 {p} {label}" for q, p, text in zip(pool["query_id"], pool["passage_id"], pool["text"])
+                for f, target in facets[q].items() if (label := umbrela_label(target, text)) is not None}  # fmt: skip
+    assert set((results / "eval/umbrela/qrels/umbrela.facets.qrels").read_text().splitlines()) == expected
     assert None in labels.values()  # some refusals: failures, within grading.max_error_rate
     # three samples a pair, which this server answers alike: every vote 3 to 0
     voted = pd.read_parquet(results / "grades/umbrela.parquet")
