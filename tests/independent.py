@@ -11,6 +11,7 @@ import csv
 import gzip
 import hashlib
 import json
+import math
 import statistics
 from collections import defaultdict
 from pathlib import Path
@@ -208,8 +209,6 @@ def ndcg_at_10(runs: dict, judged: dict[str, dict[str, int]], complete: bool = F
 
 
 def ndcg(order: list[str], labels: dict[str, int], depth: int) -> float:
-    import math
-
     dcg = sum(max(labels.get(doc, 0), 0) / math.log2(i + 2) for i, doc in enumerate(order[:depth]))
     ideal = sorted((max(g, 0) for g in labels.values()), reverse=True)[:depth]
     best = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))

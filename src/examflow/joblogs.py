@@ -111,7 +111,7 @@ def name_retries(folder: str | Path, since: float, most: int = 8) -> None:
     def line(message: str, logs: list[Path]) -> str:
         steps = "a step" if len(logs) == 1 else f"{len(logs)} steps"
         whose = "that attempt's log" if len(logs) == 1 else "their attempts' logs"
-        return (f"{steps} completed when run again; an earlier attempt stopped: {clip_middle(message, LINE_CHARS)} "
+        return (f"{steps} completed when run again; an earlier attempt stopped: {_shown(message)} "
                 f"({whose}: {_listed(logs)})")  # fmt: skip
 
     _say_alike(alike, most, line, f"completed when run again (their logs are under {folder})")
@@ -171,7 +171,7 @@ def name_warnings(
     lines, how many more steps. `leave_out`: logs of steps that failed, named as such."""
     parsed = list(dict.fromkeys(parsed))  # each once
     for message in parsed:
-        print(f"examflow: the configuration warned: {clip_middle(message, LINE_CHARS)}", file=sys.stderr)
+        print(f"examflow: the configuration warned: {_shown(message)}", file=sys.stderr)
     # a step that warned only what the parse did (the runs off the official leaderboard, again) is said above
     said = {(message, 1) for message in parsed}
     alike: dict[str, list[tuple[Path, int]]] = {}
@@ -196,9 +196,14 @@ def _warned(first: str, steps: list[tuple[Path, int]]) -> str:
         log, count = steps[0]
         # its other warnings, not failed pairs or steps (a stranger read `and 2 more` of retries as either)
         more = f"and {count - 1} more warning{'s' if count > 2 else ''}; " if count > 1 else ""
-        return f"a step warned: {clip_middle(first, LINE_CHARS)} ({more}its log: {log})"
+        return f"a step warned: {_shown(first)} ({more}its log: {log})"
     logs = _listed([log for log, _ in steps])
-    return f"{len(steps)} steps warned: {clip_middle(first, LINE_CHARS)} (the headline of their warnings; their logs: {logs})"
+    return f"{len(steps)} steps warned: {_shown(first)} (the headline of their warnings; their logs: {logs})"
+
+
+def _shown(message: str) -> str:
+    """A log's line as a run's end names it: whole, unless of a hostile size (its start and its end)."""
+    return clip_middle(message, LINE_CHARS)
 
 
 def _listed(logs: list[Path]) -> str:
