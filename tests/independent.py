@@ -12,16 +12,23 @@ import gzip
 import hashlib
 import json
 import math
+import re
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
+
+
+def read_text(path) -> str:
+    """A text file's contents, gunzipped when its name ends in `.gz`."""
+    data = Path(path).read_bytes()
+    return (gzip.decompress(data) if str(path).endswith(".gz") else data).decode("utf-8")
 
 
 def read_runs(paths) -> dict[str, dict[str, list[tuple[int, str, float]]]]:
     """{run tag: {query: [(rank as written, doc, score), ...]}} from TREC run files."""
     runs: dict = defaultdict(lambda: defaultdict(list))
     for path in paths:
-        for line in Path(path).read_text(encoding="utf-8").splitlines():
+        for line in read_text(path).splitlines():
             query, _, doc, rank, score, tag = line.split()
             runs[tag][query].append((int(rank), doc, float(score)))
     return runs
@@ -142,6 +149,51 @@ def qrels_lines(
         label = best.get((query, passage), 0) + (grade > 0) if qa else max(best.get((query, passage), 0), int(grade))
         best[(query, passage)] = label
     return {f"{q} 0 {p} {best.get((q, p), 0)}" for q, p in passages}
+
+
+def content_words(text: str) -> Counter[str]:
+    """ROUGE's unigrams (docs/evaluation.md): lower-cased runs of letters and digits (an apostrophe inside a
+    word kept), NLTK's English stopwords dropped (the list examflow ships), lemmatised by simplemma."""
+    import simplemma
+
+    stop = set((Path(__file__).parents[1] / "src/examflow/data/stopwords-en.txt").read_text("utf-8").split())
+    words = re.findall(r"[a-z0-9]+(?:['’][a-z0-9]+)*", text.lower())
+    return Counter(simplemma.lemmatize(word, lang="en") for word in words if word not in stop)
+
+
+def rouge_1(texts: dict[str, dict[str, list[str]]], gold: dict[str, str], all_queries: bool) -> dict[str, float]:
+    """ROUGE-1 F1 per run: `texts[run][query]` the texts of the passages the run ranks <= k; per query with a
+    gold article the F1 of their unigrams against the article's, averaged over the queries the run ranks
+    (or, `all_queries`, over every query with a gold article, 0 where it ranks nothing)."""
+    scores = {}
+    for run, queries in texts.items():
+        values = []
+        for query in sorted(gold):
+            if query not in queries:
+                values += [0.0] * all_queries
+                continue
+            candidate, reference = content_words(" ".join(queries[query])), content_words(gold[query])
+            overlap = sum(min(count, reference[word]) for word, count in candidate.items())
+            precision = overlap / max(sum(candidate.values()), 1)
+            recall = overlap / sum(reference.values())
+            values.append(2 * precision * recall / (precision + recall) if overlap else 0.0)
+        scores[run] = statistics.fmean(values)
+    return scores
+
+
+def quantile_grades(similarities: list[float], ladder: list[float]) -> list[int]:
+    """The offline grader's grades (docs/offline-grader.md): how many of the ladder's quantiles of all the
+    `similarities` (linear interpolation between order statistics) each similarity reaches."""
+    ordered = sorted(similarities)
+
+    def quantile(share: float) -> float:
+        position = share * (len(ordered) - 1)
+        low = math.floor(position)
+        high = min(low + 1, len(ordered) - 1)
+        return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+    steps = [quantile(share) for share in ladder]
+    return [sum(value >= step for step in steps) for value in similarities]
 
 
 def read_qrels(path) -> dict[str, dict[str, int]]:

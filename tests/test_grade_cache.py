@@ -165,7 +165,10 @@ def test_an_edited_nrp_score_is_detected_and_scored_again(tmp_path, caplog):
     caplog.set_level(logging.INFO)
     ranker = make_ranker({"kind": "monot5", "name": "mono", "model": model, "max_input_tokens": 32})
     again = ranker.scores(queries, tmp_path / "cache")
-    assert again == first
+    # the two pairs scored again in a batch of two, not three: a CPU's kernels for another batch shape
+    # (AVX-512, AMX) may round otherwise, by ~1e-7; the edit was 7
+    assert again == pytest.approx(first, rel=0, abs=1e-6)
+    assert again[("q1", "d2")] == first[("q1", "d2")]  # the one intact entry, read from the cache
     # what a rerun resumes from is said, as a grading job says it (a stranger counted the cache's lines)
     assert "ranker mono: 1 of 3 (query, text) pairs scored by the cache; 2 to score" in caplog.text
     assert warnings(caplog) == [f"{path}: {DAMAGE.format(1, 1)} ones (checksum mismatch); their values are asked again (of an API back end's reply cache where it holds them, else of the model)"]  # fmt: skip

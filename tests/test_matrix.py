@@ -34,8 +34,11 @@ from independent import (
     nrp_of_run,
     per_page,
     qrels_lines,
+    quantile_grades,
     read_qrels,
     read_runs,
+    read_text,
+    rouge_1,
     trec_means,
 )
 from llm_server import LLMServer, Raw, Status
@@ -374,6 +377,21 @@ def check_best_sentences(project: Path, config: dict, method: str) -> None:
     assert grades["score"].astype(float).tolist() == pytest.approx(expected, abs=1e-5)
 
 
+def check_ladder(project: Path, config: dict, method: str, alike: str) -> None:
+    """`method`'s grades: its own `quantiles` taken over the pool's similarities, which are `alike`'s (one
+    back end) pair by pair."""
+    results = project / config["results_dir"]
+    keys = ["query_id", "passage_id", "question_id"]
+    mine = pd.read_parquet(results / f"grades/{method}.parquet").sort_values(keys, ignore_index=True)
+    other = pd.read_parquet(results / f"grades/{alike}.parquet").sort_values(keys, ignore_index=True)
+    assert mine[keys + ["score"]].equals(other[keys + ["score"]])
+    ladder = next(m for m in config["grading"]["methods"] if m["name"] == method)["quantiles"]
+    expected = quantile_grades(mine["score"].astype(float).tolist(), ladder)
+    assert mine["rating"].astype(int).tolist() == expected
+    assert Counter(expected).keys() == set(range(len(ladder) + 1))  # every rung reached by some pair
+    assert mine["rating"].tolist() != other["rating"].tolist()
+
+
 def test_no_qrels(tmp_path):
     project, args, config = prepare(tmp_path, "no_qrels")
     demo = (project / "resources/demo/corpus.tsv").read_text(encoding="utf-8").splitlines()
@@ -384,6 +402,8 @@ def test_no_qrels(tmp_path):
     check_exam(project, config, "cosine")
     check_exam(project, config, "per-query")
     check_best_sentences(project, config, "per-query")
+    check_exam(project, config, "ladder")
+    check_ladder(project, config, "ladder", "cosine")
     for absent in ("eval/cosine/kappa.tsv", "eval/cosine/agreement.tsv", "report/cosine/kappa.png"):
         assert not (results / absent).exists()
     finished(project, args)
@@ -412,6 +432,32 @@ def verifier(prompt: str) -> str:
     return "Yes." if int(answer, 16) % 4 == 0 else "no"
 
 
+def check_rouge(project: Path, config: dict, method: str) -> None:
+    """ROUGE-1 F1 of each run's passages ranked <= k (a run file's documents, a response's paragraphs, each a
+    passage here) against its query's gold article."""
+    inputs, evaluation = config["inputs"], config.get("evaluation", {})
+    k = evaluation.get("k", 20)
+    corpus = dict(line.split("\t", 1) for line in read_text(project / inputs["corpus"]).splitlines())
+    texts = {
+        run: {query: [corpus[doc] for rank, doc, _ in ranked if rank <= k] for query, ranked in lists.items()}
+        for run, lists in config_runs(project, config).items()
+    }
+    texts = {run: {query: top for query, top in queries.items() if top} for run, queries in texts.items()}
+    for response in map(json.loads, read_text(project / inputs["responses"]).splitlines()):
+        text = response["text"]
+        paragraphs = text if isinstance(text, list) else re.split(r"\n\s*\n", text)
+        assert len(paragraphs) <= k and max(len(p.split()) for p in paragraphs) < 400  # one passage each, all in
+        texts.setdefault(response["run_id"], {})[response["query_id"]] = paragraphs
+    gold = {
+        a["query_id"]: a["text"] for a in map(json.loads, read_text(project / inputs["gold_articles"]).splitlines())
+    }
+    expected = rouge_1(texts, gold, evaluation.get("query_mode") == "all")
+    board = numbers(table(project / config["results_dir"] / f"eval/{method}/leaderboard.tsv"), "score")
+    rows = board[(board["measure"] == "rouge_1_f1") & (board["kind"] == "system")]
+    assert dict(zip(rows["run_id"], rows["score"])) == pytest.approx(expected, abs=1e-12)
+    assert len(set(expected.values())) == len(expected) > 3  # the runs told apart
+
+
 def test_no_official_leaderboard_with_responses_and_query_mode_all(tmp_path):
     from examflow.progress import read_progress
 
@@ -419,6 +465,7 @@ def test_no_official_leaderboard_with_responses_and_query_mode_all(tmp_path):
         project, args, config = prepare(tmp_path, "no_official", server.base_url)
         snakemake(project, *args)
     check_exam(project, config, "cosine")
+    check_rouge(project, config, "cosine")
     # qa_llm_verify: a question with an answer key is answered (5) or not (0); one without is not verified
     keys = keyed_questions(project / config["inputs"]["bank"])
     questions = bank_questions(project / config["inputs"]["bank"])
@@ -455,10 +502,14 @@ def test_no_official_leaderboard_with_responses_and_query_mode_all(tmp_path):
 
 def test_stored_ids_reworded_and_rerun(tmp_path):
     project, args, config = prepare(tmp_path, "stored_ids")
+    inputs = project / "results/test-stored-ids-inputs"  # bank, runs and corpus gzipped, as TREC ships them
+    (inputs / "runs").mkdir(parents=True)
+    for run in (project / "resources/demo/runs").glob("*.run"):
+        (inputs / "runs" / f"{run.name}.gz").write_bytes(gzip.compress(run.read_bytes()))
+    (inputs / "corpus.tsv.gz").write_bytes(gzip.compress((project / "resources/demo/corpus.tsv").read_bytes()))
     bank = project / config["inputs"]["bank"]
-    bank.parent.mkdir(parents=True, exist_ok=True)
     published = (project / ".test/data/stored-ids-bank.jsonl").read_bytes()
-    bank.write_bytes(gzip.compress(published))  # gzipped, as the published banks are
+    bank.write_bytes(gzip.compress(published))
     snakemake(project, *args)
     check_exam(project, config, "cosine")
     old = "Which enzyme starts breaking down sucrose in nectar?"

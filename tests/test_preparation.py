@@ -122,4 +122,7 @@ def test_lengths_rounded_up_for_a_compiled_step_are_masked_padding(tmp_path):
     start = torch.zeros((len(prompts), 1), dtype=torch.long)
     with torch.inference_mode():
         logits = [backend._first_step(e["input_ids"], e["attention_mask"], start) for e in (exact, rounded)]
-    assert torch.allclose(logits[0], logits[1], atol=1e-5) and torch.equal(logits[0].argmax(-1), logits[1].argmax(-1))
+    # equal up to rounding: kernels for another length sum in another order (on an AMX CPU up to 5e-5 on
+    # this model's logits of up to 11); padding left unmasked moves them by about 9
+    torch.testing.assert_close(logits[1], logits[0], rtol=1e-4, atol=1e-4)
+    assert torch.equal(logits[0].argmax(-1), logits[1].argmax(-1))
