@@ -826,6 +826,39 @@ def test_judges_umbrela_nuggets_and_outside_labels_per_page(tmp_path):
     finished(project, args)
 
 
+def bm25_run(project: Path, nrp: dict, path: Path) -> Path:
+    """A run file of BM25 (docs/nrp.md: Lucene's weights, k1 1.5, b 0.75, on bm25s's tokens) of each query's
+    judged documents and given answers, with the statistics of the documents some dimension judges."""
+    import bm25s
+
+    def tokens(text: str) -> list[str]:
+        return bm25s.tokenize([text], stopwords="en", return_ids=False, show_progress=False)[0]
+
+    queries = dict(line.split("\t", 1) for line in read_text(project / nrp["queries"]).splitlines())
+    corpus = dict(line.split("\t", 1) for line in read_text(project / nrp["corpus"]).splitlines())
+    judged: dict = {}
+    for dimension in nrp["dimensions"].values():
+        for query, labels in read_qrels(project / dimension["qrels"]).items():
+            judged.setdefault(query, set()).update(labels)
+    answers: dict = {}
+    for answer in map(json.loads, read_text(project / nrp["answers"]).splitlines()):
+        if (answer["text"] or "").strip():
+            name = f"{answer['llm']}/{answer['prompt']}/{answer['sample']}"
+            answers.setdefault(answer["query_id"], {})[name] = tokens(answer["text"])
+    lines = []
+    for query, documents in judged.items():
+        texts = {doc: tokens(corpus[doc]) for doc in sorted(documents)}
+        mean = sum(map(len, texts.values())) / len(texts)
+        frequency = Counter(term for words in texts.values() for term in set(words))
+        idf = {t: math.log(1 + (len(texts) - n + 0.5) / (n + 0.5)) for t, n in frequency.items()}
+        for item, words in {**texts, **answers.get(query, {})}.items():
+            counts, norm = Counter(words), 1.5 * (1 - 0.75 + 0.75 * len(words) / mean)
+            score = sum(idf[t] * counts[t] / (counts[t] + norm) for t in tokens(queries[query]) if t in idf)
+            lines.append(f"{query} Q0 {item} 0 {score!r} bm25\n")
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
 def test_nrp_only(tmp_path):
     project, args, config = prepare(tmp_path, "nrp_only")
     planned = snakemake(project, "plan", *args)  # the README's first step: it had no rule `plan` here
@@ -840,6 +873,14 @@ def test_nrp_only(tmp_path):
     per_system = numbers(table(results / "nrp/per_system.tsv"), "nrp")
     rows = per_system[(per_system["ranker"] == "outside") & (per_system["dimension"] == "relevance")]
     assert {(r.llm, r.prompt): r.nrp for r in rows.itertuples()} == pytest.approx(expected, abs=1e-12)
+    readability = nrp["dimensions"]["readability"]
+    bm25 = nrp_of_run(
+        bm25_run(project, nrp, tmp_path / "bm25.run"), project / readability["qrels"], project / nrp["answers"],
+        "list", readability["cannot_judge"],
+    )  # fmt: skip
+    rows = per_system[(per_system["ranker"] == "bm25") & (per_system["dimension"] == "readability")]
+    assert {(r.llm, r.prompt): r.nrp for r in rows.itertuples()} == pytest.approx(bm25, abs=1e-12)
+    assert len(set(bm25.values())) > 2
     assert set(per_system["denominator"]) == {"list"}
     assert not (results / "pool").exists() and (results / "report/nrp/nrp.png").is_file()
     summary = (results / "summary.md").read_text()
