@@ -881,6 +881,9 @@ def test_nrp_only(tmp_path):
     rows = per_system[(per_system["ranker"] == "bm25") & (per_system["dimension"] == "readability")]
     assert {(r.llm, r.prompt): r.nrp for r in rows.itertuples()} == pytest.approx(bm25, abs=1e-12)
     assert len(set(bm25.values())) > 2
+    rows = per_system[per_system["dimension"] == "combined"]  # both dimensions judge every query: linear
+    combined = {system: 0.75 * expected[system] + 0.25 * bm25[system] for system in bm25}
+    assert {(r.llm, r.prompt): r.nrp for r in rows.itertuples()} == pytest.approx(combined, abs=1e-12)
     assert set(per_system["denominator"]) == {"list"}
     assert not (results / "pool").exists() and (results / "report/nrp/nrp.png").is_file()
     summary = (results / "summary.md").read_text()
