@@ -859,6 +859,32 @@ def bm25_run(project: Path, nrp: dict, path: Path) -> Path:
     return path
 
 
+def check_ranker_selection(project: Path, nrp: dict, results: Path, runs: dict[str, Path]) -> None:
+    """nrp/ranker_selection.tsv: each ranker's nDCG@10 (its scores in `runs`, a run file each) over each
+    dimension's judged documents (a "cannot judge" label left out, a document the run lacks ranked last,
+    negative labels gain 0), and the best chosen where no ranker is fixed."""
+    selection = numbers(table(results / "nrp/ranker_selection.tsv"), "ndcg_cut_10")
+    for dimension, spec in nrp["dimensions"].items():
+        judged = {
+            query: {doc: label for doc, label in labels.items() if label not in spec.get("cannot_judge", [])}
+            for query, labels in read_qrels(project / spec["qrels"]).items()
+        }
+        expected = {}
+        for name, path in runs.items():
+            scores = read_runs([path])
+            ranked = {
+                query: [(0, doc, score) for _, doc, score in items if doc in judged[query]]
+                + [(0, doc, -1e300) for doc in judged[query] if doc not in {d for _, d, _ in items}]
+                for query, items in next(iter(scores.values())).items()
+            }
+            measure = {"ndcg_cut_10": functools.partial(ndcg, depth=10)}
+            expected[name] = trec_means({name: ranked}, judged, measure)["ndcg_cut_10"][name]
+        rows = selection[selection["dimension"] == dimension].set_index("ranker")
+        assert rows["ndcg_cut_10"].to_dict() == pytest.approx(expected, abs=1e-12), dimension
+        chosen = spec.get("ranker") or max(expected, key=expected.get)
+        assert rows.index[rows["chosen"] == "True"].tolist() == [chosen], dimension
+
+
 def test_nrp_only(tmp_path):
     project, args, config = prepare(tmp_path, "nrp_only")
     planned = snakemake(project, "plan", *args)  # the README's first step: it had no rule `plan` here
@@ -881,6 +907,8 @@ def test_nrp_only(tmp_path):
     rows = per_system[(per_system["ranker"] == "bm25") & (per_system["dimension"] == "readability")]
     assert {(r.llm, r.prompt): r.nrp for r in rows.itertuples()} == pytest.approx(bm25, abs=1e-12)
     assert len(set(bm25.values())) > 2
+    runs = {"outside": project / ".test/data/nrp-scores.run", "bm25": tmp_path / "bm25.run"}
+    check_ranker_selection(project, nrp, results, runs)
     rows = per_system[per_system["dimension"] == "combined"]  # both dimensions judge every query: linear
     combined = {system: 0.75 * expected[system] + 0.25 * bm25[system] for system in bm25}
     assert {(r.llm, r.prompt): r.nrp for r in rows.itertuples()} == pytest.approx(combined, abs=1e-12)
