@@ -12,6 +12,7 @@ import json
 import math
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import threading
@@ -885,6 +886,28 @@ def check_ranker_selection(project: Path, nrp: dict, results: Path, runs: dict[s
         assert rows.index[rows["chosen"] == "True"].tolist() == [chosen], dimension
 
 
+def check_expert_agreement(project: Path, nrp: dict, results: Path, runs: dict[str, Path]) -> None:
+    """nrp/expert_agreement.tsv: per query Kendall's τ-b (scipy) between the expert's order and each ranker's
+    scores (a run file each, `runs`) of the expert's items, and their mean with its t-based 95 % interval."""
+    expert = json.loads((project / nrp["expert"]).read_text())
+    agreement = numbers(table(results / "nrp/expert_agreement.tsv"), "kendall", "ci_low", "ci_high")
+    for name, path in runs.items():
+        scores = next(iter(read_runs([path]).values()))
+        taus = {
+            query: scipy.stats.kendalltau(
+                range(len(items)), [-next(s for _, d, s in scores[query] if d == item) for item in items]
+            ).statistic
+            for query, items in expert.items()
+        }
+        mine = agreement[agreement["ranker"] == name].set_index("query_id")
+        assert mine["kendall"].drop("_mean_").to_dict() == pytest.approx(taus, abs=1e-12), name
+        values = list(taus.values())
+        mean, sem = statistics.fmean(values), scipy.stats.sem(values)
+        low, high = scipy.stats.t.interval(0.95, len(values) - 1, loc=mean, scale=sem)
+        assert mine.loc["_mean_", ["kendall", "ci_low", "ci_high"]].tolist() == pytest.approx([mean, low, high], abs=1e-12)
+        assert len(set(values)) > 1, name
+
+
 def test_nrp_only(tmp_path):
     project, args, config = prepare(tmp_path, "nrp_only")
     planned = snakemake(project, "plan", *args)  # the README's first step: it had no rule `plan` here
@@ -909,6 +932,7 @@ def test_nrp_only(tmp_path):
     assert len(set(bm25.values())) > 2
     runs = {"outside": project / ".test/data/nrp-scores.run", "bm25": tmp_path / "bm25.run"}
     check_ranker_selection(project, nrp, results, runs)
+    check_expert_agreement(project, nrp, results, runs)
     rows = per_system[per_system["dimension"] == "combined"]  # both dimensions judge every query: linear
     combined = {system: 0.75 * expected[system] + 0.25 * bm25[system] for system in bm25}
     assert {(r.llm, r.prompt): r.nrp for r in rows.itertuples()} == pytest.approx(combined, abs=1e-12)
