@@ -15,6 +15,7 @@ import math
 import re
 import statistics
 from collections import Counter, defaultdict
+from fractions import Fraction
 from pathlib import Path
 
 
@@ -204,10 +205,13 @@ def read_qrels(path) -> dict[str, dict[str, int]]:
     return judged
 
 
-def nrp_of_run(run_file, qrels_file, answers_file, denominator: str, cannot_judge=()) -> dict[tuple[str, str], float]:
-    """NRP per system (llm, prompt) under an outside ranker's run: an answer's rank r is the number of
-    judged documents scoring at least as high (ties against the answer); an empty or missing answer has no
-    score in a run and ranks below every document. Mean over a system's samples, then over queries."""
+def nrp_per_answer(
+    run_file, qrels_file, answers_file, denominator: str, cannot_judge=()
+) -> dict[tuple[str, str], dict[tuple[str, str], Fraction]]:
+    """NRP of each answer {system (llm, prompt): {(query, sample): NRP}} under an outside ranker's run, exact:
+    an answer's rank r is the number of judged documents scoring at least as high (ties against the
+    answer); an empty or missing answer has no score in a run and ranks below every document. Every
+    sample of a system on every judged query some answer is given for."""
     scores: dict = defaultdict(dict)
     for line in Path(run_file).read_text(encoding="utf-8").splitlines():
         query, _, item, _, score, _ = line.split()
@@ -223,21 +227,27 @@ def nrp_of_run(run_file, qrels_file, answers_file, denominator: str, cannot_judg
     for llm, prompt, sample, _ in given:
         samples[(llm, prompt)].add(sample)
     answered = sorted(q for q in judged if any(key[3] == q for key in given))
-    per_system = {}
+    values: dict = defaultdict(dict)
     for system, system_samples in samples.items():
-        means = []
         for query in answered:
-            values = []
+            docs = judged[query]
             for sample in sorted(system_samples):
-                docs = judged[query]
                 text = given.get((*system, sample, query), "")
-                if text.strip():
+                if text and text.strip():
                     mine = scores[query][f"{system[0]}/{system[1]}/{sample}"]
                     r = sum(scores[query][d] >= mine for d in docs)
                 else:
                     r = len(docs)
-                values.append(1 - r / (len(docs) + (1 if denominator == "list" else 0)))
-            means.append(statistics.fmean(values))
+                values[system][(query, sample)] = 1 - Fraction(r, len(docs) + (1 if denominator == "list" else 0))
+    return values
+
+
+def nrp_of_run(run_file, qrels_file, answers_file, denominator: str, cannot_judge=()) -> dict[tuple[str, str], float]:
+    """NRP per system (llm, prompt): the mean over a system's samples, then over queries."""
+    per_system = {}
+    for system, values in nrp_per_answer(run_file, qrels_file, answers_file, denominator, cannot_judge).items():
+        queries = sorted({query for query, _ in values})
+        means = [statistics.fmean(v for (q, _), v in values.items() if q == query) for query in queries]
         per_system[system] = statistics.fmean(means)
     return per_system
 

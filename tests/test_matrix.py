@@ -33,6 +33,7 @@ from independent import (
     ndcg,
     ndcg_at_10,
     nrp_of_run,
+    nrp_per_answer,
     per_page,
     qrels_lines,
     quantile_grades,
@@ -904,8 +905,27 @@ def check_expert_agreement(project: Path, nrp: dict, results: Path, runs: dict[s
         values = list(taus.values())
         mean, sem = statistics.fmean(values), scipy.stats.sem(values)
         low, high = scipy.stats.t.interval(0.95, len(values) - 1, loc=mean, scale=sem)
-        assert mine.loc["_mean_", ["kendall", "ci_low", "ci_high"]].tolist() == pytest.approx([mean, low, high], abs=1e-12)
+        assert mine.loc["_mean_", ["kendall", "ci_low", "ci_high"]].tolist() == pytest.approx(
+            [mean, low, high], abs=1e-12
+        )
         assert len(set(values)) > 1, name
+
+
+def check_wilcoxon(results: Path, pair: list[str], per_answer: dict) -> None:
+    """nrp/wilcoxon.tsv: scipy's signed-rank test on the two systems' exact per-answer NRP differences
+    (`per_answer[(ranker, dimension)]`, by system and (query, sample)), and their mean."""
+    tests = numbers(table(results / "nrp/wilcoxon.tsv"), "n_pairs", "mean_difference", "statistic", "p_value")
+    tests = tests.set_index(["llm_a", "prompt_a", "llm_b", "prompt_b", "ranker", "dimension"])
+    for (ranker, dimension), values in per_answer.items():
+        a, b = values[tuple(pair[:2])], values[tuple(pair[2:])]
+        differences = [a[key] - b[key] for key in sorted(a.keys() & b.keys())]
+        test = scipy.stats.wilcoxon([float(d) for d in differences])
+        row = tests.loc[(*pair, ranker, dimension)]
+        expected = [len(differences), float(sum(differences) / len(differences)), test.statistic, test.pvalue]
+        assert row[["n_pairs", "mean_difference", "statistic", "p_value"]].tolist() == pytest.approx(
+            expected, abs=1e-12
+        )
+        assert 0 < test.pvalue < 1
 
 
 def test_nrp_only(tmp_path):
@@ -933,6 +953,12 @@ def test_nrp_only(tmp_path):
     runs = {"outside": project / ".test/data/nrp-scores.run", "bm25": tmp_path / "bm25.run"}
     check_ranker_selection(project, nrp, results, runs)
     check_expert_agreement(project, nrp, results, runs)
+    relevance = nrp["dimensions"]["relevance"]
+    check_wilcoxon(results, nrp["wilcoxon"][0], {
+        ("outside", "relevance"): nrp_per_answer(runs["outside"], project / relevance["qrels"], project / nrp["answers"], "list"),
+        ("bm25", "readability"): nrp_per_answer(runs["bm25"], project / readability["qrels"], project / nrp["answers"], "list",
+                                                readability["cannot_judge"]),
+    })  # fmt: skip
     rows = per_system[per_system["dimension"] == "combined"]  # both dimensions judge every query: linear
     combined = {system: 0.75 * expected[system] + 0.25 * bm25[system] for system in bm25}
     assert {(r.llm, r.prompt): r.nrp for r in rows.itertuples()} == pytest.approx(combined, abs=1e-12)
