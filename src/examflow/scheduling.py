@@ -230,10 +230,9 @@ def check_example_query(queries_spec: str, query_id: str | None) -> None:
         )
 
 
-def check_leaderboard(inputs: dict, run_files: list[str], validation: dict, judged: bool = False) -> None:
-    """The official leaderboard read, and its runs matched with the runs to evaluate; where judges are
-    compared (`judged`), on the run files' leaderboards alone, a generated response's run it ranks would stop
-    that comparison once every method had graded: refused now, or under `warn` said."""
+def check_leaderboard(inputs: dict, run_files: list[str], validation: dict) -> None:
+    """The official leaderboard read, and its runs matched with the runs to evaluate (the run files' and
+    the generated responses')."""
     path = inputs["official_leaderboard"]
     official = read_leaderboard(path)
     files = {run_tag(file) for file in run_files}
@@ -243,14 +242,6 @@ def check_leaderboard(inputs: dict, run_files: list[str], validation: dict, judg
     for note in match_runs(path, official, files | generated, problems):
         log.warning("%s", note)
     problems.summarise()
-    left_out = sorted((set(official) & generated) - files) if judged else []
-    if left_out and validation["leaderboard_runs"] == "error":
-        raise ConfigError("inputs.official_leaderboard", f"{path} ranks generated responses' runs ({listed(left_out)}), "
-                          "and the judges are compared on the run files' leaderboards alone (inputs.runs): set "
-                          "validation.leaderboard_runs: warn to compare them without these runs")  # fmt: skip
-    if left_out:
-        log.warning("the judges are compared on the run files' leaderboards alone: %d runs of generated responses "
-                    "the official leaderboard ranks are left out of it: %s", len(left_out), listed(left_out))  # fmt: skip
 
 
 def check_judge_files(

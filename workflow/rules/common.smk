@@ -532,9 +532,8 @@ JUDGES = bool(
     and FACTS.official
     and (METHODS or OUTSIDE_LABELS or config["judges"]["leaderboards"])
 )
-# (after JUDGES: the judges are compared on the run files' runs alone)
 if INPUTS.get("official_leaderboard"):
-    checked(check_leaderboard, INPUTS, RUN_FILES, VALIDATION, JUDGES)
+    checked(check_leaderboard, INPUTS, RUN_FILES, VALIDATION)
 elif JUDGES:
     checked(check_official_for_judges, config)
 

@@ -85,6 +85,8 @@ if JUDGES:
             qrels=input_file("qrels"),
             queries=input_file("queries"),
             official=[] if OFFICIAL_FROM_QRELS else official_input,
+            # generated responses' runs: left out of the official leaderboard given (the judges rank passages)
+            responses=[] if OFFICIAL_FROM_QRELS else input_file("responses"),
             methods=[literal(method_qrels(method)) for method in METHODS],
             outside=[given(path) for path in OUTSIDE_LABELS.values()],
             leaderboards=[
@@ -102,12 +104,13 @@ if JUDGES:
             contents=contents(
                 RUN_FILES,
                 configured("queries", "qrels", "official_leaderboard"),
+                [] if OFFICIAL_FROM_QRELS else configured("responses"),
                 OUTSIDE_LABELS.values(),
                 config["judges"]["leaderboards"].values(),
             ),
             # option words (cli_options), each quoted by :q in the shell line
-            # the queries, against which every label set's query ids are checked
-            queries=lambda wildcards, input: input_files(input, "queries"),
+            # the queries, against which every label set's query ids are checked; the responses
+            files=lambda wildcards, input: input_files(input, "queries", "responses"),
             datasets=lambda wildcards: irds_sources("queries"),
             labels=judges_labels,
             official=judges_official,
@@ -116,7 +119,7 @@ if JUDGES:
         shell:
             (
                 "python -m examflow compare-judges --runs {input.runs:q} --official-qrels {input.qrels:q}"
-                " {params.queries:q} {params.datasets:q} {params.official:q} {params.labels:q} {params.settings:q}"
+                " {params.files:q} {params.datasets:q} {params.official:q} {params.labels:q} {params.settings:q}"
                 " --out {params.out:q} 2> {log:q}"
             )
 

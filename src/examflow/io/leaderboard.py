@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from examflow.errors import InputError, Problems, listed
+from examflow.errors import InputError, Problems, listed, suggestion
 from examflow.io.lines import check_id, json_entries, read_alike, shown, split_columns, text_lines
 from examflow.ties import ranks_of
 
@@ -124,13 +124,13 @@ def match_runs(
     """Official runs that are not evaluated go to `problems` (a typo would silently drop them from
     every correlation); evaluated runs that are not official are a note, returned for the log. `among`:
     the runs compared, where they are not all the evaluated runs (`the runs of --runs`)."""
-    unknown = sorted(set(official) - evaluated)
+    unknown, extra = sorted(set(official) - evaluated), sorted(evaluated - set(official))
     lines = _run_lines(path) if unknown else {}  # the file again, only to name a problem's line
     kind, where = (f"official runs not among {among}", among) if among else ("official runs that are not evaluated",
                                                                           "the evaluated runs")  # fmt: skip
-    for run in unknown:
-        problems.report(kind, InputError(path, f"official run {run!r} is not among {where}", lines.get(run), "run_id"))
-    extra = sorted(evaluated - set(official))
+    for run in unknown:  # a typo's likely meaning: an evaluated run the leaderboard lacks
+        message = f"official run {run!r} is not among {where}{suggestion(run, extra)}"
+        problems.report(kind, InputError(path, message, lines.get(run), "run_id"))
     if not extra:
         return []
     shown = listed(extra)

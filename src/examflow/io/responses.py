@@ -63,13 +63,14 @@ def read_responses(path: str | Path, query_ids: set[str], unknown_queries: Probl
     return responses
 
 
-def response_run_ids(path: str | Path, query_ids: set[str]) -> set[str]:
-    """The systems a responses file holds that answered one of the queries: one whose every response is
-    empty, or to a query not among them, has no passage, so no row in any leaderboard (read_responses)."""
+def response_run_ids(path: str | Path, query_ids: set[str] | None = None) -> set[str]:
+    """The systems a responses file holds that answered one of the queries (None: any query): one whose every
+    response is empty, or to a query not among them, has no passage, so no row in any leaderboard
+    (read_responses)."""
     return {
         required_id(path, number, record, "run_id")
         for number, record in json_lines(path)
-        if required_id(path, number, record, "query_id") in query_ids  # a JSON number reads as its digits
+        if (query_ids is None or required_id(path, number, record, "query_id") in query_ids)  # a JSON number: digits
         and _paragraphs(path, number, record.get("text"))
     }
 
