@@ -271,6 +271,22 @@ def test_collection_missing_pooled_passage(tmp_path):
     assert "'d3' is not in the collection" in str(blank.examples["pooled passages missing from the collection"])
 
 
+def test_a_collection_id_with_whitespace_around_a_pooled_one_is_named_at_its_line(tmp_path):
+    """`tea-d1 ` where the runs rank `tea-d1`: the passage was "not in the collection", with no line, and
+    dropped under `missing_passages: warn` (a stranger's trial). In every format, whatever the policy."""
+    tsv = write(tmp_path / "c.tsv", "d1\tone\nd2 \ttwo\n")
+    jsonl = write(tmp_path / "c.jsonl", '{"docid": "d1", "contents": "one"}\n{"docid": " d2", "contents": "two"}\n')
+    parquet = tmp_path / "c.parquet"
+    pd.DataFrame({"doc_id": ["d1", "d2\u00a0"], "text": ["one", "two"]}).to_parquet(parquet)
+    for path, line, field, written in ((tsv, 2, "doc_id", "d2 "), (jsonl, 2, "docid", " d2"),
+                                       (parquet, None, "doc_id", "d2\u00a0")):  # fmt: skip
+        message = f"{written!r} has whitespace around the id 'd2' asked for: ids are written without whitespace"
+        for policy in (strict(), Problems("warn")):
+            with raises_at(path, line, field, re.escape(message)):
+                read_passages(path, {"d1", "d2"}, policy)
+        assert read_passages(path, {"d1"}, strict()) == {"d1": "one"}  # a passage no run ranks is not read
+
+
 def test_collection_formats_agree(tmp_path):
     rows = {"d1": "first passage", "d2": "second passage", "d3": "third"}
     tsv = write(tmp_path / "c.tsv.gz", gzip.compress("".join(f"{k}\t{v}\n" for k, v in rows.items()).encode()))

@@ -89,6 +89,8 @@ def _tsv(path, wanted: set[str]) -> Iterator[tuple[int, str, str]]:
             )
         if doc_id in wanted_bytes:
             yield number, decode(path, number, doc_id), decode(path, number, text)
+        elif (stripped := doc_id.strip()) is not doc_id and stripped in wanted_bytes:  # `is`: strip() kept it
+            raise _spaced(path, number, "doc_id", decode(path, number, doc_id))
 
 
 def _jsonl(path, wanted: set[str]) -> Iterator[tuple[int, str, str]]:
@@ -113,6 +115,15 @@ def _jsonl(path, wanted: set[str]) -> Iterator[tuple[int, str, str]]:
             if not isinstance(text, str):
                 raise InputError(path, "missing or not a string", number, text_field)
             yield number, str(doc_id), text
+        elif isinstance(doc_id, str) and (stripped := doc_id.strip()) is not doc_id and stripped in wanted:
+            raise _spaced(path, number, id_field, doc_id)
+
+
+def _spaced(path, number: int | None, field: str, doc_id: str) -> InputError:
+    """An id written with whitespace around the id a run ranks: the passage would be "missing" from a
+    collection that holds it (ids hold no whitespace, docs/inputs.md)."""
+    return InputError(path, f"{doc_id!r} has whitespace around the id {doc_id.strip()!r} asked for: ids are "
+                            "written without whitespace", number, field)  # fmt: skip
 
 
 def _pick(path, number: int, record, candidates: tuple[str, ...], what: str) -> str:
@@ -150,6 +161,11 @@ def _parquet(path, wanted: set[str]) -> Iterator[tuple[int | None, str, str]]:
     wanted_array = pa.array(sorted(wanted), pa.string())
     for batch in table.iter_batches(batch_size=65_536, columns=[id_field, text_field]):
         ids = pc.cast(batch.column(0), "string")
-        keep = batch.filter(pc.is_in(ids, value_set=wanted_array))
+        asked = pc.is_in(ids, value_set=wanted_array)
+        keep = batch.filter(asked)
+        trimmed = pc.is_in(pc.utf8_trim_whitespace(ids), value_set=wanted_array)
+        spaced = ids.filter(pc.and_(pc.invert(asked), trimmed))
+        if len(spaced):
+            raise _spaced(path, None, id_field, spaced[0].as_py())
         for doc_id, text in zip(pc.cast(keep.column(0), "string").to_pylist(), keep.column(1).to_pylist()):
             yield None, doc_id, text or ""
