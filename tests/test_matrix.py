@@ -839,10 +839,9 @@ def nrp_items(project: Path, nrp: dict) -> tuple[dict[str, str], dict[str, dict[
             items.setdefault(query, {}).update({doc: corpus[doc] for doc in labels})
     documents = {doc for texts in items.values() for doc in texts}
     for answer in map(json.loads, read_text(project / nrp["answers"]).splitlines()):
+        name = f"{answer['llm']}/{answer['prompt']}/{answer['sample']}"
         if (answer["text"] or "").strip():
-            items.setdefault(answer["query_id"], {})[f"{answer['llm']}/{answer['prompt']}/{answer['sample']}"] = answer[
-                "text"
-            ]
+            items.setdefault(answer["query_id"], {})[name] = answer["text"]
     return queries, items, documents
 
 
