@@ -252,9 +252,21 @@ def test_generated_responses_runs_on_the_official_leaderboard_are_left_out_with_
     assert "official run 'rag-c' is not among the runs of --runs" in capsys.readouterr().err
     del arguments[arguments.index("--official") : arguments.index("--official") + 2]
     assert main([*arguments, "--responses", str(responses)]) == 2
-    assert capsys.readouterr().err.endswith(
-        "examflow: error: --responses: their runs are left out of a given --official, and there is none\n"
-    )
+    assert capsys.readouterr().err.endswith("examflow: error: --responses: their runs are left out of a given "
+                                            "--official or --leaderboard, and there is none\n")  # fmt: skip
+    # another judge's leaderboard of the campaign (ir_measures' layout) ranks them too: left out alike
+    scores = {**{f"r{k}": (k * 7) % 10 / 10 for k in range(10)}, "rag-a": 0.95}
+    board = tmp_path / "team.txt"
+    board.write_text("".join(f"{run} all SCORE {score}\n" for run, score in scores.items()))
+    team = [*arguments, "--leaderboard", f"team={board}", "--leaderboard-layout", "ir_measures"]
+    assert main(team) == 2
+    assert "run 'rag-a' is not among the runs of --runs" in capsys.readouterr().err
+    caplog.clear()
+    assert main([*team, "--responses", str(responses)]) == 0
+    assert (f"{board}: 1 runs of generated responses (--responses) left out: the judges compare the run files' "
+            "runs alone: rag-a") in caplog.text  # fmt: skip
+    boards = pd.read_csv(tmp_path / "o/leaderboards.tsv", sep="\t")
+    assert set(boards.loc[boards["label_set"] == "team", "run_id"]) == {f"r{k}" for k in range(10)}
 
 
 def test_a_judge_of_few_queries_and_a_given_leaderboard_of_scores(tmp_path):

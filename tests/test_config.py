@@ -1038,6 +1038,21 @@ def test_an_official_leaderboard_of_generated_responses_is_taken_and_a_typo_is_n
                         "evaluated runs (did you mean 'rag-brief'?)")  # fmt: skip
 
 
+def test_another_judges_leaderboard_may_rank_the_responses_runs_but_no_unknown_one(tmp_path):
+    """`judges.leaderboards` checked as the run starts: a run of the responses (a RAG campaign's AutoJudge
+    file ranks them) is the judges' to leave out, not a typo; a run of neither is refused at its line."""
+    from examflow.scheduling import check_judge_files
+
+    run = write(tmp_path / "bm25.run", "q1 Q0 d1 1 2.0 bm25\n")
+    responses = write(tmp_path / "responses.jsonl", '{"run_id": "rag", "query_id": "q1", "text": "an answer"}\n')
+    board = write(tmp_path / "team.txt", "bm25 all SCORE 0.5\nrag all SCORE 0.7\n")
+    queries = write(tmp_path / "queries.tsv", "q1\tquery\n")
+    given = ({}, {"team": str(board)}, "ir_measures", [str(run)], {"leaderboard_runs": "error"}, str(queries))
+    check_judge_files(*given, str(responses))
+    with pytest.raises(InputError, match=re.escape(f"{board}:2: field 'run_id': run 'rag' is not among the runs of")):
+        check_judge_files(*given)
+
+
 def example_data(root, config: dict) -> None:
     """Tiny files at the paths an example names, consistent with one another."""
     import gzip

@@ -492,8 +492,8 @@ def judges_inputs(args: argparse.Namespace):
     judged = set(official_labels["query_id"]).union(*(set(labels["query_id"]) for labels in label_sets.values()))
     runs = _judges_runs(args, judged)
     official_given = None
-    if args.responses and not args.official:
-        raise Failure("--responses: their runs are left out of a given --official, and there is none")
+    if args.responses and not (args.official or args.leaderboard):
+        raise Failure("--responses: their runs are left out of a given --official or --leaderboard, and there is none")
     if args.official:
         scores = read_leaderboard_scores(args.official)
         official = scores if scores is not None else read_leaderboard(args.official)
@@ -605,15 +605,24 @@ def _official_measure(args: argparse.Namespace, measure: Callable) -> tuple[str,
     return (name, parsed) if parsed is given else (str(parsed), parsed)
 
 
-def _without_generated(args: argparse.Namespace, official: dict[str, float], runs: set[str]) -> dict[str, float]:
-    """The official leaderboard without the runs of --responses that no run file holds: the judges rank
-    runs by the passages their labels judge, and a generated response ranks none (docs/judges.md)."""
+def _generated(args: argparse.Namespace, runs: set[str]) -> set[str]:
+    """The runs of --responses that no run file holds: the judges rank runs by the passages their labels
+    judge, and a generated response ranks none (docs/judges.md)."""
     from examflow.io.responses import response_run_ids
 
-    generated = (response_run_ids(args.responses) - runs) & set(official) if args.responses else set()
+    return response_run_ids(args.responses) - runs if args.responses else set()
+
+
+def _say_left_out(path: str, generated: set[str]) -> None:
     if generated:
         log.warning("%s: %d runs of generated responses (--responses) left out: the judges compare the run files' "
-                    "runs alone: %s", args.official, len(generated), listed(sorted(generated)))  # fmt: skip
+                    "runs alone: %s", path, len(generated), listed(sorted(generated)))  # fmt: skip
+
+
+def _without_generated(args: argparse.Namespace, official: dict[str, float], runs: set[str]) -> dict[str, float]:
+    """The official leaderboard without the runs of --responses that no run file holds, said."""
+    generated = _generated(args, runs) & set(official)
+    _say_left_out(args.official, generated)
     return {run: value for run, value in official.items() if run not in generated}
 
 
@@ -665,9 +674,11 @@ def outside_leaderboards(args: argparse.Namespace, taken: set[str], run_ids: set
     topics among the queries judged (others left out, counted in a warning; none judged is an error)."""
     from examflow.io.autojudge import judged_topics, known_runs, read_autojudge
 
-    boards, unknown = {}, Problems(args.on_unknown_run)
+    boards, unknown, generated = {}, Problems(args.on_unknown_run), _generated(args, run_ids)
     for name, path in label_arguments(args.leaderboard, "--leaderboard", taken).items():
-        boards[name] = known_runs(path, read_autojudge(path, args.leaderboard_layout), run_ids, "--runs", unknown)
+        measures = read_autojudge(path, args.leaderboard_layout)
+        _say_left_out(path, generated & {run for measured in measures.values() for run in measured.lines})
+        boards[name] = known_runs(path, measures, run_ids, "--runs", unknown, generated)
         boards[name] = judged_topics(path, boards[name], judged, args.leaderboard_layout, args.query_mode == "all")
     unknown.summarise()
     return boards

@@ -251,9 +251,11 @@ def check_judge_files(
     run_files: list[str],
     validation: dict,
     queries: str | None,
+    responses: str | None = None,
 ) -> None:
     """Other judges' label sets and AutoJudge leaderboards, read and put aside: a malformed line, a run that is
-    none of the run files' (under `validation.leaderboard_runs: error`), or a leaderboard none of whose topics
+    none of the run files' nor the `responses`' (under `validation.leaderboard_runs: error`; the judges leave
+    the responses' out, saying so), or a leaderboard none of whose topics
     is a query (`queries`, where a file gives them: another column order than `layout`) stops the run before
     any model is asked, not once the grading the comparison waits for is done."""
     from examflow.io.autojudge import check_some_topic, known_runs, read_autojudge
@@ -263,9 +265,10 @@ def check_judge_files(
         read_labels(path)
     runs, unknown = {run_tag(file) for file in run_files}, Problems(validation["leaderboard_runs"])
     known = set(query_table(queries)["query_id"]) if queries is not None and leaderboards else None
+    generated = response_run_ids(responses) if responses and leaderboards else set()
     for path in leaderboards.values():
         measures = read_autojudge(path, layout)
-        known_runs(path, measures, runs, "inputs.runs", unknown)
+        known_runs(path, measures, runs, "inputs.runs", unknown, generated)
         if known is not None:
             check_some_topic(path, measures, known, f"a query of {queries}", f"`{layout}` (judges.leaderboard_layout)")
     unknown.summarise()

@@ -230,6 +230,7 @@ if workflow.is_main_process:  # once a run, not again in each job
         RUN_FILES,
         config["validation"],
         next(iter(configured("queries")), None),  # a file's, not an ir_datasets id's
+        INPUTS.get("responses"),
     )
     # (an ir_datasets source is read by the pool step alone)
     if INPUTS.get("qrels") and not is_irds(INPUTS["qrels"]):
@@ -284,6 +285,12 @@ if EXAM:
 FACTS = checked(configured_facts, config, GENERATED)
 # Without an official leaderboard file, one is computed from the official qrels (rule official_leaderboard).
 OFFICIAL_FROM_QRELS = official_from_qrels(config)
+# The responses' runs, which a leaderboard given may rank and the judges leave out (they rank passages)
+JUDGES_RESPONSES = (
+    configured("responses")
+    if not OFFICIAL_FROM_QRELS or config["judges"]["leaderboards"]
+    else []
+)
 
 
 def official_computation(prefix=""):

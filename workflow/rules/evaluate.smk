@@ -85,8 +85,8 @@ if JUDGES:
             qrels=input_file("qrels"),
             queries=input_file("queries"),
             official=[] if OFFICIAL_FROM_QRELS else official_input,
-            # generated responses' runs: left out of the official leaderboard given (the judges rank passages)
-            responses=[] if OFFICIAL_FROM_QRELS else input_file("responses"),
+            # generated responses' runs: left out of the leaderboards given (the judges rank passages)
+            responses=[given(path) for path in JUDGES_RESPONSES],
             methods=[literal(method_qrels(method)) for method in METHODS],
             outside=[given(path) for path in OUTSIDE_LABELS.values()],
             leaderboards=[
@@ -104,7 +104,7 @@ if JUDGES:
             contents=contents(
                 RUN_FILES,
                 configured("queries", "qrels", "official_leaderboard"),
-                [] if OFFICIAL_FROM_QRELS else configured("responses"),
+                JUDGES_RESPONSES,
                 OUTSIDE_LABELS.values(),
                 config["judges"]["leaderboards"].values(),
             ),

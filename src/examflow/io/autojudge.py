@@ -65,13 +65,14 @@ class Measured:
 
 
 def known_runs(
-    path, measures: dict[str, Measured], run_ids: set[str], where: str, problems: Problems
+    path, measures: dict[str, Measured], run_ids: set[str], where: str, problems: Problems, generated=frozenset()
 ) -> dict[str, Measured]:
     """The measures of the runs evaluated (`where` names them); another run goes to `problems` (a typo would
-    drop it from every statistic of the judge) and, under `warn`, is left out."""
+    drop it from every statistic of the judge) and, under `warn`, is left out. A `generated` response's run
+    is left out as no problem: the judges compare the run files' runs (the caller says so)."""
     kept = {}
     for name, measured in measures.items():
-        for run in sorted(set(measured.lines) - run_ids):
+        for run in sorted(set(measured.lines) - run_ids - generated):
             error = InputError(path, f"run {run!r} is not among the runs of {where}", measured.lines[run], "run_id")
             problems.report("runs of another judge's leaderboard that are not evaluated", error)
         kept[name] = Measured(*({run: v for run, v in part.items() if run in run_ids} for part in astuple(measured)))
