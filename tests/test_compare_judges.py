@@ -263,7 +263,7 @@ def test_generated_responses_runs_on_the_official_leaderboard_are_left_out_with_
     assert "run 'rag-a' is not among the runs of --runs" in capsys.readouterr().err
     caplog.clear()
     assert main([*team, "--responses", str(responses)]) == 0
-    assert (f"{board}: 1 runs of generated responses (--responses) left out: the judges compare the run files' "
+    assert (f"{board}: 1 run of generated responses (--responses) left out: the judges compare the run files' "
             "runs alone: rag-a") in caplog.text  # fmt: skip
     boards = pd.read_csv(tmp_path / "o/leaderboards.tsv", sep="\t")
     assert set(boards.loc[boards["label_set"] == "team", "run_id"]) == {f"r{k}" for k in range(10)}

@@ -1051,6 +1051,11 @@ def test_another_judges_leaderboard_may_rank_the_responses_runs_but_no_unknown_o
     check_judge_files(*given, str(responses))
     with pytest.raises(InputError, match=re.escape(f"{board}:2: field 'run_id': run 'rag' is not among the runs of")):
         check_judge_files(*given)
+    write(board, "bm25 all SCORE 0.5\nrag all SCORE 0.7\nbm52 all SCORE 0.1\n")
+    bm25 = write(tmp_path / "other bm25.run", "q1 Q0 d1 1 2.0 bm25x\n")  # a run the leaderboard lacks
+    with pytest.raises(InputError, match=re.escape(f"{board}:3: field 'run_id': run 'bm52' is not among the runs "
+                                                   "of inputs.runs nor inputs.responses (did you mean 'bm25x'?)")):  # fmt: skip
+        check_judge_files(given[0], given[1], given[2], [str(run), str(bm25)], *given[4:], str(responses))
 
 
 def example_data(root, config: dict) -> None:

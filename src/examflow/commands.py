@@ -615,8 +615,9 @@ def _generated(args: argparse.Namespace, runs: set[str]) -> set[str]:
 
 def _say_left_out(path: str, generated: set[str]) -> None:
     if generated:
-        log.warning("%s: %d runs of generated responses (--responses) left out: the judges compare the run files' "
-                    "runs alone: %s", path, len(generated), listed(sorted(generated)))  # fmt: skip
+        runs = "runs" if len(generated) > 1 else "run"
+        log.warning("%s: %d %s of generated responses (--responses) left out: the judges compare the run files' "
+                    "runs alone: %s", path, len(generated), runs, listed(sorted(generated)))  # fmt: skip
 
 
 def _without_generated(args: argparse.Namespace, official: dict[str, float], runs: set[str]) -> dict[str, float]:

@@ -268,7 +268,8 @@ def check_judge_files(
     generated = response_run_ids(responses) if responses and leaderboards else set()
     for path in leaderboards.values():
         measures = read_autojudge(path, layout)
-        known_runs(path, measures, runs, "inputs.runs", unknown, generated)
+        known_runs(path, measures, runs, "inputs.runs" + (" nor inputs.responses" if generated else ""), unknown,
+                   generated)  # fmt: skip
         if known is not None:
             check_some_topic(path, measures, known, f"a query of {queries}", f"`{layout}` (judges.leaderboard_layout)")
     unknown.summarise()

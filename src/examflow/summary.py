@@ -441,7 +441,9 @@ def _judges_section(doc: Document, agreement: pd.DataFrame, computed: bool = Fal
     doc.paragraph("Every method's EXAM-Qrels, each outside label set, ensemble and other judge's leaderboard, "
                   "ranking the runs under each measure, against the official leaderboard: Kendall's τ-b"
                   f"{' with its 95 % bootstrap interval' if intervals else ''}, Spearman's ρ, τ_AP and RBO (all "
-                  "statistics, and the labels' agreement, in `judges/`).")  # fmt: skip
+                  "statistics, and the labels' agreement, in `judges/`). They rank the run files' runs alone "
+                  "(`runs`): a generated response ranks no passage for labels to judge, so its run, which EXAM's "
+                  "correlations above may count, is left out here.")  # fmt: skip
     if len(agreement) and agreement["runs"].max() == 1:  # (0: label sets that judge nothing, warned of)
         doc.paragraph("One run: there is no order to compare, so every agreement is empty. The labels' agreement "
                       "with the official qrels (Cohen's κ, Krippendorff's α) is in `judges/labels.tsv`.")  # fmt: skip

@@ -22,7 +22,7 @@ from dataclasses import astuple, dataclass
 import numpy as np
 import pandas as pd
 
-from examflow.errors import InputError, Problems, listed
+from examflow.errors import InputError, Problems, listed, suggestion
 from examflow.io.lines import FirstLines, check_id, json_lines, number_text, split_columns, text_lines
 from examflow.registry import LEADERBOARD_LAYOUTS
 
@@ -72,8 +72,9 @@ def known_runs(
     is left out as no problem: the judges compare the run files' runs (the caller says so)."""
     kept = {}
     for name, measured in measures.items():
-        for run in sorted(set(measured.lines) - run_ids - generated):
-            error = InputError(path, f"run {run!r} is not among the runs of {where}", measured.lines[run], "run_id")
+        for run in sorted(set(measured.lines) - run_ids - generated):  # a typo's likely meaning: a run it lacks
+            message = f"run {run!r} is not among the runs of {where}{suggestion(run, run_ids - set(measured.lines))}"
+            error = InputError(path, message, measured.lines[run], "run_id")
             problems.report("runs of another judge's leaderboard that are not evaluated", error)
         kept[name] = Measured(*({run: v for run, v in part.items() if run in run_ids} for part in astuple(measured)))
     return kept
