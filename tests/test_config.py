@@ -1038,6 +1038,20 @@ def test_an_official_leaderboard_of_generated_responses_is_taken_and_a_typo_is_n
                         "evaluated runs (did you mean 'rag-brief'?)")  # fmt: skip
 
 
+@pytest.mark.workflow
+def test_a_response_run_named_as_a_run_file_s_is_refused_at_its_line_as_the_run_starts(project):
+    """It was refused by the pool step, after the segmenting, with no file line (a stranger's trial)."""
+    lines = (project / "resources/demo/responses.jsonl").read_text().splitlines()
+    lines[1] = lines[1].replace('"rag-thorough"', '"bm25"', 1)
+    write(project / "responses.jsonl", "\n".join(lines) + "\n")
+    config = yaml.safe_load((project / "config/config.yaml").read_text())
+    config["inputs"]["responses"] = "responses.jsonl"
+    write(project / "config/bad.yaml", yaml.safe_dump(config))
+    result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
+    refused_in_one_line(result, "responses.jsonl:2: field 'run_id': run 'bm25' is also the run tag of "
+                        "resources/demo/runs/bm25.run: the responses' run ids differ from the run files' (docs/inputs.md)")  # fmt: skip
+
+
 def test_another_judges_leaderboard_may_rank_the_responses_runs_but_no_unknown_one(tmp_path):
     """`judges.leaderboards` checked as the run starts: a run of the responses (a RAG campaign's AutoJudge
     file ranks them) is the judges' to leave out, not a typo; a run of neither is refused at its line."""

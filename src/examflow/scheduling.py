@@ -11,10 +11,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from examflow.errors import ConfigError, Problems, RunSetting, listed, suggestion
+from examflow.errors import ConfigError, InputError, Problems, RunSetting, listed, suggestion
 from examflow.io import read_queries
 from examflow.io.irds import is_irds
 from examflow.io.leaderboard import match_runs, read_leaderboard
+from examflow.io.lines import json_lines, required_id
 from examflow.io.queries import subtopics
 from examflow.io.responses import response_run_ids
 from examflow.io.runs import run_tag
@@ -242,6 +243,16 @@ def check_leaderboard(inputs: dict, run_files: list[str], validation: dict) -> N
     for note in match_runs(path, official, files | generated, problems):
         log.warning("%s", note)
     problems.summarise()
+
+
+def check_response_runs(responses: str, run_files: list[str]) -> None:
+    """A response's run id that is a run file's run tag would make the two one run in every table: refused
+    at its line as the run starts, not by the pool step with no line (a stranger's trial)."""
+    tags = {run_tag(file): file for file in run_files}
+    for number, record in json_lines(responses):
+        if (run := required_id(responses, number, record, "run_id")) in tags:
+            raise InputError(responses, f"run {run!r} is also the run tag of {tags[run]}: the responses' run ids "
+                             "differ from the run files' (docs/inputs.md)", number, "run_id")  # fmt: skip
 
 
 def check_judge_files(

@@ -62,6 +62,7 @@ from examflow.scheduling import (
     check_input_files,
     check_judge_files,
     check_leaderboard,
+    check_response_runs,
     check_placeholders,
     check_relevance_level,
     configured_facts,
@@ -539,6 +540,8 @@ JUDGES = bool(
     and FACTS.official
     and (METHODS or OUTSIDE_LABELS or config["judges"]["leaderboards"])
 )
+if INPUTS.get("responses") and RUN_FILES:
+    checked(check_response_runs, INPUTS["responses"], RUN_FILES)
 if INPUTS.get("official_leaderboard"):
     checked(check_leaderboard, INPUTS, RUN_FILES, VALIDATION)
 elif JUDGES:
