@@ -1220,3 +1220,17 @@ def test_a_method_s_key_written_in_its_back_end_is_said_to_be_the_method_s():
     assert "backend.unti: unknown option (did you mean 'unit'?); known:" in rejected(
         {"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [method]}}
     )
+
+
+def test_a_name_written_in_other_case_is_suggested_too(tmp_path):
+    """`BM25` on an official leaderboard for the run `bm25`: difflib, case-sensitive, suggested nothing."""
+    from examflow.errors import Problems, suggestion
+    from examflow.io.leaderboard import match_runs
+
+    assert suggestion("BM25", ["bm25", "dense"]) == " (did you mean 'bm25'?)"
+    assert suggestion("dnese", ["bm25", "dense"]) == " (did you mean 'dense'?)"
+    assert suggestion("qwerty", ["bm25", "dense"]) == ""
+    official = write(tmp_path / "official.json", '{\n"BM25": 1,\n"dense": 2\n}\n')
+    with pytest.raises(InputError, match=re.escape("official.json:2: field 'run_id': official run 'BM25' is not "
+                                                   "among the evaluated runs (did you mean 'bm25'?)")):  # fmt: skip
+        match_runs(official, {"BM25": 1.0, "dense": 2.0}, {"bm25", "dense"}, Problems("error"))

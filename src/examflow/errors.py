@@ -166,8 +166,10 @@ def repeated(names: Iterable[str]) -> str | None:
 
 
 def suggestion(name: object, known: Iterable[object]) -> str:
-    """` (did you mean 'x'?)` for a likely typo of one of `known`, else nothing."""
+    """` (did you mean 'x'?)` for a likely typo of one of `known`, else nothing. The same name in other
+    case is one too: difflib, case-sensitive, takes `BM25` for no `bm25`."""
     if not isinstance(name, str):
         return ""
-    close = difflib.get_close_matches(name, [k for k in known if isinstance(k, str)], n=1, cutoff=0.6)
+    names = [k for k in known if isinstance(k, str)]
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6) or [k for k in names if k.lower() == name.lower()]
     return f" (did you mean {close[0]!r}?)" if close else ""
