@@ -491,17 +491,16 @@ def judges_inputs(args: argparse.Namespace):
     official_labels, label_sets, votes = _judges_labels(args, official_measure)
     judged = set(official_labels["query_id"]).union(*(set(labels["query_id"]) for labels in label_sets.values()))
     runs = _judges_runs(args, judged)
-    official_given = None
-    if args.responses and not (args.official or args.leaderboard):
-        raise Failure("--responses: their runs are left out of a given --official or --leaderboard, and there is none")
+    run_ids, official_given = set(runs["run_id"]), None
+    generated = _generated(args, run_ids)
     if args.official:
         scores = read_leaderboard_scores(args.official)
         official = scores if scores is not None else read_leaderboard(args.official)
-        official_given = (_without_generated(args, official, set(runs["run_id"])), scores is not None)
-        _check_official_runs(args.official, official_given[0], set(runs["run_id"]), Problems(args.on_unknown_run))
+        official_given = (_without(args.official, official, generated), scores is not None)
+        _check_official_runs(args.official, official_given[0], run_ids, Problems(args.on_unknown_run))
     elif runs["run_id"].nunique() < 2:
         log.warning(ONE_RUN, "--runs: one run")
-    leaderboards = outside_leaderboards(args, set(label_sets), set(runs["run_id"]), judged)
+    leaderboards = outside_leaderboards(args, set(label_sets), run_ids, judged, generated)
     for name, labels in label_sets.items():
         if not set(labels["query_id"]) & set(runs["query_id"]):
             log.warning("--labels %s: judges no query that a run ranks: no run has a score under it", name)
@@ -610,6 +609,8 @@ def _generated(args: argparse.Namespace, runs: set[str]) -> set[str]:
     judge, and a generated response ranks none (docs/judges.md)."""
     from examflow.io.responses import response_run_ids
 
+    if args.responses and not (args.official or args.leaderboard):
+        raise Failure("--responses: their runs are left out of a given --official or --leaderboard, and there is none")
     return response_run_ids(args.responses) - runs if args.responses else set()
 
 
@@ -620,10 +621,9 @@ def _say_left_out(path: str, generated: set[str]) -> None:
                     "runs alone: %s", path, len(generated), runs, listed(sorted(generated)))  # fmt: skip
 
 
-def _without_generated(args: argparse.Namespace, official: dict[str, float], runs: set[str]) -> dict[str, float]:
-    """The official leaderboard without the runs of --responses that no run file holds, said."""
-    generated = _generated(args, runs) & set(official)
-    _say_left_out(args.official, generated)
+def _without(path: str, official: dict[str, float], generated: set[str]) -> dict[str, float]:
+    """The official leaderboard without the `generated` responses' runs, said."""
+    _say_left_out(path, generated & set(official))
     return {run: value for run, value in official.items() if run not in generated}
 
 
@@ -670,12 +670,14 @@ def _check_judge_name(option: str, argument: str, name: str) -> None:
         raise Failure(f"{option} {argument!r}: a name is letters, digits, _ and - (it names columns), not {name!r}")
 
 
-def outside_leaderboards(args: argparse.Namespace, taken: set[str], run_ids: set[str], judged: set[str]) -> dict:
+def outside_leaderboards(
+    args: argparse.Namespace, taken: set[str], run_ids: set[str], judged: set[str], generated: set[str]
+) -> dict:
     """Other judges' AutoJudge leaderboards (`--leaderboard NAME=FILE`): each measure's runs among the runs, its
     topics among the queries judged (others left out, counted in a warning; none judged is an error)."""
     from examflow.io.autojudge import judged_topics, known_runs, read_autojudge
 
-    boards, unknown, generated = {}, Problems(args.on_unknown_run), _generated(args, run_ids)
+    boards, unknown = {}, Problems(args.on_unknown_run)
     for name, path in label_arguments(args.leaderboard, "--leaderboard", taken).items():
         measures = read_autojudge(path, args.leaderboard_layout)
         _say_left_out(path, generated & {run for measured in measures.values() for run in measured.lines})

@@ -233,6 +233,8 @@ if workflow.is_main_process:  # once a run, not again in each job
         next(iter(configured("queries")), None),  # a file's, not an ir_datasets id's
         INPUTS.get("responses"),
     )
+    if INPUTS.get("responses") and RUN_FILES:
+        checked(check_response_runs, INPUTS["responses"], RUN_FILES)
     # (an ir_datasets source is read by the pool step alone)
     if INPUTS.get("qrels") and not is_irds(INPUTS["qrels"]):
         checked(
@@ -540,8 +542,6 @@ JUDGES = bool(
     and FACTS.official
     and (METHODS or OUTSIDE_LABELS or config["judges"]["leaderboards"])
 )
-if INPUTS.get("responses") and RUN_FILES:
-    checked(check_response_runs, INPUTS["responses"], RUN_FILES)
 if INPUTS.get("official_leaderboard"):
     checked(check_leaderboard, INPUTS, RUN_FILES, VALIDATION)
 elif JUDGES:
