@@ -237,8 +237,10 @@ def test_generated_responses_runs_on_the_official_leaderboard_are_left_out_with_
     runs = [str(p) for p in sorted((tmp_path / "runs [all]").iterdir())]
     arguments = ["compare-judges", "--runs", *runs, "--official-qrels", str(files["official"]), "--official",
                  str(official), "--labels", f"noisy={files['noisy']}", "--bootstrap", "0", "--out", str(tmp_path / "o")]  # fmt: skip
-    assert main(arguments) == 2  # without --responses: runs no run file holds
-    assert "official run 'rag-a' is not among the runs of --runs" in capsys.readouterr().err
+    assert main(arguments) == 2  # without --responses: runs no run file holds, and where to say which they are
+    assert capsys.readouterr().err.endswith(f"{official}:1: field 'run_id': official run 'rag-a' is not among the "
+                                            "runs of --runs (a run of generated responses? --responses leaves "
+                                            "those out)\n")  # fmt: skip
     assert main([*arguments, "--responses", str(responses)]) == 0
     assert (f"{official}: 2 runs of generated responses (--responses) left out: the judges compare the run files' "
             "runs alone: rag-a, rag-b") in caplog.text  # fmt: skip
@@ -247,9 +249,13 @@ def test_generated_responses_runs_on_the_official_leaderboard_are_left_out_with_
     shared = ["r9", "r8", "r7", "r6", "r5"]
     expected = stats.spearmanr([noisy[r] for r in shared], [-1, -3, -4, -6, -7]).statistic  # ranks: 1 best
     assert agreement.loc[("noisy", "spearman"), ["value", "runs"]].tolist() == [pytest.approx(expected, abs=1e-12), 5]
-    official.write_text('{"r9": 1, "rag-a": 2, "rag-c": 3, "r8": 4}')  # rag-c: no run of the responses
+    official.write_text('{"r9": 1, "rag-a": 2, "rag-bb": 3, "r8": 4}')  # rag-bb: no run of the responses
+    assert main([*arguments, "--responses", str(responses)]) == 2  # a typo of a response's run, meant named
+    assert capsys.readouterr().err.endswith("official run 'rag-bb' is not among the runs of --runs "
+                                            "(did you mean 'rag-b'?)\n")  # fmt: skip
+    official.write_text('{"r9": 1, "rag-a": 2, "zz": 3, "r8": 4}')  # like nothing: no hint once given
     assert main([*arguments, "--responses", str(responses)]) == 2
-    assert "official run 'rag-c' is not among the runs of --runs" in capsys.readouterr().err
+    assert capsys.readouterr().err.endswith("official run 'zz' is not among the runs of --runs\n")
     del arguments[arguments.index("--official") : arguments.index("--official") + 2]
     assert main([*arguments, "--responses", str(responses)]) == 2
     assert capsys.readouterr().err.endswith("examflow: error: --responses: their runs are left out of a given "
@@ -260,7 +266,13 @@ def test_generated_responses_runs_on_the_official_leaderboard_are_left_out_with_
     board.write_text("".join(f"{run} all SCORE {score}\n" for run, score in scores.items()))
     team = [*arguments, "--leaderboard", f"team={board}", "--leaderboard-layout", "ir_measures"]
     assert main(team) == 2
-    assert "run 'rag-a' is not among the runs of --runs" in capsys.readouterr().err
+    assert capsys.readouterr().err.endswith("run 'rag-a' is not among the runs of --runs (a run of generated "
+                                            "responses? --responses leaves those out)\n")  # fmt: skip
+    board.write_text(board.read_text() + "rag-bb all SCORE 0.5\n")  # a typo of a response's run
+    assert main([*team, "--responses", str(responses)]) == 2
+    assert capsys.readouterr().err.endswith(f"{board}:12: field 'run_id': run 'rag-bb' is not among the runs of "
+                                            "--runs (did you mean 'rag-b'?)\n")  # fmt: skip
+    board.write_text(board.read_text().replace("rag-bb all SCORE 0.5\n", ""))
     caplog.clear()
     assert main([*team, "--responses", str(responses)]) == 0
     assert (f"{board}: 1 run of generated responses (--responses) left out: the judges compare the run files' "

@@ -497,7 +497,9 @@ def judges_inputs(args: argparse.Namespace):
         scores = read_leaderboard_scores(args.official)
         official = scores if scores is not None else read_leaderboard(args.official)
         official_given = (_without(args.official, official, generated), scores is not None)
-        _check_official_runs(args.official, official_given[0], run_ids, Problems(args.on_unknown_run))
+        meant = generated - set(official)  # a typo of a response's run, or of a run file's
+        _check_official_runs(args.official, official_given[0], run_ids, Problems(args.on_unknown_run), meant,
+                             _responses_hint(args))  # fmt: skip
     elif runs["run_id"].nunique() < 2:
         log.warning(ONE_RUN, "--runs: one run")
     leaderboards = outside_leaderboards(args, set(label_sets), run_ids, judged, generated)
@@ -627,9 +629,18 @@ def _without(path: str, official: dict[str, float], generated: set[str]) -> dict
     return {run: value for run, value in official.items() if run not in generated}
 
 
-def _check_official_runs(path: str, official: dict[str, float], runs: set[str], unknown: Problems) -> None:
+def _responses_hint(args: argparse.Namespace) -> str:
+    """Said of a leaderboard's unknown run where --responses is not given: a RAG campaign's leaderboards
+    rank the generated responses' runs too, which the judges leave out once told which they are."""
+    return "" if args.responses else " (a run of generated responses? --responses leaves those out)"
+
+
+def _check_official_runs(
+    path: str, official: dict[str, float], runs: set[str], unknown: Problems, meant: set[str], hint: str
+) -> None:
     """A given official leaderboard against the runs: one it ranks that --runs lacks goes to `unknown` (a
-    typo would drop it from every statistic); runs it lacks are left out of the agreement, said once."""
+    typo would drop it from every statistic; `meant` and `hint` as `match_runs`); runs it lacks are left
+    out of the agreement, said once."""
     from examflow.io.leaderboard import match_runs
 
     shared = runs & set(official)
@@ -637,7 +648,7 @@ def _check_official_runs(path: str, official: dict[str, float], runs: set[str], 
         raise InputError(path, f"ranks none of the {len(runs)} runs given")
     if len(shared) == 1:
         log.warning(ONE_RUN, f"{path} ranks one of the runs given")
-    for note in match_runs(path, official, runs, unknown, among="the runs of --runs"):
+    for note in match_runs(path, official, runs, unknown, "the runs of --runs", sorted(meant), hint):
         log.warning("%s", note)
     unknown.summarise()
 
@@ -681,7 +692,7 @@ def outside_leaderboards(
     for name, path in label_arguments(args.leaderboard, "--leaderboard", taken).items():
         measures = read_autojudge(path, args.leaderboard_layout)
         _say_left_out(path, generated & {run for measured in measures.values() for run in measured.lines})
-        boards[name] = known_runs(path, measures, run_ids, "--runs", unknown, generated)
+        boards[name] = known_runs(path, measures, run_ids, "--runs", unknown, generated, _responses_hint(args))
         boards[name] = judged_topics(path, boards[name], judged, args.leaderboard_layout, args.query_mode == "all")
     unknown.summarise()
     return boards

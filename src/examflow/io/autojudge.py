@@ -65,15 +65,23 @@ class Measured:
 
 
 def known_runs(
-    path, measures: dict[str, Measured], run_ids: set[str], where: str, problems: Problems, generated=frozenset()
+    path,
+    measures: dict[str, Measured],
+    run_ids: set[str],
+    where: str,
+    problems: Problems,
+    generated=frozenset(),
+    hint: str = "",
 ) -> dict[str, Measured]:
     """The measures of the runs evaluated (`where` names them); another run goes to `problems` (a typo would
     drop it from every statistic of the judge) and, under `warn`, is left out. A `generated` response's run
-    is left out as no problem: the judges compare the run files' runs (the caller says so)."""
+    is left out as no problem: the judges compare the run files' runs (the caller says so). `hint`: said of
+    an unknown run that suggests no run."""
     kept = {}
     for name, measured in measures.items():
         for run in sorted(set(measured.lines) - run_ids - generated):  # a typo's likely meaning: a run it lacks
-            message = f"run {run!r} is not among the runs of {where}{suggestion(run, run_ids - set(measured.lines))}"
+            likely = suggestion(run, (run_ids | generated) - set(measured.lines)) or hint
+            message = f"run {run!r} is not among the runs of {where}{likely}"
             error = InputError(path, message, measured.lines[run], "run_id")
             problems.report("runs of another judge's leaderboard that are not evaluated", error)
         kept[name] = Measured(*({run: v for run, v in part.items() if run in run_ids} for part in astuple(measured)))

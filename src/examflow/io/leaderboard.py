@@ -5,6 +5,7 @@ the scores (higher is better)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from pathlib import Path
 
 from examflow.errors import InputError, Problems, listed, suggestion
@@ -119,17 +120,24 @@ def _number(path, number: int | None, field: str, value, what: str) -> float:
 
 
 def match_runs(
-    path: str | Path, official: dict[str, float], evaluated: set[str], problems: Problems, among: str = ""
+    path: str | Path,
+    official: dict[str, float],
+    evaluated: set[str],
+    problems: Problems,
+    among: str = "",
+    meant: Iterable[str] = (),
+    hint: str = "",
 ) -> list[str]:
     """Official runs that are not evaluated go to `problems` (a typo would silently drop them from
     every correlation); evaluated runs that are not official are a note, returned for the log. `among`:
-    the runs compared, where they are not all the evaluated runs (`the runs of --runs`)."""
+    the runs compared, where they are not all the evaluated runs (`the runs of --runs`); `meant`: other
+    runs a typo may mean (left out on purpose); `hint`: said of an unknown run that suggests none."""
     unknown, extra = sorted(set(official) - evaluated), sorted(evaluated - set(official))
     lines = _run_lines(path) if unknown else {}  # the file again, only to name a problem's line
     kind, where = (f"official runs not among {among}", among) if among else ("official runs that are not evaluated",
                                                                           "the evaluated runs")  # fmt: skip
     for run in unknown:  # a typo's likely meaning: an evaluated run the leaderboard lacks
-        message = f"official run {run!r} is not among {where}{suggestion(run, extra)}"
+        message = f"official run {run!r} is not among {where}{suggestion(run, [*extra, *meant]) or hint}"
         problems.report(kind, InputError(path, message, lines.get(run), "run_id"))
     if not extra:
         return []
