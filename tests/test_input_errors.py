@@ -87,6 +87,8 @@ BAD_FILES = [
     ("qrels", "q.qrels", "q1 0 d1 1\nq1 0 d1 0\n", 2, "doc_id", r"document 'd1' judged twice for 'q1' \(first on line 1\)"),
     ("corpus", "c.tsv", "d1\tone\nd2\t \n", 2, "text", "empty text for pooled passage 'd2'"),
     ("corpus", "c.tsv", "d1\tone\nd2 two\n", 2, None, "expected 2 tab-separated columns .* found 1"),
+    # the text decoded apart from the id, its offset counted in the line (a stranger's read 0)
+    ("corpus", "c.tsv", b"d1\tone\nd2\tt\xc9wo\n", 2, None, "invalid UTF-8: byte 0xc9 at offset 4 of the line$"),
     ("corpus", "c.jsonl", '{"title": "x", "text": "y"}\n', 1, None, "no id field"),
     # Found by test_reader_properties: `1` is valid JSON, and the reader asked it for a field.
     ("corpus", "c.jsonl", '{"doc_id": "d1", "text": "first"}\n1\n', 2, None, "expected a JSON object, found int"),

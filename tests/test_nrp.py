@@ -368,9 +368,9 @@ def test_the_command_needs_no_model_with_the_run_ranker_and_names_bad_options(tm
     ghost = write(tmp_path / "ghost.qrels", "q1 0 d1 2\nq1 0 d2 0\nq1 0 d9 1\n")
     again[again.index(qrels[1])] = f"relevance={ghost}"
     refused = nrp_command(*again)
-    assert (
-        refused.returncode == 2
-        and f"{tmp_path / 'docs.tsv'}: judged document 'd9' is not in the collection" in refused.stderr
+    assert refused.returncode == 2 and refused.stderr.endswith(  # at the qrels' line, not the corpus (no line)
+        f"examflow: error: {ghost}:3: field 'doc_id': judged document 'd9' is not in the collection "
+        f"{tmp_path / 'docs.tsv'} (dimension 'relevance' judges it for query 'q1')\n"
     )
     # A dimension judged on its own scale (readability 1-7): outside the default range, unless it is widened.
     wide = write(tmp_path / "wide.qrels", "q1 0 d1 7\nq1 0 d2 1\n")
@@ -382,8 +382,8 @@ def test_the_command_needs_no_model_with_the_run_ranker_and_names_bad_options(tm
     assert pd.read_csv(tmp_path / "wide/per_answer.tsv", sep="\t")["nrp"].tolist() == [0.5]
     dropped = nrp_command(*again, "--on-missing-passage", "warn")
     assert dropped.returncode == 0 and (
-        f"1 × judged documents missing from the collection, dropped (first: {tmp_path / 'docs.tsv'}: judged document "
-        "'d9' is not in the collection)" in dropped.stderr
+        f"1 × judged documents missing from the collection, dropped (first: {ghost}:3: field 'doc_id': judged "
+        f"document 'd9' is not in the collection {tmp_path / 'docs.tsv'}" in dropped.stderr
     )
     for args, message in (
         (["--qrels", "relevance"], "--qrels 'relevance': expected NAME=VALUE"),

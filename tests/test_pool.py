@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import gzip
+
 import pandas as pd
 import pytest
 from conftest import write
 
+from examflow.cli import main
 from examflow.errors import InputError, Problems
 from examflow.pool import build_pool, normalise_ranks, pooled_ids
 
@@ -173,3 +176,33 @@ def test_a_passage_of_millions_of_characters_is_said_with_its_length(tmp_path, c
         "grader reads its first max_input_tokens but tokenises the whole text (gigabytes of memory), an API grader "
         "sends it whole; graded as usual"
     ]
+
+
+def test_a_passage_the_collection_lacks_is_named_at_the_line_that_pooled_it(tmp_path, capsys, caplog):
+    """`examflow pool` names the run file's line that ranks a passage the collection lacks (a stranger found
+    only the collection named, which has no line for it, among 30 runs), else the qrels' line that judges it
+    (a subtopic's `query/facet` is its query's); `warn` counts it at that line."""
+    queries = write(tmp_path / "queries.jsonl", '{"query_id": "q1", "text": "first", "subtopics": [{"facet_id": "a", '
+                    '"text": "A"}, {"facet_id": "b", "text": "B"}]}\n{"query_id": "q2", "text": "second"}\n')  # fmt: skip
+    corpus = write(tmp_path / "my corpus.tsv", "d1\tone\nd2\ttwo\n")
+    zeta = tmp_path / "zeta.run.gz"
+    with gzip.open(zeta, "wt") as handle:
+        handle.write("q1 Q0 d1 1 3.0 zeta\nq2 Q0 d2 1 2.0 zeta\nq2 Q0 d99 2 1.0 zeta\n")
+    alpha = write(tmp_path / "alpha.run", "q1 Q0 d1 1 3.0 alpha\nq2 Q0 d1 1 2.0 alpha\nq2 Q0 d99 2 1.0 alpha\n")
+    qrels = write(tmp_path / "qrels.txt", "q1 0 d1 1\nq1/a 0 d2 2\nq1/b 0 j7 1\n")
+    arguments = ["pool", "--queries", str(queries), "--runs", str(zeta), str(alpha), "--corpus", str(corpus),
+                 "--qrels", str(qrels), "--depth", "2", "--out", str(tmp_path / "pool")]  # fmt: skip
+    assert main(arguments) == 2
+    assert capsys.readouterr().err.endswith(f"examflow: error: {alpha}:3: field 'doc_id': pooled passage 'd99' is "
+                                            f"not in the collection {corpus} (run 'alpha' ranks it for query 'q2' "
+                                            "at rank 2)\n")  # fmt: skip
+    assert not (tmp_path / "pool").exists()
+    write(alpha, "q1 Q0 d1 1 3.0 alpha\n")
+    with gzip.open(zeta, "wt") as handle:
+        handle.write("q1 Q0 d1 1 3.0 zeta\n")
+    assert main(arguments) == 2
+    assert capsys.readouterr().err.endswith(f"examflow: error: {qrels}:3: field 'doc_id': pooled passage 'j7' is "
+                                            f"not in the collection {corpus} (the qrels judge it for query "
+                                            "'q1')\n")  # fmt: skip
+    assert main([*arguments, "--on-missing-passage", "warn"]) == 0
+    assert f"1 × pooled passages missing from the collection, dropped (first: {qrels}:3: field 'doc_id'" in caplog.text

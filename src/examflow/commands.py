@@ -67,8 +67,8 @@ def pool_command(args: argparse.Namespace) -> None:
     from examflow.config import check_relevance_range
     from examflow.io import read_qrels, read_queries, read_runs, read_table, write_tables
     from examflow.io.qrels import JUDGMENT_COLUMNS
-    from examflow.io.runs import RUN_COLUMNS, run_files
-    from examflow.pool import build_pool
+    from examflow.io.runs import RUN_COLUMNS, run_files, runs_by_tag
+    from examflow.pool import Sources, build_pool
     from examflow.segment import SEGMENT_COLUMNS
 
     relevance_range = check_relevance_range("--relevance-range", *args.relevance_range)
@@ -78,11 +78,8 @@ def pool_command(args: argparse.Namespace) -> None:
     unknown = Problems(args.on_unknown_query)
     query_ids = set(queries["query_id"])
     # each file once however it is named, as compare-judges and the workflow take them (a repeat is no second run)
-    runs = (
-        read_runs(run_files(args.runs, "--runs"), query_ids, unknown)
-        if args.runs
-        else pd.DataFrame(columns=RUN_COLUMNS)
-    )
+    paths = runs_by_tag(run_files(args.runs, "--runs")) if args.runs else {}
+    runs = read_runs(paths.values(), query_ids, unknown) if args.runs else pd.DataFrame(columns=RUN_COLUMNS)
     judgments = (
         read_qrels(args.qrels, queries, unknown, relevance_range)
         if args.qrels
@@ -90,7 +87,9 @@ def pool_command(args: argparse.Namespace) -> None:
     )
     segments = read_table(args.segments, SEGMENT_COLUMNS) if args.segments else None
     missing = Problems(args.on_missing_passage)
-    tables = build_pool(queries, runs, segments, judgments, args.corpus, args.depth, missing)
+    tables = build_pool(
+        queries, runs, segments, judgments, args.corpus, args.depth, missing, Sources(paths, args.qrels)
+    )
     unknown.summarise()
     missing.summarise()
     out = Path(args.out)
@@ -777,12 +776,14 @@ def _nrp_settings(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, s
 def _nrp_inputs(args: argparse.Namespace, qrels: dict[str, str], cannot_judge: dict[str, set[int]]) -> NRPInputs:
     """The queries, the judgments, the judged documents' texts, the answers and the expert ranking, each
     checked against the others: an answer ranks among the documents judged for its query."""
+    from functools import partial
+
     import pandas as pd
 
     from examflow.config import check_relevance_range
     from examflow.io import read_passages, read_queries
     from examflow.nrp.evaluate import NRPInputs
-    from examflow.nrp.inputs import answer_name, read_answers, read_expert, read_judgments
+    from examflow.nrp.inputs import answer_name, judged_origins, read_answers, read_expert, read_judgments
 
     queries = read_queries(args.queries)
     unknown = Problems(args.on_unknown_query)
@@ -792,7 +793,8 @@ def _nrp_inputs(args: argparse.Namespace, qrels: dict[str, str], cannot_judge: d
     documents = None  # without a corpus (run rankers only) the documents are the judged ids
     if args.corpus:
         missing = Problems(args.on_missing_passage)
-        documents = read_passages(args.corpus, wanted, missing, "judged document")
+        origins = partial(judged_origins, judgments, qrels)
+        documents = read_passages(args.corpus, wanted, missing, "judged document", origins)
         missing.summarise()  # `warn` drops them: each query's |D_q|, so its NRP, is said to have changed
         judgments = {d: j[j["passage_id"].isin(documents)] for d, j in judgments.items()}
     for dimension, judged in judgments.items():

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pandas as pd
 from examflow.bounds import LONG_PASSAGE_CHARS
 from examflow.errors import InputError, Problems
 from examflow.injection import flag_passages
-from examflow.io.collection import read_passages
+from examflow.io.collection import Origin, read_passages
 from examflow.io.qrels import JUDGMENT_COLUMNS
 from examflow.io.queries import QUERY_COLUMNS
 from examflow.io.runs import GOLD_RUN, RUN_COLUMNS
@@ -24,6 +25,14 @@ PASSAGE_COLUMNS = ["query_id", "passage_id", "text", "origin"]
 POOL_COLUMNS = {"passages": PASSAGE_COLUMNS, "rankings": RUN_COLUMNS, "queries": QUERY_COLUMNS,
                 "judgments": JUDGMENT_COLUMNS}  # fmt: skip
 ORIGINS = ("judged", "retrieved", "generated", "gold")
+
+
+@dataclass(frozen=True)
+class Sources:
+    """The files the pool's rows were read from, to name the line of a passage the collection lacks."""
+
+    runs: Mapping[str, str | Path] = field(default_factory=dict)  # run id -> its file
+    qrels: str | Path | None = None
 
 
 def normalise_ranks(rankings: pd.DataFrame) -> tuple[pd.DataFrame, int]:
@@ -76,10 +85,12 @@ def build_pool(
     corpus: str | Path | None,
     depth: int,
     missing_passages: Problems,
+    sources: Sources = Sources(),
 ) -> dict[str, pd.DataFrame]:
     """The pool tables by name: passages, rankings, queries, judgments, summary, the passages that look
     like prompt injection (flagged), and the pooled passages left out under `missing_passages: warn`
-    (dropped: missing from the corpus, or with empty text)."""
+    (dropped: missing from the corpus, or with empty text), each named at the line that pooled it
+    (`sources`)."""
     segments = segments if segments is not None else pd.DataFrame(columns=RUN_COLUMNS + ["text"])
     clash = set(runs["run_id"]) & set(segments["run_id"])
     if clash:
@@ -92,7 +103,7 @@ def build_pool(
         )
     pool = pooled_ids(rankings, judgments, set(segments["run_id"]), depth)
     texts = dict(zip(segments["passage_id"], segments["text"]))
-    origins = partial(_origins, rankings[rankings["rank"] <= depth], judgments)
+    origins = partial(_origins, rankings[rankings["rank"] <= depth], judgments, sources)
     texts.update(_corpus_texts(corpus, set(pool["passage_id"]) - texts.keys(), missing_passages, origins))
     kept = pool["passage_id"].isin(texts.keys())
     dropped, pool = pool[~kept], pool[kept]
@@ -125,7 +136,7 @@ def say_long_passages(passages: pd.DataFrame) -> None:
 
 
 def _corpus_texts(
-    corpus, wanted: set[str], missing_passages: Problems, origins: Callable[[list[str]], dict[str, str]]
+    corpus, wanted: set[str], missing_passages: Problems, origins: Callable[[list[str]], dict[str, Origin]]
 ) -> dict[str, str]:
     if not wanted:
         return {}
@@ -136,18 +147,18 @@ def _corpus_texts(
     return read_passages(corpus, wanted, missing_passages, origins=origins)
 
 
-def _origins(ranked: pd.DataFrame, judgments: pd.DataFrame, ids: list[str]) -> dict[str, str]:
+def _origins(ranked: pd.DataFrame, judgments: pd.DataFrame, sources: Sources, ids: list[str]) -> dict[str, Origin]:
     """Why each of the pooled passage ids is in the pool, for a message: the first run (by name) that ranks
-    it within the depth, with the query and the rank, else the qrels' judgment of it."""
+    it within the depth, with the query, the rank and the run file's line, else the qrels' judgment of it."""
     rows = ranked[ranked["passage_id"].isin(ids)].sort_values(["run_id", "query_id", "rank"])
     first = rows.drop_duplicates("passage_id")
-    where = {
-        passage: f"run {run!r} ranks it for query {query!r} at rank {rank}"
-        for passage, run, query, rank in zip(first["passage_id"], first["run_id"], first["query_id"], first["rank"])
-    }
+    where = {}
+    for passage, run, query, rank in zip(first["passage_id"], first["run_id"], first["query_id"], first["rank"]):
+        said = f"run {run!r} ranks it for query {query!r} at rank {rank}"
+        where[passage] = Origin.at_line(said, sources.runs.get(run), query, passage)
     judged = judgments[judgments["passage_id"].isin(set(ids) - where.keys())].drop_duplicates("passage_id")
-    where.update({passage: f"the qrels judge it for query {query!r}"
-                  for passage, query in zip(judged["passage_id"], judged["query_id"])})  # fmt: skip
+    for passage, query in zip(judged["passage_id"], judged["query_id"]):
+        where[passage] = Origin.at_line(f"the qrels judge it for query {query!r}", sources.qrels, query, passage)
     return where
 
 

@@ -10,7 +10,7 @@ import json
 import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import cast
+from typing import NamedTuple, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -26,6 +26,7 @@ from examflow.io.lines import (
     json_problem,
     json_value,
     raw_lines,
+    trec_line,
     unknown_format,
 )
 
@@ -34,16 +35,29 @@ ID_FIELDS = ("doc_id", "docid", "id", "_id", "pid")
 TEXT_FIELDS = ("text", "contents", "body")
 
 
+class Origin(NamedTuple):
+    """Why a passage was asked for, and the line that asked (a run's or the qrels'), where one is known:
+    the collection has no line to name for a passage it lacks."""
+
+    said: str  # `run 'bm25' ranks it for query 'q2' at rank 2`
+    path: str | Path | None = None
+    line: int | None = None
+
+    @classmethod
+    def at_line(cls, said: str, path: str | Path | None, query_id: str, doc_id: str) -> Origin:
+        """`said` at the line of the run or qrels file `path` (where one is given) for the pair."""
+        return cls(said) if path is None else cls(said, path, trec_line(path, query_id, doc_id))
+
+
 def read_passages(
     path: str | Path,
     wanted: set[str],
     problems: Problems,
     what: str = "pooled passage",
-    origins: Callable[[list[str]], dict[str, str]] | None = None,
+    origins: Callable[[list[str]], dict[str, Origin]] | None = None,
 ) -> dict[str, str]:
     """Texts of the `wanted` passage ids; missing or empty ones go to `problems`, named as `what` they are.
-    `origins`, given the missing ids, says where each was asked for (a run that ranks it): the collection
-    has no line to name for a passage it lacks."""
+    `origins`, given the missing ids, says where each was asked for (a run's line that ranks it)."""
     readers = {".tsv": _tsv, ".jsonl": _jsonl, ".parquet": _parquet}
     reader = _irds if is_irds(path) else readers.get(base_suffix(path))
     if reader is None:
@@ -64,12 +78,18 @@ def read_passages(
     missing = sorted(wanted - found.keys() - empty)
     where = origins(missing) if origins and missing else {}
     for doc_id in missing:
-        origin = f" ({where[doc_id]})" if doc_id in where else ""
-        problems.report(
-            f"{what}s missing from the collection",
-            InputError(path, f"{what} {doc_id!r} is not in the collection{origin}"),
-        )
+        problems.report(f"{what}s missing from the collection", _missing(path, what, doc_id, where.get(doc_id)))
     return found
+
+
+def _missing(path, what: str, doc_id: str, origin: Origin | None) -> InputError:
+    """A passage the collection lacks, at the line that asked for it where one is known."""
+    if origin is None:
+        return InputError(path, f"{what} {doc_id!r} is not in the collection")
+    if origin.path is None:
+        return InputError(path, f"{what} {doc_id!r} is not in the collection ({origin.said})")
+    message = f"{what} {doc_id!r} is not in the collection {path} ({origin.said})"
+    return InputError(origin.path, message, origin.line, "doc_id")
 
 
 def _irds(spec: str | Path, wanted: set[str]) -> Iterator[tuple[None, str, str]]:
@@ -88,7 +108,7 @@ def _tsv(path, wanted: set[str]) -> Iterator[tuple[int, str, str]]:
                 path, f"expected 2 tab-separated columns (doc_id, text), found {found}{cr_hint(raw)}", number
             )
         if doc_id in wanted_bytes:
-            yield number, decode(path, number, doc_id), decode(path, number, text)
+            yield number, decode(path, number, doc_id), decode(path, number, text, len(doc_id) + 1)
         elif (stripped := doc_id.strip()) is not doc_id and stripped in wanted_bytes:  # `is`: strip() kept it
             raise _spaced(path, number, "doc_id", decode(path, number, doc_id))
 

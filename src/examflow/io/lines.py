@@ -129,18 +129,30 @@ def _zlib_verdict(path) -> Exception | None:
     return None
 
 
-def decode(path: str | Path, number: int, raw: bytes) -> str:
+def decode(path: str | Path, number: int, raw: bytes, offset: int = 0) -> str:
+    """`raw`, the line's bytes from `offset` on, as text; a byte that is not UTF-8 named at its offset in the line."""
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as error:
         bad = raw[error.start]  # (a file that starts with gzip's bytes was refused as such: `_not_gzipped`)
-        message = f"invalid UTF-8: byte 0x{bad:02x} at offset {error.start} of the line"
+        message = f"invalid UTF-8: byte 0x{bad:02x} at offset {offset + error.start} of the line"
         raise InputError(path, message, number) from None
 
 
 def text_lines(path: str | Path, say_bom: bool = True) -> Iterator[tuple[int, str]]:
     for number, raw in raw_lines(path, say_bom):
         yield number, decode(path, number, raw)
+
+
+def trec_line(path: str | Path, query_id: str, doc_id: str) -> int | None:
+    """The first line of a run or qrels file (query in the first column, document in the third, as both
+    have them; a qrels' `query/facet` is its query's) for `query_id` and `doc_id`, read again to name it
+    in a message: the readers keep no line numbers, which millions of rows would carry for nothing."""
+    for number, line in text_lines(path, say_bom=False):
+        query, _, doc = (line.split() + ["", "", ""])[:3]
+        if doc == doc_id and (query == query_id or query.startswith(f"{query_id}/")):
+            return number
+    return None
 
 
 class _KeyTwice(Exception):

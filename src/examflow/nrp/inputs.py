@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from examflow.errors import InputError, Problems, listed, suggestion
+from examflow.io.collection import Origin
 from examflow.io.lines import base_suffix, check_id, json_entries, json_lines, required_id, split_columns, text_lines
 from examflow.io.qrels import DEFAULT_RANGE, read_qrels
 from examflow.registry import RANKERS
@@ -164,6 +165,18 @@ def read_judgments(
                         "combined one: %s", dimension, len(gone), path, listed(gone))  # fmt: skip
         judgments[dimension] = judged
     return judgments
+
+
+def judged_origins(judgments: dict[str, pd.DataFrame], qrels: dict[str, str], ids: list[str]) -> dict[str, Origin]:
+    """Where each judged document id comes from, for a message on one the collection lacks: the line of
+    the first dimension's qrels that judges it."""
+    where: dict[str, Origin] = {}
+    for dimension, judged in judgments.items():
+        rows = judged[judged["passage_id"].isin(set(ids) - where.keys())].drop_duplicates("passage_id")
+        for doc_id, query_id in zip(rows["passage_id"], rows["query_id"]):
+            said = f"dimension {dimension!r} judges it for query {query_id!r}"
+            where[doc_id] = Origin.at_line(said, qrels[dimension], query_id, doc_id)
+    return where
 
 
 def _expert_json(path: str | Path) -> Iterator[_Ranked]:
