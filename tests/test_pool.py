@@ -10,7 +10,7 @@ from conftest import write
 
 from examflow.cli import main
 from examflow.errors import InputError, Problems
-from examflow.pool import build_pool, normalise_ranks, pooled_ids
+from examflow.pool import Sources, build_pool, normalise_ranks, pooled_ids
 
 COLUMNS = ["run_id", "query_id", "passage_id", "rank", "score"]
 
@@ -23,7 +23,7 @@ def test_consistent_ranks_are_kept_as_written_zero_based_too():
     table, reranked = normalise_ranks(
         rankings([("r", "q", "b", 1, 5.0), ("r", "q", "a", 0, 9.0), ("r", "q", "c", 2, 5.0)])
     )
-    assert reranked == 0
+    assert reranked.empty
     assert table[["passage_id", "rank"]].values.tolist() == [["a", 0], ["b", 1], ["c", 2]]
 
 
@@ -36,7 +36,7 @@ def test_ranks_against_scores_are_replaced_by_score_order_with_trec_eval_ties():
         ("s", "q", "y", 1, 1.0),
     ]
     table, reranked = normalise_ranks(rankings(rows))
-    assert reranked == 2
+    assert reranked.values.tolist() == [["r", "q", "a"], ["s", "q", "x"]]  # each list's first row as given
     # Ties by descending passage id, as trec_eval orders them.
     assert table[["run_id", "passage_id", "rank"]].values.tolist() == [
         ["r", "c", 1],
@@ -143,9 +143,12 @@ def test_negative_ranks_are_re_ranked_by_score_in_the_pool_and_the_cover_budget(
     queries = pd.DataFrame({"query_id": ["q"], "facet_id": [None], "query_text": ["Q"], "facet_text": [None]})
     runs = read_runs([negative, zero_based], {"q"}, Problems("error"))
     judgments = pd.DataFrame(columns=["query_id", "facet_id", "passage_id", "relevance"])
-    tables = build_pool(queries, runs, None, judgments, corpus, 5, Problems("error"))
+    sources = Sources({"neg": negative, "zero": zero_based})
+    tables = build_pool(queries, runs, None, judgments, corpus, 5, Problems("error"), sources)
     assert f"{negative}: 30 negative ranks (first on line 1, field 'rank')" in caplog.text
-    assert "1 ranked lists had repeated or negative ranks" in caplog.text
+    # the list named at its file's first line, found among many runs (a stranger's "1 ranked lists", no run)
+    assert ("1 ranked list had repeated or negative ranks, or ranks against their scores: re-ranked by score "
+            f"(first: run 'neg', query 'q', {negative}:1)") in caplog.text  # fmt: skip
     # Re-ranked by score from 1: the best five; the 0-based run keeps ranks 0..5, six passages, as before.
     assert tables["passages"]["passage_id"].tolist() == docs[:6]
     ranks = tables["rankings"].set_index(["run_id", "passage_id"])["rank"]

@@ -56,7 +56,7 @@ def test_after_the_run_a_job_left_running_was_stopped_and_time_ends_at_the_last_
     # Time ends at the last count written (t=1055): 400 prompts in 45 s; nothing runs, so no ETA.
     assert progress_line(read_progress(results), now=5000.0) == (
         "examflow: answered 400 of 800 prompts, 8.9 prompts/s; "
-        "grade jobs: 1 done, 2 stopped, 2 waiting; 50 more prompts answered by the cache"
+        "grade jobs: 1 done, 2 stopped, 2 not started; 50 more prompts answered by the cache"
     )
 
 
@@ -133,6 +133,25 @@ def test_a_run_whose_jobs_have_not_started_says_so(tmp_path):
     assert progress_line(read_progress(tmp_path), now=1000.0 + 14 * 60) == (
         "examflow: grading: 2 grade jobs, none started yet in 14 min (on a cluster, `squeue` says why a job "
         "waits: docs/cluster.md, Resources)"
+    )
+
+
+def test_a_run_that_ended_before_its_jobs_started_says_how_it_ended(tmp_path):
+    """A run that failed at its pool step read `2 grade jobs, none started yet`, which docs/cluster.md
+    explains as jobs in a cluster's queue (a stranger's trial): the results folder's record says how it ended."""
+    write(tmp_path / "logs/progress/run.json", json.dumps({"started": 1000.0, "jobs": ["m/a", "m/b"], "ended": 1002.0}))
+    write(tmp_path / ".examflow.lock", json.dumps({"pid": 1, "outcome": "failed"}))
+    assert progress_line(read_progress(tmp_path), now=5000.0) == (
+        "examflow: grading: the run failed before any of its 2 grade jobs started: the run's last lines name the "
+        "step that failed and its log"
+    )
+    write(tmp_path / ".examflow.lock", json.dumps({"pid": 1, "outcome": "running"}))  # no process holds it: killed
+    assert progress_line(read_progress(tmp_path), now=5000.0) == (
+        "examflow: grading: the run was stopped before any of its 2 grade jobs started"
+    )
+    (tmp_path / ".examflow.lock").unlink()  # no record (a folder written before outcomes were recorded)
+    assert progress_line(read_progress(tmp_path), now=5000.0) == (
+        "examflow: grading: the run ended before any of its 2 grade jobs started"
     )
 
 

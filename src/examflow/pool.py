@@ -14,6 +14,7 @@ from examflow.bounds import LONG_PASSAGE_CHARS
 from examflow.errors import InputError, Problems
 from examflow.injection import flag_passages
 from examflow.io.collection import Origin, read_passages
+from examflow.io.lines import trec_line
 from examflow.io.qrels import JUDGMENT_COLUMNS
 from examflow.io.queries import QUERY_COLUMNS
 from examflow.io.runs import GOLD_RUN, RUN_COLUMNS
@@ -35,14 +36,15 @@ class Sources:
     qrels: str | Path | None = None
 
 
-def normalise_ranks(rankings: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+def normalise_ranks(rankings: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Keep ranks as written unless a list's ranks repeat, are negative or disagree with its scores.
 
     Such a list is re-ranked by score, ties broken by descending passage id as trec_eval
     does (trec_eval ignores the rank column), starting from the list's own first rank
     (0-based runs stay 0-based), or from 1 where that is negative: a negative rank would
     put every passage of the list within any budget `rank ≤ k`.
-    Returns the table sorted by (run, query, rank) and the number of lists re-ranked.
+    Returns the table sorted by (run, query, rank), and the lists re-ranked: (run, query, the passage of
+    the list's first row as given), by run and query.
     """
     keys = ["run_id", "query_id"]
     table = rankings.sort_values(keys + ["rank", "score"], ascending=[True, True, True, False], kind="stable")
@@ -50,13 +52,25 @@ def normalise_ranks(rankings: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     score_rises = table.groupby(keys, sort=False)["score"].diff() > 0
     broken = table.loc[repeated | score_rises | (table["rank"] < 0), keys].drop_duplicates()
     if broken.empty:
-        return table.reset_index(drop=True), 0
+        return table.reset_index(drop=True), broken.assign(passage_id=[])
     is_broken = table.set_index(keys).index.isin(broken.set_index(keys).index)
     fixed = table[is_broken].sort_values(keys + ["score", "passage_id"], ascending=[True, True, False, False])
     first_rank = fixed.groupby(keys)["rank"].transform("min").where(lambda first: first >= 0, 1)
     fixed = fixed.assign(rank=first_rank + fixed.groupby(keys).cumcount())
     table = pd.concat([table[~is_broken], fixed]).sort_values(keys + ["rank"], kind="stable")
-    return table.reset_index(drop=True), len(broken)
+    first_rows = rankings.loc[fixed.index.sort_values()].drop_duplicates(keys)[[*keys, "passage_id"]]
+    return table.reset_index(drop=True), first_rows.sort_values(keys).reset_index(drop=True)
+
+
+def _say_reranked(reranked: pd.DataFrame, sources: Sources) -> None:
+    """How many lists were re-ranked, the first named at its run file's line: among many runs, findable."""
+    run, query, passage = reranked.iloc[0]
+    path = sources.runs.get(run)
+    line = None if path is None else trec_line(path, query, passage)
+    at = "" if path is None else f", {path}" if line is None else f", {path}:{line}"
+    lists = "1 ranked list" if len(reranked) == 1 else f"{len(reranked)} ranked lists"
+    log.warning("%s had repeated or negative ranks, or ranks against their scores: re-ranked by score (first: run "
+                "%r, query %r%s)", lists, run, query, at)  # fmt: skip
 
 
 def pooled_ids(rankings: pd.DataFrame, judgments: pd.DataFrame, generated_runs: set[str], depth: int) -> pd.DataFrame:
@@ -96,11 +110,8 @@ def build_pool(
     if clash:
         raise InputError("config: inputs.responses", f"run ids used both by run files and responses: {sorted(clash)}")
     rankings, reranked = normalise_ranks(pd.concat([runs, segments[RUN_COLUMNS]], ignore_index=True))
-    if reranked:
-        log.warning(
-            "%d ranked lists had repeated or negative ranks, or ranks against their scores: re-ranked by score",
-            reranked,
-        )
+    if len(reranked):
+        _say_reranked(reranked, sources)
     pool = pooled_ids(rankings, judgments, set(segments["run_id"]), depth)
     texts = dict(zip(segments["passage_id"], segments["text"]))
     origins = partial(_origins, rankings[rankings["rank"] <= depth], judgments, sources)

@@ -31,6 +31,7 @@ from typing import Any
 
 from examflow.errors import Failure, InputError, RunSetting
 from examflow.io.tables import write_tables
+from examflow.results import last_outcome
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +146,7 @@ class RunProgress:
     waiting: int
     ended: bool  # the Snakemake run is over: a job still "running" was stopped
     since: float = 0.0  # when the run started (time.time()); 0: not known
+    outcome: str | None = None  # how an ended run ended, as its results folder records it (results.last_outcome)
 
     def finished(self) -> bool:
         return not self.waiting and all(j.state != RUNNING for j in self.jobs)
@@ -166,7 +168,10 @@ def read_progress(results: str | Path) -> RunProgress:
             started[i] = _job_counts(files[job.job])
             if started[i].state == RUNNING:
                 started[i].state = STOPPED
-    return RunProgress(started, len(names) - len(started), bool(run.get("ended")), run["started"])
+    ended = bool(run.get("ended"))
+    return RunProgress(
+        started, len(names) - len(started), ended, run["started"], last_outcome(results) if ended else None
+    )
 
 
 def _host() -> str:
@@ -221,6 +226,8 @@ def _long_wait(progress: RunProgress, now: float) -> str:
 def progress_line(progress: RunProgress, now: float) -> str:
     """`answered 1,920 of 3,345 prompts (57%), 41.3 prompts/s, ETA 0:00:35; grade jobs: 1 running, ...`."""
     jobs = progress.jobs
+    if not jobs and progress.ended and progress.waiting:  # not waiting, as in a cluster's queue: never to start
+        return f"examflow: grading: {_ended_before(progress)}"
     if not jobs:
         waiting = f"{_jobs(progress.waiting)}, none started yet" if progress.waiting else "no grade job in this run"
         return f"examflow: grading: {waiting}{_long_wait(progress, now)}"
@@ -262,7 +269,7 @@ def progress_line(progress: RunProgress, now: float) -> str:
         "done": sum(j.state == DONE for j in jobs),
         "failed": sum(j.state == FAILED for j in jobs),
         "stopped": sum(j.state == RUNNING for j in jobs) - running + sum(j.state == STOPPED for j in jobs),
-        "waiting": progress.waiting,
+        "not started" if progress.ended else "waiting": progress.waiting,
     }
     line = ", ".join(words) + "; grade jobs: " + ", ".join(f"{n} {state}" for state, n in states.items() if n)
     failed = sum(j.failed for j in jobs)
@@ -276,6 +283,13 @@ def progress_line(progress: RunProgress, now: float) -> str:
     )
     pairs = "pair" if failed == 1 else "pairs"
     return line + (f"; {failed:,} {pairs} failed (no grade: {counts} them by kind)" if failed else "")
+
+
+def _ended_before(progress: RunProgress) -> str:
+    """`the run failed before any of its 2 grade jobs started: ...`, where the run ended with none started."""
+    how = {"failed": "failed", "stopped": "was stopped"}.get(progress.outcome or "", "ended")
+    where = ": the run's last lines name the step that failed and its log" if progress.outcome == "failed" else ""
+    return f"the run {how} before any of its {_jobs(progress.waiting)} started{where}"
 
 
 def _answered(graded: int, unanswered: int, to_grade: int, unit: str, share: str) -> str:

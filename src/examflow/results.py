@@ -85,6 +85,14 @@ def warn_if_stopped(folder: str | Path) -> None:
         )  # fmt: skip
 
 
+def last_outcome(folder: str | Path) -> str | None:
+    """How the last run that wrote `folder` ended: `completed`, `failed`, `stopped` (killed: no process holds
+    the lock), `running`; None where no run recorded it."""
+    folder = Path(folder)
+    outcome = _owner(folder).get("outcome")
+    return "stopped" if outcome == "running" and not _locked(folder / LOCK) else outcome
+
+
 def lock_results(
     folder: str | Path, configfiles: list[str], settings: Sequence[str] = (), triggers: Sequence[str] = REPORT_TRIGGERS
 ) -> None:

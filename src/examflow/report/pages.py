@@ -146,7 +146,8 @@ def _without_tau_note(board: Board) -> str:
     if not measures:
         return ""
     names = ", ".join(f"<code>{html.escape(m)}</code>" for m in measures)
-    return f" Marked <i>{EVERY_TAU}</i>: {names} do not depend on τ (one value, computed once)."
+    verb = "does" if len(measures) == 1 else "do"
+    return f" Marked <i>{EVERY_TAU}</i>: {names} {verb} not depend on τ (one value, computed once)."
 
 
 _AGREEMENT_NOTE = " Under each measure: Spearman's ρ and Kendall's τ with the official leaderboard."
