@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import write
 
-from examflow.errors import Failure
+from examflow.errors import INTERRUPTED_LINE, Failure
 from examflow.joblogs import KeepEarlierLogs, keep_earlier
 from examflow.progress import progress_line, progress_period, read_progress
 
@@ -403,10 +403,25 @@ def test_a_run_stopped_with_no_step_failed_says_so_and_that_a_rerun_goes_on(tmp_
         "Snakemake's own error above stopped it (mend that first); what completed is kept, and a rerun goes on from "
         "there"
     ]
+    # Ctrl-C in a terminal interrupts the jobs too: their logs say so, and that is no failure (a stranger read
+    # `a step failed: the step was interrupted` twice, though nothing had failed)
+    for step in ("nrp", "summary"):
+        write(tmp_path / f"logs/{step}.log", f"2026-11-29 07:02:32,896 INFO examflow: start\n{INTERRUPTED_LINE}\n")
+    name_failures(tmp_path / "logs", since=1000.0)
+    assert capsys.readouterr().err.splitlines() == [
+        f"examflow: the run was interrupted (Ctrl-C): 2 steps stopped unfinished, with no failure of their "
+        f"own "
+        f"({tmp_path / 'logs/nrp.log'}, {tmp_path / 'logs/summary.log'}); what completed is kept, and a rerun goes "
+        "on from there"
+    ]
     write(tmp_path / "logs/grade/m/shard-3.log", "examflow: error: m: three of three failed\n")
     name_failures(tmp_path / "logs", since=1000.0)
     assert capsys.readouterr().err.splitlines() == [
-        f"examflow: a step failed: m: three of three failed (its log: {tmp_path / 'logs/grade/m/shard-3.log'})"
+        f"examflow: a step failed: m: three of three failed (its log: {tmp_path / 'logs/grade/m/shard-3.log'})",
+        f"examflow: the run was interrupted (Ctrl-C): 2 steps stopped unfinished, with no failure of their "
+        f"own "
+        f"({tmp_path / 'logs/nrp.log'}, {tmp_path / 'logs/summary.log'}); what completed is kept, and a rerun goes "
+        "on from there",
     ]
 
 

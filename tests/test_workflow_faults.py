@@ -265,6 +265,39 @@ def test_a_grade_job_killed_from_outside_is_named_at_the_end_of_the_run(project)
     ], stderr[-3000:]
 
 
+def test_ctrl_c_in_a_terminal_is_said_as_an_interruption_not_a_failure(project):
+    """Ctrl-C signals snakemake and its jobs together (one process group): the run's end said `a step failed:
+    the step was interrupted` for each job, though none had failed (a stranger's trial). A rerun completes."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    slow = pair(GLACIER, "Glaciers move because")
+    with LLMServer(default=lambda prompt: "3") as server:
+        server.script(slow, Slow(3, "3"))  # q1's job waits on it: interrupted while a request is in flight
+        run = setup(project, server)
+        command = [sys.executable, "-m", "snakemake", "--cores", "2", *run]
+        snakemake_run = subprocess.Popen(command, cwd=project, env=snakemake_env(), stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+        for _ in range(600):
+            if job_python(project, "grade", bucket("q1")) and any(
+                slow in m["content"] for r in list(server.requests) for m in r["body"]["messages"]
+            ):
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the grade job never asked")
+        os.killpg(snakemake_run.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole group
+        _, stderr = snakemake_run.communicate(timeout=300)
+        assert snakemake_run.returncode != 0
+        said = [line for line in stderr.splitlines() if line.startswith("examflow: ") and "progress" not in line]
+        assert not [line for line in said if line.startswith("examflow: a step failed")], stderr[-3000:]
+        assert [line for line in said if line.startswith("examflow: the run was interrupted (Ctrl-C): ")], said
+        snakemake(project, *run)
+    assert len(pd.read_parquet(project / "results/grades/llm.parquet")) == 12
+
+
 def test_the_same_model_name_on_another_server_is_another_model(project):
     with LLMServer(default=lambda prompt: "1") as first, LLMServer(default=lambda prompt: "5") as second:
         run = ("results/grades/llm.parquet", *setup(project, first))  # the grades: what a server changes

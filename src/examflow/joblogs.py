@@ -125,9 +125,18 @@ def name_failures(folder: str | Path, since: float, parsed: Iterable[str] = ()) 
     one job did not complete` alone, a stranger's trial)."""
     failed = failures_logged(folder, since)
     name_warnings(folder, since, parsed, leave_out={log for log, _ in failed})
+    # Ctrl-C in a terminal interrupts the jobs with snakemake: each one's log says so, and none failed
+    interrupted = [log for log, message in failed if message == INTERRUPTED]
     for log, message in failed:
-        print(f"examflow: a step failed: {message} (its log: {log})", file=sys.stderr)
-    if not failed:
+        if message != INTERRUPTED:
+            print(f"examflow: a step failed: {message} (its log: {log})", file=sys.stderr)
+    if interrupted:
+        steps = "a step" if len(interrupted) == 1 else f"{len(interrupted)} steps"
+        own = "its" if len(interrupted) == 1 else "their"
+        print(f"examflow: the run was interrupted (Ctrl-C): {steps} stopped unfinished, with no failure of {own} "
+              f"own ({_listed(interrupted)}); what completed is kept, and a rerun goes on from there",
+              file=sys.stderr)  # fmt: skip
+    elif not failed:
         print(NO_STEP_FAILED, file=sys.stderr)
 
 
