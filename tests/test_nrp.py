@@ -590,9 +590,20 @@ def test_a_query_with_only_cannot_judge_labels_in_a_dimension_is_said_to_leave_i
     with caplog.at_level(logging.WARNING):
         judged = read_judgments(qrels, read_queries(queries), Problems("error"), {"readability": {-1}})
     assert judged["readability"]["query_id"].tolist() == ["q1"] and len(judged["relevance"]) == 2
-    assert [r.getMessage() for r in caplog.records] == [
-        f"dimension readability: 1 queries have only cannot-judge labels ({readability}), so no NRP there, nor a "
+    assert [r.getMessage() for r in caplog.records] == [  # said once, not again as a query it leaves out
+        f"dimension readability: 1 query has only cannot-judge labels ({readability}), so no NRP there, nor a "
         "combined one: q2"
+    ]
+    # a query left out of one dimension's file, which another judges: the same, unsaid before (a stranger's trial)
+    write(readability, "q1 0 d1 3\n")
+    write(relevance, "q1 0 d1 2\nq2 0 d2 1\nq3 0 d3 0\n")
+    write(queries, "q1\tbees\nq2\ttides\nq3\tsnow\n")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        read_judgments(qrels, read_queries(queries), Problems("error"), {"readability": {-1}})
+    assert [r.getMessage() for r in caplog.records] == [
+        f"dimension readability judges no document of 2 queries another dimension judges ({readability}), so no "
+        "NRP there, nor a combined one: q2, q3"
     ]
 
 

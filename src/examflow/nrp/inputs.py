@@ -156,15 +156,27 @@ def read_judgments(
     NRP ranks among a query's documents: a subtopic's judgment (`query/facet`) is an unknown query,
     not a second judgment of the same document, which would count it twice in D_q."""
     whole = queries.drop_duplicates("query_id").assign(facet_id=None)
-    judgments = {}
+    judgments, labelled = {}, {}
     for dimension, path in qrels.items():
         table = read_qrels(path, whole, unknown, relevance_range)
         judged = table[~table["relevance"].isin(cannot_judge.get(dimension, set()))].reset_index(drop=True)
-        if gone := sorted(set(table["query_id"]) - set(judged["query_id"])):  # it has no D_q in this dimension
-            log.warning("dimension %s: %d queries have only cannot-judge labels (%s), so no NRP there, nor a "
-                        "combined one: %s", dimension, len(gone), path, listed(gone))  # fmt: skip
+        labelled[dimension] = set(table["query_id"])
+        if gone := sorted(labelled[dimension] - set(judged["query_id"])):  # it has no D_q in this dimension
+            log.warning("dimension %s: %s only cannot-judge labels (%s), so no NRP there, nor a combined one: %s",
+                        dimension, _queries(gone, "has", "have"), path, listed(gone))  # fmt: skip
         judgments[dimension] = judged
+    # one its file leaves out, where another dimension judges it: the tables would show fewer queries, unsaid
+    every = set().union(*(set(table["query_id"]) for table in judgments.values()))
+    for dimension, path in qrels.items():
+        if lacking := sorted(every - labelled[dimension]):
+            log.warning("dimension %s judges no document of %s another dimension judges (%s), so no NRP there, nor "
+                        "a combined one: %s", dimension, _queries(lacking), path, listed(lacking))  # fmt: skip
     return judgments
+
+
+def _queries(ids: list[str], one: str = "", more: str = "") -> str:
+    """`1 query has`, `3 queries have` (`one`, `more`: the verb, if any)."""
+    return f"1 query {one}".rstrip() if len(ids) == 1 else f"{len(ids)} queries {more}".rstrip()
 
 
 def judged_origins(judgments: dict[str, pd.DataFrame], qrels: dict[str, str], ids: list[str]) -> dict[str, Origin]:
