@@ -404,9 +404,12 @@ def test_the_command_needs_no_model_with_the_run_ranker_and_names_bad_options(tm
     # A model ranker's model that is not there: named as the ranker's option, not a grading back end's
     absent = json.dumps({"kind": "monot5", "model": str(tmp_path / "no-model"), "device": "cpu"})
     monot5 = [*base[:6], "--ranker", "run", "--run", str(tmp_path / "scores.run"), "--ranker", absent, *base[10:]]
-    assert nrp_refuses(capsys, *monot5, *qrels).startswith(
+    refused = nrp_refuses(capsys, *monot5, *qrels)
+    assert refused.startswith(
         f"examflow: error: --ranker[1].model: '{tmp_path / 'no-model'}': not a model folder, nor a hub model"
-    )
+    )  # and what to do instead in rankers' words: `openai` is a grading back end, no ranker (a stranger's trial)
+    assert refused.endswith("or the `embedding` ranker (packaged), `bm25` or `run`; HF_HUB_OFFLINE=1 fails at once, "
+                            "without retries\n")  # fmt: skip
 
 
 def test_answers_and_expert_rankings_are_checked(tmp_path):

@@ -73,15 +73,25 @@ class NRPSettings:
     cache_dir: str | Path = default("cache_dir")
 
 
+# A grading back end's advice where the hub cannot be reached, in rankers' words (`openai` is no ranker).
+OFFLINE_RANKERS = ("without the hub: the model's folder as `model` (saved by save_pretrained, or copied from a hub "
+                   "cache), or the `embedding` ranker (packaged), `bm25` or `run`; HF_HUB_OFFLINE=1 fails at once, "
+                   "without retries")  # fmt: skip
+
+
 def _ranker_scores(index: int, ranker: dict, items: list[QueryItems], cache_dir: str | Path) -> Scores:
     """A ranker's scores. Its model is loaded by a grading back end's code, whose errors name the back end's
-    option (`backend.model`): they name the ranker's (`--ranker[i].model`, the workflow's `nrp.rankers[i]`)."""
+    option (`backend.model`) and back ends: they name the ranker's (`--ranker[i].model`, the workflow's
+    `nrp.rankers[i]`) and rankers."""
+    from examflow.grading.backends import OFFLINE
+
     try:
         return make_ranker(ranker).scores(items, cache_dir)
     except ConfigError as error:
         if not error.key.startswith("backend."):
             raise
-        raise ConfigError(f"--ranker[{index}].{error.key.removeprefix('backend.')}", error.message) from None
+        message = error.message.replace(OFFLINE, OFFLINE_RANKERS)
+        raise ConfigError(f"--ranker[{index}].{error.key.removeprefix('backend.')}", message) from None
 
 
 def nrp_tables(inputs: NRPInputs, settings: NRPSettings) -> dict[str, pd.DataFrame]:
