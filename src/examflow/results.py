@@ -74,13 +74,12 @@ def warn_if_stopped(folder: str | Path) -> None:
     """Say so where this configuration's last run was stopped before it ended, with no process left: killed
     outright, Snakemake leaves its own lock on the working directory, and the next run stops on Snakemake's
     words alone (`LockException`), which do not say that the run it names is dead. After `check_results`."""
-    folder, record = Path(folder), _owner(Path(folder))
-    if record.get("outcome") == "running" and not _locked(folder / LOCK):
+    if last_outcome(folder) == "stopped":
         log.warning(
             "the last run of this configuration (process %s) was stopped before it ended: if Snakemake says the "
             "directory cannot be locked, and no other snakemake runs in %s, `snakemake --unlock` with this run's "
             "options clears its lock; then run again, once the jobs it left running have ended (`pgrep -af "
-            "'python -m examflow'` lists them)", record.get("pid", "?"), os.getcwd(),
+            "'python -m examflow'` lists them)", _owner(Path(folder)).get("pid", "?"), os.getcwd(),
             extra={"repeat": False},  # of the start alone: a run that ends has had its lock (joblogs.ParseWarnings)
         )  # fmt: skip
 
