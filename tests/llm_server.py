@@ -3,7 +3,7 @@
 Replies are scripted per prompt substring (the latest matching script wins) and consumed
 in order (the last one repeats):
 a string is the answer text; `Status(code, headers, message)` answers with an HTTP error; `Slow(seconds,
-text)` answers late; `Echo(text)` puts the request's API key where `{key}` stands (a proxy that echoes
+text, released)` answers late (at once when `released` is set); `Echo(text)` puts the request's API key where `{key}` stands (a proxy that echoes
 it); `Padded(text, size)` pads an answer to `size` bytes of body, streamed; `Raw(body)` sends a body as it
 is; `Trickle(text, seconds)` sends an answer's body a few bytes at a time. Every request is counted.
 """
@@ -44,6 +44,7 @@ class Padded:
 class Slow:
     seconds: float
     text: str
+    released: threading.Event | None = None  # set, it answers at once: a test's gate, not a race with a clock
 
 
 @dataclass
@@ -144,7 +145,10 @@ class LLMServer:
                 if isinstance(reply, Trickle):
                     return self._send_trickle(json.dumps(completion(reply.text, chat, body["model"])), reply.seconds)
                 if isinstance(reply, Slow):
-                    time.sleep(reply.seconds)
+                    if reply.released:
+                        reply.released.wait(reply.seconds)
+                    else:
+                        time.sleep(reply.seconds)
                     reply = reply.text
                 self._send(200, completion(reply, chat, body["model"]))
 

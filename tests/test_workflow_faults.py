@@ -7,6 +7,7 @@ import hashlib
 import json
 import re
 import socket
+import threading
 import time
 
 import pandas as pd
@@ -273,9 +274,10 @@ def test_ctrl_c_in_a_terminal_is_said_as_an_interruption_not_a_failure(project):
     import subprocess
     import sys
 
-    slow = pair(GLACIER, "Glaciers move because")
+    slow, released = pair(GLACIER, "Glaciers move because"), threading.Event()
     with LLMServer(default=lambda prompt: "3") as server:
-        server.script(slow, Slow(3, "3"))  # q1's job waits on it: interrupted while a request is in flight
+        # q1's job waits on it until the Ctrl-C: interrupted while a request is in flight, however slow the machine
+        server.script(slow, Slow(300, "3", released))
         run = setup(project, server)
         command = [sys.executable, "-m", "snakemake", "--cores", "2", *run]
         snakemake_run = subprocess.Popen(command, cwd=project, env=snakemake_env(), stdout=subprocess.PIPE,
@@ -289,8 +291,9 @@ def test_ctrl_c_in_a_terminal_is_said_as_an_interruption_not_a_failure(project):
         else:
             raise AssertionError("the grade job never asked")
         os.killpg(snakemake_run.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole group
+        threading.Timer(2, released.set).start()  # the interrupted job's exit waits for its request in flight
         _, stderr = snakemake_run.communicate(timeout=300)
-        assert snakemake_run.returncode != 0
+        assert snakemake_run.returncode != 0, stderr[-3000:]
         said = [line for line in stderr.splitlines() if line.startswith("examflow: ") and "progress" not in line]
         assert not [line for line in said if line.startswith("examflow: a step failed")], stderr[-3000:]
         assert [line for line in said if line.startswith("examflow: the run was interrupted (Ctrl-C): ")], said
