@@ -280,8 +280,11 @@ def test_ctrl_c_in_a_terminal_is_said_as_an_interruption_not_a_failure(project):
         server.script(slow, Slow(300, "3", released))
         run = setup(project, server)
         command = [sys.executable, "-m", "snakemake", "--cores", "2", *run]
+        # As from a terminal: a shell's background job (as CI runs this) starts with SIGINT ignored, and
+        # snakemake and its jobs with it (the run completed, rc 0)
         snakemake_run = subprocess.Popen(command, cwd=project, env=snakemake_env(), stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+                                         stderr=subprocess.PIPE, text=True, start_new_session=True,
+                                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
         for _ in range(600):
             if job_python(project, "grade", bucket("q1")) and any(
                 slow in m["content"] for r in list(server.requests) for m in r["body"]["messages"]
