@@ -18,7 +18,7 @@ from examflow.io.tables import write_tables
 from examflow.questions.bank import read_bank, write_bank
 from examflow.questions.diff import diff_banks, format_diff
 from examflow.questions.items import item_id
-from examflow.questions.shards import check_one_bucket, query_folder, shard_digests, shard_of, shard_table
+from examflow.questions.shards import bank_shard_table, check_one_bucket, query_folder, shard_digests, shard_of
 
 REFERENCE_BANKS = sorted(
     p
@@ -138,7 +138,7 @@ def test_shards_are_hash_buckets_of_queries_and_cache_folders_safe_names():
         and shard_of("tides", 100) == "shard-53"
     )
     bank = read_bank(DEMO / "bank.jsonl")
-    table = shard_table(bank, "shard-13", 16)
+    table = bank_shard_table(bank, "shard-13", 16).to_pandas()
     assert set(table["query_id"]) == {"tides", "volcano"} and len(table[table["query_id"] == "volcano"]) == 15
     digests = shard_digests(bank, 16)
     bank[0].items[0].text = "Changed"  # a honeybee question
@@ -201,6 +201,47 @@ def test_a_grade_job_given_two_buckets_tables_refuses_them(tmp_path, capsys):
         check_one_bucket(mixed, "shard-0")
 
 
+def test_a_bank_given_in_part_or_twice_is_refused(tmp_path, capsys):
+    """By hand, `evaluate --questions` given one of two bank shards left the other's queries out of the exam
+    with a warning: every run scored over the rest, exit 0 (a stranger's trial). Each command that reads the
+    whole bank (evaluate, plan, report) refuses a bucket left out that holds questions, one given twice, and
+    two --shards' tables; a bucket without questions, which the workflow grades in no job, may be left out."""
+    pool, shards = tmp_path / "pool", tmp_path / "bank"
+    runs = [str(path) for path in sorted((DEMO / "runs").iterdir())]
+    assert main(["pool", "--queries", str(DEMO / "queries.jsonl"), "--runs", *runs, "--corpus", str(DEMO / "corpus.tsv"),
+                 "--out", str(pool)]) == 0  # fmt: skip
+    holding = {shard_of(entry.query_id, 16) for entry in read_bank(DEMO / "bank.jsonl")}
+    assert 1 < len(holding) < 16  # the demo's six queries: some buckets hold none
+    named = [f"shard-{b:02d}" for b in range(16)]
+    for shard in [*named, "shard-0"]:
+        count = "1" if shard == "shard-0" else "16"
+        assert main(["bank-shard", "--bank", str(DEMO / "bank.jsonl"), "--queries", str(DEMO / "queries.jsonl"),
+                     "--shard", shard, "--shards", count, "--out", str(shards / count / f"{shard}.parquet")]) == 0  # fmt: skip
+    method = json.dumps({"name": "m", "kind": "self_rating", "backend": {"kind": "embedding"}})
+
+    def plan(*tables: str) -> str:
+        capsys.readouterr()
+        code = main(["plan", "--pool", str(pool), "--method", method, "--cache-dir", str(tmp_path / "cache"),
+                     "--questions", *[str(shards / table) for table in tables]])  # fmt: skip
+        said = capsys.readouterr()
+        return "ran" if code == 0 else said.err.strip().removeprefix("examflow: error: ")
+
+    left_out = sorted(holding)[-1]
+    some = [f"16/{shard}.parquet" for shard in sorted(holding) if shard != left_out]
+    assert plan(*some) == (f"--questions: the bank's {left_out} of --shards 16 holds questions and is not given: give "
+                           "every table `examflow bank-shard` wrote with that --shards")  # fmt: skip
+    assert plan(*some, f"16/{left_out}.parquet") == "ran"  # the buckets that hold questions, as the workflow gives them
+    assert plan(*[f"16/{shard}.parquet" for shard in named]) == "ran"
+    assert plan(*some, f"16/{left_out}.parquet", some[0]) == (
+        f"{shards / some[0]}: --questions gives {some[0][3:-8]} twice (also as {shards / some[0]})"
+    )
+    assert plan("1/shard-0.parquet", some[0]) == (
+        f"{shards / some[0]}: --questions: {some[0][3:-8]} of --shards 16, where {shards / '1/shard-0.parquet'} is "
+        "shard-0 of --shards 1: give the tables of one --shards"
+    )
+    assert plan("1/shard-0.parquet") == "ran"
+
+
 @needs_reference("every published bank shards as before against its queries", bool(REFERENCE_BANKS))
 @pytest.mark.parametrize("path", REFERENCE_BANKS, ids=lambda p: str(p.relative_to(REFERENCE)))
 def test_reference_banks_shard_as_before_against_their_queries(path, tmp_path):
@@ -221,7 +262,7 @@ def test_reference_banks_shard_as_before_against_their_queries(path, tmp_path):
     out = tmp_path / "shard.parquet"
     args = ["bank-shard", "--bank", str(path), "--queries", str(queries), "--shard", shard, "--shards", "16"]
     assert main([*args, "--out", str(out)]) == 0  # unknown queries and facets are errors by default
-    before = shard_table(bank, shard, 16)  # the table bank-shard wrote before it read the queries
+    before = bank_shard_table(bank, shard, 16)  # the table bank-shard wrote before it read the queries
     write_tables({tmp_path / "before.parquet": before})
     assert len(before) > 0 and pd.read_parquet(out).equals(pd.read_parquet(tmp_path / "before.parquet"))
 
@@ -383,7 +424,7 @@ def test_a_reworded_question_of_the_published_dl19_bank_is_seen_by_diff_and_impa
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"{record['query_id']}: 0 added, 0 removed, 1 reworded\n  ~ {before}\n    → {after}\n"
-    old, new = (shard_table(read_bank(path), "shard-0", 1) for path in (published, edited))
+    old, new = (bank_shard_table(read_bank(path), "shard-0", 1).to_pandas() for path in (published, edited))
     changes = question_changes(old, new)
     assert changes[
         ["change", "question_id", "question_text", "old_question_id", "old_question_text"]

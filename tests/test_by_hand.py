@@ -27,11 +27,11 @@ def test_the_pages_commands_write_the_workflows_tables(demo, tmp_path):
     env = {**os.environ, "PATH": f"{programs}{os.pathsep}{os.environ['PATH']}"}
     done = subprocess.run(["bash", "-c", blocks[0]], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
-    ours, workflow = tmp_path / "by-hand/eval/cosine", demo / "results/demo/eval/cosine"
+    ours, workflow = tmp_path / "results/by-hand/eval/cosine", demo / "results/demo/eval/cosine"
     for name in SAME:
         assert (ours / name).read_bytes() == (workflow / name).read_bytes(), name
 
-    answers = grades_from_table(pd.read_parquet(tmp_path / "by-hand/grades/cosine.parquet"))
+    answers = grades_from_table(pd.read_parquet(tmp_path / "results/by-hand/grades/cosine.parquet"))
     runs = read_runs(sorted((demo / "resources/demo/runs").glob("*.run")))
     questions = bank_questions(demo / "resources/demo/bank.jsonl")
     board = pd.read_csv(ours / "leaderboard.tsv", sep="\t")

@@ -694,6 +694,8 @@ def test_a_method_that_grades_questions_needs_the_shard_s_bank(tmp_path, capsys)
     assert (
         capsys.readouterr()
         .err.strip()
-        .endswith("examflow: error: --questions: method 'cosine' grades questions: give the shard's")
+        .endswith(
+            "examflow: error: --questions: method 'cosine' grades questions: give the shard's bank table (`examflow bank-shard --out`)"
+        )
     )
     assert not (tmp_path / "none.parquet").exists()

@@ -245,6 +245,25 @@ def test_a_shard_with_nothing_to_grade_loads_no_model(tmp_path, capsys):
     )
 
 
+@pytest.mark.parametrize(
+    "command, option", [("grade", "--method"), ("merge-grades", "--method"), ("plan", "--method[0]")]
+)
+def test_a_method_key_a_config_refuses_is_refused_on_the_command_line(tmp_path, capsys, command, option):
+    """By hand, `calibraton` beside the embedding grader's `kind` was ignored: graded at the default
+    calibration, exit 0 (a stranger's trial), where a config names it."""
+    method = {"name": "m", "kind": "self_rating", "calibraton": "query", "quantile": [0.5],
+              "backend": {"kind": "embedding", "modl": "x"}}  # fmt: skip
+    rest = {"grade": ["--passages", "p", "--queries", "q", "--shard", "shard-0", "--cache-dir", "c", "--out", "g"],
+            "merge-grades": ["--out", "g"], "plan": ["--pool", "p"]}[command]  # fmt: skip
+    assert main([command, "--method", json.dumps(method), *rest]) == 2
+    said = capsys.readouterr().err
+    assert re.findall(r"(?:error: |; and )(\S+): unknown (?:key|option) \(did you mean '(\w+)'\?\)", said) == [
+        (f"{option}.calibraton", "calibration"), (f"{option}.quantile", "quantiles"),
+        (f"{option}.backend.modl", "model"),
+    ], said  # fmt: skip
+    assert not list(tmp_path.iterdir())
+
+
 def test_the_worked_example_names_a_query(tmp_path):
     queries = own_collection(tmp_path)["queries"]
     check_example_query(str(queries), "q2")

@@ -67,7 +67,7 @@ def test_an_edited_nugget_regrades_only_its_pairs(tmp_path):
     """Bank → shard → grades, then one nugget reworded: only its pairs reach the model again (the grade
     cache answers the rest), and the other nugget's grades are the same."""
     from examflow.questions.bank import read_bank
-    from examflow.questions.shards import shard_table
+    from examflow.questions.shards import bank_shard_table
 
     queries, passages, _ = nugget_inputs()
     bank = tmp_path / "bank.tsv"
@@ -76,7 +76,7 @@ def test_an_edited_nugget_regrades_only_its_pairs(tmp_path):
         for nuggets in (("Bees make honey from nectar", "Honey is stored in combs"),
                         ("Bees make honey from nectar", "Honey is kept in wax combs")):  # fmt: skip
             bank.write_text("query_id\tnugget\n" + "".join(f"q1\t{n}\n" for n in nuggets))
-            shard = shard_table(read_bank(bank), "shard-0", 1)
+            shard = bank_shard_table(read_bank(bank), "shard-0", 1).to_pandas()
             method = openai_method(server, "nugget_support")
             tables.append(
                 grader(method, str(tmp_path / "cache")).grade(make_pairs("nugget_support", passages, shard, queries))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 from examflow.errors import ConfigError, Failure, InputError, Problems, a, listed, repeated
 from examflow.options import check_options
 from examflow.outputs import POOL
-from examflow.registry import KINDS, QUESTION_LLM_OPTIONS, RANKERS, check_method, check_ranker
+from examflow.registry import KINDS, QUESTION_LLM_OPTIONS, RANKERS, check_ranker
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from examflow.nrp.evaluate import NRPInputs, NRPSettings
     from examflow.outputs import Facts
     from examflow.progress import JobProgress
+    from examflow.registry import Method
     from examflow.report.board import Board
 
 log = logging.getLogger("examflow")
@@ -48,17 +49,21 @@ def pool_table(path: str | Path, name: str) -> pd.DataFrame:
     return read_table(path, POOL_COLUMNS[name])
 
 
-def read_questions(paths: list[str]) -> pd.DataFrame:
-    """The question tables of the bank's shards (none: an empty table, for a method that grades against the query)."""
+def read_questions(paths: list[str], whole: bool = True) -> pd.DataFrame:
+    """The question tables of the bank's shards (none: an empty table, for a method that grades against the
+    query): every shard of the bank, where `whole`, else one grading job's."""
     import pandas as pd
 
     from examflow.io.tables import read_table
-    from examflow.questions.shards import QUESTIONS_READ, no_questions
+    from examflow.questions.shards import QUESTIONS_READ, check_every_bucket, no_questions
 
     if not paths:
         return no_questions()
     wanted = "--questions takes the bank's shards, which `examflow bank-shard --out` writes, not the bank itself"
-    return pd.concat([read_table(path, QUESTIONS_READ, wanted) for path in paths])
+    tables = [read_table(path, QUESTIONS_READ, wanted) for path in paths]
+    if whole:
+        check_every_bucket("--questions", paths)
+    return pd.concat(tables)
 
 
 def pool_command(args: argparse.Namespace) -> None:
@@ -190,7 +195,7 @@ def bank_shard_command(args: argparse.Namespace) -> None:
     from examflow.io.queries import subtopics
     from examflow.io.tables import write_tables
     from examflow.questions.bank import entry_lines, known_targets, read_bank
-    from examflow.questions.shards import bucket_table, check_shard, shard_table
+    from examflow.questions.shards import bank_shard_table, check_shard
 
     check_shard(args.shard, args.shards)
     entries = read_bank(args.bank) if args.bank is not None else []
@@ -200,8 +205,7 @@ def bank_shard_command(args: argparse.Namespace) -> None:
         known = known_targets(args.bank, entry_lines(entries), subtopics(read_queries(args.queries)), unknown)
         unknown.summarise()
         entries = [entry for entry in entries if (entry.query_id, entry.facet_id) in known]
-    shard = (args.shard, args.shards)
-    write_tables({args.out: bucket_table(shard_table(entries, *shard), *shard)})
+    write_tables({args.out: bank_shard_table(entries, args.shard, args.shards)})
 
 
 def pool_shard_command(args: argparse.Namespace) -> None:
@@ -264,17 +268,20 @@ def grade_command(args: argparse.Namespace) -> None:
     from examflow.progress import job_progress
     from examflow.questions.shards import check_one_bucket
 
-    method = check_method("--method", json_argument(args.method, "--method"))
+    method = method_option(args.method)
     with job_progress(args.progress, f"{method.name}/{args.shard}", work_unit(method)) as progress:
         queries, passages = pool_table(args.queries, "queries"), pool_table(args.passages, "passages")
         tables = {"--queries": args.queries, "--passages": args.passages}
         # a method that grades against the query reads no bank: a bank edit reruns no job of it
         if method.entry.reads_bank:
             if args.questions is None:
-                raise Failure(f"--questions: method {method.name!r} grades {method.entry.target}s: give the shard's")
+                raise Failure(
+                    f"--questions: method {method.name!r} grades {method.entry.target}s: give the shard's bank table "
+                    "(`examflow bank-shard --out`)"
+                )
             tables["--questions"] = args.questions
         check_one_bucket(tables, args.shard)
-        questions = read_questions([args.questions] if method.entry.reads_bank else [])
+        questions = read_questions([args.questions] if method.entry.reads_bank else [], whole=False)
         pairs = make_pairs(method.kind, passages, questions, queries)
         log.info("method %s, shard %s: %d passages, %d pairs", method.name, args.shard, len(passages), len(pairs))
         if not pairs:  # no model is loaded for nothing
@@ -349,7 +356,7 @@ def merge_grades_command(args: argparse.Namespace) -> None:
     )
     from examflow.io.tables import read_table
 
-    method = check_method("--method", json_argument(args.method, "--method"))
+    method = method_option(args.method)
     calibrated = method.calibration is not None and method.quantiles is not None
     if calibrated and not args.passages:
         raise Failure("--passages: the pool's passages.parquet, needed to leave its gold articles out of the quantiles")
@@ -887,10 +894,10 @@ def plan_command(args: argparse.Namespace) -> None:
     from examflow.io.tables import write_tables
     from examflow.plan import format_plan, gpu_visible, plan_method, plan_table
 
+    methods = [method_option(text, f"--method[{i}]") for i, text in enumerate(args.method)]  # before any file
     pool = Path(args.pool)
     passages, queries = read_pooled(pool, "passages"), read_pooled(pool, "queries")
     questions = read_questions(args.questions)
-    methods = [check_method(f"--method[{i}]", json_argument(text, "--method")) for i, text in enumerate(args.method)]
     if not args.questions and (asking := next((m for m in methods if m.entry.reads_bank), None)):
         # no bank would plan 0 pairs for it: a cost of nothing, in silence (a stranger by hand)
         raise Failure(
@@ -1313,6 +1320,13 @@ def _grades_tables(paths: list[str]) -> list:
             owner[method] = path
         tables.append(table)
     return tables
+
+
+def method_option(text: str, option: str = "--method") -> Method:
+    """A grading method given as JSON on the command line, checked as a config's `grading.methods` entry is."""
+    from examflow.config import check_method_option
+
+    return check_method_option(option, json_argument(text, "--method"))
 
 
 def json_argument(text: str, name: str):

@@ -385,7 +385,9 @@ def config_digest(config: dict) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _validate(config: dict, loaded: dict) -> None:
+def _validate(config: Any, loaded: dict, option: str = "") -> None:
+    """`config` against the schema `loaded`: a ConfigError names its keys under `option` where it is given
+    on a command line (`--method.calibraton`), else as a config's."""
     import jsonschema
 
     validator = _filling_defaults(jsonschema.Draft202012Validator)(loaded)
@@ -393,9 +395,24 @@ def _validate(config: dict, loaded: dict) -> None:
     problems = list(dict.fromkeys(problem for error in errors for problem in _readable(error)))
     if problems:
         # Every problem at once: a config with two typos should not take two runs to mend.
-        (key, message, known), *more = problems
-        others = "".join(f"; and config {other}: {text}" for other, text, _ in more)
+        (key, message, known), *more = [(_under(option, key), *rest) for key, *rest in problems]
+        others = "".join(f"; and {ConfigError(other, text)}" for other, text, _ in more)
         raise ConfigError(key, f"{message}{known}{others}")
+
+
+def _under(option: str, key: str) -> str:
+    if not option:
+        return key
+    return option if key in ("", "(top level)") else f"{option}{key}" if key.startswith("[") else f"{option}.{key}"
+
+
+def check_method_option(option: str, method: Any) -> Method:
+    """A grading method given on a command line (`--method JSON`), checked as an entry of `grading.methods`
+    is: by the schema too, which refuses a key it does not know (`calibraton` was graded at the default
+    calibration, exit 0: a stranger's trial), then by `check_method`."""
+    loaded = schema()
+    _validate(method, {**loaded["$defs"]["method"], "$defs": loaded["$defs"]}, option)
+    return check_method(option, method)
 
 
 def _filling_defaults(validator_class):
@@ -451,7 +468,7 @@ def _readable(error) -> Iterator[tuple[str, str, str]]:
     key = _key(error.absolute_path)
     if error.validator == "additionalProperties":
         known = error.schema.get("properties", {})
-        what = "option" if key.endswith(".backend") else "key"  # a back end's, beside its `kind`
+        what = "option" if key.split(".")[-1] == "backend" else "key"  # a back end's, beside its `kind`
         listed = [name for name in known if not (what == "option" and name == "kind")]
         # a method's own key written in its back end (`quantiles` under `backend:`, a stranger's trial)
         method_keys = set(schema()["$defs"]["method"]["properties"]) if what == "option" else set()

@@ -153,7 +153,8 @@ def _corpus_texts(
         return {}
     if corpus is None:
         raise InputError(
-            "config: inputs.corpus", f"{len(wanted)} pooled passages need a corpus, and none is configured"
+            "--corpus",
+            f"{len(wanted)} pooled passages need a corpus (the configuration's inputs.corpus), and none is given",
         )
     return read_passages(corpus, wanted, missing_passages, origins=origins)
 

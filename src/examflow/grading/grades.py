@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import shlex
 from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -90,7 +91,7 @@ def check_failures(
         if errors:  # the line a run's end names for this step (examflow.joblogs), not its retries
             log.warning("%s, within grading.max_error_rate = %g: no grade for them; the run goes on "
                         "(`snakemake --forcerun %s` asks again those that got no answer)%s",
-                        _failed_pairs(method, shard, errors, len(grades)), max_error_rate, out,
+                        _failed_pairs(method, shard, errors, len(grades)), max_error_rate, shlex.quote(out),
                         _hint(errors, cache_dir, method))  # fmt: skip
         return
     every_one = len(errors) == len(grades)

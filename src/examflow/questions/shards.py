@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from examflow.errors import ConfigError, InputError
+from examflow.errors import ConfigError, InputError, listed
 from examflow.questions.items import Entry
 
 if TYPE_CHECKING:  # pyarrow is imported where a table is written: the workflow imports this module to parse
@@ -80,12 +80,18 @@ def shard_rows(entries: list[Entry], shards: int) -> dict[str, list[tuple]]:
     return rows
 
 
-def shard_table(entries: list[Entry], shard: str, shards: int) -> pd.DataFrame:
-    return pd.DataFrame(shard_rows(entries, shards).get(shard, []), columns=QUESTION_COLUMNS, dtype=object)
-
-
-# The schema key under which pool-shard's and bank-shard's tables name their bucket, `[shard, shards]`.
+# The schema key under which pool-shard's and bank-shard's tables name their bucket, `[shard, shards]`, and
+# the one under which bank-shard's name the buckets that hold questions (the workflow's grading jobs).
 BUCKET_KEY = b"examflow.bucket"
+BANK_BUCKETS_KEY = b"examflow.bank_buckets"
+
+
+def bank_shard_table(entries: list[Entry], shard: str, shards: int) -> pa.Table:
+    """A bucket's questions, naming the bank's buckets that hold any: the tables given as a whole bank are
+    checked for every one of them (`check_every_bucket`)."""
+    rows = shard_rows(entries, shards)
+    table = bucket_table(pd.DataFrame(rows.get(shard, []), columns=QUESTION_COLUMNS, dtype=object), shard, shards)
+    return table.replace_schema_metadata({**table.schema.metadata, BANK_BUCKETS_KEY: json.dumps(sorted(rows))})
 
 
 def bucket_table(table: pd.DataFrame, shard: str, shards: int) -> pa.Table:
@@ -117,6 +123,35 @@ def check_one_bucket(tables: dict[str, str], shard: str) -> None:
             raise InputError(path, f"{option} is the table of {bucket[0]} of {bucket[1]} buckets, {first[0]} of "
                              f"{first[1][0]} of {first[1][1]}: give one bucket's tables, made with one --shards")  # fmt: skip
         first = first or (option, bucket)
+
+
+def check_every_bucket(option: str, paths: list[str]) -> None:
+    """Tables given together as the whole bank (`evaluate --questions`) are of one --shards, each bucket once,
+    and every bucket that holds questions among them, where they name theirs: one left out took its queries
+    out of the exam with a warning, and every run was scored over the others, exit 0 (a stranger by hand).
+    A bucket without questions has no table in the workflow: it has no grading job."""
+    import pyarrow.parquet as pq
+
+    given: dict[str, str] = {}
+    holding: set[str] = set()
+    first: tuple[str, str, int] | None = None
+    for path in paths:
+        metadata = pq.read_schema(path).metadata or {}
+        if BUCKET_KEY not in metadata:
+            return  # a table written by hand, or before tables named their bucket: nothing to go by
+        shard, shards = json.loads(metadata[BUCKET_KEY])
+        if first and shards != first[2]:
+            raise InputError(path, f"{option}: {shard} of --shards {shards}, where {first[0]} is {first[1]} of "
+                             f"--shards {first[2]}: give the tables of one --shards")  # fmt: skip
+        if shard in given:
+            raise InputError(path, f"{option} gives {shard} twice (also as {given[shard]})")
+        first, given[shard] = first or (path, shard, shards), path
+        holding.update(json.loads(metadata.get(BANK_BUCKETS_KEY, "[]")))
+    if first and (missing := sorted(holding - set(given))):
+        one = len(missing) == 1
+        raise InputError(option, f"the bank's {listed(missing)} of --shards {first[2]} {'holds' if one else 'hold'} "
+                         f"questions and {'is' if one else 'are'} not given: give every table `examflow bank-shard` "
+                         "wrote with that --shards")  # fmt: skip
 
 
 def shard_digests(entries: list[Entry], shards: int) -> dict[str, str]:
