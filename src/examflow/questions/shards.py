@@ -103,15 +103,19 @@ def bucket_table(table: pd.DataFrame, shard: str, shards: int) -> pa.Table:
     return arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), BUCKET_KEY: json.dumps([shard, shards])})
 
 
+def _metadata(path: str) -> dict[bytes, bytes]:
+    import pyarrow.parquet as pq
+
+    return pq.read_schema(path).metadata or {}
+
+
 def check_one_bucket(tables: dict[str, str], shard: str) -> None:
     """The tables a grade job reads (by option) are of one bucket, `shard`, wherever they name theirs (a
     table written by hand, or before tables named their bucket, does not): two buckets' tables would grade
     the pairs of neither whole, and another shard's would be logged and counted as `shard`'s."""
-    import pyarrow.parquet as pq
-
     first: tuple[str, list] | None = None
     for option, path in tables.items():
-        named = (pq.read_schema(path).metadata or {}).get(BUCKET_KEY)
+        named = _metadata(path).get(BUCKET_KEY)
         if named is None:
             continue
         bucket = json.loads(named)
@@ -130,26 +134,23 @@ def check_every_bucket(option: str, paths: list[str]) -> None:
     and every bucket that holds questions among them, where they name theirs: one left out took its queries
     out of the exam with a warning, and every run was scored over the others, exit 0 (a stranger by hand).
     A bucket without questions has no table in the workflow: it has no grading job."""
-    import pyarrow.parquet as pq
-
+    metadata = {path: _metadata(path) for path in paths}
+    if not paths or any(BUCKET_KEY not in named for named in metadata.values()):
+        return  # a table written by hand, or before tables named their bucket: nothing to go by
     given: dict[str, str] = {}
-    holding: set[str] = set()
-    first: tuple[str, str, int] | None = None
-    for path in paths:
-        metadata = pq.read_schema(path).metadata or {}
-        if BUCKET_KEY not in metadata:
-            return  # a table written by hand, or before tables named their bucket: nothing to go by
-        shard, shards = json.loads(metadata[BUCKET_KEY])
-        if first and shards != first[2]:
-            raise InputError(path, f"{option}: {shard} of --shards {shards}, where {first[0]} is {first[1]} of "
-                             f"--shards {first[2]}: give the tables of one --shards")  # fmt: skip
+    buckets = [(path, *json.loads(metadata[path][BUCKET_KEY])) for path in paths]
+    first, first_shard, shards = buckets[0]
+    for path, shard, count in buckets:
+        if count != shards:
+            raise InputError(path, f"{option}: {shard} of --shards {count}, where {first} is {first_shard} of "
+                             f"--shards {shards}: give the tables of one --shards")  # fmt: skip
         if shard in given:
             raise InputError(path, f"{option} gives {shard} twice (also as {given[shard]})")
-        first, given[shard] = first or (path, shard, shards), path
-        holding.update(json.loads(metadata.get(BANK_BUCKETS_KEY, "[]")))
-    if first and (missing := sorted(holding - set(given))):
+        given[shard] = path
+    holding = {name for named in metadata.values() for name in json.loads(named.get(BANK_BUCKETS_KEY, b"[]"))}
+    if missing := sorted(holding - set(given)):
         one = len(missing) == 1
-        raise InputError(option, f"the bank's {listed(missing)} of --shards {first[2]} {'holds' if one else 'hold'} "
+        raise InputError(option, f"the bank's {listed(missing)} of --shards {shards} {'holds' if one else 'hold'} "
                          f"questions and {'is' if one else 'are'} not given: give every table `examflow bank-shard` "
                          "wrote with that --shards")  # fmt: skip
 
