@@ -465,9 +465,24 @@ def test_a_repeated_question_is_dropped_with_a_warning_that_names_it(tmp_path, c
     assert [item.text for item in entry.items] == ["Who makes wax?", "What is nectar?"]
     wax = item_id("q1", None, "Who makes wax?")
     assert (
-        f"1 repeated item dropped (same id as an earlier one; first: {wax} of query 'q1', 'Who makes wax?')"
-        in caplog.text
+        "1 repeated item dropped (the same text for the same query as an earlier item; first: line 1 repeats line 1, "
+        f"'Who makes wax?' of query 'q1', id {wax})" in caplog.text
     )
+
+
+def test_repeated_questions_of_a_tsv_bank_are_named_at_their_lines(tmp_path, caplog):
+    """The warning named the item, not where it is: a stranger looked for it in the file."""
+    tsv = write(tmp_path / "bank.tsv", "query_id\tquestion\nq1\tWho makes wax?\nq2\tWhat is nectar?\n"
+                "q1\tWho makes wax? \nq2\tWhat is nectar?\n")  # fmt: skip
+    assert [[item.text for item in entry.items] for entry in read_bank(tsv)] == [
+        ["Who makes wax?"],
+        ["What is nectar?"],
+    ]
+    wax = item_id("q1", None, "Who makes wax?")
+    assert caplog.messages == [
+        f"{tsv}: 2 repeated items dropped (the same text for the same query as an earlier item; first: line 4 repeats "
+        f"line 2, 'Who makes wax?' of query 'q1', id {wax})"
+    ]
 
 
 def test_a_repeated_question_with_other_answer_keys_is_an_error_not_a_key_dropped(tmp_path):

@@ -377,7 +377,28 @@ def test_typos_wrong_types_and_bad_measures_name_the_key():
     assert rejected({"inputs": {"queries": "q"}, "evaluation": {"measures": ["map", "P_2O"]}}) == (
         "config evaluation.measures: 'P_2O': trec_eval computes it as P_2: name each measure exactly"
     )
-    assert "not a trec_eval measure" in rejected({"inputs": {"queries": "q"}, "evaluation": {"measures": ["nDCG@10"]}})
+    # a slip of case, `_` or a letter, or an ir-measures name (the judges' measures are written so), is named with
+    # the measure meant (a stranger's trial: `NDCG_cut_10` got the list of a few names)
+    slips = {
+        "NDCG_cut_10": "ndcg_cut_10",
+        "ndcg_cut10": "ndcg_cut_10",
+        "recal_10": "recall_10",
+        "MAP": "map",
+        "nDCG@10": "ndcg_cut_10",
+        "P@5": "P_5",
+        "AP@100": "map_cut_100",
+        "Rprec_Mult_0.20": "Rprec_mult_0.20",
+    }
+    for slip, meant in slips.items():
+        assert rejected({"inputs": {"queries": "q"}, "evaluation": {"measures": [slip]}}) == (
+            f"config evaluation.measures: {slip!r}: not a trec_eval measure (did you mean {meant!r}?)"
+        )
+    # where the name meant would be refused too (a cut-off of 0), or none is near, a few names are shown
+    for far in ("nDCG@0", "frobnicate"):
+        assert rejected({"inputs": {"queries": "q"}, "evaluation": {"measures": [far]}}) == (
+            f"config evaluation.measures: {far!r}: not a trec_eval measure (pytrec_eval names: map, P_20, ndcg_cut_10, "
+            "recip_rank, ...)"
+        )
     # trec_eval's C code asserts on a cut-off read as 0 and on nDCG's gain values: checking the name aborted the
     # process (a stranger's trial; the names each probed in a process of its own)
     for zero in ("P_0", "ndcg_cut_5,0", "recall_00", "P_0.5", "map_cut_0x1"):

@@ -10,6 +10,7 @@ as 0 with `complete=True` (trec_eval -c).
 
 from __future__ import annotations
 
+import difflib
 import re
 
 import pandas as pd
@@ -79,15 +80,54 @@ def measure_problems(names) -> dict[str, str]:
         if why := aborting(name):  # before pytrec_eval sees it: an assertion in its C code ends the process
             problems[name] = why
             continue
-        try:
-            evaluator = pytrec_eval.RelevanceEvaluator({"q": {"d": 1}}, {name})
-        except ValueError:
-            problems[name] = "not a trec_eval measure (pytrec_eval names: map, P_20, ndcg_cut_10, recip_rank, ...)"
-            continue
-        computed = sorted(evaluator.evaluate({"q": {"d": 1.0}})["q"])
-        if computed != [name]:
+        computed = _computed(name)
+        if computed is None:
+            names_some = " (pytrec_eval names: map, P_20, ndcg_cut_10, recip_rank, ...)"
+            problems[name] = f"not a trec_eval measure{_meant(name) or names_some}"
+        elif computed != [name]:
             problems[name] = f"trec_eval computes it as {', '.join(computed)}: name each measure exactly"
     return problems
+
+
+def _computed(name: str) -> list[str] | None:
+    """The names pytrec_eval computes for a measure named so (`P` gives nine), or None where it knows no such measure.
+    Not for a name `aborting` refuses."""
+    try:
+        evaluator = pytrec_eval.RelevanceEvaluator({"q": {"d": 1}}, {name})
+    except ValueError:
+        return None
+    return sorted(evaluator.evaluate({"q": {"d": 1.0}})["q"])
+
+
+_BASE_AND_PARAMETERS = re.compile(r"(?P<base>.*?)_?(?P<parameters>[0-9][0-9.,]*)?")
+# ir-measures' names of the measures at a cut-off, as the judges' measures are written (`nDCG@10`): a likely slip
+_AT_CUT_OFF = {"ndcg": "ndcg_cut", "p": "P", "r": "recall", "ap": "map_cut", "success": "success"}
+
+
+def _meant(name: str) -> str:
+    """` (did you mean 'ndcg_cut_10'?)` for a slip of case, of `_` or of a letter in a measure's name
+    (`NDCG_cut_10`, `ndcg_cut10`, `recal_10`) or an ir-measures name (`nDCG@10`), where the name meant is one
+    trec_eval computes as named."""
+    meant = _named_at_cut_off(name) or _nearest(name)
+    fine = meant not in (None, name) and meant not in _NOT_MEANS and not aborting(meant) and _computed(meant) == [meant]
+    return f" (did you mean {meant!r}?)" if fine else ""
+
+
+def _named_at_cut_off(name: str) -> str | None:
+    base, at, cut_off = name.partition("@")
+    return f"{_AT_CUT_OFF[base.lower()]}_{cut_off}" if at and base.lower() in _AT_CUT_OFF else None
+
+
+def _nearest(name: str) -> str | None:
+    """The trec_eval measure whose name is `name`'s but for case and `_`, else the closest, with its parameters."""
+    parts = _BASE_AND_PARAMETERS.fullmatch(name)
+    assert parts is not None  # the pattern matches every string
+    squeezed = {measure.lower().replace("_", ""): measure for measure in pytrec_eval.supported_measures}
+    base = squeezed.get(parts["base"].lower().replace("_", ""))
+    base = base or next(iter(difflib.get_close_matches(parts["base"], pytrec_eval.supported_measures, n=1)), None)
+    if base is None:
+        return None
+    return f"{base}_{parts['parameters']}" if parts["parameters"] else base
 
 
 def exam_labels(grades: pd.DataFrame, per_facet: bool = False) -> pd.DataFrame:

@@ -18,6 +18,7 @@ ids were made differently and are joined with published grades) keep theirs.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, cast
 
@@ -82,7 +83,7 @@ def read_bank(path: str | Path) -> list[Entry]:
         log.warning("%s: %d items with blank text, kept: they are graded and count in their query's number of "
                     "questions, as in the published banks (the first: line %d, query %r); a bank of your own "
                     "should leave them out", path, len(blank), *blank[0])  # fmt: skip
-    _drop_repeated_ids(path, entries.values())
+    owners.drop_repeats(entries.values())
     return _not_empty(path, list(entries.values()))
 
 
@@ -102,11 +103,12 @@ def _add(path, entries: dict[tuple[str, str | None], Entry], entry: Entry, numbe
 
 class Owners:
     """An item id names one item of the bank. Written twice for one text of one query, the second is dropped
-    (`_drop_repeated_ids`); for another text, or another query (ids numbered within each query, `x0`, in an
+    (`drop_repeats`); for another text, or another query (ids numbered within each query, `x0`, in an
     older bank), one of the two would be dropped and its query's exam shrink: an error."""
 
     def __init__(self, path):
         self.path, self.first = path, {}
+        self.repeats: list[tuple[Item, int, int]] = []  # each repeat, its line, the line of its first
 
     def claim(self, item: Item, number: int, field: str, columns: dict[str, str] | None = None) -> None:
         """`item`, read at `field` of line `number`; `columns`: the field of each of its keys, where a
@@ -127,6 +129,19 @@ class Owners:
             advice = "write the item once" + (", with all its answers" if what == "answer keys" else "")
             raise InputError(self.path, f"{item.text!r} repeats the item of line {line} with other {what} ({shown!r} "
                              f"there): {advice}", number, (columns or {}).get(what, field))  # fmt: skip
+        self.repeats.append((item, number, line))
+
+    def drop_repeats(self, entries: Iterable[Entry]) -> None:
+        """The repeats claimed, dropped from their entries, with a count and where the first of them is."""
+        if not self.repeats:
+            return
+        repeated = {id(item) for item, _, _ in self.repeats}
+        for entry in entries:
+            entry.items = [item for item in entry.items if id(item) not in repeated]
+        item, number, line = self.repeats[0]
+        log.warning("%s: %d repeated item%s dropped (the same text for the same query as an earlier item; first: line "
+                    "%d repeats line %d, %r of query %r, id %s)", self.path, len(self.repeats),
+                    "" if len(self.repeats) == 1 else "s", number, line, item.text, item.query_id, item.item_id)  # fmt: skip
 
 
 def _keys(item: Item) -> dict[str, object]:
@@ -352,7 +367,7 @@ def _read_tsv(path) -> list[Entry]:
             first_lines.add(item.item_id, number, "nugget", f"nugget {item.item_id!r} twice")
         owners.claim(item, number, kind, TSV_KEY_COLUMNS)
         entry.items.append(item)
-    _drop_repeated_ids(path, entries.values())
+    owners.drop_repeats(entries.values())
     return _not_empty(path, list(entries.values()))
 
 
@@ -384,25 +399,6 @@ def _tsv_item(path, number: int, kind: str, row: dict[str, str], facet_id: str |
     options = [c.strip() for c in row.get("choices", "").split("|") if c.strip()]
     choices = {chr(ord("A") + i): option for i, option in enumerate(options)} or None
     return Item(query_id, facet_id, item_id(query_id, facet_id, text), text, "question", answers, choices)
-
-
-def _drop_repeated_ids(path, entries) -> None:
-    """An item id seen before (the same text twice for one query) is dropped, with a count."""
-    seen: set[str] = set()
-    dropped: list[Item] = []
-    for entry in entries:
-        kept = []
-        for item in entry.items:
-            if item.item_id not in seen:
-                seen.add(item.item_id)
-                kept.append(item)
-            else:
-                dropped.append(item)
-        entry.items = kept
-    if dropped:
-        first = dropped[0]
-        log.warning("%s: %d repeated item%s dropped (same id as an earlier one; first: %s of query %r, %r)", path,
-                    len(dropped), "" if len(dropped) == 1 else "s", first.item_id, first.query_id, first.text)  # fmt: skip
 
 
 def entry_record(entry: Entry) -> dict[str, Any]:
