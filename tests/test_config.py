@@ -64,8 +64,12 @@ def test_a_minimal_config_gets_the_schema_defaults_and_nothing_of_the_demo():
 
 
 def test_judges_measures_and_outside_label_names_are_checked():
-    assert "judges.measures[1]: 'ndcg_cutt_10': neither a trec_eval measure" in rejected(
-        {"inputs": {"queries": "q"}, "judges": {"measures": ["map", "ndcg_cutt_10"]}}
+    assert "judges.measures[1]: 'ndcg_cutt_10': neither a trec_eval measure (did you mean 'ndcg_cut_10'?) nor" in (
+        rejected({"inputs": {"queries": "q"}, "judges": {"measures": ["map", "ndcg_cutt_10"]}})
+    )
+    # the trec_eval name a slip of case meant (a stranger's trial: `mAP` got no suggestion)
+    assert rejected({"inputs": {"queries": "q"}, "judges": {"measures": ["mAP"]}}).startswith(
+        "config judges.measures[0]: 'mAP': neither a trec_eval measure (did you mean 'map'?) nor ir-measures' syntax"
     )
     assert "judges.measures[0]: 'P': trec_eval computes it as" in rejected(
         {"inputs": {"queries": "q"}, "judges": {"measures": ["P"]}}

@@ -9,7 +9,7 @@ import re
 import pandas as pd
 import pytest
 import yaml
-from conftest import own_collection, snakemake, write
+from conftest import bucket, own_collection, snakemake, write
 from llm_server import LLMServer
 
 pytestmark = pytest.mark.workflow
@@ -107,45 +107,70 @@ def test_bank_edits_are_listed_and_undone_without_a_model_call(project):
         poor.write_text("".join(line for line in ranked.splitlines(keepends=True) if " 1 " not in line))
         log = results / "logs/evaluate/llm.log"  # a rerun keeps the earlier logs beside it
 
-        def mixed() -> bool:
+        def mixed() -> str | None:
+            """What the evaluation says differs from the earlier bank's, None where nothing does."""
             snakemake(project, *run)
             assert len(pd.read_csv(evaluation / "impact_questions.tsv", sep="\t")) == 3
             listed = [len(pd.read_csv(evaluation / t, sep="\t")) for t in ("impact_passages.tsv", "impact_systems.tsv")]
-            said = "the earlier bank was evaluated over other runs, passages, settings or grading" in log.read_text()
-            assert said == (listed == [0, 0])
-            return said
+            said = re.search(r"the earlier bank was evaluated (with other .*?): impact lists", log.read_text())
+            assert bool(said) == (listed == [0, 0])
+            return said and said[1]
 
-        assert mixed()
+        assert mixed() == "with other runs' rankings"
         poor.write_text(ranked)  # the runs put back: the same context as the edited bank's evaluation
-        assert not mixed()
+        assert mixed() is None
+        # how the grader's requests travel grades nothing otherwise (a stranger's trial: the impact was left out)
+        config["grading"]["methods"][0]["backend"] |= {"concurrency": 2, "timeout": 30, "max_attempts": 3}
+        write(project / "mine.yaml", yaml.safe_dump(config))
+        assert mixed() is None
         config["grading"]["methods"][0]["backend"]["max_tokens"] = 30  # another setting of the grader
         write(project / "mine.yaml", yaml.safe_dump(config))
-        assert mixed()
+        assert mixed() == "with other method settings or prompts"
 
 
-def test_a_bank_edit_reruns_no_job_of_a_method_that_grades_against_the_query(project):
-    """UMBRELA grades a passage against its query: a reworded question is no input of its jobs (a stranger's
-    trial saw every judge's job of the edited shard rerun, the cache answering them: a job start each, on a
-    cluster a queue's wait)."""
+def test_a_method_that_grades_against_the_query_grades_every_query_and_no_bank_edit_reruns_it(project):
+    """UMBRELA grades a passage against its query: it grades a query the bank holds no question for, whatever
+    bucket that query falls in (it graded one only where the bucket held another query's questions: with four
+    buckets, q3 alone in its own, never), and a reworded question is no input of its jobs, its evaluation or
+    its report (two strangers' trials saw them rerun: a job start each, on a cluster a queue's wait)."""
     with LLMServer(default=lambda prompt: "##final score: 2" if "Passage:" in prompt else grade(prompt)) as server:
         files = own_collection(project / "mine")
+        with files["run_good"].open("a") as run_file:  # q3, without questions, gets pooled passages
+            run_file.write("q3 Q0 g3 1 9 good\nq3 Q0 s3 2 8 good\n")
+        assert [bucket(query, 4) for query in ("q1", "q2", "q3")] == ["shard-2", "shard-3", "shard-1"]
         backend = {"kind": "openai", "model": "grader", "base_url": server.base_url}
         config = {
             "inputs": {"queries": "mine/queries.tsv", "runs": ["mine/runs/*.run"], "corpus": "mine/corpus.tsv",
                        "qrels": "mine/qrels.txt", "bank": "mine/bank.tsv"},
-            "grading": {"methods": [{"name": "llm", "kind": "self_rating", "backend": backend},
-                                    {"name": "umb", "kind": "umbrela", "backend": backend}]},
+            "grading": {"shards": 4, "methods": [{"name": "llm", "kind": "self_rating", "backend": backend},
+                                                 {"name": "umb", "kind": "umbrela", "backend": backend}]},
         }  # fmt: skip
         write(project / "mine.yaml", yaml.safe_dump(config))
-        run = ("results/grades/llm.parquet", "results/grades/umb.parquet", "--configfile", "mine.yaml")
-        snakemake(project, *run)
-        shards = {path: path.stat().st_mtime_ns for path in (project / "results/grades/umb").glob("*.parquet")}
-        assert shards and server.calls > 0
+        first = snakemake(project, "--configfile", "mine.yaml")
+        assert "1 of 3 queries have no questions in mine/bank.tsv: only umb grades them, against the query: q3" in (
+            first.stderr
+        )
+        umbrela = pd.read_parquet(project / "results/grades/umb.parquet")
+        pooled = pd.read_parquet(project / "results/pool/passages.parquet")
+        assert sorted(zip(umbrela["query_id"], umbrela["passage_id"])) == sorted(
+            zip(pooled["query_id"], pooled["passage_id"])
+        )  # q3's two passages among them
+        assert set(umbrela["query_id"]) == {"q1", "q2", "q3"} and umbrela["rating"].eq(2).all()
+        # its worked example, without the bank: q1's pooled passages, each with its grade
+        example = (project / "results/report/umb/example.html").read_text()
+        assert "Worked example of umb: topic q1" in example and example.count("<div class='passage'>") == 3
+        plan = pd.read_csv(project / "results/logs/plan.tsv", sep="\t").set_index("method")
+        assert (plan.loc["umb", "jobs"], plan.loc["llm", "jobs"]) == (3, 2)  # q3's bucket is umb's alone
+        assert plan.loc["umb", "pairs"] == len(pooled)
+        umb_tables = [path for folder in ("grades/umb", "eval/umb", "report/umb")
+                      for path in (project / "results" / folder).rglob("*") if path.is_file()]  # fmt: skip
+        written = {path: path.stat().st_mtime_ns for path in umb_tables}
         umbrela_calls = sum("Passage:" in r["body"]["messages"][-1]["content"] for r in server.requests)
 
         files["bank"].write_text(files["bank"].read_text().replace("Why do glaciers move?", "Why do glaciers flow?"))
-        planned = snakemake(project, *run, "-n").stdout
-        assert re.search(r"^grade\s+1$", planned, re.MULTILINE), planned  # llm's job of q1's shard alone
-        snakemake(project, *run)
-        assert {path: path.stat().st_mtime_ns for path in shards} == shards
+        planned = snakemake(project, "--configfile", "mine.yaml", "-n").stdout
+        for step in ("grade", "merge_grades", "evaluate", "report_method"):  # llm's alone, of q1's shard
+            assert re.search(rf"^{step}\s+1$", planned, re.MULTILINE), planned
+        snakemake(project, "--configfile", "mine.yaml")
+        assert {path: path.stat().st_mtime_ns for path in written} == written
         assert sum("Passage:" in r["body"]["messages"][-1]["content"] for r in server.requests) == umbrela_calls

@@ -1008,7 +1008,9 @@ def method_report(args: argparse.Namespace) -> tuple[Facts, dict[str, bytes | st
         "impact_html": lambda: pages.impact_page(
             _tsv(table["impact_questions"]), _tsv(table["impact_passages"]), _tsv(table["impact_systems"]), method
         ),
-        "example_html": lambda: worked_example(args, grades, method, _similarities(settings)),
+        "example_html": lambda: worked_example(
+            args, grades, method, _similarities(settings), kind not in KINDS or KINDS[kind].reads_bank
+        ),
     }
     if facts.official and not args.official:
         raise Failure("--facts official: give the official leaderboard (--official)")
@@ -1072,18 +1074,23 @@ def _report_inputs(args: argparse.Namespace) -> tuple[pd.DataFrame, dict, set[st
     return grades[grades["method"] == args.method].reset_index(drop=True), {}, set(tables["rankings"]["run_id"])
 
 
-def worked_example(args: argparse.Namespace, grades: pd.DataFrame, method: str, similarities: bool = False) -> str:
-    """The worked example page: the configured topic, or else the first with questions and pooled passages."""
+def worked_example(
+    args: argparse.Namespace, grades: pd.DataFrame, method: str, similarities: bool = False, reads_bank: bool = True
+) -> str:
+    """The worked example page: the configured topic, or else the first with questions and pooled passages.
+    `reads_bank`: whether the method's targets are the bank's (a method that grades against the query needs none)."""
 
+    from examflow.questions.shards import no_questions
     from examflow.report import pages
 
-    if not (args.pool and args.questions):
+    needed = {"--pool": args.pool} | ({"--questions": args.questions} if reads_bank else {})
+    if missing := [option for option, given in needed.items() if not given]:
         if args.example_query:  # it would be ignored
-            raise Failure("--example-query needs --pool and --questions")
-        return pages.page(f"Worked example of {method}", "<p>No pool and bank given (--pool, --questions).</p>")
+            raise Failure(f"--example-query needs {' and '.join(needed)}")
+        return pages.page(f"Worked example of {method}", f"<p>No {' and '.join(missing)} given.</p>")
     passages = read_pooled(args.pool, "passages")
     passages = passages[passages["origin"] != "gold"]
-    questions = read_questions(args.questions)
+    questions = read_questions(args.questions) if args.questions else no_questions()
     # the topics graded: those with questions (or nuggets), or for direct grading any with pooled passages
     topics = sorted(set(grades["query_id"]) & set(passages["query_id"]))
     # A topic without questions or passages is shown (and why there is no grade); one that is no query of
@@ -1238,7 +1245,7 @@ def edit_impact(baselines: dict[str, Baseline], stores: dict[str, BaselineStore]
     without a baseline store)."""
     import pandas as pd
 
-    from examflow.evaluation.impact import IMPACT_FILES, bank_digest, comparable, impact_tables
+    from examflow.evaluation.impact import IMPACT_FILES, bank_digest, comparable, context_differences, impact_tables
 
     parts: dict[str, list] = {name: [] for name in IMPACT_FILES}
     for method, baseline in baselines.items():
@@ -1251,13 +1258,16 @@ def edit_impact(baselines: dict[str, Baseline], stores: dict[str, BaselineStore]
                 previous[0],
             )
             if not comparable(previous[1], baseline):
+                differences = context_differences(previous[1], baseline)
                 # Said each time the evaluation reruns until the bank is edited again: it stays mixed till then.
                 log.warning(
-                    "method %s: the earlier bank was evaluated over other runs, passages, settings or grading (or by an "
-                    "examflow that did not record them): impact lists the questions changed, not passages' or systems' "
-                    "changes, which would mix those in (said each time the evaluation reruns, until the next bank edit)",
+                    "method %s: the earlier bank was evaluated %s: impact lists the questions changed, not passages' or "
+                    "systems' changes, which would mix those in (said each time the evaluation reruns, until the next "
+                    "bank edit)",
                     method,
-                )
+                    f"with other {', '.join(differences)}" if differences
+                    else "by an examflow that did not record what it was evaluated with",
+                )  # fmt: skip
         for name, table in impact_tables(previous[1] if previous else None, baseline).items():
             parts[name].append(table.assign(method=method))
     return {IMPACT_FILES[name]: pd.concat(tables, ignore_index=True) for name, tables in parts.items()}

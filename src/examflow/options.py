@@ -34,6 +34,8 @@ class Option:
     above: float | None = None  # exclusive bounds
     below: float | None = None
     model: bool = False  # names a model, a hub id or a local folder (`check_model_folder`)
+    # How requests travel, not what they ask (a timeout, retries, requests in flight): no grade follows it
+    transport: bool = False
 
     def check(self, key: str, value: Any) -> Any:
         if value is None and self.nullable:

@@ -184,7 +184,8 @@ def job_minutes(method: Method, passages, questions, queries) -> int:
 
 def shard_tables(passages, questions, queries, shards: int) -> list[tuple]:
     """(passages, questions, queries) of each grading job: the buckets of `examflow.questions.shards`
-    that hold a query with questions (the workflow grades only those), or every bucket without a bank."""
+    that hold a query with questions (the workflow grades only those), or every bucket without questions
+    (a bank's absence, or a method that grades against the query)."""
     from examflow.questions.shards import shard_of
 
     if shards == 1:
@@ -216,6 +217,7 @@ def plan_method(
     """`method` checked (`examflow.registry.check_method`); its pairs graded in `shards` buckets of
     queries; `gpu_here`: whether this machine has a GPU (else a GPU back end gets a CPU estimate)."""
     from examflow.grading.cache import GradeCache
+    from examflow.questions.shards import no_questions
 
     backend, kind = method.backend, method.kind
     on_gpu = method.on_gpu
@@ -224,9 +226,11 @@ def plan_method(
         cache = GradeCache(cache_dir, backend.signature(on_gpu))
     except (OSError, ConfigError):  # a model whose configuration cannot be read from here (backends.model_config)
         cache, note = None, f"cache not checked: cannot read {backend.options.get('model')} from here"
+    # a method that grades against the query grades every query's bucket, whatever the bank holds
+    mine = questions if method.entry.reads_bank else no_questions()
     jobs = [
         job_share(method, shard_passages, shard_questions, shard_queries, cache)
-        for shard_passages, shard_questions, shard_queries in shard_tables(passages, questions, queries, shards)
+        for shard_passages, shard_questions, shard_queries in shard_tables(passages, mine, queries, shards)
     ]
     pairs, cached = sum(job.pairs for job in jobs), sum(job.cached for job in jobs)
     rate = backend.rate(on_gpu)

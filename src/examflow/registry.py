@@ -52,7 +52,7 @@ LLM_OPTIONS = {
         "string", "OPENAI_API_KEY",
         "name of the environment variable that holds the API key (never the key itself); unset with a "
         "`base_url`, the placeholder key `none` is sent (local servers take any): a misspelt name shows as "
-        "`http-401` failures",
+        "`http-401` failures", transport=True,
     ),
     "api": Option(
         "string", "chat", "`chat` or `completions` API: each request a POST to `base_url` + `/chat/completions` or `/completions`, nothing else (no `/models`)",
@@ -60,11 +60,11 @@ LLM_OPTIONS = {
     ),
     "temperature": Option("number", 0.0, "sampling temperature", minimum=0),
     "max_tokens": Option("integer", 1024, "most tokens in an answer", minimum=1),
-    "timeout": Option("number", 60, "seconds from a request to its reply's last byte (each wait for bytes is bounded by it too: a reply that trickles in is cut at it)", minimum=0.001),
-    "max_attempts": Option("integer", 5, "HTTP tries per request on 429, 5xx, timeouts, dropped connections and malformed replies", minimum=1),
-    "concurrency": Option("integer", 4, "requests in flight at once", minimum=1),
-    "backoff": Option("number", 1.0, "seconds before the first retry, doubling; a 429's Retry-After takes precedence", minimum=0),
-    "max_retry_after": Option("number", 120, "longest wait a 429's Retry-After is honoured for, in seconds; longer asks wait this long", minimum=0),
+    "timeout": Option("number", 60, "seconds from a request to its reply's last byte (each wait for bytes is bounded by it too: a reply that trickles in is cut at it)", minimum=0.001, transport=True),
+    "max_attempts": Option("integer", 5, "HTTP tries per request on 429, 5xx, timeouts, dropped connections and malformed replies", minimum=1, transport=True),
+    "concurrency": Option("integer", 4, "requests in flight at once", minimum=1, transport=True),
+    "backoff": Option("number", 1.0, "seconds before the first retry, doubling; a 429's Retry-After takes precedence", minimum=0, transport=True),
+    "max_retry_after": Option("number", 120, "longest wait a 429's Retry-After is honoured for, in seconds; longer asks wait this long", minimum=0, transport=True),
     "cut_off": Option(
         "string", "fail",
         "an answer the server cut at `max_tokens` (`finish_reason: length`): `fail` (a `cut-off` failure, never "
@@ -392,6 +392,15 @@ class Method:
         change of the method), less the keys `leave_out`."""
         kept = {key: value for key, value in self.settings.items() if key not in set(leave_out)}
         return json.loads(json.dumps(kept, sort_keys=True))
+
+    def grading_record(self) -> dict[str, Any]:
+        """`record` less its back end's transport options: what its grades follow (a new timeout or concurrency
+        grades every pair as before, and bank-edit impact still compares with the evaluation before it)."""
+        record = self.record()
+        options = self.backend.entry.options
+        record["backend"] = {key: value for key, value in record["backend"].items()
+                             if not (key in options and options[key].transport)}  # fmt: skip
+        return record
 
 
 # How similarities become grades is read only when the shards are merged: a new calibration reruns

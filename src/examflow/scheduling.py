@@ -7,7 +7,7 @@ import functools
 import logging
 import os
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,17 +134,28 @@ def graded_facets(inputs: dict, generate: str | None, grading: dict) -> bool:
     return any(facet in known.get(query, ()) and found.items[query, facet] for query, facet in found.items)
 
 
+def query_shards(queries_spec: str, shards: int) -> list[str]:
+    """Every query's shard: those a method that grades passages against the query grades, whatever the bank holds."""
+    return sorted({shard_of(query, shards) for query in query_table(queries_spec)["query_id"]})
+
+
 def graded_shards(
-    queries_spec: str, bank: str | None, generate: str | None, validation: dict, shards: int = 16
+    queries_spec: str,
+    bank: str | None,
+    generate: str | None,
+    validation: dict,
+    shards: int = 16,
+    direct: Sequence[str] = (),
 ) -> list[str]:
-    """Shards of the queries that have questions. Bank entries whose query is not a query, or whose facet
-    is not one of its query's subtopics, are problems; `examflow bank-shard` leaves them out. Without a
-    bank (methods that grade passages against the query itself), every query's."""
-    queries = query_table(queries_spec)
-    query_ids = set(queries["query_id"])
+    """Shards of the queries that have questions, those the methods that read the bank grade. Bank entries whose
+    query is not a query, or whose facet is not one of its query's subtopics, are problems; `examflow bank-shard`
+    leaves them out. Without a bank, every query's. `direct`: the methods that grade against the query, which
+    grade every query's shard (`query_shards`)."""
     # every query gets questions (or nuggets), or generation fails naming it; without a bank, every query is graded
     if generate or bank is None:
-        return sorted({shard_of(q, shards) for q in query_ids})
+        return query_shards(queries_spec, shards)
+    queries = query_table(queries_spec)
+    query_ids = set(queries["query_id"])
     found = bank_queries(bank, os.path.getmtime(bank), shards)
     unknown = Problems(validation["unknown_queries"])
     known = known_targets(bank, found.lines, subtopics(queries), unknown)
@@ -153,9 +164,13 @@ def graded_shards(
     without = sorted(query_ids - with_items)
     if without:
         shown = listed(without)
+        # the methods that grade against the query grade them all the same
+        graded = (
+            f": only {listed(direct)} grade{'s' if len(direct) == 1 else ''} them, against the query" if direct else ""
+        )
         log.warning(
-            "%d of %d queries have no questions in %s and get no grading jobs: %s",
-            len(without), len(query_ids), bank, shown,
+            "%d of %d queries have no questions in %s%s: %s",
+            len(without), len(query_ids), bank, graded or " and get no grading jobs", shown,
         )  # fmt: skip
     return sorted({shard_of(q, shards) for q in with_items})
 

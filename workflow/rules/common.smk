@@ -67,6 +67,7 @@ from examflow.scheduling import (
     check_relevance_level,
     configured_facts,
     graded_shards,
+    query_shards,
     official_from_qrels,
     warn_about_answer_counts,
 )
@@ -266,12 +267,28 @@ GENERATE_BANK = (
 GENERATED = config["questions"]["items"].removesuffix("s") if GENERATE_BANK else None
 VALIDATION = config["validation"]
 SHARD_COUNT = config["grading"]["shards"]
-# One shard per query with questions: a query without any gets no jobs at all.
+# The methods that grade passages against the query (no bank): they grade every query's shard.
+DIRECT = [
+    method["name"]
+    for method in config["grading"]["methods"]
+    if not KINDS[method["kind"]].reads_bank
+]
+# The shards of the queries with questions, which the bank's shards and the methods that read them take: a
+# shard whose queries have none gets no job of theirs.
 SHARDS = (
-    checked(graded_shards, INPUTS["queries"], BANK, GENERATED, VALIDATION, SHARD_COUNT)
+    checked(
+        graded_shards,
+        INPUTS["queries"],
+        BANK,
+        GENERATED,
+        VALIDATION,
+        SHARD_COUNT,
+        DIRECT,
+    )
     if BANK or config["grading"]["methods"]
     else []
 )
+QUERY_SHARDS = checked(query_shards, INPUTS["queries"], SHARD_COUNT) if DIRECT else []
 if BANK and config["grading"]["methods"]:
     checked(check_bank_kinds, BANK, GENERATED, config["grading"])
     if not GENERATED:
@@ -357,10 +374,11 @@ def grading_json(wildcards):
 
 
 def grading_settings(wildcards):
-    """A digest of what a method's grades depend on besides the bank: its settings and the prompts its back end
-    reads (bank-edit impact compares with an earlier bank only under the same)."""
+    """A digest of what a method's grades depend on besides the bank: its settings (not how its
+    requests travel) and the prompts its back end reads (bank-edit impact compares with an earlier
+    bank only under the same)."""
     settings = [
-        method_json(wildcards),
+        METHODS[wildcards.method].grading_record(),
         prompts_read(wildcards),
         model_weights(wildcards),
     ]
@@ -398,6 +416,35 @@ def reads_bank(wildcards):
     """Whether a grading job reads its bank shard: a method that grades against the query does not, so that
     a bank edit reruns no job of it."""
     return METHODS[wildcards.method].entry.reads_bank
+
+
+def shards_of(method):
+    """The shards a method grades: those with questions, or for one that grades against the
+    query every query's (one the bank holds no question for is graded by it all the same).
+    """
+    return SHARDS if METHODS[method].entry.reads_bank else QUERY_SHARDS
+
+
+def method_grades(wildcards):
+    """The grades tables of a method's shards."""
+    return expand(
+        rules.grade.output[0],
+        method=wildcards.method,
+        shard=shards_of(wildcards.method),
+    )
+
+
+def method_pools(wildcards):
+    """The pool shards a method's grading jobs read."""
+    return expand(rules.pool_shard.output, shard=shards_of(wildcards.method))
+
+
+def bank_shards(wildcards):
+    """The bank's shards, for a method that reads them (its evaluation, its report); none for one that grades
+    against the query, so that a bank edit reruns nothing of it."""
+    return (
+        expand(rules.bank_shard.output, shard=SHARDS) if reads_bank(wildcards) else []
+    )
 
 
 def bank_option(wildcards, input):
@@ -472,7 +519,7 @@ def report_inputs(wildcards):
         "grades": rules.merge_grades.output[0].format(method=wildcards.method),
         "passages": rules.pool.output.passages,
         "rankings": rules.pool.output.rankings,  # the evaluated runs, for the official leaderboard's check
-        "questions": expand(rules.bank_shard.output, shard=SHARDS),
+        "questions": bank_shards(wildcards),
         "official": official_input(wildcards),
     }
 

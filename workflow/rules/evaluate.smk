@@ -32,7 +32,7 @@ rule evaluate:
         rankings=rules.pool.output.rankings,
         passages=rules.pool.output.passages,
         judgments=rules.pool.output.judgments,
-        questions=expand(rules.bank_shard.output, shard=SHARDS),
+        questions=bank_shards,
         official=official_input,
         gold_articles=input_file("gold_articles"),
     output:

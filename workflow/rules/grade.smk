@@ -45,18 +45,14 @@ localrules:
 
 rule merge_grades:
     input:
-        shards=expand(rules.grade.output[0], shard=SHARDS, allow_missing=True),
+        shards=method_grades,
         passages=rules.pool.output.passages,  # whose gold articles an embedding method's quantiles leave out
         # What the grade jobs read: a shard's job that failed after a bank edit, or a pool shard's job killed after
         # a new run file, left the merged table older than what it was graded from, so a rerun of a target short of
         # `all` (which names every shard) rebuilds the missing shard too (new params rerun it by themselves:
         # Snakemake keeps the params of a table it deleted)
-        pools=expand(rules.pool_shard.output, shard=SHARDS),
-        banks=branch(
-            reads_bank,
-            then=expand(rules.bank_shard.output[0], shard=SHARDS),
-            otherwise=[],
-        ),
+        pools=method_pools,
+        banks=bank_shards,
     output:
         results("grades/{method}.parquet"),
     log:

@@ -83,7 +83,7 @@ def measure_problems(names) -> dict[str, str]:
         computed = _computed(name)
         if computed is None:
             names_some = " (pytrec_eval names: map, P_20, ndcg_cut_10, recip_rank, ...)"
-            problems[name] = f"not a trec_eval measure{_meant(name) or names_some}"
+            problems[name] = f"not a trec_eval measure{measure_meant(name) or names_some}"
         elif computed != [name]:
             problems[name] = f"trec_eval computes it as {', '.join(computed)}: name each measure exactly"
     return problems
@@ -104,7 +104,7 @@ _BASE_AND_PARAMETERS = re.compile(r"(?P<base>.*?)_?(?P<parameters>[0-9][0-9.,]*)
 _AT_CUT_OFF = {"ndcg": "ndcg_cut", "p": "P", "r": "recall", "ap": "map_cut", "success": "success"}
 
 
-def _meant(name: str) -> str:
+def measure_meant(name: str) -> str:
     """` (did you mean 'ndcg_cut_10'?)` for a slip of case, of `_` or of a letter in a measure's name
     (`NDCG_cut_10`, `ndcg_cut10`, `recal_10`) or an ir-measures name (`nDCG@10`), where the name meant is one
     trec_eval computes as named."""

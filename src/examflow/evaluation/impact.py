@@ -45,26 +45,51 @@ CONTEXT = "context.txt"
 SCORING = ("taus", "k", "measures", "query_mode", "n_exam")  # the evaluation settings that scores depend on
 
 
-def evaluation_context(rankings: pd.DataFrame, passages: pd.DataFrame, settings: object) -> str:
+# What an evaluation's labels and scores follow besides the bank, each part as a warning names it where two
+# banks' evaluations differ in it.
+CONTEXT_PARTS = {
+    "runs": "runs' rankings",
+    "passages": "pooled passages",
+    "scoring": "scoring settings (evaluation.tau, k, measures, query_mode, n_exam)",
+    "models": "models that graded",
+    "grading": "method settings or prompts",
+}
+
+
+def evaluation_context(rankings: pd.DataFrame, passages: pd.DataFrame, settings: object) -> dict[str, str]:
     """What an evaluation's labels and scores depend on besides the bank and the grading: the runs'
-    rankings, the pooled passages (their texts too) and the settings that make scores. Two banks' evaluations measure the
-    edit only where these (and the grading, `method_context`) are the same: else a run added, or another τ,
-    would read as the edit's doing."""
-    digest = hashlib.sha256()
+    rankings, the pooled passages (their texts too) and the settings that make scores, a digest or text each.
+    Two banks' evaluations measure the edit only where these (and the grading, `method_context`) are the
+    same: else a run added, or another τ, would read as the edit's doing."""
     texts = [*KEYS, "text"] if "text" in passages else KEYS  # a passage's text edited under its id
-    for table, keys in ((rankings, ["run_id", "query_id", "passage_id", "rank", "score"]), (passages, texts)):
+    parts = {}
+    for name, table, keys in (("runs", rankings, ["run_id", "query_id", "passage_id", "rank", "score"]),
+                              ("passages", passages, texts)):  # fmt: skip
         ordered = table[keys].sort_values(keys, kind="stable")
-        digest.update(pd.util.hash_pandas_object(ordered, index=False).to_numpy().tobytes())
+        parts[name] = hashlib.sha256(pd.util.hash_pandas_object(ordered, index=False).to_numpy().tobytes()).hexdigest()
     scoring = {name: getattr(settings, name) for name in SCORING}  # lists as sets: their order scores nothing
     scoring = {name: sorted(set(value)) if isinstance(value, list) else value for name, value in scoring.items()}
-    digest.update(json.dumps(scoring, sort_keys=True, default=str).encode())
-    return digest.hexdigest()
+    parts["scoring"] = json.dumps(scoring, sort_keys=True, default=str)
+    return parts
 
 
-def method_context(context: str, models: Iterable[str], grading: str = "") -> str:
-    """A method's context: its evaluation's, the models that graded, and its `grading` settings (a digest of
-    its configuration, prompts, decoding, calibration: `examflow evaluate --grading-settings`)."""
-    return hashlib.sha256(json.dumps([context, sorted(models), grading]).encode()).hexdigest()[:16]
+def method_context(context: dict[str, str], models: Iterable[str], grading: str = "") -> str:
+    """A method's context as JSON: its evaluation's, the models that graded, and its `grading` settings (a
+    digest of its configuration but for how its requests travel, prompts, decoding, calibration: `examflow
+    evaluate --grading-settings`)."""
+    return json.dumps(context | {"models": sorted(models), "grading": grading}, sort_keys=True)
+
+
+def context_differences(previous: Baseline, current: Baseline) -> list[str] | None:
+    """The parts of the context (`CONTEXT_PARTS`) in which two evaluations differ, or None where the earlier
+    one's are not known (a baseline kept by an examflow that recorded a digest of them, or none)."""
+    try:
+        before, now = json.loads(previous.context), json.loads(current.context)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(before, dict) or not isinstance(now, dict):
+        return None
+    return [words for part, words in CONTEXT_PARTS.items() if before.get(part) != now.get(part)]
 
 
 def answer_key(answers, choices: str | None) -> str:

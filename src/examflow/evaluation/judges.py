@@ -56,7 +56,7 @@ def parse_measure(name: str):
     says why a name is none of these."""
     import ir_measures
 
-    from examflow.evaluation.exam_qrels import aborting, measure_problems
+    from examflow.evaluation.exam_qrels import aborting, measure_meant, measure_problems
 
     why = measure_problems([name]).get(name)
     if why is None:  # exactly a trec_eval measure, which ir-measures reads as one
@@ -67,7 +67,7 @@ def parse_measure(name: str):
         measure = ir_measures.parse_measure(name)
     except (ValueError, NameError, SyntaxError, TypeError, AttributeError) as error:
         raise ValueError(
-            "neither a trec_eval measure (ndcg_cut_10, map, P_20) nor ir-measures' syntax "
+            f"neither a trec_eval measure{measure_meant(name) or ' (ndcg_cut_10, map, P_20)'} nor ir-measures' syntax "
             f"(nDCG@10, AP(rel=2), Compat(p=0.9)): {error}"
         ) from None
     if measure.params.get("cutoff") == 0:  # pytrec_eval's `ndcg_cut_0`: its C code stops the process
