@@ -174,3 +174,12 @@ def test_a_method_that_grades_against_the_query_grades_every_query_and_no_bank_e
         snakemake(project, "--configfile", "mine.yaml")
         assert {path: path.stat().st_mtime_ns for path in written} == written
         assert sum("Passage:" in r["body"]["messages"][-1]["content"] for r in server.requests) == umbrela_calls
+
+        # q3 no longer ranked: umb grades one query less, which is no bank edit (a reviewer saw q3 listed as a
+        # question removed, and the impact's warning repeated at every rerun)
+        files["run_good"].write_text("".join(line for line in files["run_good"].read_text().splitlines(True)
+                                             if not line.startswith("q3 ")))  # fmt: skip
+        snakemake(project, "--configfile", "mine.yaml")
+        for table in ("impact_questions.tsv", "impact_passages.tsv", "impact_systems.tsv"):
+            assert pd.read_csv(project / "results/eval/umb" / table, sep="\t").empty
+        assert "earlier bank" not in (project / "results/logs/evaluate/umb.log").read_text()

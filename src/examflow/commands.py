@@ -380,7 +380,7 @@ def merge_grades_command(args: argparse.Namespace) -> None:
 
 def evaluate_command(args: argparse.Namespace) -> None:
     from examflow.config import check_taus, shown_tau
-    from examflow.evaluation.evaluate import Settings, evaluate, facts_of
+    from examflow.evaluation.evaluate import Settings, evaluate, facts_of, grades_target
     from examflow.evaluation.exam_qrels import measure_problems
     from examflow.evaluation.impact import BaselineStore, bank_digest
     from examflow.io.leaderboard import match_runs, read_leaderboard
@@ -417,7 +417,11 @@ def evaluate_command(args: argparse.Namespace) -> None:
     outputs = evaluate(inputs, settings, official, facts)
     # cast: `baselines` is no file but each method's Baseline, which evaluate puts beside the tables
     baselines = cast("dict[str, Baseline]", outputs.pop("baselines"))
-    stores = {method: BaselineStore(Path(args.baselines) / method) for method in baselines} if args.baselines else {}
+    # a method that grades against the query has no bank to edit: no baseline, its impact tables their headers
+    direct = {m for m, graded in inputs.grades.groupby("method") if grades_target(graded) == "query"}
+    stores = (
+        {m: BaselineStore(Path(args.baselines) / m) for m in baselines if m not in direct} if args.baselines else {}
+    )
     if stores:
         baselines = with_contexts(baselines, inputs, settings, args.grading_settings)
     outputs |= edit_impact(baselines, stores)
@@ -1266,7 +1270,7 @@ def edit_impact(baselines: dict[str, Baseline], stores: dict[str, BaselineStore]
                     "bank edit)",
                     method,
                     f"with other {', '.join(differences)}" if differences
-                    else "by an examflow that did not record what it was evaluated with",
+                    else "by an earlier examflow, which kept one digest of its context (what differs is not known)",
                 )  # fmt: skip
         for name, table in impact_tables(previous[1] if previous else None, baseline).items():
             parts[name].append(table.assign(method=method))

@@ -161,7 +161,7 @@ def exam_questions(grades: pd.DataFrame, bank: pd.DataFrame | None) -> pd.DataFr
     (questions or nuggets), or, without a bank or for direct grading, what it graded. Grades that
     name their kind say which; published ones do not, and are taken as direct where no id is the bank's."""
     graded = grades[["query_id", "question_id"]].drop_duplicates()
-    target = _target(grades)
+    target = grades_target(grades)
     if bank is None or target == "query":
         return graded
     known = bank[bank["question_id"].isin(graded["question_id"])]
@@ -172,7 +172,7 @@ def exam_questions(grades: pd.DataFrame, bank: pd.DataFrame | None) -> pd.DataFr
     return bank[["query_id", "question_id"]].drop_duplicates()
 
 
-def _target(grades: pd.DataFrame) -> str | None:
+def grades_target(grades: pd.DataFrame) -> str | None:
     """What the grades' kind pairs a passage with (question, nugget or query); None where they name none."""
     kinds = set(grades["kind"].dropna()) if "kind" in grades else set()
     return KINDS[next(iter(kinds))].target if len(kinds) == 1 and next(iter(kinds)) in KINDS else None
