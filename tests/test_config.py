@@ -392,6 +392,9 @@ def test_typos_wrong_types_and_bad_measures_name_the_key():
         "P@5": "P_5",
         "AP@100": "map_cut_100",
         "Rprec_Mult_0.20": "Rprec_mult_0.20",
+        "map@100": "map_cut_100",
+        "MRR": "recip_rank",
+        "AP": "map",
     }
     for slip, meant in slips.items():
         assert rejected({"inputs": {"queries": "q"}, "evaluation": {"measures": [slip]}}) == (

@@ -504,7 +504,11 @@ def agreement(
             # κ of labels all below the cut (UMBRELA's 0-3 under STRICT) reads 0.000 whatever the agreement
             if len(pairs) and not (pairs["label"] >= cut).any():
                 values[name] = math.nan
-                scale = "; a judge grading 0-3 never reaches 4" if cut == 4 else ""
+                scale = (
+                    "; a judge whose grades stop below 4 (UMBRELA's 0-3, a nugget's 0-2) never reaches it"
+                    if cut == 4
+                    else ""
+                )
                 log.warning("method %s: no judged passage's EXAM-Label reaches %d: %s κ is left empty (it would read "
                             "0 whatever the agreement%s)", method, cut, name.upper(), scale)  # fmt: skip
         summaries += [(method, name, value, len(pairs)) for name, value in values.items()]

@@ -101,21 +101,27 @@ def _computed(name: str) -> list[str] | None:
 
 _BASE_AND_PARAMETERS = re.compile(r"(?P<base>.*?)_?(?P<parameters>[0-9][0-9.,]*)?")
 # ir-measures' names of the measures at a cut-off, as the judges' measures are written (`nDCG@10`): a likely slip
-_AT_CUT_OFF = {"ndcg": "ndcg_cut", "p": "P", "r": "recall", "ap": "map_cut", "success": "success"}
+_AT_CUT_OFF = {"ndcg": "ndcg_cut", "p": "P", "r": "recall", "ap": "map_cut", "map": "map_cut", "success": "success"}
 
 
 def measure_meant(name: str) -> str:
     """` (did you mean 'ndcg_cut_10'?)` for a slip of case, of `_` or of a letter in a measure's name
     (`NDCG_cut_10`, `ndcg_cut10`, `recal_10`) or an ir-measures name (`nDCG@10`), where the name meant is one
     trec_eval computes as named."""
-    meant = _named_at_cut_off(name) or _nearest(name)
+    meant = _named_elsewhere(name) or _nearest(name)
     fine = meant not in (None, name) and meant not in _NOT_MEANS and not aborting(meant) and _computed(meant) == [meant]
     return f" (did you mean {meant!r}?)" if fine else ""
 
 
-def _named_at_cut_off(name: str) -> str | None:
+# ... and without one: ir-measures' and common names of trec_eval's
+_WITHOUT_CUT_OFF = {"ap": "map", "rr": "recip_rank", "mrr": "recip_rank"}
+
+
+def _named_elsewhere(name: str) -> str | None:
     base, at, cut_off = name.partition("@")
-    return f"{_AT_CUT_OFF[base.lower()]}_{cut_off}" if at and base.lower() in _AT_CUT_OFF else None
+    if not at:
+        return _WITHOUT_CUT_OFF.get(base.lower())
+    return f"{_AT_CUT_OFF[base.lower()]}_{cut_off}" if base.lower() in _AT_CUT_OFF else None
 
 
 def _nearest(name: str) -> str | None:
