@@ -36,6 +36,20 @@ def test_bank_queries_that_match_no_query_are_an_error_or_a_counted_warning(tmp_
     assert "1 of 3 queries have no questions" in caplog.text
 
 
+def test_queries_without_questions_are_said_to_be_graded_by_the_methods_that_grade_against_the_query(tmp_path, caplog):
+    """Beside a method that reads the bank, the warning names those that grade q3 all the same; where every method
+    grades against the query, q3 misses nothing and is not warned of (it said `only umb grades them`)."""
+    files = own_collection(tmp_path)
+    with caplog.at_level(logging.WARNING):
+        graded_shards(str(files["queries"]), str(files["bank"]), None, VALIDATION, 16, ["umb"])
+        assert caplog.messages == [
+            f"1 of 3 queries have no questions in {files['bank']}: only umb grades them, against the query: q3"
+        ]
+        caplog.clear()
+        graded_shards(str(files["queries"]), str(files["bank"]), None, VALIDATION, 16, ["umb"], readers=False)
+        assert caplog.messages == []
+
+
 def facet_collection(root):
     """The queries and TSV bank of a stranger's trial: a page `coffee` with two subtopics, a query `tea`
     without any and a page `wind` whose only question names no subtopic of it."""

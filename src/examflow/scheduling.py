@@ -146,11 +146,13 @@ def graded_shards(
     validation: dict,
     shards: int = 16,
     direct: Sequence[str] = (),
+    readers: bool = True,
 ) -> list[str]:
     """Shards of the queries that have questions, those the methods that read the bank grade. Bank entries whose
     query is not a query, or whose facet is not one of its query's subtopics, are problems; `examflow bank-shard`
     leaves them out. Without a bank, every query's. `direct`: the methods that grade against the query, which
-    grade every query's shard (`query_shards`)."""
+    grade every query's shard (`query_shards`); `readers`: whether some method reads the bank (where none
+    does, a query without questions misses nothing, and is not warned of)."""
     # every query gets questions (or nuggets), or generation fails naming it; without a bank, every query is graded
     if generate or bank is None:
         return query_shards(queries_spec, shards)
@@ -162,7 +164,7 @@ def graded_shards(
     unknown.summarise()
     with_items = {query for query, facet in known if found.items[query, facet]}
     without = sorted(query_ids - with_items)
-    if without:
+    if without and readers:
         shown = listed(without)
         # the methods that grade against the query grade them all the same
         graded = (

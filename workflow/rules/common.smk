@@ -284,6 +284,7 @@ SHARDS = (
         VALIDATION,
         SHARD_COUNT,
         DIRECT,
+        len(DIRECT) < len(config["grading"]["methods"]) or not DIRECT,
     )
     if BANK or config["grading"]["methods"]
     else []
