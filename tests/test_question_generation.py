@@ -118,9 +118,12 @@ def test_garbage_ends_in_a_clear_error_naming_the_query(server, tmp_path):
     server.script("bees", "garbage")
     server.script("Formation", '["How do volcanoes form?"]')
     with pytest.raises(
-        GenerationError, match=r"no questions for 1 of 2 queries:\n  q1: 3 unparsable answers, the last: 'garbage'"
-    ):
+        GenerationError,
+        match=r"no questions for 1 of 2 queries and subtopics:\n  q1: 3 unparsable answers, the last: 'garbage'",
+    ):  # page/sec is a subtopic, asked on its own: counted as one (it read `1 of 2 queries`; a stranger's trial)
         generate_bank(QUERIES, client(server, tmp_path))
+    with pytest.raises(GenerationError, match=r"no questions for 1 of 1 queries:\n  q1: "):
+        generate_bank(QUERIES.head(1), client(server, tmp_path))
 
 
 def test_the_hint_says_what_a_rerun_does_with_each_kind_of_failure(server, tmp_path):

@@ -122,8 +122,10 @@ def generate_bank(queries: pd.DataFrame, llm: LLMClient, output_format: str = "j
     if failed:
         lines = [f"  {_name(targets[i])}: {questions[i]}" for i in failed]
         hint = rerun_hint(str(questions[i]) for i in failed)
+        # a query with subtopics is asked once per subtopic: those are counted, as they are named
+        asked = "queries and subtopics" if any(t.facet_id is not None for t in targets) else "queries"
         raise GenerationError(
-            f"no questions for {len(failed)} of {len(targets)} queries:\n" + "\n".join(lines) + f"\n{hint}"
+            f"no questions for {len(failed)} of {len(targets)} {asked}:\n" + "\n".join(lines) + f"\n{hint}"
         )
     made = datetime.now(UTC).isoformat(timespec="seconds")
     return [_entry(t, cast(list[str], q), name, output_format, llm, made)
