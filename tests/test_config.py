@@ -1262,3 +1262,15 @@ def test_a_name_written_in_other_case_is_suggested_too(tmp_path):
     with pytest.raises(InputError, match=re.escape("official.json:2: field 'run_id': official run 'BM25' is not "
                                                    "among the evaluated runs (did you mean 'bm25'?)")):  # fmt: skip
         match_runs(official, {"BM25": 1.0, "dense": 2.0}, {"bm25", "dense"}, Problems("error"))
+
+
+def test_grading_methods_without_inputs_are_refused_in_words():
+    """NRP alone with grading.methods: the workflow's parse read inputs.queries, a KeyError traceback (a reviewer's
+    finding)."""
+    nrp = {"queries": "q", "corpus": "c", "answers": "a", "dimensions": {"r": {"qrels": "r"}}}
+    method = {"name": "m", "kind": "self_rating", "backend": {"kind": "embedding"}}
+    assert rejected({"nrp": nrp, "grading": {"methods": [method]}}) == (
+        "config grading.methods: they grade the collection of `inputs`, which is missing: set inputs, or leave "
+        "grading.methods out for NRP alone"
+    )
+    assert checked({"nrp": nrp})["grading"]["methods"] == []

@@ -124,6 +124,9 @@ def _check_exam_inputs(checked: dict) -> None:
     inputs = checked["inputs"] or {}
     if not inputs and not checked["nrp"]:
         raise ConfigError("inputs", "required, and missing: the collection to evaluate (or `nrp:` for NRP alone)")
+    if not inputs and checked["grading"]["methods"]:  # NRP alone grades nothing: the parse read inputs.queries
+        raise ConfigError("grading.methods", "they grade the collection of `inputs`, which is missing: set inputs, "
+                          "or leave grading.methods out for NRP alone")  # fmt: skip
     if checked["questions"]["generate"] and not inputs.get("bank"):
         raise ConfigError("questions.generate", "set inputs.bank, the file the generated bank is written to")
     if checked["questions"]["generate"] and base_suffix(inputs["bank"]) != ".jsonl":
