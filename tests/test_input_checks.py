@@ -13,6 +13,7 @@ from conftest import own_collection, write
 from test_input_errors import raises_at, strict
 
 from examflow.cli import main
+from examflow.config import methods
 from examflow.errors import InputError, Problems
 from examflow.evaluation.agreement import agreement_tables, paired
 from examflow.io import read_passages, read_qrels, read_queries, read_responses, read_runs
@@ -40,13 +41,16 @@ def test_queries_without_questions_are_said_to_be_graded_by_the_methods_that_gra
     """Beside a method that reads the bank, the warning names those that grade q3 all the same; where every method
     grades against the query, q3 misses nothing and is not warned of (it said `only umb grades them`)."""
     files = own_collection(tmp_path)
+    backend = {"kind": "openai", "model": "judge", "base_url": "http://127.0.0.1:8000/v1"}
+    llm, umb = methods([{"name": "llm", "kind": "self_rating", "backend": backend},
+                        {"name": "umb", "kind": "umbrela", "backend": backend}])  # fmt: skip
     with caplog.at_level(logging.WARNING):
-        graded_shards(str(files["queries"]), str(files["bank"]), None, VALIDATION, 16, ["umb"])
+        graded_shards(str(files["queries"]), str(files["bank"]), None, VALIDATION, 16, [llm, umb])
         assert caplog.messages == [
             f"1 of 3 queries have no questions in {files['bank']}: only umb grades them, against the query: q3"
         ]
         caplog.clear()
-        graded_shards(str(files["queries"]), str(files["bank"]), None, VALIDATION, 16, ["umb"], readers=False)
+        graded_shards(str(files["queries"]), str(files["bank"]), None, VALIDATION, 16, [umb])
         assert caplog.messages == []
 
 

@@ -971,6 +971,7 @@ def nrp_report(tables: Path, out: Path, facts: list[str] | None) -> dict[str | P
 def method_report(args: argparse.Namespace) -> tuple[Facts, dict[str, bytes | str]]:
     """The facts of one method's evaluation, and every report file of it that they ask for
     (examflow.outputs.REPORT), by path."""
+    from examflow.evaluation.evaluate import grades_target
     from examflow.io.leaderboard import read_leaderboard
     from examflow.outputs import EVALUATION, REPORT, Facts, wanted
     from examflow.report import figures, pages
@@ -1013,7 +1014,7 @@ def method_report(args: argparse.Namespace) -> tuple[Facts, dict[str, bytes | st
             _tsv(table["impact_questions"]), _tsv(table["impact_passages"]), _tsv(table["impact_systems"]), method
         ),
         "example_html": lambda: worked_example(
-            args, grades, method, _similarities(settings), kind not in KINDS or KINDS[kind].reads_bank
+            args, grades, method, _similarities(settings), grades_target(grades) != "query"
         ),
     }
     if facts.official and not args.official:

@@ -22,7 +22,7 @@ from examflow.io.runs import run_tag
 from examflow.outputs import Facts
 from examflow.questions.bank import entry_lines, known_targets, read_bank
 from examflow.questions.shards import shard_digests, shard_of
-from examflow.registry import KINDS, RANKERS
+from examflow.registry import KINDS, RANKERS, Method
 
 log = logging.getLogger("examflow")
 
@@ -145,14 +145,13 @@ def graded_shards(
     generate: str | None,
     validation: dict,
     shards: int = 16,
-    direct: Sequence[str] = (),
-    readers: bool = True,
+    methods: Sequence[Method] = (),
 ) -> list[str]:
     """Shards of the queries that have questions, those the methods that read the bank grade. Bank entries whose
     query is not a query, or whose facet is not one of its query's subtopics, are problems; `examflow bank-shard`
-    leaves them out. Without a bank, every query's. `direct`: the methods that grade against the query, which
-    grade every query's shard (`query_shards`); `readers`: whether some method reads the bank (where none
-    does, a query without questions misses nothing, and is not warned of)."""
+    leaves them out. Without a bank, every query's. Of `methods`, those that grade against the query grade every
+    query's shard (`query_shards`); where every one does, a query without questions misses nothing, and is
+    not warned of."""
     # every query gets questions (or nuggets), or generation fails naming it; without a bank, every query is graded
     if generate or bank is None:
         return query_shards(queries_spec, shards)
@@ -164,7 +163,8 @@ def graded_shards(
     unknown.summarise()
     with_items = {query for query, facet in known if found.items[query, facet]}
     without = sorted(query_ids - with_items)
-    if without and readers:
+    direct = [method.name for method in methods if not method.entry.reads_bank]
+    if without and (len(direct) < len(methods) or not methods):
         shown = listed(without)
         # the methods that grade against the query grade them all the same
         graded = (

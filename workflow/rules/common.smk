@@ -267,12 +267,7 @@ GENERATE_BANK = (
 GENERATED = config["questions"]["items"].removesuffix("s") if GENERATE_BANK else None
 VALIDATION = config["validation"]
 SHARD_COUNT = config["grading"]["shards"]
-# The methods that grade passages against the query (no bank): they grade every query's shard.
-DIRECT = [
-    method["name"]
-    for method in config["grading"]["methods"]
-    if not KINDS[method["kind"]].reads_bank
-]
+METHODS = {method.name: method for method in methods(config["grading"]["methods"])}
 # The shards of the queries with questions, which the bank's shards and the methods that read them take: a
 # shard whose queries have none gets no job of theirs.
 SHARDS = (
@@ -283,13 +278,17 @@ SHARDS = (
         GENERATED,
         VALIDATION,
         SHARD_COUNT,
-        DIRECT,
-        len(DIRECT) < len(config["grading"]["methods"]) or not DIRECT,
+        list(METHODS.values()),
     )
     if BANK or config["grading"]["methods"]
     else []
 )
-QUERY_SHARDS = checked(query_shards, INPUTS["queries"], SHARD_COUNT) if DIRECT else []
+# The methods that grade passages against the query (no bank) grade every query's shard.
+QUERY_SHARDS = (
+    checked(query_shards, INPUTS["queries"], SHARD_COUNT)
+    if not all(method.entry.reads_bank for method in METHODS.values())
+    else []
+)
 if BANK and config["grading"]["methods"]:
     checked(check_bank_kinds, BANK, GENERATED, config["grading"])
     if not GENERATED:
@@ -359,9 +358,6 @@ def shard_digest(wildcards):
     return bank_queries(path, os.path.getmtime(path), SHARD_COUNT).digests.get(
         wildcards.shard, "no questions"
     )
-
-
-METHODS = {method.name: method for method in methods(config["grading"]["methods"])}
 
 
 # Keys sorted at every level (examflow.registry.Method.record); a grading job is not given what only

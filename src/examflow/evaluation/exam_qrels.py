@@ -100,8 +100,10 @@ def _computed(name: str) -> list[str] | None:
 
 
 _BASE_AND_PARAMETERS = re.compile(r"(?P<base>.*?)_?(?P<parameters>[0-9][0-9.,]*)?")
-# ir-measures' names of the measures at a cut-off, as the judges' measures are written (`nDCG@10`): a likely slip
+# ir-measures' and common names of trec_eval's measures, as the judges' measures are written: a likely slip,
+# at a cut-off (`nDCG@10`) and without one (`AP`)
 _AT_CUT_OFF = {"ndcg": "ndcg_cut", "p": "P", "r": "recall", "ap": "map_cut", "map": "map_cut", "success": "success"}
+_WITHOUT_CUT_OFF = {"ap": "map", "rr": "recip_rank", "mrr": "recip_rank"}
 
 
 def measure_meant(name: str) -> str:
@@ -111,10 +113,6 @@ def measure_meant(name: str) -> str:
     meant = _named_elsewhere(name) or _nearest(name)
     fine = meant not in (None, name) and meant not in _NOT_MEANS and not aborting(meant) and _computed(meant) == [meant]
     return f" (did you mean {meant!r}?)" if fine else ""
-
-
-# ... and without one: ir-measures' and common names of trec_eval's
-_WITHOUT_CUT_OFF = {"ap": "map", "rr": "recip_rank", "mrr": "recip_rank"}
 
 
 def _named_elsewhere(name: str) -> str | None:
