@@ -465,7 +465,7 @@ def test_a_repeated_question_is_dropped_with_a_warning_that_names_it(tmp_path, c
     assert [item.text for item in entry.items] == ["Who makes wax?", "What is nectar?"]
     wax = item_id("q1", None, "Who makes wax?")
     assert (
-        "1 repeated item dropped (the same text for the same query as an earlier item; first: line 1 repeats line 1, "
+        "1 repeated item dropped (the same text for the same query as an earlier item; first: line 1, items[2], repeats items[0] there, "
         f"'Who makes wax?' of query 'q1', id {wax})" in caplog.text
     )
 

@@ -108,12 +108,12 @@ class Owners:
 
     def __init__(self, path):
         self.path, self.first = path, {}
-        self.repeats: list[tuple[Item, int, int]] = []  # each repeat, its line, the line of its first
+        self.repeats: list[tuple[Item, str, str]] = []  # each repeat, where it is, where its first is
 
     def claim(self, item: Item, number: int, field: str, columns: dict[str, str] | None = None) -> None:
         """`item`, read at `field` of line `number`; `columns`: the field of each of its keys, where a
         line holds them apart (a TSV bank's `answers`)."""
-        first, line = self.first.setdefault(item.item_id, (item, number))
+        first, line, first_field = self.first.setdefault(item.item_id, (item, number, field))
         if first is item:  # the first of its id: nothing to compare (most items of a large bank)
             return
         # ids hash the stripped text: `What?` and `What? ` (or two blank items) are one question, dropped once
@@ -129,7 +129,10 @@ class Owners:
             advice = "write the item once" + (", with all its answers" if what == "answer keys" else "")
             raise InputError(self.path, f"{item.text!r} repeats the item of line {line} with other {what} ({shown!r} "
                              f"there): {advice}", number, (columns or {}).get(what, field))  # fmt: skip
-        self.repeats.append((item, number, line))
+        # two items of one JSONL line read `line 1 repeats line 1` unless named by their place, `items[2]`
+        apart, place, first_place = number != line, field.split(".")[0], first_field.split(".")[0]
+        where = (f"line {number}", f"line {line}") if apart else (f"line {number}, {place},", f"{first_place} there")
+        self.repeats.append((item, *where))
 
     def drop_repeats(self, entries: Iterable[Entry]) -> None:
         """The repeats claimed, dropped from their entries, with a count and where the first of them is."""
@@ -138,10 +141,10 @@ class Owners:
         repeated = {id(item) for item, _, _ in self.repeats}
         for entry in entries:
             entry.items = [item for item in entry.items if id(item) not in repeated]
-        item, number, line = self.repeats[0]
-        log.warning("%s: %d repeated item%s dropped (the same text for the same query as an earlier item; first: line "
-                    "%d repeats line %d, %r of query %r, id %s)", self.path, len(self.repeats),
-                    "" if len(self.repeats) == 1 else "s", number, line, item.text, item.query_id, item.item_id)  # fmt: skip
+        item, here, there = self.repeats[0]
+        log.warning("%s: %d repeated item%s dropped (the same text for the same query as an earlier item; first: "
+                    "%s repeats %s, %r of query %r, id %s)", self.path, len(self.repeats),
+                    "" if len(self.repeats) == 1 else "s", here, there, item.text, item.query_id, item.item_id)  # fmt: skip
 
 
 def _keys(item: Item) -> dict[str, object]:
