@@ -19,7 +19,7 @@ from examflow.errors import ConfigError, InputError
 from examflow.registry import BACKENDS, KINDS, LLM_OPTIONS, options_markdown
 
 SCHEMA = ROOT / "workflow/schemas/config.schema.yaml"
-MINIMAL = {"inputs": {"queries": "q.tsv"}}
+MINIMAL = {"inputs": {"queries": "q.tsv", "responses": "r.jsonl"}}
 
 
 def checked(config: dict) -> dict:
@@ -32,11 +32,22 @@ def rejected(config: dict) -> str:
     return str(caught.value)
 
 
+def test_a_collection_without_runs_or_responses_is_refused_in_the_configuration_s_words():
+    """It failed in the pool step, after the check, naming the command's `--runs, --segments` (a stranger's trial)."""
+    expected = (
+        "config inputs.runs: nothing to evaluate: set inputs.runs (TREC run files), inputs.responses (generated "
+        "responses), or both"
+    )
+    assert rejected({"inputs": {"queries": "q", "bank": "b.tsv"}}) == expected
+    assert rejected({"inputs": {"queries": "q", "runs": []}}) == expected
+    assert checked({"inputs": {"queries": "q", "runs": "r.run", "corpus": "c"}})["inputs"]["responses"] is None
+
+
 def test_a_minimal_config_gets_the_schema_defaults_and_nothing_of_the_demo():
     config = checked(MINIMAL)
     assert config["results_dir"] == "results" and config["cache_dir"] == "results/cache"
     assert config["inputs"] == {
-        "queries": "q.tsv", "runs": [], "corpus": None, "qrels": None, "responses": None,
+        "queries": "q.tsv", "runs": [], "corpus": None, "qrels": None, "responses": "r.jsonl",
         "official_leaderboard": None, "gold_articles": None, "bank": None, "labels": None,
     }  # fmt: skip
     assert config["grading"] == {"methods": [], "shards": 16, "flush_every": 64, "max_error_rate": 0}
@@ -60,56 +71,82 @@ def test_a_minimal_config_gets_the_schema_defaults_and_nothing_of_the_demo():
         "leaderboard_layout": "tot",
     }
     assert config["nrp"] is None
-    assert MINIMAL == {"inputs": {"queries": "q.tsv"}}  # the caller's dict is left alone
+    assert MINIMAL == {"inputs": {"queries": "q.tsv", "responses": "r.jsonl"}}  # the caller's dict is left alone
 
 
 def test_judges_measures_and_outside_label_names_are_checked():
     assert "judges.measures[1]: 'ndcg_cutt_10': neither a trec_eval measure (did you mean 'ndcg_cut_10'?) nor" in (
-        rejected({"inputs": {"queries": "q"}, "judges": {"measures": ["map", "ndcg_cutt_10"]}})
+        rejected({"inputs": {"queries": "q", "responses": "r.jsonl"}, "judges": {"measures": ["map", "ndcg_cutt_10"]}})
     )
     # the trec_eval name a slip of case meant (a stranger's trial: `mAP` got no suggestion)
-    assert rejected({"inputs": {"queries": "q"}, "judges": {"measures": ["mAP"]}}).startswith(
+    assert rejected({"inputs": {"queries": "q", "responses": "r.jsonl"}, "judges": {"measures": ["mAP"]}}).startswith(
         "config judges.measures[0]: 'mAP': neither a trec_eval measure (did you mean 'map'?) nor ir-measures' syntax"
     )
     assert "judges.measures[0]: 'P': trec_eval computes it as" in rejected(
-        {"inputs": {"queries": "q"}, "judges": {"measures": ["P"]}}
+        {"inputs": {"queries": "q", "responses": "r.jsonl"}, "judges": {"measures": ["P"]}}
     )
     # ir-measures' assertion on a cut-off of the wrong form was a traceback (a stranger's trial)
-    assert rejected({"inputs": {"queries": "q"}, "judges": {"measures": ["nDCG@10.5"]}}) == (
+    assert rejected({"inputs": {"queries": "q", "responses": "r.jsonl"}, "judges": {"measures": ["nDCG@10.5"]}}) == (
         "config judges.measures[0]: 'nDCG@10.5': ir-measures refuses its parameters: invalid param cutoff=10.5"
     )
     # the official measure the judges compute by ir-measures, which cannot: it failed the judges step, after the
     # grading (a stranger's trial); checked where the workflow compares judges
     from examflow.config import check_official_for_judges
 
-    only_trec = checked({"inputs": {"queries": "q"}, "evaluation": {"official_measure": "Rprec_mult_0.20"}})
+    only_trec = checked(
+        {"inputs": {"queries": "q", "responses": "r.jsonl"}, "evaluation": {"official_measure": "Rprec_mult_0.20"}}
+    )
     with pytest.raises(ConfigError) as refused:
         check_official_for_judges(only_trec)
     assert str(refused.value) == (
         "config evaluation.official_measure: 'Rprec_mult_0.20': the judges compare the label sets' leaderboards "
         "with its, and cannot compute it: known trec name Rprec_mult_0.20, but not yet supported"
     )
-    check_official_for_judges(only_trec | {"inputs": {"queries": "q", "official_leaderboard": "o.json"}})  # unused
+    check_official_for_judges(
+        only_trec | {"inputs": {"queries": "q", "responses": "r.jsonl", "official_leaderboard": "o.json"}}
+    )  # unused
     assert "inputs.labels.official: the name is the official qrels'" in rejected(
-        {"inputs": {"queries": "q", "labels": {"official": "x.qrels"}}}
+        {"inputs": {"queries": "q", "responses": "r.jsonl", "labels": {"official": "x.qrels"}}}
     )
     method = {"name": "flan", "kind": "self_rating", "backend": {"kind": "embedding"}}
     assert "inputs.labels.flan: the name is a grading method's" in rejected(
-        {"inputs": {"queries": "q", "bank": "b", "labels": {"flan": "x.qrels"}}, "grading": {"methods": [method]}}
+        {
+            "inputs": {"queries": "q", "responses": "r.jsonl", "bank": "b", "labels": {"flan": "x.qrels"}},
+            "grading": {"methods": [method]},
+        }
     )
-    assert "inputs.labels" in rejected({"inputs": {"queries": "q", "labels": {"a b": "x.qrels"}}})
+    assert "inputs.labels" in rejected(
+        {"inputs": {"queries": "q", "responses": "r.jsonl", "labels": {"a b": "x.qrels"}}}
+    )
     assert "judges.measures[1]: 'nDCG@10' is 'ndcg_cut_10' again (nDCG@10): name each measure once" in rejected(
-        {"inputs": {"queries": "q"}, "judges": {"measures": ["ndcg_cut_10", "nDCG@10"]}}
+        {"inputs": {"queries": "q", "responses": "r.jsonl"}, "judges": {"measures": ["ndcg_cut_10", "nDCG@10"]}}
     )
     assert "grading.methods: a method is named 'official'" in rejected(
-        {"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [{**method, "name": "official"}]}}
+        {
+            "inputs": {"queries": "q", "responses": "r.jsonl", "bank": "b"},
+            "grading": {"methods": [{**method, "name": "official"}]},
+        }
     )
     # outside labels without what they are compared with: refused, not left out in silence
     for inputs in ({"labels": {"a": "x"}}, {"labels": {"a": "x"}, "qrels": "q.txt"},
                    {"labels": {"a": "x"}, "qrels": "q.txt", "runs": ["r"], "corpus": "c", "official_leaderboard": None}):  # fmt: skip
-        config = {"inputs": {"queries": "q", **inputs}, "evaluation": {"official_measure": None}}
+        config = {
+            "inputs": {"queries": "q", "responses": "r.jsonl", **inputs},
+            "evaluation": {"official_measure": None},
+        }
         assert "inputs.labels: judges are compared with the official qrels" in rejected(config)
-    assert checked({"inputs": {"queries": "q", "labels": {"a": "x"}, "qrels": "q.txt", "runs": ["r"], "corpus": "c"}})
+    assert checked(
+        {
+            "inputs": {
+                "queries": "q",
+                "responses": "r.jsonl",
+                "labels": {"a": "x"},
+                "qrels": "q.txt",
+                "runs": ["r"],
+                "corpus": "c",
+            }
+        }
+    )
     irds = {
         "inputs": {
             "queries": "q",
@@ -150,7 +187,7 @@ def test_an_ensemble_names_judges_the_configuration_has():
     for taken in ("umb", "team", "official", "vote"):
         judges = {"leaderboards": {taken: "x.eval.txt"}, "ensembles": {"vote": ["umb", "team"]}}
         assert f"judges.leaderboards.{taken}: the name is a method's" in rejected({**config, "judges": judges})
-    alone = {"inputs": {"queries": "q"}, "judges": {"leaderboards": {"x": "x.eval.txt"}}}
+    alone = {"inputs": {"queries": "q", "responses": "r.jsonl"}, "judges": {"leaderboards": {"x": "x.eval.txt"}}}
     assert "judges.leaderboards: judges are compared with the official qrels" in rejected(alone)
     # an ensemble of methods without an official leaderboard: there is no judges step; it was left out in silence
     unofficial = {**config, "inputs": {k: v for k, v in inputs.items() if k != "labels"}}
@@ -168,26 +205,42 @@ def test_a_judges_measure_that_does_not_compute_is_refused_before_anything_runs(
 
     measure = "ERR@10"  # gdeval, a Perl script: computes only where Perl runs it
     if shutil.which("perl") is None:
-        assert "could not compute it" in rejected({"inputs": {"queries": "q"}, "judges": {"measures": [measure]}})
-    problem = rejected({"inputs": {"queries": "q"}, "judges": {"measures": ["RBP(p=0.8)"]}})
+        assert "could not compute it" in rejected(
+            {"inputs": {"queries": "q", "responses": "r.jsonl"}, "judges": {"measures": [measure]}}
+        )
+    problem = rejected({"inputs": {"queries": "q", "responses": "r.jsonl"}, "judges": {"measures": ["RBP(p=0.8)"]}})
     assert "judges.measures[0]: 'RBP(p=0.8)': no provider of ir-measures computes it" in problem
 
 
 def test_a_method_whose_grades_stop_below_the_report_threshold_is_warned_about(caplog):
     backend = {"kind": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1"}
     method = {"name": "umb", "kind": "umbrela", "backend": backend}
-    checked({"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [method]}, "report": {"tau": 4}})
+    checked(
+        {
+            "inputs": {"queries": "q", "responses": "r.jsonl", "bank": "b"},
+            "grading": {"methods": [method]},
+            "report": {"tau": 4},
+        }
+    )
     assert "method umb (umbrela) grades 0-3: at evaluation.tau 4, 5 no passage reaches" in caplog.text
     assert "figures and summary at report.tau = 4 show no relevant passage" in caplog.text
     caplog.clear()
-    checked({"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [method]}, "report": {"tau": 3}})
+    checked(
+        {
+            "inputs": {"queries": "q", "responses": "r.jsonl", "bank": "b"},
+            "grading": {"methods": [method]},
+            "report": {"tau": 3},
+        }
+    )
     assert "at evaluation.tau 4, 5" in caplog.text and "report.tau = 3" not in caplog.text
     caplog.clear()
-    checked({"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [method]}})  # each method its own τ
+    checked(
+        {"inputs": {"queries": "q", "responses": "r.jsonl", "bank": "b"}, "grading": {"methods": [method]}}
+    )  # each method its own τ
     assert "at evaluation.tau 4, 5" in caplog.text and "report.tau" not in caplog.text
     caplog.clear()
     taus = {"evaluation": {"tau": [1, 2, 3]}}
-    checked({"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [method]}, **taus})
+    checked({"inputs": {"queries": "q", "responses": "r.jsonl", "bank": "b"}, "grading": {"methods": [method]}, **taus})
     assert "grades 0-3" not in caplog.text
 
 
@@ -198,14 +251,17 @@ def test_each_method_is_shown_at_a_threshold_its_grades_reach_unless_report_tau_
     kinds = {"self": "self_rating", "umb": "umbrela", "thomas": "thomas", "helm": "helm", "nuggets": "nugget_support"}
     methods = [{"name": name, "kind": kind, "backend": backend} for name, kind in kinds.items()]
     three = {"name": "ladder", "kind": "self_rating", "backend": {"kind": "embedding"}, "quantiles": [0.5, 0.7, 0.9]}
-    config = {"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [*methods, three]}}
+    config = {
+        "inputs": {"queries": "q", "responses": "r.jsonl", "bank": "b"},
+        "grading": {"methods": [*methods, three]},
+    }
     assert checked(config)["report"]["method_tau"] == {
         "self": 4, "umb": 3, "thomas": 1, "helm": 1, "nuggets": 1, "ladder": 3
     }  # fmt: skip
     two = checked(config | {"evaluation": {"tau": [2, 5]}})["report"]["method_tau"]
     assert two == {"self": 5, "umb": 2, "thomas": 2, "helm": 2, "nuggets": 2, "ladder": 2}  # none reach 1: the lowest
     assert set(checked(config | {"report": {"tau": 5}})["report"]["method_tau"].values()) == {5}
-    assert checked({"inputs": {"queries": "q"}})["report"]["method_tau"] == {}
+    assert checked({"inputs": {"queries": "q", "responses": "r.jsonl"}})["report"]["method_tau"] == {}
 
 
 def test_a_name_value_option_takes_a_name_that_holds_an_equals_sign_where_its_value_is_a_number():
@@ -223,7 +279,11 @@ def test_an_offline_grader_s_ladder_is_its_scale(caplog):
     """Graded by quantiles, grade g is g rungs reached: three rungs grade 0-3 (a stranger's τ = 4 rows were all 0,
     unwarned); the default five reach every threshold."""
     method = {"name": "cosine", "kind": "self_rating", "backend": {"kind": "embedding"}}
-    config = {"inputs": {"queries": "q", "bank": "b"}, "evaluation": {"tau": [2, 4]}, "report": {"tau": 2}}
+    config = {
+        "inputs": {"queries": "q", "responses": "r.jsonl", "bank": "b"},
+        "evaluation": {"tau": [2, 4]},
+        "report": {"tau": 2},
+    }
     checked(config | {"grading": {"methods": [method | {"quantiles": [0.5, 0.75, 0.9]}]}})
     assert "method cosine (self_rating by 3 quantiles) grades 0-3: at evaluation.tau 4 no passage reaches" in (
         caplog.text
@@ -234,15 +294,17 @@ def test_an_offline_grader_s_ladder_is_its_scale(caplog):
 
 
 def test_one_run_pattern_may_be_written_as_a_string():
-    assert checked({"inputs": {"queries": "q", "runs": "runs/*.run", "corpus": "c"}})["inputs"]["runs"] == [
-        "runs/*.run"
-    ]
-    assert "inputs.runs" in rejected({"inputs": {"queries": "q", "runs": {"a": 1}}})
+    assert checked({"inputs": {"queries": "q", "responses": "r.jsonl", "runs": "runs/*.run", "corpus": "c"}})["inputs"][
+        "runs"
+    ] == ["runs/*.run"]
+    assert "inputs.runs" in rejected({"inputs": {"queries": "q", "responses": "r.jsonl", "runs": {"a": 1}}})
 
 
 def test_runs_without_a_corpus_are_refused_before_any_step_runs():
     """The pool step said so, after the judges' step had run (a stranger's trial); responses need none."""
-    assert rejected({"inputs": {"queries": "q", "runs": ["r"], "labels": {"a": "x"}, "qrels": "q.txt"}}) == (
+    assert rejected(
+        {"inputs": {"queries": "q", "responses": "r.jsonl", "runs": ["r"], "labels": {"a": "x"}, "qrels": "q.txt"}}
+    ) == (
         "config inputs.corpus: the passages inputs.runs ranks are graded by their texts: set it (a file, or an "
         "ir_datasets id)"
     )
@@ -258,7 +320,7 @@ def test_shipped_examples_are_complete_configs(example):
 
 def test_mistakes_in_several_sections_are_named_in_one_message():
     method = {"name": "m", "kind": "self_ratng", "backend": {"kind": "openai", "model": "x", "concurency": 2}}
-    config = {"inputs": {"queries": "q", "bank": "b"}, "pool": {"depht": 3}, "grading": {"methods": [method]},
+    config = {"inputs": {"queries": "q", "responses": "r.jsonl", "bank": "b"}, "pool": {"depht": 3}, "grading": {"methods": [method]},
               "evaluation": {"tau": [2, 4, 4]}}  # fmt: skip
     message = rejected(config)
     named = re.findall(r"(?:^|; and )config (\S+): ", message)
@@ -268,13 +330,17 @@ def test_mistakes_in_several_sections_are_named_in_one_message():
     assert "config evaluation.tau: 4 is given twice" in message
     openai = {"name": "m", "kind": "self_rating", "backend": {"kind": "openai"}}  # its model is required
     assert "; and config grading.methods[0].backend.model: required, and missing" in rejected(
-        {"inputs": {"queries": "q", "bank": "b"}, "pool": {"depht": 3}, "grading": {"methods": [openai]}}
+        {
+            "inputs": {"queries": "q", "responses": "r.jsonl", "bank": "b"},
+            "pool": {"depht": 3},
+            "grading": {"methods": [openai]},
+        }
     )
 
 
 def test_back_end_options_are_checked_by_kind_with_the_key_named():
     def method(**backend) -> dict:
-        return {"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [{"name": "m", "kind": "self_rating", "backend": backend}]}}  # fmt: skip
+        return {"inputs": {"queries": "q", "responses": "r.jsonl", "bank": "b"}, "grading": {"methods": [{"name": "m", "kind": "self_rating", "backend": backend}]}}  # fmt: skip
 
     key = "config grading.methods[0].backend"
     assert rejected(method(kind="hf_seq2seq", model="t5", batch_sise=8)).startswith(
@@ -323,7 +389,7 @@ def test_back_end_options_are_checked_by_kind_with_the_key_named():
     assert "did you mean 'openai'" in rejected(method(kind="opanai", model="x"))
     assert "'extractive_qa' cannot be graded by the embedding back end" in rejected(
         {
-            "inputs": {"queries": "q", "bank": "b"},
+            "inputs": {"queries": "q", "responses": "r.jsonl", "bank": "b"},
             "grading": {"methods": [{"name": "m", "kind": "extractive_qa", "backend": {"kind": "embedding"}}]},
         }  # fmt: skip
     )
@@ -343,7 +409,7 @@ def test_a_model_folder_that_is_not_there_is_refused_before_anything_runs(monkey
     (tmp_path / "models/flan").mkdir(parents=True)
 
     def method(kind: str, model: str) -> dict:
-        return checked({"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [{"name": "m", "kind": "self_rating", "backend": {"kind": kind, "model": model}}]}})  # fmt: skip
+        return checked({"inputs": {"queries": "q", "responses": "r.jsonl", "bank": "b"}, "grading": {"methods": [{"name": "m", "kind": "self_rating", "backend": {"kind": kind, "model": model}}]}})  # fmt: skip
 
     for kind in ("hf_seq2seq", "ct2_seq2seq", "embedding"):
         for model in (
@@ -369,18 +435,18 @@ def test_a_model_folder_that_is_not_there_is_refused_before_anything_runs(monkey
 
 
 def test_typos_wrong_types_and_bad_measures_name_the_key():
-    assert rejected({"inputs": {"queries": "q"}, "pool": {"depht": 3}}).startswith(
+    assert rejected({"inputs": {"queries": "q", "responses": "r.jsonl"}, "pool": {"depht": 3}}).startswith(
         "config pool.depht: unknown key (did you mean 'depth'?)"
     )
     assert (
-        rejected({"inputs": {"queries": "q"}, "evaluation": {"tau": "4"}})
+        rejected({"inputs": {"queries": "q", "responses": "r.jsonl"}, "evaluation": {"tau": "4"}})
         == "config evaluation.tau: expected a list, found '4'"
     )
     assert rejected({"inputs": {}}) == "config inputs.queries: required, and missing"
     # pytrec_eval reads P_2O as P_2; a score looked up as P_2O was 0.0 for every run.
-    assert rejected({"inputs": {"queries": "q"}, "evaluation": {"measures": ["map", "P_2O"]}}) == (
-        "config evaluation.measures: 'P_2O': trec_eval computes it as P_2: name each measure exactly"
-    )
+    assert rejected(
+        {"inputs": {"queries": "q", "responses": "r.jsonl"}, "evaluation": {"measures": ["map", "P_2O"]}}
+    ) == ("config evaluation.measures: 'P_2O': trec_eval computes it as P_2: name each measure exactly")
     # a slip of case, `_` or a letter, or an ir-measures name (the judges' measures are written so), is named with
     # the measure meant (a stranger's trial: `NDCG_cut_10` got the list of a few names)
     slips = {
@@ -397,39 +463,43 @@ def test_typos_wrong_types_and_bad_measures_name_the_key():
         "AP": "map",
     }
     for slip, meant in slips.items():
-        assert rejected({"inputs": {"queries": "q"}, "evaluation": {"measures": [slip]}}) == (
+        assert rejected({"inputs": {"queries": "q", "responses": "r.jsonl"}, "evaluation": {"measures": [slip]}}) == (
             f"config evaluation.measures: {slip!r}: not a trec_eval measure (did you mean {meant!r}?)"
         )
     # where the name meant would be refused too (a cut-off of 0), or none is near, a few names are shown
     for far in ("nDCG@0", "frobnicate"):
-        assert rejected({"inputs": {"queries": "q"}, "evaluation": {"measures": [far]}}) == (
+        assert rejected({"inputs": {"queries": "q", "responses": "r.jsonl"}, "evaluation": {"measures": [far]}}) == (
             f"config evaluation.measures: {far!r}: not a trec_eval measure (pytrec_eval names: map, P_20, ndcg_cut_10, "
             "recip_rank, ...)"
         )
     # trec_eval's C code asserts on a cut-off read as 0 and on nDCG's gain values: checking the name aborted the
     # process (a stranger's trial; the names each probed in a process of its own)
     for zero in ("P_0", "ndcg_cut_5,0", "recall_00", "P_0.5", "map_cut_0x1"):
-        assert rejected({"inputs": {"queries": "q"}, "evaluation": {"measures": [zero]}}) == (
+        assert rejected({"inputs": {"queries": "q", "responses": "r.jsonl"}, "evaluation": {"measures": [zero]}}) == (
             f"config evaluation.measures: {zero!r}: a cut-off of 0 (trec_eval stops on it): a cut-off is a whole "
             "number, 1 or more (P_10, ndcg_cut_10)"
         )
-    assert "a cut-off of 0" in rejected({"inputs": {"queries": "q"}, "evaluation": {"official_measure": "success_0"}})
-    assert rejected({"inputs": {"queries": "q"}, "evaluation": {"measures": ["ndcg_1=2"]}}) == (
+    assert "a cut-off of 0" in rejected(
+        {"inputs": {"queries": "q", "responses": "r.jsonl"}, "evaluation": {"official_measure": "success_0"}}
+    )
+    assert rejected({"inputs": {"queries": "q", "responses": "r.jsonl"}, "evaluation": {"measures": ["ndcg_1=2"]}}) == (
         "config evaluation.measures: 'ndcg_1=2': pytrec_eval cannot take ndcg's gain values (trec_eval stops on "
         "them): name it ndcg"
     )
     # parameters trec_eval reads, written otherwise: named as it names them (not the cut-off's words)
     assert "trec_eval computes it as iprec_at_recall_0.00" in rejected(
-        {"inputs": {"queries": "q"}, "evaluation": {"measures": ["iprec_at_recall_0"]}}
+        {"inputs": {"queries": "q", "responses": "r.jsonl"}, "evaluation": {"measures": ["iprec_at_recall_0"]}}
     )
-    assert "geometric mean" in rejected({"inputs": {"queries": "q"}, "evaluation": {"measures": ["gm_map"]}})
+    assert "geometric mean" in rejected(
+        {"inputs": {"queries": "q", "responses": "r.jsonl"}, "evaluation": {"measures": ["gm_map"]}}
+    )
     # named twice, a measure's every query was counted twice (its standard error too small)
-    assert rejected({"inputs": {"queries": "q"}, "evaluation": {"measures": ["P_5", "map", "P_5"]}}) == (
-        "config evaluation.measures: 'P_5': given twice"
-    )
+    assert rejected(
+        {"inputs": {"queries": "q", "responses": "r.jsonl"}, "evaluation": {"measures": ["P_5", "map", "P_5"]}}
+    ) == ("config evaluation.measures: 'P_5': given twice")
     assert "two methods are named 'm'" in rejected(
         {
-            "inputs": {"queries": "q", "bank": "b"},
+            "inputs": {"queries": "q", "responses": "r.jsonl", "bank": "b"},
             "grading": {"methods": [{"name": "m", "kind": "helm", "backend": {"kind": "embedding"}}] * 2},
         }  # fmt: skip
     )
@@ -440,24 +510,34 @@ def test_a_path_that_starts_with_a_dash_is_refused_where_it_is_configured():
     file or folder is checked, an absolute path is not refused."""
     message = "starts with '-', which a command line reads as an option: give it as an absolute path"
     for config, key in (
-        ({"results_dir": "-res", "inputs": {"queries": "q"}}, "results_dir"),
-        ({"cache_dir": "-cache", "inputs": {"queries": "q"}}, "cache_dir"),
+        ({"results_dir": "-res", "inputs": {"queries": "q", "responses": "r.jsonl"}}, "results_dir"),
+        ({"cache_dir": "-cache", "inputs": {"queries": "q", "responses": "r.jsonl"}}, "cache_dir"),
         ({"inputs": {"queries": "-in/q.tsv"}}, "inputs.queries"),
-        ({"inputs": {"queries": "q", "runs": ["r.run", "-in/*.run"]}}, "inputs.runs[1]"),
-        ({"inputs": {"queries": "q", "labels": {"theirs": "-l.qrels"}}}, "inputs.labels.theirs"),
-        ({"inputs": {"queries": "q"}, "judges": {"leaderboards": {"x": "-x.tsv"}}}, "judges.leaderboards.x"),
+        ({"inputs": {"queries": "q", "responses": "r.jsonl", "runs": ["r.run", "-in/*.run"]}}, "inputs.runs[1]"),
+        ({"inputs": {"queries": "q", "responses": "r.jsonl", "labels": {"theirs": "-l.qrels"}}}, "inputs.labels.theirs"),
+        ({"inputs": {"queries": "q", "responses": "r.jsonl"}, "judges": {"leaderboards": {"x": "-x.tsv"}}}, "judges.leaderboards.x"),
         ({"nrp": {"queries": "q", "answers": "a", "dimensions": {"d": {"qrels": "-d.qrels"}}}}, "nrp.dimensions.d.qrels"),
     ):  # fmt: skip
         value = repr(str(next(iter(_leaves(config)))))
         assert rejected(config) == f"config {key}: {value} {message}"
-    assert checked({"inputs": {"queries": "/data/-in/q.tsv"}, "results_dir": "/r/-res"})["results_dir"] == "/r/-res"
+    assert (
+        checked({"inputs": {"queries": "/data/-in/q.tsv", "responses": "r.jsonl"}, "results_dir": "/r/-res"})[
+            "results_dir"
+        ]
+        == "/r/-res"
+    )
     # nor may one be empty (`results_dir: ""` wrote into the working directory)
     assert (
-        rejected({"results_dir": "", "inputs": {"queries": "q"}}) == "config results_dir: empty: name a file or folder"
+        rejected({"results_dir": "", "inputs": {"queries": "q", "responses": "r.jsonl"}})
+        == "config results_dir: empty: name a file or folder"
     )
-    assert rejected({"inputs": {"queries": "q", "runs": [""]}}) == "config inputs.runs[0]: empty: name a file or folder"
     assert (
-        rejected({"results_dir": " ", "inputs": {"queries": "q"}}) == "config results_dir: empty: name a file or folder"
+        rejected({"inputs": {"queries": "q", "responses": "r.jsonl", "runs": [""]}})
+        == "config inputs.runs[0]: empty: name a file or folder"
+    )
+    assert (
+        rejected({"results_dir": " ", "inputs": {"queries": "q", "responses": "r.jsonl"}})
+        == "config results_dir: empty: name a file or folder"
     )
 
 
@@ -468,15 +548,15 @@ def test_a_results_or_cache_folder_that_is_a_file_or_under_one_is_refused(tmp_pa
     afile.write_text("x")
     for key in ("results_dir", "cache_dir"):
         assert (
-            rejected({key: str(afile), "inputs": {"queries": "q"}})
+            rejected({key: str(afile), "inputs": {"queries": "q", "responses": "r.jsonl"}})
             == f"config {key}: {str(afile)!r} is a file: name a folder"
         )
         for under in (afile / "sub", afile / "a" / "b"):
             assert (
-                rejected({key: str(under), "inputs": {"queries": "q"}})
+                rejected({key: str(under), "inputs": {"queries": "q", "responses": "r.jsonl"}})
                 == f"config {key}: {str(under)!r}: {str(afile)!r} is a file, not a folder"
             )
-        assert checked({key: str(tmp_path / "new" / "deeper"), "inputs": {"queries": "q"}})[key]
+        assert checked({key: str(tmp_path / "new" / "deeper"), "inputs": {"queries": "q", "responses": "r.jsonl"}})[key]
     # `afile/` (exists() is false for it) and a broken link, itself or above: the same refusal (a review)
     (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
     for key in ("results_dir", "cache_dir"):
@@ -484,10 +564,10 @@ def test_a_results_or_cache_folder_that_is_a_file_or_under_one_is_refused(tmp_pa
                                      (tmp_path / "dangling", tmp_path / "dangling", "a broken link"),
                                      (tmp_path / "dangling" / "x", tmp_path / "dangling", "a broken link")):  # fmt: skip
             assert (
-                rejected({key: str(given), "inputs": {"queries": "q"}})
+                rejected({key: str(given), "inputs": {"queries": "q", "responses": "r.jsonl"}})
                 == f"config {key}: {str(given)!r}: {str(blocker)!r} is {what}, not a folder"
             )
-        assert checked({key: str(tmp_path), "inputs": {"queries": "q"}})[key] == str(tmp_path)
+        assert checked({key: str(tmp_path), "inputs": {"queries": "q", "responses": "r.jsonl"}})[key] == str(tmp_path)
 
 
 def _leaves(config):
@@ -504,7 +584,12 @@ def _leaves(config):
 def test_every_schema_problem_of_a_config_is_named_at_once():
     # Two typos took two runs to find: each run named only the first.
     message = rejected(
-        {"inputs": {"queries": "q"}, "evaluaton": {}, "pool": {"depht": 3, "depth": "x", "sead": 1}, "report": 4}
+        {
+            "inputs": {"queries": "q", "responses": "r.jsonl"},
+            "evaluaton": {},
+            "pool": {"depht": 3, "depth": "x", "sead": 1},
+            "report": 4,
+        }
     )
     first, *more = message.split("; and ")
     assert first.startswith("config evaluaton: unknown key (did you mean 'evaluation'?); known: results_dir, inputs")
@@ -518,13 +603,15 @@ def test_every_schema_problem_of_a_config_is_named_at_once():
 
 def test_grade_thresholds_are_each_once_and_reachable():
     def tau(*values) -> str:
-        return rejected({"inputs": {"queries": "q"}, "evaluation": {"tau": list(values)}})
+        return rejected({"inputs": {"queries": "q", "responses": "r.jsonl"}, "evaluation": {"tau": list(values)}})
 
     assert tau(4, 4) == "config evaluation.tau: 4 is given twice"
     assert tau(4, 4.0).startswith("config evaluation.tau: needs each value once, found [4, 4.0]; and config")
     assert tau(1, 9) == "config evaluation.tau: 9 is no grade threshold: grades run 0-5, and a threshold is 1 to 5"
     assert tau(0).startswith("config evaluation.tau: 0 is no grade threshold")
-    assert checked({"inputs": {"queries": "q"}, "evaluation": {"tau": [5, 1]}})["evaluation"]["tau"] == [5, 1]
+    assert checked({"inputs": {"queries": "q", "responses": "r.jsonl"}, "evaluation": {"tau": [5, 1]}})["evaluation"][
+        "tau"
+    ] == [5, 1]
 
 
 def test_the_command_line_refuses_the_same_thresholds_and_measures(tmp_path):
@@ -735,14 +822,14 @@ def test_the_command_line_refuses_a_relevance_range_the_config_refuses(tmp_path,
 )
 def test_numbers_are_what_they_claim_and_settings_their_inputs(config, message):
     # 5.0 passes JSON Schema's integer and NaN every bound; both reached job command lines before.
-    assert rejected({"inputs": {"queries": "q"}} | config).startswith(message)
+    assert rejected({"inputs": {"queries": "q", "responses": "r.jsonl"}} | config).startswith(message)
 
 
 def test_a_budget_beyond_the_pool_depth_is_named(caplog):
-    checked({"inputs": {"queries": "q"}, "pool": {"depth": 5}})
+    checked({"inputs": {"queries": "q", "responses": "r.jsonl"}, "pool": {"depth": 5}})
     assert "evaluation.k = 20 is above pool.depth = 5: a run's passages ranked 6 to 20" in caplog.text
     caplog.clear()
-    checked({"inputs": {"queries": "q"}, "pool": {"depth": 20}})
+    checked({"inputs": {"queries": "q", "responses": "r.jsonl"}, "pool": {"depth": 20}})
     assert caplog.text == ""
 
 
@@ -759,7 +846,7 @@ def test_a_key_written_twice_is_refused_with_both_lines(tmp_path):
 def test_nrp_settings_are_checked():
     def nrp(**changes) -> dict:
         spec = {"queries": "q", "corpus": "c", "answers": "a", "dimensions": {"relevance": {"qrels": "r"}}} | changes
-        return {"inputs": {"queries": "q"}, "nrp": spec}
+        return {"inputs": {"queries": "q", "responses": "r.jsonl"}, "nrp": spec}
 
     filled = checked(nrp())["nrp"]
     assert [r["name"] for r in filled["rankers"]] == ["embedding", "bm25"] and filled["denominator"] == "docs"
@@ -855,12 +942,17 @@ def test_a_secret_in_the_config_is_refused_without_repeating_it():
         {"questions": {"llm": {"api_key": "sk-SENTINEL"}}},
         {"grading": {"methods": [{"backend": {"token": "sk-SENTINEL"}}]}},
     ):
-        message = rejected({"inputs": {"queries": "q"}, **where})
+        message = rejected({"inputs": {"queries": "q", "responses": "r.jsonl"}, **where})
         assert "secret does not belong in a config file" in message and "SENTINEL" not in message
-    assert checked({"inputs": {"queries": "q"}, "questions": {"llm": {"api_key_env": "MY_KEY", "max_tokens": 9}}})
+    assert checked(
+        {
+            "inputs": {"queries": "q", "responses": "r.jsonl"},
+            "questions": {"llm": {"api_key_env": "MY_KEY", "max_tokens": 9}},
+        }
+    )
     # a misspelt count of tokens was called a secret, and hid the typo (a stranger's trial)
     assert "segment.max_token: unknown key (did you mean 'max_tokens'?)" in rejected(
-        {"inputs": {"queries": "q"}, "segment": {"max_token": 20}}
+        {"inputs": {"queries": "q", "responses": "r.jsonl"}, "segment": {"max_token": 20}}
     )
 
 
@@ -1214,24 +1306,28 @@ def test_a_generated_bank_is_named_as_what_it_is_written_as():
     """A generated bank is JSONL: a `.tsv` name passed the check, the bank was written as JSONL all the same,
     and every later run refused the file (a stranger's trial)."""
     for name in ("bank.tsv", "bank.parquet", "bank.json"):
-        assert rejected({"inputs": {"queries": "q", "bank": name}, "questions": {"generate": True}}) == (
-            f"config inputs.bank: {name}: a generated bank is written as JSONL: name it .jsonl (or .jsonl.gz)"
-        )
+        assert rejected(
+            {"inputs": {"queries": "q", "responses": "r.jsonl", "bank": name}, "questions": {"generate": True}}
+        ) == (f"config inputs.bank: {name}: a generated bank is written as JSONL: name it .jsonl (or .jsonl.gz)")
     for name in ("bank.jsonl", "bank.JSONL", "bank.jsonl.gz"):  # (the check reads no file)
-        assert checked({"inputs": {"queries": "q", "bank": name}, "questions": {"generate": True}})
-    assert checked({"inputs": {"queries": "q", "bank": "bank.tsv"}})  # read, not written: TSV is a bank format
+        assert checked(
+            {"inputs": {"queries": "q", "responses": "r.jsonl", "bank": name}, "questions": {"generate": True}}
+        )
+    assert checked(
+        {"inputs": {"queries": "q", "responses": "r.jsonl", "bank": "bank.tsv"}}
+    )  # read, not written: TSV is a bank format
 
 
 def test_a_value_of_the_wrong_form_is_said_in_words_not_as_its_regular_expression():
     """`base_url: http//…` read `does not match '^(?:[Hh][Tt][Tt][Pp][Ss]?://\\S+)$'` (a stranger's trial)."""
     backend = {"kind": "openai", "model": "m", "base_url": "http//127.0.0.1:8000/v1"}
     method = {"name": "llm", "kind": "umbrela", "backend": backend}
-    assert rejected({"inputs": {"queries": "q"}, "grading": {"methods": [method]}}) == (
+    assert rejected({"inputs": {"queries": "q", "responses": "r.jsonl"}, "grading": {"methods": [method]}}) == (
         "config grading.methods[0].backend.base_url: expected OpenAI-compatible endpoint, an http:// or https:// URL "
         "(http://localhost:8000/v1 for vLLM, say; a port 1 to 65535); null for OpenAI, not 'http//127.0.0.1:8000/v1'"
     )
     named = method | {"name": "my judge", "backend": backend | {"base_url": None}}
-    assert rejected({"inputs": {"queries": "q"}, "grading": {"methods": [named]}}) == (
+    assert rejected({"inputs": {"queries": "q", "responses": "r.jsonl"}, "grading": {"methods": [named]}}) == (
         "config grading.methods[0].name: expected a name of ASCII letters, digits, _ and - (it names files and "
         "columns), not 'my judge'"
     )
@@ -1240,13 +1336,15 @@ def test_a_value_of_the_wrong_form_is_said_in_words_not_as_its_regular_expressio
 def test_a_method_s_key_written_in_its_back_end_is_said_to_be_the_method_s():
     """`quantiles` under `backend:` read `unknown option; known: model, unit, …` (a stranger's trial)."""
     method = {"name": "cosine", "kind": "self_rating", "backend": {"kind": "embedding", "quantiles": [0.5, 0.9]}}
-    assert rejected({"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [method]}}) == (
+    assert rejected(
+        {"inputs": {"queries": "q", "responses": "r.jsonl", "bank": "b"}, "grading": {"methods": [method]}}
+    ) == (
         "config grading.methods[0].backend.quantiles: unknown option; a key of the method, beside its `kind`, not of "
         "its back end; known: model, unit, batch_size, device"
     )
     method["backend"] = {"kind": "embedding", "unti": "passage"}  # a back end's own option misspelt: as before
     assert "backend.unti: unknown option (did you mean 'unit'?); known:" in rejected(
-        {"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": [method]}}
+        {"inputs": {"queries": "q", "responses": "r.jsonl", "bank": "b"}, "grading": {"methods": [method]}}
     )
 
 

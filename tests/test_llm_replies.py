@@ -330,9 +330,9 @@ def test_the_same_settings_written_two_ways_are_one_cache_key(server, tmp_path):
     from examflow.defaults import SCHEMA
 
     methods = [{"name": "m", "kind": "self_rating", "backend": {"kind": "openai", "model": "m", "temperature": 0}}]
-    backend = check_config({"inputs": {"queries": "q", "bank": "b"}, "grading": {"methods": methods}}, SCHEMA)[
-        "grading"
-    ]["methods"][0]["backend"]
+    backend = check_config(
+        {"inputs": {"queries": "q", "responses": "r", "bank": "b"}, "grading": {"methods": methods}}, SCHEMA
+    )["grading"]["methods"][0]["backend"]
     assert backend["temperature"] == 0.0 and isinstance(backend["temperature"], float)
     assert client(server, tmp_path).complete("bees") == "3"
     assert client(server, tmp_path, base_url=server.base_url + "/").complete("bees") == "3"

@@ -703,7 +703,7 @@ def test_the_configuration_takes_no_corpus_for_run_rankers_only_and_checks_weigh
 
     def nrp(**changes) -> dict:
         spec = {"queries": "q", "answers": "a", "dimensions": {"relevance": {"qrels": "r"}}} | changes
-        return {"inputs": {"queries": "q"}, "nrp": spec}
+        return {"inputs": {"queries": "q", "responses": "r.jsonl"}, "nrp": spec}
 
     def rejected(config: dict) -> str:
         with pytest.raises(ConfigError) as caught:

@@ -127,6 +127,9 @@ def _check_exam_inputs(checked: dict) -> None:
     if not inputs and checked["grading"]["methods"]:  # NRP alone grades nothing: the parse read inputs.queries
         raise ConfigError("grading.methods", "they grade the collection of `inputs`, which is missing: set inputs, "
                           "or leave grading.methods out for NRP alone")  # fmt: skip
+    if inputs and not (inputs.get("runs") or inputs.get("responses")):  # else the pool step, in its flags' words
+        raise ConfigError("inputs.runs", "nothing to evaluate: set inputs.runs (TREC run files), inputs.responses "
+                          "(generated responses), or both")  # fmt: skip
     if checked["questions"]["generate"] and not inputs.get("bank"):
         raise ConfigError("questions.generate", "set inputs.bank, the file the generated bank is written to")
     if checked["questions"]["generate"] and base_suffix(inputs["bank"]) != ".jsonl":
