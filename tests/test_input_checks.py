@@ -134,7 +134,7 @@ def test_official_leaderboards_are_checked(tmp_path):
     with raises_at(ranked, 3, "run_id", "official run '1' is not among the evaluated runs"):
         match_runs(ranked, read_leaderboard(ranked), {"good", "rag"}, Problems("error"))
     notes = match_runs(official, read_leaderboard(official), {"good", "rag"}, Problems("warn"))
-    assert notes == ["1 evaluated runs are not on the official leaderboard and take no part in correlations: rag"]
+    assert notes == ["1 evaluated run is not on the official leaderboard and takes no part in correlations: rag"]
 
 
 def test_the_leaderboard_is_checked_at_parse_time_against_run_tags_and_responses(tmp_path):

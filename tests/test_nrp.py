@@ -120,6 +120,25 @@ def test_two_dimensions_combine_as_a_weighted_sum(tmp_path):
     assert per_answer.loc["combined", "ranker"] == "fixed+fixed"
 
 
+def test_a_dimension_weighted_0_takes_no_answer_out_of_the_combined_nrp(tmp_path):
+    """Weight 0, set to switch readability off, still left q2 (which it does not judge) out of `combined`,
+    whose mean then covered q1 alone (a stranger's trial)."""
+    lines = "".join(run_line(q, d, s) for q, d, s in [("q1", "d1", 3), ("q1", "d2", 1), ("q1", "m/p/0", 2),
+                                                      ("q2", "d3", 1), ("q2", "d4", 3), ("q2", "m/p/0", 2)])  # fmt: skip
+    inputs = NRPInputs(
+        {"q1": "bees", "q2": "tides"}, {"d1": "a", "d2": "b", "d3": "c", "d4": "d"},
+        {"relevance": judgments([("q1", "d1", 1), ("q1", "d2", 0), ("q2", "d3", 1), ("q2", "d4", 0)]),
+         "readability": judgments([("q1", "d1", 1), ("q1", "d2", 0)])},
+        answers([("m", "p", "0", "q1", "an answer"), ("m", "p", "0", "q2", "another")]),
+    )  # fmt: skip
+    settings = NRPSettings([run_ranker(tmp_path, lines)], {"relevance": 1.0, "readability": 0.0}, cache_dir=tmp_path)
+    per_answer = nrp_tables(inputs, settings)["per_answer.tsv"]
+    combined = per_answer[per_answer["dimension"] == "combined"].set_index("query_id")
+    # relevance: q1's answer below d1 (r = 1 of 2) -> 0.5; q2's below d4 (r = 1 of 2) -> 0.5; each its combined
+    assert combined["nrp"].to_dict() == {"q1": 0.5, "q2": 0.5}
+    assert combined["ranker"].tolist() == ["fixed", "fixed"]  # readability's ranker is no part of it
+
+
 def test_ranker_selection_picks_the_ranker_that_is_best_by_construction(tmp_path):
     docs = {f"d{i}": f"text {i}" for i in range(12)}
     grades = {f"d{i}": (2 if i < 3 else 1 if i < 6 else 0) for i in range(12)}
@@ -590,8 +609,9 @@ def test_a_query_with_only_cannot_judge_labels_in_a_dimension_is_said_to_leave_i
     relevance = write(tmp_path / "rel.qrels", "q1 0 d1 2\nq2 0 d2 1\n")
     readability = write(tmp_path / "read.qrels", "q1 0 d1 3\nq2 0 d2 -1\nq2 0 d3 -1\n")
     qrels = {"relevance": str(relevance), "readability": str(readability)}
+    both = ["relevance", "readability"]  # the combined NRP's dimensions
     with caplog.at_level(logging.WARNING):
-        judged = read_judgments(qrels, read_queries(queries), Problems("error"), {"readability": {-1}})
+        judged = read_judgments(qrels, read_queries(queries), Problems("error"), {"readability": {-1}}, combined=both)
     assert judged["readability"]["query_id"].tolist() == ["q1"] and len(judged["relevance"]) == 2
     assert [r.getMessage() for r in caplog.records] == [  # said once, not again as a query it leaves out
         f"dimension readability: 1 query has only cannot-judge labels ({readability}), so no NRP there, nor a "
@@ -603,10 +623,17 @@ def test_a_query_with_only_cannot_judge_labels_in_a_dimension_is_said_to_leave_i
     write(queries, "q1\tbees\nq2\ttides\nq3\tsnow\n")
     caplog.clear()
     with caplog.at_level(logging.WARNING):
-        read_judgments(qrels, read_queries(queries), Problems("error"), {"readability": {-1}})
+        read_judgments(qrels, read_queries(queries), Problems("error"), {"readability": {-1}}, combined=both)
     assert [r.getMessage() for r in caplog.records] == [
         f"dimension readability judges no document of 2 queries another dimension judges ({readability}), so no "
         "NRP there, nor a combined one: q2, q3"
+    ]
+    caplog.clear()  # weighted 0, readability takes no part in the combined NRP: it leaves no query out of it
+    with caplog.at_level(logging.WARNING):
+        read_judgments(qrels, read_queries(queries), Problems("error"), {"readability": {-1}}, combined=["relevance"])
+    assert [r.getMessage() for r in caplog.records] == [
+        f"dimension readability judges no document of 2 queries another dimension judges ({readability}), so no "
+        "NRP there: q2, q3"
     ]
 
 

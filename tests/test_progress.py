@@ -153,6 +153,10 @@ def test_a_run_that_ended_before_its_jobs_started_says_how_it_ended(tmp_path):
     assert progress_line(read_progress(tmp_path), now=5000.0) == (
         "examflow: grading: the run ended before any of its 2 grade jobs started"
     )
+    write(tmp_path / "logs/progress/run.json", json.dumps({"started": 1000.0, "jobs": ["m/a"], "ended": 1002.0}))
+    assert progress_line(read_progress(tmp_path), now=5000.0) == (
+        "examflow: grading: the run ended before its one grade job started"  # not `any of its 1 grade job`
+    )
 
 
 def test_jobs_that_have_not_counted_their_prompts_yet_are_starting_not_done_with_zero_prompts(tmp_path):

@@ -469,8 +469,9 @@ def official_command(args: argparse.Namespace) -> None:
     )
     unjudged = sorted(set(runs) - set(board["run_id"]))
     if unjudged:
-        log.warning("%d runs rank no judged query and are not on the official leaderboard: %s",
-                    len(unjudged), ", ".join(unjudged))  # fmt: skip
+        one = len(unjudged) == 1
+        log.warning("%d %s no judged query and %s not on the official leaderboard: %s", len(unjudged),
+                    "run ranks" if one else "runs rank", "is" if one else "are", ", ".join(unjudged))  # fmt: skip
     write_tables({args.out: board})
     runs_ranked = f"{len(board)} run{'' if len(board) == 1 else 's'}"
     log.info("official leaderboard of %s by %s on the official qrels -> %s", runs_ranked, args.measure, args.out)
@@ -732,10 +733,11 @@ def ensemble_arguments(arguments: list[str], names: set[str]) -> dict[str, list[
 def nrp_command(args: argparse.Namespace) -> None:
     from examflow.io import write_tables
     from examflow.nrp.evaluate import nrp_tables
+    from examflow.nrp.inputs import combined_dimensions
     from examflow.outputs import NRP, Facts, check_written, remove_unwanted
 
     qrels, cannot_judge, settings = _nrp_settings(args)
-    inputs = _nrp_inputs(args, qrels, cannot_judge)
+    inputs = _nrp_inputs(args, qrels, cannot_judge, combined_dimensions(settings.weights))
     tables = nrp_tables(inputs, settings)
     facts = Facts(wilcoxon=bool(args.wilcoxon), expert=bool(args.expert))
     check_written(NRP, facts, tables)
@@ -784,9 +786,12 @@ def _nrp_settings(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, s
     return qrels, cannot_judge, NRPSettings(rankers, weights, fixed, args.denominator, wilcoxon, args.cache_dir)
 
 
-def _nrp_inputs(args: argparse.Namespace, qrels: dict[str, str], cannot_judge: dict[str, set[int]]) -> NRPInputs:
+def _nrp_inputs(
+    args: argparse.Namespace, qrels: dict[str, str], cannot_judge: dict[str, set[int]], combined: list[str]
+) -> NRPInputs:
     """The queries, the judgments, the judged documents' texts, the answers and the expert ranking, each
-    checked against the others: an answer ranks among the documents judged for its query."""
+    checked against the others: an answer ranks among the documents judged for its query (`combined`: the
+    dimensions of the combined NRP)."""
     from functools import partial
 
     import pandas as pd
@@ -799,7 +804,7 @@ def _nrp_inputs(args: argparse.Namespace, qrels: dict[str, str], cannot_judge: d
     queries = read_queries(args.queries)
     unknown = Problems(args.on_unknown_query)
     relevance_range = check_relevance_range("--relevance-range", *args.relevance_range)
-    judgments = read_judgments(qrels, queries, unknown, cannot_judge, relevance_range)
+    judgments = read_judgments(qrels, queries, unknown, cannot_judge, relevance_range, combined)
     wanted = set().union(*(set(j["passage_id"]) for j in judgments.values()))
     documents = None  # without a corpus (run rankers only) the documents are the judged ids
     if args.corpus:

@@ -289,7 +289,8 @@ def _ended_before(progress: RunProgress) -> str:
     """`the run failed before any of its 2 grade jobs started: ...`, where the run ended with none started."""
     how = {"failed": "failed", "stopped": "was stopped"}.get(progress.outcome or "", "ended")
     where = ": the run's last lines name the step that failed and its log" if progress.outcome == "failed" else ""
-    return f"the run {how} before any of its {_jobs(progress.waiting)} started{where}"
+    jobs = f"any of its {_jobs(progress.waiting)}" if progress.waiting != 1 else "its one grade job"
+    return f"the run {how} before {jobs} started{where}"
 
 
 def _answered(graded: int, unanswered: int, to_grade: int, unit: str, share: str) -> str:

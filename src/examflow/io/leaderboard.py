@@ -143,7 +143,8 @@ def match_runs(
         return []
     shown = listed(extra)
     return [
-        f"{len(extra)} evaluated runs are not on the official leaderboard and take no part in correlations: {shown}"
+        f"{len(extra)} evaluated {'run is' if len(extra) == 1 else 'runs are'} not on the official leaderboard and "
+        f"take{'s' if len(extra) == 1 else ''} no part in correlations: {shown}"
     ]
 
 

@@ -26,7 +26,7 @@ import pytrec_eval
 from examflow.defaults import default
 from examflow.errors import ConfigError, Failure, InputError
 from examflow.evaluation.scores import standard_error
-from examflow.nrp.inputs import COMBINED, answer_name, complete_answers, rankers_needing_texts
+from examflow.nrp.inputs import COMBINED, answer_name, combined_dimensions, complete_answers, rankers_needing_texts
 from examflow.nrp.rankers import QueryItems, Scores, make_ranker
 
 log = logging.getLogger("examflow")
@@ -184,11 +184,13 @@ def combine(per_answer: pd.DataFrame, weights: dict[str, float]) -> pd.DataFrame
     """The weighted sum over dimensions of each answer's NRP (dimension `combined`)."""
     keys = ["llm", "prompt", "sample", "query_id", "answer"]
     wide = per_answer.set_index([*keys, "dimension"])[EXACT].unstack()
-    rankers = "+".join(per_answer.drop_duplicates("dimension")["ranker"])
-    # Answers to queries judged in every dimension only: a missing dimension would count as 0.
-    judged = wide[list(weights)].dropna()
+    counted = {dimension: weights[dimension] for dimension in combined_dimensions(weights)}
+    chosen = per_answer.drop_duplicates("dimension").set_index("dimension")["ranker"]
+    rankers = "+".join(chosen[dimension] for dimension in counted)
+    # Answers to queries judged in every dimension that counts only: a missing dimension would count as 0.
+    judged = wide[list(counted)].dropna()
     exact = [
-        sum(Fraction(w) * value for w, value in zip(weights.values(), row)) for row in judged.itertuples(index=False)
+        sum(Fraction(w) * value for w, value in zip(counted.values(), row)) for row in judged.itertuples(index=False)
     ]
     combined = judged.index.to_frame(index=False).assign(nrp=[float(x) for x in exact], **{EXACT: exact})
     return combined.assign(ranker=rankers, dimension=COMBINED, rank=pd.NA, n_docs=pd.NA)  # type: ignore[arg-type]  # pandas-stubs: assign's scalars omit pd.NA

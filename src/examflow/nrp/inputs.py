@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -145,16 +145,24 @@ def weight_problem(weights: dict[str, float], dimensions: list[str]) -> str | No
     return None
 
 
+def combined_dimensions(weights: dict[str, float]) -> list[str]:
+    """The dimensions the combined NRP is made of: those of a weight above 0, where there are several. A
+    dimension weighted 0 is switched off: its queries judged or not, it takes no answer out of `combined`."""
+    return [dimension for dimension, weight in weights.items() if weight > 0] if len(weights) > 1 else []
+
+
 def read_judgments(
     qrels: dict[str, str],
     queries: pd.DataFrame,
     unknown: Problems,
     cannot_judge: dict[str, set[int]],
     relevance_range: tuple[int, int] = DEFAULT_RANGE,
+    combined: Collection[str] = (),
 ) -> dict[str, pd.DataFrame]:
     """Each quality dimension's judgments, its "cannot judge" labels left out (they are no judgments).
     NRP ranks among a query's documents: a subtopic's judgment (`query/facet`) is an unknown query,
-    not a second judgment of the same document, which would count it twice in D_q."""
+    not a second judgment of the same document, which would count it twice in D_q. `combined`: the
+    dimensions of the combined NRP, whose query left out leaves it out of `combined` too."""
     whole = queries.drop_duplicates("query_id").assign(facet_id=None)
     judgments, labelled = {}, {}
     for dimension, path in qrels.items():
@@ -162,16 +170,21 @@ def read_judgments(
         judged = table[~table["relevance"].isin(cannot_judge.get(dimension, set()))].reset_index(drop=True)
         labelled[dimension] = set(table["query_id"])
         if gone := sorted(labelled[dimension] - set(judged["query_id"])):  # it has no D_q in this dimension
-            log.warning("dimension %s: %s only cannot-judge labels (%s), so no NRP there, nor a combined one: %s",
-                        dimension, _queries(gone, "has", "have"), path, listed(gone))  # fmt: skip
+            log.warning("dimension %s: %s only cannot-judge labels (%s), so no NRP there%s: %s", dimension,
+                        _queries(gone, "has", "have"), path, _nor_combined(dimension, combined), listed(gone))  # fmt: skip
         judgments[dimension] = judged
     # one its file leaves out, where another dimension judges it: the tables would show fewer queries, unsaid
     every = set().union(*(set(table["query_id"]) for table in judgments.values()))
     for dimension, path in qrels.items():
         if lacking := sorted(every - labelled[dimension]):
-            log.warning("dimension %s judges no document of %s another dimension judges (%s), so no NRP there, nor "
-                        "a combined one: %s", dimension, _queries(lacking), path, listed(lacking))  # fmt: skip
+            log.warning("dimension %s judges no document of %s another dimension judges (%s), so no NRP there%s: "
+                        "%s", dimension, _queries(lacking), path, _nor_combined(dimension, combined),
+                        listed(lacking))  # fmt: skip
     return judgments
+
+
+def _nor_combined(dimension: str, combined: Collection[str]) -> str:
+    return ", nor a combined one" if dimension in combined else ""
 
 
 def _queries(ids: list[str], one: str = "", more: str = "") -> str:
