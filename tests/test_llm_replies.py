@@ -368,7 +368,7 @@ def test_a_job_failing_on_cut_answers_says_a_rerun_meets_them_again():
                            "unparsable": [False, False]})  # fmt: skip
     with pytest.raises(
         Failure,
-        match=r"1 cut-off; the first: cut-off: the server cut the answer at max_tokens = 5: '2'\), .*; an answer cut "
+        match=r"1 cut-off; e.g. cut-off: the server cut the answer at max_tokens = 5: '2'\), .*; an answer cut "
         "at max_tokens is an answer and stays: raise",
     ):
         check_failures(grades, method, "shard-0", 0)
@@ -401,7 +401,7 @@ def test_a_job_that_stopped_asking_counts_the_pairs_it_did_not_ask():
     failed = Answer(None, error="http-500: Internal Server Error")
     for received, words in (([failed, None, Answer("3")], "1 pair"), ([failed, None, None], "2 pairs")):
         message = str(GaveUp(["http-500: Internal Server Error"], received).failure(method, "shard-0", 0))
-        assert message.startswith("method m, shard shard-0: 1 of 3 pairs failed (1 http-500; the first: http-500: ")
+        assert message.startswith("method m, shard shard-0: 1 of 3 pairs failed (1 http-500; e.g. http-500: ")
         assert f"more than grading.max_error_rate = 0 allows: it stopped asking, {words} not asked. " in message
 
 

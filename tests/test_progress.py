@@ -603,15 +603,21 @@ def test_a_step_that_retried_and_then_counted_its_failed_pairs_is_named_by_the_c
 
     retried = f"examflow.llm: {RETRY_LINE % ('http-500: Error code: 500', 1, 0.5)}"
     capped = f"examflow.llm: {RETRY_AFTER_LINE % (3600, 30)}"  # a 429's wait, cut to max_retry_after
-    failed = "examflow.grading.grades: method m, shard shard-1: 1 of 9 pairs failed (1 http-500; the first: ...)"
+    failed = "examflow.grading.grades: method m, shard shard-1: 1 of 9 pairs failed (1 http-500; e.g. ...)"
     warned_and_done(tmp_path / "logs/grade/m/shard-1.log", capped, retried, failed)
     warned_and_done(tmp_path / "logs/grade/m/shard-2.log", retried)
+    # another warning first (the server's other model): the count is still the step's headline (a stranger's trial)
+    other = "examflow.llm: asked for model 'm', the server answered 1 of 8 as 'other'"
+    seven = "examflow.grading.grades: method m, shard shard-3: 7 of 14 pairs failed (4 malformed, 3 timeout; e.g. ...)"
+    warned_and_done(tmp_path / "logs/grade/m/shard-3.log", other, seven)
     logs = tmp_path / "logs/grade/m"
     assert named_at_the_end(capsys, tmp_path / "logs") == [
-        "examflow: a step warned: method m, shard shard-1: 1 of 9 pairs failed (1 http-500; the first: ...) (and 2 "
+        "examflow: a step warned: method m, shard shard-1: 1 of 9 pairs failed (1 http-500; e.g. ...) (and 2 "
         f"more warnings; its log: {logs / 'shard-1.log'})",
         f"examflow: a step warned: LLM call failed (http-500: Error code: 500); retry 1 in 0.5 s (its log: "
         f"{logs / 'shard-2.log'})",
+        "examflow: a step warned: method m, shard shard-3: 7 of 14 pairs failed (4 malformed, 3 timeout; e.g. ...) "
+        f"(and 1 more warning; its log: {logs / 'shard-3.log'})",
     ]
 
 

@@ -25,6 +25,10 @@ DONE = "examflow: done"  # the line a command logs last when it completes: a job
 # (examflow.joblogs), such as how many of its pairs failed at last.
 RETRY_AFTER_LINE = "Retry-After asks for %.0f s; waiting max_retry_after = %.0f s (the LLM's option)"
 RETRY_LINE = "LLM call failed (%s); retry %d in %.1f s"
+# How a grading job states its failed pairs (examflow.grading.grades): a step's end names this warning of its
+# log before the others (a server's other model named first hid the count among `13 more warnings`). The
+# error shown is one pair's in the table's order, not the earliest in time: `e.g.`.
+FAILED_PAIRS_LINE = "method %s, shard %s: %d of %d pairs failed (%s; e.g. %s)"
 
 
 def _logged(template: str) -> str:
@@ -37,9 +41,17 @@ def _logged(template: str) -> str:
 _RETRYING = re.compile("|".join(map(_logged, (RETRY_AFTER_LINE, RETRY_LINE))), re.DOTALL)
 
 
+_FAILED_PAIRS = re.compile(_logged(FAILED_PAIRS_LINE), re.DOTALL)
+
+
 def announces_retry(message: str) -> bool:
     """Whether a logged message is one of an LLM client's lines before a retry (RETRY_AFTER_LINE, RETRY_LINE)."""
     return _RETRYING.fullmatch(message) is not None
+
+
+def counts_failed_pairs(message: str) -> bool:
+    """Whether a logged message is a grading job's count of its failed pairs (FAILED_PAIRS_LINE)."""
+    return _FAILED_PAIRS.match(message) is not None
 
 
 # The failure of a prompt never sent: more had failed than the grading job may fail (examflow.llm.LLMClient.replies).

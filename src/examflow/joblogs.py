@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from examflow.bounds import LINE_CHARS, clip_middle
-from examflow.errors import DONE, INTERRUPTED_LINE, PRINTED, TERMINATED_LINE, announces_retry
+from examflow.errors import DONE, INTERRUPTED_LINE, PRINTED, TERMINATED_LINE, announces_retry, counts_failed_pairs
 
 # What a step's log says when it holds neither an expected failure nor the line of a step done.
 STOPPED = "the step stopped without an error of its own: killed (out of memory, a time limit, a signal)"
@@ -153,8 +153,14 @@ def warnings_logged(folder: str | Path, since: float) -> list[tuple[Path, str, i
         warned = [line for line in lines if (match := LOGGED.match(line)) and " WARNING " in match.group()]
         messages = [LOGGED.sub("", line, count=1) for line in warned]
         if messages:
-            found.append((log, next((m for m in messages if not announces_retry(m)), messages[0]), len(messages)))
+            found.append((log, _headline(messages), len(messages)))
     return found
+
+
+def _headline(messages: list[str]) -> str:
+    """The warning a step's end names: its count of failed pairs, else its first that announces no retry."""
+    failed = (m for m in messages if counts_failed_pairs(m))
+    return next(failed, next((m for m in messages if not announces_retry(m)), messages[0]))
 
 
 class ParseWarnings(logging.Handler):

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from examflow.bounds import MESSAGE_CHARS, clip
-from examflow.errors import TOO_LONG, Failure
+from examflow.errors import FAILED_PAIRS_LINE, TOO_LONG, Failure
 from examflow.grading.methods import strict_in_every_mode
 from examflow.registry import Method
 
@@ -131,7 +131,7 @@ def _too_many(
     unasked: int = 0,
     cache_dir: str | None = None,
 ) -> str:
-    """Why a job failed: its failed pairs by kind and the first one's error; whether a rerun asks again
+    """Why a job failed: its failed pairs by kind and one's error; whether a rerun asks again
     (`every_one`: no pair got an answer); the pairs it stopped before asking."""
     rerun = (
         "No pair got an answer from the model: a rerun asks it again for every pair"
@@ -146,11 +146,10 @@ def _too_many(
 
 
 def _failed_pairs(method: Method, shard: str, errors: list[str], total: int) -> str:
-    """A job's failed pairs: how many, by kind, and the first one's error (the kinds alone hide a typo in a URL,
+    """A job's failed pairs: how many, by kind, and one's error (the kinds alone hide a typo in a URL,
     a 404's why)."""
     kinds = ", ".join(f"{count} {kind}" for kind, count in kind_counts(errors).items())
-    return (f"method {method.name}, shard {shard}: {len(errors)} of {total} pairs failed ({kinds}; the first: "
-            f"{clip(errors[0], MESSAGE_CHARS)})")  # fmt: skip
+    return FAILED_PAIRS_LINE % (method.name, shard, len(errors), total, kinds, clip(errors[0], MESSAGE_CHARS))
 
 
 # UMBRELA's, the nugget and criteria kinds' answers: no `mode` reads one that is not a grade
