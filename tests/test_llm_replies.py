@@ -538,6 +538,14 @@ def test_a_connection_failure_names_the_address_and_why_and_an_http_error_keeps_
         LLMError, match=r"^http-502: Error code: 502 - <html> <head><title>502 Bad Gateway</title></head> </html>$"
     ):
         client(server, tmp_path, max_attempts=1).complete("hive")
+    # A redirect followed with a GET lost the prompt: the failure was the other address's 501, of no redirect
+    server.script("nectar", Raw("", code=302, headers={"Location": "/v2/chat/completions"}))
+    asked = server.calls
+    with pytest.raises(
+        LLMError, match=r"^http-302: the server redirected the request to /v2/chat/completions, which a client asks "
+    ):
+        client(server, tmp_path, max_attempts=3).complete("nectar")
+    assert server.calls == asked + 1  # not asked again: the same request is redirected the same way
     # A user and password in the URL stay out of the message, which grades and logs keep
     with pytest.raises(LLMError, match=rf"^connection: request to http://127.0.0.1:{port}/v1/ failed: "):
         client(server, tmp_path, max_attempts=1, base_url=f"http://me:secret@127.0.0.1:{port}/v1").complete("bees")

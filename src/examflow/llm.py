@@ -365,6 +365,8 @@ class LLMClient:
         memory): a longer declared length stops it at once, a longer stream at the first excess chunk;
         and the body be read by the request's deadline. A body compressed though examflow asks for none
         is inflated here, within the bound (httpx would inflate it whole, past it)."""
+        if response.status_code in REWRITTEN_AS_GET and response.request.method == "POST":
+            raise Redirected(response.status_code, response.headers.get("location", "no address"))
         limit = self.settings.max_reply_bytes
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
@@ -413,6 +415,22 @@ class ReplyTooSlow(BodyFailure):
 
 class BadBody(BodyFailure):
     """A body compressed in a way examflow does not inflate, or damaged."""
+
+
+# The redirects an HTTP client follows with a GET, the prompt left behind (307 and 308 keep the POST and its body)
+REWRITTEN_AS_GET = (301, 302, 303)
+
+
+class Redirected(BodyFailure):
+    """A request redirected with a GET: the failure was the new address's answer to it (`http-501: Unsupported
+    method ('GET')`), which named no redirect (a stranger's trial). The same request is redirected again."""
+
+    retried = False
+
+    def __init__(self, status: int, location: str):
+        super().__init__(f"the server redirected the request to {location}, which a client asks with a GET, without "
+                         "the prompt: set base_url to the address it redirects to")  # fmt: skip
+        self.kind = f"http-{status}"
 
 
 class _BoundedStream(SyncByteStream):
