@@ -32,11 +32,12 @@ def test_ranks_against_scores_are_replaced_by_score_order_with_trec_eval_ties():
         ("r", "q", "a", 1, 1.0),
         ("r", "q", "b", 2, 3.0),
         ("r", "q", "c", 3, 3.0),
-        ("s", "q", "x", 1, 2.0),
         ("s", "q", "y", 1, 1.0),
+        ("s", "q", "x", 1, 2.0),
     ]
     table, reranked = normalise_ranks(rankings(rows))
-    assert reranked.values.tolist() == [["r", "q", "a"], ["s", "q", "x"]]  # each list's first row as given
+    # each list's first row that shows why: b's score rises over a's, x repeats y's rank (not the list's first row)
+    assert reranked.values.tolist() == [["r", "q", "b"], ["s", "q", "x"]]
     # Ties by descending passage id, as trec_eval orders them.
     assert table[["run_id", "passage_id", "rank"]].values.tolist() == [
         ["r", "c", 1],
@@ -146,7 +147,7 @@ def test_negative_ranks_are_re_ranked_by_score_in_the_pool_and_the_cover_budget(
     sources = Sources({"neg": negative, "zero": zero_based})
     tables = build_pool(queries, runs, None, judgments, corpus, 5, Problems("error"), sources)
     assert f"{negative}: 30 negative ranks (first on line 1, field 'rank')" in caplog.text
-    # the list named at its file's first line, found among many runs (a stranger's "1 ranked lists", no run)
+    # the list named at its file's first line that shows why, found among many runs (a stranger's "1 ranked lists")
     assert ("1 ranked list had repeated or negative ranks, or ranks against their scores: re-ranked by score "
             f"(first: run 'neg', query 'q', {negative}:1)") in caplog.text  # fmt: skip
     # Re-ranked by score from 1: the best five; the 0-based run keeps ranks 0..5, six passages, as before.

@@ -43,14 +43,16 @@ def normalise_ranks(rankings: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]
     does (trec_eval ignores the rank column), starting from the list's own first rank
     (0-based runs stay 0-based), or from 1 where that is negative: a negative rank would
     put every passage of the list within any budget `rank ≤ k`.
-    Returns the table sorted by (run, query, rank), and the lists re-ranked: (run, query, the passage of
-    the list's first row as given), by run and query.
+    Returns the table sorted by (run, query, rank), and the lists re-ranked: (run, query, the passage of the
+    list's first row, in the file's order, whose rank repeats one, is negative or rises against its score), by
+    run and query: the list's first row named a line with nothing wrong on it (a stranger's trial).
     """
     keys = ["run_id", "query_id"]
     table = rankings.sort_values(keys + ["rank", "score"], ascending=[True, True, True, False], kind="stable")
-    repeated = table.duplicated(keys + ["rank"])
+    repeated = rankings.duplicated(keys + ["rank"]).reindex(table.index)  # the repeat in the file's order
     score_rises = table.groupby(keys, sort=False)["score"].diff() > 0
-    broken = table.loc[repeated | score_rises | (table["rank"] < 0), keys].drop_duplicates()
+    wrong = table[repeated | score_rises | (table["rank"] < 0)]
+    broken = wrong[keys].drop_duplicates()
     if broken.empty:
         return table.reset_index(drop=True), broken.assign(passage_id=[])
     is_broken = table.set_index(keys).index.isin(broken.set_index(keys).index)
@@ -58,12 +60,13 @@ def normalise_ranks(rankings: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]
     first_rank = fixed.groupby(keys)["rank"].transform("min").where(lambda first: first >= 0, 1)
     fixed = fixed.assign(rank=first_rank + fixed.groupby(keys).cumcount())
     table = pd.concat([table[~is_broken], fixed]).sort_values(keys + ["rank"], kind="stable")
-    first_rows = rankings.loc[fixed.index.sort_values()].drop_duplicates(keys)[[*keys, "passage_id"]]
-    return table.reset_index(drop=True), first_rows.sort_values(keys).reset_index(drop=True)
+    first_wrong = wrong.sort_index().drop_duplicates(keys)[[*keys, "passage_id"]]
+    return table.reset_index(drop=True), first_wrong.sort_values(keys).reset_index(drop=True)
 
 
 def _say_reranked(reranked: pd.DataFrame, sources: Sources) -> None:
-    """How many lists were re-ranked, the first named at its run file's line: among many runs, findable."""
+    """How many lists were re-ranked, the first named at its run file's line that shows why: among many runs,
+    findable."""
     run, query, passage = reranked.iloc[0]
     path = sources.runs.get(run)
     line = None if path is None else trec_line(path, query, passage)
