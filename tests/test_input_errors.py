@@ -83,6 +83,13 @@ BAD_FILES = [
     ("qrels", "q.qrels", "q1 0 d1 1\nq1 0 d2 relevant\n", 2, "relevance", "not an integer: 'relevant'"),
     ("qrels", "q.qrels", "q1 0 d1 1\nq1/s9 0 d2 1\n", 2, "query_id", r"unknown query id 'q1/s9' \(no subtopic 's9' of query 'q1' here\)"),
     ("queries", "q.jsonl", '{"query_id": "p", "title": "P"}\n', 1, "text", "missing"),
+    # a null is no absent field, and a line that names its id otherwise than the file's first line (strangers)
+    ("queries", "q.jsonl", '{"query_id": "p", "text": null}\n', 1, "text", "null: a text is a string$"),
+    ("corpus", "c.jsonl", '{"docid": "d1", "contents": "a"}\n{"id": "d2", "contents": "b"}\n', 2, "docid",
+     r"missing: this line has 'id', the file's field is 'docid' \(from line 1\)$"),
+    ("corpus", "c.jsonl", '{"docid": "d1", "contents": "a"}\n{"docid": null, "contents": "b"}\n', 2, "docid",
+     "expected a string or whole number, found null$"),
+    ("corpus", "c.jsonl", '{"docid": "d1", "contents": ["a"]}\n', 1, "contents", "expected a string, found a list$"),
     ("qrels", "q.qrels", "q1 0 d1 1_0\n", 1, "relevance", "not a number as trec_eval reads one: '1_0'"),
     ("qrels", "q.qrels", "q1 0 d1 1\nq1 0 d1 0\n", 2, "doc_id", r"document 'd1' judged twice for 'q1' \(first on line 1\)"),
     ("corpus", "c.tsv", "d1\tone\nd2\t \n", 2, "text", "empty text for pooled passage 'd2'"),

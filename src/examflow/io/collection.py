@@ -115,6 +115,7 @@ def _tsv(path, wanted: set[str]) -> Iterator[tuple[int, str, str]]:
 
 def _jsonl(path, wanted: set[str]) -> Iterator[tuple[int, str, str]]:
     id_field = text_field = None
+    picked = 0  # the line the fields were picked on
     for number, raw in raw_lines(path):
         try:
             # decoded first (naming a byte that is not UTF-8): json.loads would guess UTF-16 from a NUL byte
@@ -126,14 +127,17 @@ def _jsonl(path, wanted: set[str]) -> Iterator[tuple[int, str, str]]:
         if id_field is None:
             id_field = _pick(path, number, record, ID_FIELDS, "id")
             text_field = _pick(path, number, record, TEXT_FIELDS, "text")
+            picked = number
         doc_id = record.get(id_field)
-        if not isinstance(doc_id, (str, int)):
-            raise InputError(path, "missing or not a string", number, id_field)
+        if not isinstance(doc_id, (str, int)) or isinstance(doc_id, bool):
+            raise InputError(path, _no_value(record, id_field, ID_FIELDS, picked, "a string or whole number"), number,
+                             id_field)  # fmt: skip
         if str(doc_id) in wanted:  # read again, its keys checked: a second "text" would have won in silence
             record = json_value(path, number, raw)
             text = record.get(text_field)
             if not isinstance(text, str):
-                raise InputError(path, "missing or not a string", number, text_field)
+                raise InputError(path, _no_value(record, text_field, TEXT_FIELDS, picked, "a string"), number,
+                                 text_field)  # fmt: skip
             yield number, str(doc_id), text
         elif isinstance(doc_id, str) and (stripped := doc_id.strip()) is not doc_id and stripped in wanted:
             raise _spaced(path, number, id_field, doc_id)
@@ -144,6 +148,19 @@ def _spaced(path, number: int | None, field: str, doc_id: str) -> InputError:
     collection that holds it (ids hold no whitespace, docs/inputs.md)."""
     return InputError(path, f"{doc_id!r} has whitespace around the id {doc_id.strip()!r} asked for: ids are "
                             "written without whitespace", number, field)  # fmt: skip
+
+
+def _no_value(record: dict, field: str, candidates: tuple[str, ...], picked: int, expected: str) -> str:
+    """Why a line's `field` holds no id or text: not there (another of the `candidates` in its place: the file's
+    field was picked on line `picked`), null, or another type."""
+    if field not in record:
+        other = next((name for name in candidates if name in record), None)
+        return "missing" + (
+            f": this line has {other!r}, the file's field is {field!r} (from line {picked})" if other else ""
+        )
+    value = record[field]  # a list or an object is named, not repeated: it may be of any size
+    found = "a list" if isinstance(value, list) else "an object" if isinstance(value, dict) else json.dumps(value)
+    return f"expected {expected}, found {found}"
 
 
 def _pick(path, number: int, record, candidates: tuple[str, ...], what: str) -> str:

@@ -276,7 +276,7 @@ def required_id(path: str | Path, number: int | None, record: dict[str, Any], fi
         value = str(value)
     name = f"{where}{field}"
     if value is None:
-        raise InputError(path, "missing", number, name)
+        raise InputError(path, "missing" if field not in record else "null: an id is a string", number, name)
     if not isinstance(value, str):
         raise InputError(path, f"expected a string or whole number, found {json.dumps(value)}", number, name)
     check_id(path, number, value, name)
@@ -360,7 +360,7 @@ def json_object(path: str | Path, what: str = "") -> tuple[dict[str, Any], str]:
 def required_text(path: str | Path, number: int, record: dict[str, Any], field: str) -> str:
     value = record.get(field)
     if value is None:
-        raise InputError(path, "missing", number, field)
+        raise InputError(path, "missing" if field not in record else "null: a text is a string", number, field)
     if not isinstance(value, str):
         raise InputError(path, f"expected a string, found {type(value).__name__}", number, field)
     if not value.strip():
