@@ -124,7 +124,7 @@ def _jsonl(path, wanted: set[str]) -> Iterator[tuple[int, str, str]]:
             raise InputError(path, f"not valid JSON ({json_problem(error)})", number) from None
         if not isinstance(record, dict):  # a number or a list is valid JSON, but holds no passage
             raise InputError(path, f"expected a JSON object, found {type(record).__name__}", number)
-        if id_field is None:
+        if id_field is None or text_field is None:
             id_field = _pick(path, number, record, ID_FIELDS, "id")
             text_field = _pick(path, number, record, TEXT_FIELDS, "text")
             picked = number
