@@ -105,7 +105,7 @@ def _tsv(path, wanted: set[str]) -> Iterator[tuple[int, str, str]]:
         if not tab or b"\t" in text:
             found = raw.count(b"\t") + 1
             raise InputError(
-                path, f"expected 2 tab-separated columns (doc_id, text), found {found}{cr_hint(raw)}", number
+                path, f"expected 2 tab-separated columns (doc_id text), found {found}{cr_hint(raw)}", number
             )
         if doc_id in wanted_bytes:
             yield number, decode(path, number, doc_id), decode(path, number, text, len(doc_id) + 1)
