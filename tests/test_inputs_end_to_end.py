@@ -99,3 +99,34 @@ def test_a_question_for_no_subtopic_of_its_page_is_neither_graded_nor_counted(tm
         "coffee/beans 0 c1 0", "coffee/beans 0 c2 5", "coffee/beans 0 c3 0",
         "coffee/brewing 0 c1 5", "coffee/brewing 0 c2 0", "coffee/brewing 0 c3 0",
     ]  # fmt: skip
+
+
+def test_a_grading_job_s_table_is_refused_by_evaluate_which_reads_a_method_s_merged_grades(tmp_path, capsys):
+    """`evaluate --grades` on one job's table, skipping `merge-grades`, scored every run 0 with exit 0 for an
+    embedding method (its similarities become grades in the merge) and one shard's queries alone for any other
+    (a stranger by hand)."""
+    from examflow.cli import main
+    from examflow.grading.merge import read_grades_metadata, write_grades
+
+    queries = write(tmp_path / "queries.tsv", "tea\thow is tea made\n")
+    bank = write(tmp_path / "bank.tsv", "query_id\tquestion\ntea\tWhat about leaves?\n")
+    responses = write(tmp_path / "r.jsonl", '{"run_id": "ragA", "query_id": "tea", "text": "Tea is leaves."}\n')
+    segments, pool = tmp_path / "segments.parquet", tmp_path / "pool"
+    examflow("segment", "--responses", responses, "--queries", queries, "--out", segments)
+    examflow("pool", "--queries", queries, "--segments", segments, "--out", pool)
+    calls, [(board, _)] = grade_and_evaluate(tmp_path, pool, bank, queries, [])
+    assert calls == 1 and board == {"ragA": [1.0, 1]}  # the merged table: evaluated
+    job = tmp_path / "grades/shard-0.parquet"
+    assert read_grades_metadata(str(job))["shard"] == "shard-0"
+    # a job's table of before tables named their shard: the model's signature alone
+    legacy = tmp_path / "legacy.parquet"
+    write_grades(pd.read_parquet(job), {"model": read_grades_metadata(str(job))["model"]}, str(legacy))
+    capsys.readouterr()
+    for table, shard in ((job, "shard-0"), (legacy, "a shard")):
+        evaluate = ["evaluate", "--grades", str(table), "--pool", str(pool), "--out", str(tmp_path / "eval-job")]
+        assert main([*evaluate, "--measures", "--bootstrap", "0"]) == 2
+        assert capsys.readouterr().err == (
+            f"examflow: error: {table}: the table of one grading job ({shard}), not a method's grades: give the "
+            "table `examflow merge-grades` writes of all the method's shards\n"
+        )
+    assert not (tmp_path / "eval-job").exists()

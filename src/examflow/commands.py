@@ -264,7 +264,6 @@ def grade_command(args: argparse.Namespace) -> None:
     from examflow.grading.grader import ShardGrader, make_pairs, work_unit
     from examflow.grading.grades import GaveUp, check_failures, empty_grades
     from examflow.grading.merge import write_grades
-    from examflow.io.tables import write_tables
     from examflow.progress import job_progress
     from examflow.questions.shards import check_one_bucket
 
@@ -286,7 +285,7 @@ def grade_command(args: argparse.Namespace) -> None:
         log.info("method %s, shard %s: %d passages, %d pairs", method.name, args.shard, len(passages), len(pairs))
         if not pairs:  # no model is loaded for nothing
             log.warning("shard %s: nothing to grade (no pooled passages or no questions)", args.shard)
-            write_tables({args.out: empty_grades()})
+            write_grades(empty_grades(), {"shard": args.shard}, args.out)
             return
         with _method_named(method.name):
             grader = ShardGrader(method, args.cache_dir, args.flush_every, progress, args.max_error_rate)
@@ -298,7 +297,8 @@ def grade_command(args: argparse.Namespace) -> None:
         _wrap_up(grader, progress, int(grades["error"].notna().sum()))
         check_failures(grades, method, args.shard, args.max_error_rate, args.cache_dir, args.out)
         served = {"served_models": dict(grader.served)} if grader.served else {}
-        write_grades(grades, {"model": grader.cache.signature} | served, args.out)
+        # `shard` marks a job's table, which evaluate refuses: an embedding method's are not grades until merged
+        write_grades(grades, {"shard": args.shard, "model": grader.cache.signature} | served, args.out)
 
 
 def _wrap_up(grader: ShardGrader, progress: JobProgress | None, without_grade: int) -> None:
@@ -1325,6 +1325,7 @@ def _evaluation_inputs(args: argparse.Namespace):
 def _grades_tables(paths: list[str]) -> list:
     """The grades tables given, each a method's own: a method in two of them would have its grades merged."""
     from examflow.grading.grades import GRADES_READ
+    from examflow.grading.merge import job_shard, read_grades_metadata
     from examflow.io.tables import read_table, with_columns
 
     tables: list = []
@@ -1333,6 +1334,9 @@ def _grades_tables(paths: list[str]) -> list:
         table = read_table(path, ())
         if "method" not in table.columns:
             raise InputError(path, "not a grades table (no `method` column): give grades/METHOD.parquet")
+        if shard := job_shard(read_grades_metadata(path)):  # read alone, all 0 for an embedding method, exit 0
+            raise InputError(path, f"the table of one grading job ({shard}), not a method's grades: give the table "
+                             "`examflow merge-grades` writes of all the method's shards")  # fmt: skip
         with_columns(path, table, GRADES_READ)
         for method in table["method"].unique():
             if method in owner:

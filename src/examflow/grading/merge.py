@@ -87,6 +87,14 @@ def write_grades(grades: pd.DataFrame, metadata: dict, path: str) -> None:
     write_tables({path: table})
 
 
+def job_shard(metadata: dict) -> str | None:
+    """The shard of a grading job's table (by its metadata), None for a merged one. A job's table of before
+    shards were named holds its model's signature alone, a merged one its count of pairs."""
+    if "shard" in metadata:
+        return str(metadata["shard"])
+    return "a shard" if "model" in metadata and "pairs" not in metadata else None
+
+
 def read_grades_metadata(path: str) -> dict:
     """What examflow recorded with a grades table ({} for a table written without any)."""
     try:
