@@ -499,6 +499,30 @@ def test_an_empty_path_is_named_so_by_the_readers_that_open_it_alone():
         read_responses("", {"q1"}, strict())
 
 
+def test_an_output_that_is_an_input_of_its_command_is_refused_before_anything_is_written(tmp_path, capsys, monkeypatch):
+    """`grade --out` on its own `--questions` replaced the bank shard by its grades, and `evaluate --out` on
+    its `--pool` wrote into the pool, exit 0 (a stranger by hand); a link to the input is the input."""
+    from examflow.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    bank = write(tmp_path / "bank.tsv", "query_id\tquestion\nq1\tWho makes wax?\n")
+    write(tmp_path / "queries.tsv", "q1\tbees\n")
+    (tmp_path / "link.tsv").symlink_to(bank)
+    shard = ["bank-shard", "--bank", "bank.tsv", "--queries", "queries.tsv", "--shard", "shard-0", "--shards", "1"]
+    for out in ("bank.tsv", str(bank), "link.tsv"):
+        assert main([*shard, "--out", out]) == 2
+        assert capsys.readouterr().err == (
+            f"examflow: error: --out {out}: also the path of --bank, which it reads: write elsewhere\n"
+        )
+    assert bank.read_text() == "query_id\tquestion\nq1\tWho makes wax?\n"
+    # a word of another option that names no file is no input: an output of its name is written
+    assert main([*shard, "--out", "shard-0"]) == 0 and (tmp_path / "shard-0").is_file()
+    (tmp_path / "pool").mkdir()
+    assert main(["evaluate", "--grades", "g.parquet", "--pool", "pool", "--out", "pool"]) == 2
+    assert capsys.readouterr().err.endswith("--out pool: also the path of --pool, which it reads: write elsewhere\n")
+    assert list((tmp_path / "pool").iterdir()) == []
+
+
 @pytest.mark.parametrize("option", ["--out", "--cache-dir", "--progress"])
 def test_an_empty_path_to_write_is_refused_before_anything_is_read_or_written(tmp_path, capsys, monkeypatch, option):
     """`--out ""` wrote a grades table into the current folder: the empty path is the current folder."""

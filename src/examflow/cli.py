@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Iterator
 from functools import partial
 from typing import TypedDict
 
@@ -804,17 +805,23 @@ def _terminated(signum: int, frame: object) -> None:
     raise Terminated
 
 
-# The options that name a file or folder a command writes, besides --out and --out-*.
+# The options that name a file or folder a command writes, besides --out and --out-*, each read by it too: the
+# cache it adds to, its progress file, the evaluations it compares with.
 _WRITTEN = ("cache_dir", "progress", "baselines")
+
+
+def _output(name: str) -> bool:
+    """Whether an option names what its command writes alone (--out, --out-*)."""
+    return name == "out" or name.startswith("out_")
 
 
 def _refuse_shared_or_empty_outputs(args: argparse.Namespace) -> None:
     """An empty path names the current folder: a step would write its tables among the user's files. Two
-    outputs of one path: the second would replace the first."""
+    outputs of one path: the second would replace the first. An output that is an input too: `grade --out`
+    on its `--questions` replaced the bank shard by its grades, exit 0 (a stranger by hand)."""
     seen: dict[str, str] = {}
     for name, value in vars(args).items():
-        written = name == "out" or name.startswith("out_") or name in _WRITTEN
-        if not (written and isinstance(value, str)):
+        if not ((_output(name) or name in _WRITTEN) and isinstance(value, str)):
             continue
         option = f"--{name.replace('_', '-')}"
         if not value.strip():
@@ -822,6 +829,25 @@ def _refuse_shared_or_empty_outputs(args: argparse.Namespace) -> None:
         if (same := os.path.abspath(value)) in seen:
             raise Failure(f"{option} {value}: also {seen[same]}'s path: each output needs its own")
         seen[same] = option
+    # by their real paths: a link to the input is the input
+    outputs = {os.path.realpath(value): name for name, value in vars(args).items() if _output(name) and value}
+    for option, text in _read_paths(args):
+        if (output := outputs.get(os.path.realpath(text))) is not None:
+            written = f"--{output.replace('_', '-')} {getattr(args, output)}"
+            raise Failure(f"{written}: also the path of {option}, which it reads: write elsewhere")
+
+
+def _read_paths(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
+    """Every value of the other options that names a file or folder there is (a text, or texts), so one a
+    command may read, with its option (`the shards`: merge-grades' list). A word that is no path, as
+    `--query-mode present`, names none: `--out present` is not refused for it."""
+    for name, value in vars(args).items():
+        if _output(name) or name in _WRITTEN or name == "command":
+            continue
+        option = "the shards" if name == "shards" else f"--{name.replace('_', '-')}"
+        for text in value if isinstance(value, list) else [value]:
+            if isinstance(text, str) and text.strip() and os.path.exists(text):
+                yield option, text
 
 
 def program() -> int:
