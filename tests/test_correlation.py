@@ -13,10 +13,12 @@ from examflow.errors import InputError
 from examflow.evaluation.correlation import (
     Interval,
     bootstrap_intervals,
+    kendall_tau_b,
     leaderboard_correlation,
     percentile_interval,
     random_tie_correlation,
     rank_correlations,
+    spearman_rho,
     tau_ap,
 )
 from examflow.io.leaderboard import read_leaderboard
@@ -195,3 +197,11 @@ def test_the_vectorised_correlations_are_the_leaderboard_s_to_the_last_bit_on_ma
         spearman, kendall = rank_correlations(scores, official)
         for mine, theirs in ((spearman[0], point.spearman), (kendall[0], point.kendall)):
             assert mine == theirs or (np.isnan(mine) and np.isnan(theirs)), (scores, official)
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_one_run_has_no_correlation_and_no_numpy_warning():
+    """One official run: six `RuntimeWarning: divide by zero` lines of numpy's among the step's output (a
+    stranger by hand); the note says why there is no correlation."""
+    one = np.array([[1.0]])
+    assert np.isnan(spearman_rho(one, one)).all() and np.isnan(kendall_tau_b(one, one)).all()

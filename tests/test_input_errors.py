@@ -521,6 +521,29 @@ def test_an_output_that_is_an_input_of_its_command_is_refused_before_anything_is
     assert main(["evaluate", "--grades", "g.parquet", "--pool", "pool", "--out", "pool"]) == 2
     assert capsys.readouterr().err.endswith("--out pool: also the path of --pool, which it reads: write elsewhere\n")
     assert list((tmp_path / "pool").iterdir()) == []
+    # a table of the pool's given for its folder: `pool/x.parquet/rankings.parquet: table not found` (a stranger)
+    from examflow.commands import read_pooled
+
+    write(tmp_path / "pool/passages.parquet", "")
+    with pytest.raises(InputError, match=r"^pool/passages.parquet: a file, where the pool's folder goes \(`examflow "
+                       r"pool --out`\): give the folder$"):  # fmt: skip
+        read_pooled("pool/passages.parquet", "rankings")
+
+
+def test_an_abbreviated_option_is_unknown(tmp_path, capsys, monkeypatch):
+    """argparse read `--qrel` as `--qrels` and `--dep 1` as `--depth 1` in silence (a stranger by hand)."""
+    from examflow.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "bank.tsv", "query_id\tquestion\nq1\tWho makes wax?\n")
+    write(tmp_path / "queries.tsv", "q1\tbees\n")
+    shard = ["bank-shard", "--queries", "queries.tsv", "--shard", "shard-0", "--shards", "1", "--out", "b.parquet"]
+    with pytest.raises(SystemExit) as stopped:  # argparse's usage line and error
+        main([*shard, "--ban", "bank.tsv"])
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err.endswith("examflow: error: unrecognized arguments: --ban bank.tsv\n")
+    assert not (tmp_path / "b.parquet").exists()
+    assert main([*shard, "--bank", "bank.tsv"]) == 0
 
 
 @pytest.mark.parametrize("option", ["--out", "--cache-dir", "--progress"])

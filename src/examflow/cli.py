@@ -83,10 +83,18 @@ def _under_a_folder(name: str, text: str, folder: bool = False) -> str:
     return text
 
 
+class _Parser(argparse.ArgumentParser):
+    """A parser that takes options as written only: argparse's abbreviations read `--qrel` as `--qrels` and
+    `--dep 1` as `--depth 1` in silence (a stranger by hand), and a later option would change what they mean."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **{"allow_abbrev": False, **kwargs})
+
+
 def parser() -> argparse.ArgumentParser:
-    main = argparse.ArgumentParser(prog="examflow", description=__doc__)
+    main = _Parser(prog="examflow", description=__doc__)
     main.add_argument("--version", action="version", version=f"examflow {__version__}")
-    subparsers = main.add_subparsers(dest="command", required=True)
+    subparsers = main.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _pool_parser(subparsers)
     _segment_parser(subparsers)
     _questions_parser(subparsers)

@@ -33,6 +33,8 @@ log = logging.getLogger("examflow")
 
 def pooled(pool: str | Path, name: str) -> Path:
     """A table of the pool's folder (examflow.outputs.POOL)."""
+    if Path(pool).is_file():  # `--pool pool/passages.parquet` read `pool/passages.parquet/rankings.parquet: not found`
+        raise InputError(pool, "a file, where the pool's folder goes (`examflow pool --out`): give the folder")
     return Path(pool) / POOL[name].path
 
 

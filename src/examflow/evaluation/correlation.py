@@ -192,9 +192,10 @@ def spearman_rho(predicted: np.ndarray, truth: np.ndarray) -> np.ndarray:
         predicted - predicted.mean(axis=1, keepdims=True),
         truth - truth.mean(axis=1, keepdims=True),
     )
-    inverse = np.true_divide(1, predicted.shape[1] - 1)
-    spread = np.sqrt((centred**2).sum(axis=1) * inverse), np.sqrt((truth_centred**2).sum(axis=1) * inverse)
+    # one run: 1 / 0 and spreads of NaN, a ρ of NaN without numpy's warnings (the note says why)
     with np.errstate(invalid="ignore", divide="ignore"):
+        inverse = np.true_divide(1, predicted.shape[1] - 1)
+        spread = np.sqrt((centred**2).sum(axis=1) * inverse), np.sqrt((truth_centred**2).sum(axis=1) * inverse)
         rho = (centred * truth_centred).sum(axis=1) * inverse / spread[0] / spread[1]
         return np.where((spread[0] > 0) & (spread[1] > 0), np.clip(rho, -1, 1), np.nan)
 

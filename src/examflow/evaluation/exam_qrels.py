@@ -129,9 +129,13 @@ def _nearest(name: str) -> str | None:
     squeezed = {measure.lower().replace("_", ""): measure for measure in pytrec_eval.supported_measures}
     base = squeezed.get(parts["base"].lower().replace("_", ""))
     base = base or next(iter(difflib.get_close_matches(parts["base"], pytrec_eval.supported_measures, n=1)), None)
-    if base is None:
-        return None
-    return f"{base}_{parts['parameters']}" if parts["parameters"] else base
+    if base is None or not parts["parameters"]:
+        return base
+    # `ndcg10`: ndcg takes no cut-off (pytrec_eval reads `ndcg_10` as another measure), its `_cut` kin does
+    for meant in (f"{base}_{parts['parameters']}", f"{base}_cut_{parts['parameters']}"):
+        if not aborting(meant) and _computed(meant) == [meant]:
+            return meant
+    return f"{base}_{parts['parameters']}"
 
 
 def exam_labels(grades: pd.DataFrame, per_facet: bool = False) -> pd.DataFrame:
