@@ -251,6 +251,20 @@ def test_a_plan_by_hand_without_the_bank_or_with_a_method_twice_is_refused(tmp_p
     assert capsys.readouterr().err.endswith("examflow: error: --method: 'u' is named twice\n")
     assert main([*plan, umbrela]) == 0  # a direct grader pairs passages with the query: no bank
     assert "pairs" in capsys.readouterr().out
+    # the bank's shards of one --shards, the plan of another: the jobs counted by the wrong number of buckets
+    ids = queries["query_id"].unique()
+    bank = write(tmp_path / "bank.tsv", "query_id\tquestion\n" + "".join(f"{q}\tWhat?\n" for q in ids))
+    texts = write(tmp_path / "q.tsv", "".join(f"{q}\tquery {q}\n" for q in ids))
+    shard = tmp_path / "shard-0.parquet"
+    assert main(["bank-shard", "--bank", str(bank), "--queries", str(texts), "--shard", "shard-0",
+                 "--shards", "1", "--out", str(shard)]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert main([*plan, cosine, "--questions", str(shard)]) == 2
+    assert capsys.readouterr().err == (
+        f"examflow: error: {shard}: --questions: a bucket of --shards 1, not of --shards 16: give the --shards the "
+        "bank's shards were made with\n"
+    )
+    assert main([*plan, cosine, "--questions", str(shard), "--shards", "1"]) == 0
 
 
 def test_a_larger_gpu_batch_is_planned_to_take_longer():

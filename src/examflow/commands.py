@@ -904,11 +904,13 @@ def assignments(values: list[str] | None, option: str, kind, many: bool = False)
 def plan_command(args: argparse.Namespace) -> None:
     from examflow.io.tables import write_tables
     from examflow.plan import format_plan, gpu_visible, plan_method, plan_table
+    from examflow.questions.shards import check_bucket_count
 
     methods = [method_option(text, f"--method[{i}]") for i, text in enumerate(args.method)]  # before any file
     pool = Path(args.pool)
     passages, queries = read_pooled(pool, "passages"), read_pooled(pool, "queries")
     questions = read_questions(args.questions)
+    check_bucket_count("--questions", args.questions, args.shards)
     if not args.questions and (asking := next((m for m in methods if m.entry.reads_bank), None)):
         # no bank would plan 0 pairs for it: a cost of nothing, in silence (a stranger by hand)
         raise Failure(

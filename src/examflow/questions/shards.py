@@ -129,6 +129,16 @@ def check_one_bucket(tables: dict[str, str], shard: str) -> None:
         first = first or (option, bucket)
 
 
+def check_bucket_count(option: str, paths: list[str], shards: int) -> None:
+    """The tables are buckets of `shards`, where they name theirs: `plan` of a bank cut in 2 planned 16 jobs
+    by its default --shards (a stranger by hand)."""
+    for path in paths:
+        named = _metadata(path).get(BUCKET_KEY)
+        if named is not None and (count := json.loads(named)[1]) != shards:
+            raise InputError(path, f"{option}: a bucket of --shards {count}, not of --shards {shards}: give the "
+                             "--shards the bank's shards were made with")  # fmt: skip
+
+
 def check_every_bucket(option: str, paths: list[str]) -> None:
     """Tables given together as the whole bank (`evaluate --questions`) are of one --shards, each bucket once,
     and every bucket that holds questions among them, where they name theirs: one left out took its queries
