@@ -219,10 +219,10 @@ def test_a_bank_given_in_part_or_twice_is_refused(tmp_path, capsys):
                      "--shard", shard, "--shards", count, "--out", str(shards / count / f"{shard}.parquet")]) == 0  # fmt: skip
     method = json.dumps({"name": "m", "kind": "self_rating", "backend": {"kind": "embedding"}})
 
-    def plan(*tables: str) -> str:
+    def plan(*tables: str, count: str = "16") -> str:
         capsys.readouterr()
         code = main(["plan", "--pool", str(pool), "--method", method, "--cache-dir", str(tmp_path / "cache"),
-                     "--questions", *[str(shards / table) for table in tables]])  # fmt: skip
+                     "--shards", count, "--questions", *[str(shards / table) for table in tables]])  # fmt: skip
         said = capsys.readouterr()
         return "ran" if code == 0 else said.err.strip().removeprefix("examflow: error: ")
 
@@ -239,7 +239,11 @@ def test_a_bank_given_in_part_or_twice_is_refused(tmp_path, capsys):
         f"{shards / some[0]}: --questions: {some[0][3:-8]} of --shards 16, where {shards / '1/shard-0.parquet'} is "
         "shard-0 of --shards 1: give the tables of one --shards"
     )
-    assert plan("1/shard-0.parquet") == "ran"
+    assert plan("1/shard-0.parquet", count="1") == "ran"
+    assert plan("1/shard-0.parquet") == (  # the plan's own --shards, another count: its jobs would be miscounted
+        f"{shards / '1/shard-0.parquet'}: --questions: a bucket of --shards 1, not of --shards 16: give the --shards "
+        "the bank's shards were made with"
+    )
 
 
 @needs_reference("every published bank shards as before against its queries", bool(REFERENCE_BANKS))
