@@ -196,7 +196,8 @@ def test_criteria_llms_exam_is_the_four_criteria_and_its_aggregation_the_label()
     ("answer", "reference", "strict"),
     [("2", 2, 2), ("Score: 3", 3, 3), ("**1**", 1, 1), ("2/3", 2, 2), ("0.\n\nThe passage is off topic.", 0, 0),
      ("I cannot rate this; see section 2.", 2, None), ("1.5", 1, None), ("2 - fairly relevant", 2, None),
-     ("It is relevant.", None, None), ("Score -1", 1, None), ("**Score:** 2", 2, 2)],
+     ("It is relevant.", None, None), ("Score -1", None, None), ("-2", None, None), ("**Score:** 2", 2, 2),
+     ("Exactness-2: 1", 2, None)],  # a negative number is no grade; a hyphen after a word is no minus sign
 )  # fmt: skip
 def test_strict_reads_only_a_first_line_that_is_the_score(answer, reference, strict):
     from examflow.grading.parsing import parse_criterion

@@ -172,6 +172,9 @@ def test_a_local_model_grades_as_umbrela_reads_its_answers(tmp_path):
         ("##final score: 2\nBecause the passage ...", 2, None),  # the prompt asks for no reasoning after it
         ('{"M": 2, "T": 1, "O": 1}', 1, None),
         ("final score -1", None, None),  # out of range, not a label after a dash
+        ("-2", None, None),  # a negative number: UMBRELA's last pattern reads its digit
+        ("It rates −2 on the scale.", None, None),  # the minus sign U+2212
+        ("relevance category-2", 2, None),  # a hyphen after a word is no minus sign
         ("**Final score:** 2", 2, 2),  # markdown emphasis anywhere on the line
         ("## Final Score: **2**", 2, 2),
         ("Final score (O): 2", 2, 2),  # the prompt names the score (O)

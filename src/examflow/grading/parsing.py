@@ -134,8 +134,8 @@ def verify_answer(answer: str, gold_answers: list[str]) -> bool:
 # UMBRELA's reading of a 0-3 label (castorini/umbrela, `parse_fewshot_response`): the answer lower-cased,
 # then each pattern in turn, and the first that matches anywhere gives the label of its last match. Two
 # departures, both so that no answer becomes a grade it does not state: where no pattern matches,
-# UMBRELA grades 0 and examflow records a failure; and a final score stated outside 0-3 ("##final score: 4")
-# is a failure too, where UMBRELA's later patterns would read some other digit of the answer.
+# UMBRELA grades 0 and examflow records a failure; and a final score stated outside 0-3 ("##final score: 4",
+# a bare "-2") is a failure too, where UMBRELA's later patterns would read some other digit of the answer.
 _UMBRELA_PATTERNS = [re.compile(pattern, re.IGNORECASE | re.MULTILINE | re.DOTALL) for pattern in (
     r'"o"\s*[:-=]?\s*(0|1|2|3)', r"\'o\'\s*[:-=]?\s*(0|1|2|3)", r"o\s*[:-=]?\s*(0|1|2|3)",
     r'"overall_score"\s*[:-=]?\s*(0|1|2|3)', r'"overall"\s*[:-=]?\s*(0|1|2|3)',
@@ -172,12 +172,12 @@ _CRITERION = re.compile(r"\b[0-3]\b")
 
 def parse_criterion(text: str, strict: bool = False) -> int | None:
     """A criterion's (or the aggregation's) grade 0-3: the answer's first stand-alone digit 0-3, as the criteria
-    paper's code reads it (`find_first_number`; where it finds none it grades 0, here None); `strict`: only
-    a first line that is the score."""
+    paper's code reads it (`find_first_number`; where it finds none it grades 0, here None, and where a minus
+    sign makes it negative it reads the digit, here None); `strict`: only a first line that is the score."""
     if strict:
         return stated_line(text, _CRITERION_LINE, last=False)
     found = _CRITERION.search(text)
-    return int(found.group()) if found else None
+    return _unsigned(text, found, 0) if found else None
 
 
 def stated_line(text: str, pattern: re.Pattern[str], last: bool) -> int | None:
@@ -200,10 +200,19 @@ def parse_umbrela(text: str, strict: bool = False) -> int | None:
     if stated and not 0 <= int(stated[-1]) <= 3:
         return None
     for pattern in _UMBRELA_PATTERNS:
-        matches = pattern.findall(answer)
+        matches = list(pattern.finditer(answer))
         if matches:
-            return int(matches[-1])
+            return _unsigned(answer, matches[-1], 1)
     return None
+
+
+def _unsigned(text: str, match: re.Match[str], group: int) -> int | None:
+    """The digit `match` found, or None where a minus sign against it makes it a negative number: UMBRELA's
+    and the criteria paper's patterns read `-2` as 2, a grade the answer does not state. A hyphen between
+    a word and the digit (`category-2`) is no sign."""
+    start = match.start(group)
+    signed = start > 0 and text[start - 1] in _MINUS and (start < 2 or not text[start - 2].isalnum())
+    return None if signed else int(match.group(group))
 
 
 _LIST = re.compile(r"\[.*?\]", re.DOTALL)
