@@ -146,6 +146,8 @@ def test_a_local_model_grades_each_criterion_then_aggregates(tmp_path):
     assert prompt.startswith(user.split("{")[0]) and system.strip() not in prompt
     for raw, rating, error in zip(table["raw"], values(table["rating"]), table["error"]):
         found = re.search(r"\b[0-3]\b", raw or "")
+        if found and re.search(r"(?:^|[^\w])[-\u2212]$", raw[: found.start()]):
+            found = None  # a negative number is no grade
         assert rating == (int(found.group()) if found else None) and (error is None) == (found is not None), raw
     criteria = table[table["question_id"] != "q1/relevance"]
     whole = criteria.groupby("passage_id")["rating"].count()
