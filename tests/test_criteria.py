@@ -146,7 +146,7 @@ def test_a_local_model_grades_each_criterion_then_aggregates(tmp_path):
     assert prompt.startswith(user.split("{")[0]) and system.strip() not in prompt
     for raw, rating, error in zip(table["raw"], values(table["rating"]), table["error"]):
         found = re.search(r"\b[0-3]\b", raw or "")
-        if found and re.search(r"(?:^|[^\w])[-\u2212]$", raw[: found.start()]):
+        if found and re.search(r"(?:^|[^\w])[-\u2010-\u2015\u2212]$", raw[: found.start()]):
             found = None  # a negative number is no grade
         assert rating == (int(found.group()) if found else None) and (error is None) == (found is not None), raw
     criteria = table[table["question_id"] != "q1/relevance"]
@@ -198,7 +198,7 @@ def test_criteria_llms_exam_is_the_four_criteria_and_its_aggregation_the_label()
     ("answer", "reference", "strict"),
     [("2", 2, 2), ("Score: 3", 3, 3), ("**1**", 1, 1), ("2/3", 2, 2), ("0.\n\nThe passage is off topic.", 0, 0),
      ("I cannot rate this; see section 2.", 2, None), ("1.5", 1, None), ("2 - fairly relevant", 2, None),
-     ("It is relevant.", None, None), ("Score -1", None, None), ("-2", None, None), ("**Score:** 2", 2, 2),
+     ("It is relevant.", None, None), ("Score -1", None, None), ("-2", None, None), ("‑2", None, None), ("**Score:** 2", 2, 2),
      ("Exactness-2: 1", 2, None)],  # a negative number is no grade; a hyphen after a word is no minus sign
 )  # fmt: skip
 def test_strict_reads_only_a_first_line_that_is_the_score(answer, reference, strict):

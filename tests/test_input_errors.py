@@ -515,8 +515,14 @@ def test_an_output_that_is_an_input_of_its_command_is_refused_before_anything_is
             f"examflow: error: --out {out}: also the path of --bank, which it reads: write elsewhere\n"
         )
     assert bank.read_text() == "query_id\tquestion\nq1\tWho makes wax?\n"
-    # a word of another option that names no file is no input: an output of its name is written
+    # a word of another option that names no file is no input: an output of its name is written, and written
+    # again by a rerun, where the word now names that output (it refused `--shard shard-0`: a reviewer's trial)
     assert main([*shard, "--out", "shard-0"]) == 0 and (tmp_path / "shard-0").is_file()
+    assert main([*shard, "--out", "shard-0"]) == 0
+    assert main(["bank-export", "bank.tsv", "--format", "examflow", "--out", "bank.tsv"]) == 2
+    assert capsys.readouterr().err.endswith(
+        "--out bank.tsv: also the path of the bank, which it reads: write elsewhere\n"
+    )
     (tmp_path / "pool").mkdir()
     assert main(["evaluate", "--grades", "g.parquet", "--pool", "pool", "--out", "pool"]) == 2
     assert capsys.readouterr().err.endswith("--out pool: also the path of --pool, which it reads: write elsewhere\n")

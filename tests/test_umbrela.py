@@ -174,6 +174,8 @@ def test_a_local_model_grades_as_umbrela_reads_its_answers(tmp_path):
         ("final score -1", None, None),  # out of range, not a label after a dash
         ("-2", None, None),  # a negative number: UMBRELA's last pattern reads its digit
         ("It rates −2 on the scale.", None, None),  # the minus sign U+2212
+        ("Score: –2", None, None),  # an en dash, U+2013, in a range of the signs' regex class
+        ("##final score: —2", None, None),  # an em dash
         ("relevance category-2", 2, None),  # a hyphen after a word is no minus sign
         ("**Final score:** 2", 2, 2),  # markdown emphasis anywhere on the line
         ("## Final Score: **2**", 2, 2),

@@ -816,6 +816,14 @@ def _terminated(signum: int, frame: object) -> None:
 # The options that name a file or folder a command writes, besides --out and --out-*, each read by it too: the
 # cache it adds to, its progress file, the evaluations it compares with.
 _WRITTEN = ("cache_dir", "progress", "baselines")
+# Options whose values are words (names, measures, JSON, settings), never a path a command reads: a method
+# named `umbrela` is no input because a folder of that name is there (a rerun's own --out, say).
+_WORDS = frozenset({
+    "command", "api_key_env", "base_url", "cannot_judge", "config_digest", "config_setting", "ensemble",
+    "example_query", "fix_ranker", "grading_settings", "measure", "measures", "method", "method_tau",
+    "official_measure", "query_mode", "ranker", "shard", "weight", "wilcoxon",
+})  # fmt: skip
+_POSITIONALS = {("merge-grades", "shards"): "the shards", ("bank-export", "bank"): "the bank"}  # no option names them
 
 
 def _output(name: str) -> bool:
@@ -847,12 +855,12 @@ def _refuse_shared_or_empty_outputs(args: argparse.Namespace) -> None:
 
 def _read_paths(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
     """Every value of the other options that names a file or folder there is (a text, or texts), so one a
-    command may read, with its option (`the shards`: merge-grades' list). A word that is no path, as
-    `--query-mode present`, names none: `--out present` is not refused for it."""
+    command may read, with its option (`the shards`: merge-grades' list). The options of words (`_WORDS`)
+    name none, whatever lies there: `--method umbrela --out umbrela` is not refused for it."""
     for name, value in vars(args).items():
-        if _output(name) or name in _WRITTEN or name == "command":
+        if _output(name) or name in _WRITTEN or name in _WORDS or not isinstance(value, str | list):
             continue
-        option = "the shards" if name == "shards" else f"--{name.replace('_', '-')}"
+        option = _POSITIONALS.get((args.command, name), f"--{name.replace('_', '-')}")
         for text in value if isinstance(value, list) else [value]:
             if isinstance(text, str) and text.strip() and os.path.exists(text):
                 yield option, text

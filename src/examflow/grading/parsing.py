@@ -16,7 +16,8 @@ from examflow.words import stopwords
 _RATING = re.compile(r"[^\w]*([0-5])[^\w]*")  # the published parse (docs/methods.md §3): `-3` reads as 3
 # A minus sign, however typed: hyphen-minus, the hyphens and dashes U+2010-2015, the minus sign, super- and
 # subscript minus, and the small and full-width hyphen-minus.
-_MINUS = "-\u2010-\u2015\u2212\u207b\u208b\ufe58\ufe63\uff0d"
+_MINUS = "-\u2010-\u2015\u2212\u207b\u208b\ufe58\ufe63\uff0d"  # a character class's ranges: for re only
+_MINUS_SIGNS = frozenset("-\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u207b\u208b\ufe58\ufe63\uff0d")
 
 UNANSWERABLE = [
     "unanswerable",
@@ -151,7 +152,7 @@ _UMBRELA_PATTERNS = [re.compile(pattern, re.IGNORECASE | re.MULTILINE | re.DOTAL
     r"relevance category (0|1|2|3)", r"relevance category for this passage would be (0|1|2|3)",
     r"the relevance category would be (0|1|2|3)", r"\n*(0|1|2|3)",
 )]  # fmt: skip
-_STATED_SCORE = re.compile(r"final score\s*(?:is|[:=])?\s*(-?\d+)", re.IGNORECASE)
+_STATED_SCORE = re.compile(rf"final score\s*(?:is|[:=])?\s*([{_MINUS}]?\d+)", re.IGNORECASE)
 
 
 # `strict`: the label stated as the prompts ask for it, on the answer's last line ("##final score: 2"; the
@@ -197,7 +198,7 @@ def parse_umbrela(text: str, strict: bool = False) -> int | None:
         return stated_line(text, _UMBRELA_LAST_LINE, last=True)
     answer = text.strip().lower()
     stated = _STATED_SCORE.findall(answer)
-    if stated and not 0 <= int(stated[-1]) <= 3:
+    if stated and not (stated[-1].isdigit() and 0 <= int(stated[-1]) <= 3):  # negative, or above 3
         return None
     for pattern in _UMBRELA_PATTERNS:
         matches = list(pattern.finditer(answer))
@@ -211,7 +212,7 @@ def _unsigned(text: str, match: re.Match[str], group: int) -> int | None:
     and the criteria paper's patterns read `-2` as 2, a grade the answer does not state. A hyphen between
     a word and the digit (`category-2`) is no sign."""
     start = match.start(group)
-    signed = start > 0 and text[start - 1] in _MINUS and (start < 2 or not text[start - 2].isalnum())
+    signed = start > 0 and text[start - 1] in _MINUS_SIGNS and (start < 2 or not text[start - 2].isalnum())
     return None if signed else int(match.group(group))
 
 
