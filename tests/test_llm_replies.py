@@ -546,6 +546,12 @@ def test_a_connection_failure_names_the_address_and_why_and_an_http_error_keeps_
     ):
         client(server, tmp_path, max_attempts=3).complete("nectar")
     assert server.calls == asked + 1  # not asked again: the same request is redirected the same way
+    server.script("propolis", Raw("", code=302, headers={"Location": "http://me:secret@127.0.0.1:1/v2"}))
+    with pytest.raises(LLMError, match=r"^http-302: the server redirected the request to http://127.0.0.1:1/v2, "):
+        client(server, tmp_path, max_attempts=1).complete("propolis")
+    server.script("royal jelly", Raw("", code=303))
+    with pytest.raises(LLMError, match=r"^http-303: the server answered with a redirect that names no address: "):
+        client(server, tmp_path, max_attempts=1).complete("royal jelly")
     # A user and password in the URL stay out of the message, which grades and logs keep
     with pytest.raises(LLMError, match=rf"^connection: request to http://127.0.0.1:{port}/v1/ failed: "):
         client(server, tmp_path, max_attempts=1, base_url=f"http://me:secret@127.0.0.1:{port}/v1").complete("bees")

@@ -366,7 +366,7 @@ class LLMClient:
         and the body be read by the request's deadline. A body compressed though examflow asks for none
         is inflated here, within the bound (httpx would inflate it whole, past it)."""
         if response.status_code in REWRITTEN_AS_GET and response.request.method == "POST":
-            raise Redirected(response.status_code, response.headers.get("location", "no address"))
+            raise Redirected(response.status_code, response.headers.get("location"))
         limit = self.settings.max_reply_bytes
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
@@ -427,10 +427,21 @@ class Redirected(BodyFailure):
 
     retried = False
 
-    def __init__(self, status: int, location: str):
-        super().__init__(f"the server redirected the request to {location}, which a client asks with a GET, without "
-                         "the prompt: set base_url to the address it redirects to")  # fmt: skip
+    def __init__(self, status: int, location: str | None):
+        if location is None:
+            super().__init__("the server answered with a redirect that names no address: check base_url")
+        else:
+            super().__init__(f"the server redirected the request to {_without_userinfo(location)}, which a client asks "
+                             "with a GET, without the prompt: set base_url to the address it redirects to")  # fmt: skip
         self.kind = f"http-{status}"
+
+
+def _without_userinfo(address: str) -> str:
+    """An address without the user and password in it, which grades and logs keep."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(address)
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
 
 
 class _BoundedStream(SyncByteStream):
