@@ -474,6 +474,21 @@ def test_a_repeated_question_is_dropped_with_a_warning_that_names_it(tmp_path, c
     )
 
 
+def test_a_repeated_question_of_an_autojudge_bank_is_named_by_its_place(tmp_path, caplog):
+    """It read `line 1, nugget_bank, repeats nugget_bank there` (a reviewer's trial); a subtopic's question
+    is counted in the line's list, not in its subtopic's."""
+    path = tmp_path / "v3.jsonl"
+    bank = [{"question": "Who makes wax?"}, {"question": "Where?", "metadata": {"facet_id": "f1"}},
+            {"question": "What is nectar?"}, {"question": "Who makes wax? "}]  # fmt: skip
+    path.write_text(json.dumps({"query_id": "q1", "format_version": "v3", "nugget_bank": bank}) + "\n")
+    entries = read_bank(path)
+    assert [[item.text for item in entry.items] for entry in entries] == [
+        ["Who makes wax?", "What is nectar?"],
+        ["Where?"],
+    ]
+    assert "first: line 1, nugget_bank[3], repeats nugget_bank[0] there, 'Who makes wax? ' of query 'q1'" in caplog.text
+
+
 def test_repeated_questions_of_a_tsv_bank_are_named_at_their_lines(tmp_path, caplog):
     """The warning named the item, not where it is: a stranger looked for it in the file."""
     tsv = write(tmp_path / "bank.tsv", "query_id\tquestion\nq1\tWho makes wax?\nq2\tWhat is nectar?\n"
@@ -515,7 +530,7 @@ def test_a_repeated_question_with_other_answer_keys_is_an_error_not_a_key_droppe
         read_bank(write(tmp_path / "flat.jsonl", "".join(json.dumps(r) + "\n" for r in flat)))
     v3 = {"query_id": "q1", "format_version": "v3", "nugget_bank": [{"question": "Who?", "answers": ["bees"]},
                                                                      {"question": "Who?", "answers": ["ants"]}]}  # fmt: skip
-    with pytest.raises(InputError, match=r"v3.jsonl:1: field 'nugget_bank': 'Who\?' repeats the item of line 1 "
+    with pytest.raises(InputError, match=r"v3.jsonl:1: field 'nugget_bank\[1\]': 'Who\?' repeats the item of line 1 "
                        r"with other answer keys"):  # fmt: skip
         read_bank(write(tmp_path / "v3.jsonl", json.dumps(v3) + "\n"))
 

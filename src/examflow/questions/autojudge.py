@@ -31,8 +31,9 @@ def is_v3(record: dict) -> bool:
     return record.get("format_version") == V3 or "nugget_bank" in record
 
 
-def v3_entries(path, number: int, record: dict) -> list[Entry]:
-    """The entries (one per subtopic named in the questions' metadata, and the query's own) of a v3 line."""
+def v3_entries(path, number: int, record: dict) -> list[tuple[Entry, list[str]]]:
+    """The entries (one per subtopic named in the questions' metadata, and the query's own) of a v3 line, each with
+    its items' places in the line (`nugget_bank[2]`)."""
     query_id = required_id(path, number, record, "query_id")
     if record.get("format_version", V3) != V3:
         raise InputError(path, f"format_version {record['format_version']!r}: examflow reads AutoJudge's v3", number,
@@ -45,6 +46,7 @@ def v3_entries(path, number: int, record: dict) -> list[Entry]:
         raise InputError(path, "expected an object or a list of questions", number, "nugget_bank")
     extra = {k: v for k, v in record.items() if k not in ("query_id", "title_query", "format_version", "nugget_bank")}
     entries: dict[str | None, Entry] = {}
+    places: dict[str | None, list[str]] = {}  # each item's place in the line, `nugget_bank[2]`, by its entry
     for index, raw in enumerate(questions):
         where = f"nugget_bank[{index}]"
         if not isinstance(raw, dict) or not isinstance(raw.get("question"), str):
@@ -63,7 +65,9 @@ def v3_entries(path, number: int, record: dict) -> list[Entry]:
         entry.items.append(Item(query_id, facet, item_id(query_id, facet, text), text,
                                 gold_answers=_answers(path, number, raw.get("answers"), f"{where}.answers"),
                                 choices=choices, extra={"autojudge": kept}))  # fmt: skip
-    return list(entries.values()) or [Entry(query_id, None, record.get("title_query"), [], extra=extra)]
+        places.setdefault(facet, []).append(where)
+    found = [(entry, places[facet]) for facet, entry in entries.items()]
+    return found or [(Entry(query_id, None, record.get("title_query"), [], extra=extra), [])]
 
 
 def _warn_rekeyed(path, number: int, bank: dict) -> None:

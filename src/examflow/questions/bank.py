@@ -51,9 +51,9 @@ def read_bank(path: str | Path) -> list[Entry]:
     blank: list[tuple[int, str]] = []  # (line, query) of each item with blank text
     for number, record in json_lines(path):
         if is_v3(record):  # TREC AutoJudge's question bank: a line a query, its subtopics in the questions
-            for entry in v3_entries(path, number, record):
-                for item in entry.items:
-                    owners.claim(item, number, "nugget_bank")
+            for entry, places in v3_entries(path, number, record):
+                for item, place in zip(entry.items, places, strict=True):
+                    owners.claim(item, number, place)
                 blank += [(number, entry.query_id) for item in entry.items if not item.text.strip()]
                 _add(path, entries, entry, number)
             continue
