@@ -16,8 +16,8 @@ from examflow.words import stopwords
 _RATING = re.compile(r"[^\w]*([0-5])[^\w]*")  # the published parse (docs/methods.md §3): `-3` reads as 3
 # A minus sign, however typed: hyphen-minus, the hyphens and dashes U+2010-2015, the minus sign, super- and
 # subscript minus, and the small and full-width hyphen-minus.
-_MINUS = "-\u2010-\u2015\u2212\u207b\u208b\ufe58\ufe63\uff0d"  # a character class's ranges: for re only
 _MINUS_SIGNS = frozenset("-\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u207b\u208b\ufe58\ufe63\uff0d")
+_MINUS = "".join(sorted(_MINUS_SIGNS))  # for a regex's character class: `-` sorts first, where it is itself
 
 UNANSWERABLE = [
     "unanswerable",
