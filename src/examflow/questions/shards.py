@@ -109,16 +109,25 @@ def _metadata(path: str) -> dict[bytes, bytes]:
     return pq.read_schema(path).metadata or {}
 
 
+def _bucket(metadata: dict[bytes, bytes]) -> tuple[str, int] | None:
+    """The bucket a table names in its schema, (shard, shards); None where it names none (written by hand,
+    or before tables named their bucket)."""
+    named = metadata.get(BUCKET_KEY)
+    if named is None:
+        return None
+    shard, shards = json.loads(named)
+    return shard, shards
+
+
 def check_one_bucket(tables: dict[str, str], shard: str) -> None:
     """The tables a grade job reads (by option) are of one bucket, `shard`, wherever they name theirs (a
     table written by hand, or before tables named their bucket, does not): two buckets' tables would grade
     the pairs of neither whole, and another shard's would be logged and counted as `shard`'s."""
-    first: tuple[str, list] | None = None
+    first: tuple[str, tuple[str, int]] | None = None
     for option, path in tables.items():
-        named = _metadata(path).get(BUCKET_KEY)
-        if named is None:
+        bucket = _bucket(_metadata(path))
+        if bucket is None:
             continue
-        bucket = json.loads(named)
         if bucket[0] != shard:
             raise InputError(
                 path, f"{option} is the table of {bucket[0]} (of {bucket[1]} buckets), not of --shard {shard}"
@@ -133,8 +142,7 @@ def check_bucket_count(option: str, paths: list[str], shards: int) -> None:
     """The tables are buckets of `shards`, where they name theirs: `plan` of a bank cut in 2 planned 16 jobs
     by its default --shards (a stranger by hand)."""
     for path in paths:
-        named = _metadata(path).get(BUCKET_KEY)
-        if named is not None and (count := json.loads(named)[1]) != shards:
+        if (bucket := _bucket(_metadata(path))) is not None and (count := bucket[1]) != shards:
             raise InputError(path, f"{option}: a bucket of --shards {count}, not of --shards {shards}: give the "
                              "--shards the bank's shards were made with")  # fmt: skip
 
@@ -145,10 +153,10 @@ def check_every_bucket(option: str, paths: list[str]) -> None:
     out of the exam with a warning, and every run was scored over the others, exit 0 (a stranger by hand).
     A bucket without questions has no table in the workflow: it has no grading job."""
     metadata = {path: _metadata(path) for path in paths}
-    if not paths or any(BUCKET_KEY not in named for named in metadata.values()):
+    buckets = [(path, *bucket) for path in paths if (bucket := _bucket(metadata[path]))]  # a path twice: twice
+    if not paths or len(buckets) < len(paths):
         return  # a table written by hand, or before tables named their bucket: nothing to go by
     given: dict[str, str] = {}
-    buckets = [(path, *json.loads(metadata[path][BUCKET_KEY])) for path in paths]
     first, first_shard, shards = buckets[0]
     for path, shard, count in buckets:
         if count != shards:
