@@ -199,7 +199,7 @@ def test_topics_no_label_set_judges_are_left_out_and_a_mean_that_is_not_one_is_s
     lines += ["r3 M all 0.55", "r7 M typo 0.3", "r7 M all 0.2"]
     (tmp_path / "team.txt").write_text("\n".join(lines) + "\n")
     compare(tmp_path / "t", "--leaderboard", f"team={tmp_path / 'team.txt'}")
-    assert "team.txt: 1 topics are no judged query and are left out of the means: typo" in caplog.text
+    assert "team.txt: 1 topic is no judged query and is left out of the means: typo" in caplog.text
     assert "measure 'M', run 'r4': the `all` line (0.01) is not the mean of its topics (0.65); the" in caplog.text
     assert "run 'r3'" not in caplog.text
     assert (

@@ -53,12 +53,15 @@ def test_reference_bank_sizes_and_legacy_ids():
     assert {i.kind for e in nuggets for i in e.items} == {"nugget"}
 
 
-def test_edited_text_gets_a_new_id_imported_ids_are_kept(tmp_path):
+def test_edited_text_gets_a_new_id_imported_ids_are_kept(tmp_path, caplog):
     bank = read_bank(DEMO / "bank.jsonl")
     old = bank[0].items[0]
     path = write(tmp_path / "bank.jsonl", (DEMO / "bank.jsonl").read_text().replace(old.text, "Where is nectar kept?"))
-    edited = read_bank(path)[0].items[0]
+    with caplog.at_level(logging.INFO):
+        edited = read_bank(path)[0].items[0]
     assert edited.item_id == item_id("honeybee", None, "Where is nectar kept?") != old.item_id
+    assert f"{path}: 1 item whose id is not its text's (edited, or named by hand) got a new id derived from its " \
+           "text; `keep_id: true` on an item keeps its id" in caplog.messages  # fmt: skip
     record = json.loads((DEMO / "bank.jsonl").read_text().splitlines()[0])
     record["items"][0] |= {"question_text": "Reworded, yet graded under its old id", "keep_id": True}
     kept = read_bank(write(tmp_path / "kept.jsonl", json.dumps(record) + "\n"))[0].items[0]
@@ -564,7 +567,7 @@ def test_an_id_of_two_queries_or_two_texts_is_an_error_not_a_question_dropped(tm
     [entry] = read_bank(write(tmp_path / "spaced.jsonl", "\n" + json.dumps({"query_id": "q", "items": spaced}) + "\n"))
     assert [item.text for item in entry.items] == ["What is X?", ""]
     # a blank item is kept, as the published banks count it, and said where (a stranger graded an empty question)
-    assert "spaced.jsonl: 2 items with blank text, kept: they are graded and count in their query's number of " \
+    assert "spaced.jsonl: 2 items with blank text, kept: graded and counted in their query's number of " \
            "questions, as in the published banks (the first: line 2, query 'q'); a bank of your own should leave " \
            "them out" in caplog.text  # fmt: skip
     # the same question twice for one query stays one question (test above); the older ids stay as written
@@ -594,6 +597,6 @@ def test_a_v3_question_keyed_by_another_text_is_graded_by_its_own_with_a_warning
     [entry] = read_bank(path)
     assert [item.text for item in entry.items] == ["What is lava?", "Why do volcanoes erupt?"]
     assert (
-        "v3.jsonl:1: 1 questions keyed by another text than their `question`, which is graded (first: key "
+        "v3.jsonl:1: 1 question keyed by another text than its `question`, which is graded (first: key "
         "'What is magma?', question 'What is lava?')" in caplog.text
     )

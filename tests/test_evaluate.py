@@ -87,8 +87,8 @@ def test_a_query_whose_passages_all_rank_beyond_k_is_named_in_a_warning(caplog):
         (warning,) = [r.getMessage() for r in caplog.records if "as written" in r.getMessage()]
         effect = "left out of the run's mean" if mode == "present" else "counted 0"
         assert warning == (
-            "1 run and query pairs have no passage ranked <= k = 2 as written (first: run 'r2', query 'q2', from "
-            f"rank 5): their EXAM-Cover is {effect}, while trec_eval's measures count them"
+            "1 run and query pair has no passage ranked <= k = 2 as written (first: run 'r2', query 'q2', from "
+            f"rank 5): its EXAM-Cover is {effect}, while trec_eval's measures count it"
         )
     caplog.clear()
     evaluate(inputs(), Settings(taus=[4], k=2, measures=["P_5"], bootstrap=0), None)

@@ -588,7 +588,7 @@ def test_answers_to_an_unjudged_query_are_named_and_not_counted_as_ranked(tmp_pa
     caplog.set_level("INFO", logger="examflow")
     assert main(["nrp", *base]) == 0
     said = [r.getMessage() for r in caplog.records]
-    assert "1 queries have answers but no judged document, and no NRP: q4" in said
+    assert "1 query has answers but no judged document, and no NRP: q4" in said
     # ranked: m/p/0 for q9, q2 and q10, m/p/1 for q9 (empty) and, missing, for q2 and q10; not q4's answer
     assert f"NRP (denominator docs) of 6 answers (1 empty, 2 missing) to 3 queries -> {tmp_path / 'out'}" in said
 

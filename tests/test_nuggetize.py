@@ -160,7 +160,7 @@ def test_the_command_creates_from_judged_or_pooled_passages(tmp_path):
         asked = [r["body"]["messages"][1]["content"] for r in server.requests]
         # judged relevant, best first (p3: 3, p1: 2); not p2 (0), not the gold article; q2 has none: warned
         assert "Context:\n[1] Bees seal comb\n[2] Bees fan nectar\nSearch" in asked[0]
-        assert "1 queries have no judged documents and get no nuggets: q2" in result.stderr
+        assert "1 query has no judged documents and gets no nuggets: q2" in result.stderr
         (entry,) = read_bank(tmp_path / "bank.jsonl")
         assert [(i.text, i.importance) for i in entry.items] == [("Bees seal", "vital"), ("Bees fan", "vital")]
         record = json.loads((tmp_path / "bank.jsonl").read_text())

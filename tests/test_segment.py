@@ -112,7 +112,7 @@ def test_a_repeated_passage_is_ranked_once_and_those_after_it_keep_their_ranks(c
     table = segment_responses([Response("r", "q", ("Bees dance.", "Bees dance.", "The round dance."))], 3)
     assert table[["rank", "score", "text"]].values.tolist() == [[1, 1.0, "Bees dance."],
                                                                [3, 1 / 3, "The round dance."]]  # fmt: skip
-    assert "1 passages repeat an earlier passage of their response: ranked once" in caplog.text
+    assert "1 passage repeats an earlier passage of its response: a passage is ranked once" in caplog.text
 
 
 def test_blank_lines_separate_paragraphs_however_the_lines_end(tmp_path):

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
 
-from examflow.errors import ConfigError, Failure, InputError, Problems, a, listed, repeated
+from examflow.errors import ConfigError, Failure, InputError, Problems, a, counted, listed, repeated
 from examflow.options import check_options
 from examflow.outputs import POOL
 from examflow.registry import KINDS, QUESTION_LLM_OPTIONS, RANKERS, check_ranker
@@ -182,8 +182,8 @@ def nuggets_command(args: argparse.Namespace) -> None:
     if not asked:
         raise InputError(pooled(pool, "passages"), f"no query has {args.documents} documents to create nuggets from")
     if left:  # no document, no nugget: such a query is not graded by nuggets, and said so
-        log.warning("%d queries have no %s documents and get no nuggets: %s", len(left), args.documents,
-                    listed(left))  # fmt: skip
+        log.warning("%s no %s documents and get%s no nuggets: %s", counted(len(left), "query has", "queries have"),
+                    args.documents, "s" if len(left) == 1 else "", listed(left))  # fmt: skip
     llm = LLMClient(settings, args.cache_dir)
     bank = create_nugget_banks(asked, llm, args.attempts, args.max_nuggets)
     log_served(settings.model, llm.served)
@@ -825,7 +825,8 @@ def _nrp_inputs(
     unknown.summarise()
     unjudged = sorted(set(answers["query_id"]) - set(known))
     if unjudged:
-        log.warning("%d queries have answers but no judged document, and no NRP: %s", len(unjudged), listed(unjudged))
+        log.warning("%s answers but no judged document, and no NRP: %s",
+                    counted(len(unjudged), "query has", "queries have"), listed(unjudged))  # fmt: skip
     if not answers["query_id"].isin(known).any():
         raise InputError(args.answers, "no answer to a query with judged documents: nothing to rank")
     check_systems(args.wilcoxon, answers)

@@ -162,6 +162,11 @@ def a(noun: str) -> str:
     return f"an {noun}" if noun[0] in "aeiou" else f"a {noun}"
 
 
+def counted(number: int, one: str, more: str) -> str:
+    """A count with its noun (and verb) agreeing: `counted(n, "query has", "queries have")`."""
+    return f"1 {one}" if number == 1 else f"{number:,} {more}"
+
+
 def listed(names: Sequence[str], most: int = 5) -> str:
     """The first `most` names, comma-separated, `...` after them where there are more: a message's examples."""
     return ", ".join(names[:most]) + (", ..." if len(names) > most else "")

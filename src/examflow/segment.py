@@ -16,6 +16,7 @@ from collections.abc import Iterable
 
 import pandas as pd
 
+from examflow.errors import counted
 from examflow.io.responses import Response
 
 log = logging.getLogger(__name__)
@@ -136,6 +137,7 @@ def segment_responses(responses: Iterable[Response], max_tokens: int) -> pd.Data
                 seen.add(pid)
                 rows.append((response.run_id, response.query_id, pid, rank, 1.0 / rank, text))
     if repeats:
-        log.warning("%d passages repeat an earlier passage of their response: ranked once, where they first stand; "
-                    "the passages after them keep their ranks", repeats)  # fmt: skip
+        log.warning("%s: a passage is ranked once, where it first stands; the passages after a repeat keep their "
+                    "ranks", counted(repeats, "passage repeats an earlier passage of its response",
+                                     "passages repeat an earlier passage of their response"))  # fmt: skip
     return pd.DataFrame(rows, columns=SEGMENT_COLUMNS).astype({"rank": "int64", "score": "float64"})

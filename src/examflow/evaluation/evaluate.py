@@ -12,7 +12,7 @@ from typing import TypeAlias, cast
 import pandas as pd
 
 from examflow.defaults import default
-from examflow.errors import InputError, listed
+from examflow.errors import InputError, counted, listed
 from examflow.evaluation.agreement import AGREEMENT_COLUMNS, CUTS, agreement_tables, kappas, paired, per_page
 from examflow.evaluation.correlation import (
     Interval,
@@ -342,9 +342,10 @@ def _warn_beyond_the_budget(rankings: pd.DataFrame, settings: Settings) -> None:
         rank = beyond.iloc[0]
         effect = "left out of the run's mean" if settings.query_mode == "present" else "counted 0"
         log.warning(
-            "%d run and query pairs have no passage ranked <= k = %d as written (first: run %r, query %r, from "
-            "rank %d): their EXAM-Cover is %s, while trec_eval's measures count them", len(beyond), settings.k,
-            run, query, rank, effect,
+            "%s no passage ranked <= k = %d as written (first: run %r, query %r, from rank %d): %s EXAM-Cover is "
+            "%s, while trec_eval's measures count %s", counted(len(beyond), "run and query pair has",
+            "run and query pairs have"), settings.k, run, query, rank, *(("its", effect, "it") if len(beyond) == 1
+            else ("their", effect, "them")),
         )  # fmt: skip
 
 

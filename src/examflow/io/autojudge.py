@@ -22,7 +22,7 @@ from dataclasses import astuple, dataclass
 import numpy as np
 import pandas as pd
 
-from examflow.errors import InputError, Problems, listed, suggestion
+from examflow.errors import InputError, Problems, counted, listed, suggestion
 from examflow.io.lines import FirstLines, check_id, json_lines, number_text, split_columns, text_lines
 from examflow.registry import LEADERBOARD_LAYOUTS
 
@@ -153,8 +153,8 @@ def judged_topics(
     warning: the judged topics' values are what is compared (`complete`: a topic a run lacks as 0)."""
     topics = check_some_topic(path, measures, judged, "a judged query", f"`{layout}` (--leaderboard-layout)")
     if unknown := sorted(topics - judged):
-        log.warning("%s: %d topics are no judged query and are left out of the means: %s", path, len(unknown),
-                    listed(unknown))  # fmt: skip
+        log.warning("%s: %s left out of the means: %s", path, counted(len(unknown), "topic is no judged query and is",
+                    "topics are no judged query and are"), listed(unknown))  # fmt: skip
     kept = {}
     for name, measured in measures.items():
         per_topic = {

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from examflow.cache import NUMBER, ContentCache
-from examflow.errors import InputError, Problems
+from examflow.errors import InputError, Problems, counted
 from examflow.grading.backends import EmbeddingBackend, Request, Seq2SeqBackend
 from examflow.grading.preparation import Prompt
 from examflow.grading.signatures import embedding_signature
@@ -196,8 +196,8 @@ class RunScores:
                 else:
                     raise InputError(self.path, f"no score for answer {item!r} of query {query.query_id!r}")
         if unused:
-            log.warning("%s: %d lines score answers that are empty or missing; not used (they rank below every "
-                        "judged document)", self.path, unused)  # fmt: skip
+            log.warning("%s: %s answers that are empty or missing; not used (they rank below every judged document)",
+                        self.path, counted(unused, "line scores", "lines score"))  # fmt: skip
         return scores
 
 

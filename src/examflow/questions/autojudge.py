@@ -18,7 +18,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from examflow.errors import InputError
+from examflow.errors import InputError, counted
 from examflow.io.lines import required_id
 from examflow.questions.items import Entry, Item, item_id, write_records
 
@@ -76,8 +76,9 @@ def _warn_rekeyed(path, number: int, bank: dict) -> None:
         (key, raw["question"]) for key, raw in bank.items() if isinstance(raw, dict) and raw.get("question") != key
     ]
     if other:
-        log.warning("%s:%d: %d questions keyed by another text than their `question`, which is graded (first: key "
-                    "%r, question %r)", path, number, len(other), *other[0])  # fmt: skip
+        log.warning("%s:%d: %s keyed by another text than %s `question`, which is graded (first: key %r, question "
+                    "%r)", path, number, counted(len(other), "question", "questions"),
+                    "its" if len(other) == 1 else "their", *other[0])  # fmt: skip
 
 
 def _answers(path, number: int, answers: Any, where: str) -> list[str] | None:

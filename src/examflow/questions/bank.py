@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, cast
 
-from examflow.errors import InputError, Problems, listed, repeated
+from examflow.errors import InputError, Problems, counted, listed, repeated
 from examflow.io.lines import (
     FirstLines,
     base_suffix,
@@ -77,12 +77,15 @@ def read_bank(path: str | Path) -> list[Entry]:
         else:
             _add(path, entries, entry, number)
     if edited:
-        log.info("%s: %d items whose ids are not their text's (edited, or named by hand) got new ids derived "
-                 "from their text; `keep_id: true` on an item keeps its id", path, edited)  # fmt: skip
+        log.info("%s: %s derived from %s text; `keep_id: true` on an item keeps its id", path,
+                 counted(edited, "item whose id is not its text's (edited, or named by hand) got a new id",
+                         "items whose ids are not their text's (edited, or named by hand) got new ids"),
+                 "its" if edited == 1 else "their")  # fmt: skip
     if blank:  # published banks hold a few parsing leftovers; they count in |Q_q| there, so they stay
-        log.warning("%s: %d items with blank text, kept: they are graded and count in their query's number of "
-                    "questions, as in the published banks (the first: line %d, query %r); a bank of your own "
-                    "should leave them out", path, len(blank), *blank[0])  # fmt: skip
+        log.warning("%s: %s, kept: graded and counted in %s query's number of questions, as in the published "
+                    "banks (the first: line %d, query %r); a bank of your own should leave them out", path,
+                    counted(len(blank), "item with blank text", "items with blank text"),
+                    "its" if len(blank) == 1 else "their", *blank[0])  # fmt: skip
     owners.drop_repeats(entries.values())
     return _not_empty(path, list(entries.values()))
 
