@@ -475,7 +475,7 @@ def official_command(args: argparse.Namespace) -> None:
         log.warning("%d %s no judged query and %s not on the official leaderboard: %s", len(unjudged),
                     "run ranks" if one else "runs rank", "is" if one else "are", ", ".join(unjudged))  # fmt: skip
     write_tables({args.out: board})
-    runs_ranked = f"{len(board)} run{'' if len(board) == 1 else 's'}"
+    runs_ranked = counted(len(board), "run", "runs")
     log.info("official leaderboard of %s by %s on the official qrels -> %s", runs_ranked, args.measure, args.out)
 
 
@@ -594,7 +594,7 @@ def _judges_runs(args: argparse.Namespace, judged: set[str]) -> pd.DataFrame:
         check = "" if args.queries else " (a typo? --queries checks the qrels' query ids)"
         if not args.per_page and any("/" in query for query in unranked):
             check = " (subtopics `query/facet`, whose page the runs rank? give --per-page)"
-        some = "1 judged query is" if len(unranked) == 1 else f"{len(unranked)} judged queries are"
+        some = counted(len(unranked), "judged query is", "judged queries are")
         moves = "it moves" if len(unranked) == 1 else "they move"
         drawn = f" (drawn by the bootstrap with the others, {moves} every interval)" if args.bootstrap else ""
         log.warning("%s ranked by no run%s: %s%s", some, drawn, listed(unranked), check)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from examflow.bounds import LONG_PASSAGE_CHARS
-from examflow.errors import InputError, Problems
+from examflow.errors import InputError, Problems, counted
 from examflow.injection import flag_passages
 from examflow.io.collection import Origin, read_passages
 from examflow.io.lines import trec_line
@@ -71,7 +71,7 @@ def _say_reranked(reranked: pd.DataFrame, sources: Sources) -> None:
     path = sources.runs.get(run)
     line = None if path is None else trec_line(path, query, passage)
     at = "" if path is None else f", {path}" if line is None else f", {path}:{line}"
-    lists = "1 ranked list" if len(reranked) == 1 else f"{len(reranked)} ranked lists"
+    lists = counted(len(reranked), "ranked list", "ranked lists")
     log.warning("%s had repeated or negative ranks, or ranks against their scores: re-ranked by score (first: run "
                 "%r, query %r%s)", lists, run, query, at)  # fmt: skip
 

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from examflow.errors import Failure, InputError, RunSetting
+from examflow.errors import Failure, InputError, RunSetting, counted
 from examflow.io.tables import write_tables
 from examflow.results import last_outcome
 
@@ -305,7 +305,7 @@ def _answered(graded: int, unanswered: int, to_grade: int, unit: str, share: str
 
 
 def _jobs(count: int) -> str:
-    return f"{count} grade job{'' if count == 1 else 's'}"
+    return counted(count, "grade job", "grade jobs")
 
 
 def _clock(seconds: float) -> str:

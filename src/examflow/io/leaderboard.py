@@ -8,7 +8,7 @@ import math
 from collections.abc import Iterable
 from pathlib import Path
 
-from examflow.errors import InputError, Problems, listed, suggestion
+from examflow.errors import InputError, Problems, counted, listed, suggestion
 from examflow.io.lines import check_id, json_entries, read_alike, shown, split_columns, text_lines
 from examflow.ties import ranks_of
 
@@ -143,7 +143,7 @@ def match_runs(
         return []
     shown = listed(extra)
     return [
-        f"{len(extra)} evaluated {'run is' if len(extra) == 1 else 'runs are'} not on the official leaderboard and "
+        f"{counted(len(extra), 'evaluated run is', 'evaluated runs are')} not on the official leaderboard and "
         f"take{'s' if len(extra) == 1 else ''} no part in correlations: {shown}"
     ]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from examflow.errors import InputError, Problems, listed, suggestion
+from examflow.errors import InputError, Problems, counted, listed, suggestion
 from examflow.io.collection import Origin
 from examflow.io.lines import base_suffix, check_id, json_entries, json_lines, required_id, split_columns, text_lines
 from examflow.io.qrels import DEFAULT_RANGE, read_qrels
@@ -189,7 +189,7 @@ def _nor_combined(dimension: str, combined: Collection[str]) -> str:
 
 def _queries(ids: list[str], one: str = "", more: str = "") -> str:
     """`1 query has`, `3 queries have` (`one`, `more`: the verb, if any)."""
-    return f"1 query {one}".rstrip() if len(ids) == 1 else f"{len(ids)} queries {more}".rstrip()
+    return counted(len(ids), f"query {one}".rstrip(), f"queries {more}".rstrip())
 
 
 def judged_origins(judgments: dict[str, pd.DataFrame], qrels: dict[str, str], ids: list[str]) -> dict[str, Origin]:
