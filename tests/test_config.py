@@ -1374,3 +1374,23 @@ def test_grading_methods_without_inputs_are_refused_in_words():
         "grading.methods out for NRP alone"
     )
     assert checked({"nrp": nrp})["grading"]["methods"] == []
+
+
+@pytest.mark.parametrize(
+    "kind", [kind for kind, entry in KINDS.items() if entry.grade != "rating" and kind != "extractive_qa"]
+)
+@pytest.mark.parametrize("backend", ["hf_seq2seq", "ct2_seq2seq"])
+def test_fast_decoding_is_refused_for_a_kind_that_answers_no_rating(kind, backend):
+    """Its one step picks the likeliest digit: a qa_verify pair then held a digit for an answer, none checked
+    correct, every run 0 with exit 0 (a stranger's trial), and a faggioli pair a grade of 0."""
+    config = {"inputs": {"queries": "q", "responses": "r.jsonl", "bank": "b"},
+              "grading": {"methods": [{"name": "m", "kind": kind, "backend": {"kind": backend, "model": "t5",
+                                                                               "decoding": "fast"}}]}}  # fmt: skip
+    assert rejected(config) == (
+        f"config grading.methods[0].backend.decoding: `fast` reads a rating 0-5 off the answer's first token, as "
+        f"self_rating and nugget_rating answer; {'an' if kind[0] in 'aeiou' else 'a'} {kind} answer is no digit, and "
+        "every pair would get the likeliest digit: decoding beam or greedy"
+    )
+    for rated in ("self_rating", "nugget_rating"):
+        config["grading"]["methods"][0]["kind"] = rated
+        assert checked(config)["grading"]["methods"][0]["backend"]["decoding"] == "fast"

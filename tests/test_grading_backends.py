@@ -60,13 +60,17 @@ def test_a_question_too_long_for_the_budget_is_a_failure_and_the_others_are_answ
               "backend": {"kind": "hf_seq2seq", "model": tiny_t5, "decoding": decoding, "max_input_tokens": 160,
                           "max_new_tokens": 2}}  # fmt: skip
     mixed = [*pairs(3), Pair("q1", None, "p9", "q1/long", long_question, "bees make honey")]
-    job = grader(method, str(tmp_path))
-    table = job.grade(mixed)
     from examflow.commands import _wrap_up
+    from examflow.progress import job_progress
 
+    with job_progress(tmp_path / "progress.json", "m/s", "prompts") as progress:
+        job = grader(method, str(tmp_path), max_error_rate=0.5, progress=progress)
+        table = job.grade(mixed)
     with caplog.at_level(logging.INFO):
         _wrap_up(job, None, 1)  # the job's log: the prompt never run is not said to be sent
     assert "sent 3 prompts to the model; 1 more too long to ask (too-long failures)" in caplog.messages
+    counted = json.loads((tmp_path / "progress.json").read_text())  # nor is it answered in the progress line
+    assert (counted["graded"], counted["to_grade"]) == (3, 3)
     backend = Seq2SeqBackend(tiny_t5, decoding=decoding, max_input_tokens=160, max_new_tokens=2)
     prompt = backend.prompt(Request("grade-self-rating", {"question": long_question, "context": ""}))
     tokens = len(backend.tokenizer(prompt).input_ids)
@@ -654,6 +658,55 @@ def test_a_model_folder_without_its_tokenizer_is_refused(tmp_path, kind):
     with pytest.raises(ConfigError, match=r"^config backend.model: '.*model': its tokenizer has no words \(the "
                        r"digits 0-5 read as 1 token sequence\(s\), or unknown\): is it saved with the model"):  # fmt: skip
         make()
+
+
+def _backend(kind: str, folder, tmp_path, decoding: str = "fast"):
+    from examflow.grading.backends import ExtractiveQABackend
+    from examflow.grading.ctranslate2_backend import CTranslate2Backend
+
+    if kind == "hf_extractive_qa":
+        return ExtractiveQABackend(str(folder))
+    if kind == "ct2_seq2seq":
+        return CTranslate2Backend(str(folder), decoding=decoding, cache_dir=tmp_path / "cache")
+    return Seq2SeqBackend(str(folder), decoding=decoding)
+
+
+@pytest.mark.parametrize("kind", ["hf_seq2seq", "ct2_seq2seq", "hf_extractive_qa"])
+def test_a_tokenizer_of_more_tokens_than_the_model_embeds_is_refused(tmp_path, kind):
+    """Another model's tokenizer saved beside the weights: its ids past the embeddings stopped the first batch
+    with torch's IndexError, a traceback (a stranger's trial)."""
+    from transformers import AutoModelForQuestionAnswering, AutoModelForSeq2SeqLM
+
+    folder = build_tiny_t5(tmp_path / "model", seed=1, question_answering=kind == "hf_extractive_qa")
+    loader = AutoModelForQuestionAnswering if kind == "hf_extractive_qa" else AutoModelForSeq2SeqLM
+    model = loader.from_pretrained(folder)
+    tokens = model.get_input_embeddings().num_embeddings
+    model.resize_token_embeddings(tokens - 3)
+    model.save_pretrained(folder)
+    with pytest.raises(ConfigError) as error:
+        _backend(kind, folder, tmp_path)
+    if kind == "ct2_seq2seq":  # its converter says so itself
+        assert re.fullmatch(rf"config backend.model: '.*model': could not be loaded \(.*{tokens}.*{tokens - 3}.*\)",
+                            str(error.value)), error.value  # fmt: skip
+    else:
+        assert str(error.value) == (f"config backend.model: {str(folder)!r}: its tokenizer has {tokens} tokens, and its "
+                                    f"model embeds {tokens - 3}: are both saved from one model?")  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", ["hf_seq2seq", "ct2_seq2seq"])
+def test_fast_refuses_a_tokenizer_that_writes_a_digit_in_several_tokens(tmp_path, kind):
+    """`fast` reads one token's logit for each digit: of a digit in two tokens, it read the first for it."""
+    from tokenizers import Tokenizer, normalizers
+
+    folder = build_tiny_t5(tmp_path / "model", seed=1)
+    core = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    core.normalizer = normalizers.Replace("4", "4 4")  # "4" is the tokens 4 and 4
+    core.save(str(folder / "tokenizer.json"))
+    with pytest.raises(ConfigError) as error:
+        _backend(kind, folder, tmp_path)
+    assert str(error.value) == (f"config backend.model: {str(folder)!r}: its tokenizer writes '4' as 2 tokens "
+                                "['4', '4'], and one decoder step reads one token for it")  # fmt: skip
+    assert _backend(kind, folder, tmp_path, "greedy").decoding == "greedy"  # a search reads the answer's text
 
 
 def test_damaged_weights_of_the_extractive_and_embedding_models_are_one_line(tmp_path):

@@ -167,6 +167,31 @@ def small_collection() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     return passages, questions, queries
 
 
+def test_where_no_gpu_is_visible_the_cpu_estimate_counts_what_the_cache_holds_for_a_cpu(tmp_path):
+    """`dtype: auto` grades in float32 on a CPU, bfloat16 on a GPU: another grade cache. A workstation without
+    a GPU graded every pair, and its plan then said 0 cached, every pair to grade, in the CPU estimate too (a
+    stranger's trial)."""
+    from tiny_models import build_tiny_t5
+
+    from examflow.grading.grader import ShardGrader
+    from examflow.rates import SEQ2SEQ_CPU_RATES
+
+    passages, questions, queries = small_collection()
+    model = str(build_tiny_t5(tmp_path / "model", seed=1, digit_boost=4.0))
+    rated = method("t5", "self_rating", kind="hf_seq2seq", model=model, decoding="fast", device="auto")
+    assert rated.on_gpu  # gpu: 1, its default: planned on a GPU
+    on_a = make_pairs("self_rating", passages[passages["query_id"] == "a"], questions, queries)
+    ShardGrader(rated, str(tmp_path / "cache")).grade(on_a)  # here, on the CPU: float32
+    plan = plan_method(rated, passages, questions, queries, tmp_path / "cache", gpu_here=False)
+    # a's 2 passages × 2 questions and b's 1 × 1: a GPU's bfloat16 finds none cached, a CPU's float32 a's 4
+    assert (plan.pairs, plan.cached, plan.work, plan.note) == (5, 0, 5, "assuming bfloat16 on a GPU")
+    assert plan.warning.endswith(", where the cache answers 4 pairs (dtype float32)"), plan.warning
+    assert plan.cpu_hours == pytest.approx((30 + 1 / SEQ2SEQ_CPU_RATES["fast"]) / 3600)  # one job, b's pair left
+    told = method("t5", "self_rating", kind="hf_seq2seq", model=model, decoding="fast", dtype="float32")
+    plan = plan_method(told, passages, questions, queries, tmp_path / "cache", gpu_here=False)
+    assert (plan.cached, plan.work) == (4, 1) and "where the cache answers" not in plan.warning  # one cache
+
+
 def test_the_embedding_grader_costs_its_start_and_each_distinct_text(tmp_path):
     passages, questions, queries = small_collection()
     cosine = method("cosine", "self_rating", kind="embedding")

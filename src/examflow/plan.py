@@ -227,11 +227,8 @@ def plan_method(
     except (OSError, ConfigError):  # a model whose configuration cannot be read from here (backends.model_config)
         cache, note = None, f"cache not checked: cannot read {backend.options.get('model')} from here"
     # a method that grades against the query grades every query's bucket, whatever the bank holds
-    mine = questions if method.entry.reads_bank else no_questions()
-    jobs = [
-        job_share(method, shard_passages, shard_questions, shard_queries, cache)
-        for shard_passages, shard_questions, shard_queries in shard_tables(passages, mine, queries, shards)
-    ]
+    tables = shard_tables(passages, questions if method.entry.reads_bank else no_questions(), queries, shards)
+    jobs = [job_share(method, p, q, r, cache) for p, q, r in tables]  # each bucket's passages, questions, queries
     pairs, cached = sum(job.pairs for job in jobs), sum(job.cached for job in jobs)
     rate = backend.rate(on_gpu)
     api = rate.unit == CALLS
@@ -243,9 +240,15 @@ def plan_method(
         tokens = math.ceil(_prompt_characters(kind, passages, questions, queries, counts) / pairs * asked / 4)
     cpu_hours, warning = None, ""
     if on_gpu and not gpu_here:
-        on_cpu = backend.rate(False)
-        cpu_hours = sum(job.seconds(on_cpu) for job in jobs) / 3600
-        warning = f"{NO_GPU}; on CPU cores it would take {_duration(cpu_hours, 'CPU')} ({describe(on_cpu)})"
+        on_cpu, cpu_jobs, held = backend.rate(False), jobs, ""
+        # a job on a CPU grades in another type (`auto`: float32): the answers the cache holds for it
+        if cache is not None and (signature := backend.signature(False)) != cache.signature:
+            held_here = GradeCache(cache_dir, signature)
+            cpu_jobs = [job_share(method, p, q, r, held_here) for p, q, r in tables]
+            differs = ", ".join(f"{key} {value}" for key, value in signature.items() if cache.signature[key] != value)
+            held = f", where the cache answers {sum(job.cached for job in cpu_jobs):,} pairs ({differs})"
+        cpu_hours = sum(job.seconds(on_cpu) for job in cpu_jobs) / 3600
+        warning = f"{NO_GPU}; on CPU cores it would take {_duration(cpu_hours, 'CPU')} ({describe(on_cpu)}){held}"
     if not note and on_gpu and backend.options.get("dtype") == "auto":
         note = "assuming bfloat16 on a GPU"
     return MethodPlan(

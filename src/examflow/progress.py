@@ -89,13 +89,14 @@ class JobProgress:
         self.counts.more = more
         self._write()
 
-    def graded(self, sent: int, replayed: int = 0, unanswered: int = 0) -> None:
+    def graded(self, sent: int, replayed: int = 0, unanswered: int = 0, too_long: int = 0) -> None:
         """`sent` given to the back end, of which `replayed` its own reply cache answered (no work done:
-        a job killed between two flushes of the grade cache, or methods that share prompts) and
-        `unanswered` got no answer (a server down reads as such, not as answered)."""
-        self.counts.graded += sent - replayed
+        a job killed between two flushes of the grade cache, or methods that share prompts),
+        `unanswered` got no answer (a server down reads as such, not as answered) and `too_long` a local
+        model could not take (no room for the passage): never run, so neither answered nor to answer."""
+        self.counts.graded += sent - replayed - too_long
         self.counts.unanswered += unanswered
-        self.counts.to_grade = (self.counts.to_grade or 0) - replayed
+        self.counts.to_grade = (self.counts.to_grade or 0) - replayed - too_long
         self.counts.cached += replayed
         if time.time() - self.written >= WRITE_EVERY:
             self._write()

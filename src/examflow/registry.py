@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from examflow.errors import ConfigError, suggestion
+from examflow.errors import ConfigError, a, suggestion
 from examflow.grading.signatures import (
     api_signature,
     ctranslate2_signature,
@@ -84,7 +84,7 @@ _REVISION = Option("string", None, "hub revision (commit, branch or tag); null: 
 _SEQ2SEQ_OPTIONS = {
     "model": Option("string", help="hub id (google/flan-t5-large) or local directory", model=True),
     "revision": _REVISION,
-    "decoding": Option("string", "beam", "`beam` (the reference), `greedy` or `fast`", ("beam", "greedy", "fast")),
+    "decoding": Option("string", "beam", "`beam` (the reference), `greedy` or `fast` (a rating 0-5 read off one step: the kinds self_rating and nugget_rating)", ("beam", "greedy", "fast")),
     "batch_size": Option("integer", 16, "prompts per forward pass, batched by length", minimum=1),
     "max_input_tokens": Option("integer", 512, "input budget in model tokens; only the passage is cut (a prompt that leaves it no room is a `too-long` failure)", minimum=16),
     "max_new_tokens": Option("integer", 32, "most tokens in an answer", minimum=1),
@@ -197,6 +197,7 @@ TOP_GRADE = 5
 # the highest): a self-rating of 4 is "mostly relevant and complete", the EXAM++ papers' headline.
 DEFAULT_TAU = 4
 GENERATIVE = frozenset(kind for kind in KINDS if kind != "extractive_qa")
+RATED = [kind for kind, entry in KINDS.items() if entry.grade == "rating"]  # answered by a digit 0-5: `fast` reads them
 CRITERIA_KINDS = frozenset(kind for kind, entry in KINDS.items() if entry.criteria)
 AGGREGATED_KINDS = frozenset(kind for kind, entry in KINDS.items() if entry.aggregation)
 NUGGET_SUPPORT = frozenset(kind for kind, entry in KINDS.items() if entry.grade in ("support", "support_2grade"))
@@ -433,6 +434,10 @@ def check_method(key: str, method: Any) -> Method:
             f"{kind!r} cannot be graded by the {backend['kind']} back end; it grades {', '.join(sorted(spec.kinds))}",
         )
     options = check_options(f"{key}.backend", {k: v for k, v in backend.items() if k != "kind"}, spec.options)
+    if options.get("decoding") == "fast" and KINDS[kind].grade != "rating":
+        raise ConfigError(f"{key}.backend.decoding", f"`fast` reads a rating 0-5 off the answer's first token, as "
+                          f"{' and '.join(RATED)} answer; {a(kind)} answer is no digit, and every pair would get "
+                          "the likeliest digit: decoding beam or greedy")  # fmt: skip
     checked = dict(method, backend={"kind": backend["kind"], **options})
     checked.setdefault("mode", spec.parse_mode or "reference")
     checked.setdefault("gpu", spec.gpus)

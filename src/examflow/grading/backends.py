@@ -55,15 +55,20 @@ class Answer:
     served: str | None = None  # API back end: the model the server named for the answer
 
 
+DIGITS = [str(digit) for digit in range(6)]  # the ratings `fast` reads off one decoder step
+
+
 class PreparedBackend(ABC):
     """What the local encoder-decoder back ends share: prompts prepared once by examflow (templates
     filled, contexts cut on token ids, `examflow.grading.preparation`), the next chunk's in a
     background thread, and the ids of the digit tokens `fast` ratings read. A subclass sets
-    `tokenizer`, `preparer` and `batch_size`, and answers prepared prompts."""
+    `tokenizer`, `preparer`, `batch_size` and `signature`, and answers prepared prompts."""
 
     tokenizer: Any
     preparer: Preparer
     batch_size: int
+    signature: dict
+    decoding: str
 
     def prompt(self, request: Request, margin: int = 5) -> str:
         """The filled template, its context cut so that every other part stays whole and the prompt
@@ -106,13 +111,28 @@ class PreparedBackend(ABC):
         """The answers of prepared prompts, in their order (each back end's own decoding)."""
 
     def token_ids(self, words: list[str]) -> list[int]:
-        """The id of each word's token (T5 may write a word as "▁" + word: the word's own id counts)."""
-        ids = [self.tokenizer(word, add_special_tokens=False).input_ids for word in words]
-        return [i[-1] if len(i) == 2 and self.tokenizer.convert_ids_to_tokens(i[0]) == "▁" else i[0] for i in ids]
+        """The id of each word's one token, whose logit one decoder step reads (T5 may write a word as "▁" +
+        word: the word's own id counts). A word of more tokens is refused: its first would be read for it."""
+        found = []
+        for word in words:
+            ids = self.tokenizer(word, add_special_tokens=False).input_ids
+            if len(ids) == 2 and self.tokenizer.convert_ids_to_tokens(ids[0]) == "▁":
+                ids = ids[1:]
+            if len(ids) != 1:
+                pieces = self.tokenizer.convert_ids_to_tokens(ids)
+                raise ConfigError("backend.model", f"{self.signature['model']!r}: its tokenizer writes {word!r} as "
+                                  f"{len(ids)} tokens {pieces}, and one decoder step reads one token for it")  # fmt: skip
+            found += ids
+        return found
 
     @cached_property
     def digit_ids(self) -> list[int]:
-        return self.token_ids([str(d) for d in range(6)])
+        return self.token_ids(DIGITS)
+
+    def check_decoding(self) -> None:
+        """`fast` reads each digit's one token: a tokenizer that writes one in several is refused at load."""
+        if self.decoding == "fast":
+            self.token_ids(DIGITS)
 
 
 def compile_wanted(option: str, on_cuda: bool, decoding: str, pairs: int | None) -> bool:
@@ -180,6 +200,7 @@ class Seq2SeqBackend(PreparedBackend):
             self.model = AutoModelForSeq2SeqLM.from_pretrained(model, revision=revision, dtype=getattr(torch, dtype))
         on_device(self.model, self.device).eval()
         finite_weights(self.model, model)
+        one_vocabulary(self.tokenizer, self.model, model)
         self.decoding, self.batch_size, self.num_beams = decoding, batch_size, num_beams
         self.max_input_tokens, self.max_new_tokens = max_input_tokens, max_new_tokens
         # Its own tokenizer: prompts are prepared in a thread beside the model's work, and a fast
@@ -207,6 +228,7 @@ class Seq2SeqBackend(PreparedBackend):
              "max_new_tokens": max_new_tokens, "max_input_tokens": max_input_tokens},
             self.device.startswith("cuda"), self.model.config,
         )  # fmt: skip
+        self.check_decoding()
 
     def begin(self, pairs: int) -> None:
         """The first job's `pairs` settle `compile: auto` (to `always` or `never`, logged): the compiled
@@ -352,7 +374,7 @@ def load_tokenizer(model: str, revision: str | None = None):
 
     with loading(model):
         tokenizer = AutoTokenizer.from_pretrained(model, revision=revision)
-    digits = [tuple(tokenizer(str(digit), add_special_tokens=False).input_ids) for digit in range(6)]
+    digits = [tuple(tokenizer(digit, add_special_tokens=False).input_ids) for digit in DIGITS]
     if len(set(digits)) < 6 or any(tokenizer.unk_token_id in ids for ids in digits):
         raise ConfigError("backend.model", f"{model!r}: its tokenizer has no words (the digits 0-5 read as "
                           f"{len(set(digits))} token sequence(s), or unknown): is it saved with the model "
@@ -369,6 +391,15 @@ def finite_weights(model, name: str) -> None:
     for parameter_name, parameter in model.named_parameters():
         if not torch.isfinite(parameter).all():
             raise ConfigError("backend.model", f"{name!r}: its weights hold NaN or infinite values ({parameter_name})")
+
+
+def one_vocabulary(tokenizer, model, name: str) -> None:
+    """Refuse a tokenizer of more tokens than the model embeds (another model's, saved beside it): its ids
+    past the embeddings stopped the first batch with torch's IndexError, a traceback."""
+    embedded = model.get_input_embeddings().num_embeddings
+    if len(tokenizer) > embedded:
+        raise ConfigError("backend.model", f"{name!r}: its tokenizer has {len(tokenizer):,} tokens, and its model "
+                          f"embeds {embedded:,}: are both saved from one model?")  # fmt: skip
 
 
 def on_device(model, device: str):
@@ -408,6 +439,7 @@ class ExtractiveQABackend:
             self.model = AutoModelForQuestionAnswering.from_pretrained(model, revision=revision)
         on_device(self.model, self.device).eval()
         finite_weights(self.model, model)
+        one_vocabulary(self.tokenizer, self.model, model)
         self.batch_size, self.max_input_tokens, self.max_answer_tokens = batch_size, max_input_tokens, max_answer_tokens
         self.signature = extractive_signature(
             {"model": model, "revision": revision, "max_input_tokens": max_input_tokens,

@@ -85,6 +85,7 @@ class CTranslate2Backend(PreparedBackend):
         self.decoding, self.batch_size, self.num_beams, self.max_new_tokens = (
             decoding, batch_size, num_beams, max_new_tokens
         )  # fmt: skip
+        self.check_decoding()
 
     def _unsupported(self, wanted: str, where: str, why: str) -> ConfigError:
         offered = set(BACKENDS["ct2_seq2seq"].options["compute_type"].choices or ()) - {"auto"}

@@ -204,14 +204,15 @@ class ShardGrader:
         for fresh, batch in zip(replies, batches):
             asked = [a for a in fresh if not _not_asked(a)]
             self.sent += len(asked)
-            self.too_long += sum(a.error is not None and error_kind(a.error) == TOO_LONG for a in asked)
+            too_long = sum(a.error is not None and error_kind(a.error) == TOO_LONG for a in asked)
+            self.too_long += too_long
             self.cache.add_answers([(query_ids[i], keys[i], a) for i, a in zip(batch, fresh)])
             known.update({keys[i]: a for i, a in zip(batch, fresh)})
             failed = sum(unanswered(a.error) for a in asked)
             without, sent = without + failed, sent + len(asked)
             _progress(sent, len(todo), time.monotonic() - start, unit, without)
             if self.progress:
-                self.progress.graded(len(asked), self.replayed - replayed, failed)
+                self.progress.graded(len(asked), self.replayed - replayed, failed, too_long)
             replayed = self.replayed
             failures += [
                 a.error for i, a in zip(batch, fresh) if a.error and not _not_asked(a) for _ in range(pairs_of[keys[i]])
