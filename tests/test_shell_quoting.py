@@ -246,3 +246,34 @@ def test_a_summary_in_a_form_not_read_refuses_the_report():
     ):
         with pytest.raises(Failure, match=r"^--report r: Snakemake \S+'s summary of the tables is not in the form "):
             _summary_rows(text, "r")
+
+
+def test_a_path_sbatch_s_double_quotes_cannot_carry_is_refused_on_slurm_alone():
+    """The slurm executor wraps each job's command line in double quotes, unescaped: a results_dir with `"` made
+    every job's script a syntax error, one with `$HOME` another path, and each job failed as though it had never
+    started, three times with retries (a stranger's trial). A local run quotes every path: it takes them."""
+    from examflow.errors import RunSetting
+    from examflow.scheduling import check_submitted_paths, submitted_paths
+
+    config = {"results_dir": "results/run $HOME", "cache_dir": "cache", "inputs": {"queries": 'q "1".tsv',
+              "runs": ["runs/*.run"], "bank": "b`x`.jsonl"}, "questions": {"generate": False},
+              "judges": {"leaderboards": {}}, "nrp": None}  # fmt: skip
+    paths = submitted_paths(config, ["runs/a\\b.run", "runs/plain.run"])
+    assert paths == [("results_dir", "results/run $HOME"), ("cache_dir", "cache"), ("inputs.queries", 'q "1".tsv'),
+                     ("inputs.bank", "b`x`.jsonl"), ("inputs.runs", "runs/a\\b.run"),
+                     ("inputs.runs", "runs/plain.run")]  # fmt: skip
+    check_submitted_paths("local", paths)  # quoted by examflow wherever it reaches a shell
+    found = {}
+    for key, path in paths:
+        try:
+            check_submitted_paths("slurm", [(key, path)])
+        except RunSetting as error:
+            found[key, path] = str(error)
+    assert sorted(found) == [("inputs.bank", "b`x`.jsonl"), ("inputs.queries", 'q "1".tsv'),
+                             ("inputs.runs", "runs/a\\b.run"), ("results_dir", "results/run $HOME")]  # fmt: skip
+    assert found["results_dir", "results/run $HOME"] == (
+        "results_dir 'results/run $HOME': a path with $ cannot reach a SLURM job (the slurm executor hands each "
+        "job's command line to sbatch in double quotes, unescaped: snakemake-executor-plugin-slurm issue #29): "
+        "rename it (spaces and ' are fine), or run without the cluster"
+    )
+    check_submitted_paths("slurm", [("results_dir", "results/bob's run"), ("cache_dir", "a [1] (x)")])

@@ -191,6 +191,33 @@ def check_placeholders(resources: list[tuple[str, str]]) -> None:
                          "(profiles/README.md)")  # fmt: skip
 
 
+# What a path must not hold to reach a SLURM job: the slurm executor hands each job's command line to sbatch
+# in double quotes, unescaped (`--wrap="…"`, snakemake-executor-plugin-slurm issue #29).
+UNWRAPPABLE = ('"', "$", "`", "\\")
+
+
+def check_submitted_paths(executor: str, paths: list[tuple[str, str]]) -> None:
+    """On SLURM, no path a job's command line holds (key, path: its files, the config files, the working
+    folder) holds a character that ends or expands sbatch's double quotes: a `"` made the job's script a
+    syntax error and a `$HOME` another path, and each job failed as though it had never started, its
+    retries too. Said before any job is submitted; a local run quotes every path (`shlex.quote`)."""
+    if executor != "slurm":
+        return
+    for key, path in paths:
+        if found := [c for c in UNWRAPPABLE if c in path]:
+            raise RunSetting(f"{key} {path!r}: a path with {' or '.join(found)} cannot reach a SLURM job (the slurm "
+                             "executor hands each job's command line to sbatch in double quotes, unescaped: "
+                             "snakemake-executor-plugin-slurm issue #29): rename it (spaces and ' are fine), or run "
+                             "without the cluster")  # fmt: skip
+
+
+def submitted_paths(config: dict, runs: list[str]) -> list[tuple[str, str]]:
+    """(key, path) of each configured path a job's command line may hold: the folders, the input files, the
+    run files their patterns list."""
+    folders = [("results_dir", config["results_dir"]), ("cache_dir", config["cache_dir"])]
+    return [*folders, *_input_files(config), *(("inputs.runs", run) for run in runs)]
+
+
 def check_relevance_level(qrels: str, level: int, relevance_range: list[int]) -> None:
     """The official qrels read (as the pool step reads them: a malformed line is its one-line error here) and
     their highest judgment held against `evaluation.min_relevant_judgment`. A level above every judgment counts

@@ -65,10 +65,12 @@ from examflow.scheduling import (
     check_response_runs,
     check_placeholders,
     check_relevance_level,
+    check_submitted_paths,
     configured_facts,
     graded_shards,
     query_shards,
     official_from_qrels,
+    submitted_paths,
     warn_about_answer_counts,
 )
 
