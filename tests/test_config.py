@@ -1135,6 +1135,16 @@ def test_a_slurm_profiles_placeholder_stops_the_run_before_any_job(project):
                                              "slurm_account": "lab"}}  # fmt: skip
     write(project / "profiles/placeholders/config.yaml", yaml.safe_dump(filled))
     assert snakemake(project, "-n", "--workflow-profile", "profiles/placeholders").returncode == 0
+    # a misspelt SLURM resource was taken without a word, and every job went to the default partition
+    typo = {**filled, "set-resources": {"grade": {"slurm_partiton": "gpu"}}}
+    write(project / "profiles/placeholders/config.yaml", yaml.safe_dump(typo))
+    result = snakemake(project, "-n", "--workflow-profile", "profiles/placeholders", check=False)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("examflow: error: ")]
+    assert result.returncode == 1 and errors == [
+        "examflow: error: resource slurm_partiton 'gpu': the SLURM executor reads no such resource (did you mean "
+        "'slurm_partition'?), so no job would get it; its own are slurm_account, slurm_cluster, slurm_extra, "
+        "slurm_partition (profiles/README.md)"
+    ], result.stderr
 
 
 @pytest.mark.workflow

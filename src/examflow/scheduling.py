@@ -191,6 +191,20 @@ def check_placeholders(resources: list[tuple[str, str]]) -> None:
                          "(profiles/README.md)")  # fmt: skip
 
 
+# The resources of the SLURM executor plugin (2.8) that bear its prefix: another such name is read by nothing.
+SLURM_RESOURCES = ("slurm_account", "slurm_cluster", "slurm_extra", "slurm_partition")
+
+
+def check_slurm_resources(resources: list[tuple[str, str]]) -> None:
+    """No resource (name, value) is a misspelt SLURM one: `slurm_partiton: gpu` was taken without a word
+    and every job went to the default partition (a stranger's trial)."""
+    for name, value in resources:
+        if name.startswith("slurm_") and name not in SLURM_RESOURCES:
+            raise RunSetting(f"resource {name} {value!r}: the SLURM executor reads no such resource"
+                             f"{suggestion(name, SLURM_RESOURCES)}, so no job would get it; its own are "
+                             f"{', '.join(SLURM_RESOURCES)} (profiles/README.md)")  # fmt: skip
+
+
 # What a path must not hold to reach a SLURM job: the slurm executor hands each job's command line to sbatch
 # in double quotes, unescaped (`--wrap="…"`, snakemake-executor-plugin-slurm issue #29).
 UNWRAPPABLE = ('"', "$", "`", "\\")

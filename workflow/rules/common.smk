@@ -64,6 +64,7 @@ from examflow.scheduling import (
     check_leaderboard,
     check_response_runs,
     check_placeholders,
+    check_slurm_resources,
     check_relevance_level,
     check_submitted_paths,
     configured_facts,
@@ -225,6 +226,7 @@ def resources_as_written():
 
 if workflow.is_main_process:  # once a run, not again in each job
     checked(check_placeholders, resources_as_written())
+    checked(check_slurm_resources, resources_as_written())
     checked(check_model_folders, config)
     checked(
         check_judge_files,
