@@ -240,15 +240,7 @@ def plan_method(
         tokens = math.ceil(_prompt_characters(kind, passages, questions, queries, counts) / pairs * asked / 4)
     cpu_hours, warning = None, ""
     if on_gpu and not gpu_here:
-        on_cpu, cpu_jobs, held = backend.rate(False), jobs, ""
-        # a job on a CPU grades in another type (`auto`: float32): the answers the cache holds for it
-        if cache is not None and (signature := backend.signature(False)) != cache.signature:
-            held_here = GradeCache(cache_dir, signature)
-            cpu_jobs = [job_share(method, p, q, r, held_here) for p, q, r in tables]
-            differs = ", ".join(f"{key} {value}" for key, value in signature.items() if cache.signature[key] != value)
-            held = f", where the cache answers {sum(job.cached for job in cpu_jobs):,} pairs ({differs})"
-        cpu_hours = sum(job.seconds(on_cpu) for job in cpu_jobs) / 3600
-        warning = f"{NO_GPU}; on CPU cores it would take {_duration(cpu_hours, 'CPU')} ({describe(on_cpu)}){held}"
+        cpu_hours, warning = _on_cpu_cores(method, tables, jobs, cache, cache_dir)
     if not note and on_gpu and backend.options.get("dtype") == "auto":
         note = "assuming bfloat16 on a GPU"
     return MethodPlan(
@@ -258,6 +250,21 @@ def plan_method(
         sum(job.pairs > job.cached for job in jobs), sum(job.seconds(rate) for job in jobs) / 3600,
         "API" if api else "GPU" if on_gpu else "CPU", describe(rate), cpu_hours, note, warning,
     )  # fmt: skip
+
+
+def _on_cpu_cores(method: Method, tables: list[tuple], jobs: list[Job], cache, cache_dir) -> tuple[float, str]:
+    """The hours of a GPU method's jobs on CPU cores, where no GPU is visible, and the warning that says so. A
+    job on a CPU may grade in another type (`dtype: auto`: float32), into a cache of its own: that one counts."""
+    from examflow.grading.cache import GradeCache
+
+    on_cpu, held = method.backend.rate(False), ""
+    if cache is not None and (signature := method.backend.signature(False)) != cache.signature:
+        here = GradeCache(cache_dir, signature)
+        jobs = [job_share(method, p, q, r, here) for p, q, r in tables]
+        differs = ", ".join(f"{key} {value}" for key, value in signature.items() if cache.signature.get(key) != value)
+        held = f", where the cache answers {sum(job.cached for job in jobs):,} pairs ({differs})"
+    hours = sum(job.seconds(on_cpu) for job in jobs) / 3600
+    return hours, f"{NO_GPU}; on CPU cores it would take {_duration(hours, 'CPU')} ({describe(on_cpu)}){held}"
 
 
 def describe(rate: Rate) -> str:
