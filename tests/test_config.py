@@ -1120,31 +1120,30 @@ def test_a_slurm_profiles_placeholder_stops_the_run_before_any_job(project):
     """sbatch refused every job ("Invalid partition name specified"), each was submitted three times, and
     the run ended blaming each step's log (a stranger's trial). The shipped profile without its executor
     (this machine has no cluster), as written: its placeholders are the mistake."""
+
+    def dry_run(profile: dict) -> tuple[int, list[str]]:
+        """The exit code and the errors of a dry run with `profile`; nothing written, no traceback."""
+        write(project / "profiles/placeholders/config.yaml", yaml.safe_dump(profile))
+        result = snakemake(project, "-n", "--workflow-profile", "profiles/placeholders", check=False)
+        assert "Traceback" not in result.stderr and not (project / "results").exists()
+        return result.returncode, [line for line in result.stderr.splitlines() if line.startswith("examflow: error: ")]
+
     profile = yaml.safe_load((project / "profiles/slurm-cpu/config.yaml").read_text())
     local = {key: value for key, value in profile.items() if key != "executor" and not key.startswith("slurm-")}
-    write(project / "profiles/placeholders/config.yaml", yaml.safe_dump(local))
-    result = snakemake(project, "-n", "--workflow-profile", "profiles/placeholders", check=False)
-    errors = [line for line in result.stderr.splitlines() if line.startswith("examflow: error: ")]
-    assert result.returncode == 1 and errors == [
+    assert dry_run(local) == (1, [
         "examflow: error: resources slurm_account 'CHANGE-ME-account', slurm_partition 'CHANGE-ME-cpu-partition': "
         "the SLURM profiles' placeholders: put your cluster's partitions and account in the profile's config.yaml "
         "(profiles/README.md)"
-    ], result.stderr
-    assert "Traceback" not in result.stderr and not (project / "results").exists()
+    ])  # fmt: skip
     filled = {**local, "default-resources": {**local["default-resources"], "slurm_partition": "cpu",
                                              "slurm_account": "lab"}}  # fmt: skip
-    write(project / "profiles/placeholders/config.yaml", yaml.safe_dump(filled))
-    assert snakemake(project, "-n", "--workflow-profile", "profiles/placeholders").returncode == 0
+    assert dry_run(filled) == (0, [])
     # a misspelt SLURM resource was taken without a word, and every job went to the default partition
-    typo = {**filled, "set-resources": {"grade": {"slurm_partiton": "gpu"}}}
-    write(project / "profiles/placeholders/config.yaml", yaml.safe_dump(typo))
-    result = snakemake(project, "-n", "--workflow-profile", "profiles/placeholders", check=False)
-    errors = [line for line in result.stderr.splitlines() if line.startswith("examflow: error: ")]
-    assert result.returncode == 1 and errors == [
+    assert dry_run({**filled, "set-resources": {"grade": {"slurm_partiton": "gpu"}}}) == (1, [
         "examflow: error: resource slurm_partiton 'gpu': the SLURM executor reads no such resource (did you mean "
         "'slurm_partition'?), so no job would get it; its own are slurm_account, slurm_cluster, slurm_extra, "
         "slurm_partition (profiles/README.md)"
-    ], result.stderr
+    ])  # fmt: skip
 
 
 @pytest.mark.workflow
