@@ -16,7 +16,7 @@ from conftest import ROOT, own_collection, snakemake, write
 
 from examflow.config import check_config, check_config_file
 from examflow.errors import ConfigError, InputError
-from examflow.registry import BACKENDS, KINDS, LLM_OPTIONS, options_markdown
+from examflow.registry import BACKENDS, DIGIT_KINDS, KINDS, LLM_OPTIONS, options_markdown
 
 SCHEMA = ROOT / "workflow/schemas/config.schema.yaml"
 MINIMAL = {"inputs": {"queries": "q.tsv", "responses": "r.jsonl"}}
@@ -985,7 +985,7 @@ def test_a_minimal_user_config_schedules_no_demo_input(project):
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", output, re.MULTILINE))
     # q3 has no questions: no bank shard, no pool shard, no grading job; one warning says so.
     assert jobs["grade"] == jobs["bank_shard"] == jobs["pool_shard"] == "2"
-    assert "1 of 3 queries have no questions in mine/bank.tsv and get no grading jobs: q3" in output
+    assert "1 of 3 queries has no questions in mine/bank.tsv and gets no grading jobs: q3" in output
     assert "results/pool/passages.parquet" in output and "results/demo" not in output
     assert files["bank"].exists()
 
@@ -1121,12 +1121,12 @@ def test_a_slurm_profiles_placeholder_stops_the_run_before_any_job(project):
     the run ended blaming each step's log (a stranger's trial). The shipped profile without its executor
     (this machine has no cluster), as written: its placeholders are the mistake."""
 
-    def dry_run(profile: dict) -> tuple[int, list[str]]:
-        """The exit code and the errors of a dry run with `profile`; nothing written, no traceback."""
+    def dry_run(profile: dict, said: str = "error") -> tuple[int, list[str]]:
+        """The exit code and the errors (or warnings) of a dry run with `profile`; nothing written, no traceback."""
         write(project / "profiles/placeholders/config.yaml", yaml.safe_dump(profile))
         result = snakemake(project, "-n", "--workflow-profile", "profiles/placeholders", check=False)
         assert "Traceback" not in result.stderr and not (project / "results").exists()
-        return result.returncode, [line for line in result.stderr.splitlines() if line.startswith("examflow: error: ")]
+        return result.returncode, [line for line in result.stderr.splitlines() if line.startswith(f"examflow: {said}")]
 
     profile = yaml.safe_load((project / "profiles/slurm-cpu/config.yaml").read_text())
     local = {key: value for key, value in profile.items() if key != "executor" and not key.startswith("slurm-")}
@@ -1140,9 +1140,14 @@ def test_a_slurm_profiles_placeholder_stops_the_run_before_any_job(project):
     assert dry_run(filled) == (0, [])
     # a misspelt SLURM resource was taken without a word, and every job went to the default partition
     assert dry_run({**filled, "set-resources": {"grade": {"slurm_partiton": "gpu"}}}) == (1, [
-        "examflow: error: resource slurm_partiton 'gpu': the SLURM executor reads no such resource (did you mean "
-        "'slurm_partition'?), so no job would get it; its own are slurm_account, slurm_cluster, slurm_extra, "
+        "examflow: error: resource slurm_partiton 'gpu': the SLURM executor plugin 2.8 reads no such resource (did you "
+        "mean 'slurm_partition'?), so no job would get it; its own are slurm_account, slurm_cluster, slurm_extra, "
         "slurm_partition (profiles/README.md)"
+    ])  # fmt: skip
+    # near none of its names: perhaps a later plugin's own, said and not refused
+    assert dry_run({**filled, "set-resources": {"grade": {"slurm_qos": "long"}}}, "WARNING: resource") == (0, [
+        "examflow: WARNING: resource slurm_qos 'long': the SLURM executor plugin 2.8 reads no such resource, so no job "
+        "would get it; its own are slurm_account, slurm_cluster, slurm_extra, slurm_partition (profiles/README.md)"
     ])  # fmt: skip
 
 
@@ -1385,21 +1390,31 @@ def test_grading_methods_without_inputs_are_refused_in_words():
     assert checked({"nrp": nrp})["grading"]["methods"] == []
 
 
-@pytest.mark.parametrize(
-    "kind", [kind for kind, entry in KINDS.items() if entry.grade != "rating" and kind != "extractive_qa"]
-)
+@pytest.mark.parametrize("kind", [kind for kind in KINDS if kind not in DIGIT_KINDS and kind != "extractive_qa"])
 @pytest.mark.parametrize("backend", ["hf_seq2seq", "ct2_seq2seq"])
-def test_fast_decoding_is_refused_for_a_kind_that_answers_no_rating(kind, backend):
+def test_fast_decoding_is_refused_for_a_kind_that_answers_no_bare_digit(kind, backend):
     """Its one step picks the likeliest digit: a qa_verify pair then held a digit for an answer, none checked
     correct, every run 0 with exit 0 (a stranger's trial), and a faggioli pair a grade of 0."""
     config = {"inputs": {"queries": "q", "responses": "r.jsonl", "bank": "b"},
               "grading": {"methods": [{"name": "m", "kind": kind, "backend": {"kind": backend, "model": "t5",
                                                                                "decoding": "fast"}}]}}  # fmt: skip
     assert rejected(config) == (
-        f"config grading.methods[0].backend.decoding: `fast` reads a rating 0-5 off the answer's first token, as "
-        f"self_rating and nugget_rating answer; {'an' if kind[0] in 'aeiou' else 'a'} {kind} answer is no digit, and "
-        "every pair would get the likeliest digit: decoding beam or greedy"
+        f"config grading.methods[0].backend.decoding: `fast` reads a digit 0-5 off the answer's first token, as "
+        f"self_rating, nugget_rating, thomas, criteria, criteria_llm answer; {'an' if kind[0] in 'aeiou' else 'a'} "
+        f"{kind} answer is no bare digit, and every pair would get the likeliest digit: decoding beam or greedy"
     )
-    for rated in ("self_rating", "nugget_rating"):
-        config["grading"]["methods"][0]["kind"] = rated
-        assert checked(config)["grading"]["methods"][0]["backend"]["decoding"] == "fast"
+
+
+@pytest.mark.parametrize("kind", DIGIT_KINDS)
+def test_fast_decoding_is_taken_for_a_kind_whose_answer_is_a_bare_digit(kind):
+    """`fast` gives greedy's answer wherever greedy's first token is a digit: a kind that reads a bare digit as
+    its grade (a self-rating 0-5, Thomas's 0-2, a criterion's 0-3) takes it."""
+    from examflow.grading.backends import Answer
+    from examflow.grading.methods import Pair, interpret
+
+    config = {"inputs": {"queries": "q", "responses": "r.jsonl", "bank": "b"},
+              "grading": {"methods": [{"name": "m", "kind": kind, "backend": {"kind": "hf_seq2seq", "model": "t5",
+                                                                               "decoding": "fast"}}]}}  # fmt: skip
+    assert checked(config)["grading"]["methods"][0]["backend"]["decoding"] == "fast"
+    pair = Pair("q", None, "p", "q/1", "Why?", "Because.", query_text="why")
+    assert interpret(kind, Answer("2"), pair, "strict").rating == 2  # a bare digit is its grade, strictly read

@@ -63,12 +63,12 @@ def test_a_question_too_long_for_the_budget_is_a_failure_and_the_others_are_answ
     from examflow.commands import _wrap_up
     from examflow.progress import job_progress
 
-    with job_progress(tmp_path / "progress.json", "m/s", "prompts") as progress:
+    with caplog.at_level(logging.INFO), job_progress(tmp_path / "progress.json", "m/s", "prompts") as progress:
         job = grader(method, str(tmp_path), max_error_rate=0.5, progress=progress)
         table = job.grade(mixed)
-    with caplog.at_level(logging.INFO):
-        _wrap_up(job, None, 1)  # the job's log: the prompt never run is not said to be sent
+        _wrap_up(job, None, 1)  # the job's log: the prompt never run is not said to be sent, nor asked
     assert "sent 3 prompts to the model; 1 more too long to ask (too-long failures)" in caplog.messages
+    assert [m.split(",")[0] for m in caplog.messages if m.startswith("asked ")] == ["asked 3/3 prompts"]
     counted = json.loads((tmp_path / "progress.json").read_text())  # nor is it answered in the progress line
     assert (counted["graded"], counted["to_grade"]) == (3, 3)
     backend = Seq2SeqBackend(tiny_t5, decoding=decoding, max_input_tokens=160, max_new_tokens=2)
@@ -563,7 +563,7 @@ def test_the_compiled_scoring_step_rates_as_the_eager_one(tiny_t5, caplog):
         (len(b), -(-max(len(p.ids) for p in b) // 64) * 64) for b in (prompts[i : i + 4] for i in range(0, 14, 4))
     }
     assert len(shapes) >= 3 and counters["stats"]["unique_graphs"] == 1
-    logits = eager.first_step_logits(eager.preparer.prepare(requests), eager.digit_ids)
+    logits = eager.first_step_logits(eager.preparer.prepare(requests), eager.read_ids)
     top = logits.topk(2, dim=-1).values
     clear = (top[:, 0] - top[:, 1]).abs() > 1e-4  # the two most likely digits not within float noise
     assert clear.sum() >= 10
@@ -689,8 +689,8 @@ def test_a_tokenizer_of_more_tokens_than_the_model_embeds_is_refused(tmp_path, k
         assert re.fullmatch(rf"config backend.model: '.*model': could not be loaded \(.*{tokens}.*{tokens - 3}.*\)",
                             str(error.value)), error.value  # fmt: skip
     else:
-        assert str(error.value) == (f"config backend.model: {str(folder)!r}: its tokenizer has {tokens} tokens, and its "
-                                    f"model embeds {tokens - 3}: are both saved from one model?")  # fmt: skip
+        assert str(error.value) == (f"config backend.model: {str(folder)!r}: its tokenizer's ids run to {tokens - 1}, "
+                                    f"past the {tokens - 3} tokens its model embeds: are both saved from one model?")  # fmt: skip
 
 
 @pytest.mark.parametrize("kind", ["hf_seq2seq", "ct2_seq2seq"])
@@ -752,3 +752,28 @@ def test_a_method_that_grades_questions_needs_the_shard_s_bank(tmp_path, capsys)
         )
     )
     assert not (tmp_path / "none.parquet").exists()
+
+
+def test_a_word_written_after_a_word_boundary_token_is_read_by_its_own_token():
+    """SentencePiece may write a digit as `▁` and the digit (T5's vocabulary has no `▁0`, say): its own token is
+    the one a decoder step reads; a word of several other tokens is refused, naming them."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    from examflow.grading.backends import DIGITS, one_token_ids
+
+    pieces = ["<unk>", "▁", *DIGITS, "t", "r", "u", "e", "tr", "tru", "true", "▁true"]
+    vocab = {piece: i for i, piece in enumerate(pieces)}
+    merges = [("t", "r"), ("tr", "u"), ("tru", "e"), ("▁", "true")]  # `▁true` one token; no `▁4`: `▁`, `4`
+    core = Tokenizer(models.BPE(vocab, merges=merges, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Metaspace()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, unk_token="<unk>")
+    assert tokenizer("4", add_special_tokens=False).input_ids == [vocab["▁"], vocab["4"]]
+    assert one_token_ids(tokenizer, DIGITS, "m") == [vocab[digit] for digit in DIGITS]
+    assert one_token_ids(tokenizer, ["true", "tru"], "m") == [vocab["▁true"], vocab["tru"]]  # monoT5's words
+    with pytest.raises(ConfigError) as error:
+        one_token_ids(tokenizer, ["ut"], "m")
+    assert str(error.value) == (
+        "config backend.model: 'm': its tokenizer writes 'ut' as 3 tokens ['▁', 'u', 't'], and one decoder step "
+        "reads one token for it"
+    )

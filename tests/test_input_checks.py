@@ -34,7 +34,7 @@ def test_bank_queries_that_match_no_query_are_an_error_or_a_counted_warning(tmp_
         shards = graded_shards(str(files["queries"]), str(bank), None, VALIDATION | {"unknown_queries": "warn"})
     assert shards == sorted({shard_of("q1", 16), shard_of("q2", 16)})  # q3 has no questions, Q2 is no query
     assert "1 × bank entries with an unknown query id, dropped" in caplog.text
-    assert "1 of 3 queries have no questions" in caplog.text
+    assert "1 of 3 queries has no questions" in caplog.text
 
 
 def test_queries_without_questions_are_said_to_be_graded_by_the_methods_that_grade_against_the_query(tmp_path, caplog):
@@ -47,7 +47,7 @@ def test_queries_without_questions_are_said_to_be_graded_by_the_methods_that_gra
     with caplog.at_level(logging.WARNING):
         graded_shards(str(files["queries"]), str(files["bank"]), None, VALIDATION, 16, [llm, umb])
         assert caplog.messages == [
-            f"1 of 3 queries have no questions in {files['bank']}: only umb grades them, against the query: q3"
+            f"1 of 3 queries has no questions in {files['bank']}: only umb grades it, against the query: q3"
         ]
         caplog.clear()
         graded_shards(str(files["queries"]), str(files["bank"]), None, VALIDATION, 16, [umb])
@@ -84,7 +84,7 @@ def test_bank_facets_that_are_no_subtopic_of_their_query_are_an_error_or_a_count
     assert f"3 × bank entries with an unknown facet id, dropped (first: {bank}:5: field 'facet_id': {subtopic})" in (
         caplog.text
     )
-    assert "1 of 3 queries have no questions in" in caplog.text and caplog.text.rstrip().endswith(": wind")
+    assert "1 of 3 queries has no questions in" in caplog.text and caplog.text.rstrip().endswith(": wind")
 
     # `examflow bank-shard` leaves them out of the table that grading and |Q| read, or stops
     out = tmp_path / "shard.parquet"

@@ -248,20 +248,23 @@ def test_a_summary_in_a_form_not_read_refuses_the_report():
             _summary_rows(text, "r")
 
 
-def test_a_path_sbatch_s_double_quotes_cannot_carry_is_refused_on_slurm_alone():
-    """The slurm executor wraps each job's command line in double quotes, unescaped: a results_dir with `"` made
-    every job's script a syntax error, one with `$HOME` another path, and each job failed as though it had never
-    started, three times with retries (a stranger's trial). A local run quotes every path: it takes them."""
+def test_a_path_the_slurm_submission_would_mangle_is_refused_on_slurm_alone():
+    """The slurm executor hands each job's command line to sbatch inside double quotes: a results_dir with `$HOME`
+    became another path, one with `'` and `"` a job script no shell reads, and each job failed as though it had
+    never started, three times with retries (a stranger's trial). A lone `"`, a lone `'` and a backslash arrive
+    as written (tried on the test cluster), and a local run quotes every path: they are taken."""
     from examflow.errors import RunSetting
     from examflow.scheduling import check_submitted_paths, submitted_paths
 
     config = {"results_dir": "results/run $HOME", "cache_dir": "cache", "inputs": {"queries": 'q "1".tsv',
               "runs": ["runs/*.run"], "bank": "b`x`.jsonl"}, "questions": {"generate": False},
               "judges": {"leaderboards": {}}, "nrp": None}  # fmt: skip
-    paths = submitted_paths(config, ["runs/a\\b.run", "runs/plain.run"])
+    paths = submitted_paths(config, ["runs/a\\b.run", "runs/bob's \"x\".run"], ["my config.yaml"], ["k=$5"],
+                            {"the working folder": "/home/o'neil"})  # fmt: skip
     assert paths == [("results_dir", "results/run $HOME"), ("cache_dir", "cache"), ("inputs.queries", 'q "1".tsv'),
                      ("inputs.bank", "b`x`.jsonl"), ("inputs.runs", "runs/a\\b.run"),
-                     ("inputs.runs", "runs/plain.run")]  # fmt: skip
+                     ("inputs.runs", "runs/bob's \"x\".run"), ("--configfile", "my config.yaml"), ("--config", "k=$5"),
+                     ("the working folder", "/home/o'neil")]  # fmt: skip
     check_submitted_paths("local", paths)  # quoted by examflow wherever it reaches a shell
     found = {}
     for key, path in paths:
@@ -269,11 +272,12 @@ def test_a_path_sbatch_s_double_quotes_cannot_carry_is_refused_on_slurm_alone():
             check_submitted_paths("slurm", [(key, path)])
         except RunSetting as error:
             found[key, path] = str(error)
-    assert sorted(found) == [("inputs.bank", "b`x`.jsonl"), ("inputs.queries", 'q "1".tsv'),
-                             ("inputs.runs", "runs/a\\b.run"), ("results_dir", "results/run $HOME")]  # fmt: skip
-    assert found["results_dir", "results/run $HOME"] == (
-        "results_dir 'results/run $HOME': a path with $ cannot reach a SLURM job (the slurm executor hands each "
-        "job's command line to sbatch in double quotes, unescaped: snakemake-executor-plugin-slurm issue #29): "
-        "rename it (spaces and ' are fine), or run without the cluster"
-    )
-    check_submitted_paths("slurm", [("results_dir", "results/bob's run"), ("cache_dir", "a [1] (x)")])
+    assert sorted(found) == [("--config", "k=$5"), ("inputs.bank", "b`x`.jsonl"),
+                             ("inputs.runs", "runs/bob's \"x\".run"), ("results_dir", "results/run $HOME")]  # fmt: skip
+    reason = ("cannot reach a SLURM job (the slurm executor hands each job's command line to sbatch inside double "
+              "quotes, where $ and ` expand, and writes a path of both quotes there in a way no shell reads): rename "
+              "it (spaces, backslashes and one kind of quote are fine), or run without the cluster")  # fmt: skip
+    assert found["results_dir", "results/run $HOME"] == f"results_dir 'results/run $HOME': a path with $ {reason}"
+    assert found["--config", "k=$5"] == f"--config 'k=$5': a setting with $ {reason}"
+    assert found["inputs.runs", 'runs/bob\'s "x".run'].startswith("""inputs.runs 'runs/bob\\'s "x".run': a path with \
+both ' and " cannot""")

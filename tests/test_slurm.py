@@ -77,11 +77,11 @@ def test_the_demo_on_slurm_equals_a_local_run_and_regrades_only_an_edit(cluster,
         assert server.calls - before == (passages["query_id"] == "tides").sum() == 67
 
 
-def test_a_results_dir_sbatch_s_quotes_cannot_carry_is_refused_before_any_job(cluster, tmp_path):
-    """`"` in results_dir ended the double quotes sbatch's `--wrap` gives each job's command line: every job's
-    script was a syntax error, and the run blamed a job that never started (a stranger's trial)."""
+def test_a_results_dir_the_submission_would_mangle_is_refused_before_any_job(cluster, tmp_path):
+    """`'` and `"` in one results_dir made each job's script a syntax error (`Unterminated quoted string`), and the
+    run blamed a job that never started (a stranger's trial)."""
     config = yaml.safe_load((ROOT / "config/config.yaml").read_text())
-    config["results_dir"] = 'results/a "quoted" run'
+    config["results_dir"] = 'results/bob\'s "quoted" run'
     remote = copy_project(tmp_path / "slurm")
     write(remote / "c.yaml", yaml.safe_dump(config))
     run = [
@@ -97,7 +97,7 @@ def test_a_results_dir_sbatch_s_quotes_cannot_carry_is_refused_before_any_job(cl
     done = subprocess.run(["timeout", "300", *run], cwd=remote, env=env, capture_output=True, text=True)
     assert done.returncode != 0
     assert (
-        'examflow: error: results_dir \'results/a "quoted" run\': a path with " cannot reach a SLURM job'
-        in done.stdout + done.stderr
-    )
-    assert not (remote / "results").exists()  # refused before any job, and before the run's lock
+        """examflow: error: results_dir 'results/bob\\'s "quoted" run': a path with both ' and " cannot reach a SLURM """
+        "job" in done.stdout + done.stderr
+    ), done.stderr[-2000:]
+    assert not (remote / "results").exists()  # refused before any job: nothing written

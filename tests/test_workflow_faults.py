@@ -126,7 +126,7 @@ def test_failed_pairs_fail_the_run_and_a_plain_rerun_asks_only_for_them(project)
         assert record["rerun_triggers"] == ["code", "input", "mtime", "params", "software-env"]  # Snakemake's default
         # the parse's warning, printed before anything ran, is named again once the jobs are done
         lines = result.stderr.splitlines()
-        warning = "1 of 3 queries have no questions in mine/bank.tsv and get no grading jobs: q3"
+        warning = "1 of 3 queries has no questions in mine/bank.tsv and gets no grading jobs: q3"
         assert lines.index(f"examflow: WARNING: {warning}") < min(i for i, x in enumerate(lines) if "jobid" in x)
         again = lines.index(f"examflow: the configuration warned: {warning}")
         assert again > max(i for i, line in enumerate(lines) if line.startswith("Finished jobid"))

@@ -147,7 +147,7 @@ def test_a_method_that_grades_against_the_query_grades_every_query_and_no_bank_e
         }  # fmt: skip
         write(project / "mine.yaml", yaml.safe_dump(config))
         first = snakemake(project, "--configfile", "mine.yaml")
-        assert "1 of 3 queries have no questions in mine/bank.tsv: only umb grades them, against the query: q3" in (
+        assert "1 of 3 queries has no questions in mine/bank.tsv: only umb grades it, against the query: q3" in (
             first.stderr
         )
         umbrela = pd.read_parquet(project / "results/grades/umb.parquet")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from examflow.errors import ConfigError
+from examflow.errors import ConfigError, counted
 from examflow.rates import CALLS, CHARACTERS, Rate
 from examflow.registry import KINDS, Method
 
@@ -262,7 +262,7 @@ def _on_cpu_cores(method: Method, tables: list[tuple], jobs: list[Job], cache, c
         here = GradeCache(cache_dir, signature)
         jobs = [job_share(method, p, q, r, here) for p, q, r in tables]
         differs = ", ".join(f"{key} {value}" for key, value in signature.items() if cache.signature.get(key) != value)
-        held = f", where the cache answers {sum(job.cached for job in jobs):,} pairs ({differs})"
+        held = f", where the cache answers {counted(sum(job.cached for job in jobs), 'pair', 'pairs')} ({differs})"
     hours = sum(job.seconds(on_cpu) for job in jobs) / 3600
     return hours, f"{NO_GPU}; on CPU cores it would take {_duration(hours, 'CPU')} ({describe(on_cpu)}){held}"
 

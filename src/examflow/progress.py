@@ -244,11 +244,11 @@ def progress_line(progress: RunProgress, now: float) -> str:
     seconds = (now if running else max(j.updated for j in jobs)) - min(j.started for j in jobs)
     rate = graded / seconds if seconds > 0 and graded else None
     # A share of a total that jobs or passes not yet counted will add to would read 100% too early.
-    counted = not (progress.waiting or starting or any(j.more and j.state == RUNNING for j in jobs))
-    share = f" ({100 * graded // to_grade}%)" if to_grade and counted else ""
+    all_counted = not (progress.waiting or starting or any(j.more and j.state == RUNNING for j in jobs))
+    share = f" ({100 * graded // to_grade}%)" if to_grade and all_counted else ""
     unanswered, cached = sum(j.unanswered for j in jobs), sum(j.cached for j in jobs)
     # every job counted (a cache-only rerun), none with anything to ask: no rate, no share, no "0 of 0"
-    idle = counted and not to_grade and all(j.to_grade is not None for j in jobs)
+    idle = all_counted and not to_grade and all(j.to_grade is not None for j in jobs)
     if idle:
         cache = f", the cache answered all {cached:,}" if cached else ""
         words = [f"examflow: no {unit} to ask{cache}"]
@@ -262,7 +262,7 @@ def progress_line(progress: RunProgress, now: float) -> str:
     # what the running jobs have left: a stopped job's (killed, its process gone) waits for the next run
     left = 0 if progress.ended else sum((j.to_grade or 0) - j.graded for j in jobs if j.state == RUNNING)
     if left > 0 and rate:  # a stopped run has no time left to tell
-        partial = "" if counted else f" for the {unit} counted so far"
+        partial = "" if all_counted else f" for the {unit} counted so far"
         words.append(f"ETA {_clock(left / rate)}{partial}")
     states = {
         "starting": starting,  # reading their tables, loading the model, looking in the cache
@@ -282,8 +282,8 @@ def progress_line(progress: RunProgress, now: float) -> str:
         if states["failed"]
         else "the grade jobs' logs, and summary.md once the run completes, count"
     )
-    pairs = "pair" if failed == 1 else "pairs"
-    return line + (f"; {failed:,} {pairs} failed (no grade: {counts} them by kind)" if failed else "")
+    pairs = counted(failed, "pair", "pairs")
+    return line + (f"; {pairs} failed (no grade: {counts} them by kind)" if failed else "")
 
 
 def _ended_before(progress: RunProgress) -> str:

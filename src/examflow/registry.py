@@ -80,17 +80,6 @@ QUESTION_LLM_OPTIONS = {**LLM_OPTIONS, "model": replace(LLM_OPTIONS["model"], de
 _DEVICE = Option("string", "auto", "`auto` (CUDA when present), `cpu`, `cuda`, `cuda:1`, ... (torch's names: `mps`, `xpu`)",
                  pattern=r"auto|cpu|mps|(cuda|xpu)(:[0-9]+)?")  # fmt: skip
 _REVISION = Option("string", None, "hub revision (commit, branch or tag); null: the latest", nullable=True)
-# The encoder-decoders' options (FLAN-T5 through torch, or converted to CTranslate2).
-_SEQ2SEQ_OPTIONS = {
-    "model": Option("string", help="hub id (google/flan-t5-large) or local directory", model=True),
-    "revision": _REVISION,
-    "decoding": Option("string", "beam", "`beam` (the reference), `greedy` or `fast` (a rating 0-5 read off one step: the kinds self_rating and nugget_rating)", ("beam", "greedy", "fast")),
-    "batch_size": Option("integer", 16, "prompts per forward pass, batched by length", minimum=1),
-    "max_input_tokens": Option("integer", 512, "input budget in model tokens; only the passage is cut (a prompt that leaves it no room is a `too-long` failure)", minimum=16),
-    "max_new_tokens": Option("integer", 32, "most tokens in an answer", minimum=1),
-    "num_beams": Option("integer", 5, "beams of `beam` decoding", minimum=1),
-    "device": _DEVICE,
-}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -197,10 +186,24 @@ TOP_GRADE = 5
 # the highest): a self-rating of 4 is "mostly relevant and complete", the EXAM++ papers' headline.
 DEFAULT_TAU = 4
 GENERATIVE = frozenset(kind for kind in KINDS if kind != "extractive_qa")
-RATED = [kind for kind, entry in KINDS.items() if entry.grade == "rating"]  # answered by a digit 0-5: `fast` reads them
 CRITERIA_KINDS = frozenset(kind for kind, entry in KINDS.items() if entry.criteria)
 AGGREGATED_KINDS = frozenset(kind for kind, entry in KINDS.items() if entry.aggregation)
 NUGGET_SUPPORT = frozenset(kind for kind, entry in KINDS.items() if entry.grade in ("support", "support_2grade"))
+# The readings of an answer that is a bare grade, a digit: `fast` decoding reads one off the first decoder step.
+DIGIT_GRADES = ("rating", "thomas", "criterion")
+DIGIT_KINDS = [kind for kind, entry in KINDS.items() if entry.grade in DIGIT_GRADES]
+
+# The encoder-decoders' options (FLAN-T5 through torch, or converted to CTranslate2).
+_SEQ2SEQ_OPTIONS = {
+    "model": Option("string", help="hub id (google/flan-t5-large) or local directory", model=True),
+    "revision": _REVISION,
+    "decoding": Option("string", "beam", f"`beam` (the reference), `greedy` or `fast` (a digit 0-5 read off one decoder step: the kinds {', '.join(DIGIT_KINDS)}, answered by a bare grade)", ("beam", "greedy", "fast")),
+    "batch_size": Option("integer", 16, "prompts per forward pass, batched by length", minimum=1),
+    "max_input_tokens": Option("integer", 512, "input budget in model tokens; only the passage is cut (a prompt that leaves it no room is a `too-long` failure)", minimum=16),
+    "max_new_tokens": Option("integer", 32, "most tokens in an answer", minimum=1),
+    "num_beams": Option("integer", 5, "beams of `beam` decoding", minimum=1),
+    "device": _DEVICE,
+}  # fmt: skip
 
 BACKENDS = {
     "hf_seq2seq": Backend(
@@ -434,10 +437,10 @@ def check_method(key: str, method: Any) -> Method:
             f"{kind!r} cannot be graded by the {backend['kind']} back end; it grades {', '.join(sorted(spec.kinds))}",
         )
     options = check_options(f"{key}.backend", {k: v for k, v in backend.items() if k != "kind"}, spec.options)
-    if options.get("decoding") == "fast" and KINDS[kind].grade != "rating":
-        raise ConfigError(f"{key}.backend.decoding", f"`fast` reads a rating 0-5 off the answer's first token, as "
-                          f"{' and '.join(RATED)} answer; {a(kind)} answer is no digit, and every pair would get "
-                          "the likeliest digit: decoding beam or greedy")  # fmt: skip
+    if options.get("decoding") == "fast" and kind not in DIGIT_KINDS:
+        raise ConfigError(f"{key}.backend.decoding", f"`fast` reads a digit 0-5 off the answer's first token, as "
+                          f"{', '.join(DIGIT_KINDS)} answer; {a(kind)} answer is no bare digit, and every pair "
+                          "would get the likeliest digit: decoding beam or greedy")  # fmt: skip
     checked = dict(method, backend={"kind": backend["kind"], **options})
     checked.setdefault("mode", spec.parse_mode or "reference")
     checked.setdefault("gpu", spec.gpus)

@@ -3,6 +3,7 @@ inputs it can check cheaply (bank query and facet ids, the official leaderboard'
 
 from __future__ import annotations
 
+import difflib
 import functools
 import logging
 import os
@@ -165,15 +166,14 @@ def graded_shards(
     without = sorted(query_ids - with_items)
     direct = [method.name for method in methods if not method.entry.reads_bank]
     if without and (len(direct) < len(methods) or not methods):
-        shown = listed(without)
+        one = len(without) == 1
         # the methods that grade against the query grade them all the same
         graded = (
-            f": only {listed(direct)} grade{'s' if len(direct) == 1 else ''} them, against the query" if direct else ""
-        )
-        log.warning(
-            "%d of %d queries have no questions in %s%s: %s",
-            len(without), len(query_ids), bank, graded or " and get no grading jobs", shown,
+            f": only {listed(direct)} grade{'s' if len(direct) == 1 else ''} {'it' if one else 'them'}, against the "
+            "query" if direct else f" and get{'s' if one else ''} no grading jobs"
         )  # fmt: skip
+        log.warning("%d of %d queries %s no questions in %s%s: %s", len(without), len(query_ids),
+                    "has" if one else "have", bank, graded, listed(without))  # fmt: skip
     return sorted({shard_of(q, shards) for q in with_items})
 
 
@@ -197,39 +197,57 @@ SLURM_RESOURCES = ("slurm_account", "slurm_cluster", "slurm_extra", "slurm_parti
 
 def check_slurm_resources(resources: list[tuple[str, str]]) -> None:
     """No resource (name, value) is a misspelt SLURM one: `slurm_partiton: gpu` was taken without a word
-    and every job went to the default partition (a stranger's trial)."""
+    and every job went to the default partition (a stranger's trial). A name near none of them may be a later
+    plugin's own: said, not refused."""
+    prefix = "slurm_"  # each name shares it: compared without, `slurm_qos` is near no name of theirs
     for name, value in resources:
-        if name.startswith("slurm_") and name not in SLURM_RESOURCES:
-            raise RunSetting(f"resource {name} {value!r}: the SLURM executor reads no such resource"
-                             f"{suggestion(name, SLURM_RESOURCES)}, so no job would get it; its own are "
-                             f"{', '.join(SLURM_RESOURCES)} (profiles/README.md)")  # fmt: skip
+        if name.startswith(prefix) and name not in SLURM_RESOURCES:
+            rest = [known.removeprefix(prefix) for known in SLURM_RESOURCES]
+            close = difflib.get_close_matches(name.removeprefix(prefix), rest, n=1)
+            meant = f" (did you mean '{prefix}{close[0]}'?)" if close else ""
+            said = (f"resource {name} {value!r}: the SLURM executor plugin 2.8 reads no such resource{meant}, so no "
+                    f"job would get it; its own are {', '.join(SLURM_RESOURCES)} (profiles/README.md)")  # fmt: skip
+            if meant:
+                raise RunSetting(said)
+            log.warning("%s", said)
 
 
-# What a path must not hold to reach a SLURM job: the slurm executor hands each job's command line to sbatch
-# in double quotes, unescaped (`--wrap="…"`, snakemake-executor-plugin-slurm issue #29).
-UNWRAPPABLE = ('"', "$", "`", "\\")
+# What a path must not hold to reach a SLURM job (tried on a one-node cluster with plugin 2.8): the plugin hands
+# each job's command line to sbatch inside double quotes (`--wrap="…"`), where `$` and a backquote expand; and
+# a path with both kinds of quote is written into that line in a way the job's shell cannot read. A lone `"` is
+# escaped by the plugin, a lone `'`, spaces and backslashes arrive as written.
+EXPANDED = ("$", "`")
+BOTH_QUOTES = ("'", '"')
 
 
 def check_submitted_paths(executor: str, paths: list[tuple[str, str]]) -> None:
     """On SLURM, no path a job's command line holds (key, path: its files, the config files, the working
-    folder) holds a character that ends or expands sbatch's double quotes: a `"` made the job's script a
-    syntax error and a `$HOME` another path, and each job failed as though it had never started, its
-    retries too. Said before any job is submitted; a local run quotes every path (`shlex.quote`)."""
+    folder) is one the submission mangles: a `$HOME` became another path, and a path with `'` and `"` made
+    each job's script a syntax error (`Unterminated quoted string`); each job failed as though it had never
+    started, its retries too. Said before any job is submitted; a local run quotes every path (`shlex.quote`)."""
     if executor != "slurm":
         return
     for key, path in paths:
-        if found := [c for c in UNWRAPPABLE if c in path]:
-            raise RunSetting(f"{key} {path!r}: a path with {' or '.join(found)} cannot reach a SLURM job (the slurm "
-                             "executor hands each job's command line to sbatch in double quotes, unescaped: "
-                             "snakemake-executor-plugin-slurm issue #29): rename it (spaces and ' are fine), or run "
-                             "without the cluster")  # fmt: skip
+        expanded = [c for c in EXPANDED if c in path]
+        both = all(quote in path for quote in BOTH_QUOTES)
+        if expanded or both:
+            what = " and ".join([*expanded, *(["both ' and \""] if both else [])])
+            noun = "a setting" if key == "--config" else "a path"  # the words of --config reach each job too
+            raise RunSetting(f"{key} {path!r}: {noun} with {what} cannot reach a SLURM job (the slurm executor hands "
+                             "each job's command line to sbatch inside double quotes, where $ and ` expand, and "
+                             "writes a path of both quotes there in a way no shell reads): rename it (spaces, "
+                             "backslashes and one kind of quote are fine), or run without the cluster")  # fmt: skip
 
 
-def submitted_paths(config: dict, runs: list[str]) -> list[tuple[str, str]]:
-    """(key, path) of each configured path a job's command line may hold: the folders, the input files, the
-    run files their patterns list."""
-    folders = [("results_dir", config["results_dir"]), ("cache_dir", config["cache_dir"])]
-    return [*folders, *_input_files(config), *(("inputs.runs", run) for run in runs)]
+def submitted_paths(
+    config: dict, runs: list[str], config_files: list[str], settings: list[str], folders: dict[str, str]
+) -> list[tuple[str, str]]:
+    """(key, path) of what a job's command line may hold: the configured folders and input files, the run files
+    their patterns list, the config files and --config settings, and `folders` (the working folder, ...)."""
+    configured = [("results_dir", config["results_dir"]), ("cache_dir", config["cache_dir"])]
+    return [*configured, *_input_files(config), *(("inputs.runs", run) for run in runs),
+            *(("--configfile", path) for path in config_files), *(("--config", setting) for setting in settings),
+            *folders.items()]  # fmt: skip
 
 
 def check_relevance_level(qrels: str, level: int, relevance_range: list[int]) -> None:

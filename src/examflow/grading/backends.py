@@ -18,11 +18,10 @@ import errno
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,14 +60,13 @@ DIGITS = [str(digit) for digit in range(6)]  # the ratings `fast` reads off one 
 class PreparedBackend(ABC):
     """What the local encoder-decoder back ends share: prompts prepared once by examflow (templates
     filled, contexts cut on token ids, `examflow.grading.preparation`), the next chunk's in a
-    background thread, and the ids of the digit tokens `fast` ratings read. A subclass sets
-    `tokenizer`, `preparer`, `batch_size` and `signature`, and answers prepared prompts."""
+    background thread, and the ids of the tokens `fast` ratings read (`read_ids`). A subclass sets
+    `tokenizer`, `preparer`, `batch_size` and `read_ids`, and answers prepared prompts."""
 
     tokenizer: Any
     preparer: Preparer
     batch_size: int
-    signature: dict
-    decoding: str
+    read_ids: list[int]  # of the words `fast`'s one decoder step reads (the digits 0-5), once loaded; else none
 
     def prompt(self, request: Request, margin: int = 5) -> str:
         """The filled template, its context cut so that every other part stays whole and the prompt
@@ -110,29 +108,21 @@ class PreparedBackend(ABC):
     def answer_prepared(self, prompts: list[Prompt]) -> list[Answer]:
         """The answers of prepared prompts, in their order (each back end's own decoding)."""
 
-    def token_ids(self, words: list[str]) -> list[int]:
-        """The id of each word's one token, whose logit one decoder step reads (T5 may write a word as "▁" +
-        word: the word's own id counts). A word of more tokens is refused: its first would be read for it."""
-        found = []
-        for word in words:
-            ids = self.tokenizer(word, add_special_tokens=False).input_ids
-            if len(ids) == 2 and self.tokenizer.convert_ids_to_tokens(ids[0]) == "▁":
-                ids = ids[1:]
-            if len(ids) != 1:
-                pieces = self.tokenizer.convert_ids_to_tokens(ids)
-                raise ConfigError("backend.model", f"{self.signature['model']!r}: its tokenizer writes {word!r} as "
-                                  f"{len(ids)} tokens {pieces}, and one decoder step reads one token for it")  # fmt: skip
-            found += ids
-        return found
 
-    @cached_property
-    def digit_ids(self) -> list[int]:
-        return self.token_ids(DIGITS)
-
-    def check_decoding(self) -> None:
-        """`fast` reads each digit's one token: a tokenizer that writes one in several is refused at load."""
-        if self.decoding == "fast":
-            self.token_ids(DIGITS)
+def one_token_ids(tokenizer, words: Sequence[str], model: str) -> list[int]:
+    """The id of each word's one token, whose logit one decoder step reads (T5 may write a word as "▁" + word:
+    the word's own id counts). A word of more tokens is refused, as the model is loaded: its first token's
+    logit would be read for it."""
+    found = []
+    for word in words:
+        ids = tokenizer(word, add_special_tokens=False).input_ids
+        if len(ids) == 2 and tokenizer.convert_ids_to_tokens(ids[0]) == "▁":
+            ids = ids[1:]
+        if len(ids) != 1:
+            raise ConfigError("backend.model", f"{model!r}: its tokenizer writes {word!r} as {len(ids)} tokens "
+                              f"{tokenizer.convert_ids_to_tokens(ids)}, and one decoder step reads one token for it")  # fmt: skip
+        found += ids
+    return found
 
 
 def compile_wanted(option: str, on_cuda: bool, decoding: str, pairs: int | None) -> bool:
@@ -184,7 +174,9 @@ class Seq2SeqBackend(PreparedBackend):
         dtype: str = "auto",
         revision: str | None = None,
         compile: str = "auto",
+        reads: Sequence[str] = DIGITS,
     ):
+        """`reads`: the words whose tokens `fast`'s one decoder step scores (a ranker's `true` and `false`)."""
         import torch
         from transformers import AutoModelForSeq2SeqLM
 
@@ -196,6 +188,7 @@ class Seq2SeqBackend(PreparedBackend):
         if dtype == "auto":
             dtype = "bfloat16" if self.device.startswith("cuda") else "float32"
         self.tokenizer = load_tokenizer(model, revision)
+        self.read_ids = one_token_ids(self.tokenizer, reads, model) if decoding == "fast" else []
         with loading(model):
             self.model = AutoModelForSeq2SeqLM.from_pretrained(model, revision=revision, dtype=getattr(torch, dtype))
         on_device(self.model, self.device).eval()
@@ -228,7 +221,6 @@ class Seq2SeqBackend(PreparedBackend):
              "max_new_tokens": max_new_tokens, "max_input_tokens": max_input_tokens},
             self.device.startswith("cuda"), self.model.config,
         )  # fmt: skip
-        self.check_decoding()
 
     def begin(self, pairs: int) -> None:
         """The first job's `pairs` settle `compile: auto` (to `always` or `never`, logged): the compiled
@@ -326,7 +318,7 @@ class Seq2SeqBackend(PreparedBackend):
     def _rate(self, prompts: list[Prompt]) -> list[Answer]:
         """One decoder step: the most likely of the digit tokens 0–5, and the expected grade. Each batch's
         rows stay on the device until every batch is scored: one copy back to the host, not one a batch."""
-        rows = self.batched(prompts, lambda batch: self.first_step_logits(batch, self.digit_ids))
+        rows = self.batched(prompts, lambda batch: self.first_step_logits(batch, self.read_ids))
         return digit_ratings(self.torch, self.torch.stack(rows)) if rows else []
 
 
@@ -394,12 +386,12 @@ def finite_weights(model, name: str) -> None:
 
 
 def one_vocabulary(tokenizer, model, name: str) -> None:
-    """Refuse a tokenizer of more tokens than the model embeds (another model's, saved beside it): its ids
-    past the embeddings stopped the first batch with torch's IndexError, a traceback."""
+    """Refuse a tokenizer whose ids run past the model's embeddings (another model's, saved beside it): such an
+    id stopped the first batch with torch's IndexError, a traceback."""
     embedded = model.get_input_embeddings().num_embeddings
-    if len(tokenizer) > embedded:
-        raise ConfigError("backend.model", f"{name!r}: its tokenizer has {len(tokenizer):,} tokens, and its model "
-                          f"embeds {embedded:,}: are both saved from one model?")  # fmt: skip
+    if (top := max(tokenizer.get_vocab().values())) >= embedded:
+        raise ConfigError("backend.model", f"{name!r}: its tokenizer's ids run to {top:,}, past the {embedded:,} "
+                          "tokens its model embeds: are both saved from one model?")  # fmt: skip
 
 
 def on_device(model, device: str):

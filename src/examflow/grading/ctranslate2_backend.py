@@ -22,7 +22,16 @@ from pathlib import Path
 import numpy
 
 from examflow.errors import ConfigError
-from examflow.grading.backends import Answer, PreparedBackend, digit_ratings, load_tokenizer, loading, model_config
+from examflow.grading.backends import (
+    DIGITS,
+    Answer,
+    PreparedBackend,
+    digit_ratings,
+    load_tokenizer,
+    loading,
+    model_config,
+    one_token_ids,
+)
 from examflow.grading.preparation import Preparer, Prompt
 from examflow.grading.signatures import ctranslate2_signature, weights_version
 from examflow.registry import BACKENDS
@@ -80,12 +89,12 @@ class CTranslate2Backend(PreparedBackend):
         if self.translator.compute_type != wanted:  # the signature must say what runs
             raise self._unsupported(wanted, where, f"it would run {self.translator.compute_type}")
         self.tokenizer = load_tokenizer(model, revision)
+        self.read_ids = one_token_ids(self.tokenizer, DIGITS, model) if decoding == "fast" else []
         # Its own tokenizer: the next chunk is prepared in a thread beside the model's work.
         self.preparer = Preparer(copy.deepcopy(self.tokenizer), max_input_tokens)
         self.decoding, self.batch_size, self.num_beams, self.max_new_tokens = (
             decoding, batch_size, num_beams, max_new_tokens
         )  # fmt: skip
-        self.check_decoding()
 
     def _unsupported(self, wanted: str, where: str, why: str) -> ConfigError:
         offered = set(BACKENDS["ct2_seq2seq"].options["compute_type"].choices or ()) - {"auto"}
@@ -115,7 +124,7 @@ class CTranslate2Backend(PreparedBackend):
         and in its compute type), as float32 on the CPU."""
         ctranslate2 = self.ctranslate2
         row = step.to(ctranslate2.DataType.float32).to_device(ctranslate2.Device.cpu)
-        return self.torch.from_numpy(numpy.asarray(row)).reshape(-1)[self.digit_ids]
+        return self.torch.from_numpy(numpy.asarray(row)).reshape(-1)[self.read_ids]
 
 
 def _device(device: str, gpus: Callable[[], int]) -> tuple[str, int]:

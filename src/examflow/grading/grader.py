@@ -199,7 +199,7 @@ class ShardGrader:
         # A local model prepares the next chunk's prompts while it answers this one.
         answered = getattr(self.backend, "answer_chunks", None)
         replies = answered(chunks) if answered else map(ask, chunks)
-        replayed, without, sent = self.replayed, 0, 0
+        replayed, without, sent, never_run = self.replayed, 0, 0, 0  # never run: too long to ask
         # `replies` first: zip ends by exhausting it, which ends the preparing thread.
         for fresh, batch in zip(replies, batches):
             asked = [a for a in fresh if not _not_asked(a)]
@@ -209,8 +209,8 @@ class ShardGrader:
             self.cache.add_answers([(query_ids[i], keys[i], a) for i, a in zip(batch, fresh)])
             known.update({keys[i]: a for i, a in zip(batch, fresh)})
             failed = sum(unanswered(a.error) for a in asked)
-            without, sent = without + failed, sent + len(asked)
-            _progress(sent, len(todo), time.monotonic() - start, unit, without)
+            without, sent, never_run = without + failed, sent + len(asked), never_run + too_long
+            _progress(sent - never_run, len(todo) - never_run, time.monotonic() - start, unit, without)
             if self.progress:
                 self.progress.graded(len(asked), self.replayed - replayed, failed, too_long)
             replayed = self.replayed

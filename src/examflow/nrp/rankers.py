@@ -104,10 +104,10 @@ class MonoT5(PairRanker):
     def __init__(self, model: str, revision=None, batch_size=16, max_input_tokens=512, device="auto", dtype="auto"):
         self.backend = Seq2SeqBackend(
             model, decoding="fast", batch_size=batch_size, max_input_tokens=max_input_tokens, device=device,
-            dtype=dtype, revision=revision,
+            dtype=dtype, revision=revision, reads=("true", "false"),
         )  # fmt: skip
         self.signature = {"ranker": "monot5", **self.backend.signature}
-        self.true_false = self.backend.token_ids(["true", "false"])
+        self.true_false = self.backend.read_ids
 
     def begin(self, pairs: int) -> None:
         self.backend.begin(pairs)  # `compile: auto` settles on the job's size, not a chunk's

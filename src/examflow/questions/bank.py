@@ -145,9 +145,9 @@ class Owners:
         for entry in entries:
             entry.items = [item for item in entry.items if id(item) not in repeated]
         item, here, there = self.repeats[0]
-        log.warning("%s: %d repeated item%s dropped (the same text for the same query as an earlier item; first: "
-                    "%s repeats %s, %r of query %r, id %s)", self.path, len(self.repeats),
-                    "" if len(self.repeats) == 1 else "s", here, there, item.text, item.query_id, item.item_id)  # fmt: skip
+        log.warning("%s: %s dropped (the same text for the same query as an earlier item; first: %s repeats %s, %r "
+                    "of query %r, id %s)", self.path, counted(len(self.repeats), "repeated item", "repeated items"),
+                    here, there, item.text, item.query_id, item.item_id)  # fmt: skip
 
 
 def _keys(item: Item) -> dict[str, object]:
