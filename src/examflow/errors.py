@@ -182,11 +182,17 @@ def repeated(names: Iterable[str]) -> str | None:
     return None
 
 
-def suggestion(name: object, known: Iterable[object]) -> str:
-    """` (did you mean 'x'?)` for a likely typo of one of `known`, else nothing. The same name in other
-    case is one too: difflib, case-sensitive, takes `BM25` for no `bm25`."""
+def closest(name: object, known: Iterable[object]) -> str | None:
+    """The one of `known` that `name` is a likely typo of, or None. The same name in other case is one
+    too: difflib, case-sensitive, takes `BM25` for no `bm25`."""
     if not isinstance(name, str):
-        return ""
+        return None
     names = [k for k in known if isinstance(k, str)]
     close = difflib.get_close_matches(name, names, n=1, cutoff=0.6) or [k for k in names if k.lower() == name.lower()]
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    return close[0] if close else None
+
+
+def suggestion(name: object, known: Iterable[object]) -> str:
+    """` (did you mean 'x'?)` for a likely typo of one of `known` (`closest`), else nothing."""
+    close = closest(name, known)
+    return f" (did you mean {close!r}?)" if close is not None else ""

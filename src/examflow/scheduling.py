@@ -3,7 +3,6 @@ inputs it can check cheaply (bank query and facet ids, the official leaderboard'
 
 from __future__ import annotations
 
-import difflib
 import functools
 import logging
 import os
@@ -12,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from examflow.errors import ConfigError, InputError, Problems, RunSetting, listed, suggestion
+from examflow.errors import ConfigError, InputError, Problems, RunSetting, closest, listed, suggestion
 from examflow.io import read_queries
 from examflow.io.irds import is_irds
 from examflow.io.leaderboard import match_runs, read_leaderboard
@@ -202,9 +201,8 @@ def check_slurm_resources(resources: list[tuple[str, str]]) -> None:
     prefix = "slurm_"  # each name shares it: compared without, `slurm_qos` is near no name of theirs
     for name, value in resources:
         if name.startswith(prefix) and name not in SLURM_RESOURCES:
-            rest = [known.removeprefix(prefix) for known in SLURM_RESOURCES]
-            close = difflib.get_close_matches(name.removeprefix(prefix), rest, n=1)
-            meant = f" (did you mean '{prefix}{close[0]}'?)" if close else ""
+            close = closest(name.removeprefix(prefix), [known.removeprefix(prefix) for known in SLURM_RESOURCES])
+            meant = f" (did you mean {prefix + close!r}?)" if close else ""
             said = (f"resource {name} {value!r}: the SLURM executor plugin 2.8 reads no such resource{meant}, so no "
                     f"job would get it; its own are {', '.join(SLURM_RESOURCES)} (profiles/README.md)")  # fmt: skip
             if meant:

@@ -225,8 +225,9 @@ def resources_as_written():
 
 
 if workflow.is_main_process:  # once a run, not again in each job
-    checked(check_placeholders, resources_as_written())
-    checked(check_slurm_resources, resources_as_written())
+    RESOURCES = resources_as_written()
+    checked(check_placeholders, RESOURCES)
+    checked(check_slurm_resources, RESOURCES)
     checked(check_model_folders, config)
     checked(
         check_judge_files,
