@@ -1378,6 +1378,28 @@ def test_a_name_written_in_other_case_is_suggested_too(tmp_path):
         match_runs(official, {"BM25": 1.0, "dense": 2.0}, {"bm25", "dense"}, Problems("error"))
 
 
+def test_another_tools_name_of_an_option_is_told_ours():
+    """The OpenAI SDK's `max_retries` was suggested `max_retry_after` (the nearest spelling: a wait, not a count
+    of tries), and `api_base`, `workers` nothing: a stranger's trial. Each way a config reaches the options
+    (a back end's, question generation's, a command's mapping) names the option meant."""
+    from examflow.options import check_options
+    from examflow.registry import LLM_OPTIONS
+
+    backend = {"kind": "openai", "model": "x", "max_retries": 2, "api_base": "http://127.0.0.1:1/v1", "workers": 3}
+    method = {"name": "m", "kind": "self_rating", "backend": backend}
+    config = {"inputs": {"queries": "q", "responses": "r.jsonl", "bank": "b"}, "grading": {"methods": [method]},
+              "questions": {"llm": {"max_retries": 2}}}  # fmt: skip
+    message = rejected(config)
+    for key, meant in [("backend.max_retries", "max_attempts"), ("backend.api_base", "base_url"),
+                       ("backend.workers", "concurrency"), ("questions.llm.max_retries", "max_attempts")]:  # fmt: skip
+        assert re.search(rf"{re.escape(key)}: unknown (option|key) \(did you mean '{meant}'\?\)", message), key
+    with pytest.raises(ConfigError, match=r"^config llm\.max_retries: unknown option \(did you mean 'max_attempts'"):
+        check_options("llm", {"model": "x", "max_retries": 2}, LLM_OPTIONS)
+    backend.pop("max_retries"), backend.pop("workers"), backend.pop("api_base")
+    backend["max_retry_aftr"] = 3  # a slip of our own name is still found by its spelling
+    assert "backend.max_retry_aftr: unknown option (did you mean 'max_retry_after'?)" in rejected(config)
+
+
 def test_grading_methods_without_inputs_are_refused_in_words():
     """NRP alone with grading.methods: the workflow's parse read inputs.queries, a KeyError traceback (a reviewer's
     finding)."""

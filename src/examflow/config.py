@@ -72,7 +72,9 @@ def _options_schema(options: dict) -> dict:
     """A back end's mapping: `kind` and its options, the required ones required, no other key (the values
     are left to check_method, whose messages say what an option takes)."""
     required = [name for name, option in options.items() if option.default is REQUIRED]
-    return {"properties": dict.fromkeys(["kind", *options], {}), "required": required, "additionalProperties": False}
+    # each option with its names in other tools (Option.also), which an unknown key's message reads
+    named: dict[str, dict] = {"kind": {}} | {name: {"also": list(o.also)} for name, o in options.items()}
+    return {"properties": named, "required": required, "additionalProperties": False}
 
 
 def check_config(config: dict, path: str | Path = SCHEMA) -> dict:
@@ -478,11 +480,12 @@ def _readable(error) -> Iterator[tuple[str, str, str]]:
         listed = [name for name in known if not (what == "option" and name == "kind")]
         # a method's own key written in its back end (`quantiles` under `backend:`, a stranger's trial)
         method_keys = set(schema()["$defs"]["method"]["properties"]) if what == "option" else set()
+        also = {other: name for name, spec in known.items() for other in spec.get("also", ())}  # Option.also
         for unknown in sorted(set(error.instance) - set(known)):
             home = "; a key of the method, beside its `kind`, not of its back end" if unknown in method_keys else ""
             yield (
                 f"{key}.{unknown}" if key else unknown,
-                f"unknown {what}{suggestion(unknown, listed)}{home}",
+                f"unknown {what}{suggestion(unknown, listed, also)}{home}",
                 f"; known: {', '.join(listed)}",
             )
     elif error.validator == "required":

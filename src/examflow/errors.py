@@ -9,7 +9,7 @@ import logging
 import os
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -192,7 +192,9 @@ def closest(name: object, known: Iterable[object]) -> str | None:
     return close[0] if close else None
 
 
-def suggestion(name: object, known: Iterable[object]) -> str:
-    """` (did you mean 'x'?)` for a likely typo of one of `known` (`closest`), else nothing."""
-    close = closest(name, known)
+def suggestion(name: object, known: Iterable[object], also: Mapping[str, str] | None = None) -> str:
+    """` (did you mean 'x'?)` for another tool's name of one of `known` (`also`: the OpenAI SDK's `max_retries`,
+    which spelling alone takes for `max_retry_after`) or a likely typo of one (`closest`), else nothing."""
+    close = (also or {}).get(name) if isinstance(name, str) else None
+    close = close if close is not None else closest(name, known)
     return f" (did you mean {close!r}?)" if close is not None else ""

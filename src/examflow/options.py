@@ -36,6 +36,7 @@ class Option:
     model: bool = False  # names a model, a hub id or a local folder (`check_model_folder`)
     # How requests travel, not what they ask (a timeout, retries, requests in flight): no grade follows it
     transport: bool = False
+    also: tuple[str, ...] = ()  # its names in other tools (the OpenAI SDK's `max_retries`): a config's is told this one
 
     def check(self, key: str, value: Any) -> Any:
         if value is None and self.nullable:
@@ -76,7 +77,7 @@ class Option:
             schema["pattern"] = f"^(?:{self.pattern})$"
         if self.default is not REQUIRED:
             schema["default"] = self.default
-        return schema | {"description": self.help}
+        return schema | {"description": self.help} | ({"also": list(self.also)} if self.also else {})
 
 
 def check_model_folder(key: str, model: str) -> None:
@@ -90,15 +91,19 @@ def check_model_folder(key: str, model: str) -> None:
                           "as written, `~` and `$NAME` unexpanded)")  # fmt: skip
 
 
+def other_names(options: dict[str, Option]) -> dict[str, str]:
+    """Each option's names in other tools, to its own."""
+    return {other: name for name, option in options.items() for other in option.also}
+
+
 def check_options(key: str, given: Any, options: dict[str, Option]) -> dict[str, Any]:
     """`given` with every option checked by type and range, unknown ones refused, defaults filled in."""
     if not isinstance(given, dict):
         raise ConfigError(key, f"expected a mapping of options, found {given!r}")
     for name in given:
         if name not in options:
-            raise ConfigError(
-                f"{key}.{name}", f"unknown option{suggestion(name, options)}; known: {', '.join(options)}"
-            )
+            meant = suggestion(name, options, other_names(options))
+            raise ConfigError(f"{key}.{name}", f"unknown option{meant}; known: {', '.join(options)}")
     checked = {}
     for name, option in options.items():
         if name in given:

@@ -47,6 +47,7 @@ LLM_OPTIONS = {
     "base_url": Option(
         "string", None, "OpenAI-compatible endpoint, an http:// or https:// URL (http://localhost:8000/v1 for "
         "vLLM, say; a port 1 to 65535); null for OpenAI", nullable=True, pattern=URL,
+        also=("api_base", "openai_api_base", "endpoint", "url"),
     ),
     "api_key_env": Option(
         "string", "OPENAI_API_KEY",
@@ -61,8 +62,10 @@ LLM_OPTIONS = {
     "temperature": Option("number", 0.0, "sampling temperature", minimum=0),
     "max_tokens": Option("integer", 1024, "most tokens in an answer", minimum=1),
     "timeout": Option("number", 60, "seconds from a request to its reply's last byte (each wait for bytes is bounded by it too: a reply that trickles in is cut at it)", minimum=0.001, transport=True),
-    "max_attempts": Option("integer", 5, "HTTP tries per request on 429, 5xx, timeouts, dropped connections and malformed replies", minimum=1, transport=True),
-    "concurrency": Option("integer", 4, "requests in flight at once", minimum=1, transport=True),
+    "max_attempts": Option("integer", 5, "HTTP tries per request on 429, 5xx, timeouts, dropped connections and malformed replies", minimum=1, transport=True,
+                           also=("max_retries", "retries", "num_retries")),  # retries: tries less one
+    "concurrency": Option("integer", 4, "requests in flight at once", minimum=1, transport=True,
+                          also=("max_workers", "workers", "num_workers", "max_concurrency", "parallel")),
     "backoff": Option("number", 1.0, "seconds before the first retry, doubling; a 429's Retry-After takes precedence", minimum=0, transport=True),
     "max_retry_after": Option("number", 120, "longest wait a 429's Retry-After is honoured for, in seconds; longer asks wait this long", minimum=0, transport=True),
     "cut_off": Option(
