@@ -314,6 +314,29 @@ def test_multiple_choice_questions_keep_their_choices_through_autojudge(tmp_path
     assert (tmp_path / "again.jsonl").read_text() == (tmp_path / "v3.jsonl").read_text()
 
 
+def test_a_page_of_subtopic_entries_is_titled_by_its_page(tmp_path):
+    """A generated bank writes a subtopic's text `page / subtopic`: the export titled the page by its first
+    subtopic's whole text (`Volcanoes / How volcanoes form`, a stranger's trial), where AutoJudge's
+    `title_query` is the query's. The page's entry's text where it has one; else what its subtopics' share."""
+
+    def entry(query_id: str, facet_id: str | None, text: str) -> str:
+        question = f"What of {facet_id}?"
+        return json.dumps({"query_id": query_id, "facet_id": facet_id, "query_text": text, "items": [
+            {"question_id": item_id(query_id, facet_id, question), "question_text": question}]})  # fmt: skip
+
+    bank = tmp_path / "bank.jsonl"
+    lines = [entry("volc", "form", "Volcanoes / How volcanoes form"), entry("volc", "erupt", "Volcanoes / Eruptions"),
+             entry("bees", "hive", "Bees / Hives"), entry("bees", None, "Honey bees"),  # the page's own text
+             entry("ac", "x", "AC/DC / Songs"), entry("ac", "y", "Rock / AC/DC"),  # nothing shared: the first's
+             entry("one", "z", "Tides")]  # fmt: skip
+    bank.write_text("\n".join(lines) + "\n")
+    assert main(["bank-export", str(bank), "--format", "autojudge", "--out", str(tmp_path / "v3.jsonl")]) == 0
+    titles = {
+        r["query_id"]: r["title_query"] for r in map(json.loads, (tmp_path / "v3.jsonl").read_text().splitlines())
+    }
+    assert titles == {"volc": "Volcanoes", "bees": "Honey bees", "ac": "AC/DC / Songs", "one": "Tides"}
+
+
 def test_a_nugget_bank_goes_to_autojudge_as_nuggetizer_lines(tmp_path):
     """With the query's text, which nuggetizer's lines require: from the bank, or (a TSV bank has none) from
     --queries; without, refused in one line naming the query."""

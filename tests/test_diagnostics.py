@@ -58,6 +58,34 @@ def test_question_diagnostics_by_hand():
     assert table.index.tolist() == ["y", "z", "x"]  # the bad question first, then the one whose removal helps most
 
 
+def test_a_subtopic_question_counts_its_own_subtopics_judgments():
+    """A page q with subtopics f1, f2: x asks about f1, y about f2, z about the page. Passage a is judged 2 for
+    f1; b 0 for f1 and 2 for f2; c 0 for f2; d is not judged. Every question was counted against each passage's
+    best judgment on the page, so b (relevant to f2 only) counted as relevant for x (a stranger's trial)."""
+    levels = pd.DataFrame([("q", p, question, 4.0, False) for p, question in
+                           [("a", "x"), ("b", "x"), ("c", "x"), ("d", "x"), ("a", "y"), ("b", "y"), ("a", "z"), ("c", "z")]],
+                          columns=["query_id", "passage_id", "question_id", "level", "correct"])  # fmt: skip
+    exam = pd.DataFrame({"query_id": "q", "question_id": ["x", "y", "z"], "question_text": ["X?", "Y?", "Z?"]})
+    judgments = pd.DataFrame({"query_id": "q", "facet_id": ["f1", "f1", "f2", "f2"], "passage_id": ["a", "b", "b", "c"],
+                              "relevance": [2, 0, 2, 0]})  # fmt: skip
+    facets = pd.Series({"x": "f1", "y": "f2", "z": None})
+    table = question_diagnostics(levels, exam, judgments, levels.iloc[:0].assign(run_id="", rank=1), None, tau=3, k=2,
+                                 relevant_judgment=1, facets=facets).set_index("question_id")  # fmt: skip
+    counted = table[["answered_relevant", "answered_nonrelevant"]].T.to_dict("list")
+    # x: a relevant to f1, b not, c and d not judged for f1; y: b relevant to f2, a not judged for f2;
+    # z, the page's: a's best judgment 2, c's 0
+    assert counted == {"x": [1, 1], "y": [1, 0], "z": [1, 1]}
+    # judgments of pages alone (no subtopic named): each question meets the passage's page judgment
+    page = judgments.assign(facet_id=None)
+    table = question_diagnostics(levels, exam, page, levels.iloc[:0].assign(run_id="", rank=1), None, tau=3, k=2,
+                                 relevant_judgment=1, facets=facets).set_index("question_id")  # fmt: skip
+    assert table[["answered_relevant", "answered_nonrelevant"]].T.to_dict("list") == {
+        "x": [2, 1],
+        "y": [2, 0],
+        "z": [1, 1],
+    }
+
+
 def test_uncovered_passages_are_judged_relevant_and_answer_nothing():
     labels = pd.DataFrame({"qrels_id": "q", "passage_id": ["a", "b", "c", "d"], "label": [4, 5, 2, 0]})
     _, _, judgments, _ = inputs()

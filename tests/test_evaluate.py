@@ -128,7 +128,7 @@ def test_a_run_with_nothing_to_cover_counts_0_under_all_and_is_named_under_prese
     correlation = outputs["correlation.tsv"].set_index("measure")
     assert correlation.loc["exam_cover", "n_runs"] == 2
     assert correlation.loc["exam_cover", "note"] == (
-        "no bootstrap replicates (evaluation.bootstrap: 0); 2 official run(s) without a score left out: r3, r4"
+        "no bootstrap replicates (evaluation.bootstrap: 0); 2 official runs without a score left out: r3, r4"
     )
 
 
@@ -206,6 +206,15 @@ def test_a_kappa_whose_labels_all_stay_below_its_cut_is_empty(caplog):
         assert (
             "method m: no judged passage's EXAM-Label reaches 4: STRICT κ is left empty" in caplog.text
         ) == strict_is_empty
+    # a kind whose scale stops below the cut (UMBRELA's 0-3): expected, a line of the log, not a warning each run
+    data.grades = data.grades.assign(kind="umbrela", rating=data.grades["rating"].clip(upper=3))
+    caplog.clear()
+    with caplog.at_level("INFO"):
+        kappa = evaluate(data, Settings(taus=[1], measures=[], bootstrap=0), None)["kappa.tsv"].set_index("table")
+    assert pd.isna(kappa.loc["strict", "kappa"]) and kappa.loc["lenient", "kappa"] == pytest.approx(lenient)
+    assert [(r.levelname, r.getMessage()) for r in caplog.records if "κ" in r.getMessage()] == [
+        ("INFO", "method m: its grades stop at 3, below STRICT's 4: its κ is left empty")
+    ]
 
 
 def test_an_official_leaderboard_of_no_evaluated_run_leaves_the_diagnostics_empty():

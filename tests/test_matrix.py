@@ -1033,7 +1033,7 @@ def test_odd_ids_are_kept_as_written(tmp_path, capsys):
     assert "topic 001" in (results / "report/cosine/example.html").read_text()
     assert "| NA, None | 0.500 |" in (results / "summary.md").read_text()  # Rprec: two runs tie
     correlation = table(results / "eval/cosine/correlation.tsv")
-    assert set(correlation["note"].str.split("; ").str[0]) == {"1 official run(s) without a score left out: True"}
+    assert set(correlation["note"].str.split("; ").str[0]) == {"1 official run without a score left out: True"}
     # the report is made (it refused the official run once, as not evaluated) and says where `True` went
     page = (results / "report/cosine/leaderboard.html").read_text()
     assert "Not in the table: official runs evaluated without a score (<code>True</code>; " in page

@@ -95,6 +95,29 @@ def test_windows_of_ten_over_http_and_replayed_from_the_cache(tmp_path):
     assert [item.text for item in again[0].items] == texts
 
 
+def test_a_final_list_left_empty_is_asked_again_and_raising_attempts_asks_past_it(tmp_path):
+    """An empty list parsed, and the query failed after it ("the creator's list is empty") with the advice to
+    raise `attempts`, which then asked nothing: each cached `[]` came back (a stranger's trial). The last window's
+    list must hold a nugget, so it is asked again like an unparsable answer; an earlier window's may be empty."""
+    documents = [f"Bees fact{i}" for i in range(12)]
+    with LLMServer(default=creator) as server:
+        server.script("[1] Bees fact0", "[]")  # the first window: nothing yet, a list to update
+        server.script("[1] Bees fact10", "[]", "['  ']")  # the last: empty, then blank
+        with pytest.raises(GenerationError) as failure:
+            create_nugget_banks([("q1", "q", documents)], client(server, tmp_path), attempts=2)
+        assert server.calls == 1 + 2  # the first window once, the last twice
+        assert str(failure.value) == (
+            "no nuggets for 1 of 1 queries:\n  q1: documents 11-20: 2 unparsable answers, the last: \"['  ']\" "
+            "(asked for a Python list of nugget texts, at least one)\n(every answer is cached, so a rerun replays "
+            "these: raise `attempts` (questions.attempts, --attempts) to ask again past them, or delete the cache's "
+            "llm folder)"
+        )
+        server.script("[1] Bees fact10", "['Bees sting']")  # the server mended: attempt 3 is a new call
+        (entry,) = create_nugget_banks([("q1", "q", documents)], client(server, tmp_path), attempts=3)
+        assert server.calls == 3 + 1 + 1  # the third attempt, then the scorer
+    assert [(item.text, item.importance) for item in entry.items] == [("Bees sting", "vital")]
+
+
 def test_blank_and_repeated_nuggets_are_dropped_before_scoring(tmp_path):
     """A blank nugget would count in |Q|, a repeated one twice: the creator's list is stripped, blanks and
     repeats dropped (the first kept), before the scorer sees it."""
@@ -118,8 +141,9 @@ def test_a_query_the_model_fails_fails_the_bank_naming_it(tmp_path):
             create_nugget_banks(asked, client(server, tmp_path), attempts=2)
     message = str(failure.value)
     assert message.startswith("no nuggets for 4 of 5 queries:")
+    # its one window is its last: the list it returns must hold a nugget
     assert "q1: documents 1-10: 2 unparsable answers, the last: 'no list here' (asked for a Python list of nugget " \
-           "texts)" in message  # fmt: skip
+           "texts, at least one)" in message  # fmt: skip
     # a list of one label, where two nuggets were scored, reads as a list: the message says how many were asked
     assert "q2: nuggets 1-2: 2 unparsable answers, the last: \"['vital']\" (asked for a Python list of 2 labels, " \
            "each vital or okay)" in message  # fmt: skip

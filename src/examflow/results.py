@@ -263,7 +263,8 @@ def _check_completed(folder: Path, record: dict, report: str) -> None:
     if outcome == "running" and _locked(folder / LOCK):
         raise Failure(f"--report {report}: {folder}/ is being written by a run (process {record.get('pid', '?')}): "
                       "build the report once it completes")  # fmt: skip
-    how = "failed" if outcome == "failed" else "was stopped before it ended"
+    # `onerror` records both a failed step and Ctrl-C (a stranger read "failed" of a run they had interrupted)
+    how = "failed or was interrupted" if outcome == "failed" else "was stopped before it ended"
     raise Failure(f"--report {report}: the last run of this configuration {how}, so {folder}/ lacks tables or holds "
                   "an earlier run's: run the workflow to its end, then build the report")  # fmt: skip
 

@@ -24,6 +24,7 @@ from typing import cast
 
 import pandas as pd
 
+from examflow.errors import counted
 from examflow.injection import RULES
 from examflow.prompts import template
 from examflow.registry import KINDS
@@ -292,8 +293,9 @@ def _headline_section(doc: Document, board: Board, figure: bytes | None) -> None
         # a value without its interval says why here, not only in the table below (correlation.tsv's note)
         note = agreement.get("note")
         why = f" ({note})" if not intervals and isinstance(note, str) and note else ""
-        doc.paragraph("Headline measure `{}`. Agreement with the official leaderboard over {} official runs: "
-                      "Spearman's ρ {}, Kendall's τ {}" + intervals + "{}.", headline, f"{agreement['n_runs']:g}",
+        runs = counted(int(agreement["n_runs"]), "official run", "official runs")
+        doc.paragraph("Headline measure `{}`. Agreement with the official leaderboard over {}: "
+                      "Spearman's ρ {}, Kendall's τ {}" + intervals + "{}.", headline, runs,
                       with_interval(agreement, "spearman"), with_interval(agreement, "kendall"), why)  # fmt: skip
     else:
         doc.paragraph("Headline measure `{}`. " + NO_OFFICIAL, headline)

@@ -2,7 +2,8 @@
 
 Per question, at a threshold τ:
 - how many judged-relevant and judged-non-relevant passages answer it (grade ≥ τ): a question that
-  non-relevant passages answer more often than relevant ones is a *bad question*;
+  non-relevant passages answer more often than relevant ones is a *bad question* (a subtopic's question
+  counts its subtopic's judgments, where there are such);
 - its *discrimination*: Spearman's ρ across the official runs between answering it (some passage the
   run ranks ≤ k does) and the official leaderboard (better runs should answer it more);
 - the change of Kendall's τ between EXAM-Cover and the official leaderboard when the question is left
@@ -29,6 +30,28 @@ def judged_relevance(judgments: pd.DataFrame, relevant_judgment: int) -> pd.Data
     return best.assign(relevant=best["judgment"] >= relevant_judgment)
 
 
+def judged_answers(
+    answering: pd.DataFrame, judgments: pd.DataFrame, facets: pd.Series | None, relevant_judgment: int
+) -> pd.DataFrame:
+    """(question_id, relevant) of each judged passage that answers a question. Where the judgments name
+    subtopics, a subtopic's question (`facets`: question_id → facet_id) meets its own subtopic's judgments, as
+    κ pairs labels with them: a passage judged relevant to another subtopic of the page only, or not judged
+    for this one, does not count for it (a stranger counted 18 of 26 subtopic questions answered by passages
+    judged for other subtopics only). Any other question meets each passage's best judgment on its page."""
+    if facets is None or judgments["facet_id"].isna().all():  # judgments of pages alone: every question is the page's
+        facets = pd.Series(dtype=object)
+    facet = answering["question_id"].map(facets)
+    own = facet.notna()
+    page = answering[~own].merge(judged_relevance(judgments, relevant_judgment), on=KEYS)
+    of_facets = judgments.dropna(subset=["facet_id"]).groupby(["query_id", "facet_id", "passage_id"], as_index=False)
+    best = of_facets["relevance"].max()
+    best["facet_id"] = best["facet_id"].astype(str)  # ids are text: an empty table's is no float column
+    faceted = answering[own].assign(facet_id=facet[own].astype(str))
+    faceted = faceted.merge(best, on=["query_id", "facet_id", "passage_id"])
+    faceted = faceted.assign(relevant=faceted["relevance"] >= relevant_judgment)
+    return pd.concat([page[["question_id", "relevant"]], faceted[["question_id", "relevant"]]], ignore_index=True)
+
+
 def question_diagnostics(
     levels: pd.DataFrame,
     exam: pd.DataFrame,
@@ -38,11 +61,13 @@ def question_diagnostics(
     tau: float,
     k: int,
     relevant_judgment: int,
+    facets: pd.Series | None = None,
 ) -> pd.DataFrame:
     """`levels`: best_levels of the method's grades (gold passages left out); `exam`: its questions
-    (query_id, question_id, question_text). Worst questions first: bad ones, then by Δτ."""
+    (query_id, question_id, question_text); `facets`: each question's subtopic, None for a page's
+    (`judged_answers`). Worst questions first: bad ones, then by Δτ."""
     answering = levels[levels["level"] >= tau][[*KEYS, "question_id"]].drop_duplicates()
-    judged = answering.merge(judged_relevance(judgments, relevant_judgment), on=KEYS)
+    judged = judged_answers(answering, judgments, facets, relevant_judgment)
     counts = (
         judged.groupby(["question_id", "relevant"])
         .size()

@@ -45,7 +45,7 @@ from examflow.evaluation.scores import system_scores
 from examflow.io.runs import GOLD_RUN, OVERALL_RUN, RESERVED_RUNS
 from examflow.io.tables import among, optional
 from examflow.outputs import Facts
-from examflow.registry import DEFAULT_TAU, KINDS, NUGGET_SUPPORT
+from examflow.registry import DEFAULT_TAU, KINDS, NUGGET_SUPPORT, Kind
 from examflow.ties import tie_keys, unordered
 
 log = logging.getLogger(__name__)
@@ -172,10 +172,16 @@ def exam_questions(grades: pd.DataFrame, bank: pd.DataFrame | None) -> pd.DataFr
     return bank[["query_id", "question_id"]].drop_duplicates()
 
 
+def grades_kind(grades: pd.DataFrame) -> Kind | None:
+    """The one method kind the grades name; None where they name none (published grades) or several."""
+    kinds = set(grades["kind"].dropna()) if "kind" in grades else set()
+    return KINDS[next(iter(kinds))] if len(kinds) == 1 and next(iter(kinds)) in KINDS else None
+
+
 def grades_target(grades: pd.DataFrame) -> str | None:
     """What the grades' kind pairs a passage with (question, nugget or query); None where they name none."""
-    kinds = set(grades["kind"].dropna()) if "kind" in grades else set()
-    return KINDS[next(iter(kinds))].target if len(kinds) == 1 and next(iter(kinds)) in KINDS else None
+    kind = grades_kind(grades)
+    return kind.target if kind is not None else None
 
 
 def within_exam(grades: pd.DataFrame, bank: pd.DataFrame | None, method: str) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -283,6 +289,7 @@ def evaluate(
     outputs: dict[str, Output] = {}
     baselines: dict[str, Baseline] = {}
     judged: dict[str, pd.DataFrame] = {}  # each method's EXAM-Labels beside the judgments
+    tops: dict[str, int | None] = {}  # each judged method's highest grade, where its kind is known
     for key, graded in inputs.grades.groupby("method", sort=True):
         method = cast(str, key)  # the method column holds names
         in_pool = within_pool(graded, inputs.passages, method) if inputs.graded_pool else graded
@@ -294,6 +301,7 @@ def evaluate(
         _check_answered(pooled, labels, method)
         if facts.judgments:
             judged[method] = judged_pairs(grades, inputs.judgments, labels if pooled is grades else None)
+            tops[method] = kind.top if (kind := grades_kind(grades)) is not None else None
         per_query = per_query_values(grades, inputs, settings, labels).assign(method=method)
         per_queries.append(per_query)
         board = system_scores(per_query, RATIOS_OF_SUMS[settings.n_exam]).assign(method=method)
@@ -305,9 +313,10 @@ def evaluate(
         examined = pooled[~aggregations(pooled)]  # criteria_llm's aggregation grade is a label, no item
         exam = exam_texts(exam, inputs.questions)
         tau = settings.diagnostics_tau
+        facets = examined.drop_duplicates("question_id").set_index("question_id")["facet_id"]
         diagnostics.append(
             question_diagnostics(best_levels(examined), exam, inputs.judgments, inputs.rankings, official, tau,
-                                 settings.k, settings.relevant_judgment).assign(method=method)
+                                 settings.k, settings.relevant_judgment, facets).assign(method=method)
         )  # fmt: skip
         uncovered.append(
             uncovered_passages(labels, inputs.judgments, inputs.passages, tau, settings.relevant_judgment).assign(
@@ -325,7 +334,7 @@ def evaluate(
     if facts.official:
         outputs["correlation.tsv"] = correlations(per_query, official or {}, settings)
     if facts.judgments:
-        outputs["kappa.tsv"], outputs["agreement.tsv"] = agreement(judged, inputs.judgments, settings)
+        outputs["kappa.tsv"], outputs["agreement.tsv"] = agreement(judged, tops, settings)
     outputs["baselines"] = baselines
     return outputs
 
@@ -452,7 +461,7 @@ def blank_reason(scores: dict[str, float], official: dict[str, float], bootstrap
     """Why a correlation column is empty, in words ("" when none is)."""
     shared = [run for run in official if run in scores]
     if len(shared) < 2:
-        return f"{len(shared)} official run(s) evaluated: no order to compare"
+        return f"{counted(len(shared), 'official run', 'official runs')} evaluated: no order to compare"
     if why := unordered([scores[run] for run in shared], [official[run] for run in shared]):
         return why
     return "no bootstrap replicates (evaluation.bootstrap: 0)" if bootstrap < 1 else ""
@@ -461,7 +470,11 @@ def blank_reason(scores: dict[str, float], official: dict[str, float], bootstrap
 def _unscored(scores: dict[str, float], official: dict[str, float]) -> str:
     """The official runs a correlation leaves out for want of a score, in words ("" when none)."""
     absent = [run for run in official if run not in scores]
-    return f"{len(absent)} official run(s) without a score left out: {listed(absent)}" if absent else ""
+    return (
+        f"{counted(len(absent), 'official run', 'official runs')} without a score left out: {listed(absent)}"
+        if absent
+        else ""
+    )
 
 
 def _warn_unscored(board: pd.DataFrame, rankings: pd.DataFrame, method: str, query_mode: str) -> None:
@@ -493,10 +506,10 @@ def judged_pairs(grades: pd.DataFrame, judgments: pd.DataFrame, page_labels: pd.
 
 
 def agreement(
-    judged: dict[str, pd.DataFrame], judgments: pd.DataFrame, settings: Settings
+    judged: dict[str, pd.DataFrame], tops: dict[str, int | None], settings: Settings
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """kappa.tsv (method, table, kappa, n_pairs) and the contingency counts in long form, from each
-    method's `judged_pairs`."""
+    method's `judged_pairs`; `tops`: each method's highest grade, where its kind is known."""
     summaries, counts = [], []
     for method, pairs in sorted(judged.items()):
         tables = agreement_tables(pairs, settings.relevant_judgment)
@@ -505,6 +518,11 @@ def agreement(
             # κ of labels all below the cut (UMBRELA's 0-3 under STRICT) reads 0.000 whatever the agreement
             if len(pairs) and not (pairs["label"] >= cut).any():
                 values[name] = math.nan
+                top = tops.get(method)
+                if top is not None and top < cut:  # its scale stops below: expected, each run (a stranger's noise)
+                    log.info("method %s: its grades stop at %d, below %s's %d: its κ is left empty", method, top,
+                             name.upper(), cut)  # fmt: skip
+                    continue
                 scale = (
                     "; a judge whose grades stop below 4 (UMBRELA's 0-3, a nugget's 0-2) never reaches it"
                     if cut == 4

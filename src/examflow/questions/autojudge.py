@@ -129,9 +129,18 @@ def _v3_record(query_id: str, entries: list[Entry]) -> dict[str, Any]:
             if metadata:
                 kept["metadata"] = metadata
             bank.append(question | kept)
-    title = next((e.query_text for e in entries if e.facet_id is None and e.query_text), entries[0].query_text)
+    title = _page_text(entries)
     extra = next((e.extra for e in entries if e.extra), {})
     return {"query_id": query_id, "title_query": title, "format_version": V3} | extra | {"nugget_bank": bank}
+
+
+def _page_text(entries: list[Entry]) -> str | None:
+    """A query's own text for `title_query`: its page entry's; else what its subtopic entries' texts share
+    before ` / ` (a generated bank writes `page / subtopic`: the first subtopic's whole text titled its page,
+    a stranger's trial); else the first entry's."""
+    page = next((e.query_text for e in entries if e.facet_id is None and e.query_text), None)
+    shared = {e.query_text.split(" / ", 1)[0] if e.query_text and " / " in e.query_text else None for e in entries}
+    return page or (shared.pop() if len(shared) == 1 and None not in shared else entries[0].query_text)
 
 
 def _nuggetizer_record(path, query_id: str, entries: list[Entry]) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 
 Per query, the documents go to the creator in windows of `WINDOW`, `[1] text` a line, each call given the
 nugget list so far and returning the updated list (at most `max_nuggets`, read as nuggetizer reads it: a
-Python list after ```python fences are dropped). The final list goes to the scorer in windows of
+Python list after ```python fences are dropped; the last window's list must not be empty). The final list goes to the scorer in windows of
 `WINDOW` nuggets, which labels each `vital` or `okay`. Where nuggetizer asks again up to 500 times and
 then keeps the previous list (or labels a window `okay`), examflow asks again up to `attempts` times and
 then fails the query: a bank is never silently short. Every answer is cached (`LLMClient`), so a rerun
@@ -57,6 +57,16 @@ def parse_list(answer: str) -> list[str] | None:
     return value
 
 
+def parse_nuggets(answer: str, last: bool, max_nuggets: int) -> list[str] | None:
+    """The creator's list (`parse_list`). A query's last window must leave a nugget in it (within `max_nuggets`,
+    not blank): the final list is the bank's, and one left empty is asked again, as an unparsable answer is,
+    where nuggetizer keeps it. (Cached as it came, an empty list failed every rerun, `attempts` raised or not.)"""
+    nuggets = parse_list(answer)
+    if nuggets is not None and last and not any(nugget.strip() for nugget in nuggets[:max_nuggets]):
+        return None
+    return nuggets
+
+
 def parse_labels(answer: str, count: int) -> list[str] | None:
     """`count` labels, each vital or okay (lower-cased, as nuggetizer keeps them); else None (nuggetizer
     would zip a short list with its nuggets and drop the rest)."""
@@ -89,9 +99,12 @@ def create_nugget_banks(
     for start in range(0, max((len(q.documents) for q in states), default=0), WINDOW):
         asked = [q for q in states if q.failure is None and start < len(q.documents)]
         prompts = [creator_prompt(q.text, q.documents[start : start + WINDOW], q.nuggets, max_nuggets) for q in asked]
-        for query, answer in zip(asked, ask_until_parsed(llm, prompts, [parse_list] * len(asked), attempts)):
+        lasts = [start + WINDOW >= len(q.documents) for q in asked]
+        parsers = [partial(parse_nuggets, last=last, max_nuggets=max_nuggets) for last in lasts]
+        for query, last, answer in zip(asked, lasts, ask_until_parsed(llm, prompts, parsers, attempts)):
             if isinstance(answer, str):
-                query.failure = f"documents {start + 1}-{start + WINDOW}: {_wanted(answer, 'nugget texts')}"
+                wanted = "nugget texts, at least one" if last else "nugget texts"
+                query.failure = f"documents {start + 1}-{start + WINDOW}: {_wanted(answer, wanted)}"
             else:
                 query.nuggets = answer[:max_nuggets]
     for query in states:  # a blank nugget would count in |Q|, a repeated one twice (nuggetizer keeps both)
@@ -107,9 +120,6 @@ def create_nugget_banks(
                 query.failure = f"nuggets {start + 1}-{start + len(window)}: {_wanted(answer, wanted)}"
             else:
                 query.labels += answer
-    for query in states:
-        if query.failure is None and not query.nuggets:
-            query.failure = "the creator's list is empty"
     failed = [q for q in states if q.failure is not None]
     if failed:
         lines = "\n".join(f"  {q.query_id}: {q.failure}" for q in failed)
