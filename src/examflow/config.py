@@ -480,7 +480,7 @@ def _readable(error) -> Iterator[tuple[str, str, str]]:
         listed = [name for name in known if not (what == "option" and name == "kind")]
         # a method's own key written in its back end (`quantiles` under `backend:`, a stranger's trial)
         method_keys = set(schema()["$defs"]["method"]["properties"]) if what == "option" else set()
-        also = {other: name for name, spec in known.items() for other in spec.get("also", ())}  # Option.also
+        also = {other: name for name, spec in known.items() if isinstance(spec, dict) for other in spec.get("also", ())}
         for unknown in sorted(set(error.instance) - set(known)):
             home = "; a key of the method, beside its `kind`, not of its back end" if unknown in method_keys else ""
             yield (
