@@ -328,13 +328,20 @@ def test_a_page_of_subtopic_entries_is_titled_by_its_page(tmp_path):
     lines = [entry("volc", "form", "Volcanoes / How volcanoes form"), entry("volc", "erupt", "Volcanoes / Eruptions"),
              entry("bees", "hive", "Bees / Hives"), entry("bees", None, "Honey bees"),  # the page's own text
              entry("ac", "x", "AC/DC / Songs"), entry("ac", "y", "Rock / AC/DC"),  # nothing shared: the first's
-             entry("one", "z", "Tides")]  # fmt: skip
+             entry("one", "z", "Tides"),
+             entry("mass", "si", "Mass / weight / Units"), entry("mass", "old", "Mass / weight / History")]  # fmt: skip
     bank.write_text("\n".join(lines) + "\n")
     assert main(["bank-export", str(bank), "--format", "autojudge", "--out", str(tmp_path / "v3.jsonl")]) == 0
     titles = {
         r["query_id"]: r["title_query"] for r in map(json.loads, (tmp_path / "v3.jsonl").read_text().splitlines())
     }
-    assert titles == {"volc": "Volcanoes", "bees": "Honey bees", "ac": "AC/DC / Songs", "one": "Tides"}
+    assert titles == {
+        "volc": "Volcanoes",
+        "bees": "Honey bees",
+        "ac": "AC/DC / Songs",
+        "one": "Tides",
+        "mass": "Mass / weight",
+    }  # a page title holding ` / `
 
 
 def test_a_nugget_bank_goes_to_autojudge_as_nuggetizer_lines(tmp_path):

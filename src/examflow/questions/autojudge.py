@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from itertools import takewhile
 from pathlib import Path
 from typing import Any
 
@@ -136,11 +137,13 @@ def _v3_record(query_id: str, entries: list[Entry]) -> dict[str, Any]:
 
 def _page_text(entries: list[Entry]) -> str | None:
     """A query's own text for `title_query`: its page entry's; else what its subtopic entries' texts share
-    before ` / ` (a generated bank writes `page / subtopic`: the first subtopic's whole text titled its page,
-    a stranger's trial); else the first entry's."""
+    before their last ` / ` (a generated bank writes `page / subtopic`: the first subtopic's whole text titled
+    its page, a stranger's trial; and a page's own title may hold ` / `); else the first entry's."""
     page = next((e.query_text for e in entries if e.facet_id is None and e.query_text), None)
-    shared = {e.query_text.split(" / ", 1)[0] if e.query_text and " / " in e.query_text else None for e in entries}
-    return page or (shared.pop() if len(shared) == 1 and None not in shared else entries[0].query_text)
+    parts = [e.query_text.split(" / ")[:-1] for e in entries if e.query_text]
+    same = takewhile(lambda column: len(set(column)) == 1, zip(*parts)) if len(parts) == len(entries) else ()
+    shared = [column[0] for column in same]  # whole parts, never a part cut short
+    return page or (" / ".join(shared) if shared else entries[0].query_text)
 
 
 def _nuggetizer_record(path, query_id: str, entries: list[Entry]) -> dict[str, Any]:
