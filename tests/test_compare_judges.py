@@ -10,6 +10,7 @@ import logging
 import math
 import random
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -751,3 +752,25 @@ def test_an_ensemble_votes_as_umbrela_and_keeps_the_margin(tmp_path):
             capture_output=True, text=True,
         )  # fmt: skip
         assert result.returncode != 0 and message in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.skipif(shutil.which("perl") is None, reason="gdeval, ir-measures' provider of ERR, runs in Perl")
+def test_err_is_computed_by_gdeval_and_ids_it_cannot_read_are_named():
+    """ERR@10 was refused at every check, which computed it on a made-up query `q`: gdeval reads query ids of
+    digits alone (a stranger's trial). Computed, it is the cascade's value by hand; an id or a label gdeval
+    cannot read is one line naming it, not Perl's `format error` and its exit status."""
+    from examflow.errors import Failure
+    from examflow.evaluation.judges import check_measure
+
+    measure = check_measure("ERR@10")
+    labels = pd.DataFrame({"query_id": ["1"] * 3, "doc_id": ["d1", "d2", "d3"], "relevance": [2, 0, 4]})
+    run = pd.DataFrame({"run_id": "r", "query_id": "1", "passage_id": ["d1", "d2", "d3"], "score": [3.0, 2.0, 1.0]})
+    [[value]] = per_query_values(labels, run_dictionaries(run), measure, ["1"])
+    stop = [(2**grade - 1) / 2**4 for grade in (2, 0, 4)]  # gdeval's chance of stopping at a grade, of 4 at most
+    by_hand = stop[0] + (1 - stop[0]) * stop[1] / 2 + (1 - stop[0]) * (1 - stop[1]) * stop[2] / 3
+    assert value == pytest.approx(by_hand, abs=1e-5)  # gdeval prints five decimals
+    with pytest.raises(Failure, match=re.escape("ERR@10: gdeval, which computes it, reads query ids of digits "
+                                                "alone, not 'q-1'")):  # fmt: skip
+        per_query_values(labels.assign(query_id="q-1"), run_dictionaries(run.assign(query_id="q-1")), measure, ["q-1"])
+    with pytest.raises(Failure, match=re.escape("ERR@10: gdeval, which computes it, reads labels up to 4, not 5")):
+        per_query_values(labels.assign(relevance=[2, 0, 5]), run_dictionaries(run), measure, ["1"])

@@ -1208,6 +1208,24 @@ def test_another_judges_leaderboard_may_rank_the_responses_runs_but_no_unknown_o
         check_judge_files(given[0], given[1], given[2], [str(run), str(bm25)], *given[4:], str(responses))
 
 
+def test_a_label_set_s_unknown_query_is_refused_as_the_run_starts(tmp_path):
+    """`inputs.labels` checked against the queries before any model is asked, as a grade of `1.5` in them
+    is: an unknown query id stopped the judges' step, after every pair was graded (a stranger's trial). Under
+    `validation.unknown_queries: warn` the judges' step drops and counts it, as before."""
+    from examflow.scheduling import check_judge_files
+
+    run = write(tmp_path / "bm25.run", "q1 Q0 d1 1 2.0 bm25\n")
+    queries = write(tmp_path / "queries.tsv", "q1\tquery\nq2\tanother\n")
+    labels = write(tmp_path / "team x.qrels", "q1 0 d1 2\nq2 0 d1 0\nq9 0 d1 2\n")
+    checks = {"leaderboard_runs": "error", "unknown_queries": "error"}
+    with pytest.raises(InputError, match=re.escape(f"{labels}:3: field 'query_id': unknown query id 'q9'")):
+        check_judge_files({"x": str(labels)}, {}, "ir_measures", [str(run)], checks, str(queries))
+    check_judge_files({"x": str(labels)}, {}, "ir_measures", [str(run)], checks | {"unknown_queries": "warn"},
+                      str(queries))  # fmt: skip
+    write(labels, "q1 0 d1 2\nq2 0 d1 0\n")
+    check_judge_files({"x": str(labels)}, {}, "ir_measures", [str(run)], checks, str(queries))
+
+
 def example_data(root, config: dict) -> None:
     """Tiny files at the paths an example names, consistent with one another."""
     import gzip

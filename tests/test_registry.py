@@ -136,3 +136,21 @@ def test_ranker_entries_say_what_the_nrp_job_needs():
     assert registry.ranker_gpus(rankers) == 0 and registry.ranker_files(rankers) == ["scores.run"]
     assert registry.ranker_gpus([*rankers, registry.check_ranker("r", {"kind": "monot5"})]) == 1
     assert re.fullmatch(r"[a-z.]+:[A-Za-z0-9]+", registry.RANKERS["monot5"].factory)
+
+
+def test_only_a_model_option_that_names_a_folder_has_local_weights(tmp_path, monkeypatch):
+    """The grading rule's params hold a local model folder's version, so that new weights rerun its grading.
+    An `openai` model is a name sent to a server: a folder here of that name (a stranger's server lived in
+    `mock/`) made every call of the server, which wrote its log there, rerun every grading job."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mock").mkdir()
+    (tmp_path / "mock" / "config.json").write_text("{}")
+    api = registry.check_method("m", {"name": "api", "kind": "self_rating", "backend": {
+        "kind": "openai", "model": "mock", "base_url": "http://127.0.0.1:9/v1"}})  # fmt: skip
+    local = registry.check_method("m", {"name": "local", "kind": "self_rating",
+                                        "backend": {"kind": "hf_seq2seq", "model": "mock"}})  # fmt: skip
+    assert api.backend.local_weights() == ""
+    before = local.backend.local_weights()
+    assert re.fullmatch(r"[0-9a-f]{32}", before)
+    (tmp_path / "mock" / "requests.log").write_text("one call\n")
+    assert api.backend.local_weights() == "" and local.backend.local_weights() != before

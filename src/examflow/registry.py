@@ -22,6 +22,7 @@ from examflow.grading.signatures import (
     ctranslate2_signature,
     embedding_signature,
     extractive_signature,
+    local_weights,
     seq2seq_signature,
 )
 from examflow.options import REQUIRED, Option, check_options
@@ -364,6 +365,14 @@ class BackendSettings:
     def signature(self, on_gpu: bool, config: Any = None) -> dict[str, Any]:
         """What identifies its answers: the grade cache's key."""
         return self.entry.signature(self.options, on_gpu, config)
+
+    def local_weights(self) -> str:
+        """The version of its model where that is a local folder: the grading rule's params hold it, so that
+        new weights in the same folder rerun grading, as they change the grade cache's key. Only an option
+        that names a model is one ('' for an `openai` model, a name sent to its server, even where a folder
+        here bears that name: a stranger's server in `mock/` reran every grading job at each of its calls)."""
+        model = self.entry.options.get("model")
+        return local_weights(self.options.get("model")) if model is not None and model.model else ""
 
 
 @dataclass(frozen=True)

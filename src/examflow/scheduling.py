@@ -342,12 +342,16 @@ def check_judge_files(
     none of the run files' nor the `responses`' (under `validation.leaderboard_runs: error`; the judges leave
     the responses' out, saying so), or a leaderboard none of whose topics
     is a query (`queries`, where a file gives them: another column order than `layout`) stops the run before
-    any model is asked, not once the grading the comparison waits for is done."""
+    any model is asked, not once the grading the comparison waits for is done; so does a label set's row of
+    a query that is not in `queries`, under `validation.unknown_queries: error` (`warn`: the judges' step
+    drops and counts it)."""
     from examflow.io.autojudge import check_some_topic, known_runs, read_autojudge
-    from examflow.io.qrels import read_labels
+    from examflow.io.qrels import KnownQueries, read_labels
 
+    checked = queries is not None and labels and validation["unknown_queries"] == "error"
+    known_queries = KnownQueries(query_table(queries), Problems("error")) if checked else None
     for path in labels.values():
-        read_labels(path)
+        read_labels(path, known=known_queries)
     runs, unknown = {run_tag(file) for file in run_files}, Problems(validation["leaderboard_runs"])
     known = set(query_table(queries)["query_id"]) if queries is not None and leaderboards else None
     generated = response_run_ids(responses) if responses and leaderboards else set()

@@ -23,7 +23,6 @@ from examflow.config import (
 )
 from examflow.contents import contents_digest
 from examflow.errors import DONE, Failure
-from examflow.grading.signatures import local_weights
 from examflow.io.irds import is_irds
 from examflow.io.runs import run_files
 from examflow.outputs import (
@@ -411,7 +410,7 @@ def cache_keys(wildcards):
 
 @functools.cache  # once a method, not once a grading job (its shards share the model)
 def _weights_of(method):
-    return local_weights(METHODS[method].backend.options)
+    return METHODS[method].backend.local_weights()
 
 
 def reads_bank(wildcards):

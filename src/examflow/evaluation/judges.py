@@ -17,6 +17,7 @@ the same queries.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -89,8 +90,9 @@ def check_measure(name: str):
     import ir_measures
 
     measure = parse_measure(name)
-    qrels = pd.DataFrame({"query_id": ["q", "q"], "doc_id": ["a", "b"], "relevance": [1, 0]})
-    run = pd.DataFrame({"query_id": ["q", "q"], "doc_id": ["a", "b"], "score": [2.0, 1.0]})
+    # a query id of digits: gdeval (ERR) refuses any other, and would have refused every measure of it
+    qrels = pd.DataFrame({"query_id": ["1", "1"], "doc_id": ["a", "b"], "relevance": [1, 0]})
+    run = pd.DataFrame({"query_id": ["1", "1"], "doc_id": ["a", "b"], "score": [2.0, 1.0]})
     try:
         list(ir_measures.iter_calc([measure], qrels, run))
     except Exception as error:  # a provider's own failure, of any kind
@@ -113,6 +115,29 @@ def at_relevance_level(name: str, measure, level: int):
 
 
 Run = dict[str, dict[str, float]]  # query -> document -> score, as ir-measures reads a run
+
+GDEVAL_TOPIC, GDEVAL_TOP = re.compile(r"[0-9]+"), 4  # what gdeval.pl reads: `$topic =~ /^[0-9]+$/`, MAX_JUDGMENT
+
+
+def provider_of(measure) -> str:
+    """The name of ir-measures' provider that computes `measure`: the first available one that supports it."""
+    import ir_measures
+
+    providers = ir_measures.DefaultPipeline.providers
+    return next((p.NAME for p in providers if p.supports(measure) and p.is_available()), "")
+
+
+def check_gdeval_labels(measure, labels: pd.DataFrame) -> None:
+    """gdeval (ir-measures' provider of ERR) reads a query id as digits, after cutting all before its last `-`
+    (`a-1` and `b-1` one topic, and neither id's value found), and labels up to 4: Perl's `format error` and
+    a non-zero exit status said nothing of which (a stranger's trial)."""
+    if provider_of(measure) != "gdeval" or labels.empty:
+        return
+    if odd := next((query for query in labels["query_id"] if not GDEVAL_TOPIC.fullmatch(query)), None):
+        raise Failure(f"{measure}: gdeval, which computes it, reads query ids of digits alone, not {odd!r}: "
+                      "choose another measure for these queries")  # fmt: skip
+    if (top := int(labels["relevance"].max())) > GDEVAL_TOP:
+        raise Failure(f"{measure}: gdeval, which computes it, reads labels up to {GDEVAL_TOP}, not {top}")
 
 
 def run_dictionaries(runs: pd.DataFrame) -> dict[str, Run]:
@@ -140,6 +165,7 @@ def per_query_values(labels: pd.DataFrame, runs: dict[str, Run], measure, querie
 
     from examflow.evaluation.exam_qrels import as_trec_eval_reads
 
+    check_gdeval_labels(measure, labels)
     qrels: dict[str, dict[str, int]] = {}
     for query, doc, relevance in zip(labels["query_id"], labels["doc_id"], labels["relevance"]):
         qrels.setdefault(query, {})[doc] = int(relevance)

@@ -66,11 +66,9 @@ def compute_type(option: str, on_gpu: bool) -> str:
     return ("int8_bfloat16" if on_gpu else "int8_float32") if option == "auto" else option
 
 
-def local_weights(options: dict[str, Any]) -> str:
-    """The version of a back end's model where it is a local folder ('' otherwise: a hub id, whose
-    `revision` is in the options, or no model). The grading rule's params hold it, so that new weights
-    in the same folder rerun grading, as they change the grade cache's key."""
-    model = options.get("model")
+def local_weights(model: Any) -> str:
+    """The version of a model where it is a local folder ('' otherwise: a hub id, whose `revision` is in
+    the options, or no model)."""
     return weights_version(model) if isinstance(model, str) and Path(model).is_dir() else ""
 
 
