@@ -376,15 +376,23 @@ def test_a_job_failing_on_cut_answers_says_a_rerun_meets_them_again():
 
 def test_a_job_failing_on_unparsable_answers_points_to_the_mode_only_where_a_mode_reads_them():
     """UMBRELA's `##final score: 7` fails in every mode, yet the job's line said "see the method's `mode`" (a
-    stranger's trial); a self-rating's prose is read as a grade under `reference` and `paper`."""
+    stranger's trial); a self-rating's prose is read as a grade under `reference` and `paper`. Under `mode:
+    strict` (the `openai` default) UMBRELA's and the criteria's label amid words fails, which `reference` reads
+    from the cache: the line said no mode would, and to delete the cache (a second stranger's trial); a nugget
+    assigner's answer is read alike in every mode."""
     from examflow.config import methods
     from examflow.errors import Failure
     from examflow.grading.grades import check_failures
 
     grades = pd.DataFrame({"error": ["unparsable: not a grade 0-3: '##final score: 7'"], "unparsable": [True]})
-    for kind, hint in (("umbrela", "stays, and no `mode` of this kind reads it: another model or prompt, or"),
-                       ("self_rating", "stays: see the method's `mode`, or")):  # fmt: skip
-        method = methods([{"name": "m", "kind": kind, "backend": {"kind": "openai", "model": "m"}}])[0]
+    every_mode = "stays, and no `mode` of this kind reads it: another model or prompt, or"
+    strict = ("stays: `mode: reference` reads a label stated amid words, as this kind's authors read it, from the "
+              "cache without asking again; else another model or prompt, or")  # fmt: skip
+    for kind, mode, hint in (("umbrela", "strict", strict), ("criteria", "strict", strict),
+                             ("umbrela", "reference", every_mode), ("nugget_support", "strict", every_mode),
+                             ("self_rating", "strict", "stays: see the method's `mode`, or")):  # fmt: skip
+        backend = {"kind": "openai", "model": "m"}
+        method = methods([{"name": "m", "kind": kind, "mode": mode, "backend": backend}])[0]
         with pytest.raises(Failure) as failed:
             check_failures(grades, method, "shard-0", 0)
         assert f"; an unparsable answer is an answer and {hint} delete the config's `cache_dir`/grades" in str(

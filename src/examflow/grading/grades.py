@@ -12,7 +12,7 @@ import pandas as pd
 
 from examflow.bounds import MESSAGE_CHARS, clip
 from examflow.errors import FAILED_PAIRS_LINE, TOO_LONG, Failure
-from examflow.grading.methods import strict_in_every_mode
+from examflow.grading.methods import read_outside_strict, strict_in_every_mode
 from examflow.registry import Method
 
 if TYPE_CHECKING:
@@ -157,13 +157,21 @@ _UNPARSABLE_IN_EVERY_MODE = (
     f"; an unparsable answer is an answer and stays, and no `mode` of this kind reads it: another model or prompt, "
     f"or {_ASK_AGAIN}"
 )
+# ... but `mode: strict` refuses some that the others read (UMBRELA's and the criteria's label amid words): the
+# cached answers are read again, where deleting the cache paid for every call again (a stranger's trial)
+_UNPARSABLE_IN_STRICT = (
+    "; an unparsable answer is an answer and stays: `mode: reference` reads a label stated amid words, as this "
+    f"kind's authors read it, from the cache without asking again; else another model or prompt, or {_ASK_AGAIN}"
+)
 
 
 def _hint(errors: list[str], cache_dir: str | None, method: Method) -> str:
     """What to change instead of rerunning, for the failures a rerun meets again."""
     failed = kind_counts(errors)
     texts = _LASTING_FAILURES | _FILTERED
-    texts |= {"unparsable": _UNPARSABLE_IN_EVERY_MODE} if strict_in_every_mode(method.kind) else {}
+    if strict_in_every_mode(method.kind):
+        strict = method.mode == "strict" and read_outside_strict(method.kind)
+        texts |= {"unparsable": _UNPARSABLE_IN_STRICT if strict else _UNPARSABLE_IN_EVERY_MODE}
     hint = "".join(text for kind, text in texts.items() if kind in failed)
     # `cache_dir` defaults to results/cache, outside results_dir: the folder by name (a stranger looked there)
     return hint + (f" (here: {cache_dir})" if cache_dir and "unparsable" in failed else "")

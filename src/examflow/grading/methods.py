@@ -214,11 +214,18 @@ class Reading:
     read: Callable[[Grade, str, Pair, str, Answer | None], str]
     expected: str  # what an answer should be, for the error of one that is not
     always_strict: bool = False  # an answer that is not a grade is an error in every parse mode
+    strict_reads_less: bool = False  # `mode: strict` reads fewer answers than the other modes
 
 
 def strict_in_every_mode(kind: str) -> bool:
     """Whether an answer of `kind` that is not a grade fails whatever the method's `mode`."""
     return READINGS[KINDS[kind].grade].always_strict
+
+
+def read_outside_strict(kind: str) -> bool:
+    """Whether `mode: reference` or `paper` reads answers of `kind` that `mode: strict` refuses (a label
+    stated amid words)."""
+    return READINGS[KINDS[kind].grade].strict_reads_less
 
 
 READINGS = {
@@ -228,13 +235,13 @@ READINGS = {
     "thomas": Reading(_thomas, "a grade 0-2"),
     "binary": Reading(_binary, "yes or no"),
     # UMBRELA grades an answer it cannot read 0; here that is a failure, in every parse mode.
-    "umbrela": Reading(_umbrela, "a grade 0-3", always_strict=True),
+    "umbrela": Reading(_umbrela, "a grade 0-3", always_strict=True, strict_reads_less=True),
     "support": Reading(
         _assigned(("support", "partial_support", "not_support")),
         "a list of one label: support, partial_support or not_support",
         always_strict=True,
     ),
-    "criterion": Reading(_criterion, "a grade 0-3", always_strict=True),
+    "criterion": Reading(_criterion, "a grade 0-3", always_strict=True, strict_reads_less=True),
     "support_2grade": Reading(
         _assigned(("support", "not_support")), "a list of one label: support or not_support", always_strict=True
     ),
