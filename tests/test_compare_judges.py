@@ -663,6 +663,17 @@ def test_a_cut_off_of_0_is_refused_in_either_syntax(name):
         check_measure(name)
 
 
+@pytest.mark.parametrize("name", ["Compat(p=1.5)", "Compat(p=1)", "Compat(p=0)"])
+def test_a_persistence_outside_0_to_1_is_refused(name):
+    """ir-measures refused `Compat(p=1)` and `p=0` but computed `Compat(p=1.5)`, a persistence that means
+    nothing (a stranger's trial)."""
+    from examflow.evaluation.judges import check_measure
+
+    with pytest.raises(ValueError, match=r"^a persistence p of [0-9.]+: it is between 0 and 1 \(Compat\(p=0.9\)\)"):
+        check_measure(name)
+    assert check_measure("Compat(p=0.5)").params["p"] == 0.5
+
+
 def test_measures_equal_ir_measures_on_random_runs(tmp_path):
     import ir_measures
 

@@ -73,6 +73,9 @@ def parse_measure(name: str):
         ) from None
     if measure.params.get("cutoff") == 0:  # pytrec_eval's `ndcg_cut_0`: its C code stops the process
         raise ValueError("a cut-off of 0 (trec_eval stops on it): a cut-off is 1 or more (nDCG@10, P@20)")
+    persistence = measure.params.get("p")  # Compat's and RBP's: ir-measures refuses 0 and 1, computes 1.5
+    if isinstance(persistence, (int, float)) and not 0 < persistence < 1:
+        raise ValueError(f"a persistence p of {persistence:g}: it is between 0 and 1 ({measure.NAME}(p=0.9))")
     try:
         providers = [p for p in ir_measures.DefaultPipeline.providers if p.supports(measure)]
     except AssertionError as error:  # a parameter of the wrong form (`nDCG@10.5`): ir-measures asserts
