@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -1224,6 +1225,25 @@ def test_a_label_set_s_unknown_query_is_refused_as_the_run_starts(tmp_path):
                       str(queries))  # fmt: skip
     write(labels, "q1 0 d1 2\nq2 0 d1 0\n")
     check_judge_files({"x": str(labels)}, {}, "ir_measures", [str(run)], checks, str(queries))
+
+
+@pytest.mark.skipif(shutil.which("perl") is None, reason="gdeval, ir-measures' provider of ERR, runs in Perl")
+def test_err_among_the_judges_measures_takes_query_ids_of_digits_as_the_run_starts(tmp_path):
+    """gdeval computes ERR and reads query ids of digits alone: other ids stopped the judges' step, after every
+    pair was graded; now the configuration's check names the measure and the first id."""
+    from examflow.config import check_judges_query_ids
+
+    queries = write(tmp_path / "queries.tsv", "1037798\tquery\nq-2\tanother\n")
+    config = {"inputs": {}, "judges": {"measures": ["ndcg_cut_10", "ERR@10"]},
+              "evaluation": {"official_measure": "ndcg_cut_10"}}  # fmt: skip
+    with pytest.raises(ConfigError, match=re.escape("config judges.measures[1]: ERR@10: gdeval, which computes it, "
+                                                    "reads query ids of digits alone, not 'q-2'")):  # fmt: skip
+        check_judges_query_ids(config, str(queries))
+    official = {"judges": {"measures": ["ndcg_cut_10"]}, "evaluation": {"official_measure": "ERR@10"}}
+    with pytest.raises(ConfigError, match=re.escape("config evaluation.official_measure: ERR@10: gdeval")):
+        check_judges_query_ids(config | official, str(queries))
+    check_judges_query_ids(config | official | {"inputs": {"official_leaderboard": "board.json"}}, str(queries))
+    check_judges_query_ids(config, str(write(tmp_path / "digits.tsv", "1037798\tquery\n2\tanother\n")))
 
 
 def example_data(root, config: dict) -> None:

@@ -173,6 +173,26 @@ def check_official_for_judges(config: dict) -> None:
                           f"leaderboards with its, and cannot compute it: {error}") from None  # fmt: skip
 
 
+def check_judges_query_ids(config: dict, queries: str | None) -> None:
+    """The judges' measures that gdeval computes (ERR) take the queries' ids as it reads them (digits): one
+    that does not stopped the judges' step after the grading. (The workflow calls it where the judges are
+    compared, with `inputs.queries` where a file gives them.)"""
+    from examflow.errors import Failure
+    from examflow.evaluation.judges import check_gdeval_ids, parse_measure
+    from examflow.scheduling import query_table
+
+    if queries is None:
+        return
+    computed = not (config["inputs"] or {}).get("official_leaderboard") and config["evaluation"]["official_measure"]
+    named = [(f"judges.measures[{i}]", name) for i, name in enumerate(config["judges"]["measures"])]
+    named += [("evaluation.official_measure", computed)] if computed else []
+    for key, name in named:
+        try:
+            check_gdeval_ids(parse_measure(name), query_table(queries)["query_id"])
+        except Failure as error:
+            raise ConfigError(key, f"{error} (the query ids of {queries})") from None
+
+
 def _check_judges(checked: dict) -> None:
     """Every judges measure is one that computes, each once; an outside label set's name is no method's,
     no method is named `official`, and outside labels come with what the comparison needs."""

@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(workflow.basedir).parent / "src"))
 from examflow.config import (
     check_config,
     check_config_file,
+    check_judges_query_ids,
     check_model_folders,
     check_official_for_judges,
     config_digest,
@@ -594,6 +595,8 @@ if INPUTS.get("official_leaderboard"):
     checked(check_leaderboard, INPUTS, RUN_FILES, VALIDATION)
 elif JUDGES:
     checked(check_official_for_judges, config)
+if JUDGES and workflow.is_main_process:  # the queries read once a run
+    checked(check_judges_query_ids, config, next(iter(configured("queries")), None))
 
 
 def judges_outputs():

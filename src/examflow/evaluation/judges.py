@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -130,16 +130,21 @@ def provider_of(measure) -> str:
     return next((p.NAME for p in providers if p.supports(measure) and p.is_available()), "")
 
 
-def check_gdeval_labels(measure, labels: pd.DataFrame) -> None:
+def check_gdeval_ids(measure, query_ids: Iterable[str]) -> None:
     """gdeval (ir-measures' provider of ERR) reads a query id as digits, after cutting all before its last `-`
-    (`a-1` and `b-1` one topic, and neither id's value found), and labels up to 4: Perl's `format error` and
-    a non-zero exit status said nothing of which (a stranger's trial)."""
-    if provider_of(measure) != "gdeval" or labels.empty:
+    (`a-1` and `b-1` one topic, and neither id's value found): Perl's `format error` and a non-zero exit
+    status said nothing of it (a stranger's trial)."""
+    if provider_of(measure) != "gdeval":
         return
-    if odd := next((query for query in labels["query_id"] if not GDEVAL_TOPIC.fullmatch(query)), None):
+    if odd := next((query for query in query_ids if not GDEVAL_TOPIC.fullmatch(query)), None):
         raise Failure(f"{measure}: gdeval, which computes it, reads query ids of digits alone, not {odd!r}: "
                       "choose another measure for these queries")  # fmt: skip
-    if (top := int(labels["relevance"].max())) > GDEVAL_TOP:
+
+
+def check_gdeval_labels(measure, labels: pd.DataFrame) -> None:
+    """`check_gdeval_ids`, and labels up to 4, which is all gdeval reads."""
+    check_gdeval_ids(measure, labels["query_id"])
+    if len(labels) and (top := int(labels["relevance"].max())) > GDEVAL_TOP and provider_of(measure) == "gdeval":
         raise Failure(f"{measure}: gdeval, which computes it, reads labels up to {GDEVAL_TOP}, not {top}")
 
 
