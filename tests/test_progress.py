@@ -596,6 +596,23 @@ def test_steps_that_warn_alike_take_one_line(tmp_path, capsys):
     ]
 
 
+def test_rows_dropped_are_named_before_a_notice_and_alike_steps_count_their_other_warnings(tmp_path, capsys):
+    """A run file's byte-order mark, read first by the pool and the judges, was the one line of their end: the
+    pool's passages dropped from the collection and the judges' unranked query went unsaid, the grouped line
+    counting no other warning (a stranger's trial). Rows dropped head a step's line; alike steps count the rest."""
+    bom = "examflow.io.lines: runs/a.run: starts with a UTF-8 byte-order mark; ignored"
+    dropped = "examflow.errors: 1 × pooled passages missing from the collection, dropped (first: c.run:32: ...)"
+    warned_and_done(tmp_path / "logs/pool.log", bom, dropped)
+    warned_and_done(tmp_path / "logs/judges.log", bom, "examflow.commands: 1 judged query is ranked by no run: q5")
+    warned_and_done(tmp_path / "logs/report.log", bom)
+    logs = tmp_path / "logs"
+    assert named_at_the_end(capsys, logs) == [
+        f"examflow: 2 steps warned: {bom.split(': ', 1)[1]} (the headline of their warnings, and 1 more warning; "
+        f"their logs: {logs / 'judges.log'}, {logs / 'report.log'})",
+        f"examflow: a step warned: {dropped.split(': ', 1)[1]} (and 1 more warning; its log: {logs / 'pool.log'})",
+    ]
+
+
 def test_a_step_that_retried_and_then_counted_its_failed_pairs_is_named_by_the_count(tmp_path, capsys):
     """Within grading.max_error_rate, the run's end showed a retry (the step's first warning), not how many pairs
     failed in the end (a stranger's trial); a step that only retried is still named by its first retry."""

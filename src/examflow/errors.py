@@ -29,6 +29,9 @@ RETRY_LINE = "LLM call failed (%s); retry %d in %.1f s"
 # log before the others (a server's other model named first hid the count among `13 more warnings`). The
 # error shown is one pair's in the table's order, not the earliest in time: `e.g.`.
 FAILED_PAIRS_LINE = "method %s, shard %s: %d of %d pairs failed (%s; e.g. %s)"
+# How rows dropped under `validation: warn` are counted (Problems.summarise): named before a step's other
+# warnings but failed pairs (a byte-order mark's notice, logged first, hid a run's passages dropped).
+DROPPED_LINE = "%d × %s, dropped (first: %s)"
 
 
 def _logged(template: str) -> str:
@@ -42,6 +45,7 @@ _RETRYING = re.compile("|".join(map(_logged, (RETRY_AFTER_LINE, RETRY_LINE))), r
 
 
 _FAILED_PAIRS = re.compile(_logged(FAILED_PAIRS_LINE), re.DOTALL)
+_DROPPED = re.compile(_logged(DROPPED_LINE), re.DOTALL)
 
 
 def announces_retry(message: str) -> bool:
@@ -52,6 +56,11 @@ def announces_retry(message: str) -> bool:
 def counts_failed_pairs(message: str) -> bool:
     """Whether a logged message is a grading job's count of its failed pairs (FAILED_PAIRS_LINE)."""
     return _FAILED_PAIRS.match(message) is not None
+
+
+def counts_dropped_rows(message: str) -> bool:
+    """Whether a logged message counts input rows dropped under `validation: warn` (DROPPED_LINE)."""
+    return _DROPPED.match(message) is not None
 
 
 # The failure of a prompt never sent: more had failed than the grading job may fail (examflow.llm.LLMClient.replies).
@@ -147,7 +156,7 @@ class Problems:
 
     def summarise(self) -> None:
         for kind, count in sorted(self.counts.items()):
-            log.warning("%d × %s, dropped (first: %s)", count, kind, self.examples[kind])
+            log.warning(DROPPED_LINE, count, kind, self.examples[kind])
 
 
 def first_line(error: BaseException, limit: int = 200) -> str:

@@ -11,7 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from examflow.bounds import LINE_CHARS, clip_middle
-from examflow.errors import DONE, INTERRUPTED_LINE, PRINTED, TERMINATED_LINE, announces_retry, counts_failed_pairs
+from examflow.errors import (
+    DONE,
+    INTERRUPTED_LINE,
+    PRINTED,
+    TERMINATED_LINE,
+    announces_retry,
+    counts_dropped_rows,
+    counts_failed_pairs,
+)
 
 # What a step's log says when it holds neither an expected failure nor the line of a step done.
 STOPPED = "the step stopped without an error of its own: killed (out of memory, a time limit, a signal)"
@@ -158,9 +166,12 @@ def warnings_logged(folder: str | Path, since: float) -> list[tuple[Path, str, i
 
 
 def _headline(messages: list[str]) -> str:
-    """The warning a step's end names: its count of failed pairs, else its first that announces no retry."""
-    failed = (m for m in messages if counts_failed_pairs(m))
-    return next(failed, next((m for m in messages if not announces_retry(m)), messages[0]))
+    """The warning a step's end names: its count of failed pairs, else of rows dropped, else its first that
+    announces no retry."""
+    for named in (counts_failed_pairs, counts_dropped_rows, lambda message: not announces_retry(message)):
+        if found := next((message for message in messages if named(message)), None):
+            return found
+    return messages[0]
 
 
 class ParseWarnings(logging.Handler):
@@ -213,7 +224,10 @@ def _warned(first: str, steps: list[tuple[Path, int]]) -> str:
         more = f"and {count - 1} more warning{'s' if count > 2 else ''}; " if count > 1 else ""
         return f"a step warned: {_shown(first)} ({more}its log: {log})"
     logs = _listed([log for log, _ in steps])
-    return f"{len(steps)} steps warned: {_shown(first)} (the headline of their warnings; their logs: {logs})"
+    # their other warnings counted, as one step's are: without, a step's dropped rows went unseen (a stranger)
+    others = sum(count for _, count in steps) - len(steps)
+    also = f", and {others} more warning{'s' if others > 1 else ''}" if others else ""
+    return f"{len(steps)} steps warned: {_shown(first)} (the headline of their warnings{also}; their logs: {logs})"
 
 
 def _shown(message: str) -> str:
