@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from conftest import write
 from llm_server import LLMServer, Status
 from tiny_models import build_tiny_t5
 
@@ -777,3 +778,22 @@ def test_a_word_written_after_a_word_boundary_token_is_read_by_its_own_token():
         "config backend.model: 'm': its tokenizer writes 'ut' as 3 tokens ['▁', 'u', 't'], and one decoder step "
         "reads one token for it"
     )
+
+
+def test_a_prompt_two_pairs_share_is_counted_in_the_progress_line(server, tmp_path):
+    """Pairs of the same prompt (one passage's text under two ids) are asked once: the progress line said
+    `answered 135 of 135 pairs` where the plan and the summary counted 154 (a stranger's trial)."""
+    from examflow.progress import job_progress, progress_line, read_progress
+
+    server.script("bees make honey from nectar", "4")
+    twice = [Pair("q1", None, f"p{i}", "q1/x", QUESTION, "bees make honey from nectar") for i in range(3)]
+    results = tmp_path / "results"
+    write(results / "logs/progress/run.json", json.dumps({"started": 0.0, "jobs": ["m/s0"]}))
+    with job_progress(results / "logs/progress/m/s0.json", "m/s0") as progress:
+        shard = grader(openai_method(server, "self_rating"), str(tmp_path / "cache"), progress=progress)
+        table = shard.grade([*twice, *pairs(2)])
+    assert table["rating"].tolist()[:3] == [4, 4, 4] and shard.sent == 3
+    line = progress_line(read_progress(results), now=progress.counts.updated)
+    assert line.startswith("examflow: answered 3 of 3 prompts (100%), ") and line.endswith(
+        "; grade jobs: 1 done; 2 more prompts the same as one asked, answered with it"
+    ), line

@@ -55,6 +55,7 @@ class JobCounts:
     job: str  # method/shard
     unit: str = PROMPTS
     cached: int = 0
+    shared: int = 0  # the same prompt as another of the job's, answered with it: neither cached nor asked
     to_grade: int | None = None  # None until the job has looked in the cache
     more: bool = False  # a second pass (verification, aggregation) is still to be counted
     graded: int = 0
@@ -81,10 +82,11 @@ class JobProgress:
         self.broken = False
         self._write()
 
-    def planned(self, cached: int, to_grade: int, more: bool = False) -> None:
-        """A pass over requests: `cached` answered by the cache, `to_grade` to send to the model; `more`:
-        another pass follows, whose requests depend on this one's answers."""
+    def planned(self, cached: int, to_grade: int, more: bool = False, shared: int = 0) -> None:
+        """A pass over requests: `cached` answered by the cache, `to_grade` to send to the model, `shared` the
+        same as another of them; `more`: another pass follows, whose requests depend on this one's answers."""
         self.counts.cached += cached
+        self.counts.shared += shared
         self.counts.to_grade = (self.counts.to_grade or 0) + to_grade
         self.counts.more = more
         self._write()
@@ -275,6 +277,9 @@ def progress_line(progress: RunProgress, now: float) -> str:
     line = ", ".join(words) + "; grade jobs: " + ", ".join(f"{n} {state}" for state, n in states.items() if n)
     failed = sum(j.failed for j in jobs)
     line += f"; {cached:,} more {unit} answered by the cache" if cached and not idle else ""
+    # counted, so that the line's pairs add up to the plan's and the summary's (a stranger's trial)
+    shared = sum(j.shared for j in jobs)
+    line += f"; {shared:,} more {unit} the same as one asked, answered with it" if shared else ""
     # a failed job stops the run before summary.md is written, and so does a later step that fails (every
     # pair of a method failed, say): each job's log has its counts
     counts = (

@@ -235,7 +235,7 @@ class ShardGrader:
                  work_unit(self.method), len(todo),
                  f" ({shared} more the same as one of them, answered with it)" if shared else "")  # fmt: skip
         if self.progress:  # prompts: one shared by pairs is neither cached nor sent again
-            self.progress.planned(len(requests) - len(todo) - shared, len(todo), more)
+            self.progress.planned(len(requests) - len(todo) - shared, len(todo), more, shared)
         return keys, todo
 
     def _gave_up(self, keys: list[str]) -> GaveUp:
