@@ -1093,7 +1093,7 @@ def test_config_mistakes_stop_the_workflow_at_parse_time_in_one_line(project):
     refused_in_one_line(result, "team-x.eval.txt:2: field 'run_id': run 'bm52' is not among the runs of inputs.runs")
     del config["judges"]
     config["inputs"]["labels"] = {"team": "team.qrels"}
-    write(project / "team.qrels", "q1 0 d1 1\nq1 0 d2\n")
+    write(project / "team.qrels", "honeybee 0 d1 1\nhoneybee 0 d2\n")
     write(project / "config/bad.yaml", yaml.safe_dump(config))
     result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
     refused_in_one_line(result, "team.qrels:2: expected 4 columns")
