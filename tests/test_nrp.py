@@ -593,6 +593,25 @@ def test_answers_to_an_unjudged_query_are_named_and_not_counted_as_ranked(tmp_pa
     assert f"NRP (denominator docs) of 6 answers (1 empty, 2 missing) to 3 queries -> {tmp_path / 'out'}" in said
 
 
+def test_a_judged_query_no_system_answered_is_left_out_and_named(tmp_path, caplog):
+    """A stranger's trial: the answers file covered one of three judged topics, and every system's mean
+    counted the other two as missing answers (NRP 0), a third of its true value, with no warning."""
+    from examflow.cli import main
+
+    base = [*nrp_collection(tmp_path), "--ranker", "run", "--run", str(tmp_path / "scores.run")]
+    write(tmp_path / "answers.jsonl", '{"llm": "m", "prompt": "p", "sample": 0, "query_id": "q9", "text": "a"}\n')
+    write(tmp_path / "scores.run", "".join(run_line("q9", f"q9-d{i}", s) for i, s in enumerate([5, 4, 3, 1, 2]))
+          + run_line("q9", "m/p/0", 3.5))  # fmt: skip
+    caplog.set_level("INFO", logger="examflow")
+    assert main(["nrp", *base]) == 0
+    said = [r.getMessage() for r in caplog.records]
+    assert "2 queries have judged documents but no system's answer, and no NRP: q10, q2" in said
+    assert f"NRP (denominator docs) of 1 answers (0 empty, 0 missing) to 1 queries -> {tmp_path / 'out'}" in said
+    per_system = pd.read_csv(tmp_path / "out/per_system.tsv", sep="\t")
+    # two of five judged documents score above 3.5: r = 2, NRP 1 − 2/5 = 0.6, over the one answered query
+    assert per_system[["nrp", "n_queries", "n_empty"]].values.tolist() == [[0.6, 1, 0]]
+
+
 def test_subtopic_judgments_are_no_second_judgment_of_a_document(tmp_path):
     queries = write(tmp_path / "q.jsonl", json.dumps({"query_id": "q1", "text": "t", "subtopics": [
         {"facet_id": "f1", "text": "a"}, {"facet_id": "f2", "text": "b"}]}) + "\n")  # fmt: skip

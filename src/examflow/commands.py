@@ -747,9 +747,9 @@ def nrp_command(args: argparse.Namespace) -> None:
     remove_unwanted(NRP, facts, args.out)
     ranked = tables["per_answer.tsv"].drop_duplicates(["llm", "prompt", "sample", "query_id"])  # judged queries' only
     empty = ranked["answer"].value_counts()
-    judged = len(set().union(*(set(j["query_id"]) for j in inputs.judgments.values())))
     log.info("NRP (denominator %s) of %d answers (%d empty, %d missing) to %d queries -> %s", args.denominator,
-             len(ranked), empty.get("empty", 0), empty.get("missing", 0), judged, args.out)  # fmt: skip
+             len(ranked), empty.get("empty", 0), empty.get("missing", 0), ranked["query_id"].nunique(),
+             args.out)  # fmt: skip
 
 
 def _nrp_settings(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, set[int]], NRPSettings]:
@@ -829,6 +829,9 @@ def _nrp_inputs(
                     counted(len(unjudged), "query has", "queries have"), listed(unjudged))  # fmt: skip
     if not answers["query_id"].isin(known).any():
         raise InputError(args.answers, "no answer to a query with judged documents: nothing to rank")
+    if unanswered := sorted(set(known) - set(answers["query_id"])):
+        log.warning("%s judged documents but no system's answer, and no NRP: %s",
+                    counted(len(unanswered), "query has", "queries have"), listed(unanswered))  # fmt: skip
     check_systems(args.wilcoxon, answers)
     for row in cast(Iterator[_AnswerRow], answers[answers["query_id"].isin(known)].itertuples(index=False)):
         known[row.query_id].add(answer_name(row.llm, row.prompt, row.sample))

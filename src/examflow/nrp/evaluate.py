@@ -100,7 +100,8 @@ def nrp_tables(inputs: NRPInputs, settings: NRPSettings) -> dict[str, pd.DataFra
         raise Failure(f"NRP: the rankers {', '.join(rankers_needing_texts(settings.rankers))} need the judged "
                       "documents' texts (a corpus); only `run` rankers work without")  # fmt: skip
     judged = sorted(set().union(*(set(j["query_id"]) for j in inputs.judgments.values())))
-    answers = complete_answers(inputs.answers, judged)
+    # a judged query no system answered is left out (a warning names it), not scored 0 for every system
+    answers = complete_answers(inputs.answers, sorted(set(judged) & set(inputs.answers["query_id"])))
     items = query_items(inputs, answers, judged)
     scores = {r["name"]: _ranker_scores(i, r, items, settings.cache_dir) for i, r in enumerate(settings.rankers)}
     for name, scored in scores.items():
