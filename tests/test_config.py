@@ -866,6 +866,16 @@ def test_nrp_settings_are_checked():
     weights = {"relevance": {"qrels": "r", "weight": 0.7}, "readability": {"qrels": "s"}}
     assert "give every dimension a weight, or none" in rejected(nrp(dimensions=weights))
     assert "unknown key (did you mean 'denominator'?)" in rejected(nrp(denominater="list"))
+    # YAML reads `1:` and `true:` as no name: a traceback (a stranger's trial) or, as a label set, silence
+    dimension = {"qrels": "r"}
+    assert rejected(nrp(dimensions={1: dimension})) == (
+        "config nrp.dimensions: YAML reads the key 1 as int, not str: put it in quotes"
+    )
+    assert rejected(nrp(dimensions={"relevance": dimension, True: dimension})).startswith(
+        "config nrp.dimensions: YAML reads the key True as bool, not str"
+    )
+    labels = {"inputs": {"queries": "q", "responses": "r.jsonl", "labels": {2024.5: "x.qrels"}}}
+    assert rejected(labels) == "config inputs.labels: YAML reads the key 2024.5 as float, not str: put it in quotes"
 
 
 def replaced(config: dict, place: tuple, value) -> dict:

@@ -77,6 +77,22 @@ def _options_schema(options: dict) -> dict:
     return {"properties": named, "required": required, "additionalProperties": False}
 
 
+def key_not_a_name(value: Any, where: str = "") -> tuple[str, object] | None:
+    """The first mapping key that YAML read as no string (`1:`, `true:`, `2024-01-01:`), and where it
+    stands: such a key names a dimension, a label set or a leaderboard, and a name is a string."""
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            if not isinstance(key, str):
+                return where or "(top level)", key
+            if found := key_not_a_name(inner, f"{where}.{key}" if where else key):
+                return found
+    elif isinstance(value, list):
+        for index, inner in enumerate(value):
+            if found := key_not_a_name(inner, f"{where}[{index}]"):
+                return found
+    return None
+
+
 def check_config(config: dict, path: str | Path = SCHEMA) -> dict:
     """The configuration with defaults filled in; a ConfigError names the bad keys (every one the schema finds)."""
     secrets = find_secrets(config)
@@ -87,6 +103,10 @@ def check_config(config: dict, path: str | Path = SCHEMA) -> dict:
             "a secret does not belong in a config file (config values reach command lines, logs and "
             ".snakemake/); put it in an environment variable and name that variable with `api_key_env`",
         )
+    if unnamed := key_not_a_name(config):
+        where, key = unnamed
+        raise ConfigError(where, f"YAML reads the key {key!r} as {type(key).__name__}, not str: "
+                          "put it in quotes")  # fmt: skip
     checked = copy.deepcopy(config)
     runs = checked.get("inputs", {}).get("runs") if isinstance(checked.get("inputs"), dict) else None
     if isinstance(runs, str):  # one file or pattern, as Snakemake users write it
