@@ -527,6 +527,34 @@ def test_an_output_that_is_an_input_of_its_command_is_refused_before_anything_is
     assert main(["evaluate", "--grades", "g.parquet", "--pool", "pool", "--out", "pool"]) == 2
     assert capsys.readouterr().err.endswith("--out pool: also the path of --pool, which it reads: write elsewhere\n")
     assert list((tmp_path / "pool").iterdir()) == []
+    # an input inside the output folder under the name of a file the command writes there (or removes: no
+    # expert ranking given) was replaced or deleted, exit 0 (a stranger's trial); another name is no output
+    write(tmp_path / "leaderboard.tsv", "run_id\tscore\nbm25\t0.5\n")
+    assert main(["evaluate", "--grades", "g.parquet", "--pool", "pool", "--official", "leaderboard.tsv", "--out",
+                 "."]) == 2  # fmt: skip
+    assert capsys.readouterr().err.endswith(
+        "--out .: evaluate writes its leaderboard.tsv there, and --official reads leaderboard.tsv: write elsewhere\n"
+    )
+    write(tmp_path / "nrp/expert_agreement.tsv", "q1\td1\t1\nq1\td2\t2\n")
+    nrp = [
+        "nrp",
+        "--queries",
+        "queries.tsv",
+        "--qrels",
+        "relevance=bank.tsv",
+        "--answers",
+        "a.jsonl",
+        "--ranker",
+        "bm25",
+    ]
+    assert main([*nrp, "--expert", "nrp/expert_agreement.tsv", "--out", "nrp"]) == 2
+    assert capsys.readouterr().err.endswith(
+        "--out nrp: nrp writes its expert_agreement.tsv there, and --expert reads nrp/expert_agreement.tsv: write "
+        "elsewhere\n"
+    )
+    write(tmp_path / "qrels/bm25.qrels", "q1 0 d1 1\n")  # a method's EXAM-Qrels, under any method's name
+    assert main(["evaluate", "--grades", "g.parquet", "--pool", "qrels/bm25.qrels", "--out", "."]) == 2
+    assert "evaluate writes its qrels/bm25.qrels there" in capsys.readouterr().err
     # a table of the pool's given for its folder: `pool/x.parquet/rankings.parquet: table not found` (a stranger)
     from examflow.commands import read_pooled
 

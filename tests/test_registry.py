@@ -4,6 +4,7 @@ this file) and taking them through the config check, the plan, a grading job and
 
 from __future__ import annotations
 
+import argparse
 import re
 from importlib import import_module
 from string import Formatter
@@ -154,3 +155,19 @@ def test_only_a_model_option_that_names_a_folder_has_local_weights(tmp_path, mon
     assert re.fullmatch(r"[0-9a-f]{32}", before)
     (tmp_path / "mock" / "requests.log").write_text("one call\n")
     assert api.backend.local_weights() == "" and local.backend.local_weights() != before
+
+
+def test_the_folder_outputs_are_the_commands_that_write_a_folder():
+    """`examflow.outputs.FOLDERS` names the files an output folder holds, for the check that no input is one
+    of them: a command left out would replace such an input in silence."""
+    from examflow.cli import _written_folder, parser
+    from examflow.outputs import FOLDERS
+
+    commands = next(a for a in parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    folders = {
+        name
+        for name, command in commands.items()
+        for action in command._actions
+        if getattr(action.type, "func", None) is _written_folder
+    }
+    assert folders == set(FOLDERS) == {"pool", "evaluate", "compare-judges", "nrp", "report"}

@@ -29,7 +29,7 @@ from examflow.errors import (
     file_in_the_way,
 )
 from examflow.options import REQUIRED, Option
-from examflow.outputs import FACT_NAMES
+from examflow.outputs import FACT_NAMES, FOLDERS, owned
 from examflow.registry import (
     DEFAULT_MEASURES,
     DEFAULT_TAU,
@@ -851,6 +851,11 @@ def _refuse_shared_or_empty_outputs(args: argparse.Namespace) -> None:
         if (output := outputs.get(os.path.realpath(text))) is not None:
             written = f"--{output.replace('_', '-')} {getattr(args, output)}"
             raise Failure(f"{written}: also the path of {option}, which it reads: write elsewhere")
+        if args.command not in FOLDERS:
+            continue
+        if owned(args.command, relative := os.path.relpath(os.path.realpath(text), os.path.realpath(args.out))):
+            raise Failure(f"--out {args.out}: {args.command} writes its {relative} there, and {option} reads "
+                          f"{text}: write elsewhere")  # fmt: skip
 
 
 def _read_paths(args: argparse.Namespace) -> Iterator[tuple[str, str]]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 
@@ -121,6 +122,22 @@ NRP_REPORT = {
     "nrp_png": ReportFile("nrp.png", None, "nrp", "NRP"),
     "nrp_html": ReportFile("nrp.html", None, "nrp_table", "NRP"),
 }
+
+
+# The steps whose files a command's --out folder holds: it writes them, or removes those not wanted.
+FOLDERS: dict[str, tuple[Mapping[str, File], ...]] = {
+    "pool": (POOL,),
+    "evaluate": (EVALUATION,),
+    "compare-judges": (JUDGES,),
+    "nrp": (NRP,),
+    "report": (REPORT, JUDGES_REPORT, NRP_REPORT),
+}
+
+
+def owned(command: str, relative: str) -> bool:
+    """Whether `command`'s --out folder writes or removes the file at `relative` under it (any method's)."""
+    steps = FOLDERS[command]
+    return any(fnmatchcase(relative, file.path.format(method="*")) for step in steps for file in step.values())
 
 
 def wanted(step: Mapping[str, File], facts: Facts) -> dict[str, File]:
