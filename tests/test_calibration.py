@@ -137,6 +137,25 @@ def test_shards_of_another_method_are_refused_by_the_merge(tmp_path, capsys):
     method = {"name": "emb", "kind": "self_rating", "backend": {"kind": "embedding"}, "quantiles": LADDER}
     assert main([*merge, "--method", json.dumps(method), str(shard)]) == 0  # its own, another ladder: merged
     capsys.readouterr()
+    # no shards: an empty table, which evaluate read as a pool without passages (a stranger's trial)
+    assert main([*merge, "--method", json.dumps(method)]) == 2
+    assert capsys.readouterr().err.endswith(
+        "examflow: error: merge-grades: no shards given: name every grading job's table (`grade --out`)\n"
+    )
+    # graded by another model than --method's (a stranger's trial: merged, and recorded as --method's model)
+    from examflow.grading.merge import write_grades
+    from examflow.registry import BACKENDS
+
+    table = pd.read_parquet(shard)
+    default = BACKENDS["embedding"].options["model"].default
+    for model, status in (("other/minilm", 2), (default, 0)):
+        write_grades(table, {"shard": "shard-0", "model": {"backend": "embedding", "model": model}}, str(shard))
+        assert main([*merge, "--method", json.dumps(method), str(shard)]) == status
+        if status:
+            assert capsys.readouterr().err.endswith(
+                f"examflow: error: {shard}: field 'model': graded with model 'other/minilm', not --method's "
+                f"{default!r}: merge a method's own shards, with the method they were graded with\n"
+            )
 
 
 @pytest.mark.workflow

@@ -506,10 +506,11 @@ def test_grading_jobs_record_the_served_models_and_the_merge_sums_them(tmp_path,
     assert error.startswith(f"examflow: error: {shards[0]}: query 'q1', passage 'p0', question ")
     assert error.endswith(f"is graded again in {shards[0]} (the shard given twice): each pair is in one shard, once\n")
     assert not (tmp_path / "twice.parquet").exists()
-    # no shard: an empty table; a shard whose served_models is no {name: answers}: its file named
-    assert main(["merge-grades", "--method", method, "--out", str(tmp_path / "none.parquet")]) == 0
-    assert capsys.readouterr().err.endswith("examflow: done\n")
-    assert read_grades_metadata(str(tmp_path / "none.parquet"))["pairs"] == 0
+    # no shard: refused (an empty table read as a pool without passages); a shard whose served_models is no
+    # {name: answers}: its file named
+    assert main(["merge-grades", "--method", method, "--out", str(tmp_path / "none.parquet")]) == 2
+    assert capsys.readouterr().err.endswith("no shards given: name every grading job's table (`grade --out`)\n")
+    assert not (tmp_path / "none.parquet").exists()
     grades = pd.read_parquet(shards[1])
     edited = pa.Table.from_pandas(grades, preserve_index=False)
     metadata = read_grades_metadata(str(shards[1])) | {"served_models": {"m": "160"}}

@@ -351,6 +351,7 @@ def merge_grades_command(args: argparse.Namespace) -> None:
     from examflow.grading.merge import (
         check_disjoint,
         check_graded_by,
+        check_graded_with,
         merge_grades,
         read_grades_metadata,
         served_counts,
@@ -359,6 +360,8 @@ def merge_grades_command(args: argparse.Namespace) -> None:
     from examflow.io.tables import read_table
 
     method = method_option(args.method)
+    if not args.shards:  # an empty table would read, in evaluate, as a pool without passages
+        raise Failure("merge-grades: no shards given: name every grading job's table (`grade --out`)")
     calibrated = method.calibration is not None and method.quantiles is not None
     if calibrated and not args.passages:
         raise Failure("--passages: the pool's passages.parquet, needed to leave its gold articles out of the quantiles")
@@ -368,9 +371,10 @@ def merge_grades_command(args: argparse.Namespace) -> None:
         gold = passages.loc[passages["origin"] == "gold", ["query_id", "passage_id"]]
     tables = [read_table(path, GRADES_READ) for path in args.shards]  # a shard of before `votes` merges too
     check_graded_by(args.shards, tables, method)
+    shards = [read_grades_metadata(path) for path in args.shards]
+    check_graded_with(args.shards, shards, method)
     check_disjoint(args.shards, tables)
     grades, metadata = merge_grades(tables, method, gold)
-    shards = [read_grades_metadata(path) for path in args.shards]
     # The back ends' signatures (model, revision or weights digest, decoding), once each.
     models = {json.dumps(m, sort_keys=True) for shard in shards if (m := shard.get("model"))}
     metadata["models"] = [json.loads(m) for m in sorted(models)]

@@ -54,6 +54,19 @@ def check_graded_by(paths: list[str], tables: list[pd.DataFrame], method: Method
                                  "method's own shards, with the method they were graded with", field=column)  # fmt: skip
 
 
+def check_graded_with(paths: list[str], shards: list[dict], method: Method) -> None:
+    """Each shard graded by `method`'s back end and model (their metadata's signature): the merged table
+    records the method's settings, so shards of another model would be said to be this one's grades."""
+    backend = method.backend
+    wanted = {"backend": backend.kind, "model": backend.options.get("model")}
+    for path, shard in zip(paths, shards):
+        signature = shard.get("model") or {}  # a shard's back end signature (none in a table of long ago)
+        for key, value in wanted.items():
+            if key in signature and signature[key] != value:
+                raise InputError(path, f"graded with {key} {signature[key]!r}, not --method's {value!r}: merge a "
+                                 "method's own shards, with the method they were graded with", field=key)  # fmt: skip
+
+
 def check_disjoint(paths: list[str], tables: list[pd.DataFrame]) -> None:
     """Each pair graded in one shard, once: a shard given twice, or shards of two runs mixed, would count a
     pair twice in every measure."""
