@@ -858,6 +858,8 @@ def test_nrp_settings_are_checked():
         "config nrp.rankers[0].k: unknown option (did you mean 'k1'?)"
     )
     assert "unknown ranker 'mono_t5' (did you mean 'monot5'?)" in rejected(nrp(rankers=[{"kind": "mono_t5"}]))
+    # BM25's length normalisation b is a fraction of the way to the average length (a stranger gave 2)
+    assert rejected(nrp(rankers=[{"kind": "bm25", "b": 2}])) == "config nrp.rankers[0].b: must be at most 1, not 2"
     assert "two rankers are named 'monot5'" in rejected(
         nrp(rankers=[{"kind": "monot5"}, {"kind": "monot5", "model": "m"}])
     )

@@ -578,6 +578,12 @@ def test_an_abbreviated_option_is_unknown(tmp_path, capsys, monkeypatch):
     assert capsys.readouterr().err.endswith("examflow: error: unrecognized arguments: --ban bank.tsv\n")
     assert not (tmp_path / "b.parquet").exists()
     assert main([*shard, "--bank", "bank.tsv"]) == 0
+    # an option given twice kept the last in silence (`nrp --run A --run B` ranked by B alone, a stranger's trial)
+    assert main([*shard, "--bank", "bank.tsv", "--shards", "2"]) == 2
+    assert capsys.readouterr().err.endswith("done\nexamflow: error: --shards: given twice (1, then 2): give it once\n")
+    nrp = ["nrp", "--queries", "queries.tsv", "--qrels", "r=q.qrels", "--answers", "a.jsonl", "--ranker", "run"]
+    assert main([*nrp, "--run", "a.run", "--out", "nrp", "--run", "b.run"]) == 2
+    assert capsys.readouterr().err == "examflow: error: --run: given twice (a.run, then b.run): give it once\n"
 
 
 @pytest.mark.parametrize("option", ["--out", "--cache-dir", "--progress"])

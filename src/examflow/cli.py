@@ -83,12 +83,36 @@ def _under_a_folder(name: str, text: str, folder: bool = False) -> str:
     return text
 
 
+_GIVEN = "_options_given"  # where a parse notes the single-valued options it met, until it ends
+
+
+class _Once(argparse._StoreAction):
+    """A single-valued option given twice is refused: argparse keeps the last in silence (`nrp --run A --run B`
+    ranked by B alone, a stranger's trial)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = namespace.__dict__.setdefault(_GIVEN, {})
+        if self.dest in given:
+            raise ConfigError(
+                option_string or self.dest, f"given twice ({given[self.dest]}, then {values}): give it once"
+            )
+        given[self.dest] = values
+        super().__call__(parser, namespace, values, option_string)
+
+
 class _Parser(argparse.ArgumentParser):
     """A parser that takes options as written only: argparse's abbreviations read `--qrel` as `--qrels` and
-    `--dep 1` as `--depth 1` in silence (a stranger by hand), and a later option would change what they mean."""
+    `--dep 1` as `--depth 1` in silence (a stranger by hand), and a later option would change what they mean;
+    a single-valued option given twice is refused (`_Once`)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **{"allow_abbrev": False, **kwargs})
+        self.register("action", None, _Once)
+
+    def parse_known_args(self, args=None, namespace=None):
+        parsed, rest = super().parse_known_args(args, namespace)
+        parsed.__dict__.pop(_GIVEN, None)
+        return parsed, rest
 
 
 def parser() -> argparse.ArgumentParser:

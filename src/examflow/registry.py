@@ -288,7 +288,7 @@ RANKERS = {
     }, "examflow.nrp.rankers:Embedding"),
     "bm25": Ranker({
         "k1": Option("number", 1.5, "term-frequency saturation", minimum=0),
-        "b": Option("number", 0.75, "length normalisation", minimum=0),
+        "b": Option("number", 0.75, "length normalisation", minimum=0, maximum=1),
         "method": Option("string", "lucene", "bm25s scoring variant", ("robertson", "lucene", "atire")),
     }, "examflow.nrp.rankers:BM25"),
     "run": Ranker(
