@@ -612,6 +612,21 @@ def test_a_judged_query_no_system_answered_is_left_out_and_named(tmp_path, caplo
     assert per_system[["nrp", "n_queries", "n_empty"]].values.tolist() == [[0.6, 1, 0]]
 
 
+def test_run_rows_of_queries_without_judged_documents_are_counted(tmp_path, caplog):
+    """The run ranker read a run over more topics than were judged and said nothing of the rows it left
+    (a stranger's trial): a query id misspelt in the run would vanish the same way."""
+    from examflow.cli import main
+
+    base = [*nrp_collection(tmp_path), "--ranker", "run", "--run", str(tmp_path / "scores.run")]
+    with open(tmp_path / "scores.run", "a") as run:
+        run.write(run_line("Q9", "q9-d0", 1.0) + run_line("Q9", "q9-d1", 0.5))
+    caplog.set_level("INFO", logger="examflow")
+    assert main(["nrp", *base]) == 0
+    said = [r.getMessage() for r in caplog.records]
+    assert f"2 × run rows of queries with no judged document, dropped (first: {tmp_path / 'scores.run'}:19: field " \
+           "'query_id': query with no judged document 'Q9')" in said  # fmt: skip
+
+
 def test_subtopic_judgments_are_no_second_judgment_of_a_document(tmp_path):
     queries = write(tmp_path / "q.jsonl", json.dumps({"query_id": "q1", "text": "t", "subtopics": [
         {"facet_id": "f1", "text": "a"}, {"facet_id": "f2", "text": "b"}]}) + "\n")  # fmt: skip

@@ -21,10 +21,11 @@ RESERVED_RUNS = (GOLD_RUN, OVERALL_RUN)
 log = logging.getLogger(__name__)
 
 
-# How a run's row of a query outside `query_ids` is counted, and named: unknown to the collection, or
-# (compare-judges) judged by none of the label sets.
+# How a run's row of a query outside `query_ids` is counted, and named: unknown to the collection,
+# (compare-judges) judged by none of the label sets, or (NRP's run ranker) with no judged document.
 UNKNOWN_QUERY = ("run rows with an unknown query id", "unknown query id")
 UNJUDGED_QUERY = ("run rows of queries no label set judges", "query judged by no label set")
+NO_JUDGED_DOCUMENT = ("run rows of queries with no judged document", "query with no judged document")  # NRP
 
 
 def read_runs(

@@ -30,7 +30,7 @@ from examflow.errors import InputError, Problems, counted
 from examflow.grading.backends import EmbeddingBackend, Request, Seq2SeqBackend
 from examflow.grading.preparation import Prompt
 from examflow.grading.signatures import embedding_signature
-from examflow.io.runs import read_run
+from examflow.io.runs import NO_JUDGED_DOCUMENT, read_run
 from examflow.registry import RANKERS
 
 log = logging.getLogger("examflow")
@@ -181,7 +181,9 @@ class RunScores:
         self.path = path
 
     def scores(self, queries: list[QueryItems], cache_dir=None) -> Scores:
-        table = read_run(self.path, {q.query_id for q in queries}, Problems("warn"))
+        outside = Problems("warn")  # a run over more topics than were judged: counted, not scored
+        table = read_run(self.path, {q.query_id for q in queries}, outside, NO_JUDGED_DOCUMENT)
+        outside.summarise()
         given = {(q, d): float(s) for q, d, s in table[["query_id", "passage_id", "score"]].itertuples(index=False)}
         scores, unused = {}, 0
         for query in queries:
