@@ -451,6 +451,12 @@ def test_answers_and_expert_rankings_are_checked(tmp_path):
     with pytest.raises(InputError, match=r"e.tsv:2: field 'item': 'd9' is no judged document or answer of query 'q1'"):
         read_expert(write(tmp_path / "e.tsv", "q1\td1\t1\nq1\td9\t2\n"), known)
     assert read_expert(write(tmp_path / "e.json", '{"q1": ["m/p/0", "d1"]}'), known)["rank"].tolist() == [1.0, 2.0]
+    # a document id of digits alone written as a JSON number is that id (it was refused: a stranger's trial);
+    # true is no id
+    ranked = read_expert(write(tmp_path / "n.json", '{"q1": [7234, "m/p/0"]}'), {"q1": {"7234", "m/p/0"}})
+    assert ranked[["item", "rank"]].values.tolist() == [["7234", 1.0], ["m/p/0", 2.0]]
+    with pytest.raises(InputError, match=r"t.json:1: field 'q1': expected a list of at least two item ids"):
+        read_expert(write(tmp_path / "t.json", '{"q1": [true, "m/p/0"]}'), {"q1": {"1", "m/p/0"}})
 
 
 def test_answer_names_hold_no_separator_and_name_no_judged_document(tmp_path):

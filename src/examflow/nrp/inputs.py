@@ -206,6 +206,8 @@ def judged_origins(judgments: dict[str, pd.DataFrame], qrels: dict[str, str], id
 
 def _expert_json(path: str | Path) -> Iterator[_Ranked]:
     for number, query_id, items in json_entries(path, "{query_id: [item, ...]}", "query_id"):
+        if isinstance(items, list):  # an id of digits alone (MS MARCO's) may be a JSON number: the id as text
+            items = [str(i) if type(i) is int else i for i in items]  # not a bool, which is an int too
         if not isinstance(items, list) or not all(isinstance(i, str) for i in items) or len(items) < 2:
             raise InputError(path, "expected a list of at least two item ids, best first", number, query_id)
         for rank, item in enumerate(items, 1):
