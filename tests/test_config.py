@@ -868,6 +868,11 @@ def test_nrp_settings_are_checked():
     weights = {"relevance": {"qrels": "r", "weight": 0.7}, "readability": {"qrels": "s"}}
     assert "give every dimension a weight, or none" in rejected(nrp(dimensions=weights))
     assert "unknown key (did you mean 'denominator'?)" in rejected(nrp(denominater="list"))
+    # a cannot-judge label the relevance range refuses in a qrels line (a stranger's trial: the qrels refused)
+    assert rejected(nrp(dimensions={"relevance": {"qrels": "r", "cannot_judge": [9]}})) == (
+        "config nrp.dimensions.relevance.cannot_judge: label 9 is outside the relevance range -2..4 "
+        "(validation.relevance_range), which refuses it in a qrels line"
+    )
     # YAML reads `1:` and `true:` as no name: a traceback (a stranger's trial) or, as a label set, silence
     dimension = {"qrels": "r"}
     assert rejected(nrp(dimensions={1: dimension})) == (

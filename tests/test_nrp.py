@@ -618,6 +618,14 @@ def test_a_judged_query_no_system_answered_is_left_out_and_named(tmp_path, caplo
     assert per_system[["nrp", "n_queries", "n_empty"]].values.tolist() == [[0.6, 1, 0]]
 
 
+def test_a_cannot_judge_label_outside_the_relevance_range_is_refused_before_reading(tmp_path, capsys):
+    base = [*nrp_collection(tmp_path), "--ranker", "run", "--run", str(tmp_path / "scores.run")]
+    assert "examflow: error: --cannot-judge relevance: label 9 is outside the relevance range -2..4 " \
+           "(--relevance-range), which refuses it in a qrels line" in nrp_refuses(capsys, *base, "--cannot-judge",
+                                                                                 "relevance=9")  # fmt: skip
+    assert nrp_command(*base, "--cannot-judge", "relevance=9", "--relevance-range", "0", "9").returncode == 0
+
+
 def test_run_rows_of_queries_without_judged_documents_are_counted(tmp_path, caplog):
     """The run ranker read a run over more topics than were judged and said nothing of the rows it left
     (a stranger's trial): a query id misspelt in the run would vanish the same way."""

@@ -759,8 +759,9 @@ def nrp_command(args: argparse.Namespace) -> None:
 def _nrp_settings(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, set[int]], NRPSettings]:
     """The dimensions' qrels, their labels that say "cannot judge", and the rankers and weights, each option
     checked against the others before any file is read."""
+    from examflow.config import check_relevance_range
     from examflow.nrp.evaluate import NRPSettings
-    from examflow.nrp.inputs import dimension_problem, rankers_needing_texts, weight_problem
+    from examflow.nrp.inputs import cannot_judge_problem, dimension_problem, rankers_needing_texts, weight_problem
 
     qrels = assignments(args.qrels, "--qrels", str)
     if problem := next(filter(None, map(dimension_problem, qrels)), None):
@@ -780,6 +781,10 @@ def _nrp_settings(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, s
     cannot_judge: dict[str, set[int]] = {}
     for dimension, label in assignments(args.cannot_judge, "--cannot-judge", int, many=True):
         cannot_judge.setdefault(dimension, set()).add(label)
+    relevance_range = check_relevance_range("--relevance-range", *args.relevance_range)
+    for dimension, labels in cannot_judge.items():
+        if problem := cannot_judge_problem(labels, relevance_range, "--relevance-range"):
+            raise Failure(f"--cannot-judge {dimension}: {problem}")
     # a misspelt dimension of --cannot-judge kept its documents in D_q, in silence
     for option, mapping in (("--weight", weights), ("--fix-ranker", fixed), ("--cannot-judge", cannot_judge)):
         if set(mapping) - set(qrels):

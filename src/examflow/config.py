@@ -138,7 +138,7 @@ def check_config(config: dict, path: str | Path = SCHEMA) -> dict:
     }
     _warn_about_scales(graders, report["tau"], taus)
     if checked["nrp"]:
-        checked["nrp"] = _check_nrp(checked["nrp"])
+        checked["nrp"] = _check_nrp(checked["nrp"], checked["validation"]["relevance_range"])
     return checked
 
 
@@ -360,8 +360,14 @@ def methods(settings: list[Any]) -> list[Method]:
     return [check_method(f"grading.methods[{i}]", method) for i, method in enumerate(settings)]
 
 
-def _check_nrp(nrp: dict) -> dict:
-    from examflow.nrp.inputs import SEPARATOR, dimension_problem, rankers_needing_texts, weight_problem
+def _check_nrp(nrp: dict, relevance_range: list[int]) -> dict:
+    from examflow.nrp.inputs import (
+        SEPARATOR,
+        cannot_judge_problem,
+        dimension_problem,
+        rankers_needing_texts,
+        weight_problem,
+    )
 
     nrp["rankers"] = [check_ranker(f"nrp.rankers[{i}]", ranker) for i, ranker in enumerate(nrp["rankers"])]
     names = [ranker["name"] for ranker in nrp["rankers"]]
@@ -373,6 +379,9 @@ def _check_nrp(nrp: dict) -> dict:
     for dimension, spec in nrp["dimensions"].items():
         if problem := dimension_problem(dimension):
             raise ConfigError(f"nrp.dimensions.{dimension}", problem)
+        low, high = relevance_range
+        if problem := cannot_judge_problem(spec["cannot_judge"], (low, high), "validation.relevance_range"):
+            raise ConfigError(f"nrp.dimensions.{dimension}.cannot_judge", problem)
         if spec["ranker"] is not None and spec["ranker"] not in names:
             raise ConfigError(
                 f"nrp.dimensions.{dimension}.ranker", f"{spec['ranker']!r} is none of the rankers: {', '.join(names)}"

@@ -128,6 +128,15 @@ def dimension_problem(name: str) -> str | None:
     return None
 
 
+def cannot_judge_problem(labels: Collection[int], relevance_range: tuple[int, int], option: str) -> str | None:
+    """Why these "cannot judge" labels cannot be, or None: a qrels line holding a label outside the
+    relevance range (`option`) is refused as it is read, so such a label would never be met."""
+    low, high = relevance_range
+    if outside := sorted(label for label in labels if not low <= label <= high):
+        return f"label {outside[0]} is outside the relevance range {low}..{high} ({option}), which refuses it in a qrels line"
+    return None
+
+
 def weight_problem(weights: dict[str, float], dimensions: list[str]) -> str | None:
     """Why these weights of the combined NRP cannot be used, or None. A dimension without a weight
     would silently drop out of the sum, and a NaN weight would drop every combined value."""
