@@ -578,7 +578,7 @@ def test_an_expert_ranking_of_a_query_without_judged_documents_is_refused(tmp_pa
                       '{"llm": "m", "prompt": "p", "sample": 1, "query_id": "q4", "text": "b"}\n')  # fmt: skip
     expert = write(tmp_path / "e.json", '{"q4": ["m/p/0", "m/p/1"]}')
     error = nrp_refuses(capsys, *base, "--expert", str(expert))
-    assert "e.json:1: field 'query_id': unknown query id 'q4' (no judged document)" in error
+    assert "e.json:1: field 'query_id': 'q4' is no query with a judged document" in error
 
 
 def test_answers_to_an_unjudged_query_are_named_and_not_counted_as_ranked(tmp_path, caplog):

@@ -100,7 +100,7 @@ def read_expert(path: str | Path, known: dict[str, set[str]]) -> pd.DataFrame:
     ranks: dict[str, list[tuple[int | None, float]]] = {}  # query_id -> (line, rank) of each of its items
     for number, query_id, item, rank in (rows := list(rows)):
         if query_id not in known:
-            raise InputError(path, f"unknown query id {query_id!r} (no judged document)", number, "query_id")
+            raise InputError(path, f"{query_id!r} is no query with a judged document", number, "query_id")
         if item not in known[query_id]:
             raise InputError(path, f"{item!r} is no judged document or answer of query {query_id!r}", number, "item")
         if (query_id, item) in seen:
