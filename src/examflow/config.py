@@ -138,7 +138,8 @@ def check_config(config: dict, path: str | Path = SCHEMA) -> dict:
     }
     _warn_about_scales(graders, report["tau"], taus)
     if checked["nrp"]:
-        checked["nrp"] = _check_nrp(checked["nrp"], checked["validation"]["relevance_range"])
+        low, high = checked["validation"]["relevance_range"]
+        checked["nrp"] = _check_nrp(checked["nrp"], (low, high))
     return checked
 
 
@@ -360,7 +361,7 @@ def methods(settings: list[Any]) -> list[Method]:
     return [check_method(f"grading.methods[{i}]", method) for i, method in enumerate(settings)]
 
 
-def _check_nrp(nrp: dict, relevance_range: list[int]) -> dict:
+def _check_nrp(nrp: dict, relevance_range: tuple[int, int]) -> dict:
     from examflow.nrp.inputs import (
         SEPARATOR,
         cannot_judge_problem,
@@ -379,8 +380,7 @@ def _check_nrp(nrp: dict, relevance_range: list[int]) -> dict:
     for dimension, spec in nrp["dimensions"].items():
         if problem := dimension_problem(dimension):
             raise ConfigError(f"nrp.dimensions.{dimension}", problem)
-        low, high = relevance_range
-        if problem := cannot_judge_problem(spec["cannot_judge"], (low, high), "validation.relevance_range"):
+        if problem := cannot_judge_problem(spec["cannot_judge"], relevance_range, "validation.relevance_range"):
             raise ConfigError(f"nrp.dimensions.{dimension}.cannot_judge", problem)
         if spec["ranker"] is not None and spec["ranker"] not in names:
             raise ConfigError(

@@ -133,7 +133,8 @@ def cannot_judge_problem(labels: Collection[int], relevance_range: tuple[int, in
     relevance range (`option`) is refused as it is read, so such a label would never be met."""
     low, high = relevance_range
     if outside := sorted(label for label in labels if not low <= label <= high):
-        return f"label {outside[0]} is outside the relevance range {low}..{high} ({option}), which refuses it in a qrels line"
+        return (f"label {outside[0]} is outside the relevance range {low}..{high} ({option}), which refuses it in a "
+                "qrels line")  # fmt: skip
     return None
 
 
