@@ -413,8 +413,9 @@ def test_wrong_arguments_are_one_line(tmp_path, arguments, message):
     (tmp_path / "a file").write_text("")
     given = {"OFFICIAL_JSON": str(tmp_path / "official.json"), "OUT_FILE": str(tmp_path / "a file"),
              "FACETS": str(tmp_path / "facets.qrels")}  # fmt: skip
-    command = ["compare-judges", "--runs", str(tmp_path / "runs [all]" / "r1.txt"), "--official-qrels",
-               str(files["official"]), "--out", str(tmp_path / "out"), *(given.get(a, a) for a in arguments)]  # fmt: skip
+    official = [] if "--official-qrels" in arguments else ["--official-qrels", str(files["official"])]  # given once
+    command = ["compare-judges", "--runs", str(tmp_path / "runs [all]" / "r1.txt"), *official, "--out",
+               str(tmp_path / "out"), *(given.get(a, a) for a in arguments)]  # fmt: skip
     result = subprocess.run([sys.executable, "-m", "examflow", *command], capture_output=True, text=True)
     assert result.returncode != 0 and message in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
@@ -460,8 +461,10 @@ def test_judged_queries_no_run_ranks_are_named_in_a_warning(tmp_path, caplog):
     assert "ranked by no run" not in caplog.text
     facets = tmp_path / "facets.qrels"
     facets.write_text(files["noisy"].read_text().replace("q3 ", "q3/f1 "))
+    drawn = [*arguments]
+    drawn[drawn.index("--bootstrap") + 1] = "5"
     with caplog.at_level(logging.WARNING):
-        assert main([*arguments, "--labels", f"facets={facets}", "--bootstrap", "5"]) == 0
+        assert main([*drawn, "--labels", f"facets={facets}"]) == 0
     assert "1 judged query is ranked by no run (drawn by the bootstrap with the others, it moves every interval): " \
            "q3/f1 (subtopics `query/facet`, " \
            "whose page the runs rank? give --per-page)" in caplog.text  # fmt: skip

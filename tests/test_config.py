@@ -674,7 +674,11 @@ COMMANDS = {
 
 
 def command_line(command: str, out: Path | str, *options: str) -> list[str]:
-    return [command, *(text.format(out=out) for text in COMMANDS[command]), *options]
+    """The command's base options, less those `options` give again (an option given twice is refused)."""
+    base, given = [text.format(out=out) for text in COMMANDS[command]], set(options)
+    flags = [i for i, word in enumerate(base) if word.startswith("--")]
+    kept = [base[i:j] for i, j in zip(flags, [*flags[1:], len(base)]) if base[i] not in given]
+    return [command, *(word for words in kept for word in words), *options]
 
 
 @pytest.mark.parametrize(
