@@ -420,6 +420,10 @@ def test_the_command_needs_no_model_with_the_run_ranker_and_names_bad_options(tm
         assert message in nrp_refuses(capsys, *base, *args)
     bm25 = [*base[:6], "--ranker", "bm25", "--run", str(tmp_path / "scores.run"), *base[10:], *qrels]
     assert "--run: no ranker reads it (give --ranker run)" in nrp_refuses(capsys, *bm25)  # it was ignored
+    # a run ranker's misspelt key is named, not "needs --run" (a stranger's trial); without --run, it is asked for
+    for ranker, message in (('{"kind": "run", "file": "x.run"}', "--ranker[0].file: unknown option; known: path"),
+                            ('{"kind": "run"}', "--ranker run needs --run RUNFILE")):  # fmt: skip
+        assert message in nrp_refuses(capsys, *base[:6], "--ranker", ranker, *base[10:], *qrels)
     # A model ranker's model that is not there: named as the ranker's option, not a grading back end's
     absent = json.dumps({"kind": "monot5", "model": str(tmp_path / "no-model"), "device": "cpu"})
     monot5 = [*base[:6], "--ranker", "run", "--run", str(tmp_path / "scores.run"), "--ranker", absent, *base[10:]]

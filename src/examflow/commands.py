@@ -886,9 +886,10 @@ def ranker_spec(text: str, run: str | None) -> dict:
     kind = spec.get("kind") if isinstance(spec, dict) else None
     entry = RANKERS.get(kind) if isinstance(kind, str) else None
     if entry and entry.input_file and entry.input_file not in spec:
-        if not run:
+        if run:
+            spec[entry.input_file] = run
+        elif not set(spec) - {"kind", "name", *entry.options}:  # an unknown key (`file`): check_ranker names it
             raise Failure(f"--ranker {kind} needs --run RUNFILE")
-        spec[entry.input_file] = run
     return spec
 
 
