@@ -552,6 +552,14 @@ def test_an_output_that_is_an_input_of_its_command_is_refused_before_anything_is
         "--out nrp: nrp writes its expert_agreement.tsv there, and --expert reads nrp/expert_agreement.tsv: write "
         "elsewhere\n"
     )
+    # a NAME=PATH option's path too: `--labels j=od/leaderboards.tsv` was replaced by the leaderboards (a stranger)
+    write(tmp_path / "od/autojudge.eval.txt", "A ndcg_cut_10 q1 1.0\n")
+    judges = ["compare-judges", "--runs", "bank.tsv", "--official-qrels", "queries.tsv", "--out", "od"]
+    assert main([*judges, "--leaderboard", "t=od/autojudge.eval.txt"]) == 2
+    assert capsys.readouterr().err.endswith(
+        "--out od: compare-judges writes its autojudge.eval.txt there, and --leaderboard reads od/autojudge.eval.txt: "
+        "write elsewhere\n"
+    )
     write(tmp_path / "qrels/bm25.qrels", "q1 0 d1 1\n")  # a method's EXAM-Qrels, under any method's name
     assert main(["evaluate", "--grades", "g.parquet", "--pool", "qrels/bm25.qrels", "--out", "."]) == 2
     assert "evaluate writes its qrels/bm25.qrels there" in capsys.readouterr().err

@@ -883,16 +883,21 @@ def _refuse_shared_or_empty_outputs(args: argparse.Namespace) -> None:
 
 
 def _read_paths(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
-    """Every value of the other options that names a file or folder there is (a text, or texts), so one a
-    command may read, with its option (`the shards`: merge-grades' list). The options of words (`_WORDS`)
-    name none, whatever lies there: `--method umbrela --out umbrela` is not refused for it."""
+    """Every value of the other options that names a file or folder there is (a text, or texts, or the path
+    of a NAME=PATH), so one a command may read, with its option (`the shards`: merge-grades' list). The
+    options of words (`_WORDS`) name none, whatever lies there: `--method umbrela --out umbrela` is not
+    refused for it."""
     for name, value in vars(args).items():
         if _output(name) or name in _WRITTEN or name in _WORDS or not isinstance(value, str | list):
             continue
         option = _POSITIONALS.get((args.command, name), f"--{name.replace('_', '-')}")
         for text in value if isinstance(value, list) else [value]:
-            if isinstance(text, str) and text.strip() and os.path.exists(text):
+            if not isinstance(text, str) or not text.strip():
+                continue
+            if os.path.exists(text):
                 yield option, text
+            elif os.path.exists(named := text.partition("=")[2]):  # NAME=PATH: `--labels umbrela=x.qrels`
+                yield option, named
 
 
 def program() -> int:
