@@ -265,6 +265,12 @@ def _check_judges(checked: dict) -> None:
                 "file), inputs.runs and an official leaderboard (inputs.official_leaderboard, or "
                 "evaluation.official_measure)",
             )
+    results = os.path.realpath(checked["results_dir"])
+    for key in ("inputs.labels", "judges.leaderboards"):
+        for name, path in (compared[key] or {}).items():
+            if os.path.commonpath([results, os.path.realpath(path)]) == results:  # a cycle: the judges step's
+                raise ConfigError(f"{key}.{name}", f"{path!r} lies in results_dir ({checked['results_dir']}), "
+                                  "whose files the workflow writes and removes: copy it elsewhere")  # fmt: skip
 
 
 def check_model_folders(checked: dict) -> None:
