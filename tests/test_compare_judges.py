@@ -491,6 +491,24 @@ def test_a_label_set_of_no_label_judges_nothing_and_empty_official_qrels_are_an_
     assert official.returncode == 2 and official.stderr.strip().endswith(f"{empty}: file is empty")
 
 
+def test_the_judges_report_names_a_column_its_table_lacks_and_an_option_it_does_not_use(tmp_path, capsys):
+    """A hand-cut agreement.tsv was a KeyError traceback; `--method` beside `--judges` was dropped with no word
+    (a stranger's trials)."""
+    files, out = campaign(tmp_path), tmp_path / "out"
+    assert main(["compare-judges", "--runs", str(tmp_path / "runs [[]all]" / "*"), "--official-qrels",
+                 str(files["official"]), "--labels", f"noisy={files['noisy']}", "--bootstrap", "0", "--out",
+                 str(out)]) == 0  # fmt: skip
+    assert main(["report", "--judges", str(out), "--method", "m", "--out", str(tmp_path / "r")]) == 2
+    assert capsys.readouterr().err.endswith("examflow: error: --method: not with --judges, which reports the "
+                                            "judges' tables alone\n")  # fmt: skip
+    lines = (out / "agreement.tsv").read_text().splitlines(keepends=True)
+    (out / "agreement.tsv").write_text("".join("\t".join(line.split("\t")[:4]) + "\n" for line in lines[:3]))
+    assert main(["report", "--judges", str(out), "--out", str(tmp_path / "r")]) == 2
+    assert capsys.readouterr().err.endswith(f"examflow: error: {out / 'agreement.tsv'}: not the table wanted here: "
+                                            "no column 'low' (its columns: label_set, measure, statistic, value)\n")  # fmt: skip
+    assert not (tmp_path / "r").exists()
+
+
 def test_a_query_judged_minus_2_alone_is_non_relevant_in_every_label_set(tmp_path):
     """TREC CAR's -2 (non-relevant, validation.relevance_range) on a query judged -2 alone crashed the command
     with a segmentation fault (pytrec_eval), without a message (an auditor's trial)."""

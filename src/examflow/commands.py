@@ -947,9 +947,11 @@ def report_command(args: argparse.Namespace) -> None:
 
     out = Path(args.out)
     if args.judges:
+        _reported_alone(args, "judges", "the judges' tables")
         write_tables(judges_report(Path(args.judges), out))
         return
     if args.nrp:
+        _reported_alone(args, "nrp", "the NRP tables", "facts")
         write_tables(nrp_report(Path(args.nrp), out, args.facts))
         return
     if not (args.eval and args.method and (args.grades or args.workbench_graded)):
@@ -963,12 +965,27 @@ def report_command(args: argparse.Namespace) -> None:
     remove_unwanted(REPORT, facts, out)  # an earlier run's correlation page, its official leaderboard since removed
 
 
+# The options of a method's report that name something to show: given with --judges or --nrp, which report
+# their tables alone, one of the two asks would be dropped in silence.
+_SHOWN = ("method", "eval", "grades", "workbench_graded", "official", "example_query", "pool", "questions", "nrp",
+          "judges", "facts")  # fmt: skip
+
+
+def _reported_alone(args: argparse.Namespace, option: str, tables: str, *used: str) -> None:
+    for name in _SHOWN:
+        if name not in (option, *used) and getattr(args, name):
+            raise Failure(f"--{name.replace('_', '-')}: not with --{option}, which reports {tables} alone")
+
+
 def judges_report(tables: Path, out: Path) -> dict[str | Path, bytes | str]:
     """The judges' figure and page (examflow.outputs.JUDGES_REPORT) from the tables of `compare-judges`."""
+    from examflow.evaluation.judges import AGREEMENT_COLUMNS, LABEL_COLUMNS
     from examflow.outputs import JUDGES, JUDGES_REPORT
     from examflow.report import figures, pages
 
-    agreement, labels = _tsv(tables / JUDGES["agreement"].path), _tsv(tables / JUDGES["labels"].path)
+    written = [c for c in AGREEMENT_COLUMNS if c != "note"]  # a table of before the note has none
+    agreement = _tsv(tables / JUDGES["agreement"].path, written)
+    labels = _tsv(tables / JUDGES["labels"].path, LABEL_COLUMNS)
     return {
         out / JUDGES_REPORT["judges_png"].path: figures.judges_figure(agreement),
         out / JUDGES_REPORT["judges_html"].path: pages.judges_page(agreement, labels),
