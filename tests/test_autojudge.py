@@ -142,6 +142,11 @@ def test_every_layout_round_trips(tmp_path):
             ":2: field 'topic_id': run 'r1', measure 'M', topic 'q0' again (first on line 1)",
         ),
         ("r1 M q0 0.5\nghost M q0 0.6\n", ":2: field 'run_id': run 'ghost' is not among the runs of --runs"),
+        # one line of a run mistyped: the run is suggested all the same (it was not: the file holds r1)
+        (
+            "r1 M q0 0.5\nr1 M q1 0.6\nr11 M q2 0.6\n",
+            ":3: field 'run_id': run 'r11' is not among the runs of --runs (did you mean 'r1'?)",
+        ),
         ("r1 M q0 0.5\nr2 M all 0.6\n", ":2: field 'topic_id': measure 'M': run 'r2' has only an `all` line"),
         (
             "run measure topic value\nr1 M q0 0.5\n",

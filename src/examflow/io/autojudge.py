@@ -79,8 +79,12 @@ def known_runs(
     an unknown run that suggests no run."""
     kept = {}
     for name, measured in measures.items():
-        for run in sorted(set(measured.lines) - run_ids - generated):  # a typo's likely meaning: a run it lacks
-            likely = suggestion(run, (run_ids | generated) - set(measured.lines)) or hint
+        for run in sorted(set(measured.lines) - run_ids - generated):
+            # a typo's likely meaning: a run it lacks, else any (one line of a run mistyped)
+            likely = suggestion(run, (run_ids | generated) - set(measured.lines)) or suggestion(
+                run, run_ids | generated
+            )
+            likely = likely or hint
             message = f"run {run!r} is not among the runs of {where}{likely}"
             error = InputError(path, message, measured.lines[run], "run_id")
             problems.report("runs of another judge's leaderboard that are not evaluated", error)
