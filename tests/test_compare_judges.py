@@ -804,5 +804,7 @@ def test_err_is_computed_by_gdeval_and_ids_it_cannot_read_are_named():
     with pytest.raises(Failure, match=re.escape("ERR@10: gdeval, which computes it, reads query ids of digits "
                                                 "alone, not 'q-1'")):  # fmt: skip
         per_query_values(labels.assign(query_id="q-1"), run_dictionaries(run.assign(query_id="q-1")), measure, ["q-1"])
-    with pytest.raises(Failure, match=re.escape("ERR@10: gdeval, which computes it, reads labels up to 4, not 5")):
-        per_query_values(labels.assign(relevance=[2, 0, 5]), run_dictionaries(run), measure, ["1"])
+    with pytest.raises(
+        Failure, match=re.escape("ERR@10: gdeval, which computes it, reads labels up to 4, not 5 in label set 'five'")
+    ):  # among several --labels: which (a stranger)
+        per_query_values(labels.assign(relevance=[2, 0, 5]), run_dictionaries(run), measure, ["1"], name="five")

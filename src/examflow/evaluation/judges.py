@@ -141,11 +141,12 @@ def check_gdeval_ids(measure, query_ids: Iterable[str]) -> None:
                       "choose another measure for these queries")  # fmt: skip
 
 
-def check_gdeval_labels(measure, labels: pd.DataFrame) -> None:
-    """`check_gdeval_ids`, and labels up to 4, which is all gdeval reads."""
+def check_gdeval_labels(measure, labels: pd.DataFrame, label_set: str = "") -> None:
+    """`check_gdeval_ids`, and labels up to 4, which is all gdeval reads (of `label_set`, named)."""
     check_gdeval_ids(measure, labels["query_id"])
     if len(labels) and (top := int(labels["relevance"].max())) > GDEVAL_TOP and provider_of(measure) == "gdeval":
-        raise Failure(f"{measure}: gdeval, which computes it, reads labels up to {GDEVAL_TOP}, not {top}")
+        of = f" in label set {label_set!r}" if label_set else ""
+        raise Failure(f"{measure}: gdeval, which computes it, reads labels up to {GDEVAL_TOP}, not {top}{of}")
 
 
 def run_dictionaries(runs: pd.DataFrame) -> dict[str, Run]:
@@ -164,16 +165,18 @@ def run_dictionaries(runs: pd.DataFrame) -> dict[str, Run]:
     return dict(sorted(found.items()))
 
 
-def per_query_values(labels: pd.DataFrame, runs: dict[str, Run], measure, queries: list[str], complete: bool = False):
-    """Runs (sorted by id) × `queries`: each run's value on each query the label set judges and the run
-    ranks. A judged query the run does not rank is left out of its mean (NaN: trec_eval's mean, as the
+def per_query_values(
+    labels: pd.DataFrame, runs: dict[str, Run], measure, queries: list[str], complete: bool = False, name: str = ""
+):
+    """Runs (sorted by id) × `queries`: each run's value on each query the label set (`name`) judges and the
+    run ranks. A judged query the run does not rank is left out of its mean (NaN: trec_eval's mean, as the
     official leaderboard and `examflow evaluate` take it) or counts 0 (`complete`: trec_eval -c); a
     query the label set does not judge is NaN. `runs`: `run_dictionaries`."""
     import ir_measures
 
     from examflow.evaluation.exam_qrels import as_trec_eval_reads
 
-    check_gdeval_labels(measure, labels)
+    check_gdeval_labels(measure, labels, name)
     qrels: dict[str, dict[str, int]] = {}
     for query, doc, relevance in zip(labels["query_id"], labels["doc_id"], labels["relevance"]):
         qrels.setdefault(query, {})[doc] = int(relevance)
@@ -434,7 +437,7 @@ def compare_judges(judges: Judges, settings: Settings) -> dict[str, pd.DataFrame
     run_ids = sorted(set(judges.runs["run_id"]))
     runs = run_dictionaries(judges.runs)
     labelled = [
-        Board(name, measure, per_query_values(labels, runs, parsed, queries, settings.complete))
+        Board(name, measure, per_query_values(labels, runs, parsed, queries, settings.complete, name))
         for name, labels in every.items()
         for measure, parsed in judges.measures.items()
     ]
@@ -485,7 +488,7 @@ def _official_board(judges: Judges, boards: list[Board], runs: dict[str, Run], q
     found = [b for b in boards if b.label_set == OFFICIAL and str(judges.measures.get(b.measure)) == str(parsed)]
     if found:
         return found[0], np.ones(len(run_ids), dtype=bool)
-    values = per_query_values(judges.official_labels, runs, parsed, queries, complete)
+    values = per_query_values(judges.official_labels, runs, parsed, queries, complete, OFFICIAL)
     return Board(OFFICIAL, name, values), np.ones(len(run_ids), dtype=bool)
 
 
