@@ -248,7 +248,7 @@ def test_a_judge_name_is_letters_digits_underscore_and_dash(tmp_path, option):
          str(tmp_path / "runs [all]" / "r2.txt"), "--official-qrels", str(files["official"]), option, value,
          "--out", str(tmp_path / "out")], capture_output=True, text=True,
     )  # fmt: skip
-    assert result.returncode != 0 and "a name is letters, digits, _ and -" in result.stderr, result.stderr
+    assert result.returncode != 0 and "a name is ASCII letters, digits, _ and -" in result.stderr, result.stderr
 
 
 def test_a_leaderboard_name_is_given_once(tmp_path):

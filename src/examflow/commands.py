@@ -691,11 +691,13 @@ def label_arguments(arguments: list[str], option: str = "--labels", taken=frozen
 
 
 def _check_judge_name(option: str, argument: str, name: str) -> None:
-    """A judge's name goes into file columns and measure names (`name:measure`): letters, digits, _ and -."""
+    """A judge's name goes into file columns and measure names (`name:measure`): ASCII letters, digits, _ and -."""
     from examflow.registry import NAME
 
     if not NAME.fullmatch(name):
-        raise Failure(f"{option} {argument!r}: a name is letters, digits, _ and - (it names columns), not {name!r}")
+        raise Failure(
+            f"{option} {argument!r}: a name is ASCII letters, digits, _ and - (it names columns), not {name!r}"
+        )
 
 
 def outside_leaderboards(

@@ -85,7 +85,9 @@ def measure_problems(names) -> dict[str, str]:
             names_some = " (pytrec_eval names: map, P_20, ndcg_cut_10, recip_rank, ...)"
             problems[name] = f"not a trec_eval measure{measure_meant(name) or names_some}"
         elif computed != [name]:
-            problems[name] = f"trec_eval computes it as {', '.join(computed)}: name each measure exactly"
+            # `P`: its default cut-offs alone, though any other computes too (a stranger read P_3 as none)
+            cuts = f" (its default cut-offs; {name}_3, say, computes too)" if len(computed) > 1 else ""
+            problems[name] = f"trec_eval computes it as {', '.join(computed)}{cuts}: name each measure exactly"
     return problems
 
 
