@@ -499,9 +499,10 @@ def test_the_judges_report_names_a_column_its_table_lacks_and_an_option_it_does_
     assert main(["compare-judges", "--runs", str(tmp_path / "runs [[]all]" / "*"), "--official-qrels",
                  str(files["official"]), "--labels", f"noisy={files['noisy']}", "--bootstrap", "0", "--out",
                  str(out)]) == 0  # fmt: skip
-    assert main(["report", "--judges", str(out), "--method", "m", "--out", str(tmp_path / "r")]) == 2
-    assert capsys.readouterr().err.endswith("examflow: error: --method: not with --judges, which reports the "
-                                            "judges' tables alone\n")  # fmt: skip
+    for option in (["--method", "m"], ["--tau", "3"], ["--measures", "map"]):  # a default's option too
+        assert main(["report", "--judges", str(out), *option, "--out", str(tmp_path / "r")]) == 2
+        assert capsys.readouterr().err.endswith(f"examflow: error: {option[0]}: not with --judges, which reports "
+                                                "the judges' tables alone\n")  # fmt: skip
     lines = (out / "agreement.tsv").read_text().splitlines(keepends=True)
     (out / "agreement.tsv").write_text("".join("\t".join(line.split("\t")[:4]) + "\n" for line in lines[:3]))
     assert main(["report", "--judges", str(out), "--out", str(tmp_path / "r")]) == 2

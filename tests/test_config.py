@@ -119,18 +119,19 @@ def test_judges_measures_and_outside_label_names_are_checked():
     assert "inputs.labels" in rejected(
         {"inputs": {"queries": "q", "responses": "r.jsonl", "labels": {"a b": "x.qrels"}}}
     )
-    # a leaderboard the judges step writes, given back to it: a cycle, and the file deleted as the step began (a
-    # stranger's trial); so is any file of results_dir, which the workflow clears of what it no longer writes
+    # a table the judges step writes, given back to it: a cycle, and the file deleted as the step began (a
+    # stranger's trial); another file of results_dir is the user's (a reviewer: all of it was refused)
     compared = {"queries": "q", "corpus": "c", "qrels": "o.qrels", "runs": ["r"], "official_leaderboard": "o"}
     for key, setting in (
         ("judges.leaderboards.prev", {"judges": {"leaderboards": {"prev": "out/judges/autojudge.eval.txt"}}}),
-        ("inputs.labels.team", {"inputs": compared | {"labels": {"team": "./out/team.qrels"}}}),
+        ("inputs.labels.team", {"inputs": compared | {"labels": {"team": "./out/judges/labels.tsv"}}}),
     ):
         assert rejected({"inputs": compared, "results_dir": "out/"} | setting) == (
-            f"config {key}: '{'out/judges/autojudge.eval.txt' if 'prev' in key else './out/team.qrels'}' lies in "
-            "results_dir (out/), whose files the workflow writes and removes: copy it elsewhere"
+            f"config {key}: '{'out/judges/autojudge.eval.txt' if 'prev' in key else './out/judges/labels.tsv'}' is a "
+            "table the judges step writes, which reads it: copy it out of results_dir first"
         )
-    assert checked({"inputs": compared | {"labels": {"team": "outside/team.qrels"}}, "results_dir": "out"})
+    for labels in ("outside/team.qrels", "out/external/team.qrels", "out/judges/team.qrels"):
+        assert checked({"inputs": compared | {"labels": {"team": labels}}, "results_dir": "out"})
     assert "judges.measures[1]: 'nDCG@10' is 'ndcg_cut_10' again (nDCG@10): name each measure once" in rejected(
         {"inputs": {"queries": "q", "responses": "r.jsonl"}, "judges": {"measures": ["ndcg_cut_10", "nDCG@10"]}}
     )

@@ -552,6 +552,14 @@ def test_an_output_that_is_an_input_of_its_command_is_refused_before_anything_is
         "--out nrp: nrp writes its expert_agreement.tsv there, and --expert reads nrp/expert_agreement.tsv: write "
         "elsewhere\n"
     )
+    # a link in the folder under such a name, to a file elsewhere: writing the table replaces the link (a reviewer)
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real/leaderboard.tsv").symlink_to(tmp_path / "leaderboard.tsv")
+    assert main(["evaluate", "--grades", "g.parquet", "--pool", "pool", "--official", "real/leaderboard.tsv",
+                 "--out", "real"]) == 2  # fmt: skip
+    assert "--out real: evaluate writes its leaderboard.tsv there, and --official reads real/leaderboard.tsv" in (
+        capsys.readouterr().err
+    )
     # a NAME=PATH option's path too: `--labels j=od/leaderboards.tsv` was replaced by the leaderboards (a stranger)
     write(tmp_path / "od/autojudge.eval.txt", "A ndcg_cut_10 q1 1.0\n")
     judges = ["compare-judges", "--runs", "bank.tsv", "--official-qrels", "queries.tsv", "--out", "od"]

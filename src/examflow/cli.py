@@ -43,6 +43,10 @@ from examflow.registry import (
 QUERIES_HELP = "queries: TSV query_id<TAB>text, JSON {query_id: text}, JSONL with subtopics, or irds:ID"
 
 
+# Where a parse notes the options it meets (dest: value), until it ends: then `given`, their dests.
+_GIVEN = "_options_given"
+
+
 class Gathered(argparse._ExtendAction):
     """An option of several values that gathers them from every time it is given: argparse's own keeps the
     last (`--tau 1 --tau 4` evaluated τ 4 alone, `--qrels a=… --qrels b=…` dimension b alone, exit 0).
@@ -51,6 +55,7 @@ class Gathered(argparse._ExtendAction):
     def __call__(self, parser, namespace, values, option_string=None):
         if getattr(namespace, self.dest, None) is self.default:  # the first time given
             setattr(namespace, self.dest, [])
+        namespace.__dict__.setdefault(_GIVEN, {}).setdefault(self.dest, values)
         super().__call__(parser, namespace, values, option_string)
 
 
@@ -83,9 +88,6 @@ def _under_a_folder(name: str, text: str, folder: bool = False) -> str:
     return text
 
 
-_GIVEN = "_options_given"  # where a parse notes the single-valued options it met, until it ends
-
-
 class _Once(argparse._StoreAction):
     """A single-valued option given twice is refused: argparse keeps the last in silence (`nrp --run A --run B`
     ranked by B alone, a stranger's trial)."""
@@ -111,7 +113,8 @@ class _Parser(argparse.ArgumentParser):
 
     def parse_known_args(self, args=None, namespace=None):
         parsed, rest = super().parse_known_args(args, namespace)
-        parsed.__dict__.pop(_GIVEN, None)
+        # the options given, default or not: a command refuses one it would not use (`report --judges --tau 3`)
+        parsed.given = frozenset(parsed.__dict__.pop(_GIVEN, {})) | getattr(parsed, "given", frozenset())
         return parsed, rest
 
 
@@ -858,7 +861,8 @@ def _output(name: str) -> bool:
 def _refuse_shared_or_empty_outputs(args: argparse.Namespace) -> None:
     """An empty path names the current folder: a step would write its tables among the user's files. Two
     outputs of one path: the second would replace the first. An output that is an input too: `grade --out`
-    on its `--questions` replaced the bank shard by its grades, exit 0 (a stranger by hand)."""
+    on its `--questions` replaced the bank shard by its grades, exit 0 (a stranger by hand); so did an input
+    in an output folder under the name of a file the command writes there (`_owned_in`)."""
     seen: dict[str, str] = {}
     for name, value in vars(args).items():
         if not ((_output(name) or name in _WRITTEN) and isinstance(value, str)):
@@ -875,11 +879,19 @@ def _refuse_shared_or_empty_outputs(args: argparse.Namespace) -> None:
         if (output := outputs.get(os.path.realpath(text))) is not None:
             written = f"--{output.replace('_', '-')} {getattr(args, output)}"
             raise Failure(f"{written}: also the path of {option}, which it reads: write elsewhere")
-        if args.command not in FOLDERS:
-            continue
-        if owned(args.command, relative := os.path.relpath(os.path.realpath(text), os.path.realpath(args.out))):
+        if args.command in FOLDERS and (relative := _owned_in(args.command, args.out, text)):
             raise Failure(f"--out {args.out}: {args.command} writes its {relative} there, and {option} reads "
                           f"{text}: write elsewhere")  # fmt: skip
+
+
+def _owned_in(command: str, folder: str, text: str) -> str | None:
+    """Where, under the command's output `folder`, it would write or remove the input `text`: the file a
+    link leads to, or the link itself, which writing a table replaces (a rerun would read the table)."""
+    link = os.path.join(os.path.realpath(os.path.dirname(text) or "."), os.path.basename(text))
+    for place in (os.path.realpath(text), link):
+        if owned(command, relative := os.path.relpath(place, os.path.realpath(folder))):
+            return relative
+    return None
 
 
 def _read_paths(args: argparse.Namespace) -> Iterator[tuple[str, str]]:

@@ -967,16 +967,10 @@ def report_command(args: argparse.Namespace) -> None:
     remove_unwanted(REPORT, facts, out)  # an earlier run's correlation page, its official leaderboard since removed
 
 
-# The options of a method's report that name something to show: given with --judges or --nrp, which report
-# their tables alone, one of the two asks would be dropped in silence.
-_SHOWN = ("method", "eval", "grades", "workbench_graded", "official", "example_query", "pool", "questions", "nrp",
-          "judges", "facts")  # fmt: skip
-
-
 def _reported_alone(args: argparse.Namespace, option: str, tables: str, *used: str) -> None:
-    for name in _SHOWN:
-        if name not in (option, *used) and getattr(args, name):
-            raise Failure(f"--{name.replace('_', '-')}: not with --{option}, which reports {tables} alone")
+    """--judges and --nrp report their tables alone: a method's option beside them would be dropped in silence."""
+    if unused := sorted(args.given - {option, "out", *used}):
+        raise Failure(f"--{unused[0].replace('_', '-')}: not with --{option}, which reports {tables} alone")
 
 
 def judges_report(tables: Path, out: Path) -> dict[str | Path, bytes | str]:

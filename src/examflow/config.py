@@ -27,6 +27,7 @@ from examflow.errors import ConfigError, InputError, RunSetting, a, file_in_the_
 from examflow.io.irds import is_irds
 from examflow.io.lines import base_suffix
 from examflow.options import REQUIRED, check_model_folder, check_options
+from examflow.outputs import JUDGES_FOLDER, owned
 from examflow.registry import (
     BACKENDS,
     CALIBRATIONS,
@@ -265,12 +266,13 @@ def _check_judges(checked: dict) -> None:
                 "file), inputs.runs and an official leaderboard (inputs.official_leaderboard, or "
                 "evaluation.official_measure)",
             )
-    results = os.path.realpath(checked["results_dir"])
+    # the judges step's own table given back to it: a cycle, and the file deleted as the step begins
+    written = os.path.join(os.path.realpath(checked["results_dir"]), JUDGES_FOLDER)
     for key in ("inputs.labels", "judges.leaderboards"):
         for name, path in (compared[key] or {}).items():
-            if os.path.commonpath([results, os.path.realpath(path)]) == results:  # a cycle: the judges step's
-                raise ConfigError(f"{key}.{name}", f"{path!r} lies in results_dir ({checked['results_dir']}), "
-                                  "whose files the workflow writes and removes: copy it elsewhere")  # fmt: skip
+            if owned("compare-judges", os.path.relpath(os.path.realpath(path), written)):
+                raise ConfigError(f"{key}.{name}", f"{path!r} is a table the judges step writes, which reads "
+                                  "it: copy it out of results_dir first")  # fmt: skip
 
 
 def check_model_folders(checked: dict) -> None:

@@ -93,6 +93,7 @@ REPORT = {
 }
 
 # `examflow compare-judges`, into judges/ (docs/judges.md).
+JUDGES_FOLDER = "judges"  # under results_dir
 JUDGES = {
     "leaderboards": File("leaderboards.tsv"),
     "agreement": File("agreement.tsv"),

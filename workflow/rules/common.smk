@@ -29,6 +29,7 @@ from examflow.io.runs import run_files
 from examflow.outputs import (
     EVALUATION,
     JUDGES as JUDGES_FILES,
+    JUDGES_FOLDER,
     JUDGES_REPORT,
     NRP as NRP_FILES,
     NRP_REPORT,
@@ -602,7 +603,7 @@ if JUDGES and workflow.is_main_process:  # the queries read once a run
 def judges_outputs():
     """Every table `examflow compare-judges` writes (examflow.outputs.JUDGES)."""
     return {
-        name: results(f"judges/{path}")
+        name: results(f"{JUDGES_FOLDER}/{path}")
         for name, path in paths(JUDGES_FILES, FACTS).items()
     }
 
