@@ -148,6 +148,12 @@ def test_shards_of_another_method_are_refused_by_the_merge(tmp_path, capsys):
 
     table = pd.read_parquet(shard)
     default = BACKENDS["embedding"].options["model"].default
+    (tmp_path / "m").mkdir()  # a local model's folder written two ways is one model
+    same = {"name": "emb", "kind": "self_rating", "backend": {"kind": "embedding", "model": str(tmp_path / "m")},
+            "quantiles": LADDER}  # fmt: skip
+    write_grades(pd.read_parquet(shard), {"model": {"backend": "embedding", "model": f"{tmp_path}/./m"}}, str(shard))
+    assert main([*merge, "--method", json.dumps(same), str(shard)]) == 0
+    capsys.readouterr()
     for model, status in (("other/minilm", 2), (default, 0)):
         write_grades(table, {"shard": "shard-0", "model": {"backend": "embedding", "model": model}}, str(shard))
         assert main([*merge, "--method", json.dumps(method), str(shard)]) == status

@@ -385,7 +385,7 @@ def test_a_tau_without_its_interval_says_why_in_the_summary():
         (["--labels", "official=x.qrels"], "the name 'official' is taken"),
         (["--measure", "ndcg_cutt_10"], "--measure 'ndcg_cutt_10': neither a trec_eval measure"),
         (["--measure", "P"], "--measure 'P': trec_eval computes it as P_10"),
-        (["--measure", "P"], "P_5, P_500 (its default cut-offs; P_3, say, computes too): name each measure exactly"),
+        (["--measure", "P"], "P_5, P_500 (its default cut-offs; any other computes too): name each measure exactly"),
         (["--measure", "ndcg_cut_10(rel=2)"], "'ndcg_cut_10(rel=2)': trec_eval computes it as ndcg_cut_10: name each"),
         (["--measure", "ndcg_cut_10xyz"], "'ndcg_cut_10xyz': trec_eval computes it as ndcg_cut_10"),
         (["--measure", "RBP(p=0.8)"], "--measure 'RBP(p=0.8)': no provider of ir-measures computes it"),

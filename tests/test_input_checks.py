@@ -52,6 +52,14 @@ def test_queries_without_questions_are_said_to_be_graded_by_the_methods_that_gra
         caplog.clear()
         graded_shards(str(files["queries"]), str(files["bank"]), None, VALIDATION, 16, [umb])
         assert caplog.messages == []
+    # a bank none of whose questions is of a query (their ids in other case, dropped under `warn`): a method
+    # that reads it would merge no grading job's table, failing late in words of the command (a reviewer)
+    upper = write(tmp_path / "upper.tsv", files["bank"].read_text().replace("q1\t", "Q1\t").replace("q2\t", "Q2\t"))
+    warned = VALIDATION | {"unknown_queries": "warn"}
+    with pytest.raises(InputError, match=rf"^{re.escape(str(upper))}: no question is of a query of .*queries.tsv: the "
+                       "methods that read the bank would grade nothing$"):  # fmt: skip
+        graded_shards(str(files["queries"]), str(upper), None, warned, 16, [llm, umb])
+    assert graded_shards(str(files["queries"]), str(upper), None, warned, 16, [umb]) == []  # it grades every query
 
 
 def facet_collection(root):

@@ -164,6 +164,9 @@ def graded_shards(
     with_items = {query for query, facet in known if found.items[query, facet]}
     without = sorted(query_ids - with_items)
     direct = [method.name for method in methods if not method.entry.reads_bank]
+    if not with_items and len(direct) < len(methods):  # its merge would get no grading job's table
+        raise InputError(bank, f"no question is of a query of {queries_spec}: the methods that read the bank "
+                         "would grade nothing")  # fmt: skip
     if without and (len(direct) < len(methods) or not methods):
         one = len(without) == 1
         # the methods that grade against the query grade them all the same

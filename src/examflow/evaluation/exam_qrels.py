@@ -86,7 +86,7 @@ def measure_problems(names) -> dict[str, str]:
             problems[name] = f"not a trec_eval measure{measure_meant(name) or names_some}"
         elif computed != [name]:
             # `P`: its default cut-offs alone, though any other computes too (a stranger read P_3 as none)
-            cuts = f" (its default cut-offs; {name}_3, say, computes too)" if len(computed) > 1 else ""
+            cuts = " (its default cut-offs; any other computes too)" if len(computed) > 1 else ""
             problems[name] = f"trec_eval computes it as {', '.join(computed)}{cuts}: name each measure exactly"
     return problems
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 
 import pandas as pd
@@ -62,9 +63,17 @@ def check_graded_with(paths: list[str], shards: list[dict], method: Method) -> N
     for path, shard in zip(paths, shards):
         signature = shard.get("model") or {}  # a shard's back end signature (none in a table of long ago)
         for key, value in wanted.items():
-            if key in signature and signature[key] != value:
+            if key in signature and not _same(signature[key], value):
                 raise InputError(path, f"graded with {key} {signature[key]!r}, not --method's {value!r}: merge a "
                                  "method's own shards, with the method they were graded with", field=key)  # fmt: skip
+
+
+def _same(recorded: object, given: object) -> bool:
+    """One back end or model: a local model's folder may be written another way (`./m` and `m`)."""
+    if recorded == given:
+        return True
+    folders = [value for value in (recorded, given) if isinstance(value, str) and os.path.isdir(value)]
+    return len(folders) == 2 and os.path.samefile(*folders)
 
 
 def check_disjoint(paths: list[str], tables: list[pd.DataFrame]) -> None:
