@@ -809,14 +809,13 @@ def _nrp_inputs(
 
     import pandas as pd
 
-    from examflow.config import check_relevance_range
     from examflow.io import read_passages, read_queries
     from examflow.nrp.evaluate import NRPInputs
     from examflow.nrp.inputs import answer_name, judged_origins, read_answers, read_expert, read_judgments
 
     queries = read_queries(args.queries)
     unknown = Problems(args.on_unknown_query)
-    relevance_range = check_relevance_range("--relevance-range", *args.relevance_range)
+    relevance_range = (args.relevance_range[0], args.relevance_range[1])  # checked with the options (_nrp_settings)
     judgments = read_judgments(qrels, queries, unknown, cannot_judge, relevance_range, combined)
     wanted = set().union(*(set(j["passage_id"]) for j in judgments.values()))
     documents = None  # without a corpus (run rankers only) the documents are the judged ids

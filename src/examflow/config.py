@@ -43,6 +43,7 @@ from examflow.registry import (
     Method,
     check_method,
     check_ranker,
+    config_keys,
     find_secrets,
 )
 
@@ -78,20 +79,11 @@ def _options_schema(options: dict) -> dict:
     return {"properties": named, "required": required, "additionalProperties": False}
 
 
-def key_not_a_name(value: Any, where: str = "") -> tuple[str, object] | None:
+def key_not_a_name(config: dict) -> tuple[str, object] | None:
     """The first mapping key that YAML read as no string (`1:`, `true:`, `2024-01-01:`), and where it
     stands: such a key names a dimension, a label set or a leaderboard, and a name is a string."""
-    if isinstance(value, dict):
-        for key, inner in value.items():
-            if not isinstance(key, str):
-                return where or "(top level)", key
-            if found := key_not_a_name(inner, f"{where}.{key}" if where else key):
-                return found
-    elif isinstance(value, list):
-        for index, inner in enumerate(value):
-            if found := key_not_a_name(inner, f"{where}[{index}]"):
-                return found
-    return None
+    unnamed = ((where or "(top level)", key) for where, key in config_keys(config) if not isinstance(key, str))
+    return next(unnamed, None)
 
 
 def check_config(config: dict, path: str | Path = SCHEMA) -> dict:

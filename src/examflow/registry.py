@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -535,19 +535,24 @@ def ranker_files(rankers: Iterable[dict[str, Any]]) -> list[str]:
     return [ranker[option] for ranker in rankers if (option := RANKERS[ranker["kind"]].input_file)]
 
 
-def find_secrets(value: Any, key: str = "") -> list[str]:
-    """Keys that look like they hold a secret (an API key, a token), wherever they are nested."""
-    found = []
+def config_keys(value: Any, where: str = "") -> Iterator[tuple[str, object]]:
+    """Every mapping key of a configuration, wherever nested, with the place of its mapping (`a.b[0]`)."""
     if isinstance(value, dict):
-        for name, inner in value.items():
-            path = f"{key}.{name}" if key else str(name)
-            if SECRET_KEY.search(str(name)) and not COUNT_KEY.search(str(name)):
-                found.append(path)
-            found += find_secrets(inner, path)
+        for key, inner in value.items():
+            yield where, key
+            yield from config_keys(inner, f"{where}.{key}" if where else str(key))
     elif isinstance(value, list):
         for index, inner in enumerate(value):
-            found += find_secrets(inner, f"{key}[{index}]")
-    return found
+            yield from config_keys(inner, f"{where}[{index}]")
+
+
+def find_secrets(value: Any) -> list[str]:
+    """Keys that look like they hold a secret (an API key, a token), wherever they are nested."""
+    return [
+        f"{where}.{key}" if where else str(key)
+        for where, key in config_keys(value)
+        if SECRET_KEY.search(str(key)) and not COUNT_KEY.search(str(key))
+    ]
 
 
 def options_markdown() -> str:
