@@ -386,3 +386,22 @@ def test_a_pooled_query_without_a_grade_is_warned_of_when_no_bank_says_the_exam(
     caplog.clear()
     evaluate(inputs(), Settings(taus=[4], measures=[], bootstrap=0), None)  # with the bank: no such warning
     assert "no grade of" not in caplog.text
+
+
+def test_a_pooled_query_the_bank_holds_no_question_of_is_warned_of(caplog):
+    """A bank that missed a query (q2): no EXAM-Cover, no EXAM-Qrels line, every run averaged over q1 alone, and
+    nothing said (a stranger's trial). Under `all` too: an empty exam is no 0."""
+    for mode in ("present", "all"):
+        data = inputs()
+        data.questions = data.questions[data.questions["query_id"] == "q1"]
+        outputs = evaluate(data, Settings(taus=[4], measures=["P_5"], query_mode=mode, bootstrap=0), None)
+        board = outputs["leaderboard.tsv"].set_index(["measure", "run_id"])
+        assert board.loc[("exam_cover", "r2"), "n_queries"] == 1 and board.loc[("exam_cover", "r2"), "score"] == 0.5
+        assert outputs["qrels/m.qrels"] == "q1 0 a 5\nq1 0 b 4\nq1 0 c 1\n"
+        assert (
+            "method m: the bank holds no item of 1 pooled query (q2): no measure scores it, and every run is "
+            "averaged over the other queries" in caplog.text
+        )
+        caplog.clear()
+    evaluate(inputs(), Settings(taus=[4], measures=[], bootstrap=0), None)  # every pooled query has questions
+    assert "the bank holds no item" not in caplog.text

@@ -223,3 +223,26 @@ def test_a_query_judged_minus_2_alone_is_judged_non_relevant():
     assert child.returncode == 0, child.stderr
     # good: q3 1 relevant of 1, q4 nothing relevant (-2 is not) -> (1 + 0) / 2; poor: 0 on both
     assert json.loads(child.stdout) == [["good", 0.5, 1.0], ["poor", 0.0, 2.0]]
+
+
+def test_equal_mean_precisions_are_one_float_as_evaluate_sums_them():
+    """P@5 of 3/5 on one query of five against 1/5 and 2/5 on two: both means are 3/25. Summed as floats,
+    0.2 + 0.4 made the second 0.12000000000000002 (a stranger's two systems, equal, written unequal)."""
+    queries = [f"q{i}" for i in range(1, 6)]
+    judgments = pd.DataFrame(
+        [(q, None, f"{q}-r{i}", 1) for q in queries for i in range(5)]
+        + [(q, None, f"{q}-n{i}", 0) for q in queries for i in range(5)],
+        columns=["query_id", "facet_id", "passage_id", "relevance"],
+    )
+    relevant_found = {"x": {"q1": 3}, "y": {"q1": 1, "q2": 2}}
+    rankings = pd.DataFrame(
+        [
+            (run, q, f"{q}-{'r' if i < found.get(q, 0) else 'n'}{i}", i + 1, 5.0 - i)
+            for run, found in relevant_found.items()
+            for q in queries
+            for i in range(5)
+        ],
+        columns=["run_id", "query_id", "passage_id", "rank", "score"],
+    )
+    board = official_leaderboard(rankings, judgments, "P_5", 1, {"x", "y"})
+    assert board["score"].tolist() == [3 / 25, 3 / 25] and board["rank"].tolist() == [1.5, 1.5]

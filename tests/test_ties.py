@@ -158,6 +158,29 @@ def test_tau_ap_averages_ties_over_their_orders_and_ignores_run_names():
     assert tau_ap(noisy, official4) == pytest.approx(tau_ap_by_enumeration(scores(table), official4), abs=1e-12)
 
 
+def exact_tau_ap_by_enumeration(scores: dict[str, float], official: dict[str, float]) -> Fraction:
+    """`tau_ap_by_enumeration` in fractions: the exact expectation, to compare a float with to the last bit."""
+    values = []
+    for runs in orders(scores, best_first=True):
+        for truth in orders(official, best_first=False):
+            position = {run: i for i, run in enumerate(truth)}
+            hits = (Fraction(sum(position[x] < position[run] for x in runs[:i]), i) for i, run in enumerate(runs) if i)
+            values.append(2 * sum(hits, Fraction(0)) / (len(runs) - 1) - 1)
+    return sum(values, Fraction(0)) / len(values)
+
+
+@pytest.mark.parametrize("lowest", ["sysA", "sysB", "sysC", "sysD", "sysE"])
+def test_tau_ap_is_the_exact_expectation_to_the_last_bit_under_any_run_names(lowest):
+    """A stranger's leaderboard: four runs tied at P@20 0.08 and one at 0.0625, an official tie. Summed in
+    floats, the terms' order followed the names: -0.0625 here, -0.06250000000000011 renamed."""
+    official = {"sysA": 1.0, "sysB": 2.5, "sysC": 2.5, "sysD": 4.0, "sysE": 5.0}
+    predicted = {run: 0.0625 if run == lowest else 0.08 for run in official}
+    expected = float(exact_tau_ap_by_enumeration(predicted, official))
+    renaming = dict(zip(official, ["zeta", "alpha", "mid", "0", "00"]))
+    renamed = ({renaming[r]: v for r, v in side.items()} for side in (predicted, official))
+    assert tau_ap(predicted, official) == expected == tau_ap(*renamed)
+
+
 def test_tau_ap_averages_official_ties_too_and_is_blank_without_an_order():
     official = {"good": 1.0, "neg": 1.0, "mid": 1.0, "NA": 1.0, "bad": 5.0}  # a user's report: -0.5 before
     predicted = {"good": 0.9, "neg": 0.4, "mid": 0.6, "NA": 0.6, "bad": 0.1}

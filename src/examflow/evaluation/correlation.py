@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -91,26 +92,31 @@ def tau_ap(scores: dict[str, float], official: dict[str, float]) -> float:
     if len(set(keys.values())) < 2 or len({official[run] for run in runs}) < 2:
         return float("nan")
 
-    def above(other: str, run: str) -> float:
-        return (official[other] < official[run]) + (official[other] == official[run]) / 2
+    def halves_above(other: str, run: str) -> int:
+        """2 where the official leaderboard ranks `other` above `run`, 1 where it ties them, else 0."""
+        return (official[other] < official[run]) * 2 + (official[other] == official[run])
 
     groups: dict[float, list[str]] = {}
     for run in sorted(runs, key=lambda run: -keys[run]):
         groups.setdefault(keys[run], []).append(run)
-    total = 0.0
+    # summed as fractions: in floats the terms' order, which follows the runs' names within a tie, moved
+    # the last bits (-0.0625 and -0.06250000000000011 for one leaderboard under two sets of names)
+    total = Fraction(0)
     ranked: list[str] = []  # the runs of the groups placed so far
     for group in groups.values():
-        first = len(ranked)  # positions first .. first + |G| - 1, counted from 0
+        first, size = len(ranked), len(group)  # positions first .. first + size - 1, counted from 0
         for run in group:
-            earlier = sum(above(other, run) for other in ranked)
-            within = sum(above(other, run) for other in group if other != run)
+            earlier = sum(halves_above(other, run) for other in ranked)
+            within = sum(halves_above(other, run) for other in group if other != run)
             # At position p the run has p runs above it: all earlier groups and, on average,
-            # (p - first) / (|G| - 1) of its own group's other runs.
-            for p in range(max(first, 1), first + len(group)):
-                share = (p - first) / (len(group) - 1) if len(group) > 1 else 0.0
-                total += (earlier + share * within) / p / len(group)
+            # (p - first) / (size - 1) of its own group's other runs.
+            for p in range(max(first, 1), first + size):
+                if size == 1:
+                    total += Fraction(earlier, 2 * p)
+                else:
+                    total += Fraction(earlier * (size - 1) + (p - first) * within, 2 * (size - 1) * p * size)
         ranked += group
-    return 2 * total / (len(runs) - 1) - 1
+    return float(2 * total / (len(runs) - 1) - 1)
 
 
 @dataclass(frozen=True)

@@ -263,6 +263,17 @@ def _warn_ungraded_queries(inputs: Inputs) -> None:
                         "it takes" if len(missing) == 1 else "they take")  # fmt: skip
 
 
+def _warn_queries_without_exam(exam: pd.DataFrame, passages: pd.DataFrame, method: str) -> None:
+    """A pooled query the bank holds no item of (for the kind the method grades) has an empty exam: it has no
+    EXAM-Cover and no EXAM-Qrels, so no measure scores it, and every run is averaged over the others (a bank
+    that missed a query left it out in silence: a stranger's trial)."""
+    if missing := sorted(set(passages["query_id"]) - set(exam["query_id"])):
+        one = len(missing) == 1
+        log.warning("method %s: the bank holds no item of %d pooled quer%s (%s): no measure scores %s, and every "
+                    "run is averaged over the other queries", method, len(missing), "y" if one else "ies",
+                    listed(missing), "it" if one else "them")  # fmt: skip
+
+
 def facts_of(inputs: Inputs, official: dict[str, float] | None) -> Facts:
     """What the inputs hold, for `examflow evaluate` without the workflow's `--facts`."""
     return Facts(
@@ -296,6 +307,8 @@ def evaluate(
         grades, exam = within_exam(in_pool, inputs.questions, method)
         if inputs.graded_pool:
             check_graded(grades, exam, inputs.passages, method)
+            if inputs.questions is not None:
+                _warn_queries_without_exam(exam, without_passages(inputs.passages, inputs.gold_passages), method)
         pooled = without_passages(grades, inputs.gold_passages)
         labels = exam_labels(pooled)
         _check_answered(pooled, labels, method)

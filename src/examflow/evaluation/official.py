@@ -6,13 +6,14 @@ first, ties averaged; only the run files' runs, never generated responses."""
 
 from __future__ import annotations
 
-import math
 from typing import cast
 
+import numpy as np
 import pandas as pd
 
 from examflow.errors import InputError
 from examflow.evaluation.exam_qrels import trec_scores
+from examflow.evaluation.scores import aggregate, is_count_ratio
 from examflow.io.runs import RESERVED_RUNS
 from examflow.ties import ranks_of
 
@@ -43,8 +44,13 @@ def official_leaderboard(
     )
     ranked = rankings[rankings["run_id"].isin(runs - set(RESERVED_RUNS))]
     values = trec_scores(labels, ranked, [relevance_level], [measure], complete)
-    # cast: the run_id column holds ids
-    scores = {cast(str, run): math.fsum(group) / len(group) for run, group in values.groupby("run_id")["value"]}
+    # summed as `evaluate` sums (exactly for P@k and the other ratios of counts): systems with equal means
+    # get the same float here too, not 0.12 and 0.12000000000000002 (cast: the run_id column holds ids)
+    exact = is_count_ratio(measure)
+    scores = {
+        cast(str, run): aggregate(group.to_numpy(float), np.ones(len(group)), exact)
+        for run, group in values.groupby("run_id")["value"]
+    }
     ranks = ranks_of(scores)
     table = pd.DataFrame([(run, scores[run], ranks[run]) for run in scores], columns=OFFICIAL_COLUMNS)
     return table.sort_values(["rank", "run_id"], kind="stable").reset_index(drop=True)
