@@ -18,7 +18,14 @@ from examflow.io.tables import write_tables
 from examflow.questions.bank import read_bank, write_bank
 from examflow.questions.diff import diff_banks, format_diff
 from examflow.questions.items import item_id
-from examflow.questions.shards import bank_shard_table, check_one_bucket, query_folder, shard_digests, shard_of
+from examflow.questions.shards import (
+    bank_shard_table,
+    check_every_bucket,
+    check_one_bucket,
+    query_folder,
+    shard_digests,
+    shard_of,
+)
 
 REFERENCE_BANKS = sorted(
     p
@@ -600,3 +607,19 @@ def test_a_v3_question_keyed_by_another_text_is_graded_by_its_own_with_a_warning
         "v3.jsonl:1: 1 question keyed by another text than its `question`, which is graded (first: key "
         "'What is magma?', question 'What is lava?')" in caplog.text
     )
+
+
+def test_a_query_entry_without_items_holds_no_questions(tmp_path):
+    """A JSONL entry of q2 with `items: []`: its bucket (shard-07) gets no table and no grading job in the
+    workflow, yet q1's table named it among the buckets holding questions, and the evaluation refused the
+    bank as given in part."""
+    queries = write(tmp_path / "queries.tsv", "q1\tglaciers\nq2\tsky\n")
+    item = {"query_id": "q1", "facet_id": None, "question_id": "a", "question_text": "Why?", "kind": "question"}
+    entries = [{"query_id": "q1", "facet_id": None, "items": [item]}, {"query_id": "q2", "facet_id": None, "items": []}]
+    bank = write(tmp_path / "bank.jsonl", "".join(json.dumps(entry) + "\n" for entry in entries))
+    assert (shard_of("q1", 16), shard_of("q2", 16)) == ("shard-10", "shard-07")
+    out = tmp_path / "shard-10.parquet"
+    assert main(["bank-shard", "--bank", str(bank), "--queries", str(queries), "--shard", "shard-10", "--shards", "16",
+                 "--out", str(out)]) == 0  # fmt: skip
+    check_every_bucket("--questions", [str(out)])  # the one bucket that holds questions is given
+    assert "shard-07" not in shard_digests(read_bank(bank), 16)

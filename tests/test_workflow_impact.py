@@ -183,3 +183,40 @@ def test_a_method_that_grades_against_the_query_grades_every_query_and_no_bank_e
         for table in ("impact_questions.tsv", "impact_passages.tsv", "impact_systems.tsv"):
             assert pd.read_csv(project / "results/eval/umb" / table, sep="\t").empty
         assert "earlier bank" not in (project / "results/logs/evaluate/umb.log").read_text()
+
+
+def test_a_query_whose_last_question_is_deleted_leaves_its_bucket_and_the_rerun_completes(project):
+    """q2 (alone in shard-07) loses every question: its bucket has no table and no grading job then. The other
+    buckets' tables, not rewritten, still named shard-07 among the bank's buckets, and every rerun failed
+    (`the bank's shard-07 of --shards 16 holds questions and is not given`) until a forced one (a stranger)."""
+    with LLMServer(default=grade) as server:
+        files = own_collection(project / "mine")
+        backend = {"kind": "openai", "model": "grader", "base_url": server.base_url}
+        config = {
+            "inputs": {"queries": "mine/queries.tsv", "runs": ["mine/runs/*.run"], "corpus": "mine/corpus.tsv",
+                       "bank": "mine/bank.tsv", "official_leaderboard": "mine/official.json"},
+            "grading": {"methods": [{"name": "llm", "kind": "self_rating", "backend": backend}]},
+            "evaluation": {"bootstrap": 0, "tau": [1]},
+        }  # fmt: skip
+        write(project / "mine.yaml", yaml.safe_dump(config))
+        run = ("results/eval/llm/leaderboard.tsv", "--configfile", "mine.yaml")
+        board = project / "results/eval/llm/leaderboard.tsv"
+        snakemake(project, *run)
+        first = board.read_bytes()
+        assert (bucket("q1"), bucket("q2")) == ("shard-10", "shard-07")
+
+        bank = files["bank"].read_text()
+        files["bank"].write_text("".join(line for line in bank.splitlines(True) if not line.startswith("q2\t")))
+        calls = server.calls
+        snakemake(project, *run)
+        assert server.calls == calls  # q1's pairs are all in the cache
+        cover = pd.read_csv(board, sep="\t").query("measure == 'exam_cover' and kind == 'system'")
+        assert cover["n_queries"].tolist() == [1, 1]  # q1 alone: q2 has no exam
+        # the same numbers as a run from scratch over the edited bank, from the same cache
+        write(project / "fresh.yaml", yaml.safe_dump({**config, "results_dir": "fresh"}))
+        snakemake(project, "fresh/eval/llm/leaderboard.tsv", "--configfile", "fresh.yaml")
+        assert board.read_bytes() == (project / "fresh/eval/llm/leaderboard.tsv").read_bytes()
+
+        files["bank"].write_text(bank)  # q2's questions back: the first numbers, no model call
+        snakemake(project, *run)
+        assert server.calls == calls and board.read_bytes() == first

@@ -72,6 +72,8 @@ def shard_rows(entries: list[Entry], shards: int) -> dict[str, list[tuple]]:
     """Every shard's question rows, in bank order, from one pass over the bank."""
     rows: dict[str, list[tuple]] = {}
     for entry in entries:
+        if not entry.items:  # only buckets with questions: they alone get tables and grading jobs (graded_shards)
+            continue
         mine = rows.setdefault(shard_of(entry.query_id, shards), [])
         for item in entry.items:
             choices = json.dumps(item.choices, ensure_ascii=False, sort_keys=True) if item.choices is not None else None
