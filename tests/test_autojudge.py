@@ -387,7 +387,13 @@ def test_a_nugget_bank_goes_to_autojudge_as_nuggetizer_lines(tmp_path):
      (v3_line("q1", [{"question": "x", "metadata": {"facet_id": 2}}]), "field 'nugget_bank[0].metadata.facet_id'"),
      (v3_line("q1", [{"question": "x", "metadata": {"choices": ["a"]}}]), "field 'nugget_bank[0].metadata.choices'"),
      (v3_line("q1", []) + v3_line("q1", []), "bank.jsonl:2: field 'query_id': second entry for query 'q1'"),
-     (v3_line("q1", []).replace('"v3"', '"v2"'), "field 'format_version': format_version 'v2': examflow reads")],
+     (v3_line("q1", []).replace('"v3"', '"v2"'), "field 'format_version': format_version 'v2': examflow reads"),
+     # a stranger's bank: two questions under one AutoJudge id, written back so by bank-export
+     (v3_line("q1", [{"question": "A?", "question_id": "aj1"}, {"question": "B?", "question_id": "aj1"}]),
+      "bank.jsonl:1: field 'nugget_bank[1].question_id': 'aj1' is already the id of nugget_bank[0]: an id names one "
+      "question"),
+     (v3_line("q1", [{"question": "A?", "question_id": ["aj1"]}]),
+      "field 'nugget_bank[0].question_id': expected a string, not ['aj1']")],
 )  # fmt: skip
 def test_a_bad_v3_bank_names_file_line_and_field(tmp_path, text, message):
     (tmp_path / "bank.jsonl").write_text(text)

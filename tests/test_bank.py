@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+import re
 import subprocess
 import sys
 
@@ -623,3 +624,20 @@ def test_a_query_entry_without_items_holds_no_questions(tmp_path):
                  "--out", str(out)]) == 0  # fmt: skip
     check_every_bucket("--questions", [str(out)])  # the one bucket that holds questions is given
     assert "shard-07" not in shard_digests(read_bank(bank), 16)
+
+
+@pytest.mark.parametrize(
+    ("cells", "message"),
+    [("x | | y\t", "field 'answers': an empty value in 'x | | y' (values are separated by `|`)"),
+     (" | \t", "field 'answers': an empty value in '|'"),
+     ("x |\t", "field 'answers': an empty value in 'x |'"),
+     ("\tbees | bees", "field 'choices': choice 'bees' twice: two keys for one answer")],
+)  # fmt: skip
+def test_an_empty_value_or_a_choice_twice_in_a_tsv_cell_is_an_error(tmp_path, cells, message):
+    """`x | | y` was read as two answers and ` | ` as none, `bees | bees` as choices A and B of one text, in
+    silence (a stranger's trial): an answer left out, or a key too many."""
+    tsv = write(tmp_path / "bank.tsv", f"query_id\tquestion\tanswers\tchoices\nq1\tWho?\t{cells}\n")
+    with pytest.raises(InputError, match=re.escape(f"bank.tsv:2: {message}")):
+        read_bank(tsv)
+    blank = write(tmp_path / "blank.tsv", "query_id\tquestion\tanswers\tchoices\nq1\tWho?\t  \t\n")
+    assert [(item.gold_answers, item.choices) for item in read_bank(blank)[0].items] == [(None, None)]

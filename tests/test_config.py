@@ -557,6 +557,23 @@ def test_a_path_that_starts_with_a_dash_is_refused_where_it_is_configured():
     )
 
 
+def test_a_path_that_starts_with_a_tilde_is_refused_with_the_home_folder_s_path(monkeypatch):
+    """`results_dir: ~/x` wrote a folder `~` in the checkout (no shell expands a configured path): refused,
+    with the path meant; a name that merely holds `~` is no home folder's."""
+    monkeypatch.setenv("HOME", "/home/ann")
+    for config, key, value in (
+        ({"results_dir": "~/x", "inputs": {"queries": "q", "responses": "r.jsonl"}}, "results_dir", "~/x"),
+        ({"cache_dir": "~", "inputs": {"queries": "q", "responses": "r.jsonl"}}, "cache_dir", "~"),
+        ({"inputs": {"queries": "~/data/q.tsv"}}, "inputs.queries", "~/data/q.tsv"),
+    ):
+        home = value.replace("~", "/home/ann", 1)
+        assert rejected(config) == (
+            f"config {key}: {value!r} starts with '~', which no shell expands here (it would name a folder '~' in the "
+            f"working directory): write {home!r}"
+        )
+    assert checked({"inputs": {"queries": "q", "responses": "r.jsonl"}, "results_dir": "r~1"})["results_dir"] == "r~1"
+
+
 def test_a_results_or_cache_folder_that_is_a_file_or_under_one_is_refused(tmp_path):
     """`results_dir: afile` ended the first `snakemake -n` in NotADirectoryError's traceback, and
     `cache_dir: afile/cache` failed the grade job after every prompt was asked (strangers)."""

@@ -501,7 +501,8 @@ def _filling_defaults(validator_class):
 
 def _path(validator, is_path, instance, schema):
     """A path is not empty, and reaches each step's command line as a word of its own, where a name that
-    starts with `-` is read as an option (`--queries -in/q.tsv`: "expected one argument"); `path: folder`
+    starts with `-` is read as an option (`--queries -in/q.tsv`: "expected one argument"), and `~` is not
+    expanded (Snakemake passes the path on as written); `path: folder`
     names a folder, which an existing file cannot be, nor stand above (Snakemake's first mkdir under it was a
     traceback; the grade cache's, after every prompt was paid for)."""
     import jsonschema
@@ -513,6 +514,11 @@ def _path(validator, is_path, instance, schema):
     elif instance.startswith("-"):
         yield jsonschema.ValidationError(
             f"{instance!r} starts with '-', which a command line reads as an option: give it as an absolute path"
+        )
+    elif (home := os.path.expanduser(instance)) != instance:  # `results_dir: ~/x` wrote into a folder `~` here
+        yield jsonschema.ValidationError(
+            f"{instance!r} starts with '~', which no shell expands here (it would name a folder '~' in the working "
+            f"directory): write {home!r}"
         )
     elif is_path == "folder" and os.path.exists(instance) and not os.path.isdir(instance):
         yield jsonschema.ValidationError(f"{instance!r} is a file: name a folder")

@@ -401,10 +401,25 @@ def _tsv_item(path, number: int, kind: str, row: dict[str, str], facet_id: str |
         scope = f"{query_id}/{facet_id}/" if facet_id else f"{query_id}/"
         key = (given if given.startswith(scope) else scope + given) if given else item_id(query_id, facet_id, text)
         return Item(query_id, facet_id, key, text, "nugget", importance=importance)
-    answers = [a.strip() for a in row.get("answers", "").split("|") if a.strip()] or None
-    options = [c.strip() for c in row.get("choices", "").split("|") if c.strip()]
+    answers = _values(path, number, row, "answers") or None
+    options = _values(path, number, row, "choices")
+    if len(set(options)) < len(options):
+        twice = next(option for option in options if options.count(option) > 1)
+        raise InputError(path, f"choice {twice!r} twice: two keys for one answer", number, "choices")
     choices = {chr(ord("A") + i): option for i, option in enumerate(options)} or None
     return Item(query_id, facet_id, item_id(query_id, facet_id, text), text, "question", answers, choices)
+
+
+def _values(path, number: int, row: dict[str, str], column: str) -> list[str]:
+    """A cell's values, separated by `|`, spaces around each dropped; none where the cell is blank. An empty
+    value (`x | | y`, ` | `) is an error: an answer or a choice left out, or a `|` too many, read as none."""
+    cell = row.get(column, "")
+    if not cell.strip():
+        return []
+    values = [value.strip() for value in cell.split("|")]
+    if "" in values:
+        raise InputError(path, f"an empty value in {cell!r} (values are separated by `|`)", number, column)
+    return values
 
 
 def entry_record(entry: Entry) -> dict[str, Any]:
