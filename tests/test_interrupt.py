@@ -152,3 +152,40 @@ def test_a_command_run_in_process_leaves_the_callers_sigterm_handler_as_it_was(t
     thread.start()
     thread.join()
     assert codes == [0] and during[-1] is before
+
+
+def test_a_job_stopped_within_a_chunk_counts_the_replies_it_kept(tmp_path):
+    """Five replies came, then two requests waited on a slow server: stopped there, the progress line said
+    `answered 0 of 200 prompts`, while the reply cache kept the five and the rerun asked 195 (a stranger's
+    Ctrl-C). The replies kept are counted as answered."""
+    import threading
+    import time
+
+    from llm_server import LLMServer, Slow
+    from test_grading_backends import openai_method
+    from test_grading_resume import grade_command, shard_inputs
+
+    shard_inputs(tmp_path)
+    with LLMServer() as server:
+        server.script("", *["4"] * 5, Slow(40, "4"))
+        words = grade_command(tmp_path, "unused", tmp_path / "cache", tmp_path / "grades.parquet")
+        method = openai_method(server, "self_rating", timeout=60)
+        method["backend"] |= {"max_attempts": 1, "concurrency": 2}
+        words[words.index("--method") + 1] = json.dumps(method)
+        words[words.index("--flush-every") + 1] = "64"  # the default: the first chunk is 64 prompts
+        progress = tmp_path / "progress.json"
+        job = subprocess.Popen([*words, "--progress", str(progress)], stderr=subprocess.PIPE, text=True)
+        lines: list[str] = []
+        threading.Thread(target=lambda: lines.extend(job.stderr or []), daemon=True).start()
+        try:
+            while server.calls < 7:  # five answered, two waiting for a reply
+                assert job.poll() is None and time.sleep(0.1) is None, "".join(lines)
+            job.send_signal(signal.SIGTERM)
+            said = time.monotonic()
+            while json.loads(progress.read_text())["state"] != "stopped" and time.monotonic() - said < 15:
+                time.sleep(0.1)
+        finally:
+            job.kill()
+            job.wait()
+    counts = json.loads(progress.read_text())
+    assert (counts["state"], counts["graded"], counts["to_grade"]) == ("stopped", 5, 200), "".join(lines)

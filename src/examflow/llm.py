@@ -114,6 +114,7 @@ class LLMClient:
         self.cache = ResponseCache(cache_dir)
         self.calls = 0  # HTTP requests sent, retries included
         self.replayed = 0  # prompts answered by the reply cache, no request sent
+        self.stored = 0  # replies the server gave, each stored in the reply cache as it came
         # The model each answer came from as the server named it (OpenAI's dated version of the name asked
         # for, a proxy's target, another model altogether), from the reply cache too where it recorded one.
         self.served: Counter[str] = Counter()
@@ -169,6 +170,8 @@ class LLMClient:
         self.cache.put(
             key, record | ({"system": system} if system is not None else {}) | ({"cut": True} if cut else {})
         )
+        with self._calls_lock:
+            self.stored += 1
         return self._served(response, cut, served)
 
     def _served(self, text: str, cut: bool, served: str | None) -> Reply:

@@ -506,6 +506,12 @@ class OpenAIBackend:
         """Prompts its reply cache answered, with no request sent."""
         return self.client.replayed
 
+    @property
+    def stored(self) -> int:
+        """Replies the server gave, stored in the reply cache as they came: a job stopped within a chunk has
+        them there, for the rerun."""
+        return self.client.stored
+
     def answer(self, requests: list[Request], give_up_after: int | None = None) -> list[Answer]:
         """The answers, or their failures (`give_up_after`: `examflow.llm.LLMClient.replies`)."""
         from examflow.llm import Reply

@@ -145,6 +145,11 @@ class ShardGrader:
         self.served: Counter[str] = Counter()
 
     @property
+    def stored(self) -> int:
+        """Replies an API back end's server gave, each stored in its reply cache as it came (0 for a local model)."""
+        return getattr(self.loaded, "stored", 0)
+
+    @property
     def replayed(self) -> int:
         """Of the prompts sent, those an API back end's own reply cache answered: a job killed between two
         flushes of the grade cache finds its last replies there."""
@@ -200,26 +205,35 @@ class ShardGrader:
         answered = getattr(self.backend, "answer_chunks", None)
         replies = answered(chunks) if answered else map(ask, chunks)
         replayed, without, sent, never_run = self.replayed, 0, 0, 0  # never run: too long to ask
-        # `replies` first: zip ends by exhausting it, which ends the preparing thread.
-        for fresh, batch in zip(replies, batches):
-            asked = [a for a in fresh if not _not_asked(a)]
-            self.sent += len(asked)
-            too_long = sum(a.error is not None and error_kind(a.error) == TOO_LONG for a in asked)
-            self.too_long += too_long
-            self.cache.add_answers([(query_ids[i], keys[i], a) for i, a in zip(batch, fresh)])
-            known.update({keys[i]: a for i, a in zip(batch, fresh)})
-            failed = sum(unanswered(a.error) for a in asked)
-            without, sent, never_run = without + failed, sent + len(asked), never_run + too_long
-            _progress(sent - never_run, len(todo) - never_run, time.monotonic() - start, unit, without)
+        stored = self.stored
+        try:
+            # `replies` first: zip ends by exhausting it, which ends the preparing thread.
+            for fresh, batch in zip(replies, batches):
+                asked = [a for a in fresh if not _not_asked(a)]
+                self.sent += len(asked)
+                too_long = sum(a.error is not None and error_kind(a.error) == TOO_LONG for a in asked)
+                self.too_long += too_long
+                self.cache.add_answers([(query_ids[i], keys[i], a) for i, a in zip(batch, fresh)])
+                known.update({keys[i]: a for i, a in zip(batch, fresh)})
+                failed = sum(unanswered(a.error) for a in asked)
+                without, sent, never_run = without + failed, sent + len(asked), never_run + too_long
+                _progress(sent - never_run, len(todo) - never_run, time.monotonic() - start, unit, without)
+                if self.progress:
+                    self.progress.graded(len(asked), self.replayed - replayed, failed, too_long)
+                replayed, stored = self.replayed, self.stored
+                failures += [
+                    a.error
+                    for i, a in zip(batch, fresh)
+                    if a.error and not _not_asked(a)
+                    for _ in range(pairs_of[keys[i]])
+                ]
+                if allowed is not None and len(failures) > allowed:
+                    getattr(replies, "close", lambda: None)()  # a local model's preparing thread ends
+                    raise self._gave_up(keys)
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM within a chunk: the replies that came are stored, so counted
             if self.progress:
-                self.progress.graded(len(asked), self.replayed - replayed, failed, too_long)
-            replayed = self.replayed
-            failures += [
-                a.error for i, a in zip(batch, fresh) if a.error and not _not_asked(a) for _ in range(pairs_of[keys[i]])
-            ]
-            if allowed is not None and len(failures) > allowed:
-                getattr(replies, "close", lambda: None)()  # a local model's preparing thread ends
-                raise self._gave_up(keys)
+                self.progress.graded(self.stored - stored)
+            raise
         return self._served([known[key] for key in keys])
 
     def _planned(self, requests: list, query_ids: list[str], more: bool) -> tuple[list[str], list[int]]:
