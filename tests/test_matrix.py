@@ -1015,15 +1015,21 @@ def test_odd_ids_are_kept_as_written(tmp_path, capsys):
     check_exam(project, config, "cosine")
     results = project / config["results_dir"]
     # run `null`'s row of query `1` (not `001`) dropped under `unknown_queries: warn` by the pool and by the
-    # judges' step (which reads the run files too), each named at the run's end; and evaluate's warning of
-    # the official run `True`, which ranks only query 0x1, of no question: no score, no correlation
+    # judges' step (which reads the run files too), each named at the run's end; and evaluate's warnings of
+    # query 0x1, pooled, of no question (no measure scores it), and so of the official run `True`, which ranks
+    # only 0x1: no score, no correlation
     logs = f"{config['results_dir']}/logs"
     warned = [line for line in result.stderr.splitlines() if line.startswith("examflow: a step warned: ")]
-    assert [line.rsplit("(its log: ", 1)[1] for line in warned] == [
+    assert [line.rsplit("its log: ", 1)[1] for line in warned] == [
         f"{logs}/evaluate/cosine.log)", f"{logs}/judges.log)", f"{logs}/pool.log)"
     ]  # fmt: skip
-    assert "1 evaluated run(s) have no P_20, Rprec, exam_cover, map, n_exam_cover, " in warned[0]
-    assert "(first: 'True'): no query of theirs has a value to average" in warned[0]
+    assert warned[0].startswith(
+        "examflow: a step warned: method cosine: the bank holds no item of 1 pooled query (0x1): no measure scores "
+        "it, and every run is averaged over the other queries (and 1 more warning; its log: "
+    )
+    evaluate_log = (project / logs / "evaluate/cosine.log").read_text()
+    assert "1 evaluated run(s) have no P_20, Rprec, exam_cover, map, n_exam_cover, " in evaluate_log
+    assert "(first: 'True'): no query of theirs has a value to average" in evaluate_log
     assert warned[2].startswith("examflow: a step warned: 1 × run rows with an unknown query id, dropped (first: ")
     assert all(".test/data/odd-ids/runs/null.run:7: field 'query_id': " in line for line in warned[1:]), warned
     assert "1" not in set(pd.read_parquet(results / "pool/rankings.parquet")["query_id"])
