@@ -641,3 +641,32 @@ def test_an_empty_value_or_a_choice_twice_in_a_tsv_cell_is_an_error(tmp_path, ce
         read_bank(tsv)
     blank = write(tmp_path / "blank.tsv", "query_id\tquestion\tanswers\tchoices\nq1\tWho?\t  \t\n")
     assert [(item.gold_answers, item.choices) for item in read_bank(blank)[0].items] == [(None, None)]
+
+
+def test_the_provenance_of_a_bank_is_its_items_and_a_generated_bank_s_generator(tmp_path):
+    """provenance.json named no bank: a generated one's model and prompt were in no record of the run (a
+    stranger's trial). Its digest is of the items: the same bank in another format, or generated again at
+    another time, is the same bank; an edit is another."""
+    from examflow.summary import bank_provenance
+
+    tsv = write(tmp_path / "bank.tsv", "query_id\tquestion\nq1\tWhy?\nq2\tHow?\n")
+    exported = tmp_path / "bank.jsonl"
+    write_bank(read_bank(tsv), exported)
+    assert bank_provenance(str(tsv)) == bank_provenance(str(exported))
+    assert bank_provenance(str(tsv))["items"] == 2 and bank_provenance(str(tsv))["generated_by"] == []
+    edited = write(tmp_path / "edited.tsv", "query_id\tquestion\nq1\tWhy not?\nq2\tHow?\n")
+    assert bank_provenance(str(edited))["sha256"] != bank_provenance(str(tsv))["sha256"]
+
+    def generated(at: str) -> str:
+        info = {"generator": "examflow", "model": "m1", "prompt_template": "qgen", "generated_at": at}
+        item = {"question_id": item_id("q1", None, "Why?"), "question_text": "Why?"}
+        return json.dumps({"query_id": "q1", "facet_id": None, "info": info, "items": [item]}) + "\n"
+
+    first, again = (
+        write(tmp_path / "a.jsonl", generated("2026-01-01")),
+        write(tmp_path / "b.jsonl", generated("2026-02-02")),
+    )
+    assert bank_provenance(str(first)) == bank_provenance(str(again))
+    assert bank_provenance(str(first))["generated_by"] == [
+        {"generator": "examflow", "model": "m1", "prompt_template": "qgen"}
+    ]

@@ -35,6 +35,11 @@ def test_bank_queries_that_match_no_query_are_an_error_or_a_counted_warning(tmp_
     assert shards == sorted({shard_of("q1", 16), shard_of("q2", 16)})  # q3 has no questions, Q2 is no query
     assert "1 × bank entries with an unknown query id, dropped" in caplog.text
     assert "1 of 3 queries has no questions" in caplog.text
+    caplog.clear()
+    nuggets = write(tmp_path / "nuggets.tsv", "query_id\tnugget\nq1\tIce deforms.\nq2\tAir scatters blue light.\n")
+    with caplog.at_level(logging.WARNING):
+        graded_shards(str(files["queries"]), str(nuggets), None, VALIDATION)
+    assert f"1 of 3 queries has no nuggets in {nuggets} and gets no grading jobs: q3" in caplog.text  # not "questions"
 
 
 def test_queries_without_questions_are_said_to_be_graded_by_the_methods_that_grade_against_the_query(tmp_path, caplog):

@@ -371,7 +371,8 @@ def test_a_failed_run_names_the_failures_its_steps_logged_and_no_earlier_run_s(t
     write(tmp_path / "logs/plan.log", 'Traceback (most recent call last):\n  File "cli.py", line 16, in <module>\n'
                                       "KeyboardInterrupt\n")  # fmt: skip
     write(tmp_path / "logs/nrp.log", "Traceback (most recent call last):\n")  # a bug
-    # an error that lists its causes below its first line: the first of them is named (it said `queries:`)
+    # an error that lists its causes below its first line: the first of them is named (it said `queries:`), and
+    # the others by their names (it said `2 of 2` and named q1 alone)
     write(tmp_path / "logs/questions.log", "examflow: error: no questions for 2 of 2 queries:\n  q1: 3 unparsable "
                                            "answers, the last: 'Four.'\n  q2: HTTP 500\nA rerun asks again.\n")  # fmt: skip
     assert failures_logged(tmp_path / "logs", since=1000.0) == [
@@ -391,7 +392,7 @@ def test_a_failed_run_names_the_failures_its_steps_logged_and_no_earlier_run_s(t
         (tmp_path / "logs/pool/shard-1.log", "the step failed before examflow ran: /usr/bin/python: No module "
                                              "named examflow"),
         (tmp_path / "logs/questions.log", "no questions for 2 of 2 queries: q1: 3 unparsable answers, the last: "
-                                          "'Four.'"),
+                                          "'Four.'; and q2"),
     ]  # fmt: skip
 
 

@@ -68,3 +68,5 @@ def test_two_clean_runs_are_identical_and_the_key_is_never_written(project, monk
                                  "temperature": 0.0, "max_tokens": 1024}]  # fmt: skip
     assert method["prompts"] == {"grade-self-rating": hashlib.md5(template("grade-self-rating").encode()).hexdigest()}
     assert len(record["config_sha256"]) == 64
+    # the questions graded: the configuration names only the bank's file
+    assert record["bank"]["items"] == 4 and len(record["bank"]["sha256"]) == 64 and record["bank"]["generated_by"] == []

@@ -243,6 +243,10 @@ def _summary_parser(subparsers) -> None:
         help="the queries `examflow official` averaged over: those a run ranks (present, default) or all judged",
     )  # fmt: skip
     _measure_order(summary)
+    summary.add_argument(
+        "--bank", help="the question bank the methods graded: its items' digest, and a generated bank's generator, "
+        "go into --out-provenance",
+    )  # fmt: skip
     summary.add_argument("--nrp", help="NRP's per_system.tsv")
     summary.add_argument("--judges", help="the judges' agreement.tsv (`examflow compare-judges --out`)")
     _number(

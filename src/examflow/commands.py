@@ -1258,7 +1258,7 @@ def summary_command(args: argparse.Namespace) -> None:
         figures,
         dropped,
     )
-    record = json.dumps(provenance(graded, args.config_digest), indent=2, sort_keys=True) + "\n"
+    record = json.dumps(provenance(graded, args.config_digest, args.bank), indent=2, sort_keys=True) + "\n"
     files = {args.out_summary: document.markdown(), args.out_provenance: record}
     if args.out_rst:
         files[args.out_rst] = document.rst()

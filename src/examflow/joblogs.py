@@ -7,6 +7,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Collection, Iterable, Iterator
+from itertools import takewhile
 from pathlib import Path
 from typing import Any
 
@@ -55,10 +56,17 @@ def _what_stopped(lines: list[str]) -> str | None:
 
 def _first_lines(lines: list[str], start: int) -> str:
     """An error's first line; where it ends in a colon, a list follows it (`no questions for 4 of 4 queries:`,
-    then a query per line): its first item too, or the line named nothing of why."""
+    then an indented line per query, `  q1: why`): its first item too, or the line named nothing of why, and
+    the others by their names (`2 of 4` named one query: a stranger's trial)."""
     message = lines[start].removeprefix(PRINTED)
     following = next((line.strip() for line in lines[start + 1 :] if line.strip()), "")
-    return f"{message} {following}" if message.endswith(":") and following else message
+    if not (message.endswith(":") and following):
+        return message
+    first = next(i for i in range(start + 1, len(lines)) if lines[i].strip())
+    others = [
+        line.strip().split(":", 1)[0] for line in takewhile(lambda line: line.startswith("  "), lines[first + 1 :])
+    ]
+    return f"{message} {following}" + (f"; and {', '.join(others)}" if others else "")
 
 
 def _logs_since(

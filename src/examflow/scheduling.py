@@ -174,8 +174,9 @@ def graded_shards(
             f": only {listed(direct)} grade{'s' if len(direct) == 1 else ''} {'it' if one else 'them'}, against the "
             "query" if direct else f" and get{'s' if one else ''} no grading jobs"
         )  # fmt: skip
-        log.warning("%d of %d queries %s no questions in %s%s: %s", len(without), len(query_ids),
-                    "has" if one else "have", bank, graded, listed(without))  # fmt: skip
+        items = "nuggets" if found.kinds == {"nugget"} else "questions"  # a nugget bank holds no questions
+        log.warning("%d of %d queries %s no %s in %s%s: %s", len(without), len(query_ids),
+                    "has" if one else "have", items, bank, graded, listed(without))  # fmt: skip
     return sorted({shard_of(q, shards) for q in with_items})
 
 

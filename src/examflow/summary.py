@@ -12,6 +12,7 @@ same configuration write the same files.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import platform
 import re
@@ -51,14 +52,45 @@ def prompt_digests(kind: str) -> dict[str, str]:
     return {name: hashlib.md5(template(name).encode()).hexdigest() for name in KINDS[kind].templates}
 
 
-def provenance(graded: dict[str, dict], config_digest: str) -> dict:
-    """`graded`: each method's grades metadata (`examflow.grading.merge.read_grades_metadata`)."""
+def provenance(graded: dict[str, dict], config_digest: str, bank: str | None = None) -> dict:
+    """`graded`: each method's grades metadata (`examflow.grading.merge.read_grades_metadata`); `bank`: the bank
+    file they were graded on, if any."""
     methods = {
         name: {"kind": meta["method"]["kind"], "backend": meta["method"]["backend"], "models": meta.get("models", []),
                "prompts": prompt_digests(meta["method"]["kind"]), **_similarity_grades(meta)}
         for name, meta in sorted(graded.items())
     }  # fmt: skip
-    return {"config_sha256": config_digest, "versions": versions(), "methods": methods}
+    record = {"config_sha256": config_digest, "versions": versions(), "methods": methods}
+    return record | ({"bank": bank_provenance(bank)} if bank else {})
+
+
+# What a generated bank's entries say of their generator (`info`), but when: the same bank generated again from
+# the cache is the same bank.
+_GENERATOR_FIELDS = ("generator", "model", "prompt_template", "format_instruction")
+
+
+def bank_provenance(path: str) -> dict:
+    """The bank's items and a digest of their content (not of the file: a generated bank's time stamps differ
+    from one generation to the next), and what generated it, where it was generated (the configuration names
+    only the file: the questions a run graded were otherwise in no record of it)."""
+    from examflow.questions.bank import read_bank
+
+    entries = read_bank(path)
+    rows = sorted(
+        json.dumps([item.query_id, item.facet_id, item.item_id, item.text, item.kind, item.gold_answers, item.choices,
+                    item.importance])
+        for entry in entries for item in entry.items
+    )  # fmt: skip
+    generators = {
+        json.dumps({name: entry.info[name] for name in _GENERATOR_FIELDS if name in entry.info}, sort_keys=True)
+        for entry in entries
+        if isinstance(entry.info, dict) and entry.info.get("generator")
+    }
+    return {
+        "items": len(rows),
+        "sha256": hashlib.sha256("\n".join(rows).encode("utf-8")).hexdigest(),
+        "generated_by": [json.loads(generator) for generator in sorted(generators)],
+    }
 
 
 def _similarity_grades(meta: dict) -> dict:

@@ -3,6 +3,8 @@ rule summary:
         grades=expand(rules.merge_grades.output, method=METHODS) if EXAM else [],
         flagged=rules.pool.output.flagged if EXAM else [],
         dropped=rules.pool.output.dropped if EXAM else [],
+        # its items' digest and a generated bank's generator go into provenance.json
+        bank=bank_input if EXAM else [],
         leaderboards=(
             expand(rules.evaluate.output.leaderboard, method=METHODS) if EXAM else []
         ),
@@ -30,6 +32,7 @@ rule summary:
             grades=input.grades,
             flagged=input.flagged or None,
             dropped=input.dropped or None,
+            bank=input.bank or None,
             eval=[Path(path).parent for path in input.leaderboards],
             nrp=input.nrp or None,
             official=input.official or None,

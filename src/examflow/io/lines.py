@@ -18,7 +18,7 @@ from typing import Any, cast
 
 from isal import igzip, isal_zlib
 
-from examflow.errors import InputError, repeated
+from examflow.errors import InputError, closest, repeated
 
 log = logging.getLogger(__name__)
 BOM = b"\xef\xbb\xbf"
@@ -267,6 +267,13 @@ def integer_field(path: str | Path, number: int, text: str, field: str) -> int:
 def shown(text: str) -> str:
     """A field's text as an error repeats it: one of 5,000 digits cut short."""
     return repr(text) if len(text) <= 40 else f"{text[:20]!r}… ({len(text):,} characters)"
+
+
+def misspelling_of(record: dict[str, Any], field: str) -> str:
+    """` (is 'txt' meant to be 'text'?)` where a key of `record` is a likely typo of the missing `field`, else
+    nothing: a misspelt key would have read as the field left out."""
+    named = next((key for key in record if key != field and closest(key, [field])), None)
+    return f" (is {named!r} meant to be {field!r}?)" if named else ""
 
 
 def required_id(path: str | Path, number: int | None, record: dict[str, Any], field: str, where: str = "") -> str:

@@ -6,13 +6,14 @@ one is what the system answered: the run has no passage for that query (counted 
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from examflow.errors import InputError, Problems
-from examflow.io.lines import json_lines, required_id
+from examflow.io.lines import json_lines, misspelling_of, required_id
 from examflow.io.runs import GOLD_RUN, RESERVED_RUNS
 
 log = logging.getLogger(__name__)
@@ -48,18 +49,18 @@ def read_responses(path: str | Path, query_ids: set[str], unknown_queries: Probl
                 "query_id",
             )
         first_line[run_id, query_id] = number
-        response = Response(run_id, query_id, _paragraphs(path, number, record.get("text")))
+        response = Response(run_id, query_id, _paragraphs(path, number, record))
         if not response.paragraphs:
             empty.append(f"line {number}, run {run_id!r}, query {query_id!r}")
         responses.append(response)
+    silent = sorted({r.run_id for r in responses} - {r.run_id for r in responses if r.paragraphs})
+    if silent:  # no passage at all: such a run has no row in any leaderboard; said first, the step's headline
+        log.warning("%s: runs with only empty responses, not evaluated: %s", path, ", ".join(silent))
     if empty:  # a system that answered nothing is evaluated as such, not a broken file
         log.warning(
             "%s: %d empty response(s): the run has no passage for that query (first: %s)",
             path, len(empty), empty[0],
         )  # fmt: skip
-    silent = sorted({r.run_id for r in responses} - {r.run_id for r in responses if r.paragraphs})
-    if silent:  # no passage at all: such a run has no row in any leaderboard
-        log.warning("%s: runs with only empty responses, not evaluated: %s", path, ", ".join(silent))
     return responses
 
 
@@ -71,7 +72,7 @@ def response_run_ids(path: str | Path, query_ids: set[str] | None = None) -> set
         required_id(path, number, record, "run_id")
         for number, record in json_lines(path)
         if (query_ids is None or required_id(path, number, record, "query_id") in query_ids)  # a JSON number: digits
-        and _paragraphs(path, number, record.get("text"))
+        and _paragraphs(path, number, record)
     }
 
 
@@ -85,16 +86,17 @@ def _unix_lines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n").replace("\u2029", "\n\n")
 
 
-def _paragraphs(path, number: int, text) -> tuple[str, ...]:
-    """The text's non-blank paragraphs; none for an empty text."""
+def _paragraphs(path, number: int, record: dict) -> tuple[str, ...]:
+    """The non-blank paragraphs of a response's `text`; none for an empty text."""
+    text = record.get("text")
     if isinstance(text, str):
         parts = [part.strip() for part in BLANK_LINE.split(_unix_lines(text))]
     elif isinstance(text, list) and all(isinstance(part, str) for part in text):
         parts = [part.strip() for part in text]
-    elif text is None:
-        raise InputError(path, "missing", number, "text")
+    elif "text" not in record:
+        raise InputError(path, f"missing{misspelling_of(record, 'text')}", number, "text")
     else:
-        raise InputError(path, "expected a string or a list of strings", number, "text")
+        raise InputError(path, f"expected a string or a list of strings, found {json.dumps(text)}", number, "text")
     return tuple(part for part in parts if part)
 
 
@@ -114,7 +116,7 @@ def read_gold_articles(
             continue
         if query_id in articles:
             raise InputError(path, f"second gold article for query {query_id!r}", number, "query_id")
-        paragraphs = _paragraphs(path, number, record.get("text"))
+        paragraphs = _paragraphs(path, number, record)
         if not paragraphs:  # the reference every run is measured against (n-EXAM gold, ROUGE)
             raise InputError(path, "empty text", number, "text")
         articles[query_id] = "\n\n".join(paragraphs)

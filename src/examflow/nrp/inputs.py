@@ -17,9 +17,18 @@ from pathlib import Path
 
 import pandas as pd
 
-from examflow.errors import InputError, Problems, counted, listed, suggestion
+from examflow.errors import InputError, Problems, counted, listed
 from examflow.io.collection import Origin
-from examflow.io.lines import base_suffix, check_id, json_entries, json_lines, required_id, split_columns, text_lines
+from examflow.io.lines import (
+    base_suffix,
+    check_id,
+    json_entries,
+    json_lines,
+    misspelling_of,
+    required_id,
+    split_columns,
+    text_lines,
+)
 from examflow.io.qrels import DEFAULT_RANGE, read_qrels
 from examflow.registry import RANKERS
 
@@ -62,8 +71,7 @@ def read_answers(
             )
             continue
         if "text" not in record:  # a misspelt key (`txt`, `Text`) would have read as an empty answer
-            named = next((key for key in record if suggestion(key, ["text"])), None)
-            hint = f" (is {named!r} meant to be 'text'?)" if named else ""
+            hint = misspelling_of(record, "text")
             raise InputError(path, f'missing{hint}: write "" or null for a system that gave no answer', number, "text")
         text = record["text"]
         if text is not None and not isinstance(text, str):
