@@ -393,7 +393,9 @@ def test_a_nugget_bank_goes_to_autojudge_as_nuggetizer_lines(tmp_path):
       "bank.jsonl:1: field 'nugget_bank[1].question_id': 'aj1' is already the id of nugget_bank[0]: an id names one "
       "question"),
      (v3_line("q1", [{"question": "A?", "question_id": ["aj1"]}]),
-      "field 'nugget_bank[0].question_id': expected a string, not ['aj1']")],
+      "field 'nugget_bank[0].question_id': expected a string or whole number, not [\"aj1\"]"),
+     (v3_line("q1", [{"question": "A?", "question_id": 1}, {"question": "B?", "question_id": "1"}]),
+      "field 'nugget_bank[1].question_id': '1' is already the id of nugget_bank[0]")],
 )  # fmt: skip
 def test_a_bad_v3_bank_names_file_line_and_field(tmp_path, text, message):
     (tmp_path / "bank.jsonl").write_text(text)

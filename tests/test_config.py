@@ -572,6 +572,10 @@ def test_a_path_that_starts_with_a_tilde_is_refused_with_the_home_folder_s_path(
             f"working directory): write {home!r}"
         )
     assert checked({"inputs": {"queries": "q", "responses": "r.jsonl"}, "results_dir": "r~1"})["results_dir"] == "r~1"
+    # a home no shell would find either (`~nosuchuser`, or no HOME): refused all the same
+    assert rejected({"results_dir": "~nosuchuser/x", "inputs": {"queries": "q", "responses": "r.jsonl"}}).endswith(
+        "write '~nosuchuser/x' as a full path"
+    )
 
 
 def test_a_results_or_cache_folder_that_is_a_file_or_under_one_is_refused(tmp_path):

@@ -379,13 +379,19 @@ def test_a_pooled_query_without_a_grade_is_warned_of_when_no_bank_says_the_exam(
     data.grades = data.grades[data.grades["query_id"] == "q1"]
     board = evaluate(data, Settings(taus=[4], measures=[], bootstrap=0), None)["leaderboard.tsv"]
     assert board.set_index(["measure", "run_id"]).loc[("exam_cover", "r2"), "n_queries"] == 1  # q1 alone
-    assert (
-        "method m: no grade of 1 pooled query (q2): without the bank (--questions) it takes no part of the "
-        "evaluation; were all the shards merged?" in caplog.text
+    said = (
+        "method m: no grade of 1 pooled query (q2): no measure scores it, and every run is averaged over the other "
+        "queries; were all the shards merged?"
     )
+    assert said in caplog.text
     caplog.clear()
     evaluate(inputs(), Settings(taus=[4], measures=[], bootstrap=0), None)  # with the bank: no such warning
     assert "no grade of" not in caplog.text
+    # a direct judge's exam is what it graded, bank or none: the bank is not blamed (a reviewer)
+    direct = inputs()
+    direct.grades = direct.grades[direct.grades["query_id"] == "q1"].assign(kind="umbrela", question_id="q1")
+    evaluate(direct, Settings(taus=[2], measures=[], bootstrap=0), None)
+    assert said in caplog.text and "the bank holds" not in caplog.text
 
 
 def test_a_pooled_query_the_bank_holds_no_question_of_is_warned_of(caplog):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import logging
 import re
 
@@ -261,11 +262,15 @@ def test_an_empty_response_is_read_as_no_passage_with_a_count_and_a_wrongly_type
         f"{empty}: 3 empty response(s): the run has no passage for that query (first: line 2, run 'b', query 'q1')",
     ]
     typed = write(tmp_path / "s.jsonl", '{"run_id": "a", "query_id": "q1", "text": 42}\n')
-    with raises_at(typed, 1, "text", "expected a string or a list of strings, found 42"):
+    with raises_at(typed, 1, "text", "expected a string or a list of strings, found a number$"):
         read_responses(typed, QUERY_IDS, strict())
     # null is no missing field (a stranger read `missing` of a `"text": null` as its field misspelt)
-    with raises_at(typed, 1, "text", "expected a string or a list of strings, found null"):
+    with raises_at(typed, 1, "text", "expected a string or a list of strings, found null$"):
         read_responses(write(typed, '{"run_id": "a", "query_id": "q1", "text": null}\n'), QUERY_IDS, strict())
+    # TREC RAG's answer shape, a list of sentences with citations: named, not repeated (kilobytes of it)
+    cited = json.dumps({"run_id": "a", "query_id": "q1", "text": [{"text": "x" * 3000, "citations": [1]}]})
+    with raises_at(typed, 1, "text", "expected a string or a list of strings, found a list holding an object$"):
+        read_responses(write(typed, cited + "\n"), QUERY_IDS, strict())
     with raises_at(typed, 1, "text", re.escape("missing (is 'txt' meant to be 'text'?)")):
         read_responses(write(typed, '{"run_id": "a", "query_id": "q1", "txt": "An answer."}\n'), QUERY_IDS, strict())
     with raises_at(typed, 1, "text", "missing$"):

@@ -373,8 +373,10 @@ def test_a_failed_run_names_the_failures_its_steps_logged_and_no_earlier_run_s(t
     write(tmp_path / "logs/nrp.log", "Traceback (most recent call last):\n")  # a bug
     # an error that lists its causes below its first line: the first of them is named (it said `queries:`), and
     # the others by their names (it said `2 of 2` and named q1 alone)
-    write(tmp_path / "logs/questions.log", "examflow: error: no questions for 2 of 2 queries:\n  q1: 3 unparsable "
-                                           "answers, the last: 'Four.'\n  q2: HTTP 500\nA rerun asks again.\n")  # fmt: skip
+    write(tmp_path / "logs/questions.log", "examflow: error: no questions for 8 of 8 queries:\n  q1: 3 unparsable "
+                                           "answers, the last: 'Four.'\n  enwiki:Tea: HTTP 500\n"
+                                           + "".join(f"  q{i}: HTTP 500\n" for i in range(3, 9))
+                                           + "A rerun asks again.\n")  # fmt: skip
     assert failures_logged(tmp_path / "logs", since=1000.0) == [
         (tmp_path / "logs/grade/m/shard-1.log", "m: last"),
         (tmp_path / "logs/grade/m/shard-3.log", "the step stopped without an error of its own: killed (out of "
@@ -391,8 +393,8 @@ def test_a_failed_run_names_the_failures_its_steps_logged_and_no_earlier_run_s(t
         (tmp_path / "logs/pool/shard-0.log", "the step was interrupted"),
         (tmp_path / "logs/pool/shard-1.log", "the step failed before examflow ran: /usr/bin/python: No module "
                                              "named examflow"),
-        (tmp_path / "logs/questions.log", "no questions for 2 of 2 queries: q1: 3 unparsable answers, the last: "
-                                          "'Four.'; and q2"),
+        (tmp_path / "logs/questions.log", "no questions for 8 of 8 queries: q1: 3 unparsable answers, the last: "
+                                          "'Four.'; and enwiki:Tea, q3, q4, q5, q6, ..."),
     ]  # fmt: skip
 
 

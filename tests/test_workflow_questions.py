@@ -69,3 +69,35 @@ def test_generate_edit_rerun_changes_only_the_edited_query(project):
         regenerated = [json.loads(line) for line in bank_file.read_text().splitlines()]
         assert [e["items"] for e in regenerated] == [e["items"] for e in entries]
         assert shard_hashes(project) == before
+
+
+def test_a_generated_nugget_bank_without_a_query_s_nuggets_reruns_no_shard_after(project):
+    """q3 has no judged passage: it gets no nuggets, and its bucket (shard-01, no other query's) no table. The
+    run that generated the bank had named every query's bucket among the bank's, the next one those with
+    nuggets: every bank shard and grading job ran again (a reviewer)."""
+    from conftest import own_collection
+    from test_matrix import nuggetizer
+
+    own_collection(project / "mine")
+    write(project / "mine/qrels.txt", "q1 0 g1 3\nq1 0 g3 0\nq2 0 s1 2\nq2 0 s3 1\nq3 0 g2 0\n")
+    with LLMServer(default=nuggetizer) as server:
+        backend = {"kind": "openai", "model": "assigner", "base_url": server.base_url}
+        config = {
+            "inputs": {"queries": "mine/queries.tsv", "runs": ["mine/runs/*.run"], "corpus": "mine/corpus.tsv",
+                       "qrels": "mine/qrels.txt", "bank": "results/nuggets.jsonl"},
+            "questions": {"generate": True, "items": "nuggets", "documents": "judged",
+                          "llm": {"model": "creator", "base_url": server.base_url}},
+            "grading": {"methods": [{"name": "nug", "kind": "nugget_support", "backend": backend}]},
+            "evaluation": {"bootstrap": 0},
+        }  # fmt: skip
+        write(project / "mine.yaml", yaml.safe_dump(config))
+        run = ("results/eval/nug/leaderboard.tsv", "--configfile", "mine.yaml")
+        snakemake(project, *run)
+        bank = [json.loads(line) for line in (project / "results/nuggets.jsonl").read_text().splitlines()]
+        assert sorted(entry["query_id"] for entry in bank if entry["items"]) == ["q1", "q2"]
+        assert shard_of("q3", 16) not in {shard_of("q1", 16), shard_of("q2", 16)}
+        planned = snakemake(project, *run, "-n").stdout
+    # No bank shard is written again, no grading job reruns. (The merge does, once: the run that generated the
+    # bank graded q3's bucket, as every query's, and this one does not.)
+    assert "rule bank_shard:" not in planned and "rule grade:" not in planned, planned
+    assert "rule merge_grades:" in planned

@@ -515,10 +515,11 @@ def _path(validator, is_path, instance, schema):
         yield jsonschema.ValidationError(
             f"{instance!r} starts with '-', which a command line reads as an option: give it as an absolute path"
         )
-    elif (home := os.path.expanduser(instance)) != instance:  # `results_dir: ~/x` wrote into a folder `~` here
+    elif instance.startswith("~"):  # `results_dir: ~/x` wrote into a folder `~` here
+        home = os.path.expanduser(instance)
         yield jsonschema.ValidationError(
             f"{instance!r} starts with '~', which no shell expands here (it would name a folder '~' in the working "
-            f"directory): write {home!r}"
+            f"directory): write {home!r}" + ("" if home != instance else " as a full path")
         )
     elif is_path == "folder" and os.path.exists(instance) and not os.path.isdir(instance):
         yield jsonschema.ValidationError(f"{instance!r} is a file: name a folder")

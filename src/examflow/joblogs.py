@@ -20,6 +20,7 @@ from examflow.errors import (
     announces_retry,
     counts_dropped_rows,
     counts_failed_pairs,
+    listed,
 )
 
 # What a step's log says when it holds neither an expected failure nor the line of a step done.
@@ -63,10 +64,10 @@ def _first_lines(lines: list[str], start: int) -> str:
     if not (message.endswith(":") and following):
         return message
     first = next(i for i in range(start + 1, len(lines)) if lines[i].strip())
-    others = [
-        line.strip().split(":", 1)[0] for line in takewhile(lambda line: line.startswith("  "), lines[first + 1 :])
-    ]
-    return f"{message} {following}" + (f"; and {', '.join(others)}" if others else "")
+    # an item is `  NAME: why`, and a name may hold a colon itself (TREC CAR's `enwiki:Aftertaste`)
+    items = takewhile(lambda line: line.startswith("  "), lines[first + 1 :])
+    others = [line.strip().split(": ", 1)[0] for line in items]
+    return f"{message} {following}" + (f"; and {listed(others)}" if others else "")
 
 
 def _logs_since(

@@ -180,6 +180,16 @@ def graded_shards(
     return sorted({shard_of(q, shards) for q in with_items})
 
 
+@functools.cache
+def bank_buckets(queries_spec: str, bank: str, modified: float, shards: int) -> tuple[str, ...]:
+    """The buckets that hold items of known queries and subtopics, as `examflow bank-shard`'s tables name the
+    bank's: `graded_shards`' answer without its warnings, read where the bank may have been generated since
+    the workflow's parse (`modified` keys the cache)."""
+    found = bank_queries(bank, modified, shards)
+    known = known_targets(bank, found.lines, subtopics(query_table(queries_spec)), Problems("warn"))
+    return tuple(sorted({shard_of(query, shards) for query, facet in known if found.items[query, facet]}))
+
+
 # What the shipped SLURM profiles hold until a user fills them in.
 PLACEHOLDER = "CHANGE-ME"
 

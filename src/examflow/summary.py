@@ -78,7 +78,7 @@ def bank_provenance(path: str) -> dict:
     entries = read_bank(path)
     rows = sorted(
         json.dumps([item.query_id, item.facet_id, item.item_id, item.text, item.kind, item.gold_answers, item.choices,
-                    item.importance])
+                    item.importance], sort_keys=True)
         for entry in entries for item in entry.items
     )  # fmt: skip
     generators = {

@@ -57,6 +57,7 @@ from examflow.results import (
     warn_if_stopped,
 )
 from examflow.scheduling import (
+    bank_buckets,
     bank_queries,
     check_bank_kinds,
     check_example_query,
@@ -363,6 +364,19 @@ def shard_digest(wildcards):
         return "no questions"
     return bank_queries(path, os.path.getmtime(path), SHARD_COUNT).digests.get(
         wildcards.shard, "no questions"
+    )
+
+
+def holding_buckets(wildcards):
+    # Read from the bank itself, as shard_digest: a bank generated in this run holds only the buckets of the
+    # queries that got items, where the parse counted every query's (the next run would rerun every shard).
+    path = bank_path()
+    if not path:
+        return []
+    return list(
+        checked(
+            bank_buckets, INPUTS["queries"], path, os.path.getmtime(path), SHARD_COUNT
+        )
     )
 
 

@@ -81,7 +81,7 @@ rule bank_shard:
         digest=shard_digest,
         # Each table names the buckets that hold questions (evaluate checks that none is left out): where that
         # set changes (a query's last question deleted), every table is written again, not its bucket's alone.
-        buckets=SHARDS,
+        buckets=holding_buckets,
         contents=contents(configured("queries")),
         bank=lambda wildcards, input: input_files(input, "bank"),
         shards=SHARD_COUNT,

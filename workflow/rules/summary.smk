@@ -3,8 +3,12 @@ rule summary:
         grades=expand(rules.merge_grades.output, method=METHODS) if EXAM else [],
         flagged=rules.pool.output.flagged if EXAM else [],
         dropped=rules.pool.output.dropped if EXAM else [],
-        # its items' digest and a generated bank's generator go into provenance.json
-        bank=bank_input if EXAM else [],
+        # its items' digest and a generated bank's generator go into provenance.json, where a method graded it
+        bank=(
+            bank_input
+            if EXAM and any(m.entry.reads_bank for m in METHODS.values())
+            else []
+        ),
         leaderboards=(
             expand(rules.evaluate.output.leaderboard, method=METHODS) if EXAM else []
         ),

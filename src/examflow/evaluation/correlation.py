@@ -105,16 +105,16 @@ def tau_ap(scores: dict[str, float], official: dict[str, float]) -> float:
     ranked: list[str] = []  # the runs of the groups placed so far
     for group in groups.values():
         first, size = len(ranked), len(group)  # positions first .. first + size - 1, counted from 0
-        for run in group:
-            earlier = sum(halves_above(other, run) for other in ranked)
-            within = sum(halves_above(other, run) for other in group if other != run)
-            # At position p the run has p runs above it: all earlier groups and, on average,
-            # (p - first) / (size - 1) of its own group's other runs.
-            for p in range(max(first, 1), first + size):
-                if size == 1:
-                    total += Fraction(earlier, 2 * p)
-                else:
-                    total += Fraction(earlier * (size - 1) + (p - first) * within, 2 * (size - 1) * p * size)
+        # At position p a run of the group has p runs above it: all earlier groups and, on average,
+        # (p - first) / (size - 1) of its own group's other runs; each run of the group stands at each p with
+        # chance 1 / size, and the terms are linear in the counts, so the group's counts are summed first.
+        earlier = sum(halves_above(other, run) for run in group for other in ranked)
+        within = sum(halves_above(other, run) for run in group for other in group if other != run)
+        for p in range(max(first, 1), first + size):
+            if size == 1:
+                total += Fraction(earlier, 2 * p)
+            else:
+                total += Fraction(earlier * (size - 1) + (p - first) * within, 2 * (size - 1) * p * size)
         ranked += group
     return float(2 * total / (len(runs) - 1) - 1)
 

@@ -161,15 +161,21 @@ def exam_questions(grades: pd.DataFrame, bank: pd.DataFrame | None) -> pd.DataFr
     (questions or nuggets), or, without a bank or for direct grading, what it graded. Grades that
     name their kind say which; published ones do not, and are taken as direct where no id is the bank's."""
     graded = grades[["query_id", "question_id"]].drop_duplicates()
+    if bank is None or not exam_is_the_bank(grades, bank):
+        return graded
     target = grades_target(grades)
-    if bank is None or target == "query":
-        return graded
-    known = bank[bank["question_id"].isin(graded["question_id"])]
-    if target is None and known.empty:
-        return graded
     if "kind" in bank:
+        known = bank[bank["question_id"].isin(graded["question_id"])]
         bank = bank[bank["kind"].isin({target} if target else set(known["kind"]))]
     return bank[["query_id", "question_id"]].drop_duplicates()
+
+
+def exam_is_the_bank(grades: pd.DataFrame, bank: pd.DataFrame | None) -> bool:
+    """Whether a method's exam is the bank's items (`exam_questions`), not what it graded."""
+    target = grades_target(grades)
+    if bank is None or target == "query":
+        return False
+    return target is not None or bool(bank["question_id"].isin(grades["question_id"]).any())
 
 
 def grades_kind(grades: pd.DataFrame) -> Kind | None:
@@ -251,27 +257,17 @@ def _check_answered(pooled: pd.DataFrame, labels: pd.DataFrame, method: str) -> 
                     "it" if one else "them")  # fmt: skip
 
 
-def _warn_ungraded_queries(inputs: Inputs) -> None:
-    """Without the bank a method's exam is what it graded: a pooled query it graded nothing of (a shard left
-    out of the merge, by hand) is no query of the exam, and every run is averaged over the others."""
-    pooled = set(without_passages(inputs.passages, inputs.gold_passages)["query_id"])
-    for method, graded in inputs.grades.groupby("method", sort=True):
-        if missing := sorted(pooled - set(graded["query_id"])):
-            log.warning("method %s: no grade of %d pooled quer%s (%s): without the bank (--questions) %s no part "
-                        "of the evaluation; were all the shards merged?", method, len(missing),
-                        "y" if len(missing) == 1 else "ies", listed(missing),
-                        "it takes" if len(missing) == 1 else "they take")  # fmt: skip
-
-
-def _warn_queries_without_exam(exam: pd.DataFrame, passages: pd.DataFrame, method: str) -> None:
-    """A pooled query the bank holds no item of (for the kind the method grades) has an empty exam: it has no
-    EXAM-Cover and no EXAM-Qrels, so no measure scores it, and every run is averaged over the others (a bank
-    that missed a query left it out in silence: a stranger's trial)."""
+def _warn_queries_without_exam(exam: pd.DataFrame, passages: pd.DataFrame, method: str, of_bank: bool) -> None:
+    """A pooled query with an empty exam has no EXAM-Cover and no EXAM-Qrels: no measure scores it, and every run
+    is averaged over the others. Said, with its likely cause: a bank that missed the query (`of_bank`), or, where
+    the exam is what the method graded, a shard left out of the merge by hand (both had been silent)."""
     if missing := sorted(set(passages["query_id"]) - set(exam["query_id"])):
         one = len(missing) == 1
-        log.warning("method %s: the bank holds no item of %d pooled quer%s (%s): no measure scores %s, and every "
-                    "run is averaged over the other queries", method, len(missing), "y" if one else "ies",
-                    listed(missing), "it" if one else "them")  # fmt: skip
+        queries = counted(len(missing), "pooled query", "pooled queries")
+        what = f"the bank holds no item of {queries}" if of_bank else f"no grade of {queries}"
+        cause = "" if of_bank else "; were all the shards merged?"
+        log.warning("method %s: %s (%s): no measure scores %s, and every run is averaged over the other queries%s",
+                    method, what, listed(missing), "it" if one else "them", cause)  # fmt: skip
 
 
 def facts_of(inputs: Inputs, official: dict[str, float] | None) -> Facts:
@@ -294,8 +290,6 @@ def evaluate(
                          "bank's query ids those of the runs and qrels?)")  # fmt: skip
     facts = facts or facts_of(inputs, official)
     _warn_beyond_the_budget(inputs.rankings, settings)
-    if inputs.questions is None and inputs.graded_pool:
-        _warn_ungraded_queries(inputs)
     leaderboards, per_queries, diagnostics, uncovered = [], [], [], []
     outputs: dict[str, Output] = {}
     baselines: dict[str, Baseline] = {}
@@ -307,8 +301,8 @@ def evaluate(
         grades, exam = within_exam(in_pool, inputs.questions, method)
         if inputs.graded_pool:
             check_graded(grades, exam, inputs.passages, method)
-            if inputs.questions is not None:
-                _warn_queries_without_exam(exam, without_passages(inputs.passages, inputs.gold_passages), method)
+            pooled_passages = without_passages(inputs.passages, inputs.gold_passages)
+            _warn_queries_without_exam(exam, pooled_passages, method, exam_is_the_bank(in_pool, inputs.questions))
         pooled = without_passages(grades, inputs.gold_passages)
         labels = exam_labels(pooled)
         _check_answered(pooled, labels, method)

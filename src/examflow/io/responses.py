@@ -6,7 +6,6 @@ one is what the system answered: the run has no passage for that query (counted 
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from dataclasses import dataclass
@@ -86,6 +85,14 @@ def _unix_lines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n").replace("\u2029", "\n\n")
 
 
+def _kind(value: object) -> str:
+    """What a JSON value is, for an error that cannot repeat it (an answer given as an object of 3 KB)."""
+    if isinstance(value, list):
+        return "a list holding " + _kind(next(part for part in value if not isinstance(part, str)))
+    kinds = {type(None): "null", bool: "true or false", int: "a number", float: "a number", dict: "an object"}
+    return kinds.get(type(value), type(value).__name__)
+
+
 def _paragraphs(path, number: int, record: dict) -> tuple[str, ...]:
     """The non-blank paragraphs of a response's `text`; none for an empty text."""
     text = record.get("text")
@@ -96,7 +103,7 @@ def _paragraphs(path, number: int, record: dict) -> tuple[str, ...]:
     elif "text" not in record:
         raise InputError(path, f"missing{misspelling_of(record, 'text')}", number, "text")
     else:
-        raise InputError(path, f"expected a string or a list of strings, found {json.dumps(text)}", number, "text")
+        raise InputError(path, f"expected a string or a list of strings, found {_kind(text)}", number, "text")
     return tuple(part for part in parts if part)
 
 

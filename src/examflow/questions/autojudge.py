@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from itertools import takewhile
 from pathlib import Path
@@ -48,7 +49,7 @@ def v3_entries(path, number: int, record: dict) -> list[tuple[Entry, list[str]]]
     extra = {k: v for k, v in record.items() if k not in ("query_id", "title_query", "format_version", "nugget_bank")}
     entries: dict[str | None, Entry] = {}
     places: dict[str | None, list[str]] = {}  # each item's place in the line, `nugget_bank[2]`, by its entry
-    ids: dict[object, str] = {}  # AutoJudge's question ids, each with its place
+    ids: dict[str, str] = {}  # AutoJudge's question ids, each with its place
     for index, raw in enumerate(questions):
         where = f"nugget_bank[{index}]"
         if not isinstance(raw, dict) or not isinstance(raw.get("question"), str):
@@ -73,17 +74,18 @@ def v3_entries(path, number: int, record: dict) -> list[tuple[Entry, list[str]]]
     return found or [(Entry(query_id, None, record.get("title_query"), [], extra=extra), [])]
 
 
-def _claim_id(path, number: int, ids: dict[object, str], question_id: object, where: str) -> None:
+def _claim_id(path, number: int, ids: dict[str, str], question_id: object, where: str) -> None:
     """AutoJudge's `question_id` names one question of its query: written back twice (bank-export keeps it), a
     reader keyed by it would take one question for the other."""
     if question_id is None:
         return
-    if not isinstance(question_id, (str, int)):
-        raise InputError(path, f"expected a string, not {question_id!r}", number, f"{where}.question_id")
-    if question_id in ids:
-        raise InputError(path, f"{question_id!r} is already the id of {ids[question_id]}: an id names one question",
-                         number, f"{where}.question_id")  # fmt: skip
-    ids[question_id] = where
+    if isinstance(question_id, bool) or not isinstance(question_id, (str, int)):
+        raise InputError(path, f"expected a string or whole number, not {json.dumps(question_id)}", number,
+                         f"{where}.question_id")  # fmt: skip
+    if (named := str(question_id)) in ids:  # `1` and "1" are one id, as every id read elsewhere
+        raise InputError(path, f"{named!r} is already the id of {ids[named]}: an id names one question", number,
+                         f"{where}.question_id")  # fmt: skip
+    ids[named] = where
 
 
 def _warn_rekeyed(path, number: int, bank: dict) -> None:
