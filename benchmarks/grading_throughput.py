@@ -125,7 +125,12 @@ def build_tokenizer(requests: list[Request]):
     core.pre_tokenizer = pre_tokenizers.Metaspace()
     texts = [template("grade-self-rating")] + [r.fields["question"] + " " + r.fields["context"] for r in requests]
     core.train_from_iterator(
-        texts, trainers.BpeTrainer(vocab_size=8000, special_tokens=["<pad>", "</s>", "<unk>"] + list("012345"))
+        texts,
+        trainers.BpeTrainer(
+            vocab_size=8000,
+            special_tokens=["<pad>", "</s>", "<unk>"] + list("012345"),
+            show_progress=False,  # its bars, off a terminal, are blank lines in the report
+        ),
     )
     core.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 1)])
     return PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")

@@ -1208,6 +1208,49 @@ def test_a_slurm_profiles_placeholder_stops_the_run_before_any_job(project):
 
 
 @pytest.mark.workflow
+def test_a_misspelt_rule_or_resource_and_a_gpu_job_on_the_default_partition_are_said(project):
+    """`--set-resources grde:mem_mb=8000`, `--set-threads grde=2` and `grade:mem_mbb=8000` were taken without
+    a word and changed no job; and the docs' way to ask for less on the command line replaced the profile's
+    whole `set-resources`, its GPU partition too: the grading jobs went to the CPU partition asking for a GPU
+    (a stranger's trial)."""
+
+    def dry_run(*options: str) -> tuple[int, list[str]]:
+        """The exit code and examflow's errors and warnings of a dry run but the demo's own (its responses' runs
+        are off the official leaderboard); nothing written, no traceback."""
+        result = snakemake(project, "-n", *options, check=False)
+        assert "Traceback" not in result.stderr and not (project / "results").exists()
+        said = [line for line in result.stderr.splitlines() if line.startswith("examflow: ")]
+        return result.returncode, [line for line in said if "not on the official leaderboard" not in line]
+
+    rules = ("all, bank_shard, evaluate, grade, judges, merge_grades, nrp, official_leaderboard, plan, pool, "
+             "pool_shard, questions, report_judges, report_method, report_nrp, segment, summary")  # fmt: skip
+    for option, word in (("--set-resources", "grde:mem_mb=8000"), ("--set-threads", "grde=2")):
+        assert dry_run(option, word) == (1, [
+            f"examflow: error: {option} 'grde': the workflow has no such rule (did you mean 'grade'?), so it would "
+            f"change no job; its rules: {rules}"
+        ])  # fmt: skip
+    assert dry_run("--set-resources", "grade:mem_mbb=8000") == (1, [
+        "examflow: error: resource mem_mbb '8000': neither Snakemake nor the SLURM executor plugin reads such a "
+        "resource (did you mean 'mem_mb'?), so no job would get it; a resource of your own, for --resources, needs "
+        "a name further from theirs"
+    ])  # fmt: skip
+    # names Snakemake reads, and one of the user's own for --resources (near `mpi`, which only the cluster reads)
+    assert dry_run("--set-resources", "grade:mem_mib=8000", "grade:api=1", "nrp:runtime=30") == (0, [])
+    config = yaml.safe_load((project / "config/config.yaml").read_text())
+    config["grading"]["methods"][0]["gpu"] = 1  # as a Hugging Face back end's job asks
+    write(project / "config/gpu.yaml", yaml.safe_dump(config))
+    on_slurm = ("--configfile", "config/gpu.yaml", "--default-resources", "slurm_partition=cpu")
+    assert dry_run(*on_slurm, "--set-resources", "grade:mem_mb=8000") == (0, [
+        "examflow: WARNING: grade jobs ask for a GPU and name no slurm_partition of their own, so they go to the "
+        "default partition 'cpu': set `grade: {slurm_partition: ...}` under the profile's set-resources (a "
+        "--set-resources on the command line replaces the profile's whole set-resources: name the partition there "
+        "too, `grade:slurm_partition=...`)"
+    ])  # fmt: skip
+    assert dry_run(*on_slurm, "--set-resources", "grade:mem_mb=8000", "grade:slurm_partition=gpu") == (0, [])
+    assert dry_run("--configfile", "config/gpu.yaml") == (0, [])  # no partition: not on SLURM
+
+
+@pytest.mark.workflow
 def test_an_official_leaderboard_of_generated_responses_is_taken_and_a_typo_is_not(project):
     """A RAG campaign's official leaderboard ranks the responses' runs too: EXAM correlates them, and the
     judges (who rank runs by the passages their labels judge) leave them out themselves (`--responses`;

@@ -208,7 +208,7 @@ def check_report_target(
         where = f", here to {written_to}" if written_to != report else ""
         raise Failure(
             f"--report {report}: Snakemake's report writer expands `$NAME` and a leading `~` in its path{where}; "
-            f"give another path: {report_command(_unexpanded(report), configfiles, snakefile, settings)}"
+            f"give another path, or write it here and move it: {report_command(report, configfiles, snakefile, settings)}"
         )
     here, mine = Path(results).resolve(), identity(configfiles, settings)
     for folder in Path(report).resolve().parents:
@@ -329,13 +329,17 @@ def _summary_rows(text: str, report: str) -> list[list[str]]:
 def report_command(report: str, configfiles, snakefile: str | None = None, settings: Sequence[str] = ()) -> str:
     """The complete command that builds a report of a run made with these config files (named relative
     to the working directory where they lie below it) and `--config` settings, and with `snakefile` where
-    the run named one that snakemake would not find by itself."""
-    words = ["snakemake", "--report", _unexpanded(report)] + (["--snakefile", snakefile] if snakefile else [])
+    the run named one that snakemake would not find by itself. A report Snakemake would write elsewhere
+    (its path holds a `$NAME`) is written here, then moved where it belongs: the shell expands nothing quoted."""
+    here = _unexpanded(report)
+    words = ["snakemake", "--report", here] + (["--snakefile", snakefile] if snakefile else [])
     files = [_relative(file) for file in map(str, configfiles)]
     # One --configfile with every file: Snakemake keeps only the last of repeated --configfile options.
-    return shlex.join(
+    command = shlex.join(
         words + (["--configfile", *files] if files else []) + (["--config", *settings] if settings else [])
     )
+    moved = here != report and not report.startswith("~")  # a `~` the shell expands unquoted, as Snakemake would
+    return command + (" && " + shlex.join(["mv", "--", here, report]) if moved else "")
 
 
 def named_config_files(configfiles: Sequence[str], default: str) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -208,13 +209,30 @@ def check_placeholders(resources: list[tuple[str, str]]) -> None:
 SLURM_RESOURCES = ("slurm_account", "slurm_cluster", "slurm_extra", "slurm_partition")
 
 
-def check_slurm_resources(resources: list[tuple[str, str]]) -> None:
-    """No resource (name, value) is a misspelt SLURM one: `slurm_partiton: gpu` was taken without a word
-    and every job went to the default partition (a stranger's trial). A name near none of them may be a later
-    plugin's own: said, not refused."""
+# Resources Snakemake or the SLURM executor plugin (2.8) reads under a name without the plugin's prefix, and of
+# them those a profile sets that a typo of may miss (`mem_mbb`, `gpus`). A name near none of them may be a
+# resource of the user's own, for `--resources`: `api=2` is near `mpi`, which only the cluster reads.
+READ_RESOURCES = (
+    "mem", "mem_mb", "mem_mib", "disk", "disk_mb", "disk_mib", "runtime", "tmpdir", "gpu", "gpu_model", "gres",
+    "constraint", "qos", "clusters", "cpus_per_task", "cpus_per_gpu", "mem_mb_per_cpu", "nodes", "tasks",
+    "tasks_per_node", "tasks_per_gpu", "mpi",
+)  # fmt: skip
+MISSPELT_RESOURCES = ("mem_mb", "mem_mib", "disk_mb", "disk_mib", "runtime", "gpu", "gpu_model", "cpus_per_task")
+
+
+def check_resource_names(resources: list[tuple[str, str]]) -> None:
+    """No resource (name, value) is a misspelt one: `slurm_partiton: gpu` was taken without a word and every
+    job went to the default partition, `mem_mbb=8000` left each job its memory (strangers' trials). A SLURM
+    name near none of the plugin's may be a later plugin's own: said, not refused."""
     prefix = "slurm_"  # each name shares it: compared without, `slurm_qos` is near no name of theirs
     for name, value in resources:
-        if name.startswith(prefix) and name not in SLURM_RESOURCES:
+        if not name.startswith(prefix):
+            close = None if name in READ_RESOURCES else closest(name, MISSPELT_RESOURCES)
+            if close:
+                raise RunSetting(f"resource {name} {value!r}: neither Snakemake nor the SLURM executor plugin reads "
+                                 f"such a resource (did you mean {close!r}?), so no job would get it; a resource of "
+                                 "your own, for --resources, needs a name further from theirs")  # fmt: skip
+        elif name not in SLURM_RESOURCES:
             close = closest(name.removeprefix(prefix), [known.removeprefix(prefix) for known in SLURM_RESOURCES])
             meant = f" (did you mean {prefix + close!r}?)" if close else ""
             said = (f"resource {name} {value!r}: the SLURM executor plugin 2.8 reads no such resource{meant}, so no "
@@ -222,6 +240,40 @@ def check_slurm_resources(resources: list[tuple[str, str]]) -> None:
             if meant:
                 raise RunSetting(said)
             log.warning("%s", said)
+
+
+def workflow_rules(folder: str | Path) -> list[str]:
+    """The names of every rule the workflow's files define (a configuration includes some: a profile's
+    `nrp` settings are meant for the runs with NRP)."""
+    files = [Path(folder) / "Snakefile", *sorted(Path(folder, "rules").glob("*.smk"))]
+    return sorted({name for path in files for name in RULE_LINE.findall(path.read_text(encoding="utf-8"))})
+
+
+RULE_LINE = re.compile(r"^[ \t]*(?:rule|checkpoint) (\w+):", re.MULTILINE)  # some within an `if`
+
+
+def check_rule_names(settings: dict[str, Sequence[str]], rules: Sequence[str]) -> None:
+    """Each rule that `--set-resources` or `--set-threads` (or a profile's `set-resources`, `set-threads`)
+    names is one of the workflow's (`rules`): `grde:mem_mb=8000` was taken without a word, and changed no job
+    (a stranger's trial)."""
+    for option, names in settings.items():
+        for name in names:
+            if name not in rules:
+                raise RunSetting(f"{option} {name!r}: the workflow has no such rule{suggestion(name, rules)}, so it "
+                                 f"would change no job; its rules: {', '.join(rules)}")  # fmt: skip
+
+
+def check_gpu_partitions(defaults: dict[str, str], settings: dict[str, dict[str, str]], gpu_rules: list[str]) -> None:
+    """On SLURM (a default `slurm_partition`), each rule whose jobs ask for a GPU names its partition: a
+    `--set-resources` on the command line replaces the profile's whole `set-resources`, so its GPU partition
+    was gone and the grading jobs went to the CPU partition, asking for a GPU there (a stranger's trial)."""
+    partition = defaults.get("slurm_partition")
+    for rule in gpu_rules if partition is not None else []:
+        if "slurm_partition" not in settings.get(rule, {}):
+            log.warning("%s jobs ask for a GPU and name no slurm_partition of their own, so they go to the default "
+                        "partition %r: set `%s: {slurm_partition: ...}` under the profile's set-resources (a "
+                        "--set-resources on the command line replaces the profile's whole set-resources: name the "
+                        "partition there too, `%s:slurm_partition=...`)", rule, partition, rule, rule)  # fmt: skip
 
 
 # What a path must not hold to reach a SLURM job (tried on a one-node cluster with plugin 2.8): the plugin hands

@@ -66,7 +66,9 @@ from examflow.scheduling import (
     check_leaderboard,
     check_response_runs,
     check_placeholders,
-    check_slurm_resources,
+    check_gpu_partitions,
+    check_resource_names,
+    check_rule_names,
     check_relevance_level,
     check_submitted_paths,
     configured_facts,
@@ -75,6 +77,7 @@ from examflow.scheduling import (
     official_from_qrels,
     submitted_paths,
     warn_about_answer_counts,
+    workflow_rules,
 )
 
 # examflow's parse-time warnings (queries without questions, runs off the leaderboard, ...).
@@ -214,22 +217,36 @@ RUN_FILES = checked(run_files, INPUTS.get("runs", []), "inputs.runs")
 checked(check_input_files, config)
 
 
+def as_written(group):
+    """A profile's or the command line's resources, name: value as written (`raw`: a value Snakemake
+    evaluates only for a rule's job)."""
+    return {
+        name: str(getattr(value, "raw", value))
+        for name, value in dict((group or {}).items()).items()
+    }
+
+
 def resources_as_written():
-    """(name, value) of every resource a profile or the command line sets, as written (`raw`: a value
-    Snakemake evaluates only for a rule's job)."""
+    """(name, value) of every resource a profile or the command line sets."""
     settings = workflow.resource_settings
-    groups = [settings.default_resources or {}, *settings.overwrite_resources.values()]
-    return [
-        (name, str(getattr(value, "raw", value)))
-        for group in groups
-        for name, value in dict(group.items()).items()
-    ]
+    groups = [settings.default_resources, *settings.overwrite_resources.values()]
+    return [item for group in groups for item in as_written(group).items()]
+
+
+def rules_set():
+    """The rules that --set-resources and --set-threads (or a profile's) name."""
+    settings = workflow.resource_settings
+    return {
+        "--set-resources": list(settings.overwrite_resources),
+        "--set-threads": list(settings.overwrite_threads or {}),
+    }
 
 
 if workflow.is_main_process:  # once a run, not again in each job
     RESOURCES = resources_as_written()
     checked(check_placeholders, RESOURCES)
-    checked(check_slurm_resources, RESOURCES)
+    checked(check_resource_names, RESOURCES)
+    checked(check_rule_names, rules_set(), workflow_rules(workflow.basedir))
     checked(check_model_folders, config)
     checked(
         check_judge_files,
@@ -612,6 +629,25 @@ elif JUDGES:
     checked(check_official_for_judges, config)
 if JUDGES and workflow.is_main_process:  # the queries read once a run
     checked(check_judges_query_ids, config, next(iter(configured("queries")), None))
+
+
+def gpu_rules():
+    """The rules whose jobs ask for a GPU in this configuration."""
+    grade = EXAM and any(method.gpu for method in METHODS.values())
+    nrp = NRP and ranker_gpus(NRP["rankers"])
+    return [rule for rule, wanted in (("grade", grade), ("nrp", nrp)) if wanted]
+
+
+if workflow.is_main_process:
+    checked(
+        check_gpu_partitions,
+        as_written(workflow.resource_settings.default_resources),
+        {
+            name: as_written(group)  # not `rule`, a keyword at a line's start
+            for name, group in workflow.resource_settings.overwrite_resources.items()
+        },
+        gpu_rules(),
+    )
 
 
 def judges_outputs():
