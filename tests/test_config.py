@@ -1116,7 +1116,7 @@ def test_config_mistakes_stop_the_workflow_at_parse_time_in_one_line(project):
     keyless = config | {"inputs": config["inputs"] | {"bank": "keyless.tsv"}}
     write(project / "config/bad.yaml", yaml.safe_dump(keyless | {"grading": config["grading"] | {"methods": [qa]}}))
     result = snakemake(project, "-n", "--configfile", "config/bad.yaml", check=False)
-    refused_in_one_line(result, "config grading.methods.qa: 'qa_verify' checks each answer against the question's "
+    refused_in_one_line(result, "config grading.methods[0].kind: 'qa_verify' checks each answer against the question's "
                         "answer key (gold_answers), and no question of keyless.tsv has one")  # fmt: skip
     config["inputs"]["qrels"] = "resources/demo/qrels-typo.txt"
     write(project / "config/bad.yaml", yaml.safe_dump(config))

@@ -166,6 +166,28 @@ def test_a_method_whose_every_pair_failed_is_an_error_not_a_leaderboard_of_zeros
         evaluate(data, Settings(taus=[4], measures=["P_5", "map"], bootstrap=0), None)
 
 
+def test_a_method_whose_every_answer_is_no_grade_is_an_error_and_one_grade_is_enough():
+    """A tiny model answered `H H H` to every pair; `mode: reference` read each as the published parse does (0),
+    and the run ended with leaderboards, exit 0 (a stranger's trial)."""
+    data = inputs()
+    pairs = len(data.grades)
+    unparsable = data.grades.assign(rating=0, unparsable=True, error=None)
+    data.grades = unparsable
+    with pytest.raises(InputError, match=(
+        rf"^--grades: method m: none of its {pairs} graded pairs got a grade from its model: {pairs} answers are no "
+        r"grade, each read as the method's `mode` reads one \(docs/methods.md §3\): no score would mean anything"
+    )):  # fmt: skip
+        evaluate(data, Settings(taus=[4], bootstrap=0), None)
+    one_failed = unparsable["error"].mask(unparsable.index == unparsable.index[0], "timeout: 30 s")
+    data.grades = unparsable.assign(error=one_failed)
+    with pytest.raises(InputError, match=rf"{pairs - 1} answers are no grade, .*, and 1 failed: no score"):
+        evaluate(data, Settings(taus=[4], bootstrap=0), None)
+    # one answer that is a grade: evaluated (the others' zeros are the published parse's)
+    data.grades = unparsable.assign(unparsable=unparsable.index != unparsable.index[0])
+    board = evaluate(data, Settings(taus=[4], bootstrap=0), None)["leaderboard.tsv"]
+    assert set(board["measure"]) >= {"exam_cover"}
+
+
 def test_a_query_whose_every_pair_failed_is_named_in_a_warning(caplog):
     """One query's pairs all failed within the allowance: EXAM-Cover counted it 0 for every run, trec_eval's
     measures left it out (no label), and nothing said so (a stranger's trial)."""

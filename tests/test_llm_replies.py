@@ -581,3 +581,25 @@ def test_a_client_whose_replies_stopped_on_an_error_asks_again_afterwards(server
     with pytest.raises(RuntimeError, match="a bug"):
         llm.replies(["wax", "bees"])
     assert [r.text for r in llm.replies(["bees", "honey"])] == ["3", "3"]
+
+
+def test_answers_read_as_grades_though_none_is_one_are_a_warning_of_their_job(caplog):
+    """`mode: reference` read a tiny model's `H H H` as 0 for every pair, and the job said so at INFO alone: the
+    run's end named no step that warned (a stranger's trial). A failed pair is the failures' line, not this."""
+    from examflow.config import methods
+    from examflow.grading.grades import check_failures
+
+    backend = {"kind": "hf_seq2seq", "model": "m"}
+    method = methods([{"name": "m", "kind": "self_rating", "mode": "reference", "backend": backend}])[0]
+    grades = pd.DataFrame({"error": [None, None, None, "timeout: 30 s"], "unparsable": [True, True, False, True]})
+    with caplog.at_level(logging.WARNING):
+        check_failures(grades, method, "shard-0", 0.5)
+    said = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert said[0] == (
+        "method m, shard shard-0: 2 of 4 answers are no grade, each read as mode reference reads one "
+        "(docs/methods.md §3; the grades' `raw` column holds them; `mode: strict` fails them instead)"
+    )
+    assert len(said) == 2 and said[1].startswith("method m, shard shard-0: 1 of 4 pairs failed (1 timeout")
+    caplog.clear()
+    check_failures(grades.assign(unparsable=False), method, "shard-0", 0.5)
+    assert "answers are no grade" not in caplog.text

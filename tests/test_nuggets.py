@@ -267,7 +267,7 @@ def test_a_method_finds_its_kind_of_items_in_the_bank_and_ratings_count_as_edits
     grading = {"shards": 1, "methods": [{"name": "n", "kind": "nugget_support", "backend": backend}]}
     check_bank_kinds(str(nuggets), None, grading)
     with pytest.raises(
-        ConfigError, match="grading.methods.n: 'nugget_support' grades nuggets; the bank .* holds questions"
+        ConfigError, match=r"grading.methods\[0\].kind: 'nugget_support' grades nuggets; the bank .* holds questions"
     ):
         check_bank_kinds(str(questions), None, grading)
     with pytest.raises(ConfigError, match="holds questions"):  # a generated bank of questions
@@ -275,7 +275,7 @@ def test_a_method_finds_its_kind_of_items_in_the_bank_and_ratings_count_as_edits
     check_bank_kinds(str(questions), "nugget", grading)  # a bank to be generated with nuggets
     # Answer checking needs some question with an answer key; generated questions have none
     grading["methods"] = [{"name": "qa", "kind": "qa_llm_verify", "backend": backend}]
-    with pytest.raises(ConfigError, match=r"grading.methods.qa: 'qa_llm_verify' checks each answer against the "
+    with pytest.raises(ConfigError, match=r"grading.methods\[0\].kind: 'qa_llm_verify' checks each answer against the "
                                           r"question's answer key \(gold_answers\), and no question of .*questions.tsv has one"):  # fmt: skip
         check_bank_kinds(str(questions), None, grading)
     with pytest.raises(ConfigError, match="a generated bank's questions have none"):

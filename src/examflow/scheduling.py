@@ -61,8 +61,8 @@ def check_bank_kinds(bank: str, generated: str | None, grading: dict) -> None:
         read = BankQueries({}, {}, {}, frozenset({generated}))
     else:
         read = bank_queries(bank, os.path.getmtime(bank), grading["shards"])
-    for method in grading["methods"]:
-        kind, where = KINDS[method["kind"]], f"grading.methods.{method['name']}"
+    for index, method in enumerate(grading["methods"]):
+        kind, where = KINDS[method["kind"]], f"grading.methods[{index}].kind"
         if kind.target in ("question", "nugget") and kind.target not in read.kinds:
             holds = " and ".join(f"{item}s" for item in sorted(read.kinds)) or "nothing"
             raise ConfigError(where, f"{method['kind']!r} grades {kind.target}s; the bank {bank} holds {holds}")

@@ -242,13 +242,22 @@ def check_graded(grades: pd.DataFrame, exam: pd.DataFrame, passages: pd.DataFram
 
 def _check_answered(pooled: pd.DataFrame, labels: pd.DataFrame, method: str) -> None:
     """A method none of whose pairs got a grade is an error: every run would score 0 (failures answer
-    nothing), however much `max_error_rate` allowed. A query that lost every label to failures (each of
+    nothing), however much `max_error_rate` allowed; so is one whose every answer that came is no grade. A query that lost every label to failures (each of
     its passages lost a grade, or a criterion, its label needs) is a warning: trec_eval's measures leave it
     out, while EXAM-Cover counts what the grades that came answer."""
     failed = pooled["error"].notna()
     if len(pooled) and failed.all():
         raise InputError("--grades", f"method {method}: every one of its {len(pooled):,} graded pairs failed: no score "
                          "would mean anything (the grade logs count the failures by kind)")  # fmt: skip
+    # An answer that is no grade, read as the published parse reads it (`mode` reference or paper): a tiny model's
+    # `H H H` was every answer, each a 0, and the run ended with leaderboards (a stranger's trial).
+    no_grade = pooled["unparsable"] if "unparsable" in pooled else pd.Series(False, index=pooled.index)  # a workbench's
+    read = no_grade.astype(bool) & ~failed
+    if len(pooled) and (failed | read).all():
+        raise InputError("--grades", f"method {method}: none of its {len(pooled):,} graded pairs got a grade from its "
+                         f"model: {int(read.sum()):,} answers are no grade, each read as the method's `mode` reads "
+                         f"one (docs/methods.md §3){f', and {int(failed.sum()):,} failed' if failed.any() else ''}: "
+                         "no score would mean anything (the grades' `raw` column holds the answers)")  # fmt: skip
     if lost := sorted(set(pooled.loc[failed, "query_id"]) - set(labels["qrels_id"])):
         one = len(lost) == 1
         log.warning("method %s: no passage of %d quer%s has an EXAM-Qrels label, %s grades having failed (%s): "

@@ -87,6 +87,10 @@ def check_failures(
     kinds = ", ".join(f"{count} {kind}" for kind, count in kind_counts(errors).items())
     log.info("%d failed pairs%s; %d unparsable answers (mode %s)", len(errors), f" ({kinds})" if kinds else "",
              int(grades["unparsable"].sum()), method.mode)  # fmt: skip
+    if read := int((grades["unparsable"] & grades["error"].isna()).sum()):  # grades, yet the model gave none
+        log.warning("method %s, shard %s: %d of %d answers are no grade, each read as mode %s reads one "
+                    "(docs/methods.md §3; the grades' `raw` column holds them; `mode: strict` fails them instead)",
+                    method.name, shard, read, len(grades), method.mode)  # fmt: skip
     if len(errors) <= max_error_rate * len(grades):
         if errors:  # the line a run's end names for this step (examflow.joblogs), not its retries
             log.warning("%s, within grading.max_error_rate = %g: no grade for them; the run goes on "
