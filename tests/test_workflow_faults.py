@@ -170,10 +170,13 @@ def test_unparsable_answers_and_an_allowance_of_failures(project):
             r"examflow: a step warned: method llm, shard shard-\d+: 1 of \d+ pairs failed \(1 http-503; e.g. "
             r"http-503: .+\), within grading\.max_error_rate = 0\.2: no grade for them; the run goes on "
             r"\(`snakemake --forcerun results/grades/llm/shard-\d+\.parquet` asks again those that got no answer\) "
-            r"\(and 1 more warning; "
+            r"\(and 2 more warnings; "  # the retry, and the answer read as a grade though it is none
             r"its log: .+\.log\)$",
             warned[0],
         ), ended
+        log_file = re.search(r"its log: (.+\.log)\)$", warned[0]).group(1)
+        assert re.search(r"WARNING.*method llm, shard shard-\d+: 1 of 6 answers are no grade, each read as mode "
+                         r"reference reads one", (project / log_file).read_text())  # fmt: skip
         # The rerun the line names runs the whole workflow, and its end says so (it read as a run of targets)
         [table] = re.findall(r"--forcerun (results/grades/llm/shard-\d+\.parquet)", warned[0])
         assert "examflow: done. Summary: results/summary.md" in snakemake(project, *run, "--forcerun", table).stdout

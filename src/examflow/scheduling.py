@@ -242,14 +242,14 @@ def check_resource_names(resources: list[tuple[str, str]]) -> None:
             log.warning("%s", said)
 
 
+RULE_LINE = re.compile(r"^[ \t]*(?:rule|checkpoint) (\w+):", re.MULTILINE)  # some within an `if`
+
+
 def workflow_rules(folder: str | Path) -> list[str]:
     """The names of every rule the workflow's files define (a configuration includes some: a profile's
     `nrp` settings are meant for the runs with NRP)."""
     files = [Path(folder) / "Snakefile", *sorted(Path(folder, "rules").glob("*.smk"))]
     return sorted({name for path in files for name in RULE_LINE.findall(path.read_text(encoding="utf-8"))})
-
-
-RULE_LINE = re.compile(r"^[ \t]*(?:rule|checkpoint) (\w+):", re.MULTILINE)  # some within an `if`
 
 
 def check_rule_names(settings: dict[str, Sequence[str]], rules: Sequence[str]) -> None:

@@ -242,9 +242,10 @@ def check_graded(grades: pd.DataFrame, exam: pd.DataFrame, passages: pd.DataFram
 
 def _check_answered(pooled: pd.DataFrame, labels: pd.DataFrame, method: str) -> None:
     """A method none of whose pairs got a grade is an error: every run would score 0 (failures answer
-    nothing), however much `max_error_rate` allowed; so is one whose every answer that came is no grade. A query that lost every label to failures (each of
-    its passages lost a grade, or a criterion, its label needs) is a warning: trec_eval's measures leave it
-    out, while EXAM-Cover counts what the grades that came answer."""
+    nothing), however much `max_error_rate` allowed; so is one whose every answer that came is no grade. A
+    query that lost every label to failures (each of its passages lost a grade, or a criterion, its label
+    needs) is a warning: trec_eval's measures leave it out, while EXAM-Cover counts what the grades that came
+    answer."""
     failed = pooled["error"].notna()
     if len(pooled) and failed.all():
         raise InputError("--grades", f"method {method}: every one of its {len(pooled):,} graded pairs failed: no score "
