@@ -1231,22 +1231,25 @@ def test_a_misspelt_rule_or_resource_and_a_gpu_job_on_the_default_partition_are_
         ])  # fmt: skip
     assert dry_run("--set-resources", "grade:mem_mbb=8000") == (1, [
         "examflow: error: resource mem_mbb '8000': neither Snakemake nor the SLURM executor plugin reads such a "
-        "resource (did you mean 'mem_mb'?), so no job would get it; a resource of your own, for --resources, needs "
-        "a name further from theirs"
+        "resource (did you mean 'mem_mb'?), so no job would get it; a resource of your own needs its limit in "
+        "--resources"
     ])  # fmt: skip
-    # names Snakemake reads, and one of the user's own for --resources (near `mpi`, which only the cluster reads)
+    # names Snakemake reads, and the user's own: one near `mpi` (only the cluster reads it), one limited
     assert dry_run("--set-resources", "grade:mem_mib=8000", "grade:api=1", "nrp:runtime=30") == (0, [])
+    assert dry_run("--set-resources", "grade:gpus=1", "--resources", "gpus=1") == (0, [])
     config = yaml.safe_load((project / "config/config.yaml").read_text())
     config["grading"]["methods"][0]["gpu"] = 1  # as a Hugging Face back end's job asks
     write(project / "config/gpu.yaml", yaml.safe_dump(config))
     on_slurm = ("--configfile", "config/gpu.yaml", "--default-resources", "slurm_partition=cpu")
     assert dry_run(*on_slurm, "--set-resources", "grade:mem_mb=8000") == (0, [
-        "examflow: WARNING: grade jobs ask for a GPU and name no slurm_partition of their own, so they go to the "
-        "default partition 'cpu': set `grade: {slurm_partition: ...}` under the profile's set-resources (a "
-        "--set-resources on the command line replaces the profile's whole set-resources: name the partition there "
-        "too, `grade:slurm_partition=...`)"
+        "examflow: WARNING: grade jobs ask for a GPU and name no slurm_partition of their own: they go to the "
+        "default partition 'cpu', where they never run if it has no GPUs. Name theirs under the profile's "
+        "set-resources, `grade: {slurm_partition: ...}` (the default's, where it holds the GPUs); a --set-resources "
+        "on the command line replaces the profile's whole set-resources, so name it there too, "
+        "`grade:slurm_partition=...`"
     ])  # fmt: skip
     assert dry_run(*on_slurm, "--set-resources", "grade:mem_mb=8000", "grade:slurm_partition=gpu") == (0, [])
+    assert dry_run(*on_slurm, "--set-resources", "grade:gpu=0") == (0, [])  # no GPU asked for
     assert dry_run("--configfile", "config/gpu.yaml") == (0, [])  # no partition: not on SLURM
 
 

@@ -596,8 +596,9 @@ def test_answers_read_as_grades_though_none_is_one_are_a_warning_of_their_job(ca
         check_failures(grades, method, "shard-0", 0.5)
     said = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert said[0] == (
-        "method m, shard shard-0: 2 of 4 answers are no grade, each read as mode reference reads one "
-        "(docs/methods.md §3; the grades' `raw` column holds them; `mode: strict` fails them instead)"
+        "method m, shard shard-0: 2 of 4 answers are no grade, each read as mode reference says (docs/methods.md §3: "
+        "a grade by the published parse, or none); the grades' `raw` column holds them, and `mode: strict` fails them "
+        "instead"
     )
     assert len(said) == 2 and said[1].startswith("method m, shard shard-0: 1 of 4 pairs failed (1 timeout")
     caplog.clear()

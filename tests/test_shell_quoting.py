@@ -44,8 +44,8 @@ def test_a_report_path_that_snakemake_would_expand_is_never_printed_nor_taken(mo
     assert report_command("r.html", ["./-c.yaml"]) == "snakemake --report r.html --configfile ./-c.yaml"
     with pytest.raises(
         Failure,
-        match=r"expands `\$NAME` .* in its path, here to .*/res /elsewhere/report.html; give another path, or write "
-        r"it here and move it: snakemake --report report.html --configfile c.yaml && mv -- report.html '.*/res \$HOME/",
+        match=r"expands `\$NAME` .* in its path, here to .*/res /elsewhere/report.html; give another path: "
+        r"snakemake --report report.html --configfile c.yaml$",  # not moved past the check of whose folder it is
     ):
         check_report_target(report, tmp_path, ["c.yaml"])
     assert report_command("~/exam/report.html", []) == "snakemake --report report.html"  # `~`, expanded too

@@ -176,7 +176,7 @@ def test_unparsable_answers_and_an_allowance_of_failures(project):
         ), ended
         log_file = re.search(r"its log: (.+\.log)\)$", warned[0]).group(1)
         assert re.search(r"WARNING.*method llm, shard shard-\d+: 1 of 6 answers are no grade, each read as mode "
-                         r"reference reads one", (project / log_file).read_text())  # fmt: skip
+                         r"reference says", (project / log_file).read_text())  # fmt: skip
         # The rerun the line names runs the whole workflow, and its end says so (it read as a run of targets)
         [table] = re.findall(r"--forcerun (results/grades/llm/shard-\d+\.parquet)", warned[0])
         assert "examflow: done. Summary: results/summary.md" in snakemake(project, *run, "--forcerun", table).stdout

@@ -208,7 +208,7 @@ def check_report_target(
         where = f", here to {written_to}" if written_to != report else ""
         raise Failure(
             f"--report {report}: Snakemake's report writer expands `$NAME` and a leading `~` in its path{where}; "
-            f"give another path, or write it here and move it: {report_command(report, configfiles, snakefile, settings)}"
+            f"give another path: {report_command(_unexpanded(report), configfiles, snakefile, settings)}"
         )
     here, mine = Path(results).resolve(), identity(configfiles, settings)
     for folder in Path(report).resolve().parents:
@@ -329,8 +329,10 @@ def _summary_rows(text: str, report: str) -> list[list[str]]:
 def report_command(report: str, configfiles, snakefile: str | None = None, settings: Sequence[str] = ()) -> str:
     """The complete command that builds a report of a run made with these config files (named relative
     to the working directory where they lie below it) and `--config` settings, and with `snakefile` where
-    the run named one that snakemake would not find by itself. A report Snakemake would write elsewhere
-    (its path holds a `$NAME`) is written here, then moved where it belongs: the shell expands nothing quoted."""
+    the run named one that snakemake would not find by itself. A run's report that Snakemake would write
+    elsewhere (its results folder's path holds a `$NAME`) is written here, then moved into that folder, the
+    run's own: the shell expands nothing quoted. (A path of `~` is no results folder: the config check
+    refuses one; and `--report` to another configuration's folder goes through `check_report_target`.)"""
     here = _unexpanded(report)
     words = ["snakemake", "--report", here] + (["--snakefile", snakefile] if snakefile else [])
     files = [_relative(file) for file in map(str, configfiles)]
@@ -338,7 +340,7 @@ def report_command(report: str, configfiles, snakefile: str | None = None, setti
     command = shlex.join(
         words + (["--configfile", *files] if files else []) + (["--config", *settings] if settings else [])
     )
-    moved = here != report and not report.startswith("~")  # a `~` the shell expands unquoted, as Snakemake would
+    moved = here != report and not report.startswith("~")
     return command + (" && " + shlex.join(["mv", "--", here, report]) if moved else "")
 
 

@@ -8,7 +8,7 @@ import logging
 import os
 import re
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -210,36 +210,43 @@ SLURM_RESOURCES = ("slurm_account", "slurm_cluster", "slurm_extra", "slurm_parti
 
 
 # Resources Snakemake or the SLURM executor plugin (2.8) reads under a name without the plugin's prefix, and of
-# them those a profile sets that a typo of may miss (`mem_mbb`, `gpus`). A name near none of them may be a
-# resource of the user's own, for `--resources`: `api=2` is near `mpi`, which only the cluster reads.
+# them those a profile sets that a typo of may miss (`mem_mbb`, `gpus`). Only these: a name near none of them
+# may be a resource of the user's own (`api=2`, near `mpi`), which Snakemake's scheduler counts against its
+# limit in `--resources`.
 READ_RESOURCES = (
-    "mem", "mem_mb", "mem_mib", "disk", "disk_mb", "disk_mib", "runtime", "tmpdir", "gpu", "gpu_model", "gres",
-    "constraint", "qos", "clusters", "cpus_per_task", "cpus_per_gpu", "mem_mb_per_cpu", "nodes", "tasks",
-    "tasks_per_node", "tasks_per_gpu", "mpi",
+    "mem", "mem_mb", "mem_mib", "disk", "disk_mb", "disk_mib", "runtime", "tmpdir", "threads", "gpu", "gpu_model",
+    "gres", "constraint", "qos", "cluster", "clusters", "cpus_per_task", "cpus_per_gpu", "mem_mb_per_cpu", "nodes",
+    "tasks", "tasks_per_node", "tasks_per_gpu", "mpi", "mpi_tasks",
 )  # fmt: skip
 MISSPELT_RESOURCES = ("mem_mb", "mem_mib", "disk_mb", "disk_mib", "runtime", "gpu", "gpu_model", "cpus_per_task")
+SLURM_PREFIX = "slurm_"
 
 
-def check_resource_names(resources: list[tuple[str, str]]) -> None:
+def check_resource_names(resources: list[tuple[str, str]], limited: Collection[str] = ()) -> None:
     """No resource (name, value) is a misspelt one: `slurm_partiton: gpu` was taken without a word and every
-    job went to the default partition, `mem_mbb=8000` left each job its memory (strangers' trials). A SLURM
-    name near none of the plugin's may be a later plugin's own: said, not refused."""
-    prefix = "slurm_"  # each name shares it: compared without, `slurm_qos` is near no name of theirs
+    job went to the default partition, `mem_mbb=8000` left each job its memory (strangers' trials). `limited`:
+    the names `--resources` limits, the user's own (`gpus=1` there runs one such job at a time)."""
     for name, value in resources:
-        if not name.startswith(prefix):
-            close = None if name in READ_RESOURCES else closest(name, MISSPELT_RESOURCES)
-            if close:
-                raise RunSetting(f"resource {name} {value!r}: neither Snakemake nor the SLURM executor plugin reads "
-                                 f"such a resource (did you mean {close!r}?), so no job would get it; a resource of "
-                                 "your own, for --resources, needs a name further from theirs")  # fmt: skip
-        elif name not in SLURM_RESOURCES:
-            close = closest(name.removeprefix(prefix), [known.removeprefix(prefix) for known in SLURM_RESOURCES])
-            meant = f" (did you mean {prefix + close!r}?)" if close else ""
-            said = (f"resource {name} {value!r}: the SLURM executor plugin 2.8 reads no such resource{meant}, so no "
-                    f"job would get it; its own are {', '.join(SLURM_RESOURCES)} (profiles/README.md)")  # fmt: skip
-            if meant:
-                raise RunSetting(said)
-            log.warning("%s", said)
+        if name.startswith(SLURM_PREFIX):
+            _check_slurm_resource(name, value)
+        elif name not in READ_RESOURCES and name not in limited and (close := closest(name, MISSPELT_RESOURCES)):
+            raise RunSetting(f"resource {name} {value!r}: neither Snakemake nor the SLURM executor plugin reads such "
+                             f"a resource (did you mean {close!r}?), so no job would get it; a resource of your own "
+                             "needs its limit in --resources")  # fmt: skip
+
+
+def _check_slurm_resource(name: str, value: str) -> None:
+    """A name of the plugin's prefix that it does not read: refused near one of its own, else said (it may be a
+    later plugin's own). Compared without the prefix, which each shares: `slurm_qos` is near none of them."""
+    if name in SLURM_RESOURCES:
+        return
+    close = closest(name.removeprefix(SLURM_PREFIX), [known.removeprefix(SLURM_PREFIX) for known in SLURM_RESOURCES])
+    meant = f" (did you mean {SLURM_PREFIX + close!r}?)" if close else ""
+    said = (f"resource {name} {value!r}: the SLURM executor plugin 2.8 reads no such resource{meant}, so no job "
+            f"would get it; its own are {', '.join(SLURM_RESOURCES)} (profiles/README.md)")  # fmt: skip
+    if meant:
+        raise RunSetting(said)
+    log.warning("%s", said)
 
 
 RULE_LINE = re.compile(r"^[ \t]*(?:rule|checkpoint) (\w+):", re.MULTILINE)  # some within an `if`
@@ -264,16 +271,21 @@ def check_rule_names(settings: dict[str, Sequence[str]], rules: Sequence[str]) -
 
 
 def check_gpu_partitions(defaults: dict[str, str], settings: dict[str, dict[str, str]], gpu_rules: list[str]) -> None:
-    """On SLURM (a default `slurm_partition`), each rule whose jobs ask for a GPU names its partition: a
-    `--set-resources` on the command line replaces the profile's whole `set-resources`, so its GPU partition
-    was gone and the grading jobs went to the CPU partition, asking for a GPU there (a stranger's trial)."""
+    """On SLURM (a default `slurm_partition`), each rule whose jobs ask for a GPU (unless its settings take it
+    back, `gpu: 0`) names its partition: a `--set-resources` on the command line replaces the profile's whole
+    `set-resources`, so its GPU partition was gone and the grading jobs went to the CPU partition, asking for
+    a GPU there (a stranger's trial). Where the default partition holds the GPUs, naming it says so."""
     partition = defaults.get("slurm_partition")
-    for rule in gpu_rules if partition is not None else []:
-        if "slurm_partition" not in settings.get(rule, {}):
-            log.warning("%s jobs ask for a GPU and name no slurm_partition of their own, so they go to the default "
-                        "partition %r: set `%s: {slurm_partition: ...}` under the profile's set-resources (a "
-                        "--set-resources on the command line replaces the profile's whole set-resources: name the "
-                        "partition there too, `%s:slurm_partition=...`)", rule, partition, rule, rule)  # fmt: skip
+    if partition is None:
+        return
+    for rule in gpu_rules:
+        own = settings.get(rule, {})
+        if "slurm_partition" not in own and own.get("gpu") != "0":
+            log.warning("%s jobs ask for a GPU and name no slurm_partition of their own: they go to the default "
+                        "partition %r, where they never run if it has no GPUs. Name theirs under the profile's "
+                        "set-resources, `%s: {slurm_partition: ...}` (the default's, where it holds the GPUs); a "
+                        "--set-resources on the command line replaces the profile's whole set-resources, so name it "
+                        "there too, `%s:slurm_partition=...`", rule, partition, rule, rule)  # fmt: skip
 
 
 # What a path must not hold to reach a SLURM job (tried on a one-node cluster with plugin 2.8): the plugin hands

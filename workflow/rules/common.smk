@@ -226,27 +226,29 @@ def as_written(group):
     }
 
 
-def resources_as_written():
-    """(name, value) of every resource a profile or the command line sets."""
-    settings = workflow.resource_settings
-    groups = [settings.default_resources, *settings.overwrite_resources.values()]
-    return [item for group in groups for item in as_written(group).items()]
-
-
-def rules_set():
-    """The rules that --set-resources and --set-threads (or a profile's) name."""
-    settings = workflow.resource_settings
-    return {
-        "--set-resources": list(settings.overwrite_resources),
-        "--set-threads": list(settings.overwrite_threads or {}),
-    }
+# What a profile or the command line sets, as written: the default resources, each rule's, and the rules
+# that --set-threads names (read once a run, not again in each job).
+SETTINGS = workflow.resource_settings
+DEFAULT_RESOURCES = as_written(SETTINGS.default_resources)
+RULE_RESOURCES = {
+    name: as_written(group)  # not `rule`, a keyword at a line's start
+    for name, group in SETTINGS.overwrite_resources.items()
+}
+RULE_THREADS = list(SETTINGS.overwrite_threads or {})
 
 
 if workflow.is_main_process:  # once a run, not again in each job
-    RESOURCES = resources_as_written()
+    RESOURCES = [
+        *DEFAULT_RESOURCES.items(),
+        *(item for group in RULE_RESOURCES.values() for item in group.items()),
+    ]
     checked(check_placeholders, RESOURCES)
-    checked(check_resource_names, RESOURCES)
-    checked(check_rule_names, rules_set(), workflow_rules(workflow.basedir))
+    checked(check_resource_names, RESOURCES, list(SETTINGS.resources or {}))
+    checked(
+        check_rule_names,
+        {"--set-resources": list(RULE_RESOURCES), "--set-threads": RULE_THREADS},
+        workflow_rules(workflow.basedir),
+    )
     checked(check_model_folders, config)
     checked(
         check_judge_files,
@@ -639,15 +641,7 @@ def gpu_rules():
 
 
 if workflow.is_main_process:
-    checked(
-        check_gpu_partitions,
-        as_written(workflow.resource_settings.default_resources),
-        {
-            name: as_written(group)  # not `rule`, a keyword at a line's start
-            for name, group in workflow.resource_settings.overwrite_resources.items()
-        },
-        gpu_rules(),
-    )
+    checked(check_gpu_partitions, DEFAULT_RESOURCES, RULE_RESOURCES, gpu_rules())
 
 
 def judges_outputs():

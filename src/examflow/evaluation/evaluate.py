@@ -252,12 +252,13 @@ def _check_answered(pooled: pd.DataFrame, labels: pd.DataFrame, method: str) -> 
                          "would mean anything (the grade logs count the failures by kind)")  # fmt: skip
     # An answer that is no grade, read as the published parse reads it (`mode` reference or paper): a tiny model's
     # `H H H` was every answer, each a 0, and the run ended with leaderboards (a stranger's trial).
-    no_grade = pooled["unparsable"] if "unparsable" in pooled else pd.Series(False, index=pooled.index)  # a workbench's
-    read = no_grade.astype(bool) & ~failed
+    # A published workbench file has no `unparsable` column; beside examflow's grades its rows hold NaN there.
+    flagged = pooled["unparsable"] if "unparsable" in pooled else pd.Series(False, index=pooled.index)
+    read = flagged.astype("boolean").fillna(False).astype(bool) & ~failed
     if len(pooled) and (failed | read).all():
         raise InputError("--grades", f"method {method}: none of its {len(pooled):,} graded pairs got a grade from its "
-                         f"model: {int(read.sum()):,} answers are no grade, each read as the method's `mode` reads "
-                         f"one (docs/methods.md §3){f', and {int(failed.sum()):,} failed' if failed.any() else ''}: "
+                         f"model: {int(read.sum()):,} answers are no grade, each read as the method's `mode` says "
+                         f"(docs/methods.md §3){f', and {int(failed.sum()):,} failed' if failed.any() else ''}: "
                          "no score would mean anything (the grades' `raw` column holds the answers)")  # fmt: skip
     if lost := sorted(set(pooled.loc[failed, "query_id"]) - set(labels["qrels_id"])):
         one = len(lost) == 1

@@ -88,8 +88,9 @@ def check_failures(
     log.info("%d failed pairs%s; %d unparsable answers (mode %s)", len(errors), f" ({kinds})" if kinds else "",
              int(grades["unparsable"].sum()), method.mode)  # fmt: skip
     if read := int((grades["unparsable"] & grades["error"].isna()).sum()):  # grades, yet the model gave none
-        log.warning("method %s, shard %s: %d of %d answers are no grade, each read as mode %s reads one "
-                    "(docs/methods.md §3; the grades' `raw` column holds them; `mode: strict` fails them instead)",
+        log.warning("method %s, shard %s: %d of %d answers are no grade, each read as mode %s says (docs/methods.md "
+                    "§3: a grade by the published parse, or none); the grades' `raw` column holds them, and `mode: "
+                    "strict` fails them instead",
                     method.name, shard, read, len(grades), method.mode)  # fmt: skip
     if len(errors) <= max_error_rate * len(grades):
         if errors:  # the line a run's end names for this step (examflow.joblogs), not its retries
