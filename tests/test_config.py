@@ -1200,9 +1200,15 @@ def test_a_slurm_profiles_placeholder_stops_the_run_before_any_job(project):
         "mean 'slurm_partition'?), so no job would get it; its own are slurm_account, slurm_cluster, slurm_extra, "
         "slurm_partition (profiles/README.md)"
     ])  # fmt: skip
+    # one the plugin reads without its prefix (a stranger took the warning's list of its own for all it reads)
+    assert dry_run({**filled, "set-resources": {"grade": {"slurm_qos": "long"}}}) == (1, [
+        "examflow: error: resource slurm_qos 'long': the SLURM executor plugin 2.8 reads no such resource (did you "
+        "mean 'qos'?), so no job would get it; its own are slurm_account, slurm_cluster, slurm_extra, slurm_partition "
+        "(profiles/README.md)"
+    ])  # fmt: skip
     # near none of its names: perhaps a later plugin's own, said and not refused
-    assert dry_run({**filled, "set-resources": {"grade": {"slurm_qos": "long"}}}, "WARNING: resource") == (0, [
-        "examflow: WARNING: resource slurm_qos 'long': the SLURM executor plugin 2.8 reads no such resource, so no job "
+    assert dry_run({**filled, "set-resources": {"grade": {"slurm_reservation": "x"}}}, "WARNING: resource") == (0, [
+        "examflow: WARNING: resource slurm_reservation 'x': the SLURM executor plugin 2.8 reads no such resource, so no job "
         "would get it; its own are slurm_account, slurm_cluster, slurm_extra, slurm_partition (profiles/README.md)"
     ])  # fmt: skip
 

@@ -174,7 +174,8 @@ def test_a_method_whose_every_answer_is_no_grade_is_an_error_and_one_grade_is_en
     unparsable = data.grades.assign(rating=0, unparsable=True, error=None)
     data.grades = unparsable
     with pytest.raises(InputError, match=(
-        rf"^--grades: method m: none of its {pairs} graded pairs got a grade from its model: {pairs} answers are no "
+        rf"^--grades: method m: none of its {pairs} graded pairs of pooled passages \(gold articles' aside\) got a grade "
+        rf"from its model: {pairs} answers are no "
         r"grade, each read as the method's `mode` says \(docs/methods.md §3\): no score would mean anything"
     )):  # fmt: skip
         evaluate(data, Settings(taus=[4], bootstrap=0), None)

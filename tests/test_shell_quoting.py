@@ -3,6 +3,7 @@ lists of words (`cli_options`), which `:q` quotes word by word; nothing reaches 
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 
@@ -37,8 +38,10 @@ def test_a_report_path_that_snakemake_would_expand_is_never_printed_nor_taken(mo
     monkeypatch.delenv("UNSET_HERE", raising=False)
     report = str(tmp_path / "res $HOME" / "report.html")
     # written here, then moved into the results folder (the command printed left it here: a stranger's trial)
+    # under a name of its own: a stranger's report.html here was moved away (and two runs' reports are two)
+    here = f"report-{hashlib.sha256(report.encode()).hexdigest()[:8]}.html"
     assert report_command(report, ["c $HOME.yaml"]) == (
-        f"snakemake --report report.html --configfile 'c $HOME.yaml' && mv -- report.html '{report}'"
+        f"snakemake --report {here} --configfile 'c $HOME.yaml' && mv -- {here} '{report}'"
     )
     # `./` kept before a config file whose name starts with `-` (the command printed failed as pasted)
     assert report_command("r.html", ["./-c.yaml"]) == "snakemake --report r.html --configfile ./-c.yaml"
@@ -53,7 +56,8 @@ def test_a_report_path_that_snakemake_would_expand_is_never_printed_nor_taken(mo
     assert report_command(kept, []) == f"snakemake --report '{kept}'"
     # A variable not set now may be when the command is run: such a path is never printed nor taken either.
     unset = str(tmp_path / "res $UNSET_HERE" / "report.html")
-    assert report_command(unset, []) == f"snakemake --report report.html && mv -- report.html '{unset}'"
+    assert re.fullmatch(rf"snakemake --report (report-[0-9a-f]{{8}}\.html) && mv -- \1 '{re.escape(unset)}'",
+                        report_command(unset, []))  # fmt: skip
     with pytest.raises(Failure, match=r"expands `\$NAME` and a leading `~` in its path; give another path"):
         check_report_target(unset, tmp_path, [])
 

@@ -333,14 +333,15 @@ def report_command(report: str, configfiles, snakefile: str | None = None, setti
     elsewhere (its results folder's path holds a `$NAME`) is written here, then moved into that folder, the
     run's own: the shell expands nothing quoted. (A path of `~` is no results folder: the config check
     refuses one; and `--report` to another configuration's folder goes through `check_report_target`.)"""
-    here = _unexpanded(report)
+    moved = _expandable(report) and not report.startswith("~")
+    # Written here under a name of its own: a report.html of the user's stays, two runs' reports stay two.
+    here = f"report-{hashlib.sha256(report.encode()).hexdigest()[:8]}.html" if moved else _unexpanded(report)
     words = ["snakemake", "--report", here] + (["--snakefile", snakefile] if snakefile else [])
     files = [_relative(file) for file in map(str, configfiles)]
     # One --configfile with every file: Snakemake keeps only the last of repeated --configfile options.
     command = shlex.join(
         words + (["--configfile", *files] if files else []) + (["--config", *settings] if settings else [])
     )
-    moved = here != report and not report.startswith("~")
     return command + (" && " + shlex.join(["mv", "--", here, report]) if moved else "")
 
 

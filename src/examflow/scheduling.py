@@ -236,12 +236,20 @@ def check_resource_names(resources: list[tuple[str, str]], limited: Collection[s
 
 
 def _check_slurm_resource(name: str, value: str) -> None:
-    """A name of the plugin's prefix that it does not read: refused near one of its own, else said (it may be a
-    later plugin's own). Compared without the prefix, which each shares: `slurm_qos` is near none of them."""
+    """A name of the plugin's prefix that it does not read: refused where it reads the name without the prefix
+    (`slurm_qos`, read as `qos`) or near one of its own, else said (it may be a later plugin's own). Compared
+    without the prefix, which each shares: `slurm_reservation` is near none of them."""
     if name in SLURM_RESOURCES:
         return
-    close = closest(name.removeprefix(SLURM_PREFIX), [known.removeprefix(SLURM_PREFIX) for known in SLURM_RESOURCES])
-    meant = f" (did you mean {SLURM_PREFIX + close!r}?)" if close else ""
+    bare = name.removeprefix(SLURM_PREFIX)  # `slurm_qos`: the plugin reads `qos`, without its prefix
+    close = closest(bare, [known.removeprefix(SLURM_PREFIX) for known in SLURM_RESOURCES])
+    meant = (
+        f" (did you mean {bare!r}?)"
+        if bare in READ_RESOURCES
+        else f" (did you mean {SLURM_PREFIX + close!r}?)"
+        if close
+        else ""
+    )
     said = (f"resource {name} {value!r}: the SLURM executor plugin 2.8 reads no such resource{meant}, so no job "
             f"would get it; its own are {', '.join(SLURM_RESOURCES)} (profiles/README.md)")  # fmt: skip
     if meant:

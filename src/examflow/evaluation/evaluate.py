@@ -256,8 +256,8 @@ def _check_answered(pooled: pd.DataFrame, labels: pd.DataFrame, method: str) -> 
     flagged = pooled["unparsable"] if "unparsable" in pooled else pd.Series(False, index=pooled.index)
     read = flagged.astype("boolean").fillna(False).astype(bool) & ~failed
     if len(pooled) and (failed | read).all():
-        raise InputError("--grades", f"method {method}: none of its {len(pooled):,} graded pairs got a grade from its "
-                         f"model: {int(read.sum()):,} answers are no grade, each read as the method's `mode` says "
+        raise InputError("--grades", f"method {method}: none of its {len(pooled):,} graded pairs of pooled passages (gold "
+                         f"articles' aside) got a grade from its model: {int(read.sum()):,} answers are no grade, each read as the method's `mode` says "
                          f"(docs/methods.md §3){f', and {int(failed.sum()):,} failed' if failed.any() else ''}: "
                          "no score would mean anything (the grades' `raw` column holds the answers)")  # fmt: skip
     if lost := sorted(set(pooled.loc[failed, "query_id"]) - set(labels["qrels_id"])):
