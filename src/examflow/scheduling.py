@@ -241,15 +241,12 @@ def _check_slurm_resource(name: str, value: str) -> None:
     without the prefix, which each shares: `slurm_reservation` is near none of them."""
     if name in SLURM_RESOURCES:
         return
-    bare = name.removeprefix(SLURM_PREFIX)  # `slurm_qos`: the plugin reads `qos`, without its prefix
-    close = closest(bare, [known.removeprefix(SLURM_PREFIX) for known in SLURM_RESOURCES])
-    meant = (
-        f" (did you mean {bare!r}?)"
-        if bare in READ_RESOURCES
-        else f" (did you mean {SLURM_PREFIX + close!r}?)"
-        if close
-        else ""
-    )
+    bare = name.removeprefix(SLURM_PREFIX)
+    if bare in READ_RESOURCES:  # `slurm_qos`: the plugin reads `qos`, without its prefix
+        meant = f" (did you mean {bare!r}?)"
+    else:
+        close = closest(bare, [known.removeprefix(SLURM_PREFIX) for known in SLURM_RESOURCES])
+        meant = f" (did you mean {SLURM_PREFIX + close!r}?)" if close else ""
     said = (f"resource {name} {value!r}: the SLURM executor plugin 2.8 reads no such resource{meant}, so no job "
             f"would get it; its own are {', '.join(SLURM_RESOURCES)} (profiles/README.md)")  # fmt: skip
     if meant:

@@ -256,10 +256,11 @@ def _check_answered(pooled: pd.DataFrame, labels: pd.DataFrame, method: str) -> 
     flagged = pooled["unparsable"] if "unparsable" in pooled else pd.Series(False, index=pooled.index)
     read = flagged.astype("boolean").fillna(False).astype(bool) & ~failed
     if len(pooled) and (failed | read).all():
-        raise InputError("--grades", f"method {method}: none of its {len(pooled):,} graded pairs of pooled passages (gold "
-                         f"articles' aside) got a grade from its model: {int(read.sum()):,} answers are no grade, each read as the method's `mode` says "
-                         f"(docs/methods.md §3){f', and {int(failed.sum()):,} failed' if failed.any() else ''}: "
-                         "no score would mean anything (the grades' `raw` column holds the answers)")  # fmt: skip
+        raise InputError("--grades", f"method {method}: none of its {len(pooled):,} graded pairs of pooled passages "
+                         f"(gold articles' aside) got a grade from its model: {int(read.sum()):,} answers are no "
+                         f"grade, each read as the method's `mode` says (docs/methods.md §3)"
+                         f"{f', and {int(failed.sum()):,} failed' if failed.any() else ''}: no score would mean "
+                         "anything (the grades' `raw` column holds the answers)")  # fmt: skip
     if lost := sorted(set(pooled.loc[failed, "query_id"]) - set(labels["qrels_id"])):
         one = len(lost) == 1
         log.warning("method %s: no passage of %d quer%s has an EXAM-Qrels label, %s grades having failed (%s): "
