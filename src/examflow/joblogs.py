@@ -60,10 +60,10 @@ def _first_lines(lines: list[str], start: int) -> str:
     then an indented line per query, `  q1: why`): its first item too, or the line named nothing of why, and
     the others by their names (`2 of 4` named one query: a stranger's trial)."""
     message = lines[start].removeprefix(PRINTED)
-    following = next((line.strip() for line in lines[start + 1 :] if line.strip()), "")
-    if not (message.endswith(":") and following):
+    first = next((i for i in range(start + 1, len(lines)) if lines[i].strip()), None)
+    if not message.endswith(":") or first is None:
         return message
-    first = next(i for i in range(start + 1, len(lines)) if lines[i].strip())
+    following = lines[first].strip()
     # an item is `  NAME: why`, and a name may hold a colon itself (TREC CAR's `enwiki:Aftertaste`)
     items = takewhile(lambda line: line.startswith("  "), lines[first + 1 :])
     others = [line.strip().split(": ", 1)[0] for line in items]

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from examflow.errors import ConfigError, InputError, Problems, RunSetting, closest, listed, suggestion
 from examflow.io import read_queries
@@ -24,6 +25,9 @@ from examflow.outputs import Facts
 from examflow.questions.bank import entry_lines, known_targets, read_bank
 from examflow.questions.shards import shard_digests, shard_of
 from examflow.registry import KINDS, RANKERS, Method
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger("examflow")
 
@@ -158,11 +162,9 @@ def graded_shards(
         return query_shards(queries_spec, shards)
     queries = query_table(queries_spec)
     query_ids = set(queries["query_id"])
-    found = bank_queries(bank, os.path.getmtime(bank), shards)
     unknown = Problems(validation["unknown_queries"])
-    known = known_targets(bank, found.lines, subtopics(queries), unknown)
+    found, with_items = _queries_with_items(bank, os.path.getmtime(bank), queries, shards, unknown)
     unknown.summarise()
-    with_items = {query for query, facet in known if found.items[query, facet]}
     without = sorted(query_ids - with_items)
     direct = [method.name for method in methods if not method.entry.reads_bank]
     if not with_items and len(direct) < len(methods):  # its merge would get no grading job's table
@@ -186,9 +188,18 @@ def bank_buckets(queries_spec: str, bank: str, modified: float, shards: int) -> 
     """The buckets that hold items of known queries and subtopics, as `examflow bank-shard`'s tables name the
     bank's: `graded_shards`' answer without its warnings, read where the bank may have been generated since
     the workflow's parse (`modified` keys the cache)."""
+    _, with_items = _queries_with_items(bank, modified, query_table(queries_spec), shards, Problems("warn"))
+    return tuple(sorted({shard_of(query, shards) for query in with_items}))
+
+
+def _queries_with_items(
+    bank: str, modified: float, queries: pd.DataFrame, shards: int, unknown: Problems
+) -> tuple[BankQueries, set[str]]:
+    """The bank as read, and the queries of `queries` it holds items of (an entry of another query or subtopic
+    is one of the `unknown` problems)."""
     found = bank_queries(bank, modified, shards)
-    known = known_targets(bank, found.lines, subtopics(query_table(queries_spec)), Problems("warn"))
-    return tuple(sorted({shard_of(query, shards) for query, facet in known if found.items[query, facet]}))
+    known = known_targets(bank, found.lines, subtopics(queries), unknown)
+    return found, {query for query, facet in known if found.items[query, facet]}
 
 
 # What the shipped SLURM profiles hold until a user fills them in.

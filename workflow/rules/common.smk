@@ -226,18 +226,16 @@ def as_written(group):
     }
 
 
-# What a profile or the command line sets, as written: the default resources, each rule's, and the rules
-# that --set-threads names (read once a run, not again in each job).
-SETTINGS = workflow.resource_settings
-DEFAULT_RESOURCES = as_written(SETTINGS.default_resources)
-RULE_RESOURCES = {
-    name: as_written(group)  # not `rule`, a keyword at a line's start
-    for name, group in SETTINGS.overwrite_resources.items()
-}
-RULE_THREADS = list(SETTINGS.overwrite_threads or {})
-
-
 if workflow.is_main_process:  # once a run, not again in each job
+    # What a profile or the command line sets, as written: the default resources, each rule's, and the
+    # rules that --set-threads names.
+    SETTINGS = workflow.resource_settings
+    DEFAULT_RESOURCES = as_written(SETTINGS.default_resources)
+    RULE_RESOURCES = {
+        name: as_written(group)  # not `rule`, a keyword at a line's start
+        for name, group in SETTINGS.overwrite_resources.items()
+    }
+    RULE_THREADS = list(SETTINGS.overwrite_threads or {})
     RESOURCES = [
         *DEFAULT_RESOURCES.items(),
         *(item for group in RULE_RESOURCES.values() for item in group.items()),
@@ -640,7 +638,7 @@ def gpu_rules():
     return [rule for rule, wanted in (("grade", grade), ("nrp", nrp)) if wanted]
 
 
-if workflow.is_main_process:
+if workflow.is_main_process:  # the resource settings, read above
     checked(check_gpu_partitions, DEFAULT_RESOURCES, RULE_RESOURCES, gpu_rules())
 
 
